@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The layout of Lace's probe map and counters, defined once. The agent's
+ * codec (lib/probe_map.ts) mirrors these structs byte for byte; a change here
+ * is a change of LACE_ABI_VERSION and of that codec.
+ */
+#ifndef LACE_H
+#define LACE_H
+
+#define LACE_ABI_VERSION 1
+
+/* Families as the kernel names them (AF_INET, AF_INET6). */
+#define LACE_AF_INET 2
+#define LACE_AF_INET6 10
+
+#define LACE_MAX_TARGETS 65536
+
+/*
+ * One probe target: where the kubelet connects. IPv4 addresses sit in the
+ * first 4 bytes of addr with the rest zero; IPv4-mapped IPv6 destinations are
+ * looked up as IPv4. addr and port are in network byte order, as the kernel
+ * hands them to connect programs.
+ */
+struct lace_probe_key {
+	__u8 family;
+	__u8 pad;
+	__be16 port;
+	__u8 addr[16];
+};
+
+/* What a matching connect gets: the socket mark, and the network it names. */
+struct lace_probe_value {
+	__u32 mark;
+	__u16 network_id;
+	__u16 flags; /* reserved, zero */
+};
+
+/* Indexes into the per-CPU counters array. */
+enum lace_counter {
+	LACE_CNT_CONNECT4_SEEN = 0,
+	LACE_CNT_CONNECT4_TAGGED = 1,
+	LACE_CNT_CONNECT6_SEEN = 2,
+	LACE_CNT_CONNECT6_TAGGED = 3,
+	LACE_CNT_SETSOCKOPT_FAILED = 4,
+	LACE_CNT_MAX = 8,
+};
+
+#endif

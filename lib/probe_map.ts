@@ -1,0 +1,198 @@
+/**
+ * The probe map's key/value codec and the store interface the reconciler
+ * writes through. The byte layout mirrors `bpf/lace.h` exactly; the agent, the
+ * CLI and the tests all go through this one codec.
+ */
+import { isIPv4, isIPv6 } from "node:net";
+
+export type Family = "ipv4" | "ipv6";
+
+/** Where the kubelet connects: the map key. */
+export interface ProbeKey {
+  family: Family;
+  /** Canonical textual address (IPv4 dotted quad, IPv6 compressed lower case). */
+  address: string;
+  port: number;
+}
+
+/** What a matching connect gets: the map value. */
+export interface ProbeValue {
+  networkId: number;
+  mark: number;
+}
+
+export interface ProbeEntry {
+  key: ProbeKey;
+  value: ProbeValue;
+}
+
+export const AF_INET = 2;
+export const AF_INET6 = 10;
+export const KEY_SIZE = 20;
+export const VALUE_SIZE = 8;
+/** Must equal LACE_ABI_VERSION in bpf/lace.h. */
+export const ABI_VERSION = 1;
+/** Must equal LACE_MAX_TARGETS in bpf/lace.h. */
+export const MAX_TARGETS = 65536;
+
+/** Counter slots of the per-CPU counters map, as in `enum lace_counter`. */
+export const COUNTERS = {
+  connect4Seen: 0,
+  connect4Tagged: 1,
+  connect6Seen: 2,
+  connect6Tagged: 3,
+  setsockoptFailed: 4,
+} as const;
+export const COUNTER_SLOTS = 8;
+
+/**
+ * Parses an IP address into its 4 or 16 network-order bytes. An IPv4-mapped
+ * IPv6 address (`::ffff:a.b.c.d`) is returned as IPv4, the same way the
+ * connect6 program looks it up.
+ */
+export function parseAddress(text: string): { family: Family; bytes: Uint8Array } {
+  if (isIPv4(text)) {
+    return { family: "ipv4", bytes: Uint8Array.from(text.split(".").map(Number)) };
+  }
+  if (!isIPv6(text)) throw new TypeError(`Invalid IP address: "${text}"`);
+  const bytes = ipv6Bytes(text);
+  const mapped = bytes.subarray(0, 10).every((b) => b === 0) && bytes[10] === 0xff &&
+    bytes[11] === 0xff;
+  if (mapped) return { family: "ipv4", bytes: bytes.slice(12) };
+  return { family: "ipv6", bytes };
+}
+
+function ipv6Bytes(text: string): Uint8Array {
+  const zone = text.indexOf("%");
+  if (zone >= 0) text = text.slice(0, zone);
+  let tail: number[] = [];
+  const lastColon = text.lastIndexOf(":");
+  if (text.slice(lastColon + 1).includes(".")) {
+    const v4 = text.slice(lastColon + 1).split(".").map(Number);
+    tail = [(v4[0] << 8) | v4[1], (v4[2] << 8) | v4[3]];
+    text = text.slice(0, lastColon + 1) + "0:0";
+  }
+  const [head, rest] = text.includes("::") ? text.split("::") : [text, undefined];
+  const groups = (s: string) => (s === "" ? [] : s.split(":").map((g) => parseInt(g, 16)));
+  let words = groups(head);
+  if (rest !== undefined) {
+    const back = groups(rest);
+    words = [...words, ...new Array(8 - words.length - back.length).fill(0), ...back];
+  }
+  if (tail.length) words.splice(6, 2, ...tail);
+  const out = new Uint8Array(16);
+  words.forEach((w, i) => {
+    out[i * 2] = w >> 8;
+    out[i * 2 + 1] = w & 0xff;
+  });
+  return out;
+}
+
+/** Formats 4 or 16 network-order bytes canonically (RFC 5952 for IPv6). */
+export function formatAddress(family: Family, bytes: Uint8Array): string {
+  if (family === "ipv4") return Array.from(bytes.subarray(0, 4)).join(".");
+  const words: number[] = [];
+  for (let i = 0; i < 16; i += 2) words.push((bytes[i] << 8) | bytes[i + 1]);
+  // The longest run of two or more zero words becomes "::".
+  let best = -1, bestLen = 0;
+  for (let i = 0; i < 8;) {
+    if (words[i] !== 0) {
+      i++;
+      continue;
+    }
+    let j = i;
+    while (j < 8 && words[j] === 0) j++;
+    if (j - i > bestLen && j - i >= 2) [best, bestLen] = [i, j - i];
+    i = j;
+  }
+  const hex = (ws: number[]) => ws.map((w) => w.toString(16)).join(":");
+  if (best < 0) return hex(words);
+  return `${hex(words.slice(0, best))}::${hex(words.slice(best + bestLen))}`;
+}
+
+/** Returns the canonical textual form of an address, or throws TypeError. */
+export function canonicalAddress(text: string): { family: Family; address: string } {
+  const { family, bytes } = parseAddress(text);
+  return { family, address: formatAddress(family, bytes) };
+}
+
+/** A stable string identity for a key, usable in Maps and logs. */
+export function keyId(key: ProbeKey): string {
+  return key.family === "ipv6" ? `[${key.address}]:${key.port}` : `${key.address}:${key.port}`;
+}
+
+export function encodeKey(key: ProbeKey): Uint8Array {
+  if (!Number.isInteger(key.port) || key.port < 1 || key.port > 65535) {
+    throw new RangeError(`Port out of range 1..65535: ${key.port}`);
+  }
+  const { family, bytes } = parseAddress(key.address);
+  if (family !== key.family) {
+    throw new TypeError(`Address "${key.address}" is not of family ${key.family}`);
+  }
+  const out = new Uint8Array(KEY_SIZE);
+  const view = new DataView(out.buffer);
+  out[0] = family === "ipv4" ? AF_INET : AF_INET6;
+  view.setUint16(2, key.port, false);
+  out.set(bytes, 4);
+  return out;
+}
+
+export function decodeKey(bytes: Uint8Array): ProbeKey {
+  if (bytes.length !== KEY_SIZE) throw new RangeError(`Probe key must be ${KEY_SIZE} bytes`);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const af = bytes[0];
+  if (af !== AF_INET && af !== AF_INET6) throw new TypeError(`Unknown address family ${af}`);
+  const family: Family = af === AF_INET ? "ipv4" : "ipv6";
+  return {
+    family,
+    address: formatAddress(family, bytes.subarray(4, family === "ipv4" ? 8 : 20)),
+    port: view.getUint16(2, false),
+  };
+}
+
+export function encodeValue(value: ProbeValue): Uint8Array {
+  const out = new Uint8Array(VALUE_SIZE);
+  const view = new DataView(out.buffer);
+  view.setUint32(0, value.mark >>> 0, true);
+  view.setUint16(4, value.networkId, true);
+  return out;
+}
+
+export function decodeValue(bytes: Uint8Array): ProbeValue {
+  if (bytes.length !== VALUE_SIZE) throw new RangeError(`Probe value must be ${VALUE_SIZE} bytes`);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return { mark: view.getUint32(0, true), networkId: view.getUint16(4, true) };
+}
+
+/**
+ * The store the reconciler reads and writes: the pinned BPF map in the agent,
+ * an in-memory map in unit tests. Reads always come from the store itself,
+ * never from a copy, so drift behind the agent's back is seen.
+ */
+export interface ProbeStore {
+  /** Every entry currently in the store. */
+  entries(): ProbeEntry[];
+  /** Inserts or replaces one entry. */
+  put(entry: ProbeEntry): void;
+  /** Removes one entry; a missing key is not an error. */
+  remove(key: ProbeKey): void;
+}
+
+/** A ProbeStore in memory, for tests and dry runs. */
+export class MemoryProbeStore implements ProbeStore {
+  readonly #entries = new Map<string, ProbeEntry>();
+  writes = 0;
+  deletes = 0;
+  entries(): ProbeEntry[] {
+    return [...this.#entries.values()].map((e) => structuredClone(e));
+  }
+  put(entry: ProbeEntry): void {
+    encodeKey(entry.key);
+    this.writes++;
+    this.#entries.set(keyId(entry.key), structuredClone(entry));
+  }
+  remove(key: ProbeKey): void {
+    this.deletes++;
+    this.#entries.delete(keyId(key));
+  }
+}
