@@ -45,4 +45,16 @@ enum lace_counter {
 	LACE_CNT_MAX = 8,
 };
 
+/*
+ * The single entry of the info map, written by the loader after load, so that
+ * `lace doctor` can tell whether the pinned program is the one this binary
+ * carries.
+ */
+struct lace_info {
+	__u32 abi_version;
+	__u32 flags; /* reserved, zero */
+	__u64 loaded_at; /* unix time in ms when the loader wrote it */
+	__u8 object_sha256[32];
+};
+
 #endif

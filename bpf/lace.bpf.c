@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Lace's probe datapath: cgroup connect programs attached to the kubelet's
+ * cgroup. A TCP connect whose destination (family, address, port) is a
+ * registered probe target gets SO_MARK = the target's mark before the route
+ * lookup, so the data plane delivers it into that target's overlay network.
+ * The destination is never rewritten and no connect is ever rejected.
+ */
+#include <linux/bpf.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/socket.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "lace.h"
+
+/* Verdicts of cgroup/connect programs. */
+#define SYS_REJECT 0
+#define SYS_PROCEED 1
+
+/* Not in the uapi headers that clang -target bpf can include cleanly. */
+#ifndef SOL_SOCKET
+#define SOL_SOCKET 1
+#endif
+#ifndef SO_MARK
+#define SO_MARK 36
+#endif
+#ifndef SOCK_STREAM
+#define SOCK_STREAM 1
+#endif
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, LACE_MAX_TARGETS);
+	__type(key, struct lace_probe_key);
+	__type(value, struct lace_probe_value);
+} probe_targets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LACE_CNT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lace_info);
+} info SEC(".maps");
+
+static __always_inline void count(__u32 slot)
+{
+	__u64 *value = bpf_map_lookup_elem(&counters, &slot);
+
+	if (value)
+		*value += 1;
+}
+
+/* Looks the key up and, on a match, marks the socket. */
+static __always_inline void tag(struct bpf_sock_addr *ctx, struct lace_probe_key *key,
+				__u32 tagged_slot)
+{
+	struct lace_probe_value *value = bpf_map_lookup_elem(&probe_targets, key);
+	__u32 mark;
+
+	if (!value)
+		return;
+	mark = value->mark;
+	if (bpf_setsockopt(ctx, SOL_SOCKET, SO_MARK, &mark, sizeof(mark)) == 0)
+		count(tagged_slot);
+	else
+		count(LACE_CNT_SETSOCKOPT_FAILED);
+}
+
+SEC("cgroup/connect4")
+int lace_connect4(struct bpf_sock_addr *ctx)
+{
+	struct lace_probe_key key = {};
+	__u32 ip4;
+
+	if (ctx->type != SOCK_STREAM)
+		return SYS_PROCEED;
+	count(LACE_CNT_CONNECT4_SEEN);
+
+	ip4 = ctx->user_ip4;
+	key.family = LACE_AF_INET;
+	key.port = (__be16)ctx->user_port;
+	__builtin_memcpy(key.addr, &ip4, 4);
+	tag(ctx, &key, LACE_CNT_CONNECT4_TAGGED);
+	return SYS_PROCEED;
+}
+
+SEC("cgroup/connect6")
+int lace_connect6(struct bpf_sock_addr *ctx)
+{
+	struct lace_probe_key key = {};
+	__u32 w0, w1, w2, w3;
+
+	if (ctx->type != SOCK_STREAM)
+		return SYS_PROCEED;
+	count(LACE_CNT_CONNECT6_SEEN);
+
+	/* The context only allows 4-byte loads of user_ip6. */
+	w0 = ctx->user_ip6[0];
+	w1 = ctx->user_ip6[1];
+	w2 = ctx->user_ip6[2];
+	w3 = ctx->user_ip6[3];
+	key.port = (__be16)ctx->user_port;
+	/* ::ffff:a.b.c.d is the IPv4 destination a.b.c.d, looked up as such. */
+	if (w0 == 0 && w1 == 0 && w2 == bpf_htonl(0x0000ffff)) {
+		key.family = LACE_AF_INET;
+		__builtin_memcpy(key.addr, &w3, 4);
+	} else {
+		key.family = LACE_AF_INET6;
+		__builtin_memcpy(key.addr, &w0, 4);
+		__builtin_memcpy(key.addr + 4, &w1, 4);
+		__builtin_memcpy(key.addr + 8, &w2, 4);
+		__builtin_memcpy(key.addr + 12, &w3, 4);
+	}
+	tag(ctx, &key, LACE_CNT_CONNECT6_TAGGED);
+	return SYS_PROCEED;
+}

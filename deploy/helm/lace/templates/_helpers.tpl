@@ -1,0 +1,72 @@
+{{/* Chart name, truncated to the 63 characters a label allows. */}}
+{{- define "lace.name" -}}
+{{- .Chart.Name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Release-qualified name used for every object of the chart. */}}
+{{- define "lace.fullname" -}}
+{{- if contains .Chart.Name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+
+{{- define "lace.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "lace.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "lace.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "lace.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/component: node-agent
+{{- end }}
+
+{{- define "lace.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "lace.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "lace.image" -}}
+{{- $tag := default .Chart.AppVersion .Values.image.tag -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ $tag }}
+{{- end -}}
+{{- end }}
+
+{{/*
+The kubelet cgroup as the agent is told it. The chart mounts only the host's /sys/fs/cgroup, so a
+path elsewhere could never be found in the container: refuse it at render time.
+*/}}
+{{- define "lace.kubeletCgroup" -}}
+{{- $path := .Values.node.kubeletCgroupPath -}}
+{{- if and (ne $path "auto") (ne $path "/sys/fs/cgroup") (not (hasPrefix "/sys/fs/cgroup/" $path)) -}}
+{{- fail (printf "node.kubeletCgroupPath must be under /sys/fs/cgroup (the host hierarchy the chart mounts) or \"auto\": %q" $path) -}}
+{{- end -}}
+{{- $path -}}
+{{- end }}
+
+{{/* The agent's metrics address: the node's IP by default (the pod runs in the host network). */}}
+{{- define "lace.metricsAddr" -}}
+{{- if .Values.node.metricsHost -}}
+{{ .Values.node.metricsHost }}:{{ .Values.node.metricsPort }}
+{{- else -}}
+$(HOST_IP):{{ .Values.node.metricsPort }}
+{{- end -}}
+{{- end }}
+
+{{/*
+CEL: true when the probe or handler at path .p (e.g. "c.livenessProbe") makes the kubelet connect
+to a host the pod chose (httpGet.host or tcpSocket.host).
+*/}}
+{{- define "lace.celHostSet" -}}
+(has({{ .p }}) && ((has({{ .p }}.httpGet) && has({{ .p }}.httpGet.host)) || (has({{ .p }}.tcpSocket) && has({{ .p }}.tcpSocket.host))))
+{{- end }}

@@ -1,0 +1,82 @@
+/**
+ * The probe map as a ProbeStore: the pinned BPF hash map, read and written
+ * through the shared codec of probe_map.ts.
+ */
+import { getLogger } from "@logtape/logtape";
+import type { BpfMap } from "./libbpf/map.ts";
+import {
+  decodeKey,
+  decodeValue,
+  encodeKey,
+  encodeValue,
+  KEY_SIZE,
+  type ProbeEntry,
+  type ProbeKey,
+  type ProbeStore,
+  type ProbeValue,
+  VALUE_SIZE,
+} from "./probe_map.ts";
+
+const log = getLogger(["lace", "datapath"]);
+
+export class BpfProbeStore implements ProbeStore, Disposable {
+  readonly #map: BpfMap;
+
+  /** Wraps an open probe map; refuses a map whose layout is not this codec's. */
+  constructor(map: BpfMap) {
+    if (map.info.keySize !== KEY_SIZE || map.info.valueSize !== VALUE_SIZE) {
+      throw new Error(
+        `Probe map "${map.name}" has key/value sizes ${map.info.keySize}/${map.info.valueSize}, expected ${KEY_SIZE}/${VALUE_SIZE}: it was made by another Lace version, remove it with \`lace uninstall\``,
+      );
+    }
+    this.#map = map;
+  }
+
+  /** Every entry in the kernel map; undecodable entries are logged and skipped. */
+  entries(): ProbeEntry[] {
+    const out: ProbeEntry[] = [];
+    for (const [k, v] of this.#map.entries()) {
+      try {
+        out.push({ key: decodeKey(k), value: decodeValue(v) });
+      } catch (error) {
+        log.warn("Skipping undecodable probe map entry {key}: {error}", {
+          key: Array.from(k, (b) => b.toString(16).padStart(2, "0")).join(""),
+          error: String(error),
+        });
+      }
+    }
+    return out;
+  }
+
+  put(entry: ProbeEntry): void {
+    this.#map.update(encodeKey(entry.key), encodeValue(entry.value));
+  }
+
+  remove(key: ProbeKey): void {
+    this.#map.delete(encodeKey(key));
+  }
+
+  /** One entry's value, or undefined. */
+  get(key: ProbeKey): ProbeValue | undefined {
+    const value = this.#map.lookup(encodeKey(key));
+    return value && decodeValue(value);
+  }
+
+  /** How many entries the kernel map holds. */
+  count(): number {
+    return this.#map.keys().length;
+  }
+
+  /** The kernel's capacity of the map. */
+  get capacity(): number {
+    return this.#map.info.maxEntries;
+  }
+
+  close(): void {
+    this.#map.close();
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}

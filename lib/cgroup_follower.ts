@@ -1,0 +1,460 @@
+/**
+ * Keeps Lace's programs attached to the cgroup that really holds the kubelet.
+ * One `sync()` recomputes everything from the kernel and /proc: where the
+ * kubelet cgroup is (configured path or, with "auto", the kubelet's own),
+ * whether it exists, whether the pinned links are alive and on it (else
+ * re-attach, which replaces dead links), whether the kubelet really runs
+ * there, and who else shares it. Every change of cgroup (inotify on the
+ * parent directory) and a short timer request the same sync, so a kubelet
+ * restart that recreates its cgroup is followed within a second.
+ * Other programs are never detached; Lace's own links are never detached here.
+ */
+import { getLogger } from "@logtape/logtape";
+import { dirname } from "node:path";
+import {
+  type AttachQuery,
+  describeExclusiveHolder,
+  findExclusiveHolder,
+  queryAttachments,
+} from "./cgroup_exclusive.ts";
+import {
+  cgroup2Mounts,
+  isWithin,
+  mapConfiguredCgroup,
+  mapProcessCgroup,
+  type MountPoint,
+} from "./cgroup_path.ts";
+import {
+  extraProcesses,
+  findKubelets,
+  type KubeletProcess,
+  type ProcessInfo,
+} from "./kubelet_finder.ts";
+import { readMountInfo } from "./mountinfo.ts";
+
+const log = getLogger(["lace", "cgroup"]);
+
+/** One of Lace's pinned links, as the attacher reports it. */
+export interface AttachedLink {
+  program: string;
+  /** The pin exists. */
+  pinned: boolean;
+  /** The link still points at a live cgroup. */
+  alive: boolean;
+  /** The cgroup it is attached to; 0n when that cgroup is gone. */
+  cgroupId: bigint;
+}
+
+/** The part of the datapath the follower drives (lib/datapath.ts's Datapath fits). */
+export interface CgroupAttacher {
+  /** Attaches every program to the cgroup, updating or replacing the pinned links. */
+  attach(cgroupPath: string): unknown;
+  /** Lace's pinned links and what they point at. */
+  links(): AttachedLink[];
+}
+
+/** Where Node events go (the agent's aggregated, rate-limited Event recorder). */
+export interface NodeEventSink {
+  emit(type: "Normal" | "Warning", reason: string, message: string): void;
+}
+
+export interface KubeletMismatch {
+  kubeletPid: number;
+  kubeletComm: string;
+  /** The cgroup directory the kubelet really runs in (or its raw /proc path). */
+  kubeletCgroup: string;
+}
+
+/** What the follower knows now; for metrics, /readyz and logs. */
+export interface FollowerStatus {
+  /** As configured: a path or "auto". */
+  configured: string;
+  /** The cgroup directory Lace attaches to; null when unknown (auto, no kubelet). */
+  path: string | null;
+  attached: boolean;
+  /** The inode id of the cgroup the links are attached to, when attached. */
+  cgroupId: bigint | null;
+  /** The kubelet process found in /proc, if any. */
+  kubelet: { pid: number; comm: string; cgroup: string | null } | null;
+  /** A kubelet found outside the configured cgroup (never set with "auto"). */
+  mismatch: KubeletMismatch | null;
+  /** Processes in the cgroup (or below) that are not the kubelet: they get tagged too. */
+  extraProcesses: ProcessInfo[];
+  /** Why it is not attached, or the last attach failure; null when fine. */
+  lastError: string | null;
+}
+
+export interface FollowerOptions {
+  /** A cgroup directory (host path) or "auto". */
+  kubeletCgroup: string;
+  hostCgroupRoot?: string;
+  attacher: CgroupAttacher;
+  events?: NodeEventSink;
+  /** Period of the cheap check (stat + link info); at most 1000 ms. */
+  checkIntervalMs?: number;
+  /** Period of the /proc scan for the kubelet and for extra processes. */
+  scanIntervalMs?: number;
+  /** Seams for tests; the defaults read the real system. */
+  mounts?: () => MountPoint[];
+  findKubelets?: () => KubeletProcess[];
+  extraProcesses?: (dir: string, kubeletPids: number[]) => ProcessInfo[];
+  cgroupId?: (dir: string) => bigint | null;
+  watch?: (dir: string, onChange: () => void) => { close(): void };
+  queryAttachments?: AttachQuery;
+  now?: () => number;
+}
+
+/** The inode number of a cgroup directory, which is the kernel's cgroup id. */
+export function statCgroupId(dir: string): bigint | null {
+  try {
+    const st = Deno.statSync(dir);
+    return st.isDirectory && st.ino !== null ? BigInt(st.ino) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Watches one directory with inotify (Deno.watchFs) and calls back on any change. */
+export function watchDirectory(dir: string, onChange: () => void): { close(): void } {
+  const watcher = Deno.watchFs(dir, { recursive: false });
+  (async () => {
+    try {
+      for await (const _ of watcher) onChange();
+    } catch {
+      // The watched directory went away; the periodic check carries on.
+    }
+  })();
+  return {
+    close: () => {
+      try {
+        watcher.close();
+      } catch {
+        // Already closed.
+      }
+    },
+  };
+}
+
+/** The nearest existing directory at or above `dir` (for watching what is not there yet). */
+function nearestExisting(dir: string, exists: (dir: string) => boolean): string {
+  let d = dir;
+  while (d !== "/" && !exists(d)) d = dirname(d);
+  return d;
+}
+
+/** A comparable text of a status (bigints included). */
+function statusKey(s: FollowerStatus): string {
+  return JSON.stringify(s, (_, v) => typeof v === "bigint" ? `${v}n` : v);
+}
+
+function errorText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+export class CgroupFollower implements Disposable {
+  readonly #o: Required<Omit<FollowerOptions, "events" | "hostCgroupRoot">> & {
+    events?: NodeEventSink;
+    hostCgroupRoot: string;
+  };
+  #status: FollowerStatus;
+  #listeners = new Set<(s: FollowerStatus) => void>();
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #watcher: { dir: string; handle: { close(): void } } | undefined;
+  #lastScan = -Infinity;
+  #scanRequested = true;
+  /** The extra-process check runs after each /proc scan and each attach. */
+  #scanDue = true;
+  #kubelets: KubeletProcess[] = [];
+  #syncQueued = false;
+  #lastAttachError: string | null = null;
+
+  constructor(options: FollowerOptions) {
+    const o = {
+      hostCgroupRoot: "",
+      checkIntervalMs: 500,
+      scanIntervalMs: 10_000,
+      mounts: () => readMountInfo(),
+      findKubelets: () => findKubelets(),
+      extraProcesses: (dir: string, pids: number[]) =>
+        extraProcesses(dir, { exclude: [...pids, Deno.pid] }),
+      cgroupId: statCgroupId,
+      watch: watchDirectory,
+      queryAttachments,
+      now: () => performance.now(),
+      ...options,
+    };
+    if (o.checkIntervalMs > 1000) {
+      throw new RangeError(`Cgroup check interval must be at most 1000 ms: ${o.checkIntervalMs}`);
+    }
+    this.#o = o;
+    this.#status = {
+      configured: o.kubeletCgroup,
+      path: null,
+      attached: false,
+      cgroupId: null,
+      kubelet: null,
+      mismatch: null,
+      extraProcesses: [],
+      lastError: "not synced yet",
+    };
+  }
+
+  /** Syncs now, then keeps syncing on cgroup changes and every check interval. */
+  start(): void {
+    if (this.#timer !== undefined) return;
+    this.sync();
+    this.#timer = setInterval(() => this.sync(), this.#o.checkIntervalMs);
+  }
+
+  /** Stops watching. Leaves every attachment in place (pins outlive the agent). */
+  stop(): void {
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#timer = undefined;
+    this.#watcher?.handle.close();
+    this.#watcher = undefined;
+  }
+
+  [Symbol.dispose](): void {
+    this.stop();
+  }
+
+  /** A copy of the current status. */
+  status(): FollowerStatus {
+    return structuredClone(this.#status);
+  }
+
+  /** Calls `listener` after every sync that changed the status; returns the unsubscribe. */
+  onChange(listener: (s: FollowerStatus) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Readiness in /readyz's terms: attached, and no kubelet seen elsewhere. */
+  readiness(): { ready: boolean; reasons: string[] } {
+    const s = this.#status;
+    const reasons: string[] = [];
+    if (!s.attached) reasons.push(s.lastError ?? "probe programs are not attached");
+    if (s.mismatch) {
+      reasons.push(
+        `kubelet (pid ${s.mismatch.kubeletPid}) runs in cgroup "${s.mismatch.kubeletCgroup}", ` +
+          `not in the configured "${s.path}"`,
+      );
+    }
+    return { ready: reasons.length === 0, reasons };
+  }
+
+  /**
+   * One full sync: find the cgroup, attach if the links are missing, dead or
+   * elsewhere, look for the kubelet and for extra processes. Never throws;
+   * failures land in status().lastError, the log and a Node event.
+   */
+  sync(): FollowerStatus {
+    const prev = this.#status;
+    const next: FollowerStatus = { ...this.#status, lastError: null };
+    const now = this.#o.now();
+    if (this.#scanRequested || now - this.#lastScan >= this.#o.scanIntervalMs) {
+      this.#scanRequested = false;
+      this.#lastScan = now;
+      try {
+        this.#kubelets = this.#o.findKubelets();
+      } catch (e) {
+        log.warn("Cannot scan /proc for the kubelet: {error}", { error: errorText(e) });
+        this.#kubelets = [];
+      }
+      this.#scanDue = true;
+    }
+    let mounts: MountPoint[] = [];
+    try {
+      mounts = this.#o.mounts();
+      next.path = this.#targetPath(mounts);
+    } catch (e) {
+      next.path = null;
+      next.lastError = errorText(e);
+    }
+    const kubelet = this.#kubelets[0];
+    next.kubelet = kubelet
+      ? { pid: kubelet.pid, comm: kubelet.comm, cgroup: kubelet.cgroup }
+      : null;
+    if (next.path === null) {
+      next.attached = false;
+      next.cgroupId = null;
+      next.lastError ??= "no kubelet process found in /proc: waiting for it (kubelet cgroup auto)";
+      this.#watch(dirname(cgroup2Mounts(mounts, this.#o.hostCgroupRoot)[0]?.mountPoint ?? "/"));
+    } else {
+      this.#attachIfNeeded(next.path, next);
+      this.#watch(nearestExisting(dirname(next.path), (d) => this.#o.cgroupId(d) !== null));
+    }
+    next.mismatch = this.#mismatch(next.path, mounts);
+    if (this.#scanDue && next.path !== null && next.cgroupId !== null) {
+      this.#scanDue = false;
+      try {
+        next.extraProcesses = this.#o.extraProcesses(next.path, this.#kubelets.map((k) => k.pid));
+      } catch {
+        next.extraProcesses = [];
+      }
+    } else if (next.cgroupId === null) {
+      next.extraProcesses = [];
+    }
+    this.#status = next;
+    if (statusKey(prev) !== statusKey(next)) {
+      this.#report(prev, next);
+      for (const l of this.#listeners) l(this.status());
+    }
+    return this.status();
+  }
+
+  #targetPath(mounts: MountPoint[]): string | null {
+    if (this.#o.kubeletCgroup !== "auto") {
+      return mapConfiguredCgroup(this.#o.kubeletCgroup, mounts, this.#o.hostCgroupRoot);
+    }
+    const k = this.#kubelets.find((k) => k.cgroup !== null);
+    return k ? mapProcessCgroup(k.cgroup!, mounts, this.#o.hostCgroupRoot) : null;
+  }
+
+  #attachIfNeeded(path: string, next: FollowerStatus): void {
+    const id = this.#o.cgroupId(path);
+    if (id === null) {
+      next.attached = false;
+      next.cgroupId = null;
+      next.lastError = `kubelet cgroup "${path}" does not exist yet: waiting for it ` +
+        "(is the kubelet running? is --kubelet-cgroup right?)";
+      return;
+    }
+    let links: AttachedLink[] = [];
+    try {
+      links = this.#o.attacher.links();
+    } catch (e) {
+      log.warn("Cannot read Lace's pinned links: {error}", { error: errorText(e) });
+    }
+    const inPlace = links.length > 0 &&
+      links.every((l) => l.pinned && l.alive && l.cgroupId === id);
+    if (inPlace) {
+      next.attached = true;
+      next.cgroupId = id;
+      this.#lastAttachError = null;
+      return;
+    }
+    try {
+      this.#o.attacher.attach(path);
+      next.attached = true;
+      next.cgroupId = id;
+      this.#lastAttachError = null;
+      // A recreated cgroup usually means a restarted kubelet: look again.
+      this.#scanRequested = true;
+      this.#scanDue = true;
+    } catch (e) {
+      next.attached = false;
+      next.cgroupId = null;
+      next.lastError = this.#explainAttachError(path, e);
+    }
+  }
+
+  #explainAttachError(path: string, e: unknown): string {
+    const code = (e as { code?: string }).code;
+    if (code === "EPERM") {
+      try {
+        const mounts = this.#o.mounts();
+        const root = cgroup2Mounts(mounts, this.#o.hostCgroupRoot)
+          .find((m) => isWithin(path, m.mountPoint))?.mountPoint ?? "/";
+        const holder = findExclusiveHolder(path, root, this.#o.queryAttachments);
+        if (holder) return describeExclusiveHolder(path, holder);
+      } catch (inner) {
+        log.debug("Cannot inspect cgroup attachments: {error}", { error: errorText(inner) });
+      }
+    }
+    return `Cannot attach to kubelet cgroup "${path}": ${errorText(e)}`;
+  }
+
+  #mismatch(path: string | null, mounts: MountPoint[]): KubeletMismatch | null {
+    if (this.#o.kubeletCgroup === "auto" || path === null || this.#kubelets.length === 0) {
+      return null;
+    }
+    const pathId = this.#o.cgroupId(path);
+    let first: KubeletMismatch | null = null;
+    for (const k of this.#kubelets) {
+      let dir: string;
+      try {
+        dir = k.cgroup === null ? "" : mapProcessCgroup(k.cgroup, mounts, this.#o.hostCgroupRoot);
+      } catch {
+        dir = k.cgroup ?? "";
+      }
+      // Programs on a cgroup apply to all cgroups below it.
+      if (dir && (isWithin(dir, path) || (pathId !== null && this.#o.cgroupId(dir) === pathId))) {
+        return null;
+      }
+      first ??= { kubeletPid: k.pid, kubeletComm: k.comm, kubeletCgroup: dir || "unknown" };
+    }
+    return first;
+  }
+
+  #watch(dir: string): void {
+    if (this.#watcher?.dir === dir) return;
+    this.#watcher?.handle.close();
+    this.#watcher = undefined;
+    try {
+      const handle = this.#o.watch(dir, () => this.#queueSync());
+      this.#watcher = { dir, handle };
+    } catch (e) {
+      log.debug("Cannot watch {dir}: {error}", { dir, error: errorText(e) });
+    }
+  }
+
+  /** Gathers a burst of inotify events into one sync. */
+  #queueSync(): void {
+    this.#scanRequested = true;
+    if (this.#syncQueued) return;
+    this.#syncQueued = true;
+    setTimeout(() => {
+      this.#syncQueued = false;
+      if (this.#timer !== undefined) this.sync();
+    }, 0);
+  }
+
+  /** Logs and records Node events for what changed between two statuses. */
+  #report(prev: FollowerStatus, next: FollowerStatus): void {
+    const events = this.#o.events;
+    if (
+      next.attached &&
+      (!prev.attached || prev.path !== next.path || prev.cgroupId !== next.cgroupId)
+    ) {
+      log.info("Probe programs attached to kubelet cgroup {cgroup} (id {cgroupId})", {
+        cgroup: next.path,
+        cgroupId: `${next.cgroupId}`,
+      });
+      events?.emit("Normal", "ProbeProgramsAttached", `Attached to kubelet cgroup "${next.path}"`);
+    }
+    if (!next.attached && next.lastError && next.lastError !== prev.lastError) {
+      const waiting = /does not exist yet|no kubelet process found/.test(next.lastError);
+      if (waiting) {
+        log.warn("Not attached: {reason}", { reason: next.lastError });
+      } else if (next.lastError !== this.#lastAttachError) {
+        this.#lastAttachError = next.lastError;
+        log.error("Not attached: {reason}", { reason: next.lastError });
+        events?.emit("Warning", "ProbeAttachFailed", next.lastError);
+      }
+    }
+    const m = next.mismatch;
+    if (
+      m &&
+      (prev.mismatch?.kubeletPid !== m.kubeletPid ||
+        prev.mismatch?.kubeletCgroup !== m.kubeletCgroup)
+    ) {
+      const text = `The kubelet (pid ${m.kubeletPid}, ${m.kubeletComm}) runs in cgroup ` +
+        `"${m.kubeletCgroup}", not in the configured kubelet cgroup "${next.path}": probes to ` +
+        "pods in Lace networks will fail; set --kubelet-cgroup (Helm value " +
+        "node.kubeletCgroupPath) to that cgroup, or to auto";
+      log.error("Kubelet cgroup mismatch: {message}", { message: text, ...m });
+      events?.emit("Warning", "KubeletCgroupMismatch", text);
+    } else if (!m && prev.mismatch) {
+      log.info("The kubelet now runs in the configured cgroup {cgroup}", { cgroup: next.path });
+    }
+    const extraKey = (s: FollowerStatus) => s.extraProcesses.map((p) => p.pid).join(",");
+    if (next.extraProcesses.length > 0 && extraKey(prev) !== extraKey(next)) {
+      const list = next.extraProcesses.map((p) => `${p.pid} (${p.comm})`).join(", ");
+      const text = `Kubelet cgroup "${next.path}" also holds processes that are not the ` +
+        `kubelet, and their connections to probe targets get tagged too: ${list}`;
+      log.warn("Kubelet cgroup shared: {message}", { message: text });
+      events?.emit("Warning", "KubeletCgroupShared", text);
+    }
+  }
+}

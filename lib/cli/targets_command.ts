@@ -1,0 +1,88 @@
+/**
+ * `lace targets`: what the kubelet's connects are matched against. Asks the
+ * running agent first (it knows which pod each target belongs to), and falls
+ * back to reading the pinned map when no agent answers.
+ */
+import type { TargetView } from "../http_server.ts";
+import { helpText, parseFlags } from "./flags.ts";
+import { nodeFlags } from "./agent_flags.ts";
+
+const spec = {
+  name: "targets",
+  summary: "List the registered probe targets: family, address, port, network, mark and pod.",
+  usage: "lace targets [--json] [--pin-path DIR] [--metrics-addr HOST:PORT]",
+  flags: [
+    { name: "json", type: "boolean" as const, env: ["LACE_JSON"], help: "Print a JSON array" },
+    ...nodeFlags.filter((f) => f.name === "pin-path" || f.name === "metrics-addr"),
+  ],
+};
+
+/** Reads the agent's /targets; undefined when no agent answers in time. */
+export async function targetsFromAgent(
+  addr: string,
+  timeoutMs = 1000,
+): Promise<TargetView[] | undefined> {
+  if (!addr) return undefined;
+  try {
+    const res = await fetch(`http://${addr}/targets`, { signal: AbortSignal.timeout(timeoutMs) });
+    if (!res.ok) {
+      await res.body?.cancel();
+      return undefined;
+    }
+    return await res.json() as TargetView[];
+  } catch {
+    return undefined;
+  }
+}
+
+/** Renders targets as an aligned table, sorted for stable output. */
+export function targetsTable(targets: TargetView[]): string {
+  const rows = [...targets].sort((a, b) =>
+    a.family.localeCompare(b.family) || a.address.localeCompare(b.address) || a.port - b.port
+  ).map((t) => [
+    t.family,
+    t.address,
+    String(t.port),
+    t.network ? `${t.network} (${t.networkId})` : String(t.networkId),
+    `0x${t.mark.toString(16)}`,
+    t.pod ?? "-",
+  ]);
+  const header = ["FAMILY", "ADDRESS", "PORT", "NETWORK", "MARK", "POD"];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  return [header, ...rows].map((r) => r.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd())
+    .join("\n");
+}
+
+export async function runTargetsCommand(args: string[]): Promise<number> {
+  const { values, help } = parseFlags(spec, args, Deno.env.toObject());
+  if (help) {
+    console.log(helpText(spec));
+    return 0;
+  }
+  let targets = await targetsFromAgent(values["metrics-addr"] as string);
+  if (!targets) {
+    const { readPinnedTargets } = await import("../datapath.ts");
+    targets = readPinnedTargets(values["pin-path"] as string).map((e) => ({
+      family: e.key.family,
+      address: e.key.address,
+      port: e.key.port,
+      networkId: e.value.networkId,
+      mark: e.value.mark,
+    }));
+  }
+  if (values.json) {
+    console.log(JSON.stringify(
+      targets.map((t) => ({
+        family: t.family,
+        address: t.address,
+        port: t.port,
+        networkId: t.networkId,
+        mark: t.mark,
+        ...(t.pod ? { pod: t.pod } : {}),
+      })),
+    ));
+  } else {
+    console.log(targets.length ? targetsTable(targets) : "No probe targets registered");
+  }
+  return 0;
+}

@@ -1,0 +1,77 @@
+/**
+ * CNI CHECK on the agent's side: does the probe map hold what this pod's
+ * attachment needs? Pure comparison of the agent's desired targets with the
+ * map's entries, and the glue that makes an `AgentCore` a `CniHandler`.
+ */
+import type { AgentCore } from "../agent_core.ts";
+import { canonicalAddress, keyId, type ProbeEntry, type ProbeStore } from "../probe_map.ts";
+import type { Attachment } from "./protocol.ts";
+import type { CniHandler } from "./server.ts";
+
+/** The part of a desired target CHECK looks at. */
+export interface DesiredTarget {
+  entry: ProbeEntry;
+  network: string;
+  pod: { uid: string };
+}
+
+function describe(entry: ProbeEntry): string {
+  return `network id ${entry.value.networkId} mark 0x${entry.value.mark.toString(16)}`;
+}
+
+/**
+ * Lists every mismatch between the pod's desired targets and the map: a
+ * target missing from the map or holding another value, a target on an
+ * address the attachment does not have, or in another network than the
+ * plugin configuration names. An empty list means the attachment checks out
+ * (also for a pod without probes: it needs no targets).
+ */
+export function checkAttachment(
+  a: Attachment,
+  desired: DesiredTarget[],
+  entries: ProbeEntry[],
+): string[] {
+  const inMap = new Map(entries.map((e) => [keyId(e.key), e]));
+  const ips = new Set(a.ips.map((ip) => canonicalAddress(ip).address));
+  const problems: string[] = [];
+  for (const t of desired) {
+    if (t.pod.uid !== a.uid) continue;
+    const id = keyId(t.entry.key);
+    const found = inMap.get(id);
+    if (!found) {
+      problems.push(`target ${id} is not in the probe map`);
+    } else if (
+      found.value.mark !== t.entry.value.mark || found.value.networkId !== t.entry.value.networkId
+    ) {
+      problems.push(
+        `target ${id} has ${describe(found)} in the probe map, expected ${describe(t.entry)}`,
+      );
+    }
+    if (!ips.has(t.entry.key.address)) {
+      problems.push(`target ${id} is on an address the attachment does not have`);
+    }
+    if (a.network !== undefined && t.network !== a.network) {
+      problems.push(`target ${id} is in network "${t.network}", the plugin says "${a.network}"`);
+    }
+  }
+  return problems;
+}
+
+/**
+ * The handler `startCniServer` needs, made of the agent core (registration
+ * and removal, which resolve once the map is written) and the probe store
+ * CHECK reads: the map itself, never a copy, so drift shows.
+ */
+export function cniHandlerFor(
+  core: Pick<AgentCore, "registerAttachment" | "removeAttachment" | "snapshot">,
+  store: ProbeStore,
+): CniHandler {
+  return {
+    registerAttachment: (a) => core.registerAttachment(a),
+    removeAttachment: (uid) => core.removeAttachment(uid),
+    check: (a) => {
+      const problems = checkAttachment(a, core.snapshot().targets, store.entries());
+      return Promise.resolve({ problems });
+    },
+  };
+}

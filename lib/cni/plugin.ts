@@ -1,0 +1,279 @@
+/**
+ * Lace's chained CNI plugin: the `lace` binary run by the container runtime
+ * with CNI_COMMAND set, after the pod network plugin in a conflist. On ADD it
+ * hands the pod's fresh addresses to the agent, which writes the probe targets
+ * before the sandbox's containers start; it passes prevResult through and
+ * fails open: the pod's network never depends on Lace's agent. This path
+ * imports only the small CNI modules, so the plugin starts fast.
+ */
+import { AgentCallError, callAgent, type CallAgent } from "./client.ts";
+import { type Attachment, PROTOCOL_VERSION, type Reply, type Request } from "./protocol.ts";
+import {
+  CniError,
+  type CniEnv,
+  ERR,
+  errorResult,
+  type NetConf,
+  parseEnv,
+  parseNetConf,
+  passThrough,
+  peekVersion,
+  resultAddresses,
+  versionResult,
+} from "./spec.ts";
+
+/** What one plugin invocation produced: exit code, stdout, and lines for stderr. */
+export interface PluginOutcome {
+  code: number;
+  stdout: string;
+  log: string[];
+}
+
+/**
+ * Runs one CNI command over plain inputs and returns what to print. Every
+ * failure is a CNI error result (never an exception); agent problems on ADD,
+ * DEL, CHECK and GC are logged and do not fail the command.
+ */
+export async function cniPlugin(
+  env: Record<string, string | undefined>,
+  stdin: string,
+  call: CallAgent = callAgent,
+): Promise<PluginOutcome> {
+  const log: string[] = [];
+  const version = peekVersion(stdin);
+  try {
+    const cniEnv = parseEnv(env);
+    if (cniEnv.command === "VERSION") return ok(versionResult(version), log);
+    const conf = parseNetConf(stdin, cniEnv.command);
+    switch (cniEnv.command) {
+      case "ADD":
+        return ok(await add(cniEnv, conf, call, log), log);
+      case "CHECK":
+        await check(cniEnv, conf, call, log);
+        return ok(undefined, log);
+      case "DEL":
+        await del(cniEnv, conf, call, log);
+        return ok(undefined, log);
+      case "GC":
+        await gc(stdin, conf, call, log);
+        return ok(undefined, log);
+      case "STATUS":
+        // Lace never makes the node's pod network unavailable: always ready.
+        return ok(undefined, log);
+    }
+  } catch (e) {
+    const err = e instanceof CniError
+      ? e
+      : new CniError(ERR.internal, `Lace's CNI plugin failed: ${(e as Error)?.message ?? e}`);
+    log.push(`error ${err.code}: ${err.message}`);
+    return { code: 1, stdout: JSON.stringify(errorResult(err, version)) + "\n", log };
+  }
+}
+
+function ok(result: Record<string, unknown> | undefined, log: string[]): PluginOutcome {
+  return { code: 0, stdout: result ? JSON.stringify(result) + "\n" : "", log };
+}
+
+let sequence = 0;
+function requestId(env: CniEnv): string {
+  return `${env.containerId.slice(0, 12) || "gc"}-${Deno.pid}-${++sequence}`;
+}
+
+/** The pod named by CNI_ARGS, or why there is none. */
+function podOf(env: CniEnv): { namespace: string; name: string; uid: string } | string {
+  const namespace = env.args.K8S_POD_NAMESPACE ?? "";
+  const name = env.args.K8S_POD_NAME ?? "";
+  const uid = env.args.K8S_POD_UID ?? "";
+  const missing = [
+    ["K8S_POD_NAMESPACE", namespace],
+    ["K8S_POD_NAME", name],
+    ["K8S_POD_UID", uid],
+  ].filter(([, v]) => v === "").map(([k]) => k);
+  if (missing.length > 0) return `CNI_ARGS has no ${missing.join(", ")}`;
+  return { namespace, name, uid };
+}
+
+function attachmentOf(
+  pod: { namespace: string; name: string; uid: string },
+  ips: string[],
+  conf: NetConf,
+): Attachment {
+  const a: Attachment = { ...pod, ips };
+  if (conf.network !== undefined) {
+    a.network = conf.network;
+    a.networkId = conf.networkId;
+  }
+  return a;
+}
+
+/** Sends one request; an agent that is down, slow or broken becomes a log line and null. */
+async function tryCall(
+  call: CallAgent,
+  conf: NetConf,
+  request: Request,
+  log: string[],
+  what: string,
+): Promise<Reply | null> {
+  try {
+    return await call(conf.socket, request, conf.timeoutMs);
+  } catch (e) {
+    const reason = e instanceof AgentCallError ? e.message : `unexpected: ${(e as Error)?.message}`;
+    log.push(`${what}: the agent at ${conf.socket} did not answer (${reason})`);
+    return null;
+  }
+}
+
+async function add(
+  env: CniEnv,
+  conf: NetConf,
+  call: CallAgent,
+  log: string[],
+): Promise<Record<string, unknown>> {
+  if (!conf.prevResult) {
+    throw new CniError(
+      ERR.invalidConfig,
+      `Network configuration has no "prevResult": Lace's plugin must be chained after the pod network plugin`,
+    );
+  }
+  const result = passThrough(conf.prevResult, conf.cniVersion);
+  const ips = resultAddresses(conf.prevResult);
+  const pod = podOf(env);
+  const what = `ADD ${typeof pod === "string" ? env.containerId : `${pod.namespace}/${pod.name}`}`;
+  if (typeof pod === "string") {
+    log.push(`${what}: ${pod}, so no probe targets are registered now`);
+    return result;
+  }
+  if (ips.length === 0) {
+    log.push(`${what}: prevResult holds no address inside the sandbox; nothing to register`);
+    return result;
+  }
+  const request: Request = {
+    v: PROTOCOL_VERSION,
+    id: requestId(env),
+    op: "add",
+    ref: { containerId: env.containerId, ifname: env.ifname },
+    attachment: attachmentOf(pod, ips, conf),
+  };
+  const reply = await tryCall(call, conf, request, log, what);
+  if (reply && !reply.ok) log.push(`${what}: the agent refused the targets: ${reply.error}`);
+  if (!reply || !reply.ok) {
+    log.push(`${what}: the pod's network is set up anyway; the pod watch registers its targets`);
+  }
+  return result;
+}
+
+async function del(env: CniEnv, conf: NetConf, call: CallAgent, log: string[]): Promise<void> {
+  const pod = podOf(env);
+  const request: Request = {
+    v: PROTOCOL_VERSION,
+    id: requestId(env),
+    op: "del",
+    ref: { containerId: env.containerId, ifname: env.ifname },
+  };
+  if (typeof pod !== "string") request.uid = pod.uid;
+  const what = `DEL ${typeof pod === "string" ? env.containerId : `${pod.namespace}/${pod.name}`}`;
+  const reply = await tryCall(call, conf, request, log, what);
+  if (reply && !reply.ok) log.push(`${what}: the agent failed to remove the targets: ${reply.error}`);
+  if (!reply || !reply.ok) {
+    log.push(`${what}: the targets go when the pod leaves the pod watch`);
+  }
+}
+
+async function check(env: CniEnv, conf: NetConf, call: CallAgent, log: string[]): Promise<void> {
+  if (!conf.prevResult) {
+    throw new CniError(ERR.invalidConfig, `Network configuration has no "prevResult" for CHECK`);
+  }
+  const ips = resultAddresses(conf.prevResult);
+  const pod = podOf(env);
+  const what = `CHECK ${typeof pod === "string" ? env.containerId : `${pod.namespace}/${pod.name}`}`;
+  if (typeof pod === "string") {
+    log.push(`${what}: ${pod}, so there is nothing to check`);
+    return;
+  }
+  const request: Request = {
+    v: PROTOCOL_VERSION,
+    id: requestId(env),
+    op: "check",
+    ref: { containerId: env.containerId, ifname: env.ifname },
+    attachment: attachmentOf(pod, ips, conf),
+  };
+  const reply = await tryCall(call, conf, request, log, what);
+  if (!reply) return;
+  if (!reply.ok) {
+    if (reply.retry) {
+      throw new CniError(ERR.tryAgainLater, `Lace's agent is not ready to check: ${reply.error}`);
+    }
+    log.push(`${what}: the agent could not check: ${reply.error}`);
+    return;
+  }
+  const problems = reply.problems ?? [];
+  if (problems.length > 0) {
+    throw new CniError(
+      ERR.targetsMismatch,
+      `Probe targets of pod ${pod.namespace}/${pod.name} do not match: ${problems.join("; ")}`,
+      problems.join("\n"),
+    );
+  }
+}
+
+async function gc(stdin: string, conf: NetConf, call: CallAgent, log: string[]): Promise<void> {
+  const raw = JSON.parse(stdin)["cni.dev/valid-attachments"];
+  if (raw !== undefined && !Array.isArray(raw)) {
+    throw new CniError(ERR.invalidConfig, `"cni.dev/valid-attachments" must be a list`);
+  }
+  const valid = [];
+  for (const item of raw ?? []) {
+    if (typeof item?.containerID !== "string" || typeof item?.ifname !== "string") {
+      throw new CniError(
+        ERR.invalidConfig,
+        `"cni.dev/valid-attachments" holds an entry without containerID and ifname: ${
+          JSON.stringify(item)
+        }`,
+      );
+    }
+    valid.push({ containerId: item.containerID, ifname: item.ifname });
+  }
+  const request: Request = { v: PROTOCOL_VERSION, id: `gc-${Deno.pid}`, op: "gc", valid };
+  const reply = await tryCall(call, conf, request, log, "GC");
+  if (reply && !reply.ok) log.push(`GC: the agent failed: ${reply.error}`);
+}
+
+async function readStdin(): Promise<string> {
+  if (Deno.stdin.isTerminal()) return "";
+  return await new Response(Deno.stdin.readable).text();
+}
+
+const encoder = new TextEncoder();
+
+function writeAll(file: { writeSync(p: Uint8Array): number }, text: string): void {
+  const bytes = encoder.encode(text);
+  for (let off = 0; off < bytes.length;) off += file.writeSync(bytes.subarray(off));
+}
+
+/**
+ * The process entry point (main.ts calls it when CNI_COMMAND is set): reads
+ * stdin and the environment, runs the command, prints the result on stdout
+ * and the log on stderr prefixed "lace-cni:", and returns the exit code.
+ */
+export async function runCniPlugin(): Promise<number> {
+  let stdin: string;
+  try {
+    stdin = await readStdin();
+  } catch (e) {
+    const err = new CniError(ERR.ioFailure, `Cannot read stdin: ${(e as Error).message}`);
+    writeAll(Deno.stdout, JSON.stringify(errorResult(err, "")) + "\n");
+    return 1;
+  }
+  const outcome = await cniPlugin(Deno.env.toObject(), stdin);
+  for (const line of outcome.log) {
+    try {
+      writeAll(Deno.stderr, `lace-cni: ${line}\n`);
+    } catch { /* the runtime closed stderr: nothing to tell */ }
+  }
+  try {
+    writeAll(Deno.stdout, outcome.stdout);
+  } catch {
+    return 1;
+  }
+  return outcome.code;
+}

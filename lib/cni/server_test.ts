@@ -1,0 +1,299 @@
+import assert from "node:assert/strict";
+import type { Attachment } from "./protocol.ts";
+import { Attachments, type CniHandler, startCniServer } from "./server.ts";
+
+class FakeAgent implements CniHandler {
+  added: Attachment[] = [];
+  removed: string[] = [];
+  fail?: Error;
+  registerAttachment(a: Attachment): Promise<void> {
+    if (this.fail) return Promise.reject(this.fail);
+    this.added.push(a);
+    return Promise.resolve();
+  }
+  removeAttachment(uid: string): void {
+    this.removed.push(uid);
+  }
+}
+
+async function tempDir(): Promise<string> {
+  return await Deno.makeTempDir({ prefix: "lace-cni-" });
+}
+
+/** A raw client: writes `text`, then reads `lines` reply lines (or until the server closes). */
+async function exchange(path: string, text: string, lines = 1): Promise<string[]> {
+  const conn = await Deno.connect({ transport: "unix", path });
+  try {
+    await conn.write(new TextEncoder().encode(text));
+    let got = "";
+    const buf = new Uint8Array(4096);
+    while (got.split("\n").length - 1 < lines) {
+      const n = await conn.read(buf).catch(() => null);
+      if (n === null) break;
+      got += new TextDecoder().decode(buf.subarray(0, n));
+    }
+    return got.split("\n").filter((l) => l !== "").map((l) => l);
+  } finally {
+    conn.close();
+  }
+}
+
+const ref = { containerId: "c1", ifname: "eth0" };
+const attachment = { namespace: "ns", name: "web", uid: "u1", ips: ["10.70.0.5"] };
+function request(extra: Record<string, unknown>): string {
+  return JSON.stringify({ v: 1, id: "r1", ...extra }) + "\n";
+}
+
+Deno.test("startCniServer() creates a missing parent directory 0700 and the socket 0600", async () => {
+  const dir = await tempDir();
+  const path = `${dir}/run/lace/cni.sock`;
+  const server = await startCniServer(path, new FakeAgent());
+  try {
+    assert.ok(Deno.lstatSync(path).isSocket);
+    assert.equal(Deno.statSync(path).mode! & 0o777, 0o600);
+    assert.equal(Deno.statSync(`${dir}/run/lace`).mode! & 0o777, 0o700);
+    assert.deepEqual([...Deno.readDirSync(`${dir}/run/lace`)].map((e) => e.name), ["cni.sock"]);
+  } finally {
+    await server.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("startCniServer() replaces a stale socket file", async () => {
+  const dir = await tempDir();
+  const path = `${dir}/cni.sock`;
+  const stale = Deno.listen({ transport: "unix", path: `${dir}/old.sock` });
+  Deno.renameSync(`${dir}/old.sock`, path);
+  stale.close();
+  const agent = new FakeAgent();
+  const server = await startCniServer(path, agent);
+  try {
+    const [line] = await exchange(path, request({ op: "add", ref, attachment }));
+    assert.equal(JSON.parse(line).ok, true);
+    assert.equal(agent.added.length, 1);
+  } finally {
+    await server.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("startCniServer() refuses a path that is not a socket", async () => {
+  const dir = await tempDir();
+  try {
+    Deno.writeTextFileSync(`${dir}/cni.sock`, "keep me");
+    await assert.rejects(
+      () => startCniServer(`${dir}/cni.sock`, new FakeAgent()),
+      /exists and is not a socket/,
+    );
+    assert.equal(Deno.readTextFileSync(`${dir}/cni.sock`), "keep me");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("close() removes the socket, but not one a newer server put there", async () => {
+  const dir = await tempDir();
+  const path = `${dir}/cni.sock`;
+  try {
+    const first = await startCniServer(path, new FakeAgent());
+    await first.close();
+    assert.throws(() => Deno.lstatSync(path), Deno.errors.NotFound);
+    const old = await startCniServer(path, new FakeAgent());
+    const agent = new FakeAgent();
+    const newer = await startCniServer(path, agent);
+    await old.close();
+    await old.close();
+    const [line] = await exchange(path, request({ op: "add", ref, attachment }));
+    assert.equal(JSON.parse(line).ok, true);
+    assert.equal(agent.added.length, 1);
+    await newer.close();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the server answers bad requests with errors and keeps serving", async () => {
+  const dir = await tempDir();
+  const path = `${dir}/cni.sock`;
+  const agent = new FakeAgent();
+  const server = await startCniServer(path, agent);
+  try {
+    const bad = [
+      "{not json\n",
+      "[]\n",
+      JSON.stringify({ v: 2, id: "x", op: "add" }) + "\n",
+      request({ op: "explode" }),
+      request({ op: "add", ref }),
+      request({ op: "add", ref, attachment: { ...attachment, ips: ["not-an-ip"] } }),
+      request({ op: "add", ref, attachment: { ...attachment, uid: "" } }),
+      request({ op: "add", ref, attachment: { ...attachment, network: "b", networkId: 0 } }),
+      request({ op: "del", ref: { containerId: "c1" } }),
+      request({ op: "gc", valid: "all" }),
+    ];
+    const replies = await exchange(path, bad.join("") + request({ op: "add", ref, attachment }), 11);
+    assert.equal(replies.length, 11);
+    for (const r of replies.slice(0, 10).map((l) => JSON.parse(l))) {
+      assert.equal(r.ok, false);
+      assert.equal(typeof r.error, "string");
+    }
+    assert.equal(JSON.parse(replies[0]).id, null);
+    assert.equal(JSON.parse(replies[5]).id, "r1");
+    assert.match(JSON.parse(replies[5]).error, /not-an-ip/);
+    assert.equal(JSON.parse(replies[10]).ok, true);
+    assert.deepEqual(agent.added, [attachment]);
+  } finally {
+    await server.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the server canonicalises addresses before calling the agent", async () => {
+  const dir = await tempDir();
+  const path = `${dir}/cni.sock`;
+  const agent = new FakeAgent();
+  const server = await startCniServer(path, agent);
+  try {
+    const a = { ...attachment, ips: ["FD70:0:0::5", "::ffff:10.70.0.5"] };
+    await exchange(path, request({ op: "add", ref, attachment: a }));
+    assert.deepEqual(agent.added[0].ips, ["fd70::5", "10.70.0.5"]);
+  } finally {
+    await server.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the server closes a connection that sends an over-long line", async () => {
+  const dir = await tempDir();
+  const path = `${dir}/cni.sock`;
+  const server = await startCniServer(path, new FakeAgent());
+  try {
+    const replies = await exchange(path, "x".repeat(200 * 1024), 2);
+    assert.equal(replies.length, 1);
+    assert.match(JSON.parse(replies[0]).error, /longer than/);
+  } finally {
+    await server.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the server survives a client that leaves before its reply", async () => {
+  const dir = await tempDir();
+  const path = `${dir}/cni.sock`;
+  const started = Promise.withResolvers<void>();
+  const release = Promise.withResolvers<void>();
+  const handler: CniHandler = {
+    registerAttachment: async () => {
+      started.resolve();
+      await release.promise;
+    },
+    removeAttachment: () => {},
+  };
+  const server = await startCniServer(path, handler);
+  try {
+    const conn = await Deno.connect({ transport: "unix", path });
+    await conn.write(new TextEncoder().encode(request({ op: "add", ref, attachment })));
+    await started.promise;
+    conn.close();
+    release.resolve();
+    const [line] = await exchange(path, request({ op: "del", ref, uid: "u1" }));
+    assert.equal(JSON.parse(line).ok, true);
+  } finally {
+    release.resolve();
+    await server.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the server reports a failing agent, with retry when the agent asks for it", async () => {
+  const dir = await tempDir();
+  const path = `${dir}/cni.sock`;
+  const agent = new FakeAgent();
+  agent.fail = Object.assign(new Error("Probe map is full"), { retry: true });
+  const server = await startCniServer(path, agent);
+  try {
+    const [line] = await exchange(path, request({ op: "add", ref, attachment }));
+    assert.deepEqual(JSON.parse(line), {
+      v: 1,
+      id: "r1",
+      ok: false,
+      error: "Probe map is full",
+      retry: true,
+    });
+  } finally {
+    await server.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("CHECK without a check handler is an error reply", async () => {
+  const dir = await tempDir();
+  const path = `${dir}/cni.sock`;
+  const server = await startCniServer(path, new FakeAgent());
+  try {
+    const [line] = await exchange(path, request({ op: "check", ref, attachment }));
+    assert.match(JSON.parse(line).error, /cannot check/);
+  } finally {
+    await server.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the server refuses connections beyond its limit with retry", async () => {
+  const dir = await tempDir();
+  const path = `${dir}/cni.sock`;
+  const server = await startCniServer(path, new FakeAgent(), { maxConnections: 1 });
+  const held = await Deno.connect({ transport: "unix", path });
+  try {
+    // The held connection is served once the server has answered on it.
+    await held.write(new TextEncoder().encode(request({ op: "del", ref })));
+    await held.read(new Uint8Array(1024));
+    const [line] = await exchange(path, "");
+    assert.equal(JSON.parse(line).retry, true);
+  } finally {
+    held.close();
+    await server.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("DEL removes the pod by uid, or by the sandbox that added it", async () => {
+  const dir = await tempDir();
+  const path = `${dir}/cni.sock`;
+  const agent = new FakeAgent();
+  const server = await startCniServer(path, agent);
+  try {
+    await exchange(path, request({ op: "add", ref, attachment }));
+    await exchange(path, request({ op: "del", ref }));
+    await exchange(path, request({ op: "del", ref }));
+    await exchange(path, request({ op: "del", ref: { containerId: "c9", ifname: "eth0" }, uid: "u9" }));
+    assert.deepEqual(agent.removed, ["u1", "u9"]);
+  } finally {
+    await server.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("Attachments ignores a late DEL of a pod's replaced sandbox", () => {
+  const table = new Attachments();
+  table.add({ containerId: "old", ifname: "eth0" }, "u1");
+  table.add({ containerId: "new", ifname: "eth0" }, "u1");
+  assert.equal(table.uidToRemove({ containerId: "old", ifname: "eth0" }, "u1"), null);
+  table.delete({ containerId: "old", ifname: "eth0" });
+  assert.equal(table.uidToRemove({ containerId: "new", ifname: "eth0" }, "u1"), "u1");
+  assert.equal(table.uidToRemove({ containerId: "x", ifname: "eth0" }, "u2"), "u2");
+  assert.equal(table.uidToRemove({ containerId: "x", ifname: "eth0" }, undefined), null);
+});
+
+Deno.test("Attachments.collect() returns the pods of attachments the runtime no longer has", () => {
+  const table = new Attachments();
+  table.add({ containerId: "a", ifname: "eth0" }, "u1");
+  table.add({ containerId: "b", ifname: "eth0" }, "u2");
+  table.add({ containerId: "old", ifname: "eth0" }, "u3");
+  table.add({ containerId: "c", ifname: "eth0" }, "u3");
+  const gone = table.collect([{ containerId: "a", ifname: "eth0" }, {
+    containerId: "c",
+    ifname: "eth0",
+  }]);
+  assert.deepEqual(gone, ["u2"]);
+  assert.equal(table.size, 2);
+});

@@ -1,0 +1,263 @@
+import assert from "node:assert/strict";
+import {
+  CniError,
+  compareVersions,
+  ERR,
+  errorResult,
+  parseCniArgs,
+  parseDuration,
+  parseEnv,
+  parseNetConf,
+  passThrough,
+  resultAddresses,
+  SUPPORTED_VERSIONS,
+  versionResult,
+} from "./spec.ts";
+
+const addEnv = {
+  CNI_COMMAND: "ADD",
+  CNI_CONTAINERID: "abc",
+  CNI_NETNS: "/var/run/netns/p",
+  CNI_IFNAME: "eth0",
+  CNI_ARGS: "IgnoreUnknown=1;K8S_POD_NAMESPACE=ns;K8S_POD_NAME=web;K8S_POD_UID=u1",
+};
+
+function conf(extra: Record<string, unknown> = {}, version = "1.0.0"): string {
+  return JSON.stringify({ cniVersion: version, name: "blue", type: "lace", ...extra });
+}
+
+function codeOf(fn: () => unknown): number {
+  try {
+    fn();
+  } catch (e) {
+    assert.ok(e instanceof CniError, `expected CniError, got ${e}`);
+    return e.code;
+  }
+  assert.fail("expected a CniError");
+}
+
+Deno.test("parseEnv() reads the command, ids and the Kubernetes CNI_ARGS", () => {
+  const env = parseEnv(addEnv);
+  assert.equal(env.command, "ADD");
+  assert.equal(env.containerId, "abc");
+  assert.equal(env.ifname, "eth0");
+  assert.deepEqual(env.args, {
+    IgnoreUnknown: "1",
+    K8S_POD_NAMESPACE: "ns",
+    K8S_POD_NAME: "web",
+    K8S_POD_UID: "u1",
+  });
+});
+
+Deno.test("parseEnv() rejects an unknown command with code 4", () => {
+  assert.equal(codeOf(() => parseEnv({ ...addEnv, CNI_COMMAND: "UPDATE" })), ERR.invalidEnvironment);
+});
+
+Deno.test("parseEnv() names every missing variable of ADD with code 4", () => {
+  try {
+    parseEnv({ CNI_COMMAND: "ADD", CNI_IFNAME: "eth0" });
+    assert.fail("expected an error");
+  } catch (e) {
+    assert.ok(e instanceof CniError);
+    assert.equal(e.code, 4);
+    assert.match(e.message, /CNI_CONTAINERID, CNI_NETNS/);
+  }
+});
+
+Deno.test("parseEnv() lets DEL run without CNI_NETNS", () => {
+  const env = parseEnv({ CNI_COMMAND: "DEL", CNI_CONTAINERID: "abc", CNI_IFNAME: "eth0" });
+  assert.equal(env.netns, "");
+});
+
+Deno.test("parseEnv() needs nothing for VERSION, GC and STATUS", () => {
+  for (const command of ["VERSION", "GC", "STATUS"]) {
+    assert.equal(parseEnv({ CNI_COMMAND: command }).command, command);
+  }
+});
+
+Deno.test("parseEnv() rejects an interface name with a slash", () => {
+  assert.equal(codeOf(() => parseEnv({ ...addEnv, CNI_IFNAME: "a/b" })), 4);
+});
+
+Deno.test("parseCniArgs() rejects a pair without = with code 4", () => {
+  assert.equal(codeOf(() => parseCniArgs("K8S_POD_NAME")), 4);
+  assert.deepEqual(parseCniArgs("A=1;;B=x=y"), { A: "1", B: "x=y" });
+  assert.deepEqual(parseCniArgs(""), {});
+});
+
+Deno.test("parseNetConf() applies the defaults for socket and timeout", () => {
+  const c = parseNetConf(conf(), "ADD");
+  assert.equal(c.socket, "/run/lace/cni.sock");
+  assert.equal(c.timeoutMs, 1000);
+  assert.equal(c.network, undefined);
+});
+
+Deno.test("parseNetConf() reads Lace's keys", () => {
+  const c = parseNetConf(
+    conf({ network: "blue", networkId: 7, socket: "/tmp/x.sock", timeout: "250ms" }),
+    "ADD",
+  );
+  assert.equal(c.network, "blue");
+  assert.equal(c.networkId, 7);
+  assert.equal(c.socket, "/tmp/x.sock");
+  assert.equal(c.timeoutMs, 250);
+});
+
+Deno.test("parseNetConf() accepts a decimal string network id", () => {
+  assert.equal(parseNetConf(conf({ network: "b", networkId: "12" }), "ADD").networkId, 12);
+});
+
+Deno.test("parseNetConf() ignores keys it does not know", () => {
+  const c = parseNetConf(conf({ runtimeConfig: { portMappings: [] }, capabilities: {} }), "ADD");
+  assert.equal(c.name, "blue");
+});
+
+Deno.test("parseNetConf() rejects undecodable stdin with code 6", () => {
+  assert.equal(codeOf(() => parseNetConf("{not json", "ADD")), ERR.decodeFailure);
+  assert.equal(codeOf(() => parseNetConf("[1,2]", "ADD")), ERR.decodeFailure);
+  assert.equal(codeOf(() => parseNetConf("", "ADD")), ERR.decodeFailure);
+});
+
+Deno.test("parseNetConf() rejects unsupported versions with code 1", () => {
+  for (const v of ["0.2.0", "0.1.0", "2.0.0", "1.0", "banana"]) {
+    assert.equal(codeOf(() => parseNetConf(conf({}, v), "ADD")), ERR.incompatibleVersion, v);
+  }
+});
+
+Deno.test("parseNetConf() accepts every supported version for ADD", () => {
+  for (const v of SUPPORTED_VERSIONS) assert.equal(parseNetConf(conf({}, v), "ADD").cniVersion, v);
+});
+
+Deno.test("parseNetConf() refuses commands the version does not have with code 1", () => {
+  assert.equal(codeOf(() => parseNetConf(conf({}, "0.3.1"), "CHECK")), 1);
+  assert.equal(codeOf(() => parseNetConf(conf({}, "1.0.0"), "GC")), 1);
+  assert.equal(codeOf(() => parseNetConf(conf({}, "0.4.0"), "STATUS")), 1);
+  assert.equal(parseNetConf(conf({}, "0.4.0"), "CHECK").cniVersion, "0.4.0");
+  assert.equal(parseNetConf(conf({}, "1.1.0"), "GC").cniVersion, "1.1.0");
+});
+
+Deno.test("parseNetConf() rejects a missing cniVersion, name or type with code 7", () => {
+  assert.equal(codeOf(() => parseNetConf(JSON.stringify({ name: "a", type: "lace" }), "ADD")), 7);
+  assert.equal(codeOf(() => parseNetConf(JSON.stringify({ cniVersion: "1.0.0" }), "ADD")), 7);
+  assert.equal(
+    codeOf(() => parseNetConf(JSON.stringify({ cniVersion: "1.0.0", name: "a" }), "ADD")),
+    7,
+  );
+});
+
+Deno.test("parseNetConf() rejects malformed Lace keys with code 7", () => {
+  const bad = [
+    { network: "blue" },
+    { networkId: 7 },
+    { network: "", networkId: 7 },
+    { network: "blue", networkId: 1.5 },
+    { network: "blue", networkId: "seven" },
+    { socket: "relative.sock" },
+    { socket: 3 },
+    { timeout: "soon" },
+    { timeout: 1000 },
+    { prevResult: [1] },
+  ];
+  for (const extra of bad) {
+    assert.equal(codeOf(() => parseNetConf(conf(extra), "ADD")), 7, JSON.stringify(extra));
+  }
+});
+
+Deno.test("parseNetConf() reports a well-formed but unsupported value with code 2 naming it", () => {
+  for (const extra of [{ network: "b", networkId: 70000 }, { network: "b", networkId: 0 }]) {
+    try {
+      parseNetConf(conf(extra), "ADD");
+      assert.fail("expected an error");
+    } catch (e) {
+      assert.ok(e instanceof CniError);
+      assert.equal(e.code, ERR.unsupportedField);
+      assert.match(e.message, /"networkId": /);
+      assert.ok(e.message.includes(String(extra.networkId)));
+    }
+  }
+  assert.equal(codeOf(() => parseNetConf(conf({ timeout: "5m" }), "ADD")), 2);
+});
+
+Deno.test("parseDuration() reads Go-style durations in milliseconds", () => {
+  assert.equal(parseDuration("1s"), 1000);
+  assert.equal(parseDuration("1.5s"), 1500);
+  assert.equal(parseDuration("20ms"), 20);
+  assert.equal(parseDuration("1m"), 60000);
+  assert.ok(Number.isNaN(parseDuration("1h")));
+  assert.ok(Number.isNaN(parseDuration("-1s")));
+});
+
+const ptpResult = {
+  cniVersion: "1.0.0",
+  interfaces: [
+    { name: "veth1234", mac: "aa:bb:cc:dd:ee:ff" },
+    { name: "eth0", mac: "aa:bb:cc:dd:ee:00", sandbox: "/var/run/netns/p" },
+  ],
+  ips: [
+    { address: "10.70.0.5/16", gateway: "10.70.0.1", interface: 1 },
+    { address: "fd70::5/64", interface: 1 },
+    { address: "10.70.0.1/32", interface: 0 },
+  ],
+  routes: [{ dst: "0.0.0.0/0" }],
+  dns: {},
+};
+
+Deno.test("resultAddresses() takes the sandbox's addresses without prefix length", () => {
+  assert.deepEqual(resultAddresses(ptpResult), ["10.70.0.5", "fd70::5"]);
+});
+
+Deno.test("resultAddresses() takes addresses without an interface index", () => {
+  assert.deepEqual(resultAddresses({ ips: [{ address: "10.0.0.2/24" }] }), ["10.0.0.2"]);
+  assert.deepEqual(resultAddresses({}), []);
+});
+
+Deno.test("resultAddresses() rejects malformed ips with code 7", () => {
+  assert.equal(codeOf(() => resultAddresses({ ips: "10.0.0.1" })), 7);
+  assert.equal(codeOf(() => resultAddresses({ ips: [{ gateway: "1.1.1.1" }] })), 7);
+  assert.equal(codeOf(() => resultAddresses({ ips: [{ address: "host/24" }] })), 7);
+});
+
+Deno.test("passThrough() returns prevResult unchanged in its own version", () => {
+  assert.equal(passThrough(ptpResult, "1.0.0"), ptpResult);
+});
+
+Deno.test("passThrough() adds ips[].version when converting 1.0.0 to 0.4.0", () => {
+  const out = passThrough(ptpResult, "0.4.0");
+  assert.equal(out.cniVersion, "0.4.0");
+  const ips = out.ips as { address: string; version: string }[];
+  assert.deepEqual(ips.map((ip) => ip.version), ["4", "6", "4"]);
+  assert.deepEqual(out.interfaces, ptpResult.interfaces);
+});
+
+Deno.test("passThrough() drops ips[].version when converting 0.4.0 to 1.0.0", () => {
+  const old = { cniVersion: "0.4.0", ips: [{ version: "4", address: "10.0.0.2/24" }] };
+  assert.deepEqual(passThrough(old, "1.0.0"), {
+    cniVersion: "1.0.0",
+    ips: [{ address: "10.0.0.2/24" }],
+  });
+});
+
+Deno.test("errorResult() carries code, msg and details in the config's version", () => {
+  const err = new CniError(7, "Bad", "more");
+  assert.deepEqual(errorResult(err, "0.4.0"), {
+    cniVersion: "0.4.0",
+    code: 7,
+    msg: "Bad",
+    details: "more",
+  });
+  assert.equal(errorResult(err, "9.9.9").cniVersion, "1.0.0");
+});
+
+Deno.test("versionResult() lists the supported versions and echoes a supported ask", () => {
+  assert.deepEqual(versionResult("0.4.0"), {
+    cniVersion: "0.4.0",
+    supportedVersions: ["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"],
+  });
+  assert.equal(versionResult("").cniVersion, "1.1.0");
+});
+
+Deno.test("compareVersions() compares numerically", () => {
+  assert.equal(compareVersions("0.10.0", "0.4.0"), 1);
+  assert.equal(compareVersions("1.0.0", "1.0.0"), 0);
+  assert.equal(compareVersions("0.3.1", "0.4.0"), -1);
+});

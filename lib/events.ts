@@ -1,0 +1,301 @@
+/**
+ * Kubernetes Events (core/v1) from the agent, shaped after client-go's
+ * recorder: a token bucket per involved object stops one broken pod from
+ * flooding the API (burst 25, one more every 5 minutes), and identical Events
+ * (same object, type, reason and message) become one Event whose count and
+ * lastTimestamp are patched. `warn`/`normal` only enqueue into a bounded queue
+ * that one worker drains, so reconcile never waits for the API; drops and
+ * failures are counted and logged, never thrown.
+ */
+import { V1MicroTime } from "@kubernetes/client-node";
+import { getLogger } from "@logtape/logtape";
+import type { EventSink, ObjectRef } from "./event_sink.ts";
+
+const log = getLogger(["lace", "events"]);
+
+/** The two calls of CoreV1Api the recorder makes (CoreV1Api satisfies it). */
+export interface EventApi {
+  createNamespacedEvent(param: { namespace: string; body: never }): Promise<unknown>;
+  patchNamespacedEvent(
+    param: { namespace: string; name: string; body: unknown },
+  ): Promise<unknown>;
+}
+
+export interface EventRecorderOptions {
+  api: EventApi;
+  /** source.host and reportingInstance. */
+  nodeName: string;
+  /** source.component; default "lace". */
+  component?: string;
+  /** reportingComponent; default "lace.io/agent". */
+  reportingComponent?: string;
+  /** The action field Events with eventTime require; default "Reconcile". */
+  action?: string;
+  /** Events waiting to be sent before new ones are dropped; default 1000. */
+  queueSize?: number;
+  /** Events one object may emit at once; default 25. */
+  burst?: number;
+  /** Time to earn one more Event per object, in ms; default 5 minutes. */
+  refillMs?: number;
+  /** Distinct Events remembered for aggregation (and objects for rate limits); default 4096. */
+  cacheSize?: number;
+  /** Attempts after a server or network failure; default 3. */
+  retries?: number;
+  /** First retry delay, doubling, in ms; default 1000. */
+  retryDelayMs?: number;
+  now?: () => number;
+}
+
+export interface EventStats {
+  /** Events created. */
+  created: number;
+  /** Repeats folded into an existing Event by a patch. */
+  aggregated: number;
+  /** Dropped because the object exceeded its rate. */
+  rateLimited: number;
+  /** Dropped because the queue was full. */
+  dropped: number;
+  /** Given up after errors. */
+  failed: number;
+}
+
+interface Pending {
+  type: "Normal" | "Warning";
+  object: ObjectRef;
+  reason: string;
+  message: string;
+  time: number;
+}
+
+interface Aggregate {
+  name: string;
+  namespace: string;
+  count: number;
+  first: number;
+}
+
+/** A Map used as a bounded LRU: reading moves a key to the end, the oldest falls out. */
+function touch<V>(map: Map<string, V>, key: string, value: V, limit: number): void {
+  map.delete(key);
+  map.set(key, value);
+  while (map.size > limit) map.delete(map.keys().next().value!);
+}
+
+function statusOf(error: unknown): number | undefined {
+  const code = (error as { code?: unknown; statusCode?: unknown })?.code ??
+    (error as { statusCode?: unknown })?.statusCode;
+  return typeof code === "number" ? code : undefined;
+}
+
+/** Records Events through the API; see the module comment. */
+export class EventRecorder implements EventSink {
+  readonly stats: EventStats = { created: 0, aggregated: 0, rateLimited: 0, dropped: 0, failed: 0 };
+  #options: Required<Omit<EventRecorderOptions, "api">> & { api: EventApi };
+  #queue: Pending[] = [];
+  #buckets = new Map<string, { tokens: number; at: number }>();
+  #aggregates = new Map<string, Aggregate>();
+  #working?: Promise<void>;
+  #stopped = false;
+  #sequence = 0;
+  #wake?: () => void;
+
+  constructor(options: EventRecorderOptions) {
+    this.#options = {
+      component: "lace",
+      reportingComponent: "lace.io/agent",
+      action: "Reconcile",
+      queueSize: 1000,
+      burst: 25,
+      refillMs: 5 * 60_000,
+      cacheSize: 4096,
+      retries: 3,
+      retryDelayMs: 1000,
+      now: Date.now,
+      ...options,
+    };
+  }
+
+  warn(object: ObjectRef, reason: string, message: string): void {
+    this.#record("Warning", object, reason, message);
+  }
+
+  normal(object: ObjectRef, reason: string, message: string): void {
+    this.#record("Normal", object, reason, message);
+  }
+
+  /** Resolves once every queued Event has been sent or given up. */
+  async flush(): Promise<void> {
+    while (this.#working) await this.#working;
+  }
+
+  /** Drops what is queued, cancels retries and waits for the request in flight. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    const left = this.#queue.length;
+    this.#queue = [];
+    if (left > 0) log.info("Dropped {count} queued Events at shutdown", { count: left });
+    this.#wake?.();
+    await this.#working;
+  }
+
+  #record(type: Pending["type"], object: ObjectRef, reason: string, message: string): void {
+    if (this.#stopped) return;
+    const now = this.#options.now();
+    if (!this.#allow(object, now)) {
+      this.stats.rateLimited++;
+      log.debug("Event {reason} on {kind} {name} rate limited", {
+        reason,
+        kind: object.kind,
+        name: object.name,
+      });
+      return;
+    }
+    if (this.#queue.length >= this.#options.queueSize) {
+      this.stats.dropped++;
+      log.warning("Event queue full ({size}): dropped {reason} on {kind} {name}", {
+        size: this.#options.queueSize,
+        reason,
+        kind: object.kind,
+        name: object.name,
+      });
+      return;
+    }
+    this.#queue.push({ type, object, reason, message, time: now });
+    this.#working ??= this.#drain().finally(() => this.#working = undefined);
+  }
+
+  /** Token bucket per object: `burst` tokens, one more every `refillMs`. */
+  #allow(object: ObjectRef, now: number): boolean {
+    const key = `${object.kind}/${object.namespace ?? ""}/${object.name}/${object.uid ?? ""}`;
+    const { burst, refillMs, cacheSize } = this.#options;
+    const bucket = this.#buckets.get(key) ?? { tokens: burst, at: now };
+    bucket.tokens = Math.min(burst, bucket.tokens + (now - bucket.at) / refillMs);
+    bucket.at = now;
+    const allowed = bucket.tokens >= 1;
+    if (allowed) bucket.tokens -= 1;
+    touch(this.#buckets, key, bucket, cacheSize);
+    return allowed;
+  }
+
+  async #drain(): Promise<void> {
+    while (!this.#stopped && this.#queue.length > 0) {
+      const event = this.#queue.shift()!;
+      try {
+        await this.#send(event);
+      } catch (error) {
+        this.stats.failed++;
+        log.warning("Could not record Event {reason} on {kind} {name}: {error}", {
+          reason: event.reason,
+          kind: event.object.kind,
+          name: event.object.name,
+          error: error instanceof Error ? error.message : String(error),
+        });
+      }
+    }
+  }
+
+  async #send(event: Pending): Promise<void> {
+    const { object } = event;
+    const key = [
+      event.type,
+      object.kind,
+      object.namespace,
+      object.name,
+      object.uid,
+      event.reason,
+      event.message,
+    ]
+      .join("\u0000");
+    const known = this.#aggregates.get(key);
+    if (known) {
+      known.count++;
+      touch(this.#aggregates, key, known, this.#options.cacheSize);
+      try {
+        await this.#retrying(() =>
+          this.#options.api.patchNamespacedEvent({
+            namespace: known.namespace,
+            name: known.name,
+            body: [
+              { op: "add", path: "/count", value: known.count },
+              { op: "add", path: "/lastTimestamp", value: new Date(event.time).toISOString() },
+            ],
+          })
+        );
+        this.stats.aggregated++;
+        return;
+      } catch (error) {
+        // The Event expired (TTL) or was deleted: start a new one, as client-go does.
+        if (statusOf(error) !== 404) throw error;
+        this.#aggregates.delete(key);
+      }
+    }
+    const aggregate = await this.#create(event, known?.count ?? 1, known?.first ?? event.time);
+    touch(this.#aggregates, key, aggregate, this.#options.cacheSize);
+  }
+
+  async #create(event: Pending, count: number, first: number): Promise<Aggregate> {
+    const { object } = event;
+    const namespace = object.namespace || "default";
+    const suffix = (BigInt(event.time) * 1_000_000n + BigInt(this.#sequence++ % 1_000_000))
+      .toString(16);
+    const name = `${object.name.slice(0, 253 - suffix.length - 1)}.${suffix}`;
+    const involvedObject: Record<string, string> = {
+      kind: object.kind,
+      apiVersion: object.apiVersion,
+      name: object.name,
+    };
+    if (object.namespace) involvedObject.namespace = object.namespace;
+    if (object.uid) involvedObject.uid = object.uid;
+    const body = {
+      apiVersion: "v1",
+      kind: "Event",
+      metadata: { name, namespace },
+      involvedObject,
+      reason: event.reason.slice(0, 128),
+      message: event.message.slice(0, 1024),
+      type: event.type,
+      count,
+      firstTimestamp: new Date(first),
+      lastTimestamp: new Date(event.time),
+      // A plain Date would serialise with 3 fractional digits, which the API server rejects.
+      eventTime: new V1MicroTime(event.time),
+      action: this.#options.action,
+      source: { component: this.#options.component, host: this.#options.nodeName },
+      reportingComponent: this.#options.reportingComponent,
+      reportingInstance: this.#options.nodeName,
+    };
+    await this.#retrying(() =>
+      this.#options.api.createNamespacedEvent({ namespace, body: body as never })
+    );
+    this.stats.created++;
+    log.debug("Recorded Event {reason} on {kind} {name}", {
+      reason: event.reason,
+      kind: object.kind,
+      name: object.name,
+    });
+    return { name, namespace, count, first };
+  }
+
+  /** Retries server and network failures with a doubling delay; a 4xx is final. */
+  async #retrying<T>(call: () => Promise<T>): Promise<T> {
+    for (let attempt = 0;; attempt++) {
+      try {
+        return await call();
+      } catch (error) {
+        const status = statusOf(error);
+        const final = (status !== undefined && status >= 400 && status < 500 && status !== 429) ||
+          attempt >= this.#options.retries || this.#stopped;
+        if (final) throw error;
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(done, this.#options.retryDelayMs * 2 ** attempt);
+          function done() {
+            clearTimeout(timer);
+            resolve();
+          }
+          this.#wake = done;
+        });
+        this.#wake = undefined;
+      }
+    }
+  }
+}

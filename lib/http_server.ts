@@ -1,0 +1,88 @@
+/**
+ * The agent's small local HTTP server: Prometheus metrics, liveness,
+ * readiness and the agent's view of its targets (for `lace targets` and
+ * `lace doctor`). Read-only; it changes nothing on the node.
+ */
+import { getLogger } from "@logtape/logtape";
+
+const log = getLogger(["lace", "http"]);
+
+/** One registered target as the agent knows it, with the pod it came from. */
+export interface TargetView {
+  family: "ipv4" | "ipv6";
+  address: string;
+  port: number;
+  networkId: number;
+  mark: number;
+  pod?: string;
+  network?: string;
+  container?: string;
+  probe?: string;
+  handler?: string;
+  httpPath?: string;
+  httpScheme?: string;
+}
+
+export interface Readiness {
+  ready: boolean;
+  /** What is missing, one sentence each; empty when ready. */
+  reasons: string[];
+}
+
+export interface StatusProvider {
+  readiness(): Readiness;
+  targets(): TargetView[];
+  metricsText(): Promise<string>;
+  metricsContentType: string;
+}
+
+/** Splits "host:port" or "[v6]:port" into Deno.serve's hostname and port. */
+export function splitHostPort(addr: string): { hostname: string; port: number } {
+  const m = /^\[?([^\]]*?)\]?:(\d+)$/.exec(addr);
+  if (!m) throw new TypeError(`Address must be host:port: "${addr}"`);
+  const port = Number(m[2]);
+  if (port > 65535) throw new RangeError(`Port out of range: "${addr}"`);
+  return { hostname: m[1], port };
+}
+
+/** Handles one request; separate from the listener so tests call it directly. */
+export async function handleRequest(req: Request, status: StatusProvider): Promise<Response> {
+  const url = new URL(req.url);
+  if (req.method !== "GET" && req.method !== "HEAD") {
+    return new Response("Method not allowed\n", { status: 405, headers: { allow: "GET, HEAD" } });
+  }
+  switch (url.pathname) {
+    case "/healthz":
+      return new Response("ok\n");
+    case "/readyz": {
+      const r = status.readiness();
+      const body = r.ready ? "ok\n" : r.reasons.map((s) => `not ready: ${s}\n`).join("");
+      return new Response(body, { status: r.ready ? 200 : 503 });
+    }
+    case "/metrics":
+      return new Response(await status.metricsText(), {
+        headers: { "content-type": status.metricsContentType },
+      });
+    case "/targets":
+      return Response.json(status.targets());
+    default:
+      return new Response("Not found: try /metrics, /healthz, /readyz or /targets\n", {
+        status: 404,
+      });
+  }
+}
+
+/** Starts the server; `shutdown()` on the returned handle stops it. */
+export function startHttpServer(addr: string, status: StatusProvider): Deno.HttpServer {
+  const { hostname, port } = splitHostPort(addr);
+  return Deno.serve({
+    hostname,
+    port,
+    onListen: (a) =>
+      log.info("Serving metrics and health on {addr}", { addr: `${a.hostname}:${a.port}` }),
+    onError: (e) => {
+      log.error("HTTP handler failed: {error}", { error: String(e) });
+      return new Response("Internal error\n", { status: 500 });
+    },
+  }, (req) => handleRequest(req, status));
+}

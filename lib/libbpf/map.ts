@@ -1,0 +1,225 @@
+/**
+ * A BPF map by fd: typed byte-level update, delete, lookup and iteration.
+ * A map is either borrowed from a loaded object (the object owns the fd) or
+ * opened from a pin (this wrapper owns it).
+ */
+import { BpfError, isErrno, unwrap } from "./errors.ts";
+import { BPF_ANY, cString } from "./ffi.ts";
+import { closeFd, objectInfo } from "./fd.ts";
+import { libbpfSymbols } from "./library.ts";
+
+/** What the kernel says about a map (struct bpf_map_info). */
+export interface MapInfo {
+  type: number;
+  id: number;
+  keySize: number;
+  valueSize: number;
+  maxEntries: number;
+  name: string;
+}
+
+/** Map types whose values are per CPU. */
+const PERCPU_TYPES = new Set([5, 6, 10]); // PERCPU_HASH, PERCPU_ARRAY, LRU_PERCPU_HASH
+
+/** Keys fetched per batch call: enough for any hash bucket, small enough to stay cheap. */
+const BATCH = 4096;
+
+export class BpfMap implements Disposable {
+  #fd: number;
+  readonly #owned: boolean;
+  readonly name: string;
+  readonly info: MapInfo;
+  #batchWorks = true;
+
+  private constructor(fd: number, name: string, owned: boolean) {
+    this.#fd = fd;
+    this.#owned = owned;
+    this.name = name;
+    this.info = readMapInfo(fd, name);
+  }
+
+  /** Wraps an fd owned by a BpfObject; close() leaves it open. */
+  static borrow(fd: number, name: string): BpfMap {
+    return new BpfMap(fd, name, false);
+  }
+
+  /** Opens a pinned map; this wrapper owns the new fd. */
+  static openPinned(path: string): BpfMap {
+    const fd = unwrap(`bpf_obj_get "${path}"`, libbpfSymbols().bpf_obj_get(cString(path)));
+    try {
+      return new BpfMap(fd, path, true);
+    } catch (e) {
+      closeFd(fd);
+      throw e;
+    }
+  }
+
+  get fd(): number {
+    if (this.#fd < 0) throw new Error(`BPF map "${this.name}" is closed`);
+    return this.#fd;
+  }
+
+  #checkKey(key: Uint8Array): void {
+    if (key.length !== this.info.keySize) {
+      throw new RangeError(
+        `Key for map "${this.name}" must be ${this.info.keySize} bytes: ${key.length}`,
+      );
+    }
+  }
+
+  /** Inserts or replaces one element. */
+  update(key: Uint8Array, value: Uint8Array): void {
+    this.#checkKey(key);
+    if (value.length !== this.info.valueSize) {
+      throw new RangeError(
+        `Value for map "${this.name}" must be ${this.info.valueSize} bytes: ${value.length}`,
+      );
+    }
+    unwrap(
+      `bpf_map_update_elem "${this.name}"`,
+      libbpfSymbols().bpf_map_update_elem(this.fd, key, value, BPF_ANY),
+    );
+  }
+
+  /** Deletes one element; returns false when it was not there. */
+  delete(key: Uint8Array): boolean {
+    this.#checkKey(key);
+    const rc = libbpfSymbols().bpf_map_delete_elem(this.fd, key);
+    if (rc === -2) return false;
+    unwrap(`bpf_map_delete_elem "${this.name}"`, rc);
+    return true;
+  }
+
+  /** One element's value, or undefined when the key is absent. */
+  lookup(key: Uint8Array): Uint8Array | undefined {
+    this.#checkKey(key);
+    const value = new Uint8Array(new ArrayBuffer(this.#valueBytes()));
+    const rc = libbpfSymbols().bpf_map_lookup_elem(this.fd, key, value);
+    if (rc === -2) return undefined;
+    unwrap(`bpf_map_lookup_elem "${this.name}"`, rc);
+    return value;
+  }
+
+  /** A per-CPU map's value on every possible CPU, in CPU order. */
+  lookupPerCpu(key: Uint8Array): Uint8Array[] | undefined {
+    if (!PERCPU_TYPES.has(this.info.type)) {
+      throw new TypeError(`Map "${this.name}" is not a per-CPU map`);
+    }
+    const all = this.lookup(key);
+    if (!all) return undefined;
+    const stride = roundUp8(this.info.valueSize);
+    const out: Uint8Array[] = [];
+    for (let off = 0; off < all.length; off += stride) {
+      out.push(all.slice(off, off + this.info.valueSize));
+    }
+    return out;
+  }
+
+  /** Every key, by bpf_map_get_next_key (consistent enough for a hash map at rest). */
+  keys(): Uint8Array[] {
+    const out: Uint8Array[] = [];
+    let prev: Uint8Array | null = null;
+    for (;;) {
+      const next = new Uint8Array(new ArrayBuffer(this.info.keySize));
+      const rc = libbpfSymbols().bpf_map_get_next_key(this.fd, prev, next);
+      if (rc === -2) return out;
+      unwrap(`bpf_map_get_next_key "${this.name}"`, rc);
+      out.push(next);
+      prev = next;
+    }
+  }
+
+  /**
+   * Every (key, value) pair: by bpf_map_lookup_batch where the kernel has it
+   * (one syscall per few thousand entries), else key by key.
+   */
+  entries(): [Uint8Array, Uint8Array][] {
+    if (this.#batchWorks && !PERCPU_TYPES.has(this.info.type)) {
+      try {
+        return this.#entriesBatch();
+      } catch (e) {
+        if (!isErrno(e, "EINVAL", "ENOTSUPP", "EOPNOTSUPP", "ENOSPC")) throw e;
+        this.#batchWorks = !isErrno(e, "EINVAL", "ENOTSUPP", "EOPNOTSUPP");
+      }
+    }
+    const out: [Uint8Array, Uint8Array][] = [];
+    for (const key of this.keys()) {
+      const value = this.lookup(key);
+      if (value) out.push([key, value]); // deleted between the two calls otherwise
+    }
+    return out;
+  }
+
+  #entriesBatch(): [Uint8Array, Uint8Array][] {
+    const { keySize, valueSize } = this.info;
+    const keys = new Uint8Array(new ArrayBuffer(keySize * BATCH));
+    const values = new Uint8Array(new ArrayBuffer(valueSize * BATCH));
+    // The batch token is opaque; a key-sized buffer is large enough for every map type.
+    let inBatch: Uint8Array | null = null;
+    const out: [Uint8Array, Uint8Array][] = [];
+    for (;;) {
+      const outBatch = new Uint8Array(new ArrayBuffer(Math.max(8, keySize)));
+      const count = new Uint32Array([BATCH]);
+      const rc = libbpfSymbols().bpf_map_lookup_batch(
+        this.fd,
+        inBatch,
+        outBatch,
+        keys,
+        values,
+        new Uint8Array(count.buffer),
+        null,
+      );
+      if (rc < 0 && rc !== -2) throw new BpfError(`bpf_map_lookup_batch "${this.name}"`, rc);
+      for (let i = 0; i < count[0]; i++) {
+        out.push([
+          keys.slice(i * keySize, (i + 1) * keySize),
+          values.slice(i * valueSize, (i + 1) * valueSize),
+        ]);
+      }
+      if (rc === -2) return out; // ENOENT: no more entries
+      inBatch = outBatch;
+    }
+  }
+
+  #valueBytes(): number {
+    return PERCPU_TYPES.has(this.info.type)
+      ? roundUp8(this.info.valueSize) * possibleCpus()
+      : this.info.valueSize;
+  }
+
+  /** Closes an owned fd; a borrowed one stays with its object. Safe to call twice. */
+  close(): void {
+    if (this.#owned) closeFd(this.#fd);
+    this.#fd = -1;
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}
+
+function roundUp8(n: number): number {
+  return Math.ceil(n / 8) * 8;
+}
+
+let cpus: number | undefined;
+/** The number of possible CPUs, the stride count of per-CPU values. */
+export function possibleCpus(): number {
+  cpus ??= unwrap("libbpf_num_possible_cpus", libbpfSymbols().libbpf_num_possible_cpus());
+  return cpus;
+}
+
+function readMapInfo(fd: number, name: string): MapInfo {
+  // struct bpf_map_info: type, id, key_size, value_size, max_entries, map_flags, name[16]
+  const view = objectInfo(fd, 128, `map "${name}"`);
+  const nameBytes = new Uint8Array(view.buffer, 24, 16);
+  const end = nameBytes.indexOf(0);
+  return {
+    type: view.getUint32(0, true),
+    id: view.getUint32(4, true),
+    keySize: view.getUint32(8, true),
+    valueSize: view.getUint32(12, true),
+    maxEntries: view.getUint32(16, true),
+    name: new TextDecoder().decode(nameBytes.subarray(0, end < 0 ? 16 : end)),
+  };
+}

@@ -1,0 +1,41 @@
+import assert from "node:assert/strict";
+import { classifyConnect } from "./connect_result.ts";
+
+const run = (exitCode: number, stderr: string, error?: string) =>
+  classifyConnect({ exitCode, stdout: "", stderr, ...(error ? { error } : {}) });
+
+Deno.test("classifyConnect() treats exit code 0 as a connected path", () => {
+  assert.deepEqual(run(0, ""), { ok: true });
+});
+
+Deno.test("classifyConnect() keeps agnhost's error class and detail from stderr", () => {
+  assert.deepEqual(run(1, "TIMEOUT\n"), { ok: false, errorClass: "TIMEOUT", message: "TIMEOUT" });
+  assert.deepEqual(run(1, "REFUSED\n"), { ok: false, errorClass: "REFUSED", message: "REFUSED" });
+  assert.deepEqual(run(1, "DNS: lookup x: no such host\n"), {
+    ok: false,
+    errorClass: "DNS",
+    message: "lookup x: no such host",
+  });
+  assert.deepEqual(run(1, "OTHER: dial tcp 10.0.0.1:1199: connect: no route to host\n"), {
+    ok: false,
+    errorClass: "OTHER",
+    message: "dial tcp 10.0.0.1:1199: connect: no route to host",
+  });
+  assert.equal(
+    (run(1, "UNKNOWN: missing port in address") as { errorClass: string }).errorClass,
+    "UNKNOWN",
+  );
+});
+
+Deno.test("classifyConnect() files unrecognised output and exec failures under UNKNOWN", () => {
+  assert.deepEqual(run(127, "exec: /agnhost: not found\n"), {
+    ok: false,
+    errorClass: "UNKNOWN",
+    message: "exec: /agnhost: not found",
+  });
+  assert.deepEqual(run(-1, "", "pod gone"), {
+    ok: false,
+    errorClass: "UNKNOWN",
+    message: "exec failed: pod gone",
+  });
+});

@@ -1,0 +1,97 @@
+/**
+ * `lace netcheck` entry: flags → options, the client-node cluster, signals,
+ * the run, the report. Returns the exit code: 0 every path passed, 1 a path
+ * failed (or was slower than --min-bandwidth), 2 bad flags, 3 setup error
+ * (cluster unreachable, pods not ready, another run holds the lease),
+ * 130 interrupted.
+ */
+import { helpText, UsageError } from "../cli/flags.ts";
+import type { NetcheckCluster } from "./cluster.ts";
+import { netcheckCommand, type NetcheckOptions, parseNetcheckArgs } from "./options.ts";
+import { JsonReport, JunitReport, type PathSink, textReport } from "./report.ts";
+import { EXIT_ERROR, EXIT_USAGE, newRunId, runChecks } from "./run.ts";
+
+const encoder = new TextEncoder();
+const writeOut = (text: string) => writeAll(Deno.stdout, text);
+const writeErr = (text: string) => writeAll(Deno.stderr, text);
+
+function writeAll(file: { writeSync(p: Uint8Array): number }, text: string): void {
+  let bytes = encoder.encode(text);
+  while (bytes.length > 0) bytes = bytes.subarray(file.writeSync(bytes));
+}
+
+function holderIdentity(runId: string): string {
+  let where = "";
+  try {
+    where = ` by ${Deno.env.get("USER") ?? "unknown"}@${Deno.hostname()}`;
+  } catch {
+    // Without permission to read them, the run id alone names the run.
+  }
+  return `${runId}${where}`;
+}
+
+/** Parses `args` and runs netcheck against the kubeconfig's cluster; returns the exit code. */
+export async function runNetcheck(args: string[]): Promise<number> {
+  let options: NetcheckOptions | null;
+  try {
+    options = parseNetcheckArgs(args, Deno.env.toObject());
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    writeErr(`lace netcheck: ${e.message.replace(/^lace netcheck: /, "")}\n`);
+    return EXIT_USAGE;
+  }
+  if (options === null) {
+    writeOut(helpText(netcheckCommand) + "\n");
+    return 0;
+  }
+  let cluster: NetcheckCluster;
+  try {
+    const { connectCluster } = await import("./kube_adapter.ts");
+    cluster = await connectCluster(options.kubeconfig);
+  } catch (e) {
+    writeErr(`lace netcheck: cannot load the kubeconfig: ${(e as Error).message}\n`);
+    return EXIT_ERROR;
+  }
+  return await runWithCluster(options, cluster);
+}
+
+/**
+ * Runs netcheck against `cluster` with the process's signals and streams:
+ * the first Ctrl-C (or SIGTERM) stops the run and cleans up, a second one
+ * exits at once.
+ */
+export async function runWithCluster(
+  options: NetcheckOptions,
+  cluster: NetcheckCluster,
+): Promise<number> {
+  const controller = new AbortController();
+  const onSignal = () => {
+    if (controller.signal.aborted) Deno.exit(130);
+    writeErr("\nInterrupted: deleting the probe DaemonSet (Ctrl-C again to exit at once)\n");
+    controller.abort();
+  };
+  const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];
+  for (const s of signals) Deno.addSignalListener(s, onSignal);
+  try {
+    const sinks: PathSink[] = [];
+    if (options.output === "json") sinks.push(new JsonReport(writeOut));
+    if (options.junit) sinks.push(new JunitReport(options.junit));
+    const runId = newRunId();
+    const { exitCode, summary, outcome } = await runChecks(options, {
+      cluster,
+      progress: {
+        write: writeErr,
+        isTerminal: options.progress && Deno.stderr.isTerminal(),
+      },
+      sinks,
+      signal: controller.signal,
+      runId,
+      holder: holderIdentity(runId),
+    });
+    if (options.output === "text") writeOut(textReport(summary, outcome));
+    else if (outcome.error) writeErr(`lace netcheck: ${outcome.error}\n`);
+    return exitCode;
+  } finally {
+    for (const s of signals) Deno.removeSignalListener(s, onSignal);
+  }
+}

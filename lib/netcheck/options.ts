@@ -1,0 +1,290 @@
+/**
+ * `lace netcheck` options: defaults and validation, separate from how the
+ * values arrive. The flag table below is the lead CLI's description of the
+ * command; `parseNetcheckArgs` turns arguments into validated options or a
+ * one-line UsageError.
+ */
+import { type CommandSpec, parseFlags, UsageError } from "../cli/flags.ts";
+
+export type IpFamily = "ipv4" | "ipv6";
+export type OutputFormat = "text" | "json";
+
+export interface NetcheckOptions {
+  /** Kubeconfig file; empty means KUBECONFIG, then in-cluster. */
+  kubeconfig: string;
+  /** Namespace of the DaemonSet and the Lease; created when missing, never deleted. */
+  namespace: string;
+  /** Image of the `connect` container (agnhost). */
+  image: string;
+  /** Image of the `bandwidth` container (iperf3). */
+  bandwidthImage: string;
+  /** Extra node selector labels, on top of kubernetes.io/os=linux. */
+  selector: Record<string, string>;
+  readyTimeoutMs: number;
+  ipFamily: IpFamily;
+  /** agnhost connect timeout per path. */
+  connectTimeoutMs: number;
+  /** iperf3 duration per path, whole seconds (iperf3 takes integers). */
+  bandwidthTimeS: number;
+  /** Skip the bandwidth phase. */
+  skipBandwidth: boolean;
+  concurrency: number;
+  /** Paths below this many bits per second fail; 0 disables. */
+  minBandwidthBps: number;
+  /** Flag A→B / B→A pairs whose bandwidth differs by more than this factor. */
+  asymmetry: number;
+  output: OutputFormat;
+  /** JUnit XML file; empty means none. */
+  junit: string;
+  /** Retries of an iperf3 run refused as busy or reset. */
+  bandwidthRetries: number;
+  /** Lease duration; the lease is renewed every third of it. */
+  leaseDurationS: number;
+  /** Shows a progress bar on a terminal; false forces plain lines. */
+  progress: boolean;
+}
+
+export const CONNECT_PORT = 1199;
+export const IPERF_PORT = 5201;
+export const DEFAULT_AGNHOST_IMAGE = "registry.k8s.io/e2e-test-images/agnhost:2.53";
+export const DEFAULT_IPERF_IMAGE = "networkstatic/iperf3:multiarch";
+
+/** The defaults of every option. */
+export function defaultNetcheckOptions(): NetcheckOptions {
+  return {
+    kubeconfig: "",
+    namespace: "lace-system",
+    image: DEFAULT_AGNHOST_IMAGE,
+    bandwidthImage: DEFAULT_IPERF_IMAGE,
+    selector: {},
+    readyTimeoutMs: 120_000,
+    ipFamily: "ipv4",
+    connectTimeoutMs: 5_000,
+    bandwidthTimeS: 3,
+    skipBandwidth: false,
+    concurrency: 16,
+    minBandwidthBps: 0,
+    asymmetry: 2,
+    output: "text",
+    junit: "",
+    bandwidthRetries: 3,
+    leaseDurationS: 60,
+    progress: true,
+  };
+}
+
+const labelKey = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+const labelValue = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/;
+const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/** Checks options that cannot work; throws a UsageError naming the value. */
+export function validateNetcheckOptions(o: NetcheckOptions): NetcheckOptions {
+  if (!dnsLabel.test(o.namespace) || o.namespace.length > 63) {
+    throw new UsageError(`--namespace must be a DNS label: "${o.namespace}"`);
+  }
+  if (!o.image) throw new UsageError(`--image must not be empty`);
+  if (!o.bandwidthImage) throw new UsageError(`--bandwidth-image must not be empty`);
+  for (const [k, v] of Object.entries(o.selector)) {
+    if (!labelKey.test(k) || !labelValue.test(v) || v.length > 63) {
+      throw new UsageError(`--selector has an invalid label: "${k}=${v}"`);
+    }
+  }
+  if (o.readyTimeoutMs <= 0) throw new UsageError(`--ready-timeout must be positive`);
+  if (!Number.isInteger(o.connectTimeoutMs) || o.connectTimeoutMs < 100) {
+    throw new UsageError(`--timeout must be at least 100ms: "${o.connectTimeoutMs}ms"`);
+  }
+  if (!Number.isInteger(o.bandwidthTimeS) || o.bandwidthTimeS < 1) {
+    throw new UsageError(
+      `--bandwidth-time must be whole seconds, at least 1s: "${o.bandwidthTimeS}s"`,
+    );
+  }
+  if (!Number.isInteger(o.concurrency) || o.concurrency < 1 || o.concurrency > 1000) {
+    throw new UsageError(`--concurrency must be between 1 and 1000: "${o.concurrency}"`);
+  }
+  if (!(o.minBandwidthBps >= 0)) throw new UsageError(`--min-bandwidth must not be negative`);
+  if (!(o.asymmetry >= 1)) {
+    throw new UsageError(`--asymmetry must be a factor of at least 1: "${o.asymmetry}"`);
+  }
+  if (o.bandwidthRetries < 0) throw new UsageError(`--bandwidth-retries must not be negative`);
+  return o;
+}
+
+/** Parses "key=value[,key=value]" into labels. */
+export function parseSelector(text: string): Record<string, string> {
+  const labels: Record<string, string> = {};
+  for (const part of text.split(",").map((s) => s.trim()).filter(Boolean)) {
+    const eq = part.indexOf("=");
+    if (eq <= 0) throw new UsageError(`--selector must be key=value[,key=value]: "${text}"`);
+    labels[part.slice(0, eq).trim()] = part.slice(eq + 1).trim();
+  }
+  return labels;
+}
+
+/** Parses "500M", "1.5G", "100k", "2000000" (bits per second, decimal units) into a number. */
+export function parseBandwidth(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)(?:bit\/s|bps|b)?$/.exec(text.trim());
+  if (!m) {
+    throw new UsageError(`--min-bandwidth must be bits per second like 500M or 1G: "${text}"`);
+  }
+  const unit = { "": 1, k: 1e3, m: 1e6, g: 1e9, t: 1e12 }[m[2].toLowerCase() as "" | "k"];
+  return Number(m[1]) * unit;
+}
+
+const d = defaultNetcheckOptions();
+
+/** The flags of `lace netcheck`, in the lead CLI's table format. */
+export const netcheckCommand: CommandSpec = {
+  name: "netcheck",
+  summary: "Test TCP connectivity and bandwidth between every pair of nodes of the cluster",
+  usage: "lace netcheck [flags]",
+  flags: [
+    {
+      name: "kubeconfig",
+      type: "string",
+      env: ["KUBECONFIG"],
+      default: "",
+      metavar: "FILE",
+      help: "Kubeconfig file (current context); in-cluster when unset",
+    },
+    {
+      name: "namespace",
+      type: "string",
+      default: d.namespace,
+      metavar: "NAME",
+      help: "Namespace of the probe DaemonSet and lock Lease (created if missing)",
+    },
+    {
+      name: "image",
+      type: "string",
+      default: d.image,
+      metavar: "IMAGE",
+      help: "agnhost image of the connect container",
+    },
+    {
+      name: "bandwidth-image",
+      type: "string",
+      default: d.bandwidthImage,
+      metavar: "IMAGE",
+      help: "iperf3 image of the bandwidth container",
+    },
+    {
+      name: "selector",
+      type: "string",
+      default: "",
+      metavar: "K=V[,K=V]",
+      help: "Only nodes with these labels",
+    },
+    {
+      name: "ready-timeout",
+      type: "duration",
+      default: "2m",
+      metavar: "DURATION",
+      help: "How long to wait for the probe pods",
+    },
+    {
+      name: "ip-family",
+      type: "string",
+      default: d.ipFamily,
+      choices: ["ipv4", "ipv6"],
+      metavar: "ipv4|ipv6",
+      help: "Address family of the tested paths",
+    },
+    {
+      name: "timeout",
+      type: "duration",
+      default: "5s",
+      metavar: "DURATION",
+      help: "TCP connect timeout per path",
+    },
+    {
+      name: "bandwidth-time",
+      type: "duration",
+      default: "3s",
+      metavar: "DURATION",
+      help: "iperf3 duration per path (whole seconds, at least 1s)",
+    },
+    { name: "skip-bandwidth", type: "boolean", default: false, help: "Test connectivity only" },
+    {
+      name: "concurrency",
+      type: "int",
+      default: d.concurrency,
+      metavar: "N",
+      help: "Exec sessions in parallel",
+    },
+    {
+      name: "min-bandwidth",
+      type: "string",
+      default: "0",
+      metavar: "BPS",
+      help: "Fail paths slower than this many bits/s (e.g. 500M); 0 disables",
+    },
+    {
+      name: "asymmetry",
+      type: "string",
+      default: String(d.asymmetry),
+      metavar: "FACTOR",
+      help: "Flag A→B vs B→A bandwidth differing by more than this factor",
+    },
+    {
+      name: "output",
+      type: "string",
+      default: d.output,
+      choices: ["text", "json"],
+      metavar: "text|json",
+      help: "Report format on stdout",
+    },
+    {
+      name: "junit",
+      type: "string",
+      default: "",
+      metavar: "FILE",
+      help: "Also write a JUnit XML report with every path",
+    },
+    {
+      name: "no-progress",
+      type: "boolean",
+      default: false,
+      help: "Print no progress bar, only progress lines",
+    },
+  ],
+};
+
+/**
+ * Parses `lace netcheck` arguments (flag > env > default) into validated
+ * options. Bad input throws a UsageError with a one-line message. Returns
+ * null when help was asked.
+ */
+export function parseNetcheckArgs(
+  args: string[],
+  env: Record<string, string | undefined>,
+): NetcheckOptions | null {
+  const { values, help } = parseFlags(netcheckCommand, args, env);
+  if (help) return null;
+  const asymmetry = Number(values["asymmetry"]);
+  if (!Number.isFinite(asymmetry)) {
+    throw new UsageError(`--asymmetry must be a number: "${values["asymmetry"]}"`);
+  }
+  const bandwidthMs = values["bandwidth-time"] as number;
+  if (bandwidthMs % 1000 !== 0) {
+    throw new UsageError(`--bandwidth-time must be whole seconds: "${bandwidthMs}ms"`);
+  }
+  return validateNetcheckOptions({
+    ...d,
+    kubeconfig: values["kubeconfig"] as string,
+    namespace: values["namespace"] as string,
+    image: values["image"] as string,
+    bandwidthImage: values["bandwidth-image"] as string,
+    selector: parseSelector(values["selector"] as string),
+    readyTimeoutMs: values["ready-timeout"] as number,
+    ipFamily: values["ip-family"] as IpFamily,
+    connectTimeoutMs: values["timeout"] as number,
+    bandwidthTimeS: bandwidthMs / 1000,
+    skipBandwidth: values["skip-bandwidth"] as boolean,
+    concurrency: values["concurrency"] as number,
+    minBandwidthBps: parseBandwidth(values["min-bandwidth"] as string),
+    asymmetry,
+    output: values["output"] as OutputFormat,
+    junit: values["junit"] as string,
+    progress: !(values["no-progress"] as boolean),
+  });
+}

@@ -1,0 +1,75 @@
+import assert from "node:assert/strict";
+import { UsageError } from "../cli/flags.ts";
+import { defaultNetcheckOptions, parseBandwidth, parseNetcheckArgs } from "./options.ts";
+
+Deno.test("parseNetcheckArgs() gives the defaults when no flag is set", () => {
+  const o = parseNetcheckArgs([], {});
+  assert.deepEqual(o, defaultNetcheckOptions());
+});
+
+Deno.test("parseNetcheckArgs() reads every flag into options", () => {
+  const o = parseNetcheckArgs([
+    "--namespace=net",
+    "--selector",
+    "pool=a, zone=x",
+    "--ip-family=ipv6",
+    "--timeout=2s",
+    "--bandwidth-time=5s",
+    "--concurrency=4",
+    "--min-bandwidth=1.5G",
+    "--asymmetry=3",
+    "--output=json",
+    "--junit=out.xml",
+    "--ready-timeout=30s",
+  ], {})!;
+  assert.equal(o.namespace, "net");
+  assert.deepEqual(o.selector, { pool: "a", zone: "x" });
+  assert.equal(o.ipFamily, "ipv6");
+  assert.equal(o.connectTimeoutMs, 2000);
+  assert.equal(o.bandwidthTimeS, 5);
+  assert.equal(o.concurrency, 4);
+  assert.equal(o.minBandwidthBps, 1.5e9);
+  assert.equal(o.asymmetry, 3);
+  assert.equal(o.output, "json");
+  assert.equal(o.junit, "out.xml");
+  assert.equal(o.readyTimeoutMs, 30_000);
+});
+
+Deno.test("parseNetcheckArgs() takes the kubeconfig from KUBECONFIG when the flag is absent", () => {
+  assert.equal(parseNetcheckArgs([], { KUBECONFIG: "/k" })!.kubeconfig, "/k");
+});
+
+Deno.test("parseNetcheckArgs() returns null for --help", () => {
+  assert.equal(parseNetcheckArgs(["--help"], {}), null);
+});
+
+for (
+  const [args, fragment] of [
+    [["--bandwidth-time=500ms"], "--bandwidth-time"],
+    [["--bandwidth-time=1500ms"], "whole seconds"],
+    [["--concurrency=0"], "--concurrency"],
+    [["--ip-family=ipv5"], "ipv4, ipv6"],
+    [["--min-bandwidth=fast"], "--min-bandwidth"],
+    [["--asymmetry=0.5"], "--asymmetry"],
+    [["--selector=nokey"], "--selector"],
+    [["--namespace=Bad_NS"], "--namespace"],
+    [["--no-such-flag"], "no-such-flag"],
+    [["--timeout=10ms"], "--timeout"],
+  ] as const
+) {
+  Deno.test(`parseNetcheckArgs() rejects ${args.join(" ")} with a one-line UsageError`, () => {
+    assert.throws(() => parseNetcheckArgs([...args], {}), (e: Error) => {
+      assert.ok(e instanceof UsageError);
+      assert.ok(e.message.includes(fragment), e.message);
+      assert.ok(!e.message.includes("\n"));
+      return true;
+    });
+  });
+}
+
+Deno.test("parseBandwidth() understands decimal unit suffixes", () => {
+  assert.equal(parseBandwidth("500M"), 5e8);
+  assert.equal(parseBandwidth("100k"), 1e5);
+  assert.equal(parseBandwidth("2000"), 2000);
+  assert.equal(parseBandwidth("1Gbps"), 1e9);
+});

@@ -1,0 +1,39 @@
+/**
+ * Lazy directed pairs in an order that keeps endpoints disjoint: a
+ * round-robin tournament (circle method) gives rounds of disjoint unordered
+ * pairs; each round is yielded A→B for all its pairs, then B→A. Consecutive
+ * pairs therefore rarely share an endpoint, so a small window of upcoming
+ * pairs keeps `--concurrency` sessions busy, and A→B sits right next to B→A
+ * (the asymmetry check holds only a round's worth of figures). Memory is O(1)
+ * in the number of pairs.
+ */
+
+export interface Pair<T> {
+  from: T;
+  to: T;
+}
+
+/** Every ordered pair of distinct items exactly once, lazily, in round-robin order. */
+export function* directedPairs<T>(items: readonly T[]): Generator<Pair<T>> {
+  const n = items.length;
+  if (n < 2) return;
+  // With an odd count, slot n is a bye.
+  const slots = n % 2 === 0 ? n : n + 1;
+  const rounds = slots - 1;
+  for (let r = 0; r < rounds; r++) {
+    const round: [number, number][] = [];
+    for (let i = 0; i < slots / 2; i++) {
+      const a = i === 0 ? 0 : ((i - 1 + r) % rounds) + 1;
+      const j = slots - 1 - i;
+      const b = ((j - 1 + r) % rounds) + 1;
+      if (a < n && b < n) round.push([a, b]);
+    }
+    for (const [a, b] of round) yield { from: items[a], to: items[b] };
+    for (const [a, b] of round) yield { from: items[b], to: items[a] };
+  }
+}
+
+/** The number of directed pairs of `n` items. */
+export function pairCount(n: number): number {
+  return n < 2 ? 0 : n * (n - 1);
+}

@@ -1,0 +1,214 @@
+/**
+ * The run's report: readable text, or one JSON document, plus an optional
+ * JUnit XML file. JSON and JUnit list every path: they stream paths as they
+ * finish (the summary comes last), so memory stays flat however many paths.
+ */
+import type { PathResult, Summary } from "./summary.ts";
+
+/** "1.23 Gbit/s" style figure for bits per second. */
+export function formatBps(bps: number): string {
+  const units = ["bit/s", "kbit/s", "Mbit/s", "Gbit/s", "Tbit/s"];
+  let v = bps, i = 0;
+  while (v >= 1000 && i < units.length - 1) {
+    v /= 1000;
+    i++;
+  }
+  return `${v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2)} ${units[i]}`;
+}
+
+/** The overall outcome of a run. */
+export interface RunOutcome {
+  runId: string;
+  status: "passed" | "failed" | "error" | "interrupted";
+  /** Why the run could not finish (setup failure, interrupt), if it did not. */
+  error?: string;
+  minBandwidthBps: number;
+  asymmetryFactor: number;
+}
+
+/** Receives every path as it finishes, then the summary. */
+export interface PathSink {
+  path(result: PathResult): void | Promise<void>;
+  finish(summary: Summary, outcome: RunOutcome): Promise<void>;
+}
+
+/** The summary as plain data (the JSON report's `summary`). */
+export function summaryData(summary: Summary, outcome: RunOutcome): Record<string, unknown> {
+  return {
+    runId: outcome.runId,
+    status: outcome.status,
+    ...(outcome.error ? { error: outcome.error } : {}),
+    nodes: summary.nodes,
+    skippedNodes: summary.skippedNodes,
+    connect: summary.connect,
+    bandwidth: {
+      ...summary.bandwidth,
+      totalBitsPerSecond: summary.totalBps,
+      meanBitsPerSecond: summary.meanBps,
+      minBitsPerSecond: summary.measured ? summary.minBps : null,
+      maxBitsPerSecond: summary.measured ? summary.maxBps : null,
+      minBandwidthBitsPerSecond: outcome.minBandwidthBps,
+    },
+    slowest: summary.slowest.items,
+    failuresByClass: Object.fromEntries(summary.failures.byClass),
+    failures: summary.failures.items,
+    asymmetry: {
+      factor: outcome.asymmetryFactor,
+      count: summary.asymmetry.count,
+      pairs: summary.asymmetry.flagged,
+    },
+  };
+}
+
+/** The text report. */
+export function textReport(summary: Summary, outcome: RunOutcome): string {
+  const out: string[] = [];
+  const skipped = summary.skippedNodes.map((s) => `${s.node}: ${s.reason}`).join(", ");
+  out.push(
+    `lace netcheck run ${outcome.runId}: ${summary.nodes.length} nodes` +
+      (skipped ? ` (skipped ${skipped})` : ""),
+  );
+  const c = summary.connect, b = summary.bandwidth;
+  out.push(`Connectivity: ${c.tested} paths, ${c.passed} passed, ${c.failed} failed`);
+  const floor = outcome.minBandwidthBps > 0
+    ? `, minimum ${formatBps(outcome.minBandwidthBps)}`
+    : "";
+  out.push(`Bandwidth:    ${b.tested} paths, ${b.passed} passed, ${b.failed} failed${floor}`);
+  if (summary.measured > 0) {
+    out.push(
+      `Throughput:   ${formatBps(summary.totalBps)} aggregate over ${summary.measured} paths` +
+        ` (mean ${formatBps(summary.meanBps)}, min ${formatBps(summary.minBps)},` +
+        ` max ${formatBps(summary.maxBps)})`,
+    );
+    out.push("Slowest paths:");
+    for (const r of summary.slowest.items) {
+      out.push(`  ${r.from} → ${r.to}  ${formatBps(r.bitsPerSecond!)}`);
+    }
+  }
+  if (summary.asymmetry.count > 0) {
+    out.push(`Asymmetric paths (factor > ${outcome.asymmetryFactor}): ${summary.asymmetry.count}`);
+    for (const a of summary.asymmetry.flagged) {
+      out.push(
+        `  ${a.a} → ${a.b} ${formatBps(a.aToB)} vs ${a.b} → ${a.a} ${formatBps(a.bToA)}` +
+          ` (×${a.factor.toFixed(1)})`,
+      );
+    }
+  }
+  const failedTotal = c.failed + b.failed;
+  if (failedTotal > 0) {
+    const shown = summary.failures.items.length;
+    const classes = [...summary.failures.byClass].map(([k, n]) => `${k} ${n}`).join(", ");
+    out.push(`Failed paths (${classes}; showing ${shown} of ${failedTotal}):`);
+    for (const r of summary.failures.items) {
+      out.push(
+        `  ${r.phase.padEnd(9)} ${r.from} → ${r.to}  ${r.errorClass}` +
+          (r.message ? `: ${r.message}` : ""),
+      );
+    }
+  }
+  if (outcome.error) out.push(`Error: ${outcome.error}`);
+  out.push(`Result: ${outcome.status.toUpperCase()}`);
+  return out.join("\n") + "\n";
+}
+
+/** Streams the JSON report `{"paths":[…],"summary":{…}}` through `write`. */
+export class JsonReport implements PathSink {
+  #first = true;
+  #started = false;
+
+  constructor(readonly write: (text: string) => void) {}
+
+  #start(): void {
+    if (this.#started) return;
+    this.#started = true;
+    this.write('{"paths":[');
+  }
+
+  path(result: PathResult): void {
+    this.#start();
+    this.write((this.#first ? "\n" : ",\n") + JSON.stringify(result));
+    this.#first = false;
+  }
+
+  finish(summary: Summary, outcome: RunOutcome): Promise<void> {
+    this.#start();
+    this.write(`\n],"summary":${JSON.stringify(summaryData(summary, outcome))}}\n`);
+    return Promise.resolve();
+  }
+}
+
+function xml(text: string): string {
+  return text.replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`)
+    // deno-lint-ignore no-control-regex
+    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, "");
+}
+
+/**
+ * Streams JUnit XML: test cases go to `FILE.partial` as paths finish; finish()
+ * writes FILE with the counts the header needs, then the cases, and removes
+ * the partial file.
+ */
+export class JunitReport implements PathSink {
+  #file: Deno.FsFile | undefined;
+  #encoder = new TextEncoder();
+  #tests = 0;
+  #failures = 0;
+  #seconds = 0;
+
+  constructor(readonly file: string) {}
+
+  get #partial(): string {
+    return `${this.file}.partial`;
+  }
+
+  async path(result: PathResult): Promise<void> {
+    this.#file ??= await Deno.open(this.#partial, { write: true, create: true, truncate: true });
+    this.#tests++;
+    this.#seconds += result.durationMs / 1000;
+    const name = xml(`${result.from} -> ${result.to}`);
+    const time = (result.durationMs / 1000).toFixed(3);
+    let body = "";
+    if (!result.ok) {
+      this.#failures++;
+      body = `<failure type="${xml(result.errorClass ?? "UNKNOWN")}" message="${
+        xml(result.message ?? "")
+      }"/>`;
+    } else if (result.bitsPerSecond !== undefined) {
+      body = `<system-out>${result.bitsPerSecond} bits/s</system-out>`;
+    }
+    const line =
+      `    <testcase classname="netcheck.${result.phase}" name="${name}" time="${time}">` +
+      `${body}</testcase>\n`;
+    await this.#file.write(this.#encoder.encode(line));
+  }
+
+  async finish(_summary: Summary, outcome: RunOutcome): Promise<void> {
+    this.#file?.close();
+    const out = await Deno.open(this.file, { write: true, create: true, truncate: true });
+    try {
+      const header = `<?xml version="1.0" encoding="UTF-8"?>\n` +
+        `<testsuites name="lace netcheck" tests="${this.#tests}" failures="${this.#failures}">\n` +
+        `  <testsuite name="netcheck ${
+          xml(outcome.runId)
+        }" tests="${this.#tests}" failures="${this.#failures}" errors="${
+          outcome.status === "error" ? 1 : 0
+        }" time="${this.#seconds.toFixed(3)}">\n`;
+      await out.write(this.#encoder.encode(header));
+      if (this.#file) {
+        using partial = await Deno.open(this.#partial, { read: true });
+        await partial.readable.pipeTo(out.writable, { preventClose: true });
+      }
+      if (outcome.error) {
+        await out.write(this.#encoder.encode(
+          `    <testcase classname="netcheck.setup" name="setup"><error message="${
+            xml(outcome.error)
+          }"/></testcase>\n`,
+        ));
+      }
+      await out.write(this.#encoder.encode(`  </testsuite>\n</testsuites>\n`));
+    } finally {
+      out.close();
+      if (this.#file) await Deno.remove(this.#partial).catch(() => {});
+    }
+  }
+}

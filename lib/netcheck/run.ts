@@ -1,0 +1,273 @@
+/**
+ * One netcheck run against a NetcheckCluster: lease, DaemonSet, readiness,
+ * connectivity for every directed pair, bandwidth for the pairs that
+ * connected, report. The DaemonSet and the lease are always removed, on
+ * success, failure, timeout and interrupt.
+ */
+import { getLogger } from "@logtape/logtape";
+import { addressOfFamily, hostPort } from "./address.ts";
+import type { Endpoint, NetcheckCluster } from "./cluster.ts";
+import { classifyConnect } from "./connect_result.ts";
+import { parseIperf } from "./iperf_result.ts";
+import { acquireLease, type LeaseLock } from "./lease_lock.ts";
+import { daemonSetName, probeDaemonSet, runSelector } from "./manifest.ts";
+import { CONNECT_PORT, IPERF_PORT, type NetcheckOptions } from "./options.ts";
+import { directedPairs, type Pair, pairCount } from "./pairs.ts";
+import { Progress, type ProgressOutput } from "./progress.ts";
+import { abortableSleep, SetupError, waitForProbePods } from "./readiness.ts";
+import { formatBps, type PathSink, type RunOutcome } from "./report.ts";
+import { schedulePairs } from "./scheduler.ts";
+import { type PathResult, Summary } from "./summary.ts";
+
+const log = getLogger(["lace", "netcheck"]);
+
+export const EXIT_PASSED = 0;
+export const EXIT_FAILED = 1;
+export const EXIT_USAGE = 2;
+export const EXIT_ERROR = 3;
+export const EXIT_INTERRUPTED = 130;
+
+export interface RunEnvironment {
+  cluster: NetcheckCluster;
+  progress: ProgressOutput;
+  /** Receive every path, then the summary (JSON, JUnit). */
+  sinks: PathSink[];
+  /** Aborted on Ctrl-C. */
+  signal?: AbortSignal;
+  runId?: string;
+  /** Identifies this run in the Lease (who, where). */
+  holder?: string;
+  pollMs?: number;
+  /** Pause before retrying a busy iperf3 server. */
+  retryDelayMs?: number;
+  now?: () => number;
+}
+
+export interface RunResult {
+  exitCode: number;
+  summary: Summary;
+  outcome: RunOutcome;
+}
+
+/** A short random run id, valid in names and labels. */
+export function newRunId(): string {
+  return crypto.randomUUID().replaceAll("-", "").slice(0, 8);
+}
+
+/** Picks each ready pod's address of the chosen family; a pod without one fails the setup. */
+export function endpointsOf(
+  pods: { name: string; nodeName: string; podIPs: string[] }[],
+  family: NetcheckOptions["ipFamily"],
+): Endpoint[] {
+  const endpoints = pods.map((pod) => {
+    const address = addressOfFamily(pod.podIPs, family);
+    if (!address) {
+      throw new SetupError(
+        `Probe pod "${pod.name}" on node "${pod.nodeName}" has no ${family} address in ` +
+          `status.podIPs (${pod.podIPs.join(", ") || "none"}); choose another --ip-family`,
+      );
+    }
+    return { pod: pod.name, node: pod.nodeName, address };
+  });
+  return endpoints.sort((a, b) => a.node < b.node ? -1 : a.node > b.node ? 1 : 0);
+}
+
+/** Runs netcheck; returns the exit code, summary and outcome (the caller prints the report). */
+export async function runChecks(options: NetcheckOptions, env: RunEnvironment): Promise<RunResult> {
+  const { cluster, signal } = env;
+  const runId = env.runId ?? newRunId();
+  const ns = options.namespace;
+  const dsName = daemonSetName(runId);
+  const summary = new Summary(options.asymmetry);
+  const outcome: RunOutcome = {
+    runId,
+    status: "passed",
+    minBandwidthBps: options.minBandwidthBps,
+    asymmetryFactor: options.asymmetry,
+  };
+  const progress = new Progress(env.progress);
+  const record = async (result: PathResult) => {
+    summary.add(result);
+    for (const sink of env.sinks) await sink.path(result);
+    progress.tick(result.ok);
+  };
+
+  let lease: LeaseLock | undefined;
+  let created = false;
+  try {
+    await cluster.ensureNamespace(ns);
+    lease = await acquireLease(cluster, ns, env.holder ?? runId, options.leaseDurationS, env.now);
+    if (lease.tookOverFrom) {
+      log.warn("Took over the expired Lease of run {run}", { run: lease.tookOverFrom });
+    }
+    created = true;
+    await cluster.applyDaemonSet(ns, probeDaemonSet(options, runId));
+    log.info("Created DaemonSet {namespace}/{name}", { namespace: ns, name: dsName });
+    const { ready, skipped } = await waitForProbePods(cluster, {
+      namespace: ns,
+      daemonSet: dsName,
+      selector: runSelector(runId),
+      timeoutMs: options.readyTimeoutMs,
+      pollMs: env.pollMs,
+      signal,
+      now: env.now,
+    });
+    summary.skippedNodes = skipped.map((s) => ({
+      node: s.pod.nodeName || s.pod.name,
+      reason: s.reason,
+    }));
+    const endpoints = endpointsOf(ready, options.ipFamily);
+    summary.nodes = endpoints.map((e) => e.node);
+    if (endpoints.length < 2) {
+      throw new SetupError(
+        `Only ${endpoints.length} probe pod is ready; netcheck needs at least two nodes`,
+      );
+    }
+
+    const failedConnect = new Set<string>();
+    const pathKey = (p: Pair<Endpoint>) => `${p.from.pod}\u0000${p.to.pod}`;
+    const key = (e: Endpoint) => e.pod;
+    const concurrency = options.concurrency;
+
+    progress.start("Connectivity", pairCount(endpoints.length));
+    await schedulePairs(directedPairs(endpoints), key, async (pair) => {
+      const started = Date.now();
+      const result = await cluster.exec(ns, pair.from.pod, "connect", [
+        "/agnhost",
+        "connect",
+        `--timeout=${options.connectTimeoutMs}ms`,
+        hostPort(pair.to.address, CONNECT_PORT),
+      ], { timeoutMs: options.connectTimeoutMs + 30_000, signal });
+      if (signal?.aborted) return;
+      const outcome = classifyConnect(result);
+      if (!outcome.ok) failedConnect.add(pathKey(pair));
+      await record({
+        phase: "connect",
+        from: pair.from.node,
+        to: pair.to.node,
+        fromPod: pair.from.pod,
+        toPod: pair.to.pod,
+        ok: outcome.ok,
+        ...(outcome.ok ? {} : { errorClass: outcome.errorClass, message: outcome.message }),
+        attempts: 1,
+        durationMs: Date.now() - started,
+      });
+    }, { concurrency, exclusive: false, signal });
+    progress.end();
+
+    if (!options.skipBandwidth && !signal?.aborted) {
+      const connected = function* () {
+        for (const pair of directedPairs(endpoints)) {
+          if (failedConnect.has(pathKey(pair))) summary.skipBandwidth(pair.from.node, pair.to.node);
+          else yield pair;
+        }
+      };
+      progress.start("Bandwidth", pairCount(endpoints.length) - failedConnect.size);
+      await schedulePairs(connected(), key, async (pair) => {
+        const result = await measureBandwidth(cluster, options, pair, env);
+        if (result) await record(result);
+      }, { concurrency, exclusive: true, signal });
+      progress.end();
+    }
+    if (signal?.aborted) throw new SetupError("Interrupted");
+    outcome.status = summary.failed ? "failed" : "passed";
+  } catch (e) {
+    outcome.status = signal?.aborted ? "interrupted" : "error";
+    outcome.error = (e as Error).message;
+    if (!(e instanceof SetupError)) log.debug("Run failed: {error}", { error: e });
+  } finally {
+    if (created) {
+      await cluster.deleteDaemonSet(ns, dsName).then(
+        () => log.info("Deleted DaemonSet {namespace}/{name}", { namespace: ns, name: dsName }),
+        (e) => {
+          log.error("Could not delete DaemonSet {namespace}/{name}: {error}", {
+            namespace: ns,
+            name: dsName,
+            error: (e as Error).message,
+          });
+          outcome.error ??= `Could not delete DaemonSet "${ns}/${dsName}": delete it by hand`;
+        },
+      );
+    }
+    await lease?.release().catch((e) =>
+      log.warn("Could not release the Lease: {error}", { error: (e as Error).message })
+    );
+  }
+  for (const sink of env.sinks) await sink.finish(summary, outcome);
+  const exitCode = {
+    passed: EXIT_PASSED,
+    failed: EXIT_FAILED,
+    error: EXIT_ERROR,
+    interrupted: EXIT_INTERRUPTED,
+  }[outcome.status];
+  return { exitCode, summary, outcome };
+}
+
+/** One path's bandwidth with short retries for a busy server or a reset connection. */
+async function measureBandwidth(
+  cluster: NetcheckCluster,
+  options: NetcheckOptions,
+  pair: Pair<Endpoint>,
+  env: RunEnvironment,
+): Promise<PathResult | undefined> {
+  const started = Date.now();
+  const base = {
+    phase: "bandwidth" as const,
+    from: pair.from.node,
+    to: pair.to.node,
+    fromPod: pair.from.pod,
+    toPod: pair.to.pod,
+  };
+  for (let attempt = 1;; attempt++) {
+    const result = await cluster.exec(ns(options), pair.from.pod, "bandwidth", [
+      "iperf3",
+      "-c",
+      pair.to.address,
+      "-p",
+      String(IPERF_PORT),
+      "-t",
+      String(options.bandwidthTimeS),
+      "--connect-timeout",
+      String(options.connectTimeoutMs),
+      "-J",
+    ], { timeoutMs: (options.bandwidthTimeS + 30) * 1000, signal: env.signal });
+    if (env.signal?.aborted) return undefined;
+    const parsed = parseIperf(result);
+    const durationMs = Date.now() - started;
+    if (parsed.ok) {
+      const bps = parsed.bitsPerSecond;
+      const slow = options.minBandwidthBps > 0 && bps < options.minBandwidthBps;
+      return {
+        ...base,
+        ok: !slow,
+        ...(slow
+          ? {
+            errorClass: "SLOW",
+            message: `${formatBps(bps)} is below --min-bandwidth ${
+              formatBps(options.minBandwidthBps)
+            }`,
+          }
+          : {}),
+        bitsPerSecond: bps,
+        attempts: attempt,
+        durationMs,
+      };
+    }
+    if (!parsed.retryable || attempt > options.bandwidthRetries) {
+      return {
+        ...base,
+        ok: false,
+        errorClass: "IPERF",
+        message: parsed.message,
+        attempts: attempt,
+        durationMs,
+      };
+    }
+    log.debug("Retrying {from} → {to}: {message}", { ...base, message: parsed.message });
+    await abortableSleep(env.retryDelayMs ?? 1000 * attempt, env.signal);
+  }
+}
+
+function ns(options: NetcheckOptions): string {
+  return options.namespace;
+}

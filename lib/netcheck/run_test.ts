@@ -1,0 +1,262 @@
+import assert from "node:assert/strict";
+import { defaultNetcheckOptions, type NetcheckOptions } from "./options.ts";
+import { JsonReport, textReport } from "./report.ts";
+import { EXIT_ERROR, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_PASSED, runChecks } from "./run.ts";
+import { LEASE_NAME } from "./lease_lock.ts";
+import {
+  type FakeNode,
+  fakeNodes,
+  MemoryCluster,
+  type MemoryClusterOptions,
+} from "./sim/memory_cluster.ts";
+
+const quiet = { write: () => {}, isTerminal: false };
+
+function options(over: Partial<NetcheckOptions> = {}): NetcheckOptions {
+  return { ...defaultNetcheckOptions(), concurrency: 8, ...over };
+}
+
+async function run(
+  nodes: FakeNode[],
+  over: Partial<NetcheckOptions> = {},
+  sim: MemoryClusterOptions = {},
+  signal?: AbortSignal,
+) {
+  const cluster = new MemoryCluster(nodes, { recordPaths: true, ...sim });
+  const result = await runChecks(options(over), {
+    cluster,
+    progress: quiet,
+    sinks: [],
+    signal,
+    runId: "test1",
+    pollMs: 1,
+    retryDelayMs: 1,
+  });
+  return { cluster, ...result };
+}
+
+function assertCleanedUp(cluster: MemoryCluster) {
+  assert.equal(cluster.daemonSets.size, 0, "DaemonSet left behind");
+  assert.equal(cluster.leases.size, 0, "Lease left behind");
+}
+
+Deno.test("a healthy cluster passes with every path tested once per phase and exit code 0", async () => {
+  const { cluster, exitCode, summary } = await run(fakeNodes(7));
+  assert.equal(exitCode, EXIT_PASSED);
+  assert.equal(summary.connect.passed, 42);
+  assert.equal(summary.bandwidth.passed, 42);
+  assert.equal(cluster.pathCounts.size, 84);
+  assert.ok([...cluster.pathCounts.values()].every((n) => n === 1));
+  assert.deepEqual(cluster.violations, []);
+  assert.ok(cluster.maxActive <= 8);
+  assert.ok(cluster.namespaces.has("lace-system"));
+  assertCleanedUp(cluster);
+});
+
+Deno.test("an unreachable node fails its paths as TIMEOUT, skips their bandwidth and exits 1", async () => {
+  const nodes = fakeNodes(5);
+  nodes[2].unreachable = true;
+  const { cluster, exitCode, summary, outcome } = await run(nodes);
+  assert.equal(exitCode, EXIT_FAILED);
+  assert.equal(summary.connect.failed, 8);
+  assert.deepEqual([...summary.failures.byClass], [["TIMEOUT", 8]]);
+  assert.equal(summary.bandwidth.tested, 12);
+  assert.ok(
+    summary.failures.items.every((r) => r.from === nodes[2].name || r.to === nodes[2].name),
+  );
+  assert.match(textReport(summary, outcome), /TIMEOUT 8/);
+  assertCleanedUp(cluster);
+});
+
+Deno.test("a refusing node is reported as REFUSED", async () => {
+  const nodes = fakeNodes(3);
+  nodes[0].refuses = true;
+  const { exitCode, summary } = await run(nodes);
+  assert.equal(exitCode, EXIT_FAILED);
+  assert.deepEqual([...summary.failures.byClass], [["REFUSED", 2]]);
+});
+
+Deno.test("a pod in ImagePullBackOff stops the run at once naming pod and node, exit 3", async () => {
+  const nodes = fakeNodes(4);
+  nodes[1].waitingReason = "ImagePullBackOff";
+  const { cluster, exitCode, outcome } = await run(nodes, { readyTimeoutMs: 3_600_000 });
+  assert.equal(exitCode, EXIT_ERROR);
+  assert.match(outcome.error!, /ImagePullBackOff/);
+  assert.ok(outcome.error!.includes(nodes[1].name));
+  assert.equal(cluster.execs, 0);
+  assertCleanedUp(cluster);
+});
+
+Deno.test("a cordoned node is skipped without failing the run", async () => {
+  const nodes = fakeNodes(4);
+  nodes[3].cordoned = true;
+  const { exitCode, summary } = await run(nodes);
+  assert.equal(exitCode, EXIT_PASSED);
+  assert.equal(summary.connect.tested, 6);
+  assert.equal(summary.skippedNodes.length, 1);
+});
+
+Deno.test("pods that never become ready fail the run at the ready timeout and are cleaned up", async () => {
+  const nodes = fakeNodes(3);
+  nodes[0].neverReady = true;
+  const { cluster, exitCode, outcome } = await run(nodes, { readyTimeoutMs: 20 });
+  assert.equal(exitCode, EXIT_ERROR);
+  assert.match(outcome.error!, /not ready within/);
+  assertCleanedUp(cluster);
+});
+
+Deno.test("a busy iperf3 server is retried and the path passes", async () => {
+  const nodes = fakeNodes(3);
+  nodes[1].busyTimes = 2;
+  const { exitCode, summary } = await run(nodes);
+  assert.equal(exitCode, EXIT_PASSED);
+  assert.equal(summary.bandwidth.passed, 6);
+});
+
+Deno.test("a server busy beyond the retries fails the path as IPERF", async () => {
+  const nodes = fakeNodes(2);
+  nodes[1].busyTimes = 100;
+  const { exitCode, summary } = await run(nodes, { bandwidthRetries: 2 });
+  assert.equal(exitCode, EXIT_FAILED);
+  assert.equal(summary.failures.items[0].errorClass, "IPERF");
+  assert.equal(summary.failures.items[0].attempts, 3);
+});
+
+Deno.test("a slow path fails --min-bandwidth as SLOW and is listed first among the slowest", async () => {
+  const nodes = fakeNodes(4);
+  nodes[2].egressBps = 50e6;
+  const { exitCode, summary, outcome } = await run(nodes, { minBandwidthBps: 1e9 });
+  assert.equal(exitCode, EXIT_FAILED);
+  assert.equal(summary.failures.byClass.get("SLOW"), 3);
+  assert.equal(summary.slowest.items[0].from, nodes[2].name);
+  assert.equal(summary.asymmetry.count, 3);
+  assert.match(textReport(summary, outcome), /Asymmetric paths \(factor > 2\): 3/);
+});
+
+Deno.test("text after iperf3's JSON and an error key with exit 0 are handled per path", async () => {
+  const nodes = fakeNodes(3);
+  const { summary } = await run(nodes, {}, {
+    iperfOutput: (json, from, to) =>
+      from === nodes[0].name && to === nodes[1].name
+        ? {
+          exitCode: 0,
+          stdout: JSON.stringify({ error: "control socket has closed" }),
+          stderr: "",
+        }
+        : { exitCode: 0, stdout: json + "\nwarning: trailing text\n", stderr: "" },
+  });
+  assert.equal(summary.bandwidth.passed, 5);
+  assert.equal(summary.bandwidth.failed, 1);
+});
+
+Deno.test("ipv6 picks the IPv6 address from podIPs", async () => {
+  const targets = new Set<string>();
+  const { exitCode } = await run(fakeNodes(3), { ipFamily: "ipv6" }, {
+    onExec: (_pod, cmd) => targets.add(cmd.at(-1)!),
+  });
+  assert.equal(exitCode, EXIT_PASSED);
+  assert.ok([...targets].some((t) => /^\[fd00::[0-9a-f]+:2\]:1199$/.test(t)), [...targets].join());
+});
+
+Deno.test("a ready pod without an address of the family fails the setup clearly", async () => {
+  const nodes = fakeNodes(3);
+  delete nodes[1].ipv6;
+  const { cluster, exitCode, outcome } = await run(nodes, { ipFamily: "ipv6" });
+  assert.equal(exitCode, EXIT_ERROR);
+  assert.match(outcome.error!, /has no ipv6 address in status\.podIPs/);
+  assertCleanedUp(cluster);
+});
+
+Deno.test("an interrupt stops the run, deletes the DaemonSet and releases the lease", async () => {
+  const controller = new AbortController();
+  let execs = 0;
+  const { cluster, exitCode, outcome } = await run(fakeNodes(10), {}, {
+    execMs: 2,
+    onExec: () => {
+      if (++execs === 20) controller.abort();
+    },
+  }, controller.signal);
+  assert.equal(exitCode, EXIT_INTERRUPTED);
+  assert.equal(outcome.status, "interrupted");
+  assert.ok(cluster.execs < 90 * 2);
+  assertCleanedUp(cluster);
+});
+
+Deno.test("a live lease of another run stops this run, naming it, and creates nothing", async () => {
+  const cluster = new MemoryCluster(fakeNodes(3));
+  await cluster.ensureNamespace("lace-system");
+  await cluster.createLease("lace-system", {
+    name: LEASE_NAME,
+    holder: "other-run by ops@laptop",
+    durationS: 60,
+    renewTime: Date.now(),
+    resourceVersion: "",
+  });
+  const { exitCode, outcome } = await runChecks(options(), {
+    cluster,
+    progress: quiet,
+    sinks: [],
+    pollMs: 1,
+  });
+  assert.equal(exitCode, EXIT_ERROR);
+  assert.match(outcome.error!, /Another netcheck run "other-run by ops@laptop" holds Lease/);
+  assert.equal(cluster.execs, 0);
+  assert.equal(cluster.leases.get(LEASE_NAME)!.holder, "other-run by ops@laptop");
+});
+
+Deno.test("an expired lease of a crashed run is taken over", async () => {
+  const cluster = new MemoryCluster(fakeNodes(2));
+  await cluster.ensureNamespace("lace-system");
+  await cluster.createLease("lace-system", {
+    name: LEASE_NAME,
+    holder: "crashed",
+    durationS: 60,
+    renewTime: Date.now() - 120_000,
+    resourceVersion: "",
+  });
+  const { exitCode } = await runChecks(options(), {
+    cluster,
+    progress: quiet,
+    sinks: [],
+    pollMs: 1,
+  });
+  assert.equal(exitCode, EXIT_PASSED);
+  assertCleanedUp(cluster);
+});
+
+Deno.test("the JSON report lists every path and ends with the summary", async () => {
+  let text = "";
+  const cluster = new MemoryCluster(fakeNodes(3));
+  await runChecks(options(), {
+    cluster,
+    progress: quiet,
+    sinks: [new JsonReport((t) => text += t)],
+    pollMs: 1,
+  });
+  const doc = JSON.parse(text);
+  assert.equal(doc.paths.length, 12);
+  assert.equal(doc.summary.status, "passed");
+  assert.equal(doc.summary.bandwidth.passed, 6);
+});
+
+Deno.test("progress prints plain lines off a terminal and a single redrawn bar on one", async () => {
+  const lines: string[] = [];
+  await runChecks(options(), {
+    cluster: new MemoryCluster(fakeNodes(4)),
+    progress: { write: (t) => lines.push(t), isTerminal: false },
+    sinks: [],
+    pollMs: 1,
+  });
+  assert.ok(lines.every((l) => l.endsWith("\n") && !l.includes("\r")));
+  assert.ok(lines.some((l) => l.startsWith("Connectivity: 12/12")));
+  assert.ok(lines.some((l) => l.startsWith("Bandwidth: 12/12")));
+  const tty: string[] = [];
+  await runChecks(options(), {
+    cluster: new MemoryCluster(fakeNodes(4)),
+    progress: { write: (t) => tty.push(t), isTerminal: true },
+    sinks: [],
+    pollMs: 1,
+  });
+  assert.equal(tty.filter((t) => t === "\n").length, 2);
+  assert.ok(tty.filter((t) => t !== "\n").every((t) => t.startsWith("\r")));
+});

@@ -1,0 +1,89 @@
+import assert from "node:assert/strict";
+import { directedPairs, type Pair } from "./pairs.ts";
+import { EndpointLocks, schedulePairs } from "./scheduler.ts";
+
+function names(n: number): string[] {
+  return Array.from({ length: n }, (_, i) => `pod-${i}`);
+}
+
+/** Runs a schedule whose tasks take a pseudo-random few ms, checking the rules as they run. */
+async function checkedRun(n: number, concurrency: number, exclusive: boolean) {
+  const busy = new Set<string>();
+  const counts = new Map<string, number>();
+  const violations: string[] = [];
+  let active = 0, maxActive = 0, seed = 7;
+  await schedulePairs(directedPairs(names(n)), (e) => e, async ({ from, to }: Pair<string>) => {
+    active++;
+    maxActive = Math.max(maxActive, active);
+    if (exclusive) {
+      for (const e of [from, to]) {
+        if (busy.has(e)) violations.push(`${e} shared while ${from}→${to} started`);
+        busy.add(e);
+      }
+    }
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    await new Promise((r) => setTimeout(r, seed % 3));
+    if (exclusive) busy.delete(from), busy.delete(to);
+    counts.set(`${from}>${to}`, (counts.get(`${from}>${to}`) ?? 0) + 1);
+    active--;
+  }, { concurrency, exclusive });
+  return { counts, violations, maxActive };
+}
+
+Deno.test("schedulePairs() runs every directed pair exactly once", async () => {
+  const { counts } = await checkedRun(40, 16, true);
+  assert.equal(counts.size, 40 * 39);
+  assert.ok([...counts.values()].every((c) => c === 1));
+});
+
+Deno.test("schedulePairs() in exclusive mode never lets two running pairs share an endpoint", async () => {
+  const { violations, maxActive } = await checkedRun(40, 16, true);
+  assert.deepEqual(violations, []);
+  assert.ok(maxActive > 1, "disjoint pairs should run in parallel");
+});
+
+Deno.test("schedulePairs() respects the concurrency bound and fills it", async () => {
+  const { maxActive } = await checkedRun(30, 5, false);
+  assert.equal(maxActive, 5);
+  const exclusive = await checkedRun(30, 8, true);
+  assert.ok(exclusive.maxActive <= 8);
+});
+
+Deno.test("schedulePairs() handles thousands of pairs with an odd node count", async () => {
+  const { counts, violations } = await checkedRun(61, 16, true);
+  assert.equal(counts.size, 61 * 60);
+  assert.deepEqual(violations, []);
+});
+
+Deno.test("schedulePairs() stops starting pairs when aborted", async () => {
+  const controller = new AbortController();
+  let started = 0;
+  await schedulePairs(directedPairs(names(20)), (e) => e, async () => {
+    if (++started === 10) controller.abort();
+    await new Promise((r) => setTimeout(r, 1));
+  }, { concurrency: 4, exclusive: true, signal: controller.signal });
+  assert.ok(started < 20 * 19 && started >= 10);
+});
+
+Deno.test("schedulePairs() re-throws a task's error after running tasks settle", async () => {
+  let settled = 0;
+  await assert.rejects(
+    schedulePairs(directedPairs(names(6)), (e) => e, async ({ from, to }) => {
+      await new Promise((r) => setTimeout(r, 1));
+      settled++;
+      if (from === "pod-0" && to !== "pod-5") throw new Error("boom");
+    }, { concurrency: 3, exclusive: false }),
+    /boom/,
+  );
+  assert.ok(settled < 30);
+});
+
+Deno.test("EndpointLocks takes both locks or none", () => {
+  const locks = new EndpointLocks();
+  assert.equal(locks.tryAcquire("b", "a"), true);
+  assert.equal(locks.tryAcquire("c", "b"), false);
+  assert.equal(locks.size, 2);
+  assert.equal(locks.tryAcquire("c", "d"), true);
+  locks.release("a", "b");
+  assert.equal(locks.tryAcquire("a", "b"), true);
+});

@@ -1,0 +1,172 @@
+/**
+ * The run's results in bounded memory: counts, the slowest successful paths,
+ * up to 50 representative failures (every error class keeps a share),
+ * aggregate throughput, and the asymmetry check, which holds a figure only
+ * until its reverse direction arrives. Memory does not grow with the number
+ * of paths; every path still reaches the streaming sinks (JSON, JUnit).
+ */
+
+export type Phase = "connect" | "bandwidth";
+
+/** One tested directed path. */
+export interface PathResult {
+  phase: Phase;
+  from: string;
+  to: string;
+  fromPod: string;
+  toPod: string;
+  ok: boolean;
+  /** TIMEOUT/REFUSED/DNS/OTHER/UNKNOWN for connect; IPERF or SLOW for bandwidth. */
+  errorClass?: string;
+  message?: string;
+  bitsPerSecond?: number;
+  attempts: number;
+  durationMs: number;
+}
+
+export interface Asymmetry {
+  a: string;
+  b: string;
+  aToB: number;
+  bToA: number;
+  factor: number;
+}
+
+export const MAX_FAILURES_SHOWN = 50;
+export const MAX_ASYMMETRIES_SHOWN = 50;
+
+/** Keeps the `k` smallest items by `value`, sorted ascending. */
+export class Smallest<T> {
+  readonly items: T[] = [];
+  constructor(readonly k: number, readonly value: (item: T) => number) {}
+
+  add(item: T): void {
+    const v = this.value(item);
+    if (this.items.length === this.k && v >= this.value(this.items[this.k - 1])) return;
+    let i = this.items.length;
+    while (i > 0 && this.value(this.items[i - 1]) > v) i--;
+    this.items.splice(i, 0, item);
+    if (this.items.length > this.k) this.items.pop();
+  }
+}
+
+/** Bounded sample of failures in which every error class keeps a share. */
+export class FailureSample {
+  readonly items: PathResult[] = [];
+  readonly byClass = new Map<string, number>();
+
+  constructor(readonly limit = MAX_FAILURES_SHOWN) {}
+
+  add(result: PathResult): void {
+    const cls = result.errorClass ?? "UNKNOWN";
+    this.byClass.set(cls, (this.byClass.get(cls) ?? 0) + 1);
+    if (this.items.length < this.limit) {
+      this.items.push(result);
+      return;
+    }
+    const kept = new Map<string, number>();
+    for (const r of this.items) kept.set(r.errorClass!, (kept.get(r.errorClass!) ?? 0) + 1);
+    let biggest = "", most = 0;
+    for (const [c, n] of kept) if (n > most) [biggest, most] = [c, n];
+    if ((kept.get(cls) ?? 0) + 1 >= most) return;
+    const victim = this.items.findLastIndex((r) => r.errorClass === biggest);
+    this.items.splice(victim, 1);
+    this.items.push(result);
+  }
+}
+
+/** Pairs up A→B and B→A figures and flags those differing by more than `factor`. */
+export class AsymmetryCheck {
+  #pending = new Map<string, { from: string; bps: number }>();
+  readonly flagged: Asymmetry[] = [];
+  count = 0;
+
+  constructor(readonly factor: number) {}
+
+  #key(a: string, b: string): string {
+    return a < b ? `${a}\u0000${b}` : `${b}\u0000${a}`;
+  }
+
+  /** Records a direction's figure; undefined means it has none (failed or skipped). */
+  record(from: string, to: string, bps: number | undefined): void {
+    const key = this.#key(from, to);
+    const other = this.#pending.get(key);
+    if (!other) {
+      this.#pending.set(key, { from, bps: bps ?? NaN });
+      return;
+    }
+    this.#pending.delete(key);
+    if (bps === undefined || Number.isNaN(other.bps)) return;
+    const factor = Math.max(bps, other.bps) / Math.max(Math.min(bps, other.bps), 1);
+    if (factor > this.factor) {
+      this.count++;
+      if (this.flagged.length < MAX_ASYMMETRIES_SHOWN) {
+        this.flagged.push({ a: other.from, b: from, aToB: other.bps, bToA: bps, factor });
+      }
+    }
+  }
+
+  /** Figures still waiting for their reverse direction. */
+  get pending(): number {
+    return this.#pending.size;
+  }
+}
+
+export interface PhaseCounts {
+  tested: number;
+  passed: number;
+  failed: number;
+}
+
+/** Accumulates a run's results. */
+export class Summary {
+  readonly connect: PhaseCounts = { tested: 0, passed: 0, failed: 0 };
+  readonly bandwidth: PhaseCounts = { tested: 0, passed: 0, failed: 0 };
+  readonly failures = new FailureSample();
+  readonly slowest = new Smallest<PathResult>(3, (r) => r.bitsPerSecond ?? 0);
+  readonly asymmetry: AsymmetryCheck;
+  totalBps = 0;
+  measured = 0;
+  minBps = Infinity;
+  maxBps = 0;
+  nodes: string[] = [];
+  skippedNodes: { node: string; reason: string }[] = [];
+
+  constructor(asymmetryFactor: number) {
+    this.asymmetry = new AsymmetryCheck(asymmetryFactor);
+  }
+
+  add(result: PathResult): void {
+    const counts = result.phase === "connect" ? this.connect : this.bandwidth;
+    counts.tested++;
+    if (result.ok) counts.passed++;
+    else {
+      counts.failed++;
+      this.failures.add(result);
+    }
+    if (result.phase === "bandwidth" && result.bitsPerSecond !== undefined) {
+      this.totalBps += result.bitsPerSecond;
+      this.measured++;
+      this.minBps = Math.min(this.minBps, result.bitsPerSecond);
+      this.maxBps = Math.max(this.maxBps, result.bitsPerSecond);
+      this.slowest.add(result);
+    }
+    if (result.phase === "bandwidth") {
+      this.asymmetry.record(result.from, result.to, result.bitsPerSecond);
+    }
+  }
+
+  /** Records that the bandwidth of a path was not measured (its connect failed). */
+  skipBandwidth(from: string, to: string): void {
+    this.asymmetry.record(from, to, undefined);
+  }
+
+  get failed(): boolean {
+    return this.connect.failed > 0 || this.bandwidth.failed > 0;
+  }
+
+  /** Mean bandwidth of the measured paths, bits/s. */
+  get meanBps(): number {
+    return this.measured > 0 ? this.totalBps / this.measured : 0;
+  }
+}

@@ -1,0 +1,148 @@
+/**
+ * `deno task compile`: builds the single `lace` binary with the BPF object embedded.
+ *
+ *   deno task compile [--output PATH] [--target TRIPLE]
+ *
+ * `deno compile` writes the program onto `denort`, Deno's runtime-only binary, which it downloads
+ * for the running Deno version unless the DENORT_BIN environment variable names a local copy. No
+ * package registry ships denort (npm's `deno` and `@deno/*`, PyPI's `deno` hold only the full CLI),
+ * so an offline machine needs denort from a Deno release or a build of Deno's `denort` crate.
+ */
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const BPF_OBJECT = "bpf/lace.bpf.o";
+const ENTRY = "main.ts";
+
+/** What a compile run needs: where to write and, optionally, the target triple. */
+export interface CompileOptions {
+  output: string;
+  target?: string;
+}
+
+/** Parses this script's arguments; throws TypeError naming the bad argument. */
+export function parseCompileArgs(args: string[]): CompileOptions {
+  const options: CompileOptions = { output: "dist/lace" };
+  for (let i = 0; i < args.length; i++) {
+    const [flag, inline] = args[i].split(/=(.*)/s, 2);
+    if (flag !== "--output" && flag !== "--target") {
+      throw new TypeError(`Unknown argument "${args[i]}": use --output PATH or --target TRIPLE`);
+    }
+    const value = inline ?? args[++i];
+    if (!value) throw new TypeError(`Missing value for ${flag}`);
+    if (flag === "--output") options.output = value;
+    else options.target = value;
+  }
+  return options;
+}
+
+/** The `deno compile` arguments: all permissions, the BPF object embedded, main.ts as entry. */
+export function compileCommandArgs(options: CompileOptions): string[] {
+  return [
+    "compile",
+    "--allow-all",
+    "--include",
+    BPF_OBJECT,
+    ...(options.target ? ["--target", options.target] : []),
+    "--output",
+    options.output,
+    ENTRY,
+  ];
+}
+
+/**
+ * Explains a failed `deno compile` whose output shows it could not fetch denort, or returns
+ * undefined when the failure is something else (then deno's own message stands).
+ */
+export function denortHint(output: string, denortBin: string | undefined): string | undefined {
+  const fetchFailed = /denort-[\w.-]+\.zip|Setting up base binary|error sending request/i.test(
+    output,
+  );
+  if (!fetchFailed) return undefined;
+  if (denortBin) {
+    return `deno compile could not use DENORT_BIN "${denortBin}": check that it is denort ` +
+      `${Deno.version.deno} for this platform`;
+  }
+  return `deno compile needs the denort runtime ${Deno.version.deno} and could not download it: ` +
+    "provide it offline with DENORT_BIN=/path/to/denort (from the Deno release's " +
+    `denort-<target>.zip, the same version), e.g. DENORT_BIN=$HOME/denort deno task compile`;
+}
+
+/**
+ * Checks DENORT_BIN before compiling: it must be an executable file, and not the full `deno`
+ * CLI, which compiles without error but yields a binary that runs as `deno` and ignores the
+ * embedded program. Returns an error message, or undefined when it is usable or unset.
+ */
+export function denortProblem(denortBin: string, denoExec: string): string | undefined {
+  let info: Deno.FileInfo;
+  try {
+    info = Deno.statSync(denortBin);
+  } catch {
+    return `DENORT_BIN "${denortBin}" does not exist: point it at a denort ${Deno.version.deno} binary`;
+  }
+  if (!info.isFile || ((info.mode ?? 0o755) & 0o111) === 0) {
+    return `DENORT_BIN "${denortBin}" is not an executable file: point it at a denort binary`;
+  }
+  if (Deno.realPathSync(denortBin) === Deno.realPathSync(denoExec)) {
+    return `DENORT_BIN "${denortBin}" is the deno CLI itself, not denort: the compiled binary ` +
+      "would run as deno and ignore the program; use the denort binary of the same release";
+  }
+  return undefined;
+}
+
+async function main(args: string[]): Promise<number> {
+  let options: CompileOptions;
+  try {
+    options = parseCompileArgs(args);
+  } catch (error) {
+    console.error(`compile: ${(error as Error).message}`);
+    return 2;
+  }
+  try {
+    Deno.statSync(join(ROOT, BPF_OBJECT));
+  } catch {
+    console.error(
+      `compile: BPF object "${BPF_OBJECT}" not found: build it first with deno task bpf`,
+    );
+    return 1;
+  }
+
+  const env = Deno.env.toObject();
+  const denortBin = env.DENORT_BIN || undefined;
+  // An empty DENORT_BIN (e.g. an unset build argument) means "download", not "this path".
+  if (!denortBin) delete env.DENORT_BIN;
+  if (denortBin) {
+    const problem = denortProblem(denortBin, Deno.execPath());
+    if (problem) {
+      console.error(`compile: ${problem}`);
+      return 1;
+    }
+  }
+
+  await Deno.mkdir(join(ROOT, dirname(options.output)), { recursive: true });
+  const started = performance.now();
+  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+    args: compileCommandArgs(options),
+    cwd: ROOT,
+    env,
+    clearEnv: true,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(stdout) + new TextDecoder().decode(stderr);
+  if (code !== 0) {
+    console.error(text.trimEnd());
+    const hint = denortHint(text, denortBin);
+    console.error(`compile: ${hint ?? `deno compile failed with exit code ${code}`}`);
+    return 1;
+  }
+  const seconds = ((performance.now() - started) / 1000).toFixed(1);
+  const size = (Deno.statSync(join(ROOT, options.output)).size / 2 ** 20).toFixed(0);
+  console.error(
+    `compile: wrote ${options.output} (${size} MiB, ${BPF_OBJECT} embedded) in ${seconds}s`,
+  );
+  return 0;
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));

@@ -1,0 +1,113 @@
+/**
+ * Runs the real `helm` against deploy/helm/lace for tests/chart_test.ts: finds the binary that
+ * scripts/install_helm.sh builds (or one on PATH), renders the chart and parses the manifests.
+ */
+import { parseAllDocuments } from "yaml";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+export const CHART = join(REPO, "deploy/helm/lace");
+export const HELM_VERSION = "v3.22.0";
+/** Kubernetes version to render for: the chart needs ≥ 1.30 (ValidatingAdmissionPolicy v1). */
+export const KUBE_VERSION = "1.31.0";
+
+// deno-lint-ignore no-explicit-any
+export type Manifest = Record<string, any>;
+
+function isExecutable(path: string): boolean {
+  try {
+    const info = Deno.statSync(path);
+    return info.isFile && ((info.mode ?? 0) & 0o111) !== 0;
+  } catch {
+    return false;
+  }
+}
+
+/** The helm binary: $HELM, the install_helm.sh cache, then PATH; undefined when none exists. */
+export function findHelm(): string | undefined {
+  const env = Deno.env.get("HELM");
+  if (env && isExecutable(env)) return env;
+  const cache = Deno.env.get("LACE_TOOLS_CACHE") ??
+    join(Deno.env.get("HOME") ?? "/", ".cache/lace/tools");
+  const cached = join(cache, `helm-${HELM_VERSION}`, "helm");
+  if (isExecutable(cached)) return cached;
+  for (const dir of (Deno.env.get("PATH") ?? "").split(":")) {
+    if (dir && isExecutable(join(dir, "helm"))) return join(dir, "helm");
+  }
+  return undefined;
+}
+
+export interface HelmResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs helm with the given arguments and returns its exit code and output. */
+export async function helm(binary: string, args: string[]): Promise<HelmResult> {
+  const out = await new Deno.Command(binary, {
+    args,
+    cwd: REPO,
+    stdout: "piped",
+    stderr: "piped",
+    // helm's own cache and config stay out of the user's home.
+    env: {
+      HELM_CACHE_HOME: "/tmp/lace-helm-test/cache",
+      HELM_CONFIG_HOME: "/tmp/lace-helm-test/config",
+    },
+  }).output();
+  const decoder = new TextDecoder();
+  return { code: out.code, stdout: decoder.decode(out.stdout), stderr: decoder.decode(out.stderr) };
+}
+
+/** `helm template` arguments for --set style overrides (`key=value`, `key:=json` for --set-json). */
+export function templateArgs(overrides: string[] = []): string[] {
+  const args = [
+    "template",
+    "lace",
+    CHART,
+    "--namespace",
+    "lace-system",
+    "--kube-version",
+    KUBE_VERSION,
+  ];
+  for (const o of overrides) {
+    const json = o.indexOf(":=");
+    if (json > 0) args.push("--set-json", `${o.slice(0, json)}=${o.slice(json + 2)}`);
+    else args.push("--set", o);
+  }
+  return args;
+}
+
+/** Renders the chart and returns its manifests; throws with helm's message when it refuses. */
+export async function render(binary: string, overrides: string[] = []): Promise<Manifest[]> {
+  const result = await helm(binary, templateArgs(overrides));
+  if (result.code !== 0) {
+    throw new Error(`helm template ${overrides.join(" ")} failed: ${result.stderr.trim()}`);
+  }
+  const docs = parseAllDocuments(result.stdout);
+  if (!Array.isArray(docs)) throw new Error("helm template printed no YAML documents");
+  const manifests: Manifest[] = [];
+  for (const doc of docs) {
+    if (doc.errors.length > 0) {
+      throw new Error(`Rendered YAML does not parse: ${doc.errors[0].message}`);
+    }
+    const value = doc.toJS();
+    if (value) manifests.push(value);
+  }
+  return manifests;
+}
+
+/** The one manifest of a kind (and name, when given); throws when there is not exactly one. */
+export function only(manifests: Manifest[], kind: string): Manifest {
+  const found = manifests.filter((m) => m.kind === kind);
+  if (found.length !== 1) throw new Error(`Expected one ${kind}, found ${found.length}`);
+  return found[0];
+}
+
+/** The value of an environment variable of a container, or its valueFrom, or undefined. */
+export function envOf(container: Manifest, name: string): Manifest | string | undefined {
+  const entry = (container.env ?? []).find((e: Manifest) => e.name === name);
+  return entry?.value ?? entry?.valueFrom;
+}

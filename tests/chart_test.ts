@@ -1,0 +1,286 @@
+/**
+ * The Helm chart (deploy/helm/lace) rendered by the real helm, the CNI conflist and the systemd
+ * unit. helm comes from scripts/install_helm.sh; without it the chart tests are skipped.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import {
+  CHART,
+  envOf,
+  findHelm,
+  helm,
+  type Manifest,
+  only,
+  render,
+  REPO,
+  templateArgs,
+} from "./_helm.ts";
+
+const HELM = findHelm();
+const noHelm = HELM === undefined;
+const helmTest = (name: string, fn: (helm: string) => Promise<void>) =>
+  Deno.test({
+    name: noHelm ? `${name} (skipped: helm not found; run scripts/install_helm.sh)` : name,
+    ignore: noHelm,
+    fn: () => fn(HELM!),
+  });
+
+const DEFAULT_KUBELET_CGROUP = "/sys/fs/cgroup/system.slice/kubelet.service";
+const AGENT_CAPABILITIES = ["BPF", "NET_ADMIN", "PERFMON", "SYS_ADMIN"];
+
+function podSpec(manifests: Manifest[]): Manifest {
+  return only(manifests, "DaemonSet").spec.template.spec;
+}
+
+function agent(manifests: Manifest[]): Manifest {
+  const found = podSpec(manifests).containers.filter((c: Manifest) => c.name === "agent");
+  assert.equal(found.length, 1, "one agent container");
+  return found[0];
+}
+
+/** Where a volume is mounted in the agent and which host path backs it. */
+function mountOf(manifests: Manifest[], mountPath: string) {
+  const mount = agent(manifests).volumeMounts.find((m: Manifest) => m.mountPath === mountPath);
+  assert.ok(mount, `agent mounts ${mountPath}`);
+  const volume = podSpec(manifests).volumes.find((v: Manifest) => v.name === mount.name);
+  return { mount, hostPath: volume?.hostPath?.path as string | undefined };
+}
+
+async function refusal(helmBin: string, overrides: string[]): Promise<string> {
+  const result = await helm(helmBin, templateArgs(overrides));
+  assert.notEqual(result.code, 0, `helm should refuse ${overrides.join(" ")}`);
+  return result.stderr;
+}
+
+helmTest("helm lint passes on the chart in strict mode", async (h) => {
+  const result = await helm(h, ["lint", "--strict", CHART, "--kube-version", "1.31.0"]);
+  assert.equal(result.code, 0, result.stdout + result.stderr);
+});
+
+helmTest("helm refuses values that break the schema", async (h) => {
+  const cases: [string[], RegExp][] = [
+    [["node.kubeletCgroupPath=system.slice/kubelet.service"], /kubeletCgroupPath/],
+    [["node.kubeletCgroup=/sys/fs/cgroup/x"], /additional propert|kubeletCgroup/i],
+    [["node.metricsPort=http"], /metricsPort/],
+    [["node.markShift=17"], /markShift/],
+    [["node.probeMark=0x0"], /probeMark/],
+    [["node.cni.binDir=opt/cni/bin"], /binDir/],
+    [["capabilities={CAP_BPF}"], /capabilities/],
+    [['admissionPolicy.validationActions:=["Deny","Warn"]'], /validationActions/],
+    [["privileged=maybe"], /privileged/],
+    [["nodes.pinPath=/sys/fs/bpf/x"], /additional propert.*nodes/i],
+  ];
+  for (const [overrides, message] of cases) {
+    const stderr = await refusal(h, overrides);
+    assert.match(stderr, /schema/, stderr);
+    assert.match(stderr, message, overrides.join(" "));
+  }
+});
+
+helmTest(
+  "a kubelet cgroup outside the mounted /sys/fs/cgroup is refused with a reason",
+  async (h) => {
+    const stderr = await refusal(h, ["node.kubeletCgroupPath=/run/cgroup2/kubelet"]);
+    assert.match(stderr, /must be under \/sys\/fs\/cgroup.*"\/run\/cgroup2\/kubelet"/);
+  },
+);
+
+helmTest("the DaemonSet passes the default kubelet cgroup to the agent", async (h) => {
+  assert.equal(envOf(agent(await render(h)), "LACE_KUBELET_CGROUP"), DEFAULT_KUBELET_CGROUP);
+});
+
+helmTest("the DaemonSet passes an overridden kubelet cgroup to the agent", async (h) => {
+  for (const path of ["/sys/fs/cgroup/system.slice/k3s-agent.service", "auto"]) {
+    const manifests = await render(h, [`node.kubeletCgroupPath=${path}`]);
+    assert.equal(envOf(agent(manifests), "LACE_KUBELET_CGROUP"), path);
+  }
+});
+
+helmTest("the agent sees the host cgroup2 hierarchy under its host cgroup root", async (h) => {
+  for (const root of ["/host", "/hostfs"]) {
+    const manifests = await render(h, [`node.hostCgroupRoot=${root}`]);
+    assert.equal(envOf(agent(manifests), "LACE_HOST_CGROUP_ROOT"), root);
+    const { mount, hostPath } = mountOf(manifests, `${root}/sys/fs/cgroup`);
+    assert.equal(hostPath, "/sys/fs/cgroup");
+    assert.equal(mount.mountPropagation, "HostToContainer");
+  }
+});
+
+helmTest("the agent mounts the host's bpffs and the CNI socket directory", async (h) => {
+  const manifests = await render(h);
+  const bpffs = mountOf(manifests, "/sys/fs/bpf");
+  assert.equal(bpffs.hostPath, "/sys/fs/bpf");
+  assert.equal(bpffs.mount.mountPropagation, "HostToContainer");
+  assert.equal(mountOf(manifests, "/run/lace").hostPath, "/run/lace");
+  assert.equal(envOf(agent(manifests), "LACE_CNI_SOCKET"), "/run/lace/cni.sock");
+  assert.equal(envOf(agent(manifests), "LACE_PIN_PATH"), "/sys/fs/bpf/lace");
+});
+
+helmTest("the agent gets exactly its capabilities and is not privileged", async (h) => {
+  const security = agent(await render(h)).securityContext;
+  assert.equal(security.privileged, false);
+  assert.deepEqual(security.capabilities.drop, ["ALL"]);
+  assert.deepEqual([...security.capabilities.add].sort(), AGENT_CAPABILITIES);
+  assert.equal(security.runAsUser, 0);
+  assert.equal(security.readOnlyRootFilesystem, true);
+});
+
+helmTest("privileged=true runs the agent privileged with bidirectional bpffs", async (h) => {
+  const manifests = await render(h, ["privileged=true"]);
+  const security = agent(manifests).securityContext;
+  assert.equal(security.privileged, true);
+  assert.equal(security.capabilities, undefined);
+  assert.equal(mountOf(manifests, "/sys/fs/bpf").mount.mountPropagation, "Bidirectional");
+});
+
+helmTest("the agent runs in the host network and PID namespace on every node", async (h) => {
+  const spec = podSpec(await render(h));
+  assert.equal(spec.hostNetwork, true);
+  assert.equal(spec.hostPID, true);
+  assert.equal(spec.priorityClassName, "system-node-critical");
+  assert.deepEqual(spec.tolerations, [{ operator: "Exists" }]);
+  assert.equal(spec.serviceAccountName, "lace");
+});
+
+helmTest("the agent learns its node name and listens for probes on the node IP", async (h) => {
+  const manifests = await render(h);
+  const c = agent(manifests);
+  assert.deepEqual(envOf(c, "NODE_NAME"), { fieldRef: { fieldPath: "spec.nodeName" } });
+  assert.deepEqual(envOf(c, "HOST_IP"), { fieldRef: { fieldPath: "status.hostIP" } });
+  assert.equal(envOf(c, "LACE_METRICS_ADDR"), "$(HOST_IP):9808");
+  // Kubernetes expands $(HOST_IP) only from variables defined earlier in the list.
+  const names = c.env.map((e: Manifest) => e.name);
+  assert.ok(names.indexOf("HOST_IP") < names.indexOf("LACE_METRICS_ADDR"));
+  assert.deepEqual(c.ports, [{ name: "metrics", containerPort: 9808, protocol: "TCP" }]);
+  assert.equal(c.livenessProbe.httpGet.path, "/healthz");
+  assert.equal(c.livenessProbe.httpGet.port, "metrics");
+  assert.equal(c.readinessProbe.httpGet.path, "/readyz");
+  assert.equal(c.readinessProbe.httpGet.port, "metrics");
+  assert.equal(c.livenessProbe.httpGet.host, undefined);
+
+  const moved = agent(await render(h, ["node.metricsHost=[::]", "node.metricsPort=9900"]));
+  assert.equal(envOf(moved, "LACE_METRICS_ADDR"), "[::]:9900");
+});
+
+helmTest("RBAC grants exactly the verbs the agent uses", async (h) => {
+  const manifests = await render(h);
+  const grants = only(manifests, "ClusterRole").rules.flatMap((rule: Manifest) =>
+    rule.apiGroups.flatMap((group: string) =>
+      rule.resources.flatMap((resource: string) =>
+        rule.verbs.map((verb: string) => `${group}/${resource}:${verb}`)
+      )
+    )
+  ).sort();
+  assert.deepEqual(grants, [
+    "/events:create",
+    "/events:patch",
+    "/nodes:get",
+    "/pods:get",
+    "/pods:list",
+    "/pods:watch",
+  ]);
+  const binding = only(manifests, "ClusterRoleBinding");
+  assert.equal(binding.roleRef.name, only(manifests, "ClusterRole").metadata.name);
+  assert.deepEqual(binding.subjects, [
+    { kind: "ServiceAccount", name: "lace", namespace: "lace-system" },
+  ]);
+  assert.equal(only(manifests, "ServiceAccount").metadata.name, "lace");
+});
+
+helmTest("the admission policy is rendered by default and exempts kube-system", async (h) => {
+  const manifests = await render(h);
+  const policy = only(manifests, "ValidatingAdmissionPolicy");
+  assert.equal(policy.apiVersion, "admissionregistration.k8s.io/v1");
+  const offenders = policy.spec.variables.find((v: Manifest) => v.name === "offenders").expression;
+  for (const probe of ["livenessProbe", "readinessProbe", "startupProbe"]) {
+    assert.match(offenders, new RegExp(`has\\(c\\.${probe}\\.httpGet\\.host\\)`));
+    assert.match(offenders, new RegExp(`has\\(c\\.${probe}\\.tcpSocket\\.host\\)`));
+  }
+  assert.match(policy.spec.variables[0].expression, /initContainers/);
+  assert.match(policy.spec.validations[0].expression, /object\.spec\.hostNetwork/);
+  const binding = only(manifests, "ValidatingAdmissionPolicyBinding");
+  assert.equal(binding.spec.policyName, policy.metadata.name);
+  assert.deepEqual(binding.spec.validationActions, ["Deny"]);
+  assert.deepEqual(binding.spec.matchResources.namespaceSelector.matchExpressions, [
+    { key: "kubernetes.io/metadata.name", operator: "NotIn", values: ["kube-system"] },
+  ]);
+});
+
+helmTest("the admission policy follows its values", async (h) => {
+  const off = await render(h, ["admissionPolicy.enabled=false"]);
+  assert.equal(off.filter((m) => m.kind.startsWith("ValidatingAdmissionPolicy")).length, 0);
+  const exempt = await render(h, ['admissionPolicy.exemptNamespaces:=["kube-system","infra"]']);
+  const selector = only(exempt, "ValidatingAdmissionPolicyBinding").spec.matchResources
+    .namespaceSelector;
+  assert.deepEqual(selector.matchExpressions[0].values, ["kube-system", "infra"]);
+  const none = await render(h, ["admissionPolicy.exemptNamespaces:=[]"]);
+  assert.equal(only(none, "ValidatingAdmissionPolicyBinding").spec.matchResources, undefined);
+});
+
+helmTest(
+  "the CNI plugin is installed into the host's CNI bin directory when enabled",
+  async (h) => {
+    const spec = podSpec(await render(h, ["node.cni.binDir=/var/lib/cni/bin"]));
+    const init = spec.initContainers.find((c: Manifest) => c.name === "install-cni");
+    assert.ok(init, "install-cni init container");
+    const volume = spec.volumes.find((v: Manifest) => v.name === init.volumeMounts[0].name);
+    assert.equal(volume.hostPath.path, "/var/lib/cni/bin");
+    assert.match(init.args[0], new RegExp(`mv -f ${init.volumeMounts[0].mountPath}/\\.lace\\.new`));
+    assert.deepEqual(init.securityContext.capabilities.drop, ["ALL"]);
+
+    const off = podSpec(await render(h, ["node.cni.enabled=false"]));
+    assert.equal(off.initContainers, undefined);
+    assert.equal(off.volumes.some((v: Manifest) => v.hostPath?.path === "/opt/cni/bin"), false);
+  },
+);
+
+Deno.test("the example conflist chains the lace plugin after the network plugin", async () => {
+  const conflist = JSON.parse(await Deno.readTextFile(join(REPO, "deploy/cni/10-lace.conflist")));
+  assert.equal(conflist.cniVersion, "1.0.0");
+  assert.ok(conflist.plugins.length >= 2);
+  const last = conflist.plugins.at(-1);
+  assert.equal(last.type, "lace");
+  assert.equal(last.socket, "/run/lace/cni.sock");
+  assert.equal(last.timeout, "1s");
+  assert.equal(last.network, conflist.plugins[0].network);
+  assert.equal(last.networkId, conflist.plugins[0].networkId);
+});
+
+const systemdAnalyze = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"].find((p) => {
+  try {
+    return Deno.statSync(p).isFile;
+  } catch {
+    return false;
+  }
+});
+
+Deno.test({
+  name: systemdAnalyze
+    ? "the systemd unit passes systemd-analyze verify"
+    : "the systemd unit passes systemd-analyze verify (skipped: systemd-analyze not installed)",
+  ignore: !systemdAnalyze,
+  async fn() {
+    // verify also checks that ExecStart exists; the binary is not installed on a build machine,
+    // so the copy points at an executable that is.
+    const unit = await Deno.readTextFile(join(REPO, "deploy/systemd/lace-agent.service"));
+    assert.match(unit, /^ExecStart=\/usr\/local\/bin\/lace agent$/m);
+    const dir = await Deno.makeTempDir({ prefix: "lace-unit-" });
+    try {
+      const path = join(dir, "lace-agent.service");
+      await Deno.writeTextFile(
+        path,
+        unit.replace(/^ExecStart=\/usr\/local\/bin\/lace /m, `ExecStart=${Deno.execPath()} `),
+      );
+      const out = await new Deno.Command(systemdAnalyze!, {
+        args: ["verify", path],
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+      assert.equal(out.code, 0, text);
+      assert.doesNotMatch(text, /lace-agent\.service/, text);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});

@@ -1,0 +1,400 @@
+/**
+ * A real Kubernetes control plane for end-to-end tests: etcd and kube-apiserver, built from
+ * their Go modules by scripts/build_k8s_tools.sh and cached outside the repository, started on
+ * loopback with per-run certificates, RBAC + Node authorization and the default admission
+ * plugins (ValidatingAdmissionPolicy among them). There is no controller manager, scheduler or
+ * kubelet, so tests play those parts themselves:
+ * - a new namespace has no "default" ServiceAccount, and the ServiceAccount admission plugin
+ *   rejects pods without one: use ControlPlane.createNamespace(), which creates both;
+ * - a pod with spec.nodeName is deleted gracefully (it stays, with deletionTimestamp, until a
+ *   kubelet confirms): delete with gracePeriodSeconds 0 to remove it at once;
+ * - a deleted namespace stays Terminating (no namespace controller).
+ *
+ * Usage:
+ *   const reason = await controlPlaneUnavailableReason();
+ *   Deno.test({ name: "...", ignore: reason !== undefined }, async () => {
+ *     await using cp = await startControlPlane();
+ *     const core = cp.adminConfig().makeApiClient(CoreV1Api);
+ *   });
+ */
+import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import { stringify } from "yaml";
+import { makePki, type Pki } from "./_pki.ts";
+import { ManagedProcess, tail } from "./_process.ts";
+
+const repoRoot = new URL("../../", import.meta.url).pathname;
+
+/** Where the built binaries are: the build script's cache, or LACE_* variables naming files. */
+export interface ToolPaths {
+  kubeApiServer: string;
+  etcd: string;
+  helm: string;
+}
+
+/** The version a `require` line of tests/k8s/go.mod pins for module. */
+function pinnedVersion(goMod: string, module: string): string {
+  const escaped = module.replaceAll(".", "\\.");
+  const match = goMod.match(new RegExp(`^\\s*(?:require\\s+)?${escaped}\\s+(v\\S+)`, "m"));
+  if (!match) throw new Error(`tests/k8s/go.mod does not require "${module}"`);
+  return match[1];
+}
+
+/** Paths of kube-apiserver, etcd and helm as scripts/build_k8s_tools.sh caches them. */
+export async function toolPaths(): Promise<ToolPaths> {
+  const cache = Deno.env.get("LACE_TOOLS_CACHE") ??
+    `${Deno.env.get("HOME") ?? "/root"}/.cache/lace/tools`;
+  const goMod = await Deno.readTextFile(`${repoRoot}tests/k8s/go.mod`);
+  const script = await Deno.readTextFile(`${repoRoot}scripts/build_k8s_tools.sh`);
+  const helmVersion = script.match(/^HELM_VERSION=(\S+)/m)?.[1];
+  if (!helmVersion) throw new Error("scripts/build_k8s_tools.sh has no HELM_VERSION line");
+  const kube = pinnedVersion(goMod, "k8s.io/kubernetes");
+  const etcd = pinnedVersion(goMod, "go.etcd.io/etcd/server/v3");
+  return {
+    kubeApiServer: Deno.env.get("LACE_KUBE_APISERVER") ??
+      `${cache}/kube-apiserver-${kube}/kube-apiserver`,
+    etcd: Deno.env.get("LACE_ETCD") ?? `${cache}/etcd-${etcd}/etcd`,
+    helm: Deno.env.get("LACE_HELM") ?? `${cache}/helm-${helmVersion}/helm`,
+  };
+}
+
+async function isExecutable(path: string): Promise<boolean> {
+  try {
+    const info = await Deno.stat(path);
+    return info.isFile && ((info.mode ?? 0o111) & 0o111) !== 0;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Why the control plane cannot start here, or undefined when it can. Tests pass this to
+ * `ignore` so a machine without the built binaries skips them with a stated reason.
+ */
+export async function controlPlaneUnavailableReason(): Promise<string | undefined> {
+  const tools = await toolPaths();
+  for (const path of [tools.etcd, tools.kubeApiServer]) {
+    if (!(await isExecutable(path))) {
+      return `"${path}" is not built; run scripts/build_k8s_tools.sh`;
+    }
+  }
+  try {
+    await new Deno.Command("openssl", { args: ["version"], stdout: "null" }).output();
+  } catch {
+    return "openssl is not installed; it makes the control plane's certificates";
+  }
+  return undefined;
+}
+
+/** Whether startControlPlane() can run here; logs the reason when it cannot. */
+export async function controlPlaneAvailable(): Promise<boolean> {
+  const reason = await controlPlaneUnavailableReason();
+  if (reason) console.warn(`Skipping control-plane tests: ${reason}`);
+  return reason === undefined;
+}
+
+/** Whether the built helm binary exists (see scripts/build_k8s_tools.sh). */
+export async function helmAvailable(): Promise<boolean> {
+  return await isExecutable((await toolPaths()).helm);
+}
+
+/** A running etcd + kube-apiserver pair on loopback; see startControlPlane(). */
+export interface ControlPlane {
+  /** The API server's base URL, https://127.0.0.1:<port>; the same across restarts. */
+  readonly url: string;
+  /** etcd's client URL, http://127.0.0.1:<port>. */
+  readonly etcdUrl: string;
+  /** The run's temporary directory (certificates, data, logs, kubeconfigs). */
+  readonly dir: string;
+  /** Path of a kubeconfig for the admin identity (client certificate in system:masters). */
+  readonly kubeconfigPath: string;
+  /** The admin kubeconfig as YAML. */
+  readonly kubeconfig: string;
+  /** The CA certificate (PEM) that signed the API server's serving certificate. */
+  readonly caPem: string;
+  /** A fresh client-node KubeConfig for the admin identity. */
+  adminConfig(): KubeConfig;
+  /** Kubeconfig YAML that authenticates with a bearer token (e.g. from the TokenRequest API). */
+  kubeconfigForToken(token: string, user?: string): string;
+  /** Writes kubeconfigForToken() to a file in the run's directory and returns its path. */
+  writeKubeconfigForToken(token: string, user?: string): Promise<string>;
+  /** Creates a namespace and its "default" ServiceAccount, as the controller manager would. */
+  createNamespace(name: string): Promise<void>;
+  /** A token for a ServiceAccount from the TokenRequest API (the account must exist). */
+  serviceAccountToken(namespace: string, name: string, expirationSeconds?: number): Promise<string>;
+  /** Whether kube-apiserver is running (false between stopApiServer() and startApiServer()). */
+  readonly apiServerRunning: boolean;
+  /** Stops kube-apiserver (SIGTERM); etcd and its data stay. */
+  stopApiServer(): Promise<void>;
+  /** Starts kube-apiserver again on the same port with the same flags; waits for /readyz. */
+  startApiServer(): Promise<void>;
+  /** stopApiServer() then startApiServer(). */
+  restartApiServer(): Promise<void>;
+  /** The tail of etcd's and kube-apiserver's logs, for a failure message. */
+  logs(maxLines?: number): Promise<string>;
+  /** Stops both processes and removes the run's directory; safe to call twice. */
+  close(): Promise<void>;
+}
+
+export interface ControlPlaneOptions {
+  /** How long to wait for /readyz on each API server start (default 90 s). */
+  readyTimeoutMs?: number;
+  /** Extra kube-apiserver flags, e.g. ["--feature-gates=..."]. */
+  apiServerFlags?: string[];
+  /** Keep the run's directory (logs, data) after close(); also LACE_KEEP_CONTROL_PLANE=1. */
+  keepDir?: boolean;
+}
+
+/** A free TCP port on 127.0.0.1 (the kernel picks it; released just before use). */
+function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
+const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Polls check() until it returns true, failing early when process exits and after timeoutMs.
+ * The failure message carries the log tail, so a test failure says why the server did not start.
+ */
+async function waitUntil(
+  what: string,
+  check: () => Promise<boolean>,
+  process: ManagedProcess,
+  timeoutMs: number,
+  logs: () => Promise<string>,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = "";
+  while (Date.now() < deadline) {
+    if (process.exited) {
+      throw new Error(
+        `${what} exited with code ${process.exited.code} before it was ready\n${await logs()}`,
+      );
+    }
+    try {
+      if (await check()) return;
+    } catch (error) {
+      last = String(error);
+    }
+    await delay(200);
+  }
+  throw new Error(
+    `${what} not ready within ${timeoutMs} ms (last error: ${last})\n${await logs()}`,
+  );
+}
+
+function kubeconfigYaml(url: string, caPem: string, user: string, credentials: object): string {
+  const b64 = (text: string) => btoa(text);
+  return stringify({
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [{
+      name: "lace-test",
+      cluster: { server: url, "certificate-authority-data": b64(caPem) },
+    }],
+    users: [{ name: user, user: credentials }],
+    contexts: [{ name: user, context: { cluster: "lace-test", user } }],
+    "current-context": user,
+  });
+}
+
+function etcdArgs(dir: string, clientPort: number, peerPort: number): string[] {
+  const client = `http://127.0.0.1:${clientPort}`;
+  const peer = `http://127.0.0.1:${peerPort}`;
+  return [
+    "--name=lace-test",
+    `--data-dir=${dir}/etcd-data`,
+    `--listen-client-urls=${client}`,
+    `--advertise-client-urls=${client}`,
+    `--listen-peer-urls=${peer}`,
+    `--initial-advertise-peer-urls=${peer}`,
+    `--initial-cluster=lace-test=${peer}`,
+    "--initial-cluster-state=new",
+    // Test data need not survive a power cut; fsync on a shared 2-core machine is slow.
+    "--unsafe-no-fsync",
+    "--log-level=warn",
+  ];
+}
+
+function apiServerArgs(pki: Pki, dir: string, port: number, etcdUrl: string): string[] {
+  return [
+    "--bind-address=127.0.0.1",
+    "--advertise-address=127.0.0.1",
+    `--secure-port=${port}`,
+    `--cert-dir=${dir}/apiserver-certs`,
+    `--etcd-servers=${etcdUrl}`,
+    `--tls-cert-file=${pki.serverCert}`,
+    `--tls-private-key-file=${pki.serverKey}`,
+    `--client-ca-file=${pki.caCert}`,
+    "--authorization-mode=Node,RBAC",
+    // ValidatingAdmissionPolicy and ServiceAccount are on by default; NodeRestriction is what a
+    // real cluster adds, so node identities get the same limits as in production.
+    "--enable-admission-plugins=NodeRestriction,ValidatingAdmissionPolicy",
+    "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+    `--service-account-key-file=${pki.serviceAccountPub}`,
+    `--service-account-signing-key-file=${pki.serviceAccountKey}`,
+    "--api-audiences=https://kubernetes.default.svc.cluster.local",
+    // Only allocated in etcd, never routed: no traffic leaves loopback.
+    "--service-cluster-ip-range=10.96.0.0/16",
+    // Loopback cannot be an Endpoints address; no reconciler means no kubernetes Endpoints.
+    "--endpoint-reconciler-type=none",
+    "--allow-privileged=true",
+    "--profiling=false",
+    "--v=1",
+  ];
+}
+
+/**
+ * Starts etcd and kube-apiserver on loopback with fresh certificates in a temporary directory
+ * and waits until /readyz answers ok. The result is AsyncDisposable: `await using cp = ...`
+ * stops both and removes the directory, as does close(); a failed start cleans up itself.
+ */
+export async function startControlPlane(
+  options: ControlPlaneOptions = {},
+): Promise<ControlPlane & AsyncDisposable> {
+  const reason = await controlPlaneUnavailableReason();
+  if (reason) throw new Error(`Cannot start the control plane: ${reason}`);
+  const tools = await toolPaths();
+  const readyTimeoutMs = options.readyTimeoutMs ?? 90_000;
+  const keepDir = options.keepDir ?? Deno.env.get("LACE_KEEP_CONTROL_PLANE") === "1";
+  const dir = await Deno.makeTempDir({ prefix: "lace-control-plane-" });
+  const etcdLog = `${dir}/etcd.log`;
+  const apiLog = `${dir}/kube-apiserver.log`;
+  let etcd: ManagedProcess | undefined;
+  let api: ManagedProcess | undefined;
+  let closed = false;
+  let httpClient: Deno.HttpClient | undefined;
+
+  const logs = async (maxLines = 60) =>
+    `--- etcd log (${etcdLog}) ---\n${await tail(etcdLog, maxLines)}\n` +
+    `--- kube-apiserver log (${apiLog}) ---\n${await tail(apiLog, maxLines)}`;
+
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    await api?.stop();
+    await etcd?.stop();
+    httpClient?.close();
+    if (keepDir) console.warn(`Control plane files kept in ${dir}`);
+    else await Deno.remove(dir, { recursive: true }).catch(() => {});
+  };
+
+  try {
+    const pki = await makePki(dir);
+    httpClient = Deno.createHttpClient({
+      caCerts: [pki.caPem],
+      cert: pki.adminCertPem,
+      key: pki.adminKeyPem,
+    });
+    const client = httpClient;
+    const etcdUrl = `http://127.0.0.1:${freePort()}`;
+    const etcdPort = Number(new URL(etcdUrl).port);
+    etcd = await ManagedProcess.spawn(tools.etcd, etcdArgs(dir, etcdPort, freePort()), etcdLog);
+    const etcdProcess = etcd;
+    await waitUntil(
+      "etcd",
+      async () => {
+        const response = await fetch(`${etcdUrl}/health`);
+        const body = await response.json();
+        return response.ok && body.health === "true";
+      },
+      etcdProcess,
+      readyTimeoutMs,
+      logs,
+    );
+
+    const port = freePort();
+    const url = `https://127.0.0.1:${port}`;
+    const args = [...apiServerArgs(pki, dir, port, etcdUrl), ...(options.apiServerFlags ?? [])];
+    const startApiServer = async () => {
+      if (api && !api.exited) throw new Error("kube-apiserver is already running");
+      await Deno.writeTextFile(apiLog, `--- start at ${new Date().toISOString()} ---\n`, {
+        append: true,
+      });
+      const process = await ManagedProcess.spawn(tools.kubeApiServer, args, apiLog);
+      api = process;
+      await waitUntil(
+        "kube-apiserver",
+        async () => {
+          const response = await fetch(`${url}/readyz`, { client });
+          const body = await response.text();
+          return response.ok && body.trim() === "ok";
+        },
+        process,
+        readyTimeoutMs,
+        logs,
+      );
+    };
+    await startApiServer();
+
+    const kubeconfig = kubeconfigYaml(url, pki.caPem, "lace-test-admin", {
+      "client-certificate-data": btoa(pki.adminCertPem),
+      "client-key-data": btoa(pki.adminKeyPem),
+    });
+    const kubeconfigPath = `${dir}/admin.kubeconfig`;
+    await Deno.writeTextFile(kubeconfigPath, kubeconfig);
+    const adminConfig = () => {
+      const config = new KubeConfig();
+      config.loadFromString(kubeconfig);
+      return config;
+    };
+    const kubeconfigForToken = (token: string, user = "token-user") =>
+      kubeconfigYaml(url, pki.caPem, user, { token });
+    let tokenFiles = 0;
+
+    const plane: ControlPlane & AsyncDisposable = {
+      url,
+      etcdUrl,
+      dir,
+      kubeconfigPath,
+      kubeconfig,
+      caPem: pki.caPem,
+      adminConfig,
+      kubeconfigForToken,
+      async writeKubeconfigForToken(token, user) {
+        const path = `${dir}/token-${++tokenFiles}.kubeconfig`;
+        await Deno.writeTextFile(path, kubeconfigForToken(token, user), { mode: 0o600 });
+        return path;
+      },
+      async createNamespace(name) {
+        const core = adminConfig().makeApiClient(CoreV1Api);
+        await core.createNamespace({ body: { metadata: { name } } });
+        await core.createNamespacedServiceAccount({
+          namespace: name,
+          body: { metadata: { name: "default" } },
+        });
+      },
+      async serviceAccountToken(namespace, name, expirationSeconds = 3600) {
+        const core = adminConfig().makeApiClient(CoreV1Api);
+        const request = await core.createNamespacedServiceAccountToken({
+          namespace,
+          name,
+          body: { spec: { audiences: [], expirationSeconds } },
+        });
+        const token = request.status?.token;
+        if (!token) throw new Error(`TokenRequest for "${namespace}/${name}" returned no token`);
+        return token;
+      },
+      get apiServerRunning() {
+        return api !== undefined && api.exited === undefined;
+      },
+      async stopApiServer() {
+        await api?.stop();
+      },
+      startApiServer,
+      async restartApiServer() {
+        await api?.stop();
+        await startApiServer();
+      },
+      logs,
+      close,
+      [Symbol.asyncDispose]: close,
+    };
+    return plane;
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}

@@ -1,0 +1,149 @@
+/**
+ * The chart's ValidatingAdmissionPolicy, rendered by the real helm and enforced by the real
+ * API server: a pod outside the host network whose probe or lifecycle handler sets `host` is
+ * rejected; normal pods, host-network pods and pods in exempt namespaces are admitted.
+ */
+import assert from "node:assert/strict";
+import { ApiException, CoreV1Api, type V1Container, type V1Pod } from "@kubernetes/client-node";
+import { controlPlaneUnavailableReason, helmAvailable, startControlPlane } from "./fixture.ts";
+import { applyObjects, helmTemplate } from "./helm.ts";
+
+const policyTemplates = [
+  "templates/validatingadmissionpolicy.yaml",
+  "templates/validatingadmissionpolicybinding.yaml",
+];
+
+async function unavailableReason(): Promise<string | undefined> {
+  const reason = await controlPlaneUnavailableReason();
+  if (reason) return reason;
+  if (!(await helmAvailable())) return "helm is not built; run scripts/build_k8s_tools.sh";
+  for (const template of policyTemplates) {
+    const path = new URL(`../../deploy/helm/lace/${template}`, import.meta.url);
+    try {
+      await Deno.stat(path);
+    } catch {
+      return `the chart has no "${template}"`;
+    }
+  }
+  return undefined;
+}
+
+const unavailable = await unavailableReason();
+if (unavailable) console.warn(`Skipping admission policy tests: ${unavailable}`);
+
+const otherHost = "192.0.2.10";
+
+function container(name: string, extra: Partial<V1Container> = {}): V1Container {
+  return { name, image: "registry.invalid/app:1", ...extra };
+}
+
+function pod(name: string, spec: Partial<V1Pod["spec"]> = {}): V1Pod {
+  return {
+    metadata: { name },
+    spec: { nodeName: "node-a", containers: [container("app")], ...spec },
+  };
+}
+
+/** 200 when the server admits the pod (dry run: nothing is stored), else the error. */
+async function admit(core: CoreV1Api, namespace: string, body: V1Pod) {
+  try {
+    await core.createNamespacedPod({ namespace, body, dryRun: "All" });
+    return { code: 200, message: "" };
+  } catch (error) {
+    if (!(error instanceof ApiException)) throw error;
+    return { code: error.code, message: String(error.body) };
+  }
+}
+
+Deno.test({
+  name: "the chart's admission policy rejects probes that set host outside the host network",
+  ignore: unavailable !== undefined,
+  sanitizeOps: false,
+  sanitizeResources: false,
+}, async (t) => {
+  await using cp = await startControlPlane();
+  const core = cp.adminConfig().makeApiClient(CoreV1Api);
+  for (const name of ["lace-system", "apps", "infra"]) await cp.createNamespace(name);
+  const objects = await helmTemplate({
+    namespace: "lace-system",
+    showOnly: policyTemplates,
+    set: ["admissionPolicy.exemptNamespaces={kube-system,infra}"],
+  });
+  assert.deepEqual(
+    objects.map((o) => o.kind).sort(),
+    ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"],
+  );
+  await applyObjects(cp.adminConfig(), objects, "lace-system");
+
+  const liveness = pod("liveness", {
+    containers: [
+      container("app", { livenessProbe: { httpGet: { host: otherHost, port: 8080, path: "/" } } }),
+    ],
+  });
+  // The policy reaches the admission chain through an informer: wait for it to take effect.
+  const deadline = Date.now() + 30_000;
+  let verdict = await admit(core, "apps", liveness);
+  while (verdict.code === 200 && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    verdict = await admit(core, "apps", liveness);
+  }
+
+  await t.step("a liveness httpGet probe with host is rejected, naming the container", () => {
+    assert.notEqual(verdict.code, 200, "the pod was admitted");
+    assert.match(verdict.message, /must not set host/);
+    assert.match(verdict.message, /app/);
+  });
+
+  await t.step("a readiness tcpSocket probe with host is rejected", async () => {
+    const body = pod("readiness", {
+      containers: [
+        container("web"),
+        container("side", { readinessProbe: { tcpSocket: { host: otherHost, port: 80 } } }),
+      ],
+    });
+    const result = await admit(core, "apps", body);
+    assert.notEqual(result.code, 200);
+    assert.match(result.message, /side/);
+  });
+
+  await t.step("a startup probe with host in a sidecar init container is rejected", async () => {
+    const body = pod("startup", {
+      initContainers: [container("sidecar", {
+        restartPolicy: "Always",
+        startupProbe: { tcpSocket: { host: otherHost, port: 9000 } },
+      })],
+    });
+    const result = await admit(core, "apps", body);
+    assert.notEqual(result.code, 200);
+    assert.match(result.message, /sidecar/);
+  });
+
+  await t.step("a postStart httpGet handler with host is rejected", async () => {
+    const body = pod("lifecycle", {
+      containers: [container("app", {
+        lifecycle: { postStart: { httpGet: { host: otherHost, port: 80, path: "/hook" } } },
+      })],
+    });
+    assert.notEqual((await admit(core, "apps", body)).code, 200);
+  });
+
+  await t.step("probes without host are admitted", async () => {
+    const body = pod("normal", {
+      containers: [container("app", {
+        livenessProbe: { httpGet: { port: 8080, path: "/healthz" } },
+        readinessProbe: { tcpSocket: { port: 8080 } },
+        startupProbe: { exec: { command: ["true"] } },
+      })],
+    });
+    assert.deepEqual(await admit(core, "apps", body), { code: 200, message: "" });
+  });
+
+  await t.step("a host-network pod whose probe sets host is admitted", async () => {
+    const body = pod("host-network", { ...liveness.spec, hostNetwork: true });
+    assert.deepEqual(await admit(core, "apps", body), { code: 200, message: "" });
+  });
+
+  await t.step("a pod in an exempt namespace whose probe sets host is admitted", async () => {
+    assert.deepEqual(await admit(core, "infra", liveness), { code: 200, message: "" });
+  });
+});

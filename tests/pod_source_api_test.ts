@@ -1,0 +1,245 @@
+/**
+ * ApiPodSource through the real client-node against the test API server:
+ * list then watch, the node field selector, BOOKMARK, 410 Gone, watch errors
+ * and an API server that goes away and comes back.
+ */
+import assert from "node:assert/strict";
+import { ApiPodSource, backoffDelay } from "../lib/pod_source_api.ts";
+import { loadKubeConfig } from "../lib/kube_client.ts";
+import type { Pod } from "../lib/pod.ts";
+import type { PodSink } from "../lib/pod_source.ts";
+import { type KubeObject, TestApiServer } from "./api_server/mod.ts";
+
+const NODE = "node-a";
+
+/** Records every call and keeps the pods the sink currently believes in. */
+class RecordingSink implements PodSink {
+  calls: { op: "replaceAll" | "upsert" | "remove"; source: string; detail: string }[] = [];
+  lists: Pod[][] = [];
+  pods = new Map<string, Pod>();
+
+  replaceAll(source: string, pods: Pod[]): void {
+    this.calls.push({
+      op: "replaceAll",
+      source,
+      detail: pods.map((p) => p.metadata.name).join(","),
+    });
+    this.lists.push(pods);
+    this.pods = new Map(pods.map((p) => [p.metadata.uid, p]));
+  }
+  upsert(source: string, pod: Pod): void {
+    this.calls.push({ op: "upsert", source, detail: pod.metadata.name });
+    this.pods.set(pod.metadata.uid, pod);
+  }
+  remove(source: string, uid: string): void {
+    this.calls.push({ op: "remove", source, detail: uid });
+    this.pods.delete(uid);
+  }
+  names(): string[] {
+    return [...this.pods.values()].map((p) => p.metadata.name).sort();
+  }
+}
+
+async function waitFor(what: string, condition: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) {
+      throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+function pod(name: string, node = NODE, extra: Record<string, unknown> = {}): KubeObject {
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace: "default", labels: { app: name } },
+    spec: { nodeName: node, containers: [{ name: "c", image: "i" }] },
+    status: { phase: "Running", podIP: "10.0.0.1", podIPs: [{ ip: "10.0.0.1" }] },
+    ...extra,
+  };
+}
+
+/** Names of the pods on NODE in the server, the truth the sink must converge to. */
+function serverNames(server: TestApiServer): string[] {
+  return server.store.list(server.typeOf({ apiVersion: "v1", kind: "Pod" }), {}).items
+    .filter((p) => (p.spec as { nodeName?: string }).nodeName === NODE)
+    .map((p) => p.metadata!.name!).sort();
+}
+
+async function setup(options: { restarts?: unknown[] } = {}) {
+  const server = await TestApiServer.start();
+  const kubeConfig = loadKubeConfig({ kubeconfig: await server.writeKubeconfig() });
+  const source = new ApiPodSource({
+    kubeConfig,
+    nodeName: NODE,
+    backoff: { initialMs: 10, maxMs: 50 },
+    onRestart: (error) => options.restarts?.push(error),
+  });
+  const sink = new RecordingSink();
+  return {
+    server,
+    source,
+    sink,
+    async [Symbol.asyncDispose]() {
+      await source.stop();
+      await server.close();
+    },
+  };
+}
+
+const watchRequests = (server: TestApiServer) =>
+  server.requests.filter((r) => r.path === "/api/v1/pods" && r.query.get("watch") === "true");
+
+Deno.test("the source lists the node's pods first, then delivers watch events", async () => {
+  await using t = await setup();
+  t.server.put(pod("p1"));
+  await t.source.start(t.sink);
+  await waitFor("the first list", () => t.sink.lists.length === 1);
+  assert.deepEqual(t.sink.lists[0].map((p) => p.metadata.name), ["p1"]);
+  await waitFor("the watch", () => t.server.watchCount("pods") === 1);
+  t.server.put(pod("p2"));
+  await waitFor("p2 added", () => t.sink.names().includes("p2"));
+  t.server.put(pod("p1", NODE, { status: { phase: "Running", podIPs: [{ ip: "10.0.0.9" }] } }));
+  await waitFor("p1 updated", () => {
+    const p1 = [...t.sink.pods.values()].find((p) => p.metadata.name === "p1");
+    return p1?.status?.podIPs?.[0].ip === "10.0.0.9";
+  });
+  t.server.remove("v1", "Pod", "default", "p1");
+  await waitFor("p1 removed", () => !t.sink.names().includes("p1"));
+  assert.deepEqual(t.sink.names(), ["p2"]);
+  assert.equal(t.sink.lists.length, 1);
+  assert.ok(t.sink.calls.every((c) => c.source === "api"));
+});
+
+Deno.test("pods bound to other nodes are never delivered", async () => {
+  await using t = await setup();
+  t.server.put(pod("other-1", "node-b"));
+  t.server.put(pod("mine-1"));
+  await t.source.start(t.sink);
+  await waitFor("the watch", () => t.server.watchCount("pods") === 1);
+  t.server.put(pod("other-2", "node-b"));
+  t.server.put(pod("mine-2"));
+  await waitFor("mine-2", () => t.sink.names().includes("mine-2"));
+  const delivered = t.sink.calls.map((c) => c.detail).join(",");
+  assert.doesNotMatch(delivered, /other/);
+  assert.deepEqual(t.sink.lists[0].map((p) => p.metadata.name), ["mine-1"]);
+  const list = t.server.requests.find((r) => r.path === "/api/v1/pods" && !r.query.has("watch"));
+  assert.equal(list?.query.get("fieldSelector"), `spec.nodeName=${NODE}`);
+});
+
+Deno.test("pods from list and watch are plain JSON with string timestamps", async () => {
+  await using t = await setup();
+  t.server.put(pod("p1"));
+  await t.source.start(t.sink);
+  await waitFor("the watch", () => t.server.watchCount("pods") === 1);
+  t.server.put(pod("p2"));
+  await waitFor("p2", () => t.sink.names().includes("p2"));
+  for (const p of t.sink.pods.values()) {
+    assert.equal(typeof p.metadata.creationTimestamp, "string");
+    assert.equal(Object.getPrototypeOf(p), Object.prototype);
+  }
+});
+
+Deno.test("a BOOKMARK advances the resourceVersion the watch resumes from", async () => {
+  await using t = await setup();
+  t.server.put(pod("p1"));
+  await t.source.start(t.sink);
+  await waitFor("the watch", () => t.server.watchCount("pods") === 1);
+  // A change the filtered watch never sees moves the server's version past the client's.
+  t.server.put(pod("elsewhere", "node-b"));
+  const bookmarked = t.server.store.resourceVersion;
+  t.server.bookmark();
+  await waitFor("the bookmark to arrive", () => t.source.resourceVersion === bookmarked);
+  // Without the bookmark, resuming from the older version would now get 410 and relist.
+  t.server.compact();
+  const before = watchRequests(t.server).length;
+  t.server.closeWatches({ resource: "pods" });
+  await waitFor("a new watch", () => watchRequests(t.server).length > before);
+  const resumed = watchRequests(t.server).at(-1)!;
+  assert.equal(resumed.query.get("allowWatchBookmarks"), "true");
+  assert.equal(resumed.query.get("resourceVersion"), bookmarked);
+  await waitFor("the watch", () => t.server.watchCount("pods") === 1);
+  assert.equal(t.sink.lists.length, 1);
+});
+
+Deno.test("410 Gone as an ERROR event makes the source relist and converge", async () => {
+  await using t = await setup();
+  t.server.put(pod("p1"));
+  await t.source.start(t.sink);
+  await waitFor("the watch", () => t.server.watchCount("pods") === 1);
+  t.server.expireWatches("pods");
+  // Made before the client reconnects: only the relist can tell it.
+  t.server.remove("v1", "Pod", "default", "p1");
+  t.server.put(pod("p2"));
+  await waitFor("the relist", () => t.sink.lists.length === 2);
+  await waitFor("convergence", () => t.sink.names().join() === serverNames(t.server).join());
+  assert.deepEqual(t.sink.names(), ["p2"]);
+});
+
+Deno.test("a watch that fails with HTTP 500 is restarted with backoff and converges", async () => {
+  const restarts: unknown[] = [];
+  await using t = await setup({ restarts });
+  t.server.put(pod("p1"));
+  await t.source.start(t.sink);
+  await waitFor("the watch", () => t.server.watchCount("pods") === 1);
+  t.server.failNext(3, 500, (r) => r.query.get("watch") === "true");
+  t.server.closeWatches({ resource: "pods" });
+  t.server.put(pod("p2"));
+  t.server.remove("v1", "Pod", "default", "p1");
+  await waitFor("three restarts", () => t.source.restarts === 3);
+  await waitFor("convergence", () => t.sink.names().join() === "p2");
+  assert.equal(restarts.length, 3);
+  assert.equal((restarts[0] as { statusCode?: number }).statusCode, 500);
+  assert.equal(t.sink.lists.length, 1, "resuming from the last version needs no relist");
+});
+
+Deno.test("while the API server is down nothing is replaced, then the source converges", async () => {
+  await using t = await setup();
+  t.server.put(pod("p1"));
+  t.server.put(pod("p2"));
+  await t.source.start(t.sink);
+  await waitFor("the watch", () => t.server.watchCount("pods") === 1);
+  await t.server.stop();
+  t.server.remove("v1", "Pod", "default", "p1");
+  t.server.put(pod("p3"));
+  await waitFor("restarts while down", () => t.source.restarts >= 2);
+  assert.deepEqual(t.sink.names(), ["p1", "p2"], "the source keeps what it had");
+  assert.equal(t.sink.lists.length, 1);
+  await t.server.restart();
+  await waitFor("convergence", () => t.sink.names().join() === "p2,p3");
+  assert.equal(t.sink.lists.length, 2, "the removal arrives through a relist");
+  assert.ok(t.sink.lists.every((l) => l.length > 0), "never an empty list");
+});
+
+Deno.test("a failed first list is retried and never reported as an empty list", async () => {
+  await using t = await setup();
+  t.server.put(pod("p1"));
+  t.server.failNext(2, 503, (r) => r.path === "/api/v1/pods" && !r.query.has("watch"));
+  await t.source.start(t.sink);
+  await waitFor("the list", () => t.sink.lists.length === 1);
+  assert.equal(t.source.restarts, 2);
+  assert.deepEqual(t.sink.lists[0].map((p) => p.metadata.name), ["p1"]);
+});
+
+Deno.test("stop() ends the watch, is idempotent, and nothing is delivered afterwards", async () => {
+  await using t = await setup();
+  await t.source.start(t.sink);
+  await waitFor("the watch", () => t.server.watchCount("pods") === 1);
+  await t.source.stop();
+  await t.source.stop();
+  await waitFor("the watch to close", () => t.server.watchCount("pods") === 0);
+  const calls = t.sink.calls.length;
+  t.server.put(pod("late"));
+  assert.equal(t.sink.calls.length, calls);
+});
+
+Deno.test("backoffDelay doubles up to the cap and jitters within half of it", () => {
+  const backoff = { initialMs: 100, maxMs: 1000 };
+  assert.equal(backoffDelay(1, backoff, () => 1), 100);
+  assert.equal(backoffDelay(1, backoff, () => 0), 50);
+  assert.equal(backoffDelay(3, backoff, () => 1), 400);
+  assert.equal(backoffDelay(10, backoff, () => 1), 1000);
+  assert.equal(backoffDelay(10, backoff, () => 0), 500);
+});
