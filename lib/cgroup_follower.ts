@@ -252,7 +252,12 @@ export class CgroupFollower implements Disposable {
     const prev = this.#status;
     const next: FollowerStatus = { ...this.#status, lastError: null };
     const now = this.#o.now();
-    if (this.#scanRequested || now - this.#lastScan >= this.#o.scanIntervalMs) {
+    // With auto and no kubelet yet, look for it more often: it is what we wait for.
+    const waitingForKubelet = this.#o.kubeletCgroup === "auto" && this.#status.path === null;
+    const scanEvery = waitingForKubelet
+      ? Math.min(this.#o.scanIntervalMs, 2000)
+      : this.#o.scanIntervalMs;
+    if (this.#scanRequested || now - this.#lastScan >= scanEvery) {
       this.#scanRequested = false;
       this.#lastScan = now;
       try {

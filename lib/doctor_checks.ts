@@ -159,22 +159,27 @@ function linkChecks(s: NodeSnapshot): Check[] {
           "(the kubelet restarted and its cgroup was recreated)",
         "a running agent re-attaches within a second: check that it runs (agent-health below)",
       ));
-    } else if (kubeletId !== null && l.cgroupId !== kubeletId) {
+    } else if (l.cgroupId !== kubeletId) {
       const where = s.cgroupPathOf(l.cgroupId);
+      const at = `the ${l.program} link is attached to cgroup id ${l.cgroupId}${
+        where ? ` ("${where}")` : ""
+      }`;
       out.push(check(
         name,
         false,
-        `the ${l.program} link is attached to cgroup id ${l.cgroupId}${
-          where ? ` ("${where}")` : ""
-        }, not to the kubelet cgroup "${s.kubeletCgroup.path}" (id ${kubeletId})`,
-        "restart the agent with the right --kubelet-cgroup; it moves the link",
+        kubeletId === null
+          ? `${at}, and the kubelet cgroup was not found`
+          : `${at}, not to the kubelet cgroup "${s.kubeletCgroup.path}" (id ${kubeletId})`,
+        kubeletId === null
+          ? "fix the kubelet cgroup first (see kubelet-cgroup below)"
+          : "restart the agent with the right --kubelet-cgroup; it moves the link",
       ));
     } else {
       out.push(check(
         name,
         true,
-        `the ${l.program} link (program id ${l.progId}) is attached to cgroup id ${l.cgroupId}` +
-          (kubeletId !== null ? ", the kubelet cgroup" : ""),
+        `the ${l.program} link (program id ${l.progId}) is attached to the kubelet cgroup ` +
+          `(id ${l.cgroupId})`,
       ));
     }
   }
@@ -229,11 +234,14 @@ function kubeletProcessCheck(s: NodeSnapshot): Check {
     );
   }
   const k = s.kubelets[0];
+  const where = s.kubelets.slice(0, 3).map((x) =>
+    `kubelet (pid ${x.pid}, ${x.comm}) runs in cgroup "${x.cgroupDir}"`
+  ).join("; ");
   return check(
     "kubelet-process",
     false,
-    `kubelet (pid ${k.pid}, ${k.comm}) runs in cgroup "${k.cgroupDir}", not in the kubelet ` +
-      `cgroup "${path ?? s.kubeletCgroup.configured}": its probes are not tagged`,
+    `${where}, not in the kubelet cgroup "${path ?? s.kubeletCgroup.configured}": ` +
+      "its probes are not tagged",
     `set --kubelet-cgroup ${k.cgroupDir} (Helm value node.kubeletCgroupPath), or auto`,
   );
 }

@@ -182,8 +182,9 @@ export class ApiPodSource implements PodSource {
         const min = this.#options.watchTimeoutSeconds ?? 300;
         const random = this.#options.random ?? Math.random;
         let finished = false;
-        let controller: AbortController | undefined;
-        controller = await inner.watch(
+        // done() may run before watch() returns (a refused connection), so hold it in a box.
+        const box: { controller?: AbortController } = {};
+        const controller = box.controller = await inner.watch(
           path,
           { ...query, allowWatchBookmarks: true, timeoutSeconds: Math.floor(min * (1 + random())) },
           (phase, object, watchObject) => {
@@ -196,7 +197,7 @@ export class ApiPodSource implements PodSource {
           },
           (error) => {
             finished = true;
-            if (controller) this.#controllers.delete(controller);
+            if (box.controller) this.#controllers.delete(box.controller);
             if (!this.#stopped) done(error);
           },
         );

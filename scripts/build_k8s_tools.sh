@@ -99,7 +99,8 @@ for target in "${targets[@]}"; do
       v=$(module_version go.etcd.io/etcd/server/v3)
       build etcd "$v" build_etcd
       ;;
-    helm) build helm "$HELM_VERSION" build_helm "$HELM_VERSION" ;;
+    # The one helm recipe (same cache path; stamps the Kubernetes version helm renders for).
+    helm) HELM_VERSION="$HELM_VERSION" LACE_TOOLS_CACHE="$cache" bash "$repo/scripts/install_helm.sh" >/dev/null ;;
     *)
       echo "build_k8s_tools: unknown tool \"$target\"; use kube-apiserver, etcd or helm" >&2
       exit 2

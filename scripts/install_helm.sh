@@ -39,10 +39,21 @@ fi
 scratch=$(mktemp -d "$cache/.helm-$version.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
 echo "install_helm.sh: building helm $version (a few minutes the first time)" >&2
+# helm's release build stamps the Kubernetes version it was built against (its client-go minor):
+# `helm template` and `helm lint` render for that version. `go install` alone would leave 1.20.
+gomod=$(GOFLAGS=-mod=mod go mod download -json "helm.sh/helm/v3@$version" |
+  sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
+kube_minor=$(sed -n 's#^[[:space:]]*k8s.io/client-go v0\.\([0-9]*\)\..*#\1#p' "$gomod" | head -n 1)
+if [[ -z "$kube_minor" ]]; then
+  echo "install_helm.sh: cannot read helm $version's client-go version from $gomod" >&2
+  exit 1
+fi
+ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$version"
+for pkg in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
+  ldflags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$kube_minor"
+done
 GOBIN="$scratch" GOFLAGS="-buildvcs=false" CGO_ENABLED=0 \
-  go install -trimpath \
-  -ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$version" \
-  "helm.sh/helm/v3/cmd/helm@$version" >&2
+  go install -trimpath -ldflags="$ldflags" "helm.sh/helm/v3/cmd/helm@$version" >&2
 # Rename into place so a reader never sees a half-built binary.
 chmod 755 "$scratch"
 rm -rf "$dest"

@@ -46,7 +46,10 @@ export async function callAgent(
     try {
       conn = await Deno.connect({ transport: "unix", path: socket });
     } catch (e) {
-      throw new AgentCallError("unreachable", `Cannot connect to ${socket}: ${(e as Error).message}`);
+      throw new AgentCallError(
+        "unreachable",
+        `Cannot connect to ${socket}: ${(e as Error).message}`,
+      );
     }
     if (timedOut) conn.close();
     try {
@@ -55,12 +58,17 @@ export async function callAgent(
       const line = await readLine(conn);
       const reply = parseReply(line);
       if (reply.id !== null && reply.id !== request.id) {
-        throw new AgentCallError("broken", `Agent replied to request "${reply.id}", not "${request.id}"`);
+        throw new AgentCallError(
+          "broken",
+          `Agent replied to request "${reply.id}", not "${request.id}"`,
+        );
       }
       return reply;
     } catch (e) {
       if (e instanceof AgentCallError) throw e;
-      if (timedOut) throw new AgentCallError("timeout", `Agent did not answer within ${timeoutMs}ms`);
+      if (timedOut) {
+        throw new AgentCallError("timeout", `Agent did not answer within ${timeoutMs}ms`);
+      }
       throw new AgentCallError("broken", `Talking to ${socket} failed: ${(e as Error).message}`);
     }
   };

@@ -6,11 +6,11 @@
  * fails open: the pod's network never depends on Lace's agent. This path
  * imports only the small CNI modules, so the plugin starts fast.
  */
-import { AgentCallError, callAgent, type CallAgent } from "./client.ts";
+import { AgentCallError, type CallAgent, callAgent } from "./client.ts";
 import { type Attachment, PROTOCOL_VERSION, type Reply, type Request } from "./protocol.ts";
 import {
-  CniError,
   type CniEnv,
+  CniError,
   ERR,
   errorResult,
   type NetConf,
@@ -173,7 +173,9 @@ async function del(env: CniEnv, conf: NetConf, call: CallAgent, log: string[]): 
   if (typeof pod !== "string") request.uid = pod.uid;
   const what = `DEL ${typeof pod === "string" ? env.containerId : `${pod.namespace}/${pod.name}`}`;
   const reply = await tryCall(call, conf, request, log, what);
-  if (reply && !reply.ok) log.push(`${what}: the agent failed to remove the targets: ${reply.error}`);
+  if (reply && !reply.ok) {
+    log.push(`${what}: the agent failed to remove the targets: ${reply.error}`);
+  }
   if (!reply || !reply.ok) {
     log.push(`${what}: the targets go when the pod leaves the pod watch`);
   }
@@ -185,7 +187,9 @@ async function check(env: CniEnv, conf: NetConf, call: CallAgent, log: string[])
   }
   const ips = resultAddresses(conf.prevResult);
   const pod = podOf(env);
-  const what = `CHECK ${typeof pod === "string" ? env.containerId : `${pod.namespace}/${pod.name}`}`;
+  const what = `CHECK ${
+    typeof pod === "string" ? env.containerId : `${pod.namespace}/${pod.name}`
+  }`;
   if (typeof pod === "string") {
     log.push(`${what}: ${pod}, so there is nothing to check`);
     return;

@@ -244,7 +244,10 @@ Deno.test("GC sends the valid attachments and the agent drops the others", async
   await withAgent(async (socket, agent) => {
     await cniPlugin(env("ADD"), stdin(socket, { cniVersion: "1.1.0" }));
     await cniPlugin(
-      env("ADD", { CNI_CONTAINERID: "other", CNI_ARGS: "K8S_POD_NAMESPACE=ns;K8S_POD_NAME=b;K8S_POD_UID=u2" }),
+      env("ADD", {
+        CNI_CONTAINERID: "other",
+        CNI_ARGS: "K8S_POD_NAMESPACE=ns;K8S_POD_NAME=b;K8S_POD_UID=u2",
+      }),
       stdin(socket, { cniVersion: "1.1.0" }),
     );
     const gc = await cniPlugin(
@@ -291,7 +294,7 @@ Deno.test("bad input gives the spec's error codes, never an exception", async ()
     [env("ADD", { CNI_COMMAND: "BOGUS" }), stdin("/x.sock"), 4],
     [env("ADD", { CNI_NETNS: "" }), stdin("/x.sock"), 4],
     [env("ADD", { CNI_ARGS: "garbage" }), stdin("/x.sock"), 4],
-    [env("ADD"), "{\"cniVersion\": ", 6],
+    [env("ADD"), '{"cniVersion": ', 6],
     [env("ADD"), stdin("/x.sock", { network: 5 }), 7],
     [env("ADD"), stdin("/x.sock", { prevResult: { ips: [{ address: 5 }] } }), 7],
   ];

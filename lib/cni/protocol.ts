@@ -122,7 +122,13 @@ export function parseRequest(line: string): Request {
         attachment: parseAttachment(raw.attachment),
       };
     case "del":
-      return { v, id, op: "del", ref: parseRef(raw.ref, "ref"), uid: text(raw, "uid", "request", true) };
+      return {
+        v,
+        id,
+        op: "del",
+        ref: parseRef(raw.ref, "ref"),
+        uid: text(raw, "uid", "request", true),
+      };
     case "gc": {
       if (!Array.isArray(raw.valid) || raw.valid.length > 100_000) {
         throw new TypeError("valid must be a list of attachments");

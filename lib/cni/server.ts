@@ -13,9 +13,9 @@ import {
   MAX_LINE_BYTES,
   parseRequest,
   PROTOCOL_VERSION,
+  refKey,
   type Reply,
   type Request,
-  refKey,
   requestId,
 } from "./protocol.ts";
 

@@ -130,7 +130,11 @@ Deno.test("the server answers bad requests with errors and keeps serving", async
       request({ op: "del", ref: { containerId: "c1" } }),
       request({ op: "gc", valid: "all" }),
     ];
-    const replies = await exchange(path, bad.join("") + request({ op: "add", ref, attachment }), 11);
+    const replies = await exchange(
+      path,
+      bad.join("") + request({ op: "add", ref, attachment }),
+      11,
+    );
     assert.equal(replies.length, 11);
     for (const r of replies.slice(0, 10).map((l) => JSON.parse(l))) {
       assert.equal(r.ok, false);
@@ -265,7 +269,10 @@ Deno.test("DEL removes the pod by uid, or by the sandbox that added it", async (
     await exchange(path, request({ op: "add", ref, attachment }));
     await exchange(path, request({ op: "del", ref }));
     await exchange(path, request({ op: "del", ref }));
-    await exchange(path, request({ op: "del", ref: { containerId: "c9", ifname: "eth0" }, uid: "u9" }));
+    await exchange(
+      path,
+      request({ op: "del", ref: { containerId: "c9", ifname: "eth0" }, uid: "u9" }),
+    );
     assert.deepEqual(agent.removed, ["u1", "u9"]);
   } finally {
     await server.close();

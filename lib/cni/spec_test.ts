@@ -50,7 +50,10 @@ Deno.test("parseEnv() reads the command, ids and the Kubernetes CNI_ARGS", () =>
 });
 
 Deno.test("parseEnv() rejects an unknown command with code 4", () => {
-  assert.equal(codeOf(() => parseEnv({ ...addEnv, CNI_COMMAND: "UPDATE" })), ERR.invalidEnvironment);
+  assert.equal(
+    codeOf(() => parseEnv({ ...addEnv, CNI_COMMAND: "UPDATE" })),
+    ERR.invalidEnvironment,
+  );
 });
 
 Deno.test("parseEnv() names every missing variable of ADD with code 4", () => {

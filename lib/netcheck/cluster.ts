@@ -8,7 +8,10 @@
 /** The part of a probe pod's status that netcheck reads. */
 export interface ProbePod {
   name: string;
-  /** spec.nodeName; empty while unscheduled. */
+  /**
+   * spec.nodeName, or while unscheduled the node the DaemonSet meant it for
+   * (its node affinity on metadata.name); empty if neither is known.
+   */
   nodeName: string;
   phase: string;
   /** The Ready condition is True. */

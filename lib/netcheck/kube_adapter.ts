@@ -40,6 +40,17 @@ export function exitCodeOf(status: k8s.V1Status | undefined): number {
   return Number.isInteger(code) ? code : -1;
 }
 
+/** The node a DaemonSet pod is meant for: its required affinity on metadata.name. */
+function intendedNode(pod: k8s.V1Pod): string {
+  const terms = pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution
+    ?.nodeSelectorTerms ?? [];
+  for (const term of terms) {
+    const field = term.matchFields?.find((f) => f.key === "metadata.name" && f.operator === "In");
+    if (field?.values?.length === 1) return field.values[0];
+  }
+  return "";
+}
+
 /** The netcheck view of a Pod. */
 export function probePodOf(pod: k8s.V1Pod): ProbePod {
   const status = pod.status ?? {};
@@ -52,7 +63,7 @@ export function probePodOf(pod: k8s.V1Pod): ProbePod {
   const podIPs = (status.podIPs ?? []).map((p) => p.ip).filter((ip): ip is string => !!ip);
   return {
     name: pod.metadata?.name ?? "",
-    nodeName: pod.spec?.nodeName ?? "",
+    nodeName: pod.spec?.nodeName || intendedNode(pod),
     phase: status.phase ?? "Pending",
     ready: conditions.some((c) => c.type === "Ready" && c.status === "True"),
     podIPs,
@@ -270,19 +281,21 @@ export class ClientNodeCluster implements NetcheckCluster {
 }
 
 /**
- * Connects to the cluster of `kubeconfig` (a file; empty means KUBECONFIG,
- * then the in-cluster service account, then ~/.kube/config), importing
+ * Connects to the cluster of `kubeconfig` through the shared loader
+ * (--kubeconfig, then KUBECONFIG, then in-cluster). An operator's machine
+ * often has none of those but ~/.kube/config, so that is tried last. Imports
  * client-node only now.
  */
 export async function connectCluster(kubeconfig: string): Promise<ClientNodeCluster> {
   const lib = await import("@kubernetes/client-node");
-  const kc = new lib.KubeConfig();
-  if (kubeconfig) kc.loadFromFile(kubeconfig);
-  else kc.loadFromDefault();
-  if (!kc.getCurrentCluster()) {
-    throw new Error(
-      "No Kubernetes cluster configured: pass --kubeconfig or set KUBECONFIG",
-    );
+  const { loadKubeConfig } = await import("../kube_client.ts");
+  let path = kubeconfig;
+  const home = Deno.env.get("HOME");
+  if (
+    !path && !Deno.env.get("KUBECONFIG") && !Deno.env.get("KUBERNETES_SERVICE_HOST") && home
+  ) {
+    const fallback = `${home}/.kube/config`;
+    if (await Deno.stat(fallback).then(() => true, () => false)) path = fallback;
   }
-  return new ClientNodeCluster(lib, kc);
+  return new ClientNodeCluster(lib, loadKubeConfig({ kubeconfig: path }));
 }

@@ -141,10 +141,9 @@ export const netcheckCommand: CommandSpec = {
     {
       name: "kubeconfig",
       type: "string",
-      env: ["KUBECONFIG"],
       default: "",
       metavar: "FILE",
-      help: "Kubeconfig file (current context); in-cluster when unset",
+      help: "Kubeconfig file (current context); else KUBECONFIG, in-cluster, ~/.kube/config",
     },
     {
       name: "namespace",

@@ -35,8 +35,9 @@ Deno.test("parseNetcheckArgs() reads every flag into options", () => {
   assert.equal(o.readyTimeoutMs, 30_000);
 });
 
-Deno.test("parseNetcheckArgs() takes the kubeconfig from KUBECONFIG when the flag is absent", () => {
-  assert.equal(parseNetcheckArgs([], { KUBECONFIG: "/k" })!.kubeconfig, "/k");
+Deno.test("parseNetcheckArgs() leaves KUBECONFIG to the shared kubeconfig loader", () => {
+  assert.equal(parseNetcheckArgs([], { KUBECONFIG: "/a:/b" })!.kubeconfig, "");
+  assert.equal(parseNetcheckArgs(["--kubeconfig=/k"], {})!.kubeconfig, "/k");
 });
 
 Deno.test("parseNetcheckArgs() returns null for --help", () => {

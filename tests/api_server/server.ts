@@ -497,7 +497,7 @@ export class TestApiServer {
       case "PATCH": {
         const patch = await this.#body(request);
         const current = this.store.get(type, namespace, name);
-        const patched = applyPatch(current, patch, record(request)) as KubeObject;
+        const patched = applyPatch(current, patch, contentTypeOf(request)) as KubeObject;
         return json(this.store.update(type, namespace, name, patched, options));
       }
       case "DELETE": {
@@ -615,6 +615,6 @@ export class TestApiServer {
   }
 }
 
-function record(request: Request): string {
+function contentTypeOf(request: Request): string {
   return request.headers.get("content-type") ?? "";
 }

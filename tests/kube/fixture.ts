@@ -24,6 +24,27 @@ import { ManagedProcess, tail } from "./_process.ts";
 
 const repoRoot = new URL("../../", import.meta.url).pathname;
 
+type DispatcherOptions = ReturnType<KubeConfig["createDispatcherOptions"]>;
+
+/**
+ * A KubeConfig whose connections speak HTTP/1.1 only. client-node 2.0.1 sends requests through
+ * undici 8, which offers HTTP/2 by default; kube-apiserver accepts it, and Deno 2.9.6's
+ * node:http2 then crashes the whole process (segfault, or the nghttp2 assertion
+ * "stream->closed_next == NULL" in find_stream_on_goaway_func) when the API server shuts down
+ * and sends GOAWAY. Passing allowH2: false in undici's connect options keeps to HTTP/1.1.
+ */
+export class Http1KubeConfig extends KubeConfig {
+  override createDispatcherOptions(
+    ...args: Parameters<KubeConfig["createDispatcherOptions"]>
+  ): DispatcherOptions {
+    const options = super.createDispatcherOptions(...args);
+    if (options.type === "agent" || options.type === "proxy") {
+      return { ...options, connect: { ...options.connect, allowH2: false } } as DispatcherOptions;
+    }
+    return options;
+  }
+}
+
 /** Where the built binaries are: the build script's cache, or LACE_* variables naming files. */
 export interface ToolPaths {
   kubeApiServer: string;
@@ -111,8 +132,11 @@ export interface ControlPlane {
   readonly kubeconfig: string;
   /** The CA certificate (PEM) that signed the API server's serving certificate. */
   readonly caPem: string;
-  /** A fresh client-node KubeConfig for the admin identity. */
-  adminConfig(): KubeConfig;
+  /**
+   * A fresh client-node KubeConfig for the admin identity; HTTP/1.1 only (see Http1KubeConfig)
+   * unless http2 is true.
+   */
+  adminConfig(options?: { http2?: boolean }): KubeConfig;
   /** Kubeconfig YAML that authenticates with a bearer token (e.g. from the TokenRequest API). */
   kubeconfigForToken(token: string, user?: string): string;
   /** Writes kubeconfigForToken() to a file in the run's directory and returns its path. */
@@ -335,8 +359,8 @@ export async function startControlPlane(
     });
     const kubeconfigPath = `${dir}/admin.kubeconfig`;
     await Deno.writeTextFile(kubeconfigPath, kubeconfig);
-    const adminConfig = () => {
-      const config = new KubeConfig();
+    const adminConfig = (options: { http2?: boolean } = {}) => {
+      const config = options.http2 ? new KubeConfig() : new Http1KubeConfig();
       config.loadFromString(kubeconfig);
       return config;
     };

@@ -127,7 +127,7 @@ export class MemoryCluster implements NetcheckCluster {
         const ready = started && !node.cordoned && !node.waitingReason && !node.neverReady;
         pods.push({
           name: this.#podName(ds, node),
-          nodeName: node.cordoned ? "" : node.name,
+          nodeName: node.name,
           phase: ready ? "Running" : "Pending",
           ready,
           podIPs: ready ? [node.ipv4, node.ipv6].filter((a): a is string => !!a) : [],

@@ -79,6 +79,7 @@ export class NetnsCluster implements NetcheckCluster, AsyncDisposable {
   readonly hub: string;
   #rv = 0;
   #closed = false;
+  #helpers: Deno.ChildProcess[] = [];
 
   private constructor(readonly prefix: string) {
     this.hub = `${prefix}-hub`;
@@ -169,6 +170,12 @@ export class NetnsCluster implements NetcheckCluster, AsyncDisposable {
     if (this.#closed) return;
     this.#closed = true;
     for (const node of this.nodes) await this.#stopPod(node);
+    for (const p of this.#helpers) {
+      try {
+        p.kill("SIGKILL");
+      } catch { /* already gone */ }
+      await p.status;
+    }
     for (const node of this.nodes) await run(["ip", "netns", "del", node.netns], false);
     await run(["ip", "netns", "del", this.hub], false);
   }
@@ -248,7 +255,7 @@ export class NetnsCluster implements NetcheckCluster, AsyncDisposable {
         const ready = !node.cordoned && !node.waitingReason && await this.#listening(node);
         pods.push({
           name: `${ds}-${node.name}`,
-          nodeName: node.cordoned ? "" : node.name,
+          nodeName: node.name,
           phase: ready ? "Running" : "Pending",
           ready,
           podIPs: ready ? [node.ipv4, node.ipv6] : [],
@@ -272,7 +279,7 @@ export class NetnsCluster implements NetcheckCluster, AsyncDisposable {
   async #makeBusy(node: NodeState): Promise<void> {
     node.busyPending = false;
     const blocker = this.#spawn(node, ["iperf3", "-c", node.ipv4, "-p", "5201", "-t", "2"]);
-    blocker.status.then(() => {});
+    this.#helpers.push(blocker);
     await waitFor(
       async () => {
         const { out } = await run(

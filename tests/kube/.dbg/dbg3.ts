@@ -1,6 +1,8 @@
 import { CoreV1Api } from "@kubernetes/client-node";
 import { startControlPlane } from "../fixture.ts";
-const cp = await startControlPlane();
+const cp = await startControlPlane({
+  apiServerFlags: Deno.args.includes("h1") ? ["--disable-http2-serving"] : [],
+});
 const core = cp.adminConfig().makeApiClient(CoreV1Api);
 await core.listNamespace();
 console.log("listed");

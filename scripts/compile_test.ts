@@ -1,0 +1,64 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { compileCommandArgs, denortHint, denortProblem, parseCompileArgs } from "./compile.ts";
+
+Deno.test("parseCompileArgs() defaults to dist/lace and takes --output and --target", () => {
+  assert.deepEqual(parseCompileArgs([]), { output: "dist/lace" });
+  assert.deepEqual(parseCompileArgs(["--output", "out/l", "--target=x86_64-unknown-linux-gnu"]), {
+    output: "out/l",
+    target: "x86_64-unknown-linux-gnu",
+  });
+  assert.throws(() => parseCompileArgs(["--outptu", "x"]), /Unknown argument "--outptu"/);
+  assert.throws(() => parseCompileArgs(["--output"]), /Missing value for --output/);
+});
+
+Deno.test("compileCommandArgs() embeds the BPF object and compiles main.ts", () => {
+  const args = compileCommandArgs({ output: "dist/lace" });
+  assert.equal(args[0], "compile");
+  assert.equal(args[args.indexOf("--include") + 1], "bpf/lace.bpf.o");
+  assert.equal(args[args.indexOf("--output") + 1], "dist/lace");
+  assert.equal(args.at(-1), "main.ts");
+});
+
+Deno.test("denortProblem() refuses a missing file and the deno CLI itself", async () => {
+  assert.match(denortProblem("/nonexistent/denort", Deno.execPath())!, /does not exist/);
+  assert.match(denortProblem(Deno.execPath(), Deno.execPath())!, /is the deno CLI itself/);
+  const dir = await Deno.makeTempDir({ prefix: "lace-denort-" });
+  try {
+    const plain = join(dir, "denort");
+    await Deno.writeTextFile(plain, "");
+    assert.match(denortProblem(plain, Deno.execPath())!, /not an executable file/);
+    await Deno.chmod(plain, 0o755);
+    assert.equal(denortProblem(plain, Deno.execPath()), undefined);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("denortHint() explains a real deno compile that cannot download denort", async () => {
+  // A fresh DENO_DIR (no cached denort) and an unreachable loopback proxy make the download fail
+  // the same way on any machine, networked or not.
+  const dir = await Deno.makeTempDir({ prefix: "lace-compile-" });
+  try {
+    await Deno.writeTextFile(join(dir, "m.ts"), "console.log(1);\n");
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["compile", "--output", join(dir, "m"), join(dir, "m.ts")],
+      cwd: dir,
+      env: {
+        DENO_DIR: join(dir, "deno_dir"),
+        HTTPS_PROXY: "http://127.0.0.1:9",
+        HTTP_PROXY: "http://127.0.0.1:9",
+        NO_COLOR: "1",
+      },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.notEqual(out.code, 0, "compile without denort must fail");
+    const text = new TextDecoder().decode(out.stderr);
+    assert.match(denortHint(text, undefined)!, /DENORT_BIN=\/path\/to\/denort/);
+    assert.match(denortHint(text, "/opt/denort")!, /could not use DENORT_BIN "\/opt\/denort"/);
+    assert.equal(denortHint("error: Type checking failed.", undefined), undefined);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -1,0 +1,114 @@
+/**
+ * The agent end to end with pods from the Kubernetes API (the repository's
+ * test API server, spoken to through the real client library): pods come and
+ * go, a conflict becomes an Event, and an API outage leaves the map alone
+ * until the agent relists and converges.
+ */
+import assert from "node:assert/strict";
+import { readPinnedTargets } from "../lib/datapath.ts";
+import { TestApiServer } from "./api_server/mod.ts";
+import type { KubeObject } from "./api_server/mod.ts";
+import { AgentWorld, POD_IPV4, podManifest, waitFor } from "./helpers/agent_process.ts";
+import { privilegedSkipReason } from "./helpers/sim_world.ts";
+
+const skip = privilegedSkipReason();
+const opts = { ignore: skip !== undefined, sanitizeResources: false, sanitizeOps: false };
+
+const pod = (p: Parameters<typeof podManifest>[0]) => podManifest(p) as unknown as KubeObject;
+
+Deno.test({
+  name: "pods from the API become probe targets, a conflict is an Event, and deletes are applied",
+  ...opts,
+  async fn() {
+    await using w = await AgentWorld.create();
+    await using api = await TestApiServer.start({ namespaces: ["default", "e2e"] });
+    api.put(pod({ name: "a", networkId: 1, httpPort: 8080, tcpPort: 9000 }));
+    api.put(
+      pod({
+        name: "elsewhere",
+        networkId: 2,
+        httpPort: 8083,
+        tcpPort: 9003,
+        nodeName: "other-node",
+      }),
+    );
+    const agent = w.startAgent([`--kubeconfig=${await api.writeKubeconfig()}`]);
+    await agent.ready();
+    assert.equal((await w.probe(POD_IPV4, 8080, "/")).body, w.podIn(1));
+    // The field selector keeps pods of other nodes out.
+    assert.equal((await w.probe(POD_IPV4, 8083, "/")).result, "NO_ROUTE");
+    assert.ok(api.requests.some((r) => r.query.get("fieldSelector") === "spec.nodeName=e2e-node"));
+
+    // A newer pod in network 2 claims the same address and port: the older pod keeps it.
+    api.put(pod({
+      name: "late",
+      networkId: 2,
+      httpPort: 8080,
+      tcpPort: 9002,
+      created: "2026-02-01T00:00:00Z",
+    }));
+    await waitFor(
+      "late's own port reachable",
+      async () => (await w.probe(POD_IPV4, 9002)).result === "reached",
+    );
+    assert.equal((await w.probe(POD_IPV4, 8080, "/")).body, w.podIn(1), "the older pod keeps 8080");
+    assert.equal(await agent.metric("lace_target_conflicts"), 2);
+    const event = await waitFor(
+      "a conflict Event",
+      () =>
+        api.store.list(api.typeOf({ apiVersion: "v1", kind: "Event" }), {}).items.find((e) =>
+          (e as { reason?: string }).reason === "ProbeTargetConflict"
+        ),
+    );
+    const ev = event as unknown as {
+      involvedObject: { name: string };
+      type: string;
+      message: string;
+    };
+    assert.equal(ev.involvedObject.name, "late");
+    assert.equal(ev.type, "Warning");
+    assert.match(ev.message, /e2e\/a/);
+
+    api.remove("v1", "Pod", "e2e", "late");
+    await waitFor(
+      "late's targets gone",
+      async () => (await w.probe(POD_IPV4, 9002)).result === "NO_ROUTE",
+    );
+  },
+});
+
+Deno.test({
+  name: "an API outage leaves the map as it is, and the agent converges after the API returns",
+  ...opts,
+  async fn() {
+    await using w = await AgentWorld.create();
+    await using api = await TestApiServer.start({ namespaces: ["default", "e2e"] });
+    api.put(pod({ name: "a", networkId: 1, httpPort: 8080, tcpPort: 9000 }));
+    api.put(pod({ name: "b", networkId: 2, httpPort: 8081, tcpPort: 9001 }));
+    const agent = w.startAgent([`--kubeconfig=${await api.writeKubeconfig()}`]);
+    await agent.ready();
+    const before = readPinnedTargets(w.pinPath).length;
+    assert.equal(before, 8);
+
+    await api.stop();
+    api.closeWatches({ error: true });
+    await waitFor(
+      "the watch to fail and restart",
+      async () => (await agent.metric("lace_watch_restarts_total"))! >= 1,
+    );
+    // While the API is away, nothing is removed and probes keep working.
+    assert.equal(readPinnedTargets(w.pinPath).length, before);
+    assert.equal((await w.probe(POD_IPV4, 8081, "/")).body, w.podIn(2));
+
+    // Meanwhile pod b is deleted; the agent learns it from the relist.
+    api.remove("v1", "Pod", "e2e", "b");
+    await api.restart();
+    await waitFor(
+      "pod b removed after the relist",
+      () => readPinnedTargets(w.pinPath).length === 4,
+      30_000,
+    );
+    assert.equal((await w.probe(POD_IPV4, 8081, "/")).result, "NO_ROUTE");
+    assert.equal((await w.probe(POD_IPV4, 8080, "/")).body, w.podIn(1));
+  },
+});

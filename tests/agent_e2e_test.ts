@@ -1,0 +1,218 @@
+/**
+ * The agent end to end, as a real process on the simulated node: pods from
+ * the directory source, a kubelet-like prober in the kubelet cgroup, and the
+ * real kernel deciding where each connect goes.
+ */
+import assert from "node:assert/strict";
+import { readPinnedTargets } from "../lib/datapath.ts";
+import { keyId } from "../lib/probe_map.ts";
+import { AgentWorld, POD_IPV4, POD_IPV6, podManifest, waitFor } from "./helpers/agent_process.ts";
+import { privilegedSkipReason } from "./helpers/sim_world.ts";
+
+const skip = privilegedSkipReason();
+const opts = { ignore: skip !== undefined, sanitizeResources: false, sanitizeOps: false };
+const podA = podManifest({ name: "a", networkId: 1, httpPort: 8080, tcpPort: 9000 });
+const podB = podManifest({ name: "b", networkId: 2, httpPort: 8081, tcpPort: 9001 });
+
+/** Every probe of a pod manifest's container, on both addresses: [host, port, http path?]. */
+const probesOf = (httpPort: number, tcpPort: number): [string, number, string | undefined][] =>
+  [POD_IPV4, POD_IPV6].flatMap((ip) =>
+    [[ip, httpPort, "/healthz"], [ip, tcpPort, undefined]] as [
+      string,
+      number,
+      string | undefined,
+    ][]
+  );
+
+async function assertReaches(w: AgentWorld, networkId: number, httpPort: number, tcpPort: number) {
+  for (const [host, port, http] of probesOf(httpPort, tcpPort)) {
+    const res = await w.probe(host, port, http);
+    assert.equal(
+      res.result,
+      "reached",
+      `${host}:${port} from the kubelet cgroup: ${JSON.stringify(res)}`,
+    );
+    assert.equal(
+      res.body?.trim(),
+      w.podIn(networkId),
+      `${host}:${port} lands in network ${networkId}`,
+    );
+    if (http) assert.equal(res.httpStatus, 200);
+  }
+}
+
+Deno.test({
+  name: "the agent registers every probe of the directory's pods across overlapping networks",
+  ...opts,
+  async fn() {
+    await using w = await AgentWorld.create();
+    await w.writePod(podA);
+    await w.writePod(podB);
+    const agent = w.startAgent(["--no-kube-api", `--pods-dir=${w.podsDir}`]);
+    await agent.ready();
+    await assertReaches(w, 1, 8080, 9000);
+    await assertReaches(w, 2, 8081, 9001);
+    for (const [host, port, http] of [...probesOf(8080, 9000), ...probesOf(8081, 9001)]) {
+      const res = await w.probe(host, port, http, "other");
+      assert.notEqual(
+        res.result,
+        "reached",
+        `${host}:${port} from another cgroup must not be tagged`,
+      );
+    }
+    // A port no probe uses is not tagged, even from the kubelet.
+    assert.equal((await w.probe(POD_IPV4, 8082, "/")).result, "NO_ROUTE");
+  },
+});
+
+Deno.test({
+  name: "a pod added to the directory becomes reachable and a removed one loses its targets",
+  ...opts,
+  async fn() {
+    await using w = await AgentWorld.create();
+    await w.writePod(podA);
+    const agent = w.startAgent(["--no-kube-api", `--pods-dir=${w.podsDir}`]);
+    await agent.ready();
+    const sample = 'lace_probe_targets{family="ipv4",network="net2"}';
+    assert.equal(await agent.metric(sample), undefined);
+
+    await w.writePod(podB);
+    await waitFor(
+      "pod b reachable",
+      async () => (await w.probe(POD_IPV4, 8081, "/")).result === "reached",
+    );
+    await assertReaches(w, 2, 8081, 9001);
+    assert.equal(await agent.metric(sample), 2);
+    assert.ok((await agent.metric('lace_connects_tagged_total{family="ipv4"}'))! >= 1);
+
+    await w.removePod("b");
+    await waitFor(
+      "pod b's targets gone",
+      async () => (await w.probe(POD_IPV4, 8081, "/")).result === "NO_ROUTE",
+    );
+    const { body } = await agent.get("/targets");
+    const pods = new Set((JSON.parse(body) as { pod: string }[]).map((t) => t.pod));
+    assert.deepEqual([...pods], ["e2e/a"]);
+    // The series of a network without targets is gone, not stuck at its last value.
+    assert.equal(await agent.metric(sample), undefined);
+    assert.equal(await agent.metric('lace_probe_targets{family="ipv4",network="net1"}'), 2);
+    await assertReaches(w, 1, 8080, 9000);
+  },
+});
+
+async function laceTargets(args: string[]) {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL("../main.ts", import.meta.url).pathname, "targets", ...args],
+    stdout: "piped",
+    stderr: "inherit",
+  }).output();
+  assert.equal(out.code, 0);
+  return JSON.parse(new TextDecoder().decode(out.stdout)) as {
+    family: string;
+    address: string;
+    port: number;
+    networkId: number;
+    mark: number;
+    pod?: string;
+  }[];
+}
+
+Deno.test({
+  name:
+    "after kill -9 probes keep working, and a restarted agent removes stale entries with no gap",
+  ...opts,
+  async fn() {
+    await using w = await AgentWorld.create();
+    await w.writePod(podA);
+    await w.writePod(podB);
+    const first = w.startAgent(["--no-kube-api", `--pods-dir=${w.podsDir}`]);
+    await first.ready();
+    await first.stop("SIGKILL");
+    await assertReaches(w, 1, 8080, 9000);
+    await assertReaches(w, 2, 8081, 9001);
+
+    await w.removePod("b");
+    const aKeys = readPinnedTargets(w.pinPath).filter((e) => e.value.networkId === 1).map((e) =>
+      keyId(e.key)
+    );
+    assert.equal(aKeys.length, 4);
+    const second = w.startAgent(["--no-kube-api", `--pods-dir=${w.podsDir}`]);
+    // Watch the map while the new agent starts: pod a's entries must never disappear.
+    let gaps = 0;
+    let watching = true;
+    const watcher = (async () => {
+      while (watching) {
+        const now = new Set(readPinnedTargets(w.pinPath).map((e) => keyId(e.key)));
+        if (!aKeys.every((k) => now.has(k))) gaps++;
+        await new Promise((r) => setTimeout(r, 2));
+      }
+    })();
+    await second.ready();
+    await waitFor("pod b's stale entries removed", () => readPinnedTargets(w.pinPath).length === 4);
+    watching = false;
+    await watcher;
+    assert.equal(gaps, 0, "pod a's targets were missing from the map during the restart");
+    await assertReaches(w, 1, 8080, 9000);
+    assert.equal((await w.probe(POD_IPV4, 8081, "/")).result, "NO_ROUTE");
+  },
+});
+
+Deno.test({
+  name: "/readyz waits for the kubelet cgroup to exist, then the agent attaches and is ready",
+  ...opts,
+  async fn() {
+    await using w = await AgentWorld.create();
+    await w.writePod(podA);
+    const late = `${w.cgroups.root}/late-kubelet`;
+    const agent = w.startAgent(["--no-kube-api", `--pods-dir=${w.podsDir}`], late);
+    try {
+      const notReady = await waitFor("a /readyz answer", async () => {
+        const r = await agent.get("/readyz");
+        return r.status === 503 ? r : undefined;
+      });
+      assert.match(notReady.body, /not ready/);
+      assert.equal(await agent.metric('lace_attached{program="connect4"}'), 0);
+      await Deno.mkdir(late);
+      await agent.ready(10_000);
+      assert.equal(await agent.metric('lace_attached{program="connect4"}'), 1);
+      // The prober joins the new cgroup: its connects are now the kubelet's.
+      const { Prober } = await import("../lib/sim/prober.ts");
+      await using prober = await Prober.start({ netns: w.node.netns, cgroup: late });
+      const res = await prober.probe({ host: POD_IPV4, port: 8080, timeoutMs: 1000, http: "/" });
+      assert.equal(res.result, "reached");
+    } finally {
+      await agent.stop("SIGKILL");
+      await Deno.remove(late).catch(() => {});
+    }
+  },
+});
+
+Deno.test({
+  name: "SIGTERM stops the agent cleanly and leaves the program, links and map pinned",
+  ...opts,
+  async fn() {
+    await using w = await AgentWorld.create();
+    await w.writePod(podA);
+    const agent = w.startAgent(["--no-kube-api", `--pods-dir=${w.podsDir}`]);
+    await agent.ready();
+    const fromAgent = await laceTargets(["--json", `--metrics-addr=${agent.metricsAddr}`]);
+    assert.equal(fromAgent.length, 4);
+    assert.ok(fromAgent.every((t) => t.pod === "e2e/a" && t.networkId === 1 && t.mark === 0x11000));
+    const status = await agent.stop("SIGTERM");
+    assert.equal(status.code, 0, agent.logs.join("\n"));
+    assert.ok(agent.logs.some((l) => l.includes("pinned")), "it says what it leaves in place");
+    const pins = [...Deno.readDirSync(w.pinPath)].map((e) => e.name).sort();
+    assert.deepEqual(pins, ["counters", "info", "link_connect4", "link_connect6", "probe_targets"]);
+    await assertReaches(w, 1, 8080, 9000);
+    // With no agent running, `lace targets` reads the pinned map (and knows no pods).
+    const fromMap = await laceTargets([
+      "--json",
+      `--pin-path=${w.pinPath}`,
+      `--metrics-addr=${agent.metricsAddr}`,
+    ]);
+    assert.deepEqual(
+      fromMap.map((t) => `${t.family} ${t.address} ${t.port} ${t.networkId} ${t.pod}`).sort(),
+      fromAgent.map((t) => `${t.family} ${t.address} ${t.port} ${t.networkId} undefined`).sort(),
+    );
+  },
+});

@@ -1,0 +1,113 @@
+/**
+ * The whole chart, rendered by the real helm and created on the real API server (tests/kube):
+ * the server accepts every object as `helm install` would send it, and its RBAC gives the agent's
+ * ServiceAccount exactly the access the agent uses.
+ */
+import assert from "node:assert/strict";
+import { AuthorizationV1Api } from "@kubernetes/client-node";
+import { controlPlaneUnavailableReason, helmAvailable, startControlPlane } from "./kube/fixture.ts";
+import { applyObjects, helmTemplate } from "./kube/helm.ts";
+
+async function unavailableReason(): Promise<string | undefined> {
+  const reason = await controlPlaneUnavailableReason();
+  if (reason) return reason;
+  if (!(await helmAvailable())) return "helm is not built; run scripts/install_helm.sh";
+  return undefined;
+}
+
+const unavailable = await unavailableReason();
+const suffix = unavailable ? ` (skipped: ${unavailable})` : "";
+const NAMESPACE = "lace-system";
+
+Deno.test({
+  name: `the API server accepts every object of the rendered chart${suffix}`,
+  ignore: unavailable !== undefined,
+  async fn() {
+    await using cp = await startControlPlane();
+    await cp.createNamespace(NAMESPACE);
+    for (const set of [[], ["privileged=true", "node.mountBpffs=true", "node.cni.enabled=false"]]) {
+      const objects = await helmTemplate({
+        namespace: NAMESPACE,
+        set,
+        release: `lace${set.length}`,
+      });
+      const created = await applyObjects(cp.adminConfig(), objects, NAMESPACE);
+      assert.deepEqual(
+        created.map((o) => o.kind).sort(),
+        objects.map((o) => o.kind).sort(),
+        "every rendered object was created",
+      );
+      // deno-lint-ignore no-explicit-any
+      const ds = created.find((o) => o.kind === "DaemonSet") as any;
+      const agent = ds.spec.template.spec.containers.find((c: { name: string }) =>
+        c.name === "agent"
+      );
+      if (set.length === 0) {
+        // The server kept the least-privilege context rather than dropping unknown fields.
+        assert.deepEqual(agent.securityContext.capabilities.add, [
+          "BPF",
+          "NET_ADMIN",
+          "PERFMON",
+          "SYS_ADMIN",
+        ]);
+        assert.equal(agent.securityContext.appArmorProfile?.type, "Unconfined");
+      } else {
+        assert.equal(agent.securityContext.privileged, true);
+      }
+    }
+  },
+});
+
+Deno.test({
+  name: `the agent's ServiceAccount may do exactly what the agent does${suffix}`,
+  ignore: unavailable !== undefined,
+  async fn() {
+    await using cp = await startControlPlane();
+    await cp.createNamespace(NAMESPACE);
+    const objects = await helmTemplate({
+      namespace: NAMESPACE,
+      set: ["admissionPolicy.enabled=false"],
+    });
+    await applyObjects(cp.adminConfig(), objects, NAMESPACE);
+    const authz = cp.adminConfig().makeApiClient(AuthorizationV1Api);
+    const user = `system:serviceaccount:${NAMESPACE}:lace`;
+    const allowed = async (verb: string, resource: string, group = "") =>
+      (await authz.createSubjectAccessReview({
+        body: {
+          spec: {
+            user,
+            groups: [
+              "system:serviceaccounts",
+              `system:serviceaccounts:${NAMESPACE}`,
+              "system:authenticated",
+            ],
+            resourceAttributes: {
+              verb,
+              resource,
+              group,
+              namespace: resource === "nodes" ? undefined : "default",
+            },
+          },
+        },
+      })).status?.allowed ?? false;
+    const expected: [string, string, string, boolean][] = [
+      ["get", "pods", "", true],
+      ["list", "pods", "", true],
+      ["watch", "pods", "", true],
+      ["get", "nodes", "", true],
+      ["create", "events", "", true],
+      ["patch", "events", "", true],
+      ["create", "pods", "", false],
+      ["delete", "pods", "", false],
+      ["update", "pods", "", false],
+      ["list", "nodes", "", false],
+      ["patch", "nodes", "", false],
+      ["get", "secrets", "", false],
+      ["list", "configmaps", "", false],
+      ["create", "events", "events.k8s.io", false],
+    ];
+    for (const [verb, resource, group, want] of expected) {
+      assert.equal(await allowed(verb, resource, group), want, `${verb} ${group}/${resource}`);
+    }
+  },
+});

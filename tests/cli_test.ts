@@ -1,0 +1,100 @@
+/**
+ * The command line as an operator meets it: every subcommand's help, flag and
+ * environment precedence, and bad input as a one-line error with exit code 2.
+ */
+import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
+
+const MAIN = fileURLToPath(new URL("../main.ts", import.meta.url));
+
+async function lace(args: string[], env: Record<string, string> = {}) {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", MAIN, ...args],
+    env: { NO_COLOR: "1", ...env },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const dec = new TextDecoder();
+  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+}
+
+const COMMANDS = ["agent", "targets", "doctor", "netcheck", "uninstall", "version", "demo"];
+
+Deno.test("lace --help lists every command and exits 0", async () => {
+  const r = await lace(["--help"]);
+  assert.equal(r.code, 0);
+  for (const c of COMMANDS) assert.match(r.stdout, new RegExp(`^  ${c} `, "m"), c);
+  assert.doesNotMatch(r.stdout, /__prober|__pod-server/);
+});
+
+for (const command of COMMANDS) {
+  Deno.test(`lace ${command} --help prints its usage and flags and exits 0`, async () => {
+    const r = await lace([command, "--help"]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /Usage: lace/);
+    assert.match(r.stdout, /--help/);
+  });
+
+  Deno.test(`lace ${command} refuses an unknown flag with one line and exit code 2`, async () => {
+    const r = await lace([command, "--no-such-flag"]);
+    assert.equal(r.code, 2, r.stdout + r.stderr);
+    const lines = r.stderr.trim().split("\n");
+    assert.equal(lines.length, 1, r.stderr);
+    assert.match(lines[0], /no-such-flag/);
+    assert.doesNotMatch(r.stderr, /\bat .*\.ts:\d+/, "no stack trace");
+  });
+}
+
+Deno.test("lace without a command prints usage and exits 2; an unknown command exits 2", async () => {
+  assert.equal((await lace([])).code, 2);
+  const r = await lace(["frobnicate"]);
+  assert.equal(r.code, 2);
+  assert.equal(r.stderr.trim(), 'lace: unknown command "frobnicate" (see lace --help)');
+});
+
+Deno.test("lace agent reports a bad environment value as a one-line error with exit code 2", async () => {
+  const r = await lace(["agent", "--node-name=n"], { LACE_MARK_SHIFT: "twelve" });
+  assert.equal(r.code, 2);
+  assert.equal(r.stderr.trim(), 'lace: LACE_MARK_SHIFT must be a whole number: "twelve"');
+});
+
+Deno.test("lace agent prefers the flag over the environment when both are bad or good", async () => {
+  // The flag wins: a good flag hides a bad environment value…
+  const overlapEnv = await lace([
+    "agent",
+    "--node-name=n",
+    "--probe-mark=0x10000",
+    "--mark-shift=8",
+  ], {
+    LACE_PROBE_MARK: "0x1000",
+  });
+  assert.equal(overlapEnv.code, 2);
+  assert.match(overlapEnv.stderr, /Probe mark 0x10000 overlaps the network bits 0xffff00/);
+  // …and a bad flag is reported even when the environment is fine.
+  const badFlag = await lace(["agent", "--node-name=n", "--debounce=soon"], {
+    LACE_DEBOUNCE: "5ms",
+  });
+  assert.equal(badFlag.code, 2);
+  assert.match(badFlag.stderr, /--debounce: Invalid duration "soon"/);
+});
+
+Deno.test("lace agent without a node name for the API says how to give one", async () => {
+  const r = await lace(["agent"], { NODE_NAME: "" });
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /set --node-name or NODE_NAME/);
+});
+
+Deno.test("lace version prints the version from deno.json", async () => {
+  const { version } = JSON.parse(await Deno.readTextFile(new URL("../deno.json", import.meta.url)));
+  const r = await lace(["version", "--json"]);
+  assert.equal(r.code, 0);
+  assert.equal(JSON.parse(r.stdout).version, version);
+});
+
+Deno.test("lace targets falls back to the pinned map and says clearly when there is none", async () => {
+  const r = await lace(["targets", "--metrics-addr=127.0.0.1:1", "--pin-path=/nonexistent/lace"]);
+  assert.equal(r.code, 1);
+  assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
+  assert.match(r.stderr, /\/nonexistent\/lace/);
+});

@@ -1,0 +1,57 @@
+/**
+ * `lace demo`, the README's first command, run as a user runs it: every
+ * kubelet probe reaches its own pod, no other process reaches any, and
+ * nothing is left behind.
+ */
+import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
+import { privilegedSkipReason } from "./helpers/sim_world.ts";
+
+const MAIN = fileURLToPath(new URL("../main.ts", import.meta.url));
+
+async function netnsNames(): Promise<string[]> {
+  const out = await new Deno.Command("ip", { args: ["netns", "list"], stdout: "piped" }).output();
+  return new TextDecoder().decode(out.stdout).split("\n").map((l) => l.split(" ")[0]).filter(
+    Boolean,
+  );
+}
+
+Deno.test({
+  name:
+    "lace demo shows every kubelet probe reached and every outside access refused, then cleans up",
+  ignore: privilegedSkipReason() !== undefined,
+  async fn() {
+    const before = await netnsNames();
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", MAIN, "demo", "--json", "--networks=2"],
+      env: { NO_COLOR: "1" },
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stderr = new TextDecoder().decode(out.stderr);
+    assert.equal(out.code, 0, stderr);
+    const report = JSON.parse(new TextDecoder().decode(out.stdout)) as {
+      ok: boolean;
+      rows: { from: string; pod: string; result: string; answeredBy?: string; mark?: string }[];
+    };
+    assert.equal(report.ok, true);
+    const kubelet = report.rows.filter((r) => r.from === "kubelet");
+    const other = report.rows.filter((r) => r.from === "other");
+    // 2 pods × 2 addresses × 2 probes, from each cgroup.
+    assert.equal(kubelet.length, 8);
+    assert.equal(other.length, 8);
+    for (const r of kubelet) {
+      assert.match(r.result, /^reached/);
+      assert.equal(`demo/${r.answeredBy}`, r.pod, "answered by the pod in the probe's own network");
+      assert.ok(r.mark, "the connection carried a mark");
+    }
+    for (const r of other) assert.doesNotMatch(r.result, /^reached/);
+    assert.match(stderr, /Cleaned up/);
+    assert.deepEqual((await netnsNames()).sort(), before.sort(), "no namespace left behind");
+    const pins = [...Deno.readDirSync("/sys/fs/bpf")].filter((e) =>
+      e.name.startsWith("lace-demo-")
+    );
+    assert.deepEqual(pins, [], "no pins left behind");
+  },
+});

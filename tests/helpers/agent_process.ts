@@ -1,0 +1,270 @@
+/**
+ * The agent as a real process (`deno run main.ts agent …`) for end-to-end
+ * tests, plus the simulated node it runs against: two overlay networks whose
+ * pods share one IPv4 and one IPv6 address, a kubelet and an "other" cgroup
+ * with a prober in each, a pods directory and a unique pin path. Everything
+ * is removed on dispose, even when a test fails half-way.
+ */
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { uninstall } from "../../lib/datapath.ts";
+import { SimCgroups } from "../../lib/sim/cgroup.ts";
+import { POD_IPV4, POD_IPV6, SimNode } from "../../lib/sim/netns.ts";
+import { PodServer } from "../../lib/sim/pod_server.ts";
+import { Prober, type ProbeResponse } from "../../lib/sim/prober.ts";
+import { testPinPath } from "./sim_world.ts";
+
+export { POD_IPV4, POD_IPV6 };
+export const HTTP_PORTS = [8080, 8081, 8082, 8083];
+export const TCP_PORTS = [9000, 9001, 9002, 9003];
+const MAIN = fileURLToPath(new URL("../../main.ts", import.meta.url));
+
+/** Polls `check` until it returns a truthy value or the deadline passes. */
+export async function waitFor<T>(
+  what: string,
+  check: () => T | Promise<T>,
+  deadlineMs = 10_000,
+): Promise<NonNullable<T>> {
+  const end = Date.now() + deadlineMs;
+  let last: unknown;
+  while (Date.now() < end) {
+    try {
+      const v = await check();
+      if (v) return v as NonNullable<T>;
+    } catch (e) {
+      last = e;
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`Timed out after ${deadlineMs} ms waiting for ${what}${last ? `: ${last}` : ""}`);
+}
+
+/** A pod manifest in one of the simulated networks, as the API returns it. */
+export function podManifest(opts: {
+  name: string;
+  networkId: number;
+  httpPort: number;
+  tcpPort: number;
+  nodeName?: string;
+  created?: string;
+  ips?: string[];
+}): Record<string, unknown> {
+  const ips = opts.ips ?? [POD_IPV4, POD_IPV6];
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: {
+      name: opts.name,
+      namespace: "e2e",
+      uid: `uid-${opts.name}`,
+      creationTimestamp: opts.created ?? "2026-01-01T00:00:00Z",
+      annotations: {
+        "lace.io/network": `net${opts.networkId}`,
+        "lace.io/network-id": `${opts.networkId}`,
+      },
+    },
+    spec: {
+      nodeName: opts.nodeName ?? "e2e-node",
+      containers: [{
+        name: "app",
+        ports: [{ name: "http", containerPort: opts.httpPort }],
+        livenessProbe: { httpGet: { path: "/healthz", port: "http" } },
+        readinessProbe: { tcpSocket: { port: opts.tcpPort } },
+      }],
+    },
+    status: ips.length
+      ? { phase: "Running", podIP: ips[0], podIPs: ips.map((ip) => ({ ip })) }
+      : { phase: "Pending" },
+  };
+}
+
+export class AgentProcess {
+  readonly #child: Deno.ChildProcess;
+  readonly logs: string[] = [];
+  readonly #drained: Promise<void>;
+  readonly metricsAddr: string;
+
+  constructor(args: string[], metricsAddr: string) {
+    this.metricsAddr = metricsAddr;
+    const child = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        MAIN,
+        "agent",
+        ...args,
+        `--metrics-addr=${metricsAddr}`,
+        "--log-format=json",
+      ],
+      stdin: "null",
+      stdout: "null",
+      stderr: "piped",
+      env: { NO_COLOR: "1" },
+    }).spawn();
+    this.#child = child;
+    this.#drained = (async () => {
+      const decoder = new TextDecoderStream();
+      let buf = "";
+      for await (const chunk of child.stderr.pipeThrough(decoder)) {
+        buf += chunk;
+        const parts = buf.split("\n");
+        buf = parts.pop()!;
+        this.logs.push(...parts);
+      }
+      if (buf) this.logs.push(buf);
+    })();
+  }
+
+  get pid(): number {
+    return this.#child.pid;
+  }
+
+  async get(path: string): Promise<{ status: number; body: string }> {
+    const res = await fetch(`http://${this.metricsAddr}${path}`, {
+      signal: AbortSignal.timeout(2000),
+    });
+    return { status: res.status, body: await res.text() };
+  }
+
+  /** Waits for /readyz to answer 200. */
+  async ready(deadlineMs = 20_000): Promise<void> {
+    await waitFor(
+      "the agent to be ready",
+      async () => (await this.get("/readyz")).status === 200,
+      deadlineMs,
+    )
+      .catch((e) => {
+        throw new Error(`${e.message}\nagent log:\n${this.logs.join("\n")}`);
+      });
+  }
+
+  /** The value of one metric sample, e.g. `lace_probe_targets{family="ipv4",network="net1"}`. */
+  async metric(sample: string): Promise<number | undefined> {
+    const { body } = await this.get("/metrics");
+    const line = body.split("\n").find((l) => l.startsWith(sample + " "));
+    return line === undefined ? undefined : Number(line.slice(sample.length + 1));
+  }
+
+  /** Sends a signal and waits for the process to end. */
+  async stop(signal: Deno.Signal = "SIGTERM"): Promise<Deno.CommandStatus> {
+    try {
+      this.#child.kill(signal);
+    } catch {
+      // Already gone.
+    }
+    const status = await this.#child.status;
+    await this.#drained;
+    return status;
+  }
+}
+
+/** A free loopback port for the agent's metrics server. */
+export function freeLoopbackAddr(): string {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return `127.0.0.1:${port}`;
+}
+
+export class AgentWorld implements AsyncDisposable {
+  node!: SimNode;
+  cgroups!: SimCgroups;
+  kubelet!: Prober;
+  other!: Prober;
+  podsDir!: string;
+  pinPath!: string;
+  readonly agents: AgentProcess[] = [];
+  readonly #cleanups: (() => unknown)[] = [];
+
+  static async create(): Promise<AgentWorld> {
+    const w = new AgentWorld();
+    try {
+      w.node = await SimNode.create({ networks: [1, 2] });
+      w.#cleanups.push(() => w.node.dispose());
+      w.cgroups = SimCgroups.create();
+      w.#cleanups.push(() => w.cgroups.dispose());
+      for (const net of w.node.networks) {
+        const server = await PodServer.start({
+          netns: net.podNetns,
+          name: net.pod,
+          addresses: [POD_IPV4, POD_IPV6],
+          httpPorts: HTTP_PORTS,
+          tcpPorts: TCP_PORTS,
+        });
+        w.#cleanups.push(() => server.dispose());
+      }
+      w.podsDir = await Deno.makeTempDir({ prefix: "lace-e2e-pods-" });
+      w.#cleanups.push(() => Deno.remove(w.podsDir, { recursive: true }));
+      w.pinPath = testPinPath();
+      w.#cleanups.push(() => uninstall(w.pinPath));
+      w.kubelet = await Prober.start({ netns: w.node.netns, cgroup: w.cgroups.kubelet });
+      w.#cleanups.push(() => w.kubelet.dispose());
+      w.other = await Prober.start({ netns: w.node.netns, cgroup: w.cgroups.other });
+      w.#cleanups.push(() => w.other.dispose());
+      return w;
+    } catch (e) {
+      await w.dispose();
+      throw e;
+    }
+  }
+
+  /** Starts an agent on this world's pin path and kubelet cgroup. */
+  startAgent(extra: string[], kubeletCgroup = this.cgroups.kubelet): AgentProcess {
+    const agent = new AgentProcess([
+      "--node-name=e2e-node",
+      `--pin-path=${this.pinPath}`,
+      `--kubelet-cgroup=${kubeletCgroup}`,
+      "--cni-socket=",
+      "--debounce=5ms",
+      ...extra,
+    ], freeLoopbackAddr());
+    this.agents.push(agent);
+    return agent;
+  }
+
+  async writePod(manifest: Record<string, unknown>): Promise<void> {
+    const name = (manifest.metadata as { name: string }).name;
+    const tmp = join(this.podsDir, `.${name}.tmp`);
+    await Deno.writeTextFile(tmp, JSON.stringify(manifest));
+    await Deno.rename(tmp, join(this.podsDir, `${name}.json`));
+  }
+
+  async removePod(name: string): Promise<void> {
+    await Deno.remove(join(this.podsDir, `${name}.json`));
+  }
+
+  /** The sim pod name ("pod-net<id>") that answers in network `id`. */
+  podIn(networkId: number): string {
+    return this.node.network(networkId).pod;
+  }
+
+  /** Probes from the kubelet cgroup (HTTP when `http` is given). */
+  probe(
+    host: string,
+    port: number,
+    http?: string,
+    from: "kubelet" | "other" = "kubelet",
+  ): Promise<ProbeResponse> {
+    return (from === "kubelet" ? this.kubelet : this.other).probe({
+      host,
+      port,
+      timeoutMs: 1000,
+      ...(http ? { http } : {}),
+    });
+  }
+
+  async dispose(): Promise<void> {
+    for (const agent of this.agents) await agent.stop("SIGKILL");
+    while (this.#cleanups.length) {
+      try {
+        await this.#cleanups.pop()!();
+      } catch {
+        // Keep removing the rest.
+      }
+    }
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.dispose();
+  }
+}
