@@ -132,6 +132,9 @@ export async function startAgent(config: Config): Promise<RunningAgent> {
     kubeletCgroup: config.kubeletCgroup,
     hostCgroupRoot: config.hostCgroupRoot,
     attacher: datapath,
+    // inotify reports a recreated cgroup at once; the id check is the backstop, and once
+    // a second keeps the idle agent from waking more often than that.
+    checkIntervalMs: 1000,
     events: {
       emit: (type, reason, message) =>
         type === "Warning"
@@ -176,7 +179,9 @@ export async function startAgent(config: Config): Promise<RunningAgent> {
   let cni: { close(): Promise<void> } | undefined;
   if (config.cniSocket) {
     const { startCniServer } = await import("./cni/server.ts");
-    cni = await startCniServer(config.cniSocket, core);
+    const { cniHandlerFor } = await import("./cni/check.ts");
+    // CHECK compares the core's desired targets with the map itself.
+    cni = await startCniServer(config.cniSocket, cniHandlerFor(core, datapath.store));
   }
   log.info("Agent started on node {node} with pod sources {sources}", {
     node: config.nodeName || "(any)",

@@ -284,7 +284,8 @@ export class CgroupFollower implements Disposable {
       next.attached = false;
       next.cgroupId = null;
       next.lastError ??= "no kubelet process found in /proc: waiting for it (kubelet cgroup auto)";
-      this.#watch(dirname(cgroup2Mounts(mounts, this.#o.hostCgroupRoot)[0]?.mountPoint ?? "/"));
+      // Nothing to watch yet: the /proc scan finds the kubelet.
+      this.#watch(null);
     } else {
       this.#attachIfNeeded(next.path, next);
       this.#watch(nearestExisting(dirname(next.path), (d) => this.#o.cgroupId(d) !== null));
@@ -303,7 +304,14 @@ export class CgroupFollower implements Disposable {
     this.#status = next;
     if (statusKey(prev) !== statusKey(next)) {
       this.#report(prev, next);
-      for (const l of this.#listeners) l(this.status());
+      for (const l of this.#listeners) {
+        try {
+          l(this.status());
+        } catch (e) {
+          // A listener's failure must not stop the follower's timer.
+          log.error("Cgroup status listener failed: {error}", { error: errorText(e) });
+        }
+      }
     }
     return this.status();
   }
@@ -392,10 +400,11 @@ export class CgroupFollower implements Disposable {
     return first;
   }
 
-  #watch(dir: string): void {
+  #watch(dir: string | null): void {
     if (this.#watcher?.dir === dir) return;
     this.#watcher?.handle.close();
     this.#watcher = undefined;
+    if (dir === null) return;
     try {
       const handle = this.#o.watch(dir, () => this.#queueSync());
       this.#watcher = { dir, handle };

@@ -142,16 +142,27 @@ export function mapProcessCgroup(
         "`mount -t cgroup2 none /sys/fs/cgroup` or, in a container, mount the host's cgroup2",
     );
   }
-  // A path outside this process's cgroup namespace starts with "/..": it
-  // cannot be reached through a namespaced mount.
-  if (!cgroup.startsWith("/") || cgroup.split("/").includes("..")) {
-    throw new CgroupPathError(
-      `Cgroup "${cgroup}" lies outside this process's cgroup namespace: run Lace in the ` +
-        "host's cgroup namespace (hostPID and the host cgroup2 mounted, or cgroupns=host)",
-    );
+  if (!cgroup.startsWith("/")) {
+    throw new CgroupPathError(`Cgroup "${cgroup}" from /proc is not an absolute path`);
   }
+  // Inside a pod's own cgroup namespace the kernel shows the kubelet's cgroup
+  // as "/../../system.slice/kubelet.service", and the host's cgroup2 mount
+  // with the root "/../..": both in the same coordinates, so a component-wise
+  // prefix match finds the directory, as long as no ".." remains below it.
+  const parts = cgroup.split("/").filter(Boolean);
   for (const m of v2) {
-    if (isWithin(cgroup, m.root)) return joinPath(m.mountPoint, cgroup.slice(m.root.length));
+    const root = m.root.split("/").filter(Boolean);
+    if (root.length > parts.length || root.some((c, i) => parts[i] !== c)) continue;
+    const rest = parts.slice(root.length);
+    if (rest.includes("..")) continue;
+    return joinPath(m.mountPoint, rest.length ? "/" + rest.join("/") : "");
+  }
+  if (parts.includes("..")) {
+    throw new CgroupPathError(
+      `Cgroup "${cgroup}" lies outside this process's cgroup namespace and no cgroup2 mount ` +
+        "reaches it: mount the host's cgroup2 hierarchy (e.g. at /host/sys/fs/cgroup with " +
+        "--host-cgroup-root=/host) or run Lace in the host's cgroup namespace",
+    );
   }
   throw new CgroupPathError(
     `Cgroup "${cgroup}" is not visible under the cgroup2 mount at "${v2[0].mountPoint}" ` +

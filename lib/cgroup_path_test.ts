@@ -97,3 +97,21 @@ Deno.test("mapProcessCgroup() cuts a namespaced mount's root and refuses paths o
     /outside this process's cgroup/,
   );
 });
+
+Deno.test("mapProcessCgroup() resolves a kubelet outside a pod's cgroup namespace through the host mount", () => {
+  // As seen from a DaemonSet pod with its own cgroup namespace (checked with unshare --cgroup).
+  const pod = [
+    { mountPoint: "/sys/fs/cgroup", root: "/", fsType: "cgroup2" },
+    { mountPoint: "/host/sys/fs/cgroup", root: "/../../..", fsType: "cgroup2" },
+  ];
+  assert.equal(
+    mapProcessCgroup("/../../../system.slice/kubelet.service", pod),
+    "/host/sys/fs/cgroup/system.slice/kubelet.service",
+  );
+  assert.equal(mapProcessCgroup("/../../..", pod), "/host/sys/fs/cgroup");
+  // Deeper than the host mount's root reaches: refused, never guessed.
+  assert.throws(
+    () => mapProcessCgroup("/../../../../x", [pod[1]]),
+    /outside this process's cgroup namespace and no cgroup2 mount reaches it/,
+  );
+});

@@ -9,6 +9,33 @@ import { getLogger } from "@logtape/logtape";
 
 const log = getLogger(["lace", "kube"]);
 
+type DispatcherOptions = ReturnType<KubeConfig["createDispatcherOptions"]>;
+
+/**
+ * A KubeConfig whose connections speak HTTP/1.1 only. client-node 2.0.1 sends
+ * requests through undici, which offers HTTP/2; kube-apiserver accepts it, and
+ * Deno 2.9's node:http2 then crashes the whole process (a segfault, or the
+ * nghttp2 assertion "stream->closed_next == NULL" in find_stream_on_goaway_func)
+ * when the API server sends GOAWAY, as it does on shutdown and with
+ * --goaway-chance. A node agent must outlive API server restarts, so every
+ * client Lace builds stays on HTTP/1.1.
+ */
+export class Http1KubeConfig extends KubeConfig {
+  override createDispatcherOptions(
+    ...args: Parameters<KubeConfig["createDispatcherOptions"]>
+  ): DispatcherOptions {
+    const options = super.createDispatcherOptions(...args);
+    if (options.type === "agent" || options.type === "proxy") {
+      // undici's connector reads allowH2 from the connect options, which node's types lack.
+      const connect: typeof options.connect = Object.assign({}, options.connect, {
+        allowH2: false,
+      });
+      return { ...options, connect };
+    }
+    return options;
+  }
+}
+
 const SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token";
 
 export interface KubeConfigSources {
@@ -37,7 +64,7 @@ function fileExists(path: string): boolean {
 export function loadKubeConfig(sources: KubeConfigSources = {}): KubeConfig {
   const env = sources.env ?? ((name: string) => Deno.env.get(name));
   const exists = sources.exists ?? fileExists;
-  const kc = new KubeConfig();
+  const kc = new Http1KubeConfig();
   const fromFile = (path: string, origin: string) => {
     if (!exists(path)) {
       throw new Error(`Kubeconfig "${path}" from ${origin} does not exist: fix the path`);

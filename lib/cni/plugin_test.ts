@@ -315,3 +315,16 @@ Deno.test("ADD fails open even when the transport throws something unexpected", 
   assert.equal(out.code, 0);
   assert.match(out.log.join("\n"), /boom/);
 });
+
+Deno.test("an unexpected failure inside the plugin is error 999 with a message", async () => {
+  const hostile = {
+    get CNI_COMMAND(): string {
+      throw new Error("environment exploded");
+    },
+  };
+  const out = await cniPlugin(hostile, stdin("/x.sock"));
+  assert.equal(out.code, 1);
+  const result = JSON.parse(out.stdout);
+  assert.equal(result.code, 999);
+  assert.match(result.msg, /environment exploded/);
+});

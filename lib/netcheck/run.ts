@@ -173,7 +173,7 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
     outcome.status = summary.failed ? "failed" : "passed";
   } catch (e) {
     outcome.status = signal?.aborted ? "interrupted" : "error";
-    outcome.error = (e as Error).message;
+    outcome.error = describeError(e);
     if (!(e instanceof SetupError)) log.debug("Run failed: {error}", { error: e });
   } finally {
     if (created) {
@@ -266,6 +266,27 @@ async function measureBandwidth(
     log.debug("Retrying {from} → {to}: {message}", { ...base, message: parsed.message });
     await abortableSleep(env.retryDelayMs ?? 1000 * attempt, env.signal);
   }
+}
+
+/** One line for an error; API errors name the HTTP status and point at the RBAC for 403. */
+export function describeError(e: unknown): string {
+  const code = (e as { code?: unknown })?.code;
+  if (typeof code === "number" && code >= 400) {
+    const body = (e as { body?: unknown }).body;
+    let detail = "";
+    try {
+      detail =
+        (typeof body === "string" ? JSON.parse(body) : body as { message?: string })?.message ??
+          "";
+    } catch {
+      detail = String(body ?? "");
+    }
+    const hint = code === 403 ? "; grant the RBAC listed in docs/netcheck.md" : "";
+    return `Kubernetes API request failed with HTTP ${code}: ${
+      detail || (e as Error).message
+    }${hint}`;
+  }
+  return e instanceof Error ? e.message : String(e);
 }
 
 function ns(options: NetcheckOptions): string {

@@ -7,7 +7,8 @@
  * inside the node's network namespace; a step can also be a function, which
  * stands in for the work of a plugin this machine does not have.
  */
-import { dirname, fromFileUrl, join } from "node:path";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 
 export interface PluginRun {
   type: string;
@@ -44,7 +45,7 @@ export interface ChainOutcome {
 
 /** The command that runs this checkout's `lace` as a plugin. */
 export function laceCommand(): string[] {
-  const main = join(dirname(fromFileUrl(import.meta.url)), "..", "..", "main.ts");
+  const main = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "main.ts");
   return [Deno.execPath(), "run", "-A", "--quiet", main];
 }
 

@@ -39,7 +39,11 @@ export class Http1KubeConfig extends KubeConfig {
   ): DispatcherOptions {
     const options = super.createDispatcherOptions(...args);
     if (options.type === "agent" || options.type === "proxy") {
-      return { ...options, connect: { ...options.connect, allowH2: false } } as DispatcherOptions;
+      // undici's buildConnector reads allowH2 from the connect options, which node's types lack.
+      const connect: typeof options.connect = Object.assign({}, options.connect, {
+        allowH2: false,
+      });
+      return { ...options, connect };
     }
     return options;
   }
@@ -270,6 +274,32 @@ function apiServerArgs(pki: Pki, dir: string, port: number, etcdUrl: string): st
   ];
 }
 
+const dirPrefix = "lace-control-plane-";
+
+/**
+ * Removes the directories of earlier runs whose test process is gone (killed, or crashed before
+ * its cleanup ran): etcd preallocates its WAL, so each holds over 100 MB.
+ */
+async function removeAbandonedDirs(): Promise<void> {
+  const tmp = Deno.env.get("TMPDIR") ?? "/tmp";
+  for await (const entry of Deno.readDir(tmp)) {
+    if (!entry.isDirectory || !entry.name.startsWith(dirPrefix)) continue;
+    const dir = `${tmp}/${entry.name}`;
+    try {
+      const owner = (await Deno.readTextFile(`${dir}/owner.pid`)).trim();
+      await Deno.stat(`/proc/${owner}`);
+    } catch {
+      // The owner is gone, or there is no owner file: a run just starting, or one from before
+      // owner files existed, so only an old one goes.
+      const hasOwnerFile = await Deno.stat(`${dir}/owner.pid`).then(() => true, () => false);
+      const modified = (await Deno.stat(dir).catch(() => null))?.mtime?.getTime() ?? 0;
+      if (hasOwnerFile || Date.now() - modified > 10 * 60_000) {
+        await Deno.remove(dir, { recursive: true }).catch(() => {});
+      }
+    }
+  }
+}
+
 /**
  * Starts etcd and kube-apiserver on loopback with fresh certificates in a temporary directory
  * and waits until /readyz answers ok. The result is AsyncDisposable: `await using cp = ...`
@@ -283,7 +313,9 @@ export async function startControlPlane(
   const tools = await toolPaths();
   const readyTimeoutMs = options.readyTimeoutMs ?? 90_000;
   const keepDir = options.keepDir ?? Deno.env.get("LACE_KEEP_CONTROL_PLANE") === "1";
-  const dir = await Deno.makeTempDir({ prefix: "lace-control-plane-" });
+  await removeAbandonedDirs();
+  const dir = await Deno.makeTempDir({ prefix: dirPrefix });
+  await Deno.writeTextFile(`${dir}/owner.pid`, `${Deno.pid}\n`);
   const etcdLog = `${dir}/etcd.log`;
   const apiLog = `${dir}/kube-apiserver.log`;
   let etcd: ManagedProcess | undefined;

@@ -213,9 +213,9 @@ export class NetnsCluster implements NetcheckCluster, AsyncDisposable {
     return Promise.resolve();
   }
 
-  async applyDaemonSet(_namespace: string, manifest: Record<string, unknown>): Promise<void> {
+  applyDaemonSet(_namespace: string, manifest: Record<string, unknown>): Promise<void> {
     const name = (manifest.metadata as { name: string }).name;
-    if (this.daemonSets.has(name)) return;
+    if (this.daemonSets.has(name)) return Promise.resolve();
     this.daemonSets.add(name);
     for (const node of this.nodes) {
       if (node.cordoned || node.waitingReason) continue;
@@ -232,6 +232,7 @@ export class NetnsCluster implements NetcheckCluster, AsyncDisposable {
         this.#spawn(node, ["iperf3", "-s", "-p", "5201"]),
       );
     }
+    return Promise.resolve();
   }
 
   daemonSetDesired(_namespace: string, name: string): Promise<number | null> {

@@ -1,0 +1,202 @@
+/**
+ * Figure 4, agent footprint: startup to ready, then RSS, CPU and wake-ups
+ * over an idle window, for `lace agent` with 250 pods × 3 probes (directory
+ * source, and Kubernetes API source against the test API server) beside a
+ * bare `deno run` of an empty script and one that only imports the
+ * Kubernetes client. Startups are measured one at a time; the idle window is
+ * shared by all of them, so they see the same machine.
+ */
+import { fileURLToPath } from "node:url";
+import { join } from "node:path";
+import { uninstall } from "../lib/datapath.ts";
+import { lines } from "../lib/sim/exec.ts";
+import { SimCgroups } from "../lib/sim/cgroup.ts";
+import { AgentProcess, mainCommand } from "./agent_process.ts";
+import { JsonLineChild } from "./json_child.ts";
+import { benchPod, benchPodKeys } from "./pods.ts";
+import { atMost, fmt, type FigureResult, type Goal, type Row } from "./report.ts";
+import { round } from "./stats.ts";
+import { benchPinPath, type Cleanups, type ProcSample, sampleProcess, sleep } from "./system.ts";
+
+export interface FootprintOptions {
+  quick: boolean;
+  idleSeconds: number;
+}
+
+interface Subject {
+  name: string;
+  label: string;
+  pid: number;
+  startupMs: number;
+}
+
+const IDLE = fileURLToPath(new URL("./idle.ts", import.meta.url));
+const MiB = 2 ** 20;
+
+interface Baseline {
+  pid: number;
+  startupMs: number;
+  stop(): Promise<void>;
+}
+
+/** Starts a baseline script; startup is the time until it printed "ready". */
+async function startBaseline(args: string[]): Promise<Baseline> {
+  const t0 = performance.now();
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-all", IDLE, ...args],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const stop = async () => {
+    try {
+      child.kill("SIGKILL");
+    } catch { /* gone */ }
+    await child.status;
+    await drained;
+  };
+  const it = lines(child.stdout);
+  const first = await it.next();
+  const startupMs = performance.now() - t0;
+  // Keep reading so the pipe never fills.
+  const drained = (async () => {
+    for await (const _ of it) { /* discard */ }
+  })();
+  if (first.value !== "ready") {
+    await stop();
+    throw new Error(`Baseline "${IDLE} ${args.join(" ")}" did not start`);
+  }
+  return { pid: child.pid, startupMs, stop };
+}
+
+export async function footprint(opts: FootprintOptions, cleanups: Cleanups): Promise<FigureResult> {
+  const pods = opts.quick ? 50 : 250;
+  const subjects: Subject[] = [];
+
+  // Warm the module caches, so startups measure starting, not first-time transpiling.
+  await new Deno.Command(mainCommand(["version"])[0], {
+    args: mainCommand(["version"]).slice(1),
+    stdout: "null",
+    stderr: "null",
+  }).output();
+  await (await startBaseline(["client-node"])).stop();
+
+  const bare = await startBaseline([]);
+  cleanups.defer(() => bare.stop());
+  subjects.push({ name: "bareDeno", label: "deno run, empty script", ...bare });
+  const client = await startBaseline(["client-node"]);
+  cleanups.defer(() => client.stop());
+  subjects.push({ name: "denoClientNode", label: "deno run, import client-node only", ...client });
+
+  const cgroups = SimCgroups.create();
+  cleanups.defer(() => cgroups.dispose());
+
+  // Agent with the directory source.
+  const podsDir = await Deno.makeTempDir({ prefix: "lace-bench-pods-" });
+  cleanups.defer(() => Deno.remove(podsDir, { recursive: true }));
+  for (let i = 0; i < pods; i++) {
+    Deno.writeTextFileSync(join(podsDir, `pod-${i}.json`), JSON.stringify(benchPod(i)));
+  }
+  const dirPin = benchPinPath();
+  cleanups.defer(() => uninstall(dirPin));
+  const dirAgent = AgentProcess.start({ pinPath: dirPin, kubeletCgroup: cgroups.kubelet, podsDir });
+  cleanups.defer(() => dirAgent.stop());
+  subjects.push({
+    name: "agentDir",
+    label: `lace agent, pods directory, ${pods} pods`,
+    pid: dirAgent.pid,
+    startupMs: await dirAgent.waitReady(),
+  });
+
+  // Agent with the Kubernetes API source.
+  const api = await JsonLineChild.spawn("test API server", [
+    Deno.execPath(),
+    "run",
+    "--allow-all",
+    fileURLToPath(new URL("./api_server_process.ts", import.meta.url)),
+  ]);
+  cleanups.defer(() => api.close());
+  await api.request({ put: Array.from({ length: pods }, (_, i) => benchPod(i)) });
+  const apiPin = benchPinPath();
+  cleanups.defer(() => uninstall(apiPin));
+  const apiAgent = AgentProcess.start({
+    pinPath: apiPin,
+    kubeletCgroup: cgroups.other,
+    kubeconfig: String(api.ready.kubeconfig),
+  });
+  cleanups.defer(() => apiAgent.stop());
+  subjects.push({
+    name: "agentApi",
+    label: `lace agent, Kubernetes API, ${pods} pods`,
+    pid: apiAgent.pid,
+    startupMs: await apiAgent.waitReady(),
+  });
+  const targets = (await (await fetch(`http://${apiAgent.metricsAddr}/targets`)).json()).length;
+  const expectedTargets = pods * benchPodKeys(0).length;
+  if (targets !== expectedTargets) {
+    throw new Error(`The API agent reports ${targets} targets, expected ${expectedTargets}`);
+  }
+
+  // A short settle so the idle window starts after start-up work (first GC, timers) is done.
+  await sleep(2000);
+  const before = new Map<string, ProcSample>(subjects.map((s) => [s.name, sampleProcess(s.pid)]));
+  const t0 = performance.now();
+  await sleep(opts.idleSeconds * 1000);
+  const seconds = (performance.now() - t0) / 1000;
+  const after = new Map<string, ProcSample>(subjects.map((s) => [s.name, sampleProcess(s.pid)]));
+
+  const measured = subjects.map((s) => {
+    const a = before.get(s.name)!, b = after.get(s.name)!;
+    return {
+      name: s.name,
+      label: s.label,
+      startupMs: round(s.startupMs, 1),
+      rssMiB: round(b.rssBytes / MiB, 1),
+      peakRssMiB: round(b.peakRssBytes / MiB, 1),
+      idleCpuPercent: round(((b.cpuSeconds - a.cpuSeconds) / seconds) * 100, 3),
+      wakeupsPerSecond: round((b.contextSwitches - a.contextSwitches) / seconds, 2),
+      threads: b.threads,
+    };
+  });
+  const rows: Row[] = measured.map((m) => ({
+    measurement: m.label,
+    value: `ready ${fmt(m.startupMs)} ms, RSS ${fmt(m.rssMiB)} MiB (peak ${fmt(m.peakRssMiB)}), ` +
+      `idle CPU ${fmt(m.idleCpuPercent)}%, ${fmt(m.wakeupsPerSecond)} wake-ups/s`,
+    goal: m.name.startsWith("agent") ? "RSS ≤ 100 MB, idle CPU ≈ 0" : undefined,
+  }));
+  rows.push({ measurement: "idle window", value: `${fmt(seconds)} s, after all were ready` });
+  const bareWakeups = measured.find((m) => m.name === "bareDeno")!.wakeupsPerSecond;
+  const goals: Goal[] = [];
+  for (const m of measured.filter((x) => x.name.startsWith("agent"))) {
+    // 100 MB as in the goal: decimal megabytes.
+    goals.push(atMost(
+      "footprint",
+      `${m.label}: RSS after ${fmt(seconds)} s idle`,
+      round((m.rssMiB * MiB) / 1e6, 1),
+      100,
+      "MB",
+      m.name === "agentApi"
+        ? `the Kubernetes client alone costs ${
+          fmt(measured.find((x) => x.name === "denoClientNode")!.rssMiB)
+        } MiB RSS in a bare deno (see its row)`
+        : undefined,
+    ));
+    const extra = round(m.wakeupsPerSecond - bareWakeups, 2);
+    const met = m.idleCpuPercent <= 0.5 && extra <= 1;
+    goals.push({
+      figure: "footprint",
+      name: `${m.label}: idle CPU`,
+      target: "≈ 0 (≤ 0.5% of a core, ≤ 1 wake-up/s more than bare deno)",
+      measured: `${fmt(m.idleCpuPercent)}%, ${fmt(extra)} wake-ups/s more than bare deno`,
+      met,
+      ...(met ? {} : { reason: "the agent wakes up or works while nothing changes" }),
+    });
+  }
+  return {
+    name: "footprint",
+    title: "4. Agent footprint",
+    rows,
+    goals,
+    data: { pods, probesPerPod: 3, idleSeconds: round(seconds, 2), processes: measured },
+  };
+}

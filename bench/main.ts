@@ -1,0 +1,168 @@
+/**
+ * `deno task bench`: what Lace costs the node, measured side by side in one
+ * run on the netns harness (root). Prints one table and, with --json FILE,
+ * writes one JSON document. Every figure sets up and removes its own
+ * namespaces, cgroups, pins, processes and sysctls, also on failure and on
+ * Ctrl-C.
+ *
+ *   deno run -A bench/main.ts [--quick] [--only hook,reachable,reconcile,footprint,netcheck]
+ *                             [--json FILE] [--idle-seconds N]
+ */
+import { setupLogging } from "../lib/log.ts";
+import { footprint } from "./footprint.ts";
+import { hookCost } from "./hook_cost.ts";
+import { netcheckScheduling } from "./netcheck_schedule.ts";
+import { reconcileScale } from "./reconcile_scale.ts";
+import { timeToReachable } from "./time_to_reachable.ts";
+import { type FigureFailure, type FigureResult, formatTable } from "./report.ts";
+import { Cleanups, machineInfo } from "./system.ts";
+
+export interface BenchOptions {
+  quick: boolean;
+  only: string[];
+  json?: string;
+  idleSeconds: number;
+}
+
+const FIGURES: {
+  name: string;
+  title: string;
+  run: (o: BenchOptions, c: Cleanups) => Promise<FigureResult>;
+}[] = [
+  { name: "hook", title: "1. Hook cost", run: (o, c) => hookCost(o, c) },
+  { name: "reachable", title: "2. Time to reachable", run: (o, c) => timeToReachable(o, c) },
+  { name: "reconcile", title: "3. Reconcile at scale", run: (o, c) => reconcileScale(o, c) },
+  { name: "footprint", title: "4. Agent footprint", run: (o, c) => footprint(o, c) },
+  { name: "netcheck", title: "5. netcheck scheduling", run: (o, c) => netcheckScheduling(o, c) },
+];
+
+const USAGE =
+  `Usage: deno task bench [--quick] [--only NAMES] [--json FILE] [--idle-seconds N]
+
+  --quick           small sizes, for a smoke run
+  --only NAMES      comma-separated figures: ${FIGURES.map((f) => f.name).join(",")}
+  --json FILE       also write the results as JSON
+  --idle-seconds N  idle window of the footprint figure (default 60, 5 with --quick)
+
+Runs as root: it builds network namespaces, cgroups and bpffs pins, and removes them.`;
+
+/** Parses the command line; throws a TypeError naming the bad argument. */
+export function parseArgs(args: string[]): BenchOptions {
+  const opts: BenchOptions = { quick: false, only: [], idleSeconds: NaN };
+  for (let i = 0; i < args.length; i++) {
+    const [flag, inline] = args[i].split(/=(.*)/s, 2);
+    const value = () => {
+      const v = inline ?? args[++i];
+      if (v === undefined) throw new TypeError(`Flag ${flag} needs a value`);
+      return v;
+    };
+    if (flag === "--quick") opts.quick = true;
+    else if (flag === "--only") opts.only.push(...value().split(",").filter(Boolean));
+    else if (flag === "--json") opts.json = value();
+    else if (flag === "--idle-seconds") opts.idleSeconds = Number(value());
+    else throw new TypeError(`Unknown argument "${args[i]}"`);
+  }
+  for (const name of opts.only) {
+    if (!FIGURES.some((f) => f.name === name)) {
+      throw new TypeError(
+        `Unknown figure "${name}": choose from ${FIGURES.map((f) => f.name).join(", ")}`,
+      );
+    }
+  }
+  if (Number.isNaN(opts.idleSeconds)) opts.idleSeconds = opts.quick ? 5 : 60;
+  if (!(opts.idleSeconds > 0)) {
+    throw new TypeError(`--idle-seconds must be a positive number: "${opts.idleSeconds}"`);
+  }
+  return opts;
+}
+
+async function main(args: string[]): Promise<number> {
+  if (args.includes("--help") || args.includes("-h")) {
+    console.log(USAGE);
+    return 0;
+  }
+  let opts: BenchOptions;
+  try {
+    opts = parseArgs(args);
+  } catch (e) {
+    console.error(`${(e as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  if (Deno.uid() !== 0) {
+    console.error("The benchmark needs root (network namespaces, cgroups, BPF): run it with sudo");
+    return 2;
+  }
+  // The agent's parts log every reconcile at info: keep that out of the table.
+  setupLogging("warning", "text");
+
+  let current: Cleanups | undefined;
+  const interrupted = async () => {
+    console.error("\nInterrupted: cleaning up");
+    await current?.run();
+    Deno.exit(130);
+  };
+  Deno.addSignalListener("SIGINT", interrupted);
+  Deno.addSignalListener("SIGTERM", interrupted);
+
+  const started = new Date();
+  const results: FigureResult[] = [];
+  const failures: FigureFailure[] = [];
+  for (const figure of FIGURES) {
+    if (opts.only.length && !opts.only.includes(figure.name)) continue;
+    console.error(`Running ${figure.title}…`);
+    const t0 = performance.now();
+    const loadBefore = Deno.loadavg()[0];
+    current = new Cleanups();
+    try {
+      const result = await figure.run(opts, current);
+      const loadAfter = Deno.loadavg()[0];
+      // The machine may be shared: say how busy it was while this figure ran.
+      result.rows.push({
+        measurement: "load average (1 min) before / after",
+        value: `${loadBefore.toFixed(2)} / ${loadAfter.toFixed(2)} on ${navigator.hardwareConcurrency} CPUs`,
+      });
+      result.data.loadAverage = { before: loadBefore, after: loadAfter };
+      results.push(result);
+    } catch (e) {
+      console.error(`${figure.title} failed:`, e);
+      failures.push({
+        name: figure.name,
+        title: figure.title,
+        error: (e as Error)?.message ?? String(e),
+      });
+    } finally {
+      const errors = await current.run();
+      current = undefined;
+      for (const e of errors) console.error(`Cleanup after ${figure.title} failed:`, e);
+      if (errors.length) {
+        failures.push({
+          name: figure.name,
+          title: figure.title,
+          error: `cleanup failed: ${errors.map(String).join("; ")}`,
+        });
+      }
+    }
+    console.error(`  ${figure.title} took ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  }
+
+  console.log(formatTable(results, failures));
+  if (opts.json) {
+    const doc = {
+      schema: "lace-bench/1",
+      date: started.toISOString(),
+      command: ["deno", "run", "--allow-all", "bench/main.ts", ...args].join(" "),
+      machine: machineInfo(),
+      options: { quick: opts.quick, only: opts.only, idleSeconds: opts.idleSeconds },
+      figures: Object.fromEntries(results.map((r) => [r.name, r.data])),
+      goals: results.flatMap((r) => r.goals),
+      failures,
+    };
+    await Deno.writeTextFile(opts.json, JSON.stringify(doc, null, 2) + "\n");
+    console.error(`Wrote ${opts.json}`);
+  }
+  Deno.removeSignalListener("SIGINT", interrupted);
+  Deno.removeSignalListener("SIGTERM", interrupted);
+  return failures.length ? 1 : 0;
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));

@@ -1,0 +1,149 @@
+/**
+ * The machine side of the benchmark: scoped cleanups that also run on
+ * failure and on Ctrl-C, sysctl save/restore, process statistics from /proc,
+ * the machine description, and waiting for a condition with a deadline.
+ */
+import { bpffsMountPoints, readMountInfo } from "../lib/mountinfo.ts";
+import { randomSuffix } from "../lib/sim/exec.ts";
+
+/** A stack of cleanups, run in reverse order; every one runs even if another fails. */
+export class Cleanups {
+  #stack: (() => unknown)[] = [];
+
+  /** Registers a cleanup, to run before the ones registered earlier. */
+  defer(fn: () => unknown): void {
+    this.#stack.push(fn);
+  }
+
+  /** Runs and forgets every cleanup; the errors are returned, not thrown. */
+  async run(): Promise<unknown[]> {
+    const errors: unknown[] = [];
+    while (this.#stack.length) {
+      try {
+        await this.#stack.pop()!();
+      } catch (e) {
+        errors.push(e);
+      }
+    }
+    return errors;
+  }
+}
+
+/** Reads a sysctl through /proc/sys (name with dots). */
+export function readSysctl(name: string): string {
+  return Deno.readTextFileSync(`/proc/sys/${name.replaceAll(".", "/")}`).trim();
+}
+
+/** Sets a sysctl and registers the restore of its previous value. */
+export function setSysctl(name: string, value: string, cleanups: Cleanups): void {
+  const previous = readSysctl(name);
+  cleanups.defer(() => Deno.writeTextFileSync(`/proc/sys/${name.replaceAll(".", "/")}`, previous));
+  Deno.writeTextFileSync(`/proc/sys/${name.replaceAll(".", "/")}`, value);
+}
+
+/** A unique pin path under the bpffs mount, for one figure's datapath. */
+export function benchPinPath(): string {
+  const bpffs = bpffsMountPoints(readMountInfo())[0];
+  if (!bpffs) throw new Error("bpffs is not mounted: run `mount -t bpf bpf /sys/fs/bpf`");
+  return `${bpffs}/lace-bench-${randomSuffix()}`;
+}
+
+/** CPU time, memory and context switches of a process, from /proc. */
+export interface ProcSample {
+  /** utime + stime, seconds. */
+  cpuSeconds: number;
+  rssBytes: number;
+  /** Peak RSS (VmHWM). */
+  peakRssBytes: number;
+  /** Voluntary + involuntary context switches summed over all threads: wake-ups. */
+  contextSwitches: number;
+  threads: number;
+}
+
+const CLOCK_TICKS = 100; // USER_HZ on Linux
+
+/** Samples a live process; throws when it has exited. */
+export function sampleProcess(pid: number): ProcSample {
+  const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+  // Fields after the command name, which may hold spaces: state is field 3.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const cpuSeconds = (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  const status = Deno.readTextFileSync(`/proc/${pid}/status`);
+  const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? 0);
+  let contextSwitches = 0, threads = 0;
+  for (const task of Deno.readDirSync(`/proc/${pid}/task`)) {
+    try {
+      const t = Deno.readTextFileSync(`/proc/${pid}/task/${task.name}/status`);
+      for (const m of t.matchAll(/^(?:non)?voluntary_ctxt_switches:\s+(\d+)/gm)) {
+        contextSwitches += Number(m[1]);
+      }
+      threads++;
+    } catch {
+      // The thread ended between listing and reading.
+    }
+  }
+  return {
+    cpuSeconds,
+    rssBytes: kb("VmRSS") * 1024,
+    peakRssBytes: kb("VmHWM") * 1024,
+    contextSwitches,
+    threads,
+  };
+}
+
+/** Describes the machine for RESULTS.md and the JSON document. */
+export function machineInfo(): Record<string, string | number> {
+  const cpuinfo = Deno.readTextFileSync("/proc/cpuinfo");
+  return {
+    nproc: navigator.hardwareConcurrency,
+    kernel: Deno.osRelease(),
+    cpu: /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1]?.trim() ?? "unknown",
+    memTotalMiB: Math.round(Deno.systemMemoryInfo().total / 2 ** 20),
+    deno: Deno.version.deno,
+  };
+}
+
+/** Waits for `condition` with a deadline, checking every `everyMs` (async, lets I/O run). */
+export async function waitFor(
+  what: string,
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  everyMs = 5,
+): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!(await condition())) {
+    if (performance.now() > deadline) {
+      throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}
+
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * Waits for `condition` polling synchronously every ~`everyMs` (fractions of a
+ * millisecond) without spinning the CPU: timer callbacks are too coarse (1 ms)
+ * for latencies of a few ms, and a busy loop would steal the CPU the agent
+ * needs. Returns the time at which the condition was first seen true.
+ */
+export function pollUntil(
+  what: string,
+  condition: () => boolean,
+  timeoutMs: number,
+  everyMs = 0.05,
+): number {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    if (condition()) return performance.now();
+    if (performance.now() > deadline) {
+      throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
+    }
+    Atomics.wait(sleeper, 0, 0, everyMs);
+  }
+}
+
+/** Milliseconds as a promise, for pacing (never as synchronisation). */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

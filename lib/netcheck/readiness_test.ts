@@ -1,0 +1,86 @@
+import assert from "node:assert/strict";
+import type { ProbePod } from "./cluster.ts";
+import { podState, SetupError, waitForProbePods } from "./readiness.ts";
+import { fakeNodes, MemoryCluster } from "./sim/memory_cluster.ts";
+
+const pod = (over: Partial<ProbePod>): ProbePod => ({
+  name: "p",
+  nodeName: "n",
+  phase: "Running",
+  ready: true,
+  podIPs: ["10.0.0.1"],
+  unschedulable: false,
+  containerReasons: {},
+  ...over,
+});
+
+Deno.test("podState() classifies ready, skipped, fatal and starting pods", () => {
+  assert.deepEqual(podState(pod({})), { kind: "ready" });
+  assert.equal(
+    podState(pod({ phase: "Pending", ready: false, unschedulable: true })).kind,
+    "skipped",
+  );
+  for (
+    const reason of [
+      "ErrImagePull",
+      "CrashLoopBackOff",
+      "CreateContainerConfigError",
+      "InvalidImageName",
+    ]
+  ) {
+    assert.equal(
+      podState(pod({ ready: false, containerReasons: { bandwidth: reason } })).kind,
+      "fatal",
+    );
+  }
+  assert.equal(
+    podState(pod({ phase: "Pending", ready: false, containerReasons: { c: "ContainerCreating" } }))
+      .kind,
+    "starting",
+  );
+});
+
+Deno.test("waitForProbePods() polls until pods are ready, on fake time", async () => {
+  const cluster = new MemoryCluster(fakeNodes(3), { readyAfterLists: 3 });
+  await cluster.ensureNamespace("ns");
+  await cluster.applyDaemonSet("ns", { metadata: { name: "ds" } });
+  let now = 0, sleeps = 0;
+  const ready = await waitForProbePods(cluster, {
+    namespace: "ns",
+    daemonSet: "ds",
+    selector: "",
+    timeoutMs: 60_000,
+    now: () => now,
+    sleep: (ms) => {
+      sleeps++;
+      now += ms;
+      return Promise.resolve();
+    },
+  });
+  assert.equal(ready.ready.length, 3);
+  assert.equal(sleeps, 3);
+});
+
+Deno.test("waitForProbePods() gives up at the deadline naming the pods still starting", async () => {
+  const nodes = fakeNodes(2);
+  nodes[1].neverReady = true;
+  const cluster = new MemoryCluster(nodes);
+  await cluster.ensureNamespace("ns");
+  await cluster.applyDaemonSet("ns", { metadata: { name: "ds" } });
+  let now = 0;
+  await assert.rejects(
+    waitForProbePods(cluster, {
+      namespace: "ns",
+      daemonSet: "ds",
+      selector: "",
+      timeoutMs: 10_000,
+      now: () => now,
+      sleep: (ms) => Promise.resolve(void (now += ms)),
+    }),
+    (e: Error) => {
+      assert.ok(e instanceof SetupError);
+      assert.match(e.message, /not ready within 10s: still starting: ds-node-0001 on node-0001/);
+      return true;
+    },
+  );
+});
