@@ -111,7 +111,8 @@ function main(): Promise<void> {
     return { count: req.count, totalNs: Math.round(total * 1e6) };
   };
 
-  const out = (o: unknown) => Deno.stdout.writeSync(new TextEncoder().encode(JSON.stringify(o) + "\n"));
+  const out = (o: unknown) =>
+    Deno.stdout.writeSync(new TextEncoder().encode(JSON.stringify(o) + "\n"));
   out({ ready: true, ports });
   return (async () => {
     for await (const line of lines(Deno.stdin.readable)) {

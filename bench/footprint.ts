@@ -14,7 +14,7 @@ import { SimCgroups } from "../lib/sim/cgroup.ts";
 import { AgentProcess, mainCommand } from "./agent_process.ts";
 import { JsonLineChild } from "./json_child.ts";
 import { benchPod, benchPodKeys } from "./pods.ts";
-import { atMost, fmt, type FigureResult, type Goal, type Row } from "./report.ts";
+import { atMost, type FigureResult, fmt, type Goal, type Row } from "./report.ts";
 import { round } from "./stats.ts";
 import { benchPinPath, type Cleanups, type ProcSample, sampleProcess, sleep } from "./system.ts";
 

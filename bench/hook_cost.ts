@@ -15,7 +15,7 @@ import { run } from "../lib/sim/exec.ts";
 import { SimNode } from "../lib/sim/netns.ts";
 import type { ConnectResponse } from "./connect_worker.ts";
 import { JsonLineChild } from "./json_child.ts";
-import { atMost, fmt, type FigureResult, type Goal, type Row } from "./report.ts";
+import { atMost, type FigureResult, fmt, type Goal, type Row } from "./report.ts";
 import { median, round } from "./stats.ts";
 import { benchPinPath, type Cleanups, setSysctl } from "./system.ts";
 
@@ -51,7 +51,11 @@ function* fillerKeys(): Generator<ProbeKey> {
         port,
       };
     } else {
-      yield { family: "ipv6", address: `fd00::${(n >> 16).toString(16)}:${(n & 0xffff).toString(16)}`, port };
+      yield {
+        family: "ipv6",
+        address: `fd00::${(n >> 16).toString(16)}:${(n & 0xffff).toString(16)}`,
+        port,
+      };
     }
   }
 }
@@ -112,15 +116,22 @@ export async function hookCost(opts: HookCostOptions, cleanups: Cleanups): Promi
   await connects(cgroups.other, "ipv4", ports.ipv4[1], 200);
 
   setSysctl(STATS_SYSCTL, "1", cleanups);
-  const perConnect: { entries: number; family: Family; match: boolean; ns: number; runs: number }[] =
-    [];
+  const perConnect: {
+    entries: number;
+    family: Family;
+    match: boolean;
+    ns: number;
+    runs: number;
+  }[] = [];
   const key = (family: Family, match: boolean) => `${family}/${match}`;
   for (const size of sizes) {
     fillTo(size);
     const cells = FAMILIES.flatMap((family) =>
       (size > 0 ? [false, true] : [false]).map((match) => ({ family, match }))
     );
-    const samples = new Map(cells.map((c) => [key(c.family, c.match), { ns: [] as number[], runs: 0 }]));
+    const samples = new Map(
+      cells.map((c) => [key(c.family, c.match), { ns: [] as number[], runs: 0 }]),
+    );
     for (let r = 0; r < statRounds; r++) {
       for (const { family, match } of cells) {
         const id = progIds[PROGRAM[family]];
@@ -130,7 +141,9 @@ export async function hookCost(opts: HookCostOptions, cleanups: Cleanups): Promi
         const dCnt = after.runCnt - before.runCnt;
         if (dCnt <= 0) {
           throw new Error(
-            `The ${PROGRAM[family]} program did not run during ${statCount} connects: is it attached to "${cgroups.kubelet}"`,
+            `The ${
+              PROGRAM[family]
+            } program did not run during ${statCount} connects: is it attached to "${cgroups.kubelet}"`,
           );
         }
         const cell = samples.get(key(family, match))!;
@@ -140,7 +153,13 @@ export async function hookCost(opts: HookCostOptions, cleanups: Cleanups): Promi
     }
     for (const { family, match } of cells) {
       const cell = samples.get(key(family, match))!;
-      perConnect.push({ entries: size, family, match, ns: round(median(cell.ns), 1), runs: cell.runs });
+      perConnect.push({
+        entries: size,
+        family,
+        match,
+        ns: round(median(cell.ns), 1),
+        runs: cell.runs,
+      });
     }
   }
   const tagged = datapath.counters();
@@ -163,7 +182,9 @@ export async function hookCost(opts: HookCostOptions, cleanups: Cleanups): Promi
       const k: number[] = [], o: number[] = [], q: number[] = [];
       for (let r = 0; r < ratioRounds; r++) {
         // Alternate which cgroup goes first, so neither gets the warmer caches every time.
-        const order = r % 2 === 0 ? [cgroups.kubelet, cgroups.other] : [cgroups.other, cgroups.kubelet];
+        const order = r % 2 === 0
+          ? [cgroups.kubelet, cgroups.other]
+          : [cgroups.other, cgroups.kubelet];
         const got: Record<string, number> = {};
         for (const cg of order) {
           const res = await connects(cg, family, port, ratioCount);
@@ -187,7 +208,8 @@ export async function hookCost(opts: HookCostOptions, cleanups: Cleanups): Promi
 
   const label = (family: Family, match: boolean) =>
     `${family === "ipv4" ? "IPv4" : "IPv6"} ${match ? "matching" : "non-matching"}`;
-  const sizeLabel = (n: number) => n === MAX_TARGETS ? "64k" : n >= 1000 ? `${n / 1000}k` : String(n);
+  const sizeLabel = (n: number) =>
+    n === MAX_TARGETS ? "64k" : n >= 1000 ? `${n / 1000}k` : String(n);
   const rows: Row[] = [];
   const goals: Goal[] = [];
   for (const family of FAMILIES) {
@@ -210,17 +232,26 @@ export async function hookCost(opts: HookCostOptions, cleanups: Cleanups): Promi
   }
   for (const r of ratios) {
     rows.push({
-      measurement: `connect() kubelet/sibling cgroup, ${label(r.family, r.match)}, ${sizeLabel(ratioSize)} entries`,
+      measurement: `connect() kubelet/sibling cgroup, ${label(r.family, r.match)}, ${
+        sizeLabel(ratioSize)
+      } entries`,
       value: `${r.ratio.toFixed(4)} (${fmt(r.kubeletNs / 1000)} µs vs ${fmt(r.otherNs / 1000)} µs)`,
       goal: "≤ 1.01",
     });
   }
   const worstRatio = ratios.reduce((a, b) => (b.ratio > a.ratio ? b : a));
   goals.push({
-    ...atMost("hook", "connect() time ratio, kubelet vs sibling (worst case)", worstRatio.ratio, 1.01, ""),
+    ...atMost(
+      "hook",
+      "connect() time ratio, kubelet vs sibling (worst case)",
+      worstRatio.ratio,
+      1.01,
+      "",
+    ),
     measured: `${worstRatio.ratio.toFixed(4)} (${label(worstRatio.family, worstRatio.match)})`,
     ...(worstRatio.ratio <= 1.01 ? {} : {
-      reason: "the median over interleaved rounds is above 1.01; compare the BPF ns/connect above " +
+      reason:
+        "the median over interleaved rounds is above 1.01; compare the BPF ns/connect above " +
         "with the connect time: a difference larger than the program's own cost is noise or " +
         "cost outside the program (e.g. the socket mark's route lookup)",
     }),

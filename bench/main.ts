@@ -36,8 +36,7 @@ const FIGURES: {
   { name: "netcheck", title: "5. netcheck scheduling", run: (o, c) => netcheckScheduling(o, c) },
 ];
 
-const USAGE =
-  `Usage: deno task bench [--quick] [--only NAMES] [--json FILE] [--idle-seconds N]
+const USAGE = `Usage: deno task bench [--quick] [--only NAMES] [--json FILE] [--idle-seconds N]
 
   --quick           small sizes, for a smoke run
   --only NAMES      comma-separated figures: ${FIGURES.map((f) => f.name).join(",")}
@@ -119,7 +118,9 @@ async function main(args: string[]): Promise<number> {
       // The machine may be shared: say how busy it was while this figure ran.
       result.rows.push({
         measurement: "load average (1 min) before / after",
-        value: `${loadBefore.toFixed(2)} / ${loadAfter.toFixed(2)} on ${navigator.hardwareConcurrency} CPUs`,
+        value: `${loadBefore.toFixed(2)} / ${
+          loadAfter.toFixed(2)
+        } on ${navigator.hardwareConcurrency} CPUs`,
       });
       result.data.loadAverage = { before: loadBefore, after: loadAfter };
       results.push(result);

@@ -25,7 +25,10 @@ export function podAddresses(i: number, dualStack: boolean): string[] {
 }
 
 /** Pod number `i`, as a source or the API server would hand it over (with status). */
-export function benchPod(i: number, opts: BenchPodOptions = {}): Pod & { apiVersion: string; kind: string } {
+export function benchPod(
+  i: number,
+  opts: BenchPodOptions = {},
+): Pod & { apiVersion: string; kind: string } {
   const probes = opts.probes ?? 3;
   const networkId = opts.networkId ?? 1;
   const ips = podAddresses(i, opts.dualStack ?? false);
@@ -45,9 +48,15 @@ export function benchPod(i: number, opts: BenchPodOptions = {}): Pod & { apiVers
       namespace: "bench",
       uid: `00000000-0000-4000-8000-${i.toString(16).padStart(12, "0")}`,
       creationTimestamp: new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString(),
-      annotations: { "lace.io/network": `net${networkId}`, "lace.io/network-id": String(networkId) },
+      annotations: {
+        "lace.io/network": `net${networkId}`,
+        "lace.io/network-id": String(networkId),
+      },
     },
-    spec: { nodeName: NODE_NAME, containers: [container as unknown as Pod["spec"]["containers"][0]] },
+    spec: {
+      nodeName: NODE_NAME,
+      containers: [container as unknown as Pod["spec"]["containers"][0]],
+    },
     status: { phase: "Running", podIP: ips[0], podIPs: ips.map((ip) => ({ ip })) },
   };
 }

@@ -12,7 +12,7 @@ import type { Pod } from "../lib/pod.ts";
 import type { PodSink, PodSource } from "../lib/pod_source.ts";
 import { keyId, type ProbeEntry, type ProbeKey, type ProbeStore } from "../lib/probe_map.ts";
 import { benchPod, benchPodKeys, NODE_NAME } from "./pods.ts";
-import { atMost, fmt, type FigureResult, type Goal } from "./report.ts";
+import { atMost, type FigureResult, fmt, type Goal } from "./report.ts";
 import { max, median, round } from "./stats.ts";
 import { benchPinPath, type Cleanups } from "./system.ts";
 
@@ -119,7 +119,9 @@ export async function reconcileScale(
   const moved = changedPods - 2 * gone;
   const base = Array.from({ length: pods }, (_, i) => benchPod(i, podOpts));
   const changed = [
-    ...base.slice(gone, gone + moved).map((_, j) => benchPod(gone + j, { ...podOpts, networkId: 2 })),
+    ...base.slice(gone, gone + moved).map((_, j) =>
+      benchPod(gone + j, { ...podOpts, networkId: 2 })
+    ),
     ...base.slice(gone + moved),
     ...Array.from({ length: gone }, (_, j) => benchPod(pods + j, podOpts)),
   ];
@@ -138,7 +140,12 @@ export async function reconcileScale(
   const store = new CountingStore(datapath.store);
   const source = new ListSource(base);
   // Long debounce and resync: only the runs the benchmark asks for happen.
-  const config = { ...defaultConfig(), nodeName: NODE_NAME, debounceMs: 3_600_000, resyncMs: 3_600_000 };
+  const config = {
+    ...defaultConfig(),
+    nodeName: NODE_NAME,
+    debounceMs: 3_600_000,
+    resyncMs: 3_600_000,
+  };
   const core = new AgentCore({ config, store, sources: [source] });
   await core.start();
   cleanups.defer(() => core.stop());
@@ -147,7 +154,9 @@ export async function reconcileScale(
   if (initial.error) throw new Error(`Initial reconcile failed: ${initial.error}`);
   const loaded = datapath.store.count();
   if (loaded !== targets) {
-    throw new Error(`The map holds ${loaded} entries after the first reconcile, expected ${targets}`);
+    throw new Error(
+      `The map holds ${loaded} entries after the first reconcile, expected ${targets}`,
+    );
   }
 
   const measure = async (expected?: { puts: Set<string>; removes: Set<string> }): Promise<Run> => {
@@ -222,7 +231,9 @@ export async function reconcileScale(
       figure: "reconcile",
       name: `full resync, ${label}, 10% changed: exactly the changed entries written`,
       target: `${changedTargets} writes, the changed keys only`,
-      measured: `${c.writes.join("/")} writes, ${c.allExact ? "exactly the changed keys" : "NOT the changed keys"}`,
+      measured: `${c.writes.join("/")} writes, ${
+        c.allExact ? "exactly the changed keys" : "NOT the changed keys"
+      }`,
       met: c.allExact,
       ...(c.allExact ? {} : { reason: "the written keys differ from the changed ones" }),
     },
@@ -233,14 +244,16 @@ export async function reconcileScale(
     rows: [
       {
         measurement: `full resync, ${label} in the map, none changed`,
-        value: `${fmt(u.medianMs)} ms median (max ${fmt(u.maxMs)}), ${Math.max(...u.writes)} map writes`,
+        value: `${fmt(u.medianMs)} ms median (max ${fmt(u.maxMs)}), ${
+          Math.max(...u.writes)
+        } map writes`,
         goal: "≤ 100 ms, 0 writes",
       },
       {
         measurement: "  of which reading the map / writing it (medians)",
-        value: `none changed: ${fmt(u.mapReadMedianMs)} / ${fmt(u.mapWriteMedianMs)} ms; 10% changed: ${
-          fmt(c.mapReadMedianMs)
-        } / ${fmt(c.mapWriteMedianMs)} ms`,
+        value: `none changed: ${fmt(u.mapReadMedianMs)} / ${
+          fmt(u.mapWriteMedianMs)
+        } ms; 10% changed: ${fmt(c.mapReadMedianMs)} / ${fmt(c.mapWriteMedianMs)} ms`,
       },
       {
         measurement: `full resync, ${label}, 10% changed (${changedTargets} entries)`,
@@ -256,7 +269,11 @@ export async function reconcileScale(
       targetsPerPod: perPod,
       targets,
       changedTargets,
-      changedBreakdown: { removed: goneKeys.length, added: newKeys.length, movedNetwork: movedKeys.length },
+      changedBreakdown: {
+        removed: goneKeys.length,
+        added: newKeys.length,
+        movedNetwork: movedKeys.length,
+      },
       unchanged: { ...u, runs: unchanged },
       changed: { ...c, runs: changes },
       mapEntriesAtEnd: final,

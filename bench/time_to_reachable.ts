@@ -16,7 +16,7 @@ import { SimCgroups } from "../lib/sim/cgroup.ts";
 import { AgentProcess } from "./agent_process.ts";
 import { JsonLineChild } from "./json_child.ts";
 import { benchPod, benchPodKeys } from "./pods.ts";
-import { atMost, fmt, type FigureResult, type Goal, type Row } from "./report.ts";
+import { atMost, type FigureResult, fmt, type Goal, type Row } from "./report.ts";
 import { max, median, percentile, round } from "./stats.ts";
 import { benchPinPath, type Cleanups, pollUntil } from "./system.ts";
 
@@ -112,7 +112,8 @@ export async function timeToReachable(
     const burstKeys = burst.flatMap((i) => benchPodKeys(i));
     const t0 = performance.now();
     await source.add(burst);
-    const burstMs = pollUntil(`burst of ${n} in the map (${source.name})`, () => present(burstKeys), 30_000) -
+    const burstMs = pollUntil(`burst of ${n} in the map (${source.name})`, () =>
+      present(burstKeys), 30_000) -
       t0;
     await agent.stop();
 
@@ -134,7 +135,8 @@ export async function timeToReachable(
         goal: "p99 ≤ 20 ms",
       },
       {
-        measurement: `${source.label}: burst of ${n} pods (${burstKeys.length} targets) fully applied`,
+        measurement:
+          `${source.label}: burst of ${n} pods (${burstKeys.length} targets) fully applied`,
         value: `${fmt(burstMs)} ms`,
         goal: "≤ 500 ms",
       },
@@ -147,10 +149,18 @@ export async function timeToReachable(
         20,
         "ms",
         source.name === "dir"
-          ? "the directory source waits for a quiet period after each file change before it re-reads the directory (its debounce), then reads every file"
-          : undefined,
+          ? `p50 is ${fmt(p50)} ms too: the directory source waits for 100 ms of quiet after a ` +
+            "file change (DirPodSource's default debounce; lace agent does not set it) before it " +
+            "re-reads the whole directory, then the agent's own 5 ms debounce"
+          : `one-by-one p50 is ${fmt(p50)} ms; the tail is the watch stream and the agent's 5 ms debounce`,
       ),
-      atMost("reachable", `${source.label}: burst of ${n} fully applied`, round(burstMs, 2), 500, "ms"),
+      atMost(
+        "reachable",
+        `${source.label}: burst of ${n} fully applied`,
+        round(burstMs, 2),
+        500,
+        "ms",
+      ),
     );
   }
   return { name: "reachable", title: "2. Time to reachable", rows, goals, data };

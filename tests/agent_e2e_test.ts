@@ -216,3 +216,60 @@ Deno.test({
     );
   },
 });
+
+Deno.test({
+  name: "lace uninstall detaches Lace's programs and removes its pins, and nothing else",
+  ...opts,
+  async fn() {
+    await using w = await AgentWorld.create();
+    await w.writePod(podA);
+    const agent = w.startAgent(["--no-kube-api", `--pods-dir=${w.podsDir}`]);
+    await agent.ready();
+    assert.equal((await agent.stop("SIGTERM")).code, 0);
+
+    // Another loader's program on the same cgroup, with its own pins: it must survive.
+    const { Datapath, uninstall } = await import("../lib/datapath.ts");
+    const { testPinPath } = await import("./helpers/sim_world.ts");
+    const { markFor, defaultConfig } = await import("../lib/config.ts");
+    const otherPins = testPinPath();
+    try {
+      using other = Datapath.open({ pinPath: otherPins });
+      other.attach(w.cgroups.kubelet);
+      other.store.put({
+        key: { family: "ipv4", address: POD_IPV4, port: 8081 },
+        value: { networkId: 2, mark: markFor(defaultConfig(), 2) },
+      });
+      assert.equal((await w.probe(POD_IPV4, 8080, "/")).body, w.podIn(1));
+
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "-A",
+          new URL("../main.ts", import.meta.url).pathname,
+          "uninstall",
+          `--pin-path=${w.pinPath}`,
+        ],
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+      const said = new TextDecoder().decode(out.stdout);
+      for (const pin of ["link_connect4", "link_connect6", "probe_targets", "counters", "info"]) {
+        assert.ok(said.includes(`${w.pinPath}/${pin}`), pin);
+      }
+      assert.throws(() => Deno.statSync(w.pinPath), Deno.errors.NotFound);
+      await waitFor(
+        "Lace's program detached",
+        async () => (await w.probe(POD_IPV4, 8080, "/")).result === "NO_ROUTE",
+      );
+      assert.equal(
+        (await w.probe(POD_IPV4, 8081, "/")).body,
+        w.podIn(2),
+        "the other program still tags",
+      );
+    } finally {
+      uninstall(otherPins);
+      await Deno.remove(otherPins).catch(() => {});
+    }
+  },
+});

@@ -1,0 +1,115 @@
+/**
+ * One netcheck run over N simulated nodes for the scheduling figure, in its
+ * own process so its memory is its own. The in-memory cluster answers
+ * connects at once; every bandwidth session takes a fixed time (the iperf3
+ * stand-in). Prints one JSON line: when the bandwidth sessions ran, whether
+ * two ever shared an endpoint, and memory (peak RSS, live heap after GC).
+ *
+ *   deno run -A --v8-flags=--expose-gc bench/netcheck_worker.ts NODES SESSION_MS CONCURRENCY
+ */
+import type { ExecOptions, ExecResult } from "../lib/netcheck/cluster.ts";
+import { defaultNetcheckOptions } from "../lib/netcheck/options.ts";
+import { runChecks } from "../lib/netcheck/run.ts";
+import { fakeNodes, MemoryCluster } from "../lib/netcheck/sim/memory_cluster.ts";
+
+export interface NetcheckWorkerResult {
+  nodes: number;
+  sessionMs: number;
+  concurrency: number;
+  exitCode: number;
+  totalMs: number;
+  bandwidthSessions: number;
+  /** First bandwidth session start to last end. */
+  bandwidthMs: number;
+  maxConcurrentSessions: number;
+  /** Mean measured length of a session (the fixed time plus timer lateness). */
+  meanSessionMs: number;
+  /** Times a session started on an endpoint another session was using. */
+  endpointOverlaps: number;
+  peakRssBytes: number;
+  /** Heap in use right after a full GC, sampled at each eighth of the sessions. */
+  liveHeapSamples: number[];
+}
+
+const [nodesArg, msArg, concurrencyArg] = Deno.args;
+const n = Number(nodesArg), sessionMs = Number(msArg), concurrency = Number(concurrencyArg);
+const gc = (globalThis as { gc?: () => void }).gc;
+if (!gc) throw new Error("Run with --v8-flags=--expose-gc");
+
+/** The in-memory cluster with bandwidth sessions that last `sessionMs`. */
+class TimedCluster extends MemoryCluster {
+  readonly nodeOfAddress = new Map<string, string>();
+  busy = new Set<string>();
+  sessions = 0;
+  running = 0;
+  maxRunning = 0;
+  overlaps = 0;
+  firstStart = Infinity;
+  lastEnd = 0;
+  samples: number[] = [];
+  sessionTotalMs = 0;
+
+  override async exec(
+    namespace: string,
+    pod: string,
+    container: string,
+    command: string[],
+    options: ExecOptions,
+  ): Promise<ExecResult> {
+    if (container !== "bandwidth") return super.exec(namespace, pod, container, command, options);
+    const from = pod.slice(pod.lastIndexOf("node-"));
+    const to = this.nodeOfAddress.get(command[command.indexOf("-c") + 1]) ?? "?";
+    for (const e of [from, to]) {
+      if (this.busy.has(e)) this.overlaps++;
+      this.busy.add(e);
+    }
+    const started = performance.now();
+    this.firstStart = Math.min(this.firstStart, started);
+    this.maxRunning = Math.max(this.maxRunning, ++this.running);
+    try {
+      await new Promise((resolve) => setTimeout(resolve, sessionMs));
+      return await super.exec(namespace, pod, container, command, options);
+    } finally {
+      this.busy.delete(from);
+      this.busy.delete(to);
+      this.running--;
+      this.lastEnd = performance.now();
+      this.sessionTotalMs += this.lastEnd - started;
+      const every = Math.max(1, Math.floor((n * (n - 1)) / 8));
+      if (++this.sessions % every === 0) {
+        gc!();
+        this.samples.push(Deno.memoryUsage().heapUsed);
+      }
+    }
+  }
+}
+
+const nodes = fakeNodes(n);
+const cluster = new TimedCluster(nodes);
+for (const node of nodes) {
+  for (const a of [node.ipv4, node.ipv6]) if (a) cluster.nodeOfAddress.set(a, node.name);
+}
+const t0 = performance.now();
+const { exitCode } = await runChecks({ ...defaultNetcheckOptions(), concurrency }, {
+  cluster,
+  progress: { write: () => {}, isTerminal: false },
+  sinks: [],
+  pollMs: 1,
+});
+const totalMs = performance.now() - t0;
+const status = Deno.readTextFileSync("/proc/self/status");
+const result: NetcheckWorkerResult = {
+  nodes: n,
+  sessionMs,
+  concurrency,
+  exitCode,
+  totalMs,
+  bandwidthSessions: cluster.sessions,
+  bandwidthMs: cluster.lastEnd - cluster.firstStart,
+  maxConcurrentSessions: cluster.maxRunning,
+  meanSessionMs: cluster.sessionTotalMs / cluster.sessions,
+  endpointOverlaps: cluster.overlaps,
+  peakRssBytes: Number(/^VmHWM:\s+(\d+)/m.exec(status)?.[1] ?? 0) * 1024,
+  liveHeapSamples: cluster.samples,
+};
+console.log(JSON.stringify(result));
