@@ -7,7 +7,7 @@
  *
  *   ready:    {"ready": true, "ports": {"ipv4": [p1, p2], "ipv6": [p3, p4]}}
  *   request:  {"cgroup": "/sys/fs/cgroup/…", "family": "ipv4", "port": p1, "count": 1000}
- *   response: {"count": 1000, "totalNs": 31234567}
+ *   response: {"count": 1000, "totalNs": 31234567, "medianNs": 30911}
  *
  * Run it with `nsenter --net=/run/netns/<ns> deno run -A bench/connect_worker.ts`.
  */
@@ -40,6 +40,8 @@ export interface ConnectRequest {
 export interface ConnectResponse {
   count: number;
   totalNs: number;
+  /** Median of the single connect() times: robust against a preempted call. */
+  medianNs: number;
   error?: string;
 }
 
@@ -92,6 +94,7 @@ function main(): Promise<void> {
     Deno.writeTextFileSync(`${req.cgroup}/cgroup.procs`, String(Deno.pid));
     const sa = loopback(req.family, req.port);
     let total = 0;
+    const times = new Float64Array(req.count);
     for (let i = 0; i < req.count; i++) {
       const fd = check(c.socket(afOf(req.family), SOCK_STREAM | SOCK_CLOEXEC, 0), "socket");
       const t0 = performance.now();
@@ -103,12 +106,18 @@ function main(): Promise<void> {
         throw new Error(`connect to ${req.family} loopback port ${req.port} failed: errno ${e}`);
       }
       total += t1 - t0;
+      times[i] = t1 - t0;
       const peer = check(c.accept4(listener, null, null, SOCK_CLOEXEC), "accept4");
       c.setsockopt(fd, SOL_SOCKET, SO_LINGER, linger0, linger0.length);
       c.close(fd);
       c.close(peer);
     }
-    return { count: req.count, totalNs: Math.round(total * 1e6) };
+    times.sort();
+    return {
+      count: req.count,
+      totalNs: Math.round(total * 1e6),
+      medianNs: Math.round(times[Math.floor(req.count / 2)] * 1e6),
+    };
   };
 
   const out = (o: unknown) =>
@@ -120,7 +129,7 @@ function main(): Promise<void> {
       try {
         out(connects(JSON.parse(line)));
       } catch (e) {
-        out({ count: 0, totalNs: 0, error: String(e) });
+        out({ count: 0, totalNs: 0, medianNs: 0, error: String(e) });
       }
     }
     for (const fd of listeners.values()) c.close(fd);

@@ -57,6 +57,10 @@ export interface ProcSample {
   peakRssBytes: number;
   /** Voluntary + involuntary context switches summed over all threads: wake-ups. */
   contextSwitches: number;
+  /** Context switches of the main thread (the JavaScript event loop). */
+  mainThreadSwitches: number;
+  /** Context switches and name (comm) by thread id, for finding who wakes up. */
+  byThread: Record<string, { name: string; switches: number }>;
   threads: number;
 }
 
@@ -70,13 +74,17 @@ export function sampleProcess(pid: number): ProcSample {
   const cpuSeconds = (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
   const status = Deno.readTextFileSync(`/proc/${pid}/status`);
   const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? 0);
-  let contextSwitches = 0, threads = 0;
+  let contextSwitches = 0, mainThreadSwitches = 0, threads = 0;
+  const byThread: ProcSample["byThread"] = {};
   for (const task of Deno.readDirSync(`/proc/${pid}/task`)) {
     try {
       const t = Deno.readTextFileSync(`/proc/${pid}/task/${task.name}/status`);
-      for (const m of t.matchAll(/^(?:non)?voluntary_ctxt_switches:\s+(\d+)/gm)) {
-        contextSwitches += Number(m[1]);
-      }
+      let n = 0;
+      for (const m of t.matchAll(/^(?:non)?voluntary_ctxt_switches:\s+(\d+)/gm)) n += Number(m[1]);
+      const name = /^Name:\s+(.*)$/m.exec(t)?.[1] ?? "?";
+      byThread[task.name] = { name, switches: n };
+      contextSwitches += n;
+      if (task.name === String(pid)) mainThreadSwitches = n;
       threads++;
     } catch {
       // The thread ended between listing and reading.
@@ -87,6 +95,8 @@ export function sampleProcess(pid: number): ProcSample {
     rssBytes: kb("VmRSS") * 1024,
     peakRssBytes: kb("VmHWM") * 1024,
     contextSwitches,
+    mainThreadSwitches,
+    byThread,
     threads,
   };
 }
@@ -146,4 +156,16 @@ export function pollUntil(
 /** Milliseconds as a promise, for pacing (never as synchronisation). */
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * Context switches between two samples, per thread name: threads that exited
+ * in between are left out, threads that started count from zero.
+ */
+export function switchesBetween(before: ProcSample, after: ProcSample): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [tid, t] of Object.entries(after.byThread)) {
+    out[t.name] = (out[t.name] ?? 0) + t.switches - (before.byThread[tid]?.switches ?? 0);
+  }
+  return out;
 }

@@ -152,7 +152,9 @@ export async function timeToReachable(
           ? `p50 is ${fmt(p50)} ms too: the directory source waits for 100 ms of quiet after a ` +
             "file change (DirPodSource's default debounce; lace agent does not set it) before it " +
             "re-reads the whole directory, then the agent's own 5 ms debounce"
-          : `one-by-one p50 is ${fmt(p50)} ms; the tail is the watch stream and the agent's 5 ms debounce`,
+          : `one-by-one p50 is ${
+            fmt(p50)
+          } ms; the tail is the watch stream and the agent's 5 ms debounce`,
       ),
       atMost(
         "reachable",

@@ -78,14 +78,6 @@ build_etcd() {
     go build -trimpath -ldflags="-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3)
 }
 
-build_helm() {
-  local version=$1
-  GOBIN="$out" GOFLAGS="-buildvcs=false" CGO_ENABLED=0 \
-    go install -trimpath \
-    -ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$version" \
-    "helm.sh/helm/v3/cmd/helm@$version"
-}
-
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then targets=(etcd helm kube-apiserver); fi
 total=$SECONDS
@@ -100,7 +92,11 @@ for target in "${targets[@]}"; do
       build etcd "$v" build_etcd
       ;;
     # The one helm recipe (same cache path; stamps the Kubernetes version helm renders for).
-    helm) HELM_VERSION="$HELM_VERSION" LACE_TOOLS_CACHE="$cache" bash "$repo/scripts/install_helm.sh" >/dev/null ;;
+    helm)
+      start=$SECONDS
+      HELM_VERSION="$HELM_VERSION" LACE_TOOLS_CACHE="$cache" bash "$repo/scripts/install_helm.sh" >/dev/null
+      echo "build_k8s_tools: helm $HELM_VERSION ready in $((SECONDS - start)) s"
+      ;;
     *)
       echo "build_k8s_tools: unknown tool \"$target\"; use kube-apiserver, etcd or helm" >&2
       exit 2

@@ -3,9 +3,13 @@
  * rendered objects to the test control plane through the real client, so the API server
  * validates every object exactly as it would on `helm install`.
  */
-import { KubeConfig, type KubernetesObject, KubernetesObjectApi } from "@kubernetes/client-node";
+import {
+  type KubeConfig,
+  type KubernetesObject,
+  KubernetesObjectApi,
+} from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
-import { toolPaths } from "./fixture.ts";
+import { Http1KubeConfig, toolPaths } from "./fixture.ts";
 
 const chartDir = new URL("../../deploy/helm/lace", import.meta.url).pathname;
 
@@ -60,9 +64,9 @@ export async function helmTemplate(options: HelmTemplateOptions = {}): Promise<K
   }
 }
 
-/** A copy of config whose contexts default to namespace. */
+/** A copy of config whose contexts default to namespace; HTTP/1.1 only (see Http1KubeConfig). */
 function withNamespace(config: KubeConfig, namespace: string): KubeConfig {
-  const copy = new KubeConfig();
+  const copy = new Http1KubeConfig();
   copy.loadFromOptions({
     clusters: config.clusters,
     users: config.users,
