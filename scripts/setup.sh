@@ -18,8 +18,12 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
-packages=(clang llvm libbpf-dev libbpf1 bpftool iproute2 nftables iperf3 containernetworking-plugins
-  etcd-server openssl ca-certificates npm procps util-linux)
+packages=(clang llvm unzip curl libbpf-dev libbpf1 bpftool iproute2 nftables iperf3 containernetworking-plugins
+  openssl ca-certificates procps util-linux)
+# npm brings Deno; a machine with Node.js from elsewhere already has it, and Debian's npm
+# package would conflict with that Node.js.
+command -v npm >/dev/null 2>&1 || packages+=(npm)
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -52,6 +56,31 @@ say "building the BPF object"
 say "caching dependencies from the lockfile"
 "$deno" install -q --entrypoint main.ts >/dev/null
 
+# Go builds the Kubernetes test tools (tests/k8s/go.mod wants 1.26); Debian 12's golang is
+# too old. Without a recent enough Go, take the toolchain from the Go module proxy, where the
+# go command itself gets toolchains (golang.org/toolchain).
+ensure_go() {
+  for candidate in "$(command -v go || true)" /usr/local/go/bin/go "$CACHE/go/bin/go"; do
+    [ -n "$candidate" ] && [ -x "$candidate" ] || continue
+    if "$candidate" version | grep -qE 'go1\.(2[6-9]|[3-9][0-9])'; then
+      export PATH="$(dirname "$candidate"):$PATH"
+      return
+    fi
+  done
+  local version=go1.26.8 proxy=${GOPROXY:-https://proxy.golang.org}
+  proxy=${proxy%%,*}
+  say "installing Go $version from the Go module proxy into $CACHE/go"
+  local zip
+  zip=$(mktemp)
+  curl -fsSL "$proxy/golang.org/toolchain/@v/v0.0.1-$version.linux-amd64.zip" -o "$zip"
+  rm -rf "$CACHE/go" "$CACHE/.go-unpack" && mkdir -p "$CACHE/.go-unpack"
+  unzip -q "$zip" -d "$CACHE/.go-unpack" && rm -f "$zip"
+  mv "$CACHE/.go-unpack/golang.org/toolchain@v0.0.1-$version.linux-amd64" "$CACHE/go"
+  rm -rf "$CACHE/.go-unpack"
+  export PATH="$CACHE/go/bin:$PATH"
+}
+
 if $want_tests; then
+  ensure_go
   bash scripts/build_k8s_tools.sh
 fi
