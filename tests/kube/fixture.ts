@@ -19,35 +19,11 @@
  */
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { stringify } from "yaml";
+import { Http1KubeConfig } from "../../lib/kube_client.ts";
 import { makePki, type Pki } from "./_pki.ts";
 import { ManagedProcess, tail } from "./_process.ts";
 
 const repoRoot = new URL("../../", import.meta.url).pathname;
-
-type DispatcherOptions = ReturnType<KubeConfig["createDispatcherOptions"]>;
-
-/**
- * A KubeConfig whose connections speak HTTP/1.1 only. client-node 2.0.1 sends requests through
- * undici 8, which offers HTTP/2 by default; kube-apiserver accepts it, and Deno 2.9.6's
- * node:http2 then crashes the whole process (segfault, or the nghttp2 assertion
- * "stream->closed_next == NULL" in find_stream_on_goaway_func) when the API server shuts down
- * and sends GOAWAY. Passing allowH2: false in undici's connect options keeps to HTTP/1.1.
- */
-export class Http1KubeConfig extends KubeConfig {
-  override createDispatcherOptions(
-    ...args: Parameters<KubeConfig["createDispatcherOptions"]>
-  ): DispatcherOptions {
-    const options = super.createDispatcherOptions(...args);
-    if (options.type === "agent" || options.type === "proxy") {
-      // undici's buildConnector reads allowH2 from the connect options, which node's types lack.
-      const connect: typeof options.connect = Object.assign({}, options.connect, {
-        allowH2: false,
-      });
-      return { ...options, connect };
-    }
-    return options;
-  }
-}
 
 /** Where the built binaries are: the build script's cache, or LACE_* variables naming files. */
 export interface ToolPaths {

@@ -9,7 +9,8 @@ import {
   KubernetesObjectApi,
 } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
-import { Http1KubeConfig, toolPaths } from "./fixture.ts";
+import { Http1KubeConfig } from "../../lib/kube_client.ts";
+import { toolPaths } from "./fixture.ts";
 
 const chartDir = new URL("../../deploy/helm/lace", import.meta.url).pathname;
 

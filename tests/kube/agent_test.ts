@@ -1,0 +1,286 @@
+/**
+ * `lace agent` end to end against the real kube-apiserver and etcd: the chart rendered by helm
+ * and applied to the server, the agent authenticated as the chart's ServiceAccount (a token from
+ * the TokenRequest API, so the chart's RBAC is what it gets), running on the netns harness.
+ * The test plays the kubelet: it creates pods with spec.nodeName and writes their podIPs through
+ * the status subresource; the agent must turn them into probe targets the kubelet-cgroup prober
+ * reaches in the right network, record its Events on the real server, and survive an API server
+ * restart (the GOAWAY that crashed Deno's node:http2) and converge afterwards.
+ */
+import assert from "node:assert/strict";
+import {
+  CoreV1Api,
+  type CoreV1Event,
+  type KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Pod,
+} from "@kubernetes/client-node";
+import { loadKubeConfig } from "../../lib/kube_client.ts";
+import { readPinnedTargets } from "../../lib/datapath.ts";
+import { keyId } from "../../lib/probe_map.ts";
+import {
+  type AgentProcess,
+  AgentWorld,
+  POD_IPV4,
+  POD_IPV6,
+  podManifest,
+  waitFor,
+} from "../helpers/agent_process.ts";
+import { privilegedSkipReason } from "../helpers/sim_world.ts";
+import {
+  type ControlPlane,
+  controlPlaneUnavailableReason,
+  helmAvailable,
+  startControlPlane,
+} from "./fixture.ts";
+import { applyObjects, helmTemplate } from "./helm.ts";
+
+async function unavailableReason(): Promise<string | undefined> {
+  const privileged = privilegedSkipReason();
+  if (privileged) return privileged;
+  const reason = await controlPlaneUnavailableReason();
+  if (reason) return reason;
+  if (!(await helmAvailable())) return "helm is not built; run scripts/build_k8s_tools.sh";
+  return undefined;
+}
+
+const unavailable = await unavailableReason();
+if (unavailable) console.warn(`Skipping the agent's control-plane tests: ${unavailable}`);
+
+const SYSTEM = "lace-system";
+const NS = "e2e";
+const NODE = "e2e-node";
+
+type PodOptions = Parameters<typeof podManifest>[0];
+
+/**
+ * The harness's pod manifest as a client would create it: no uid, creation time or status
+ * (the server sets those), and an image, which the server requires.
+ */
+function podBody(options: PodOptions): V1Pod {
+  const pod = podManifest(options) as unknown as V1Pod;
+  delete pod.status;
+  delete pod.metadata!.uid;
+  delete pod.metadata!.creationTimestamp;
+  for (const container of pod.spec!.containers) container.image = "registry.invalid/app:1";
+  return pod;
+}
+
+/** Creates the pod, then writes its addresses through the status subresource as a kubelet does. */
+async function startPod(core: CoreV1Api, body: V1Pod): Promise<V1Pod> {
+  const created = await core.createNamespacedPod({ namespace: NS, body });
+  return await core.patchNamespacedPodStatus(
+    {
+      namespace: NS,
+      name: created.metadata!.name!,
+      body: {
+        status: {
+          phase: "Running",
+          podIP: POD_IPV4,
+          podIPs: [{ ip: POD_IPV4 }, { ip: POD_IPV6 }],
+        },
+      },
+    },
+    setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+  );
+}
+
+/** The Event of reason about the object name, once the agent has recorded it. */
+function eventFor(
+  core: CoreV1Api,
+  namespace: string,
+  name: string,
+  reason: string,
+): Promise<CoreV1Event> {
+  return waitFor(`a ${reason} Event about "${name}"`, async () => {
+    const list = await core.listNamespacedEvent({
+      namespace,
+      fieldSelector: `involvedObject.name=${name},reason=${reason}`,
+    });
+    return list.items[0];
+  }, 15_000);
+}
+
+/** Asserts the fields and timestamps of an Event the agent recorded, as the server stored it. */
+function assertAgentEvent(event: CoreV1Event, since: number) {
+  assert.equal(event.source?.component, "lace");
+  assert.equal(event.source?.host, NODE);
+  assert.equal(event.reportingInstance, NODE);
+  assert.ok(event.reportingComponent, "reportingComponent is set");
+  assert.ok((event.count ?? 0) >= 1);
+  // The server keeps MicroTime as a string with 6 fractional digits; client-node leaves it so.
+  assert.match(String(event.eventTime), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+  const now = Date.now();
+  for (const [field, value] of [
+    ["eventTime", Date.parse(String(event.eventTime))],
+    ["firstTimestamp", event.firstTimestamp?.getTime()],
+    ["lastTimestamp", event.lastTimestamp?.getTime()],
+  ] as const) {
+    assert.ok(
+      value !== undefined && value >= since - 2000 && value <= now + 2000,
+      `${field} ${value} is not within this test's run`,
+    );
+  }
+}
+
+/** Targets in the pinned map as sorted "family/address/port → network" lines. */
+function mapContents(pinPath: string): string[] {
+  return readPinnedTargets(pinPath).map((e) => `${keyId(e.key)} → ${e.value.networkId}`).sort();
+}
+
+/** Deletes a key in etcd through its JSON gateway; returns how many keys went. */
+async function etcdDelete(cp: ControlPlane, key: string): Promise<number> {
+  const response = await fetch(`${cp.etcdUrl}/v3/kv/deleterange`, {
+    method: "POST",
+    body: JSON.stringify({ key: btoa(key) }),
+  });
+  if (!response.ok) throw new Error(`etcd deleterange "${key}": HTTP ${response.status}`);
+  return Number((await response.json()).deleted ?? 0);
+}
+
+/** Waits until the service account's token lists pods: RBAC reaches the authorizer late. */
+async function waitForRbac(config: KubeConfig) {
+  const core = config.makeApiClient(CoreV1Api);
+  await waitFor("the chart's RBAC to take effect", async () => {
+    await core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${NODE}`, limit: 1 });
+    return true;
+  }, 15_000);
+}
+
+const unsafeLines = (agent: AgentProcess) =>
+  agent.logs.filter((line) => /forbidden|HTTP-Code: 403|\b403 Forbidden\b/i.test(line));
+
+Deno.test({
+  name: "lace agent follows the real API server as the chart's ServiceAccount",
+  ignore: unavailable !== undefined,
+  sanitizeOps: false,
+  sanitizeResources: false,
+}, async (t) => {
+  const started = Date.now();
+  await using cp = await startControlPlane();
+  const admin = cp.adminConfig();
+  const core = admin.makeApiClient(CoreV1Api);
+  await cp.createNamespace(SYSTEM);
+  await applyObjects(admin, await helmTemplate({ namespace: SYSTEM }), SYSTEM);
+  const kubeconfig = await cp.writeKubeconfigForToken(
+    await cp.serviceAccountToken(SYSTEM, "lace"),
+    "lace",
+  );
+  await waitForRbac(loadKubeConfig({ kubeconfig }));
+  await cp.createNamespace(NS);
+  await core.createNode({ body: { metadata: { name: NODE } } });
+
+  await using w = await AgentWorld.create();
+  const agent = w.startAgent([`--kubeconfig=${kubeconfig}`]);
+  try {
+    await agent.ready(30_000);
+
+    await t.step("pods with podIPs in their status become targets in their network", async () => {
+      await startPod(core, podBody({ name: "a", networkId: 1, httpPort: 8080, tcpPort: 9000 }));
+      await startPod(core, podBody({ name: "b", networkId: 2, httpPort: 8081, tcpPort: 9001 }));
+      await waitFor("a and b reachable", async () =>
+        (await w.probe(POD_IPV4, 8080, "/")).body === w.podIn(1) &&
+        (await w.probe(POD_IPV6, 8081, "/")).body === w.podIn(2));
+      assert.equal((await w.probe(POD_IPV6, 8080, "/")).body, w.podIn(1));
+      assert.equal((await w.probe(POD_IPV4, 9001)).result, "reached");
+      assert.equal(mapContents(w.pinPath).length, 8, "2 pods × 2 families × 2 ports");
+      // Only the kubelet's connections are tagged.
+      assert.equal((await w.probe(POD_IPV4, 8080, "/", "other")).result, "NO_ROUTE");
+    });
+
+    await t.step("a pod deleted through the API loses its targets", async () => {
+      await startPod(core, podBody({ name: "c", networkId: 2, httpPort: 8082, tcpPort: 9002 }));
+      await waitFor("c reachable", async () => (await w.probe(POD_IPV4, 9002)).result === "reached");
+      await core.deleteNamespacedPod({ namespace: NS, name: "c", gracePeriodSeconds: 0 });
+      await waitFor("c's targets gone", async () =>
+        (await w.probe(POD_IPV4, 9002)).result === "NO_ROUTE" &&
+        (await w.probe(POD_IPV6, 8082, "/")).result === "NO_ROUTE");
+      assert.equal(mapContents(w.pinPath).length, 8);
+    });
+
+    await t.step("an unresolvable named port is a Warning Event the server stores", async () => {
+      const body = podBody({ name: "named", networkId: 1, httpPort: 8083, tcpPort: 9003 });
+      body.spec!.containers[0].livenessProbe!.httpGet!.port = "metrics";
+      const pod = await startPod(core, body);
+      // The rest of the pod's probes still get their targets.
+      await waitFor("named's tcp probe", async () =>
+        (await w.probe(POD_IPV4, 9003)).result === "reached");
+      const event = await eventFor(core, NS, "named", "ProbeIgnored");
+      assert.equal(event.type, "Warning");
+      assert.equal(event.involvedObject.kind, "Pod");
+      assert.equal(event.involvedObject.namespace, NS);
+      assert.equal(event.involvedObject.uid, pod.metadata!.uid);
+      assert.match(event.message ?? "", /metrics/);
+      assertAgentEvent(event, started);
+    });
+
+    await t.step("a newer pod claiming an older pod's port is a conflict Event", async () => {
+      const a = await core.readNamespacedPod({ namespace: NS, name: "a" });
+      // creationTimestamp has whole seconds: a later second makes "late" the newer pod for sure.
+      const aCreated = new Date(a.metadata!.creationTimestamp!).getTime();
+      await waitFor("a later second than a's creation", () => Date.now() >= aCreated + 1000);
+      await startPod(core, podBody({ name: "late", networkId: 2, httpPort: 8080, tcpPort: 9002 }));
+      await waitFor("late's own port", async () => (await w.probe(POD_IPV4, 9002)).result === "reached");
+      assert.equal((await w.probe(POD_IPV4, 8080, "/")).body, w.podIn(1), "the older pod keeps it");
+      const event = await eventFor(core, NS, "late", "ProbeTargetConflict");
+      assert.equal(event.type, "Warning");
+      assert.match(event.message ?? "", /e2e\/a/);
+      assertAgentEvent(event, started);
+      await core.deleteNamespacedPod({ namespace: NS, name: "late", gracePeriodSeconds: 0 });
+      await waitFor("late gone", async () => (await w.probe(POD_IPV4, 9002)).result === "NO_ROUTE");
+    });
+
+    await t.step("Events about the Node are stored in the default namespace", async () => {
+      const event = await eventFor(core, "default", NODE, "ProbeProgramsAttached");
+      assert.equal(event.type, "Normal");
+      assert.equal(event.involvedObject.kind, "Node");
+      assert.equal(event.involvedObject.namespace, undefined);
+      assertAgentEvent(event, started);
+    });
+
+    await t.step("an API server outage leaves the map, and the agent converges after", async () => {
+      const before = mapContents(w.pinPath);
+      const restarts = (await agent.metric("lace_watch_restarts_total")) ?? 0;
+      await cp.stopApiServer();
+      await waitFor(
+        "the agent's watch to fail and restart",
+        async () => ((await agent.metric("lace_watch_restarts_total")) ?? 0) > restarts,
+        30_000,
+      );
+      assert.deepEqual(mapContents(w.pinPath), before);
+      assert.equal((await w.probe(POD_IPV4, 8081, "/")).body, w.podIn(2));
+      assert.equal((await agent.get("/healthz")).status, 200);
+      // A pod deleted while this API server is away (in a real cluster another replica would
+      // serve the delete): the agent can only learn it from the relist after reconnecting.
+      assert.equal(await etcdDelete(cp, `/registry/pods/${NS}/b`), 1);
+      await cp.startApiServer();
+      await waitFor("b removed after the relist", async () =>
+        (await w.probe(POD_IPV4, 8081, "/")).result === "NO_ROUTE" &&
+        mapContents(w.pinPath).length === before.length - 4, 60_000);
+      assert.equal((await w.probe(POD_IPV4, 8080, "/")).body, w.podIn(1));
+      // The process survived the server's shutdown (HTTP/1.1 only: no GOAWAY crash).
+      assert.equal((await agent.get("/healthz")).status, 200);
+      assert.equal((await agent.get("/readyz")).status, 200);
+    });
+
+    await t.step("after the restart the watch delivers new pods and deletes", async () => {
+      await startPod(core, podBody({ name: "d", networkId: 2, httpPort: 8081, tcpPort: 9001 }));
+      await waitFor("d reachable", async () =>
+        (await w.probe(POD_IPV6, 8081, "/")).body === w.podIn(2), 20_000);
+      await core.deleteNamespacedPod({ namespace: NS, name: "d", gracePeriodSeconds: 0 });
+      await waitFor("d gone", async () => (await w.probe(POD_IPV6, 8081, "/")).result === "NO_ROUTE");
+    });
+
+    await t.step("the agent was never refused by the chart's RBAC", () => {
+      assert.ok(agent.logs.length > 0, "the agent's log was captured");
+      assert.deepEqual(unsafeLines(agent), []);
+    });
+  } catch (error) {
+    throw new Error(
+      `${error instanceof Error ? error.message : error}\n--- agent log ---\n` +
+        `${agent.logs.slice(-40).join("\n")}\n${await cp.logs(20)}`,
+      { cause: error },
+    );
+  }
+});
