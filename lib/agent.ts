@@ -81,7 +81,11 @@ export async function startAgent(config: Config): Promise<RunningAgent> {
   });
 
   const sources: PodSource[] = [];
-  if (config.podsDir) sources.push(new DirPodSource(config.podsDir, config.nodeName));
+  if (config.podsDir) {
+    // A file write arrives as a few inotify events within a millisecond or two.
+    const debounceMs = Math.max(config.debounceMs, 2);
+    sources.push(new DirPodSource(config.podsDir, config.nodeName, { debounceMs }));
+  }
   let events: EventSink = noopEventSink;
   let stopEvents = () => Promise.resolve();
   if (config.useApi) {

@@ -91,6 +91,7 @@ export class AgentCore {
     counts: { pods: 0, targets: 0, conflicts: 0, skips: 0 },
   };
   #reported = new Map<string, Set<string>>();
+  readonly #derived = new WeakMap<Pod, ReturnType<typeof probeTargetsForPod>>();
   #started: PodSource[] = [];
 
   constructor(opts: AgentCoreOptions) {
@@ -198,7 +199,11 @@ export class AgentCore {
     const all: Target[] = [];
     const skips: Skip[] = [];
     for (const pod of pods) {
-      const { targets, skipped } = probeTargetsForPod(pod, config);
+      // The cache hands back the same object until the pod changes, so the rules run
+      // once per pod change rather than once per pod per reconcile.
+      let derived = this.#derived.get(pod);
+      if (!derived) this.#derived.set(pod, derived = probeTargetsForPod(pod, config));
+      const { targets, skipped } = derived;
       all.push(...targets);
       skips.push(...skipped);
     }

@@ -165,6 +165,7 @@ export class CgroupFollower implements Disposable {
   /** The extra-process check runs after each /proc scan and each attach. */
   #scanDue = true;
   #kubelets: KubeletProcess[] = [];
+  #mounts: MountPoint[] | undefined;
   #syncQueued = false;
   #lastAttachError: string | null = null;
 
@@ -270,9 +271,15 @@ export class CgroupFollower implements Disposable {
     }
     let mounts: MountPoint[] = [];
     try {
-      mounts = this.#o.mounts();
+      // Mounts change rarely: read them with the /proc scan, or again after a failure,
+      // so the once-a-second check stays a stat and two link lookups.
+      if (this.#mounts === undefined || this.#scanDue || prev.path === null) {
+        this.#mounts = this.#o.mounts();
+      }
+      mounts = this.#mounts;
       next.path = this.#targetPath(mounts);
     } catch (e) {
+      this.#mounts = undefined;
       next.path = null;
       next.lastError = errorText(e);
     }

@@ -88,6 +88,7 @@ export class Datapath implements Disposable {
   readonly objectSha256: string;
   #object: BpfObject;
   #programs: Map<ProgramName, BpfProgram>;
+  readonly #progIds = new Map<ProgramName, number>();
   #counters: BpfMap;
   #info: BpfMap;
 
@@ -189,9 +190,16 @@ export class Datapath implements Disposable {
   links(): LinkStatus[] {
     return PROGRAMS.map(({ name }) => {
       const status = pinnedLinkStatus(this.pinPath, name);
-      const progId = this.#programs.get(name)!.info().id;
+      const progId = this.#progId(name);
       return { ...status, current: status.pinned && status.progId === progId };
     });
+  }
+
+  /** A loaded program's id; it never changes, so it is asked once. */
+  #progId(name: ProgramName): number {
+    let id = this.#progIds.get(name);
+    if (id === undefined) this.#progIds.set(name, id = this.#programs.get(name)!.info().id);
+    return id;
   }
 
   /** The per-CPU counters, summed over CPUs. */

@@ -60,6 +60,11 @@ export class PodCache implements PodSink {
   readonly #listed = new Set<string>();
   readonly #opts: PodCacheOptions;
   readonly #priority: string[];
+  /** Merged views by uid, dropped whenever one of that uid's views changes. */
+  readonly #merged = new Map<string, Pod>();
+  /** Normalised pods by the object a source handed in: a source that re-sends the same
+   * object (the directory source for files that did not change) costs no work. */
+  readonly #normalised = new WeakMap<object, Pod>();
 
   constructor(opts: PodCacheOptions = {}) {
     this.#opts = opts;
@@ -77,16 +82,33 @@ export class PodCache implements PodSink {
   }
 
   replaceAll(source: string, pods: Pod[]): void {
+    const before = this.#bySource.get(source) ?? new Map<string, Pod>();
     const next = new Map<string, Pod>();
+    let changed = false;
     for (const input of Array.isArray(pods) ? pods : []) {
       const pod = this.#accept(source, input);
-      if (pod) next.set(pod.metadata.uid, pod);
+      if (!pod) continue;
+      const uid = pod.metadata.uid;
+      const old = before.get(uid);
+      // Keep the old object when nothing changed, so caches keyed by it stay valid.
+      if (old && (old === pod || JSON.stringify(old) === JSON.stringify(pod))) {
+        next.set(uid, old);
+      } else {
+        next.set(uid, pod);
+        this.#merged.delete(uid);
+        changed = true;
+      }
     }
-    const before = this.#bySource.get(source);
+    for (const uid of before.keys()) {
+      if (!next.has(uid)) {
+        this.#merged.delete(uid);
+        changed = true;
+      }
+    }
     this.#bySource.set(source, next);
     const first = !this.#listed.has(source);
     this.#listed.add(source);
-    if (first || !samePods(before, next)) this.#changed(source);
+    if (first || changed) this.#changed(source);
   }
 
   upsert(source: string, input: Pod): void {
@@ -95,12 +117,17 @@ export class PodCache implements PodSink {
     let pods = this.#bySource.get(source);
     if (!pods) this.#bySource.set(source, pods = new Map());
     const before = pods.get(pod.metadata.uid);
+    if (before && (before === pod || JSON.stringify(before) === JSON.stringify(pod))) return;
     pods.set(pod.metadata.uid, pod);
-    if (!before || JSON.stringify(before) !== JSON.stringify(pod)) this.#changed(source);
+    this.#merged.delete(pod.metadata.uid);
+    this.#changed(source);
   }
 
   remove(source: string, uid: string): void {
-    if (this.#bySource.get(source)?.delete(uid)) this.#changed(source);
+    if (this.#bySource.get(source)?.delete(uid)) {
+      this.#merged.delete(uid);
+      this.#changed(source);
+    }
   }
 
   /** The merged view of every pod, one per uid, sorted by uid. */
@@ -110,12 +137,20 @@ export class PodCache implements PodSink {
     return [...uids].sort().map((uid) => this.get(uid)!);
   }
 
-  /** The merged view of one pod, or undefined. */
+  /**
+   * The merged view of one pod, or undefined. The same object is returned
+   * until one of the pod's views changes; callers must not modify it.
+   */
   get(uid: string): Pod | undefined {
+    const cached = this.#merged.get(uid);
+    if (cached) return cached;
     const views = this.#sourcesByPriority()
       .map((s) => this.#bySource.get(s)?.get(uid))
       .filter((p): p is Pod => p !== undefined);
-    return views.length ? mergePodViews(views) : undefined;
+    if (!views.length) return undefined;
+    const merged = mergePodViews(views);
+    this.#merged.set(uid, merged);
+    return merged;
   }
 
   #sourcesByPriority(): string[] {
@@ -127,6 +162,10 @@ export class PodCache implements PodSink {
   }
 
   #accept(source: string, input: unknown): Pod | undefined {
+    const known = typeof input === "object" && input !== null
+      ? this.#normalised.get(input)
+      : undefined;
+    if (known) return known;
     let pod: Pod;
     try {
       pod = normalisePod(input);
@@ -146,6 +185,7 @@ export class PodCache implements PodSink {
       });
       return undefined;
     }
+    if (typeof input === "object" && input !== null) this.#normalised.set(input, pod);
     return pod;
   }
 
@@ -156,13 +196,4 @@ export class PodCache implements PodSink {
       log.error("Pod change listener failed: {error}", { error });
     }
   }
-}
-
-function samePods(a: Map<string, Pod> | undefined, b: Map<string, Pod>): boolean {
-  if (!a || a.size !== b.size) return false;
-  for (const [uid, pod] of b) {
-    const other = a.get(uid);
-    if (!other || JSON.stringify(other) !== JSON.stringify(pod)) return false;
-  }
-  return true;
 }

@@ -85,3 +85,24 @@ Deno.test("PodCache notifies on changes and not on a relist of identical pods", 
   cache.remove("api", "a");
   assert.deepEqual(changes, ["api", "api", "api"]);
 });
+
+Deno.test("PodCache.get() returns the same object until one of the pod's views changes", () => {
+  const cache = new PodCache();
+  const changes: string[] = [];
+  const c2 = new PodCache({ onChange: (s) => changes.push(s) });
+  cache.replaceAll("api", [pod("a"), pod("b")]);
+  const a1 = cache.get("a")!;
+  const b1 = cache.get("b")!;
+  cache.replaceAll("api", [pod("a"), pod("b", { annotations: { x: "1" } })]);
+  assert.equal(cache.get("a"), a1, "unchanged pod keeps its merged object");
+  assert.notEqual(cache.get("b"), b1);
+  assert.deepEqual(cache.get("b")!.metadata.annotations, { x: "1" });
+  cache.upsert("cni", pod("a", { annotations: { "lace.io/network": "n" } }));
+  assert.notEqual(cache.get("a"), a1, "a new view of the pod makes a new merge");
+  // An identical relist is not a change.
+  const same = [pod("a")];
+  c2.replaceAll("api", same);
+  c2.replaceAll("api", [pod("a")]);
+  c2.replaceAll("api", same);
+  assert.deepEqual(changes, ["api"]);
+});

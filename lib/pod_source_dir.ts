@@ -3,6 +3,7 @@
  * no cluster (demo, static pods, tests). Every change re-reads the whole
  * directory and reports a full list, which keeps the logic trivially correct.
  */
+import { resolve } from "node:path";
 import { getLogger } from "@logtape/logtape";
 import { parseAllDocuments } from "yaml";
 import { normalisePod, type Pod } from "./pod.ts";
@@ -82,6 +83,7 @@ export interface DirPodSourceOptions {
 export class DirPodSource implements PodSource {
   readonly name: string;
   readonly #dir: string;
+  readonly #absDir: string;
   readonly #nodeName: string;
   readonly #debounceMs: number;
   readonly #lastGood = new Map<string, Pod[]>();
@@ -90,9 +92,12 @@ export class DirPodSource implements PodSource {
   #scanning: Promise<void> | undefined;
   #rescanAgain = false;
   #sink: PodSink | undefined;
+  /** Files named by watch events since the last read; "all" re-reads every file. */
+  #dirty: Set<string> | "all" = "all";
 
   constructor(dir: string, nodeName: string, opts: DirPodSourceOptions = {}) {
     this.#dir = dir;
+    this.#absDir = resolve(dir);
     this.#nodeName = nodeName;
     this.#debounceMs = opts.debounceMs ?? 100;
     this.name = opts.name ?? "dir";
@@ -128,8 +133,14 @@ export class DirPodSource implements PodSource {
     await this.#scanning;
   }
 
-  /** Re-reads the directory and reports the full list; serialised, so reports never interleave. */
+  /** Re-reads every file and reports the full list. */
   rescan(): Promise<void> {
+    this.#dirty = "all";
+    return this.#scan();
+  }
+
+  /** Reads what changed and reports the full list; serialised, so reports never interleave. */
+  #scan(): Promise<void> {
     if (this.#scanning) {
       this.#rescanAgain = true;
       return this.#scanning;
@@ -137,7 +148,9 @@ export class DirPodSource implements PodSource {
     this.#scanning = (async () => {
       do {
         this.#rescanAgain = false;
-        const pods = await this.#readAll();
+        const dirty = this.#dirty;
+        this.#dirty = new Set();
+        const pods = await this.#readAll(dirty);
         if (this.#sink) this.#sink.replaceAll(this.name, pods);
       } while (this.#rescanAgain && this.#sink);
     })().finally(() => this.#scanning = undefined);
@@ -146,11 +159,20 @@ export class DirPodSource implements PodSource {
 
   async #watch(watcher: Deno.FsWatcher): Promise<void> {
     try {
-      for await (const _event of watcher) {
+      for await (const event of watcher) {
+        // Only the files an event names are read again; an event about anything
+        // else (the directory itself, an overflow) re-reads them all.
+        for (const path of event.paths) {
+          const slash = path.lastIndexOf("/");
+          if (this.#dirty !== "all" && path.slice(0, slash) === this.#absDir) {
+            this.#dirty.add(path.slice(slash + 1));
+          } else this.#dirty = "all";
+        }
+        if (event.paths.length === 0) this.#dirty = "all";
         if (this.#timer !== undefined) clearTimeout(this.#timer);
         this.#timer = setTimeout(() => {
           this.#timer = undefined;
-          this.rescan().catch((error) => log.error("Rescan failed: {error}", { error }));
+          this.#scan().catch((error) => log.error("Rescan failed: {error}", { error }));
         }, this.#debounceMs);
       }
     } catch (error) {
@@ -158,7 +180,7 @@ export class DirPodSource implements PodSource {
     }
   }
 
-  async #readAll(): Promise<Pod[]> {
+  async #readAll(dirty: Set<string> | "all"): Promise<Pod[]> {
     const files: string[] = [];
     try {
       for await (const e of Deno.readDir(this.#dir)) {
@@ -176,7 +198,12 @@ export class DirPodSource implements PodSource {
     for (const name of [...this.#lastGood.keys()]) {
       if (!files.includes(name)) this.#lastGood.delete(name);
     }
-    for (const name of files) await this.#readFile(name);
+    for (const name of files) {
+      // Unchanged files keep their parsed pods (the same objects), which costs nothing downstream.
+      if (dirty === "all" || dirty.has(name) || !this.#lastGood.has(name)) {
+        await this.#readFile(name);
+      }
+    }
     return this.#combine(files);
   }
 

@@ -157,3 +157,31 @@ Deno.test("DirPodSource keeps other files' pods when one file never parsed", () 
       await source.stop();
     }
   }));
+
+Deno.test("DirPodSource re-reads only the file that changed; other files' pods stay the same objects", () =>
+  withDir(async (dir) => {
+    await Deno.writeTextFile(`${dir}/a.yaml`, podYaml("a"));
+    await Deno.writeTextFile(`${dir}/b.yaml`, podYaml("b"));
+    const sink = new RecordingSink();
+    const source = new DirPodSource(dir, "", { debounceMs: 5 });
+    await source.start(sink);
+    try {
+      const first = sink.lists.at(-1)!;
+      await Deno.writeTextFile(`${dir}/b.yaml`, podYaml("b").replace("10.0.0.1", "10.0.0.2"));
+      await waitFor(
+        "b changed",
+        () =>
+          sink.lists.at(-1)!.find((p) => p.metadata.uid === "b")?.status?.podIPs?.[0].ip ===
+            "10.0.0.2",
+      );
+      const last = sink.lists.at(-1)!;
+      const a = (list: Pod[]) => list.find((p) => p.metadata.uid === "a");
+      assert.ok(a(first) && a(first) === a(last), "pod a was not parsed again");
+      // An explicit rescan re-reads everything.
+      await source.rescan();
+      assert.notEqual(a(sink.lists.at(-1)!), a(first));
+      assert.deepEqual(a(sink.lists.at(-1)!), a(first));
+    } finally {
+      await source.stop();
+    }
+  }));

@@ -112,11 +112,13 @@ function assertAgentEvent(event: CoreV1Event, since: number) {
   // The server keeps MicroTime as a string with 6 fractional digits; client-node leaves it so.
   assert.match(String(event.eventTime), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
   const now = Date.now();
-  for (const [field, value] of [
-    ["eventTime", Date.parse(String(event.eventTime))],
-    ["firstTimestamp", event.firstTimestamp?.getTime()],
-    ["lastTimestamp", event.lastTimestamp?.getTime()],
-  ] as const) {
+  for (
+    const [field, value] of [
+      ["eventTime", Date.parse(String(event.eventTime))],
+      ["firstTimestamp", event.firstTimestamp?.getTime()],
+      ["lastTimestamp", event.lastTimestamp?.getTime()],
+    ] as const
+  ) {
     assert.ok(
       value !== undefined && value >= since - 2000 && value <= now + 2000,
       `${field} ${value} is not within this test's run`,
@@ -173,114 +175,140 @@ Deno.test({
 
   await using w = await AgentWorld.create();
   const agent = w.startAgent([`--kubeconfig=${kubeconfig}`]);
-  try {
-    await agent.ready(30_000);
-
-    await t.step("pods with podIPs in their status become targets in their network", async () => {
-      await startPod(core, podBody({ name: "a", networkId: 1, httpPort: 8080, tcpPort: 9000 }));
-      await startPod(core, podBody({ name: "b", networkId: 2, httpPort: 8081, tcpPort: 9001 }));
-      await waitFor("a and b reachable", async () =>
-        (await w.probe(POD_IPV4, 8080, "/")).body === w.podIn(1) &&
-        (await w.probe(POD_IPV6, 8081, "/")).body === w.podIn(2));
-      assert.equal((await w.probe(POD_IPV6, 8080, "/")).body, w.podIn(1));
-      assert.equal((await w.probe(POD_IPV4, 9001)).result, "reached");
-      assert.equal(mapContents(w.pinPath).length, 8, "2 pods × 2 families × 2 ports");
-      // Only the kubelet's connections are tagged.
-      assert.equal((await w.probe(POD_IPV4, 8080, "/", "other")).result, "NO_ROUTE");
-    });
-
-    await t.step("a pod deleted through the API loses its targets", async () => {
-      await startPod(core, podBody({ name: "c", networkId: 2, httpPort: 8082, tcpPort: 9002 }));
-      await waitFor("c reachable", async () => (await w.probe(POD_IPV4, 9002)).result === "reached");
-      await core.deleteNamespacedPod({ namespace: NS, name: "c", gracePeriodSeconds: 0 });
-      await waitFor("c's targets gone", async () =>
-        (await w.probe(POD_IPV4, 9002)).result === "NO_ROUTE" &&
-        (await w.probe(POD_IPV6, 8082, "/")).result === "NO_ROUTE");
-      assert.equal(mapContents(w.pinPath).length, 8);
-    });
-
-    await t.step("an unresolvable named port is a Warning Event the server stores", async () => {
-      const body = podBody({ name: "named", networkId: 1, httpPort: 8083, tcpPort: 9003 });
-      body.spec!.containers[0].livenessProbe!.httpGet!.port = "metrics";
-      const pod = await startPod(core, body);
-      // The rest of the pod's probes still get their targets.
-      await waitFor("named's tcp probe", async () =>
-        (await w.probe(POD_IPV4, 9003)).result === "reached");
-      const event = await eventFor(core, NS, "named", "ProbeIgnored");
-      assert.equal(event.type, "Warning");
-      assert.equal(event.involvedObject.kind, "Pod");
-      assert.equal(event.involvedObject.namespace, NS);
-      assert.equal(event.involvedObject.uid, pod.metadata!.uid);
-      assert.match(event.message ?? "", /metrics/);
-      assertAgentEvent(event, started);
-    });
-
-    await t.step("a newer pod claiming an older pod's port is a conflict Event", async () => {
-      const a = await core.readNamespacedPod({ namespace: NS, name: "a" });
-      // creationTimestamp has whole seconds: a later second makes "late" the newer pod for sure.
-      const aCreated = new Date(a.metadata!.creationTimestamp!).getTime();
-      await waitFor("a later second than a's creation", () => Date.now() >= aCreated + 1000);
-      await startPod(core, podBody({ name: "late", networkId: 2, httpPort: 8080, tcpPort: 9002 }));
-      await waitFor("late's own port", async () => (await w.probe(POD_IPV4, 9002)).result === "reached");
-      assert.equal((await w.probe(POD_IPV4, 8080, "/")).body, w.podIn(1), "the older pod keeps it");
-      const event = await eventFor(core, NS, "late", "ProbeTargetConflict");
-      assert.equal(event.type, "Warning");
-      assert.match(event.message ?? "", /e2e\/a/);
-      assertAgentEvent(event, started);
-      await core.deleteNamespacedPod({ namespace: NS, name: "late", gracePeriodSeconds: 0 });
-      await waitFor("late gone", async () => (await w.probe(POD_IPV4, 9002)).result === "NO_ROUTE");
-    });
-
-    await t.step("Events about the Node are stored in the default namespace", async () => {
-      const event = await eventFor(core, "default", NODE, "ProbeProgramsAttached");
-      assert.equal(event.type, "Normal");
-      assert.equal(event.involvedObject.kind, "Node");
-      assert.equal(event.involvedObject.namespace, undefined);
-      assertAgentEvent(event, started);
-    });
-
-    await t.step("an API server outage leaves the map, and the agent converges after", async () => {
-      const before = mapContents(w.pinPath);
-      const restarts = (await agent.metric("lace_watch_restarts_total")) ?? 0;
-      await cp.stopApiServer();
-      await waitFor(
-        "the agent's watch to fail and restart",
-        async () => ((await agent.metric("lace_watch_restarts_total")) ?? 0) > restarts,
-        30_000,
-      );
-      assert.deepEqual(mapContents(w.pinPath), before);
-      assert.equal((await w.probe(POD_IPV4, 8081, "/")).body, w.podIn(2));
-      assert.equal((await agent.get("/healthz")).status, 200);
-      // A pod deleted while this API server is away (in a real cluster another replica would
-      // serve the delete): the agent can only learn it from the relist after reconnecting.
-      assert.equal(await etcdDelete(cp, `/registry/pods/${NS}/b`), 1);
-      await cp.startApiServer();
-      await waitFor("b removed after the relist", async () =>
-        (await w.probe(POD_IPV4, 8081, "/")).result === "NO_ROUTE" &&
-        mapContents(w.pinPath).length === before.length - 4, 60_000);
-      assert.equal((await w.probe(POD_IPV4, 8080, "/")).body, w.podIn(1));
-      // The process survived the server's shutdown (HTTP/1.1 only: no GOAWAY crash).
-      assert.equal((await agent.get("/healthz")).status, 200);
-      assert.equal((await agent.get("/readyz")).status, 200);
-    });
-
-    await t.step("after the restart the watch delivers new pods and deletes", async () => {
-      await startPod(core, podBody({ name: "d", networkId: 2, httpPort: 8081, tcpPort: 9001 }));
-      await waitFor("d reachable", async () =>
-        (await w.probe(POD_IPV6, 8081, "/")).body === w.podIn(2), 20_000);
-      await core.deleteNamespacedPod({ namespace: NS, name: "d", gracePeriodSeconds: 0 });
-      await waitFor("d gone", async () => (await w.probe(POD_IPV6, 8081, "/")).result === "NO_ROUTE");
-    });
-
-    await t.step("the agent was never refused by the chart's RBAC", () => {
-      assert.ok(agent.logs.length > 0, "the agent's log was captured");
-      assert.deepEqual(unsafeLines(agent), []);
-    });
-  } catch (error) {
+  // A failure says what the agent and the servers logged.
+  const withLogs = async (error: unknown): Promise<never> => {
     throw new Error(
       `${error instanceof Error ? error.message : error}\n--- agent log ---\n` +
         `${agent.logs.slice(-40).join("\n")}\n${await cp.logs(20)}`,
       { cause: error },
     );
-  }
+  };
+  const step = (name: string, fn: () => Promise<void> | void) =>
+    t.step(name, async () => {
+      try {
+        await fn();
+      } catch (error) {
+        await withLogs(error);
+      }
+    });
+  await agent.ready(30_000).catch(withLogs);
+
+  await step("pods with podIPs in their status become targets in their network", async () => {
+    await startPod(core, podBody({ name: "a", networkId: 1, httpPort: 8080, tcpPort: 9000 }));
+    await startPod(core, podBody({ name: "b", networkId: 2, httpPort: 8081, tcpPort: 9001 }));
+    await waitFor(
+      "a and b reachable",
+      async () =>
+        (await w.probe(POD_IPV4, 8080, "/")).body === w.podIn(1) &&
+        (await w.probe(POD_IPV6, 8081, "/")).body === w.podIn(2),
+    );
+    assert.equal((await w.probe(POD_IPV6, 8080, "/")).body, w.podIn(1));
+    assert.equal((await w.probe(POD_IPV4, 9001)).result, "reached");
+    assert.equal(mapContents(w.pinPath).length, 8, "2 pods × 2 families × 2 ports");
+    // Only the kubelet's connections are tagged.
+    assert.equal((await w.probe(POD_IPV4, 8080, "/", "other")).result, "NO_ROUTE");
+  });
+
+  await step("a pod deleted through the API loses its targets", async () => {
+    await startPod(core, podBody({ name: "c", networkId: 2, httpPort: 8082, tcpPort: 9002 }));
+    await waitFor("c reachable", async () => (await w.probe(POD_IPV4, 9002)).result === "reached");
+    await core.deleteNamespacedPod({ namespace: NS, name: "c", gracePeriodSeconds: 0 });
+    await waitFor(
+      "c's targets gone",
+      async () =>
+        (await w.probe(POD_IPV4, 9002)).result === "NO_ROUTE" &&
+        (await w.probe(POD_IPV6, 8082, "/")).result === "NO_ROUTE",
+    );
+    assert.equal(mapContents(w.pinPath).length, 8);
+  });
+
+  await step("an unresolvable named port is a Warning Event the server stores", async () => {
+    const body = podBody({ name: "named", networkId: 1, httpPort: 8083, tcpPort: 9003 });
+    body.spec!.containers[0].livenessProbe!.httpGet!.port = "metrics";
+    const pod = await startPod(core, body);
+    // The rest of the pod's probes still get their targets.
+    await waitFor(
+      "named's tcp probe",
+      async () => (await w.probe(POD_IPV4, 9003)).result === "reached",
+    );
+    const event = await eventFor(core, NS, "named", "ProbeIgnored");
+    assert.equal(event.type, "Warning");
+    assert.equal(event.involvedObject.kind, "Pod");
+    assert.equal(event.involvedObject.namespace, NS);
+    assert.equal(event.involvedObject.uid, pod.metadata!.uid);
+    assert.match(event.message ?? "", /metrics/);
+    assertAgentEvent(event, started);
+  });
+
+  await step("a newer pod claiming an older pod's port is a conflict Event", async () => {
+    const a = await core.readNamespacedPod({ namespace: NS, name: "a" });
+    // creationTimestamp has whole seconds: a later second makes "late" the newer pod for sure.
+    const aCreated = new Date(a.metadata!.creationTimestamp!).getTime();
+    await waitFor("a later second than a's creation", () => Date.now() >= aCreated + 1000);
+    await startPod(core, podBody({ name: "late", networkId: 2, httpPort: 8080, tcpPort: 9002 }));
+    await waitFor(
+      "late's own port",
+      async () => (await w.probe(POD_IPV4, 9002)).result === "reached",
+    );
+    assert.equal((await w.probe(POD_IPV4, 8080, "/")).body, w.podIn(1), "the older pod keeps it");
+    const event = await eventFor(core, NS, "late", "ProbeTargetConflict");
+    assert.equal(event.type, "Warning");
+    assert.match(event.message ?? "", /e2e\/a/);
+    assertAgentEvent(event, started);
+    await core.deleteNamespacedPod({ namespace: NS, name: "late", gracePeriodSeconds: 0 });
+    await waitFor("late gone", async () => (await w.probe(POD_IPV4, 9002)).result === "NO_ROUTE");
+  });
+
+  await step("Events about the Node are stored in the default namespace", async () => {
+    const event = await eventFor(core, "default", NODE, "ProbeProgramsAttached");
+    assert.equal(event.type, "Normal");
+    assert.equal(event.involvedObject.kind, "Node");
+    assert.equal(event.involvedObject.namespace, undefined);
+    assertAgentEvent(event, started);
+  });
+
+  await step("an API server outage leaves the map, and the agent converges after", async () => {
+    const before = mapContents(w.pinPath);
+    const restarts = (await agent.metric("lace_watch_restarts_total")) ?? 0;
+    await cp.stopApiServer();
+    await waitFor(
+      "the agent's watch to fail and restart",
+      async () => ((await agent.metric("lace_watch_restarts_total")) ?? 0) > restarts,
+      30_000,
+    );
+    assert.deepEqual(mapContents(w.pinPath), before);
+    assert.equal((await w.probe(POD_IPV4, 8081, "/")).body, w.podIn(2));
+    assert.equal((await agent.get("/healthz")).status, 200);
+    // A pod deleted while this API server is away (in a real cluster another replica would
+    // serve the delete): the agent can only learn it from the relist after reconnecting.
+    assert.equal(await etcdDelete(cp, `/registry/pods/${NS}/b`), 1);
+    await cp.startApiServer();
+    await waitFor(
+      "b removed after the relist",
+      async () =>
+        (await w.probe(POD_IPV4, 8081, "/")).result === "NO_ROUTE" &&
+        mapContents(w.pinPath).length === before.length - 4,
+      60_000,
+    );
+    assert.equal((await w.probe(POD_IPV4, 8080, "/")).body, w.podIn(1));
+    // The process survived the server's shutdown (HTTP/1.1 only: no GOAWAY crash).
+    assert.equal((await agent.get("/healthz")).status, 200);
+    assert.equal((await agent.get("/readyz")).status, 200);
+  });
+
+  await step("after the restart the watch delivers new pods and deletes", async () => {
+    await startPod(core, podBody({ name: "d", networkId: 2, httpPort: 8081, tcpPort: 9001 }));
+    await waitFor(
+      "d reachable",
+      async () => (await w.probe(POD_IPV6, 8081, "/")).body === w.podIn(2),
+      20_000,
+    );
+    await core.deleteNamespacedPod({ namespace: NS, name: "d", gracePeriodSeconds: 0 });
+    await waitFor("d gone", async () => (await w.probe(POD_IPV6, 8081, "/")).result === "NO_ROUTE");
+  });
+
+  await step("the agent was never refused by the chart's RBAC", () => {
+    assert.ok(agent.logs.length > 0, "the agent's log was captured");
+    assert.deepEqual(unsafeLines(agent), []);
+  });
 });
