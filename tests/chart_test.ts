@@ -123,6 +123,14 @@ helmTest("the agent gets exactly its capabilities and is not privileged", async 
   assert.deepEqual([...security.capabilities.add].sort(), AGENT_CAPABILITIES);
   assert.equal(security.runAsUser, 0);
   assert.equal(security.readOnlyRootFilesystem, true);
+  // With SYS_ADMIN, no_new_privs is no boundary; the chart does not pretend it is.
+  assert.equal(security.allowPrivilegeEscalation, true);
+});
+
+helmTest("without SYS_ADMIN the agent runs with no_new_privs", async (h) => {
+  const security = agent(await render(h, ["capabilities={BPF,NET_ADMIN,PERFMON}"])).securityContext;
+  assert.deepEqual([...security.capabilities.add].sort(), ["BPF", "NET_ADMIN", "PERFMON"]);
+  assert.equal(security.allowPrivilegeEscalation, false);
 });
 
 helmTest("privileged=true runs the agent privileged with bidirectional bpffs", async (h) => {
