@@ -8,7 +8,7 @@
  */
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
-import { uninstall } from "../lib/datapath.ts";
+import { uninstall } from "../lib/pins.ts";
 import { lines } from "../lib/sim/exec.ts";
 import { SimCgroups } from "../lib/sim/cgroup.ts";
 import { AgentProcess, mainCommand } from "./agent_process.ts";

@@ -8,7 +8,8 @@
  */
 import { fileURLToPath } from "node:url";
 import { defaultConfig, markFor } from "../lib/config.ts";
-import { Datapath, type ProgramName, uninstall } from "../lib/datapath.ts";
+import { Datapath } from "../lib/datapath.ts";
+import { type ProgramName, uninstall } from "../lib/pins.ts";
 import { MAX_TARGETS, type ProbeKey } from "../lib/probe_map.ts";
 import { SimCgroups } from "../lib/sim/cgroup.ts";
 import { run } from "../lib/sim/exec.ts";

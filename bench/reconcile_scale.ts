@@ -7,7 +7,8 @@
  */
 import { AgentCore } from "../lib/agent_core.ts";
 import { defaultConfig } from "../lib/config.ts";
-import { Datapath, uninstall } from "../lib/datapath.ts";
+import { Datapath } from "../lib/datapath.ts";
+import { uninstall } from "../lib/pins.ts";
 import type { Pod } from "../lib/pod.ts";
 import type { PodSink, PodSource } from "../lib/pod_source.ts";
 import { keyId, type ProbeEntry, type ProbeKey, type ProbeStore } from "../lib/probe_map.ts";

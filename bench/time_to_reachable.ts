@@ -8,7 +8,7 @@
  */
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { uninstall } from "../lib/datapath.ts";
+import { uninstall } from "../lib/pins.ts";
 import { BpfProbeStore } from "../lib/bpf_probe_store.ts";
 import { BpfMap } from "../lib/libbpf/map.ts";
 import type { ProbeKey } from "../lib/probe_map.ts";

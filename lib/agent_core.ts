@@ -6,6 +6,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { type Config, markFor } from "./config.ts";
+import type { Attachment } from "./cni/protocol.ts";
 import { type Conflict, resolveConflicts } from "./conflicts.ts";
 import type { Pod } from "./pod.ts";
 import { PodCache } from "./pod_cache.ts";
@@ -48,16 +49,6 @@ export interface AgentCoreOptions {
   observer?: ReconcileObserver;
   timers?: Timers;
   backoffMs?: { initial: number; max: number };
-}
-
-/** What the CNI path learnt about a pod when it set up its network. */
-export interface Attachment {
-  namespace: string;
-  name: string;
-  uid: string;
-  ips: string[];
-  network?: string;
-  networkId?: number;
 }
 
 /** One desired map entry and the pod and probe it serves. */

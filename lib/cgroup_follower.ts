@@ -30,6 +30,15 @@ import {
   type KubeletProcess,
   type ProcessInfo,
 } from "./kubelet_finder.ts";
+import {
+  followerReadiness,
+  type FollowerStatus,
+  type KubeletMismatch,
+  type NodeEventSink,
+  statusKey,
+  StatusReporter,
+} from "./cgroup_follower_status.ts";
+import { nearestExisting, statCgroupId, watchDirectory } from "./cgroup_watch.ts";
 import { readMountInfo } from "./mountinfo.ts";
 
 const log = getLogger(["lace", "cgroup"]);
@@ -53,37 +62,6 @@ export interface CgroupAttacher {
   links(): AttachedLink[];
 }
 
-/** Where Node events go (the agent's aggregated, rate-limited Event recorder). */
-export interface NodeEventSink {
-  emit(type: "Normal" | "Warning", reason: string, message: string): void;
-}
-
-export interface KubeletMismatch {
-  kubeletPid: number;
-  kubeletComm: string;
-  /** The cgroup directory the kubelet really runs in (or its raw /proc path). */
-  kubeletCgroup: string;
-}
-
-/** What the follower knows now; for metrics, /readyz and logs. */
-export interface FollowerStatus {
-  /** As configured: a path or "auto". */
-  configured: string;
-  /** The cgroup directory Lace attaches to; null when unknown (auto, no kubelet). */
-  path: string | null;
-  attached: boolean;
-  /** The inode id of the cgroup the links are attached to, when attached. */
-  cgroupId: bigint | null;
-  /** The kubelet process found in /proc, if any. */
-  kubelet: { pid: number; comm: string; cgroup: string | null } | null;
-  /** A kubelet found outside the configured cgroup (never set with "auto"). */
-  mismatch: KubeletMismatch | null;
-  /** Processes in the cgroup (or below) that are not the kubelet: they get tagged too. */
-  extraProcesses: ProcessInfo[];
-  /** Why it is not attached, or the last attach failure; null when fine. */
-  lastError: string | null;
-}
-
 export interface FollowerOptions {
   /** A cgroup directory (host path) or "auto". */
   kubeletCgroup: string;
@@ -102,49 +80,6 @@ export interface FollowerOptions {
   watch?: (dir: string, onChange: () => void) => { close(): void };
   queryAttachments?: AttachQuery;
   now?: () => number;
-}
-
-/** The inode number of a cgroup directory, which is the kernel's cgroup id. */
-export function statCgroupId(dir: string): bigint | null {
-  try {
-    const st = Deno.statSync(dir);
-    return st.isDirectory && st.ino !== null ? BigInt(st.ino) : null;
-  } catch {
-    return null;
-  }
-}
-
-/** Watches one directory with inotify (Deno.watchFs) and calls back on any change. */
-export function watchDirectory(dir: string, onChange: () => void): { close(): void } {
-  const watcher = Deno.watchFs(dir, { recursive: false });
-  (async () => {
-    try {
-      for await (const _ of watcher) onChange();
-    } catch {
-      // The watched directory went away; the periodic check carries on.
-    }
-  })();
-  return {
-    close: () => {
-      try {
-        watcher.close();
-      } catch {
-        // Already closed.
-      }
-    },
-  };
-}
-
-/** The nearest existing directory at or above `dir` (for watching what is not there yet). */
-function nearestExisting(dir: string, exists: (dir: string) => boolean): string {
-  let d = dir;
-  while (d !== "/" && !exists(d)) d = dirname(d);
-  return d;
-}
-
-/** A comparable text of a status (bigints included). */
-function statusKey(s: FollowerStatus): string {
-  return JSON.stringify(s, (_, v) => typeof v === "bigint" ? `${v}n` : v);
 }
 
 function errorText(e: unknown): string {
@@ -167,7 +102,7 @@ export class CgroupFollower implements Disposable {
   #kubelets: KubeletProcess[] = [];
   #mounts: MountPoint[] | undefined;
   #syncQueued = false;
-  #lastAttachError: string | null = null;
+  readonly #reporter: StatusReporter;
 
   constructor(options: FollowerOptions) {
     const o = {
@@ -188,6 +123,7 @@ export class CgroupFollower implements Disposable {
       throw new RangeError(`Cgroup check interval must be at most 1000 ms: ${o.checkIntervalMs}`);
     }
     this.#o = o;
+    this.#reporter = new StatusReporter(o.events);
     this.#status = {
       configured: o.kubeletCgroup,
       path: null,
@@ -232,16 +168,7 @@ export class CgroupFollower implements Disposable {
 
   /** Readiness in /readyz's terms: attached, and no kubelet seen elsewhere. */
   readiness(): { ready: boolean; reasons: string[] } {
-    const s = this.#status;
-    const reasons: string[] = [];
-    if (!s.attached) reasons.push(s.lastError ?? "probe programs are not attached");
-    if (s.mismatch) {
-      reasons.push(
-        `kubelet (pid ${s.mismatch.kubeletPid}) runs in cgroup "${s.mismatch.kubeletCgroup}", ` +
-          `not in the configured "${s.path}"`,
-      );
-    }
-    return { ready: reasons.length === 0, reasons };
+    return followerReadiness(this.#status);
   }
 
   /**
@@ -310,7 +237,7 @@ export class CgroupFollower implements Disposable {
     }
     this.#status = next;
     if (statusKey(prev) !== statusKey(next)) {
-      this.#report(prev, next);
+      this.#reporter.report(prev, next);
       for (const l of this.#listeners) {
         try {
           l(this.status());
@@ -351,14 +278,14 @@ export class CgroupFollower implements Disposable {
     if (inPlace) {
       next.attached = true;
       next.cgroupId = id;
-      this.#lastAttachError = null;
+      this.#reporter.attachSucceeded();
       return;
     }
     try {
       this.#o.attacher.attach(path);
       next.attached = true;
       next.cgroupId = id;
-      this.#lastAttachError = null;
+      this.#reporter.attachSucceeded();
       // A recreated cgroup usually means a restarted kubelet: look again.
       this.#scanRequested = true;
       this.#scanDue = true;
@@ -429,53 +356,5 @@ export class CgroupFollower implements Disposable {
       this.#syncQueued = false;
       if (this.#timer !== undefined) this.sync();
     }, 0);
-  }
-
-  /** Logs and records Node events for what changed between two statuses. */
-  #report(prev: FollowerStatus, next: FollowerStatus): void {
-    const events = this.#o.events;
-    if (
-      next.attached &&
-      (!prev.attached || prev.path !== next.path || prev.cgroupId !== next.cgroupId)
-    ) {
-      log.info("Probe programs attached to kubelet cgroup {cgroup} (id {cgroupId})", {
-        cgroup: next.path,
-        cgroupId: `${next.cgroupId}`,
-      });
-      events?.emit("Normal", "ProbeProgramsAttached", `Attached to kubelet cgroup "${next.path}"`);
-    }
-    if (!next.attached && next.lastError && next.lastError !== prev.lastError) {
-      const waiting = /does not exist yet|no kubelet process found/.test(next.lastError);
-      if (waiting) {
-        log.warn("Not attached: {reason}", { reason: next.lastError });
-      } else if (next.lastError !== this.#lastAttachError) {
-        this.#lastAttachError = next.lastError;
-        log.error("Not attached: {reason}", { reason: next.lastError });
-        events?.emit("Warning", "ProbeAttachFailed", next.lastError);
-      }
-    }
-    const m = next.mismatch;
-    if (
-      m &&
-      (prev.mismatch?.kubeletPid !== m.kubeletPid ||
-        prev.mismatch?.kubeletCgroup !== m.kubeletCgroup)
-    ) {
-      const text = `The kubelet (pid ${m.kubeletPid}, ${m.kubeletComm}) runs in cgroup ` +
-        `"${m.kubeletCgroup}", not in the configured kubelet cgroup "${next.path}": probes to ` +
-        "pods in Lace networks will fail; set --kubelet-cgroup (Helm value " +
-        "node.kubeletCgroupPath) to that cgroup, or to auto";
-      log.error("Kubelet cgroup mismatch: {message}", { message: text, ...m });
-      events?.emit("Warning", "KubeletCgroupMismatch", text);
-    } else if (!m && prev.mismatch) {
-      log.info("The kubelet now runs in the configured cgroup {cgroup}", { cgroup: next.path });
-    }
-    const extraKey = (s: FollowerStatus) => s.extraProcesses.map((p) => p.pid).join(",");
-    if (next.extraProcesses.length > 0 && extraKey(prev) !== extraKey(next)) {
-      const list = next.extraProcesses.map((p) => `${p.pid} (${p.comm})`).join(", ");
-      const text = `Kubelet cgroup "${next.path}" also holds processes that are not the ` +
-        `kubelet, and their connections to probe targets get tagged too: ${list}`;
-      log.warn("Kubelet cgroup shared: {message}", { message: text });
-      events?.emit("Warning", "KubeletCgroupShared", text);
-    }
   }
 }

@@ -5,7 +5,6 @@ import {
   type CgroupAttacher,
   CgroupFollower,
   type FollowerOptions,
-  watchDirectory,
 } from "./cgroup_follower.ts";
 import type { KubeletProcess, ProcessInfo } from "./kubelet_finder.ts";
 
@@ -243,19 +242,4 @@ Deno.test("CgroupFollower calls onChange only when the status changes", () => {
 Deno.test("CgroupFollower refuses a check interval above one second", () => {
   const node = new FakeNode();
   assert.throws(() => new CgroupFollower(node.options({ checkIntervalMs: 5000 })), RangeError);
-});
-
-Deno.test("watchDirectory() calls back when a directory appears in the watched one", async () => {
-  const dir = Deno.makeTempDirSync({ prefix: "lace-watch-" });
-  const { promise, resolve } = Promise.withResolvers<string>();
-  const watcher = watchDirectory(dir, () => resolve("changed"));
-  const timeout = setTimeout(() => resolve("timed out"), 2000);
-  try {
-    Deno.mkdirSync(`${dir}/kubelet.service`);
-    assert.equal(await promise, "changed");
-  } finally {
-    clearTimeout(timeout);
-    watcher.close();
-    Deno.removeSync(dir, { recursive: true });
-  }
 });

@@ -14,6 +14,7 @@
  *    `/sys/fs/cgroup/unified/system.slice/kubelet.service`.
  * 4. Anything else is an error that names the cgroup2 mounts that exist.
  */
+import { mountOf } from "./mountinfo.ts";
 
 /** The fields of a mountinfo line this module needs (lib/mountinfo.ts's Mount has them). */
 export interface MountPoint {
@@ -50,16 +51,6 @@ export function isWithin(path: string, dir: string): boolean {
   return path === dir || path.startsWith(dir + "/");
 }
 
-/** The mount that holds `path`: the one with the longest mount point above it (last wins). */
-export function mountOf(path: string, mounts: readonly MountPoint[]): MountPoint | undefined {
-  let best: MountPoint | undefined;
-  for (const m of mounts) {
-    if (!isWithin(path, m.mountPoint)) continue;
-    if (!best || m.mountPoint.length >= best.mountPoint.length) best = m;
-  }
-  return best;
-}
-
 /**
  * The cgroup2 mounts, best first: under the host root prefix when one is
  * given, then showing the whole hierarchy (root "/"), then at the
@@ -71,14 +62,29 @@ export function cgroup2Mounts(mounts: readonly MountPoint[], hostRoot = ""): Mou
     let s = 0;
     if (prefix && isWithin(m.mountPoint, prefix)) s += 8;
     if (m.root === "/") s += 4;
-    const local = prefix && isWithin(m.mountPoint, prefix)
-      ? joinPath(m.mountPoint.slice(prefix.length))
-      : m.mountPoint;
+    const local = withoutPrefix(m.mountPoint, prefix);
     if (local === CONVENTIONAL_CGROUP_ROOT) s += 2;
     else if (local === `${CONVENTIONAL_CGROUP_ROOT}/unified`) s += 1;
     return s;
   };
   return mounts.filter((m) => m.fsType === "cgroup2").sort((a, b) => score(b) - score(a));
+}
+
+/** cgroup2Mounts(), or a CgroupPathError saying how to mount cgroup2 when there is none. */
+function requireCgroup2Mounts(mounts: readonly MountPoint[], hostRoot: string): MountPoint[] {
+  const v2 = cgroup2Mounts(mounts, hostRoot);
+  if (v2.length === 0) {
+    throw new CgroupPathError(
+      "No cgroup2 filesystem is mounted (none in /proc/self/mountinfo): mount it with " +
+        "`mount -t cgroup2 none /sys/fs/cgroup` or, in a container, mount the host's cgroup2",
+    );
+  }
+  return v2;
+}
+
+/** `path` as seen without the host root prefix (unchanged when it is not below the prefix). */
+function withoutPrefix(path: string, prefix: string): string {
+  return prefix && isWithin(path, prefix) ? joinPath(path.slice(prefix.length)) : path;
 }
 
 /**
@@ -91,21 +97,13 @@ export function mapConfiguredCgroup(
   mounts: readonly MountPoint[],
   hostRoot = "",
 ): string {
-  const v2 = cgroup2Mounts(mounts, hostRoot);
-  if (v2.length === 0) {
-    throw new CgroupPathError(
-      "No cgroup2 filesystem is mounted (none in /proc/self/mountinfo): mount it with " +
-        "`mount -t cgroup2 none /sys/fs/cgroup` or, in a container, mount the host's cgroup2",
-    );
-  }
+  const v2 = requireCgroup2Mounts(mounts, hostRoot);
   const wanted = joinPath(configured);
   const prefix = hostRoot ? joinPath(hostRoot) : "";
   const candidate = prefix && !isWithin(wanted, prefix) ? joinPath(prefix, wanted) : wanted;
-  if (mountOf(candidate, mounts)?.fsType === "cgroup2") return candidate;
+  if (mountOf(mounts, candidate)?.fsType === "cgroup2") return candidate;
 
-  const local = prefix && isWithin(candidate, prefix)
-    ? joinPath(candidate.slice(prefix.length))
-    : candidate;
+  const local = withoutPrefix(candidate, prefix);
   if (isWithin(local, CONVENTIONAL_CGROUP_ROOT)) {
     const rel = joinPath(local.slice(CONVENTIONAL_CGROUP_ROOT.length));
     for (const m of v2) {
@@ -135,13 +133,7 @@ export function mapProcessCgroup(
   mounts: readonly MountPoint[],
   hostRoot = "",
 ): string {
-  const v2 = cgroup2Mounts(mounts, hostRoot);
-  if (v2.length === 0) {
-    throw new CgroupPathError(
-      "No cgroup2 filesystem is mounted (none in /proc/self/mountinfo): mount it with " +
-        "`mount -t cgroup2 none /sys/fs/cgroup` or, in a container, mount the host's cgroup2",
-    );
-  }
+  const v2 = requireCgroup2Mounts(mounts, hostRoot);
   if (!cgroup.startsWith("/")) {
     throw new CgroupPathError(`Cgroup "${cgroup}" from /proc is not an absolute path`);
   }

@@ -6,7 +6,7 @@
  */
 import { nodeFlags } from "./cli/agent_flags.ts";
 import { type CommandSpec, helpText, parseFlags, UsageError } from "./cli/flags.ts";
-import { targetsFromAgent } from "./cli/targets_command.ts";
+import { registeredTargets } from "./cli/targets_command.ts";
 import { type Check, evaluate } from "./doctor_checks.ts";
 import {
   allReached,
@@ -132,9 +132,8 @@ async function doctorProbes(o: {
     return 1;
   }
   let targets: DoctorTarget[];
-  const fromAgent = await targetsFromAgent(o.metricsAddr);
-  if (fromAgent) {
-    targets = fromAgent.map((t) => ({
+  try {
+    targets = (await registeredTargets(o.metricsAddr, o.pinPath)).map((t) => ({
       pod: t.pod ?? "",
       networkId: t.networkId,
       network: t.network,
@@ -143,19 +142,9 @@ async function doctorProbes(o: {
       httpPath: t.httpPath,
       httpScheme: t.httpScheme,
     }));
-  } else {
-    const { readPinnedTargets } = await import("./datapath.ts");
-    try {
-      targets = readPinnedTargets(o.pinPath).map((e) => ({
-        pod: "",
-        networkId: e.value.networkId,
-        address: e.key.address,
-        port: e.key.port,
-      }));
-    } catch (e) {
-      console.error(`lace doctor probes: ${(e as Error).message}`);
-      return 1;
-    }
+  } catch (e) {
+    console.error(`lace doctor probes: ${(e as Error).message}`);
+    return 1;
   }
   targets.sort((a, b) =>
     a.pod.localeCompare(b.pod) || a.address.localeCompare(b.address) || a.port - b.port

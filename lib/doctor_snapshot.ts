@@ -7,7 +7,7 @@
 import { join } from "node:path";
 import { bpfObjectBytes, objectSha256 } from "./bpf_object.ts";
 import { cgroup2Mounts, mapConfiguredCgroup, mapProcessCgroup } from "./cgroup_path.ts";
-import { pinnedLinkStatus, readPinnedInfo, readPinnedTargets } from "./datapath.ts";
+import { pinnedLinkStatus, readPinnedInfo, readPinnedTargets } from "./pins.ts";
 import type { LinkSnapshot, NodeSnapshot } from "./doctor_checks.ts";
 import type { TargetView } from "./http_server.ts";
 import { extraProcesses, findKubelets } from "./kubelet_finder.ts";

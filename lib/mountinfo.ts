@@ -58,8 +58,11 @@ export function bpffsMountPoints(mounts: Mount[]): string[] {
  * point that is a prefix of it, the later line winning when one mount hides
  * another at the same point.
  */
-export function mountOf(mounts: Mount[], path: string): Mount | undefined {
-  let best: Mount | undefined;
+export function mountOf<M extends Pick<Mount, "mountPoint">>(
+  mounts: readonly M[],
+  path: string,
+): M | undefined {
+  let best: M | undefined;
   for (const m of mounts) {
     const mp = m.mountPoint;
     const inside = path === mp || mp === "/" || path.startsWith(mp.endsWith("/") ? mp : mp + "/");

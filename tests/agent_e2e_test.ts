@@ -4,7 +4,7 @@
  * real kernel deciding where each connect goes.
  */
 import assert from "node:assert/strict";
-import { readPinnedTargets } from "../lib/datapath.ts";
+import { readPinnedTargets } from "../lib/pins.ts";
 import { keyId } from "../lib/probe_map.ts";
 import { AgentWorld, POD_IPV4, POD_IPV6, podManifest, waitFor } from "./helpers/agent_process.ts";
 import { privilegedSkipReason } from "./helpers/sim_world.ts";
@@ -228,7 +228,8 @@ Deno.test({
     assert.equal((await agent.stop("SIGTERM")).code, 0);
 
     // Another loader's program on the same cgroup, with its own pins: it must survive.
-    const { Datapath, uninstall } = await import("../lib/datapath.ts");
+    const { Datapath } = await import("../lib/datapath.ts");
+    const { uninstall } = await import("../lib/pins.ts");
     const { testPinPath } = await import("./helpers/sim_world.ts");
     const { markFor, defaultConfig } = await import("../lib/config.ts");
     const otherPins = testPinPath();

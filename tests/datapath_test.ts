@@ -5,7 +5,9 @@
  */
 import assert from "node:assert/strict";
 import { defaultConfig, markFor } from "../lib/config.ts";
-import { cgroupId, Datapath, uninstall } from "../lib/datapath.ts";
+import { Datapath } from "../lib/datapath.ts";
+import { cgroupId } from "../lib/mount_checks.ts";
+import { uninstall } from "../lib/pins.ts";
 import { cgroup2MountPoints, readMountInfo } from "../lib/mountinfo.ts";
 import { randomSuffix } from "../lib/sim/exec.ts";
 import {

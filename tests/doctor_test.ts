@@ -7,7 +7,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { defaultConfig, markFor } from "../lib/config.ts";
-import { Datapath, uninstall } from "../lib/datapath.ts";
+import { Datapath } from "../lib/datapath.ts";
+import { uninstall } from "../lib/pins.ts";
 import { runDoctor } from "../lib/doctor.ts";
 import { handleRequest, type Readiness, type TargetView } from "../lib/http_server.ts";
 import { BpfMap } from "../lib/libbpf/map.ts";

@@ -35,6 +35,27 @@ export async function targetsFromAgent(
   }
 }
 
+/**
+ * The registered targets: the running agent's view (with pods) when it
+ * answers, else the pinned map's entries (no pods). Throws when neither is
+ * there, with what to do.
+ */
+export async function registeredTargets(
+  metricsAddr: string,
+  pinPath: string,
+): Promise<TargetView[]> {
+  const fromAgent = await targetsFromAgent(metricsAddr);
+  if (fromAgent) return fromAgent;
+  const { readPinnedTargets } = await import("../pins.ts");
+  return readPinnedTargets(pinPath).map((e) => ({
+    family: e.key.family,
+    address: e.key.address,
+    port: e.key.port,
+    networkId: e.value.networkId,
+    mark: e.value.mark,
+  }));
+}
+
 /** Renders targets as an aligned table, sorted for stable output. */
 export function targetsTable(targets: TargetView[]): string {
   const rows = [...targets].sort((a, b) =>
@@ -59,17 +80,10 @@ export async function runTargetsCommand(args: string[]): Promise<number> {
     console.log(helpText(spec));
     return 0;
   }
-  let targets = await targetsFromAgent(values["metrics-addr"] as string);
-  if (!targets) {
-    const { readPinnedTargets } = await import("../datapath.ts");
-    targets = readPinnedTargets(values["pin-path"] as string).map((e) => ({
-      family: e.key.family,
-      address: e.key.address,
-      port: e.key.port,
-      networkId: e.value.networkId,
-      mark: e.value.mark,
-    }));
-  }
+  const targets = await registeredTargets(
+    values["metrics-addr"] as string,
+    values["pin-path"] as string,
+  );
   if (values.json) {
     console.log(JSON.stringify(
       targets.map((t) => ({

@@ -9,7 +9,10 @@ export const PROTOCOL_VERSION = 1;
 /** A request line longer than this is refused: requests are small. */
 export const MAX_LINE_BYTES = 64 * 1024;
 
-/** What the agent needs to register a pod's targets: the handler's input. */
+/**
+ * What the CNI path learnt about a pod when it set up its network: what the
+ * agent needs to register the pod's targets (AgentCore.registerAttachment).
+ */
 export interface Attachment {
   namespace: string;
   name: string;

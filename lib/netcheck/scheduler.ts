@@ -3,8 +3,17 @@
  * exclusive mode (bandwidth) a pair holds locks on both endpoints for its
  * whole run, taken in name order: each iperf3 server serves one client, and
  * the client shares its container with its own node's server, so A→B never
- * overlaps B→A and no two running pairs share an endpoint. Pairs are pulled
- * lazily into a small window; the oldest runnable pair starts first.
+ * overlaps B→A and no two running pairs share an endpoint.
+ *
+ * Pairs are pulled lazily into a small window. In exclusive mode each
+ * endpoint takes its pairs in the order they come (the tournament order of
+ * `directedPairs()`): a pair starts once it is the first waiting pair of both
+ * its endpoints and both are free. A greedy "any pair whose endpoints are
+ * free" start would let a node that finished first grab a later pair while
+ * its next partner is about to finish, which leaves that partner idle and
+ * compounds round after round; in order, sessions of equal length run in
+ * exactly the tournament's rounds. Only concurrency no in-order pair can use
+ * goes to later pairs of endpoints nobody is waiting for.
  */
 import type { Pair } from "./pairs.ts";
 
@@ -28,6 +37,10 @@ export class EndpointLocks {
   release(a: string, b: string): void {
     this.#held.delete(a);
     this.#held.delete(b);
+  }
+
+  isHeld(a: string): boolean {
+    return this.#held.has(a);
   }
 
   get size(): number {
@@ -57,10 +70,10 @@ export async function schedulePairs<T>(
   options: ScheduleOptions,
 ): Promise<void> {
   const { concurrency, exclusive, signal } = options;
-  const windowSize = options.window ?? Math.max(64, concurrency * 4);
+  const windowSize = Math.max(options.window ?? Math.max(64, concurrency * 4), 1);
   const locks = new EndpointLocks();
   const iterator = pairs[Symbol.iterator]();
-  const window: Pair<T>[] = [];
+  let window: Pair<T>[] = [];
   const running = new Set<Promise<void>>();
   let exhausted = false;
   let firstError: unknown;
@@ -93,6 +106,50 @@ export async function schedulePairs<T>(
     running.add(job);
   };
 
+  /** Starts pairs in window order up to the concurrency bound (no locks). */
+  const startFifo = () => {
+    while (window.length > 0 && running.size < concurrency && !signal?.aborted) {
+      start(window.shift()!);
+      refill();
+    }
+  };
+
+  /**
+   * Starts each pair that is the first waiting pair of both its endpoints
+   * when both are free; then later pairs whose endpoints are free and not
+   * awaited by such a first pair (their own next partner is still behind),
+   * so a node does not idle while its partner catches up. Returns how many started.
+   */
+  const startExclusive = (): number => {
+    const seen = new Set<string>();
+    const awaited = new Set<string>();
+    const take: boolean[] = [];
+    let room = concurrency - running.size;
+    for (let i = 0; i < window.length; i++) {
+      const a = key(window[i].from), b = key(window[i].to);
+      if (!seen.has(a) && !seen.has(b)) {
+        if (room > 0 && locks.tryAcquire(a, b)) {
+          take[i] = true;
+          room--;
+        } else awaited.add(a).add(b);
+      }
+      seen.add(a).add(b);
+    }
+    for (let i = 0; i < window.length && room > 0; i++) {
+      const a = key(window[i].from), b = key(window[i].to);
+      if (take[i] || awaited.has(a) || awaited.has(b)) continue;
+      if (locks.tryAcquire(a, b)) {
+        take[i] = true;
+        room--;
+      }
+    }
+    const chosen = window.filter((_, i) => take[i]);
+    if (chosen.length > 0) window = window.filter((_, i) => !take[i]);
+    for (const pair of chosen) start(pair);
+    refill();
+    return chosen.length;
+  };
+
   try {
     await loop();
   } finally {
@@ -104,13 +161,10 @@ export async function schedulePairs<T>(
   async function loop() {
     while (!signal?.aborted && !failed) {
       refill();
-      for (let i = 0; i < window.length && running.size < concurrency;) {
-        const pair = window[i];
-        if (!exclusive || locks.tryAcquire(key(pair.from), key(pair.to))) {
-          window.splice(i, 1);
-          start(pair);
-          refill();
-        } else i++;
+      if (!exclusive) startFifo();
+      else {
+        // Pulling pairs into the window after starts can bring endpoints' first pairs in.
+        while (running.size < concurrency && !signal?.aborted && startExclusive() > 0);
       }
       if (running.size === 0) {
         if (window.length === 0) break;

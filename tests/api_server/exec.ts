@@ -6,7 +6,8 @@
  * NonZeroExitCode with the exit code as a cause), then the server closes.
  * The command itself is answered by a function the test provides.
  */
-import type { Route, TestApiServer } from "./server.ts";
+import type { Route } from "./routing.ts";
+import type { TestApiServer } from "./server.ts";
 import { ApiError, statusResponse } from "./status.ts";
 
 export interface ExecRequest {

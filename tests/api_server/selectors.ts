@@ -4,6 +4,7 @@
  * Pure code, shared by list, watch and deletecollection.
  */
 import { ApiError } from "./status.ts";
+import type { KubeObject, ResourceType } from "./resources.ts";
 
 export interface Requirement {
   key: string;
@@ -116,4 +117,21 @@ export function matchesFields(selector: Selector, object: unknown): boolean {
     const v = fieldValue(object, r.key);
     return r.op === "=" ? v === r.values[0] : v !== r.values[0];
   });
+}
+
+/** What a list or watch selects: a namespace and label and field selectors. */
+export interface Filter {
+  /** Only this namespace; undefined for all. */
+  namespace?: string;
+  labels?: Selector;
+  fields?: Selector;
+}
+
+/** Whether an object of `type` is selected by `filter`. */
+export function matches(type: ResourceType, filter: Filter, object: KubeObject): boolean {
+  if (type.namespaced && filter.namespace && object.metadata?.namespace !== filter.namespace) {
+    return false;
+  }
+  return matchesLabels(filter.labels ?? [], object.metadata?.labels) &&
+    matchesFields(filter.fields ?? [], object);
 }

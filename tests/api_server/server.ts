@@ -9,10 +9,10 @@
  * Other tests add endpoints (e.g. pods/exec) with `addHandler` in their own files.
  */
 import { ApiError, reasonForCode, statusResponse } from "./status.ts";
-import { apiVersionOf, type KubeObject, ResourceRegistry, type ResourceType } from "./resources.ts";
-import { type DeleteOptions, type Filter, ResourceStore, type Watcher } from "./store.ts";
-import { parseFieldSelector, parseLabelSelector } from "./selectors.ts";
-import { applyPatch } from "./patch.ts";
+import { type KubeObject, ResourceRegistry, type ResourceType } from "./resources.ts";
+import { ResourceStore } from "./store.ts";
+import { discovery, notFoundPath, parseRoute, type Route } from "./routing.ts";
+import { serveResource } from "./resource_handler.ts";
 
 export interface TestApiServerOptions {
   /** Resource types served; defaults to `defaultResourceTypes()`. */
@@ -25,18 +25,6 @@ export interface TestApiServerOptions {
   gracefulPodDeletion?: boolean;
   /** Namespaces that exist from the start. */
   namespaces?: string[];
-}
-
-/** Where a request goes, once parsed. */
-export interface Route {
-  group: string;
-  version: string;
-  /** Undefined when the path names no known resource. */
-  type?: ResourceType;
-  resource: string;
-  namespace?: string;
-  name?: string;
-  subresource?: string;
 }
 
 export interface RequestRecord {
@@ -63,17 +51,6 @@ interface Fault {
 }
 
 const DEFAULT_NAMESPACES = ["default", "kube-system", "kube-public", "kube-node-lease"];
-
-function json(body: unknown, status = 200): Response {
-  return new Response(JSON.stringify(body), {
-    status,
-    headers: { "content-type": "application/json" },
-  });
-}
-
-function notFoundPath(): ApiError {
-  return new ApiError(404, "NotFound", "the server could not find the requested resource");
-}
 
 export class TestApiServer {
   readonly registry: ResourceRegistry;
@@ -285,31 +262,7 @@ export class TestApiServer {
 
   /** Parses `/api/v1/...` and `/apis/<group>/<version>/...` paths. */
   route(pathname: string): Route | undefined {
-    const parts = pathname.split("/").filter((p) => p !== "").map(decodeURIComponent);
-    let group: string, version: string, rest: string[];
-    if (parts[0] === "api" && parts[1] === "v1") {
-      [group, version, rest] = ["", "v1", parts.slice(2)];
-    } else if (parts[0] === "apis" && parts.length >= 3) {
-      [group, version, rest] = [parts[1], parts[2], parts.slice(3)];
-    } else {
-      return undefined;
-    }
-    if (rest.length === 0) return undefined;
-    const scoped = rest[0] === "namespaces" && rest.length >= 3 &&
-      this.registry.byResource(group, version, rest[2])?.namespaced;
-    const [namespace, resource, name, subresource] = scoped
-      ? [rest[1], rest[2], rest[3], rest[4]]
-      : [undefined, rest[0], rest[1], rest[2]];
-    if (rest.length > (scoped ? 5 : 3)) return { group, version, resource: rest.join("/") };
-    return {
-      group,
-      version,
-      resource,
-      namespace,
-      name,
-      subresource,
-      type: this.registry.byResource(group, version, resource),
-    };
+    return parseRoute(pathname, this.registry);
   }
 
   async #handle(request: Request): Promise<Response> {
@@ -336,285 +289,19 @@ export class TestApiServer {
         const response = await handler(request, route, this);
         if (response) return response;
       }
-      const discovery = this.#discovery(url.pathname);
-      if (discovery) return discovery;
+      const answer = discovery(url.pathname, this.registry);
+      if (answer) return answer;
       if (!route?.type) throw notFoundPath();
-      return await this.#serve(request, url, route as Route & { type: ResourceType });
+      return await serveResource(
+        this.store,
+        request,
+        url,
+        route as Route & { type: ResourceType },
+        this.#options.gracefulPodDeletion === true,
+      );
     } catch (error) {
       if (error instanceof ApiError) return statusResponse(error);
       return statusResponse(new ApiError(500, "InternalError", String(error)));
     }
   }
-
-  #discovery(pathname: string): Response | undefined {
-    const path = pathname.replace(/\/+$/, "");
-    if (["/healthz", "/readyz", "/livez"].includes(path)) return new Response("ok");
-    if (path === "/version") {
-      return json({
-        major: "1",
-        minor: "33",
-        gitVersion: "v1.33.0-lace-test",
-        platform: "linux/amd64",
-      });
-    }
-    if (path === "/api") {
-      return json({ kind: "APIVersions", versions: ["v1"], serverAddressByClientCIDRs: [] });
-    }
-    const types = this.registry.all();
-    if (path === "/apis") {
-      const groups = [...new Set(types.filter((t) => t.group).map((t) => t.group))];
-      return json({
-        kind: "APIGroupList",
-        apiVersion: "v1",
-        groups: groups.map((name) => {
-          const versions = [...new Set(types.filter((t) => t.group === name).map((t) => t.version))]
-            .map((version) => ({ groupVersion: `${name}/${version}`, version }));
-          return { name, versions, preferredVersion: versions[0] };
-        }),
-      });
-    }
-    const gv = /^\/api\/(v1)$|^\/apis\/([^/]+)\/([^/]+)$/.exec(path);
-    if (!gv) return undefined;
-    const [group, version] = gv[1] ? ["", "v1"] : [gv[2], gv[3]];
-    const served = types.filter((t) => t.group === group && t.version === version);
-    if (served.length === 0) return undefined;
-    const verbs = [
-      "create",
-      "delete",
-      "deletecollection",
-      "get",
-      "list",
-      "patch",
-      "update",
-      "watch",
-    ];
-    return json({
-      kind: "APIResourceList",
-      apiVersion: "v1",
-      groupVersion: apiVersionOf({ group, version }),
-      resources: served.flatMap((t) => [
-        {
-          name: t.resource,
-          singularName: t.kind.toLowerCase(),
-          namespaced: t.namespaced,
-          kind: t.kind,
-          verbs,
-        },
-        ...(t.statusSubresource
-          ? [{
-            name: `${t.resource}/status`,
-            singularName: "",
-            namespaced: t.namespaced,
-            kind: t.kind,
-            verbs: ["get", "patch", "update"],
-          }]
-          : []),
-      ]),
-    });
-  }
-
-  async #body(request: Request): Promise<unknown> {
-    const text = await request.text();
-    if (text.trim() === "") return undefined;
-    try {
-      return JSON.parse(text);
-    } catch (error) {
-      throw new ApiError(
-        400,
-        "BadRequest",
-        `couldn't get version/kind; json parse error: ${error}`,
-      );
-    }
-  }
-
-  #filter(type: ResourceType, route: Route, query: URLSearchParams): Filter {
-    return {
-      namespace: route.namespace,
-      labels: parseLabelSelector(query.get("labelSelector")),
-      fields: parseFieldSelector(query.get("fieldSelector"), [
-        "metadata.name",
-        "metadata.namespace",
-        ...(type.fieldLabels ?? []),
-      ]),
-    };
-  }
-
-  async #serve(
-    request: Request,
-    url: URL,
-    route: Route & { type: ResourceType },
-  ): Promise<Response> {
-    const { type, namespace, name, subresource } = route;
-    const query = url.searchParams;
-    if (subresource !== undefined && subresource !== "status") throw notFoundPath();
-    if (subresource === "status" && !type.statusSubresource) throw notFoundPath();
-    const options = { admission: true, subresource: subresource as "status" | undefined };
-    if (name === undefined) {
-      if (type.namespaced && namespace === undefined && request.method !== "GET") {
-        throw notFoundPath();
-      }
-      switch (request.method) {
-        case "GET":
-          return ["true", "1"].includes(query.get("watch") ?? "")
-            ? this.#watch(request, type, route, query)
-            : this.#list(type, route, query);
-        case "POST": {
-          const body = await this.#body(request) as KubeObject;
-          if (!body || typeof body !== "object") {
-            throw new ApiError(400, "BadRequest", "request body is empty");
-          }
-          return json(this.store.create(type, namespace, body, options), 201);
-        }
-        case "DELETE": {
-          const filter = this.#filter(type, route, query);
-          const items = this.store.list(type, filter).items
-            .map((o) => this.store.delete(type, o.metadata!.namespace, o.metadata!.name!));
-          return json({
-            kind: `${type.kind}List`,
-            apiVersion: apiVersionOf(type),
-            metadata: {},
-            items,
-          });
-        }
-      }
-      throw new ApiError(
-        405,
-        "MethodNotAllowed",
-        `the server does not allow this method on the requested resource`,
-      );
-    }
-    if (type.namespaced && namespace === undefined) throw notFoundPath();
-    switch (request.method) {
-      case "GET":
-        return json(this.store.get(type, namespace, name));
-      case "PUT": {
-        const body = await this.#body(request) as KubeObject;
-        if (!body || typeof body !== "object") {
-          throw new ApiError(400, "BadRequest", "request body is empty");
-        }
-        return json(this.store.update(type, namespace, name, body, options));
-      }
-      case "PATCH": {
-        const patch = await this.#body(request);
-        const current = this.store.get(type, namespace, name);
-        const patched = applyPatch(current, patch, contentTypeOf(request)) as KubeObject;
-        return json(this.store.update(type, namespace, name, patched, options));
-      }
-      case "DELETE": {
-        const body = (await this.#body(request) ?? {}) as {
-          preconditions?: DeleteOptions["preconditions"];
-          gracePeriodSeconds?: number;
-        };
-        const grace = query.has("gracePeriodSeconds")
-          ? Number(query.get("gracePeriodSeconds"))
-          : body.gracePeriodSeconds;
-        const current = this.store.get(type, namespace, name);
-        const graceful = this.#options.gracefulPodDeletion === true && type.kind === "Pod" &&
-          type.group === "" && Boolean((current.spec as { nodeName?: string })?.nodeName);
-        return json(this.store.delete(type, namespace, name, {
-          preconditions: body.preconditions,
-          gracePeriodSeconds: grace,
-          graceful,
-        }));
-      }
-    }
-    throw new ApiError(
-      405,
-      "MethodNotAllowed",
-      `the server does not allow this method on the requested resource`,
-    );
-  }
-
-  #list(type: ResourceType, route: Route, query: URLSearchParams): Response {
-    const rv = query.get("resourceVersion") ?? "";
-    const match = query.get("resourceVersionMatch") ?? "";
-    if (match && !rv) {
-      throw new ApiError(
-        422,
-        "Invalid",
-        "resourceVersionMatch is forbidden unless resourceVersion is provided",
-      );
-    }
-    if (match && match !== "Exact" && match !== "NotOlderThan") {
-      throw new ApiError(422, "Invalid", `resourceVersionMatch: Unsupported value: "${match}"`);
-    }
-    if (rv && rv !== "0") {
-      const wanted = Number(rv);
-      if (!Number.isInteger(wanted)) {
-        throw new ApiError(400, "BadRequest", `resourceVersion: Invalid value: "${rv}"`);
-      }
-      if (wanted > Number(this.store.resourceVersion)) {
-        throw new ApiError(
-          504,
-          "Timeout",
-          `Too large resource version: ${wanted}, current: ${this.store.resourceVersion}`,
-        );
-      }
-      if (match === "Exact" && this.store.isTooOld(wanted)) {
-        throw new ApiError(410, "Expired", "The resourceVersion for the provided list is too old.");
-      }
-    }
-    const limit = Number(query.get("limit") ?? "0");
-    const result = this.store.list(
-      type,
-      this.#filter(type, route, query),
-      limit,
-      query.get("continue") ?? "",
-    );
-    const metadata: Record<string, unknown> = { resourceVersion: result.resourceVersion };
-    if (result.continue) {
-      metadata.continue = result.continue;
-      metadata.remainingItemCount = result.remainingItemCount;
-    }
-    // The API server leaves kind and apiVersion out of list items.
-    const items = result.items.map(({ kind: _k, apiVersion: _a, ...rest }) => rest);
-    return json({ kind: `${type.kind}List`, apiVersion: apiVersionOf(type), metadata, items });
-  }
-
-  #watch(_request: Request, type: ResourceType, route: Route, query: URLSearchParams): Response {
-    const filter = this.#filter(type, route, query);
-    const rv = query.get("resourceVersion") ?? "";
-    if (rv && !/^\d+$/.test(rv)) {
-      throw new ApiError(400, "BadRequest", `resourceVersion: Invalid value: "${rv}"`);
-    }
-    const encoder = new TextEncoder();
-    let unsubscribe = () => {};
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let open = true;
-    const finish = () => {
-      open = false;
-      clearTimeout(timer);
-      unsubscribe();
-    };
-    const body = new ReadableStream<Uint8Array>({
-      start: (controller) => {
-        const watcher: Watcher = {
-          type,
-          filter,
-          bookmarks: query.get("allowWatchBookmarks") === "true",
-          send: (event) => {
-            if (open) controller.enqueue(encoder.encode(JSON.stringify(event) + "\n"));
-          },
-          close: (error) => {
-            if (!open) return;
-            finish();
-            if (error) controller.error(new Error("watch connection broken by test"));
-            else controller.close();
-          },
-        };
-        unsubscribe = this.store.watch(watcher, rv || undefined);
-        const timeout = Number(query.get("timeoutSeconds") ?? "0");
-        if (open && timeout > 0) timer = setTimeout(() => watcher.close(), timeout * 1000);
-      },
-      cancel: () => finish(),
-    });
-    return new Response(body, {
-      status: 200,
-      headers: { "content-type": "application/json", "transfer-encoding": "chunked" },
-    });
-  }
-}
-
-function contentTypeOf(request: Request): string {
-  return request.headers.get("content-type") ?? "";
 }

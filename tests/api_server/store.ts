@@ -1,15 +1,14 @@
 /**
  * The test API server's storage: what etcd plus the watch cache do for the
- * real server. One global resourceVersion counter, objects per resource type,
- * a bounded history of changes that watches replay from a resourceVersion
- * (older than the history: 410 Gone), and live fan-out to watchers with
- * selector transitions (an object that stops matching arrives as DELETED).
+ * real server. One global resourceVersion counter and objects per resource
+ * type; every write goes to the watch cache (watch_hub.ts), which replays and
+ * fans it out to watchers.
  *
  * Writes through the HTTP layer pass `admission: true` (namespace must exist,
  * status is reset on create); tests seeding state call the store directly, as
  * an admin or a controller would, and may set status freely.
  */
-import { ApiError, type Status } from "./status.ts";
+import { ApiError } from "./status.ts";
 import {
   apiVersionOf,
   type KubeObject,
@@ -17,40 +16,21 @@ import {
   type ResourceRegistry,
   type ResourceType,
 } from "./resources.ts";
-import { matchesFields, matchesLabels, type Selector } from "./selectors.ts";
+import { type Filter, matches } from "./selectors.ts";
+import {
+  checkKind,
+  conflictError,
+  generateSuffix,
+  nameRequiredError,
+  namespaceMismatchError,
+  notFoundError,
+  specOf,
+  timestamp,
+  uidPreconditionError,
+  withoutVolatile,
+} from "./object_rules.ts";
 import { validateEvent, validateName } from "./validation.ts";
-
-export type ChangeType = "ADDED" | "MODIFIED" | "DELETED";
-
-export interface WatchEvent {
-  type: ChangeType | "BOOKMARK" | "ERROR";
-  object: KubeObject | Status;
-}
-
-export interface Filter {
-  /** Only this namespace; undefined for all. */
-  namespace?: string;
-  labels?: Selector;
-  fields?: Selector;
-}
-
-/** One open watch, as the HTTP layer registers it. */
-export interface Watcher {
-  type: ResourceType;
-  filter: Filter;
-  bookmarks: boolean;
-  send(event: WatchEvent): void;
-  /** Ends the stream; with `error` the connection breaks instead of ending cleanly. */
-  close(error?: boolean): void;
-}
-
-interface Change {
-  type: ChangeType;
-  typeKey: string;
-  rv: number;
-  object: KubeObject;
-  old?: KubeObject;
-}
+import { type Change, typeKey, type Watcher, WatchHub } from "./watch_hub.ts";
 
 export interface WriteOptions {
   /** Apply the admission rules of a real API request (namespace exists, status reset). */
@@ -72,59 +52,18 @@ export interface ListResult {
   remainingItemCount?: number;
 }
 
-function typeKey(type: ResourceType): string {
-  return `${type.group}/${type.resource}`;
-}
-
 function objectKey(namespace: string, name: string): string {
   return `${namespace}/${name}`;
 }
 
-/** RFC 3339 with second precision, the way the API server writes metav1.Time. */
-export function timestamp(date = new Date()): string {
-  return date.toISOString().replace(/\.\d+Z$/, "Z");
-}
-
-const NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789";
-
-function generateSuffix(): string {
-  let suffix = "";
-  for (let i = 0; i < 5; i++) suffix += NAME_CHARS[Math.floor(Math.random() * NAME_CHARS.length)];
-  return suffix;
-}
-
-export function matches(type: ResourceType, filter: Filter, object: KubeObject): boolean {
-  if (type.namespaced && filter.namespace && object.metadata?.namespace !== filter.namespace) {
-    return false;
-  }
-  return matchesLabels(filter.labels ?? [], object.metadata?.labels) &&
-    matchesFields(filter.fields ?? [], object);
-}
-
-function withoutVolatile(object: KubeObject): string {
-  const copy = structuredClone(object);
-  if (copy.metadata) {
-    delete copy.metadata.resourceVersion;
-    delete copy.metadata.generation;
-  }
-  return JSON.stringify(copy);
-}
-
-function specOf(object: KubeObject): string {
-  const { metadata: _m, status: _s, ...rest } = object;
-  return JSON.stringify(rest);
-}
-
 export class ResourceStore {
   #rv: number;
-  #oldestRv: number;
   #objects = new Map<string, Map<string, KubeObject>>();
-  #history: Change[] = [];
-  #watchers = new Set<Watcher>();
+  readonly #hub: WatchHub;
 
   constructor(readonly registry: ResourceRegistry, readonly historySize = 1000, startRv = 1000) {
     this.#rv = startRv;
-    this.#oldestRv = startRv;
+    this.#hub = new WatchHub(historySize, startRv);
   }
 
   /** The newest resourceVersion, as a string like the API's. */
@@ -134,13 +73,12 @@ export class ResourceStore {
 
   /** Forgets the history: every watch or list from an older resourceVersion now gets 410 Gone. */
   compact(): void {
-    this.#history = [];
-    this.#oldestRv = this.#rv;
+    this.#hub.compact(this.#rv);
   }
 
   /** Whether a resourceVersion is older than the history the store keeps. */
   isTooOld(rv: number): boolean {
-    return rv < this.#oldestRv;
+    return this.#hub.isTooOld(rv);
   }
 
   #bucket(type: ResourceType): Map<string, KubeObject> {
@@ -152,23 +90,6 @@ export class ResourceStore {
     return bucket;
   }
 
-  #notFound(type: ResourceType, name: string): ApiError {
-    return new ApiError(404, "NotFound", `${qualifiedResource(type)} "${name}" not found`, {
-      name,
-      group: type.group,
-      kind: type.resource,
-    });
-  }
-
-  #conflict(type: ResourceType, name: string, why: string): ApiError {
-    return new ApiError(
-      409,
-      "Conflict",
-      `Operation cannot be fulfilled on ${qualifiedResource(type)} "${name}": ${why}`,
-      { name, group: type.group, kind: type.resource },
-    );
-  }
-
   #namespaceOf(type: ResourceType, namespace: string | undefined): string {
     return type.namespaced ? (namespace || "default") : "";
   }
@@ -176,7 +97,7 @@ export class ResourceStore {
   /** One object, or 404. */
   get(type: ResourceType, namespace: string | undefined, name: string): KubeObject {
     const object = this.#bucket(type).get(objectKey(this.#namespaceOf(type, namespace), name));
-    if (!object) throw this.#notFound(type, name);
+    if (!object) throw notFoundError(type, name);
     return structuredClone(object);
   }
 
@@ -227,39 +148,20 @@ export class ResourceStore {
     const object = structuredClone(input);
     const meta = object.metadata ??= {};
     const ns = this.#namespaceOf(type, namespace ?? meta.namespace);
-    this.#checkKind(type, object);
+    checkKind(type, object);
     if (type.namespaced) {
       if (meta.namespace && meta.namespace !== ns) {
-        throw new ApiError(
-          400,
-          "BadRequest",
-          "the namespace of the provided object does not match the namespace sent on the request",
-        );
+        throw namespaceMismatchError();
       }
       meta.namespace = ns;
       if (options.admission && !this.#bucket(this.#namespaces()).has(objectKey("", ns))) {
-        throw this.#notFound(this.#namespaces(), ns);
+        throw notFoundError(this.#namespaces(), ns);
       }
     } else {
       delete meta.namespace;
     }
     if (!meta.name && meta.generateName) meta.name = meta.generateName + generateSuffix();
-    if (!meta.name) {
-      throw new ApiError(
-        422,
-        "Invalid",
-        `${type.kind} "" is invalid: metadata.name: Required value: name or generateName is required`,
-        {
-          kind: type.kind,
-          group: type.group,
-          causes: [{
-            reason: "FieldValueRequired",
-            field: "metadata.name",
-            message: "Required value: name or generateName is required",
-          }],
-        },
-      );
-    }
+    if (!meta.name) throw nameRequiredError(type);
     validateName(type, object);
     if (options.admission && type.statusSubresource) {
       object.status = type.initialStatus?.() ?? {};
@@ -297,17 +199,6 @@ export class ResourceStore {
     return this.registry.byResource("", "v1", "namespaces")!;
   }
 
-  #checkKind(type: ResourceType, object: KubeObject): void {
-    if (object.kind !== undefined && object.kind !== type.kind) {
-      throw new ApiError(
-        400,
-        "BadRequest",
-        `the API version in the data (${object.apiVersion}) does not match the expected API version ` +
-          `(${apiVersionOf(type)}) or kind ${object.kind} is not ${type.kind}`,
-      );
-    }
-  }
-
   /**
    * Replaces an object. A resourceVersion in the body must be the current one
    * (409 Conflict otherwise); with a status subresource, the main resource keeps
@@ -324,8 +215,8 @@ export class ResourceStore {
     const bucket = this.#bucket(type);
     const key = objectKey(ns, name);
     const old = bucket.get(key);
-    if (!old) throw this.#notFound(type, name);
-    this.#checkKind(type, input);
+    if (!old) throw notFoundError(type, name);
+    checkKind(type, input);
     const body = structuredClone(input);
     const meta = body.metadata ??= {};
     if (meta.name !== undefined && meta.name !== name) {
@@ -336,27 +227,17 @@ export class ResourceStore {
       );
     }
     if (type.namespaced && meta.namespace && meta.namespace !== ns) {
-      throw new ApiError(
-        400,
-        "BadRequest",
-        "the namespace of the provided object does not match the namespace sent on the request",
-      );
+      throw namespaceMismatchError();
     }
     if (meta.resourceVersion && meta.resourceVersion !== old.metadata!.resourceVersion) {
-      throw this.#conflict(
+      throw conflictError(
         type,
         name,
         "the object has been modified; please apply your changes to the latest version and try again",
       );
     }
     if (meta.uid && meta.uid !== old.metadata!.uid) {
-      throw this.#conflict(
-        type,
-        name,
-        `Precondition failed: UID in precondition: ${meta.uid}, UID in object meta: ${
-          old.metadata!.uid
-        }`,
-      );
+      throw uidPreconditionError(type, name, meta.uid, old.metadata!.uid);
     }
     let next: KubeObject;
     if (options.subresource === "status") {
@@ -416,19 +297,13 @@ export class ResourceStore {
     const ns = this.#namespaceOf(type, namespace);
     const key = objectKey(ns, name);
     const old = this.#bucket(type).get(key);
-    if (!old) throw this.#notFound(type, name);
+    if (!old) throw notFoundError(type, name);
     const pre = options.preconditions ?? {};
     if (pre.uid && pre.uid !== old.metadata!.uid) {
-      throw this.#conflict(
-        type,
-        name,
-        `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${
-          old.metadata!.uid
-        }`,
-      );
+      throw uidPreconditionError(type, name, pre.uid, old.metadata!.uid);
     }
     if (pre.resourceVersion && pre.resourceVersion !== old.metadata!.resourceVersion) {
-      throw this.#conflict(
+      throw conflictError(
         type,
         name,
         `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${
@@ -469,33 +344,6 @@ export class ResourceStore {
     return structuredClone(object);
   }
 
-  #record(change: Change): void {
-    this.#history.push(change);
-    while (this.#history.length > this.historySize) {
-      this.#oldestRv = this.#history.shift()!.rv;
-    }
-    for (const watcher of [...this.#watchers]) {
-      if (typeKey(watcher.type) !== change.typeKey) continue;
-      const event = this.#eventFor(watcher, change);
-      if (event) watcher.send(event);
-    }
-  }
-
-  #eventFor(watcher: Watcher, change: Change): WatchEvent | undefined {
-    const now = matches(watcher.type, watcher.filter, change.object);
-    const before = change.old !== undefined && matches(watcher.type, watcher.filter, change.old);
-    const object = structuredClone(change.object);
-    switch (change.type) {
-      case "ADDED":
-        return now ? { type: "ADDED", object } : undefined;
-      case "MODIFIED":
-        if (now) return { type: before ? "MODIFIED" : "ADDED", object };
-        return before ? { type: "DELETED", object } : undefined;
-      case "DELETED":
-        return now || before ? { type: "DELETED", object } : undefined;
-    }
-  }
-
   /**
    * Registers a watcher from a resourceVersion: undefined, "" or "0" first sends
    * every matching object as ADDED; a version still in the history replays what
@@ -503,85 +351,34 @@ export class ResourceStore {
    * the API server does. Returns the function that unregisters it.
    */
   watch(watcher: Watcher, fromRv?: string): () => void {
-    if (!fromRv || fromRv === "0") {
-      for (const object of this.list(watcher.type, watcher.filter).items) {
-        watcher.send({ type: "ADDED", object });
-      }
-    } else {
-      const rv = Number(fromRv);
-      if (this.isTooOld(rv)) {
-        watcher.send({
-          type: "ERROR",
-          object: new ApiError(
-            410,
-            "Expired",
-            `too old resource version: ${rv} (${this.#oldestRv})`,
-          )
-            .toStatus(),
-        });
-        watcher.close();
-        return () => {};
-      }
-      for (const change of this.#history) {
-        if (change.rv <= rv || change.typeKey !== typeKey(watcher.type)) continue;
-        const event = this.#eventFor(watcher, change);
-        if (event) watcher.send(event);
-      }
-    }
-    this.#watchers.add(watcher);
-    return () => this.#watchers.delete(watcher);
+    return this.#hub.watch(
+      watcher,
+      fromRv,
+      () => this.list(watcher.type, watcher.filter).items,
+    );
   }
 
   /** Sends a BOOKMARK with the current resourceVersion to every watcher that allows them. */
   bookmark(): void {
-    for (const watcher of this.#watchers) {
-      if (!watcher.bookmarks) continue;
-      watcher.send({
-        type: "BOOKMARK",
-        object: {
-          kind: watcher.type.kind,
-          apiVersion: apiVersionOf(watcher.type),
-          metadata: { resourceVersion: this.resourceVersion },
-        },
-      });
-    }
+    this.#hub.bookmark(this.resourceVersion);
   }
 
   /** Open watchers, optionally of one resource type. */
   watchers(type?: ResourceType): Watcher[] {
-    return [...this.#watchers].filter((w) => !type || typeKey(w.type) === typeKey(type));
+    return this.#hub.watchers(type);
   }
 
   /** Ends watch streams (all, or those a predicate picks); `error` breaks the connection instead. */
   closeWatches(predicate: (w: Watcher) => boolean = () => true, error = false): number {
-    let count = 0;
-    for (const watcher of [...this.#watchers]) {
-      if (!predicate(watcher)) continue;
-      this.#watchers.delete(watcher);
-      watcher.close(error);
-      count++;
-    }
-    return count;
+    return this.#hub.closeWatches(predicate, error);
   }
 
   /** Sends ERROR 410 Expired to watchers and ends their streams, as when the watch cache falls behind. */
   expireWatches(predicate: (w: Watcher) => boolean = () => true): number {
-    let count = 0;
-    for (const watcher of [...this.#watchers]) {
-      if (!predicate(watcher)) continue;
-      this.#watchers.delete(watcher);
-      watcher.send({
-        type: "ERROR",
-        object: new ApiError(
-          410,
-          "Expired",
-          `too old resource version: ${this.#oldestRv} (${this.#rv})`,
-        )
-          .toStatus(),
-      });
-      watcher.close();
-      count++;
-    }
-    return count;
+    return this.#hub.expireWatches(predicate, this.#rv);
+  }
+
+  #record(change: Change): void {
+    this.#hub.record(change);
   }
 }

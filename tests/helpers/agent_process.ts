@@ -7,12 +7,12 @@
  */
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { uninstall } from "../../lib/datapath.ts";
-import { SimCgroups } from "../../lib/sim/cgroup.ts";
-import { POD_IPV4, POD_IPV6, SimNode } from "../../lib/sim/netns.ts";
-import { PodServer } from "../../lib/sim/pod_server.ts";
-import { Prober, type ProbeResponse } from "../../lib/sim/prober.ts";
-import { testPinPath } from "./sim_world.ts";
+import { uninstall } from "../../lib/pins.ts";
+import type { SimCgroups } from "../../lib/sim/cgroup.ts";
+import { POD_IPV4, POD_IPV6, type SimNode } from "../../lib/sim/netns.ts";
+import type { Prober, ProbeResponse } from "../../lib/sim/prober.ts";
+import { CleanupStack } from "./cleanup_stack.ts";
+import { startNodeWithPods, startProbers, testPinPath } from "./sim_world.ts";
 
 export { POD_IPV4, POD_IPV6 };
 export const HTTP_PORTS = [8080, 8081, 8082, 8083];
@@ -174,33 +174,24 @@ export class AgentWorld implements AsyncDisposable {
   podsDir!: string;
   pinPath!: string;
   readonly agents: AgentProcess[] = [];
-  readonly #cleanups: (() => unknown)[] = [];
+  readonly #cleanups = new CleanupStack("AgentWorld");
 
   static async create(): Promise<AgentWorld> {
     const w = new AgentWorld();
     try {
-      w.node = await SimNode.create({ networks: [1, 2] });
-      w.#cleanups.push(() => w.node.dispose());
-      w.cgroups = SimCgroups.create();
-      w.#cleanups.push(() => w.cgroups.dispose());
-      for (const net of w.node.networks) {
-        const server = await PodServer.start({
-          netns: net.podNetns,
-          name: net.pod,
-          addresses: [POD_IPV4, POD_IPV6],
-          httpPorts: HTTP_PORTS,
-          tcpPorts: TCP_PORTS,
-        });
-        w.#cleanups.push(() => server.dispose());
-      }
+      ({ node: w.node, cgroups: w.cgroups } = await startNodeWithPods(w.#cleanups, {
+        httpPorts: HTTP_PORTS,
+        tcpPorts: TCP_PORTS,
+      }));
       w.podsDir = await Deno.makeTempDir({ prefix: "lace-e2e-pods-" });
       w.#cleanups.push(() => Deno.remove(w.podsDir, { recursive: true }));
       w.pinPath = testPinPath();
       w.#cleanups.push(() => uninstall(w.pinPath));
-      w.kubelet = await Prober.start({ netns: w.node.netns, cgroup: w.cgroups.kubelet });
-      w.#cleanups.push(() => w.kubelet.dispose());
-      w.other = await Prober.start({ netns: w.node.netns, cgroup: w.cgroups.other });
-      w.#cleanups.push(() => w.other.dispose());
+      ({ kubelet: w.kubelet, other: w.other } = await startProbers(
+        w.#cleanups,
+        w.node.netns,
+        w.cgroups,
+      ));
       return w;
     } catch (e) {
       await w.dispose();
@@ -255,13 +246,8 @@ export class AgentWorld implements AsyncDisposable {
 
   async dispose(): Promise<void> {
     for (const agent of this.agents) await agent.stop("SIGKILL");
-    while (this.#cleanups.length) {
-      try {
-        await this.#cleanups.pop()!();
-      } catch {
-        // Keep removing the rest.
-      }
-    }
+    // Cleanup failures are ignored: the rest is removed regardless.
+    await this.#cleanups.run().catch(() => {});
   }
 
   [Symbol.asyncDispose](): Promise<void> {

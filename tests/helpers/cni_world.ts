@@ -11,15 +11,17 @@ import { AgentCore } from "../../lib/agent_core.ts";
 import { cniHandlerFor } from "../../lib/cni/check.ts";
 import { type CniServer, startCniServer } from "../../lib/cni/server.ts";
 import { defaultConfig } from "../../lib/config.ts";
-import { Datapath, uninstall } from "../../lib/datapath.ts";
+import { Datapath } from "../../lib/datapath.ts";
+import { uninstall } from "../../lib/pins.ts";
 import { DirPodSource } from "../../lib/pod_source_dir.ts";
 import { SimCgroups } from "../../lib/sim/cgroup.ts";
 import { randomSuffix, run } from "../../lib/sim/exec.ts";
 import { SimNode } from "../../lib/sim/netns.ts";
 import { PodServer } from "../../lib/sim/pod_server.ts";
-import { Prober } from "../../lib/sim/prober.ts";
+import type { Prober } from "../../lib/sim/prober.ts";
 import { type AttachmentParams, CniChain, laceCommand } from "./cni_runtime.ts";
-import { testPinPath } from "./sim_world.ts";
+import { CleanupStack } from "./cleanup_stack.ts";
+import { startProbers, testPinPath } from "./sim_world.ts";
 
 export const NETWORK = "blue";
 export const NETWORK_ID = 7;
@@ -76,7 +78,7 @@ export class CniWorld implements AsyncDisposable {
   other!: Prober;
   chain!: CniChain;
   subnet!: string;
-  readonly #cleanups: (() => unknown)[] = [];
+  readonly #cleanups = new CleanupStack("CniWorld");
 
   /** Builds the node; `agent: false` leaves the socket without an agent. */
   static async create(opts: { agent: boolean; timeout?: string }): Promise<CniWorld> {
@@ -102,10 +104,7 @@ export class CniWorld implements AsyncDisposable {
       w.#cleanups.push(() => w.datapath.close());
       w.datapath.attach(w.cgroups.kubelet);
       if (opts.agent) await w.#startAgent();
-      w.kubelet = await Prober.start({ netns: n, cgroup: w.cgroups.kubelet });
-      w.#cleanups.push(() => w.kubelet.dispose());
-      w.other = await Prober.start({ netns: n, cgroup: w.cgroups.other });
-      w.#cleanups.push(() => w.other.dispose());
+      ({ kubelet: w.kubelet, other: w.other } = await startProbers(w.#cleanups, n, w.cgroups));
       w.chain = new CniChain({
         name: "lace-blue",
         cniVersion: "1.0.0",
@@ -219,15 +218,7 @@ export class CniWorld implements AsyncDisposable {
   }
 
   async dispose(): Promise<void> {
-    const errors: unknown[] = [];
-    while (this.#cleanups.length) {
-      try {
-        await this.#cleanups.pop()!();
-      } catch (e) {
-        errors.push(e);
-      }
-    }
-    if (errors.length) throw new AggregateError(errors, "CniWorld cleanup failed");
+    await this.#cleanups.run();
   }
 
   [Symbol.asyncDispose](): Promise<void> {

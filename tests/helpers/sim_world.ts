@@ -5,7 +5,8 @@
  * is removed on dispose, in reverse order, even when building it failed.
  */
 import { defaultConfig, markFor } from "../../lib/config.ts";
-import { Datapath, uninstall } from "../../lib/datapath.ts";
+import { Datapath } from "../../lib/datapath.ts";
+import { uninstall } from "../../lib/pins.ts";
 import { bpffsMountPoints, readMountInfo } from "../../lib/mountinfo.ts";
 import type { ProbeKey } from "../../lib/probe_map.ts";
 import { SimCgroups } from "../../lib/sim/cgroup.ts";
@@ -13,6 +14,7 @@ import { randomSuffix } from "../../lib/sim/exec.ts";
 import { POD_IPV4, POD_IPV6, SimNode } from "../../lib/sim/netns.ts";
 import { PodServer } from "../../lib/sim/pod_server.ts";
 import { Prober } from "../../lib/sim/prober.ts";
+import { CleanupStack } from "./cleanup_stack.ts";
 
 export const HTTP_PORTS = [8080, 8081, 8082];
 export const TCP_PORTS = [9000, 9001, 9002];
@@ -31,6 +33,44 @@ export function testPinPath(): string {
   return `${bpffs}/lace-test-${randomSuffix()}`;
 }
 
+/**
+ * Starts a simulated node with networks 1 and 2, the kubelet and "other"
+ * cgroups, and a pod server in each network answering on POD_IPV4/POD_IPV6
+ * at the given ports. Each part's removal goes on `cleanups`.
+ */
+export async function startNodeWithPods(
+  cleanups: CleanupStack,
+  ports: { httpPorts: number[]; tcpPorts: number[] },
+): Promise<{ node: SimNode; cgroups: SimCgroups }> {
+  const node = await SimNode.create({ networks: [1, 2] });
+  cleanups.push(() => node.dispose());
+  const cgroups = SimCgroups.create();
+  cleanups.push(() => cgroups.dispose());
+  for (const net of node.networks) {
+    const server = await PodServer.start({
+      netns: net.podNetns,
+      name: net.pod,
+      addresses: [POD_IPV4, POD_IPV6],
+      ...ports,
+    });
+    cleanups.push(() => server.dispose());
+  }
+  return { node, cgroups };
+}
+
+/** Starts a prober in the kubelet cgroup and one in the "other" cgroup of `netns`. */
+export async function startProbers(
+  cleanups: CleanupStack,
+  netns: string,
+  cgroups: SimCgroups,
+): Promise<{ kubelet: Prober; other: Prober }> {
+  const kubelet = await Prober.start({ netns, cgroup: cgroups.kubelet });
+  cleanups.push(() => kubelet.dispose());
+  const other = await Prober.start({ netns, cgroup: cgroups.other });
+  cleanups.push(() => other.dispose());
+  return { kubelet, other };
+}
+
 export class SimWorld implements AsyncDisposable {
   node!: SimNode;
   cgroups!: SimCgroups;
@@ -38,35 +78,26 @@ export class SimWorld implements AsyncDisposable {
   datapath!: Datapath;
   kubelet!: Prober;
   other!: Prober;
-  readonly #cleanups: (() => unknown)[] = [];
+  readonly #cleanups = new CleanupStack("SimWorld");
 
   /** Builds everything; the datapath is attached to the kubelet cgroup. */
   static async create(): Promise<SimWorld> {
     const w = new SimWorld();
     try {
-      w.node = await SimNode.create({ networks: [1, 2] });
-      w.#cleanups.push(() => w.node.dispose());
-      w.cgroups = SimCgroups.create();
-      w.#cleanups.push(() => w.cgroups.dispose());
-      for (const net of w.node.networks) {
-        const server = await PodServer.start({
-          netns: net.podNetns,
-          name: net.pod,
-          addresses: [POD_IPV4, POD_IPV6],
-          httpPorts: HTTP_PORTS,
-          tcpPorts: TCP_PORTS,
-        });
-        w.#cleanups.push(() => server.dispose());
-      }
+      ({ node: w.node, cgroups: w.cgroups } = await startNodeWithPods(w.#cleanups, {
+        httpPorts: HTTP_PORTS,
+        tcpPorts: TCP_PORTS,
+      }));
       w.pinPath = testPinPath();
       w.#cleanups.push(() => uninstall(w.pinPath));
       w.datapath = Datapath.open({ pinPath: w.pinPath });
       w.#cleanups.push(() => w.datapath.close());
       w.datapath.attach(w.cgroups.kubelet);
-      w.kubelet = await Prober.start({ netns: w.node.netns, cgroup: w.cgroups.kubelet });
-      w.#cleanups.push(() => w.kubelet.dispose());
-      w.other = await Prober.start({ netns: w.node.netns, cgroup: w.cgroups.other });
-      w.#cleanups.push(() => w.other.dispose());
+      ({ kubelet: w.kubelet, other: w.other } = await startProbers(
+        w.#cleanups,
+        w.node.netns,
+        w.cgroups,
+      ));
       return w;
     } catch (e) {
       await w.dispose();
@@ -83,15 +114,7 @@ export class SimWorld implements AsyncDisposable {
   }
 
   async dispose(): Promise<void> {
-    const errors: unknown[] = [];
-    while (this.#cleanups.length) {
-      try {
-        await this.#cleanups.pop()!();
-      } catch (e) {
-        errors.push(e);
-      }
-    }
-    if (errors.length) throw new AggregateError(errors, "SimWorld cleanup failed");
+    await this.#cleanups.run();
   }
 
   [Symbol.asyncDispose](): Promise<void> {

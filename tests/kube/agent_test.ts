@@ -271,11 +271,18 @@ Deno.test({
     const before = mapContents(w.pinPath);
     const restarts = (await agent.metric("lace_watch_restarts_total")) ?? 0;
     await cp.stopApiServer();
+    const stopped = Date.now();
+    // Known failure (Deno 2.9.6, client-node 2.0.1): client-node's Watch reads through undici's
+    // fetch, whose response body neither ends nor fails when the server's connection closes,
+    // and not even when the request's signal is aborted afterwards (Deno's own fetch reports the
+    // close at once). So neither the watch's done callback nor its inactivity timeout fires,
+    // and the agent never learns that the API server went away.
     await waitFor(
       "the agent's watch to fail and restart",
       async () => ((await agent.metric("lace_watch_restarts_total")) ?? 0) > restarts,
       30_000,
     );
+    console.log(`The agent noticed the outage after ${Date.now() - stopped} ms`);
     assert.deepEqual(mapContents(w.pinPath), before);
     assert.equal((await w.probe(POD_IPV4, 8081, "/")).body, w.podIn(2));
     assert.equal((await agent.get("/healthz")).status, 200);

@@ -4,14 +4,8 @@
  * answers. It checks the scheduling rules as it runs (no endpoint shared by
  * two bandwidth sessions, the concurrency bound) and counts what happened.
  */
-import {
-  ConflictError,
-  type ExecOptions,
-  type ExecResult,
-  type LeaseRecord,
-  type NetcheckCluster,
-  type ProbePod,
-} from "../cluster.ts";
+import type { ExecOptions, ExecResult, NetcheckCluster, ProbePod } from "../cluster.ts";
+import { MemoryLeases } from "./memory_leases.ts";
 
 export interface FakeNode {
   name: string;
@@ -57,10 +51,9 @@ export function fakeNodes(n: number): FakeNode[] {
   }));
 }
 
-export class MemoryCluster implements NetcheckCluster {
+export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
   readonly namespaces = new Set<string>();
   readonly daemonSets = new Map<string, Record<string, unknown>>();
-  readonly leases = new Map<string, LeaseRecord>();
   readonly nodes: FakeNode[];
   /** Executed paths by "phase from→to" (when recordPaths). */
   readonly pathCounts = new Map<string, number>();
@@ -72,10 +65,10 @@ export class MemoryCluster implements NetcheckCluster {
   daemonSetPatches = 0;
   #busyPods = new Set<string>();
   #lists = 0;
-  #rv = 0;
   #busyLeft = new Map<string, number>();
 
   constructor(nodes: FakeNode[], readonly options: MemoryClusterOptions = {}) {
+    super();
     this.nodes = nodes;
     for (const n of nodes) this.#busyLeft.set(n.name, n.busyTimes ?? 0);
   }
@@ -229,31 +222,5 @@ export class MemoryCluster implements NetcheckCluster {
     });
     return this.options.iperfOutput?.(json, from.name, to.name) ??
       { exitCode: 0, stdout: json + "\n", stderr: "" };
-  }
-
-  getLease(_namespace: string, name: string): Promise<LeaseRecord | null> {
-    return Promise.resolve(this.leases.get(name) ?? null);
-  }
-
-  createLease(_namespace: string, lease: LeaseRecord): Promise<LeaseRecord> {
-    if (this.leases.has(lease.name)) return Promise.reject(new ConflictError("exists"));
-    const stored = { ...lease, resourceVersion: String(++this.#rv) };
-    this.leases.set(lease.name, stored);
-    return Promise.resolve(stored);
-  }
-
-  updateLease(_namespace: string, lease: LeaseRecord): Promise<LeaseRecord> {
-    const current = this.leases.get(lease.name);
-    if (!current || current.resourceVersion !== lease.resourceVersion) {
-      return Promise.reject(new ConflictError("stale"));
-    }
-    const stored = { ...lease, resourceVersion: String(++this.#rv) };
-    this.leases.set(lease.name, stored);
-    return Promise.resolve(stored);
-  }
-
-  deleteLease(_namespace: string, name: string): Promise<void> {
-    this.leases.delete(name);
-    return Promise.resolve();
   }
 }

@@ -8,14 +8,8 @@
  * input dropped), ImagePullBackOff, cordoned node, busy iperf3 server, slow
  * egress. Requires root; always `close()` it (or `await using`).
  */
-import {
-  ConflictError,
-  type ExecOptions,
-  type ExecResult,
-  type LeaseRecord,
-  type NetcheckCluster,
-  type ProbePod,
-} from "../cluster.ts";
+import type { ExecOptions, ExecResult, NetcheckCluster, ProbePod } from "../cluster.ts";
+import { MemoryLeases } from "./memory_leases.ts";
 
 export interface SimNode {
   name: string;
@@ -71,17 +65,16 @@ async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: s
   }
 }
 
-export class NetnsCluster implements NetcheckCluster, AsyncDisposable {
+export class NetnsCluster extends MemoryLeases implements NetcheckCluster, AsyncDisposable {
   readonly nodes: NodeState[] = [];
   readonly daemonSets = new Set<string>();
   readonly namespaces = new Set<string>();
-  readonly leases = new Map<string, LeaseRecord>();
   readonly hub: string;
-  #rv = 0;
   #closed = false;
   #helpers: Deno.ChildProcess[] = [];
 
   private constructor(readonly prefix: string) {
+    super();
     this.hub = `${prefix}-hub`;
   }
 
@@ -353,31 +346,5 @@ export class NetnsCluster implements NetcheckCluster, AsyncDisposable {
       clearTimeout(timer);
       options.signal?.removeEventListener("abort", onAbort);
     }
-  }
-
-  getLease(_namespace: string, name: string): Promise<LeaseRecord | null> {
-    return Promise.resolve(this.leases.get(name) ?? null);
-  }
-
-  createLease(_namespace: string, lease: LeaseRecord): Promise<LeaseRecord> {
-    if (this.leases.has(lease.name)) return Promise.reject(new ConflictError("exists"));
-    const stored = { ...lease, resourceVersion: String(++this.#rv) };
-    this.leases.set(lease.name, stored);
-    return Promise.resolve(stored);
-  }
-
-  updateLease(_namespace: string, lease: LeaseRecord): Promise<LeaseRecord> {
-    const current = this.leases.get(lease.name);
-    if (!current || current.resourceVersion !== lease.resourceVersion) {
-      return Promise.reject(new ConflictError("stale"));
-    }
-    const stored = { ...lease, resourceVersion: String(++this.#rv) };
-    this.leases.set(lease.name, stored);
-    return Promise.resolve(stored);
-  }
-
-  deleteLease(_namespace: string, name: string): Promise<void> {
-    this.leases.delete(name);
-    return Promise.resolve();
   }
 }
