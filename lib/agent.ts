@@ -99,6 +99,7 @@ export async function startAgent(config: Config): Promise<RunningAgent> {
       new ApiPodSource({
         kubeConfig,
         nodeName: config.nodeName,
+        livenessMs: config.watchLivenessMs,
         onRestart: () => metrics.watchRestarts.inc(),
       }),
     );

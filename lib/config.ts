@@ -31,6 +31,8 @@ export interface Config {
   debounceMs: number;
   /** Full resync that repairs drift, in ms. */
   resyncMs: number;
+  /** A pod watch silent this long gets the API server probed, in ms (a dead watch is restarted). */
+  watchLivenessMs: number;
   /** Address of the metrics and health server (host:port); empty disables it. */
   metricsAddr: string;
   /** Unix socket the CNI plugin talks to. */
@@ -66,6 +68,7 @@ export function defaultConfig(): Config {
     networkIdAnnotation: "lace.io/network-id",
     debounceMs: 5,
     resyncMs: 5 * 60_000,
+    watchLivenessMs: 30_000,
     metricsAddr: "127.0.0.1:9808",
     cniSocket: "/run/lace/cni.sock",
     logLevel: "info",
@@ -141,6 +144,9 @@ export function validateConfig(config: Config): Config {
   }
   if (!Number.isFinite(config.resyncMs) || config.resyncMs < 1000) {
     throw new ConfigError(`Resync interval must be at least 1s: ${config.resyncMs}ms`);
+  }
+  if (!Number.isFinite(config.watchLivenessMs) || config.watchLivenessMs < 1000) {
+    throw new ConfigError(`Watch liveness interval must be at least 1s: ${config.watchLivenessMs}ms`);
   }
   if (config.metricsAddr && !/^(\[[0-9a-fA-F:.]+\]|[^:\s]+):\d{1,5}$/.test(config.metricsAddr)) {
     throw new ConfigError(`Metrics address must be host:port: "${config.metricsAddr}"`);

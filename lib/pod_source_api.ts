@@ -8,8 +8,16 @@
  * with a capped, jittered exponential backoff and count the restarts. The sink
  * gets `replaceAll` only after a list succeeded, never an empty list because
  * of an error, so the probe map survives an unreachable API.
+ *
+ * Under Deno 2.9, a watch whose server went away may neither end nor fail
+ * (undici's response body hangs after the connection closed, and aborting it
+ * does not end it either), so client-node never calls the watch's done
+ * callback. The source therefore checks liveness itself: a watch that is
+ * silent for `livenessMs` triggers one cheap GET /version, and a failed probe,
+ * or a watch still open past the timeout the server was asked to end it at,
+ * abandons that watch and restarts from the last resourceVersion.
  */
-import { CoreV1Api, type KubeConfig, ListWatch, Watch } from "@kubernetes/client-node";
+import { CoreV1Api, type KubeConfig, ListWatch, VersionApi, Watch } from "@kubernetes/client-node";
 import { getLogger } from "@logtape/logtape";
 import { normalisePod, type Pod, podRef } from "./pod.ts";
 import type { PodSink, PodSource } from "./pod_source.ts";
@@ -49,6 +57,12 @@ export interface ApiPodSourceOptions {
   inactivityMs?: number;
   /** The server ends each watch after a random time in [min, 2·min) seconds, as client-go asks. */
   watchTimeoutSeconds?: number;
+  /** A watch silent this long gets its server probed (GET /version), in ms. */
+  livenessMs?: number;
+  /** How long the liveness probe may take before the API counts as unreachable, in ms. */
+  probeTimeoutMs?: number;
+  /** How long past its server-side timeout a watch may stay open before it counts as dead, in ms. */
+  deadlineGraceMs?: number;
   random?: () => number;
 }
 
@@ -80,6 +94,13 @@ export class ApiPodSource implements PodSource {
   #reported = new Map<string, string>();
   #restarts = 0;
   #lists = 0;
+  /** Bumped for every new watch and when one is abandoned: older watches' callbacks are ignored. */
+  #watchGeneration = 0;
+  #lastActivity = 0;
+  /** When the current watch should have been ended by the server; 0 when none is open. */
+  #watchDeadline = 0;
+  #livenessTimer?: ReturnType<typeof setInterval>;
+  #probing = false;
 
   constructor(options: ApiPodSourceOptions) {
     this.#options = options;
@@ -110,8 +131,10 @@ export class ApiPodSource implements PodSource {
     const fieldSelector = `spec.nodeName=${nodeName}`;
     const watch = new Watch(kubeConfig);
     // A TS-private field: the inactivity timeout after which the watch reconnects (default 30 s).
+    // Longer than the server-side watch timeout plus grace: under Deno its abort does not end a
+    // hung stream, so the liveness check below, not this timer, is what notices a dead watch.
     (watch as unknown as { requestTimeoutMs: number }).requestTimeoutMs =
-      this.#options.inactivityMs ?? 120_000;
+      this.#options.inactivityMs ?? 300_000;
     const listFn = async () => {
       const list = await core.listPodForAllNamespaces({ fieldSelector });
       this.#deliverList(list.items);
@@ -132,6 +155,10 @@ export class ApiPodSource implements PodSource {
     lw.on("error", (error: unknown) => this.#failed(error));
     this.#listWatch = lw;
     log.info("Watching pods of node {node}", { node: nodeName });
+    const version = kubeConfig.makeApiClient(VersionApi);
+    const livenessMs = this.#options.livenessMs ?? 30_000;
+    this.#lastActivity = Date.now();
+    this.#livenessTimer = setInterval(() => this.#checkLiveness(version, livenessMs), livenessMs);
     this.#run();
     return Promise.resolve();
   }
@@ -139,6 +166,8 @@ export class ApiPodSource implements PodSource {
   async stop(): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
+    clearInterval(this.#livenessTimer);
+    this.#livenessTimer = undefined;
     clearTimeout(this.#restartTimer);
     this.#restartTimer = undefined;
     for (const wake of this.#sleepers) wake();
@@ -151,6 +180,51 @@ export class ApiPodSource implements PodSource {
 
   #run(): void {
     this.#listWatch?.start().catch((error) => this.#failed(error));
+  }
+
+  /**
+   * Runs every `livenessMs`: a watch past its deadline is dead; a silent one
+   * gets its server probed, and an unreachable server means the watch is dead
+   * too. Either way the watch is abandoned and restarted with backoff.
+   */
+  async #checkLiveness(version: VersionApi, livenessMs: number): Promise<void> {
+    if (this.#stopped || this.#restartTimer || this.#probing) return;
+    const now = Date.now();
+    if (this.#watchDeadline && now > this.#watchDeadline) {
+      this.#abandonWatch(
+        "the watch stayed open past the timeout the API server was asked to end it at",
+      );
+      return;
+    }
+    if (now - this.#lastActivity < livenessMs) return;
+    this.#probing = true;
+    const timeoutMs = this.#options.probeTimeoutMs ?? 5_000;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      await Promise.race([
+        version.getCode(),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`no answer in ${timeoutMs} ms`)), timeoutMs);
+        }),
+      ]);
+      this.#lastActivity = Date.now();
+    } catch (error) {
+      if (!this.#stopped) {
+        this.#abandonWatch(`the API server did not answer a liveness probe: ${describe(error)}`);
+      }
+    } finally {
+      clearTimeout(timer);
+      this.#probing = false;
+    }
+  }
+
+  /** Gives up on the current watch (its callbacks are ignored from now on) and restarts. */
+  #abandonWatch(reason: string): void {
+    this.#watchGeneration++;
+    this.#watchDeadline = 0;
+    for (const controller of this.#controllers) controller.abort();
+    this.#controllers.clear();
+    this.#failed(new Error(reason));
   }
 
   #failed(error: unknown): void {
@@ -179,16 +253,23 @@ export class ApiPodSource implements PodSource {
     return {
       watch: async (path, query, callback, done) => {
         if (this.#stopped) return new AbortController();
-        const min = this.#options.watchTimeoutSeconds ?? 300;
+        const min = this.#options.watchTimeoutSeconds ?? 120;
         const random = this.#options.random ?? Math.random;
         let finished = false;
+        const generation = ++this.#watchGeneration;
+        const current = () => generation === this.#watchGeneration && !this.#stopped;
+        const timeoutSeconds = Math.floor(min * (1 + random()));
+        this.#lastActivity = Date.now();
+        this.#watchDeadline = Date.now() + timeoutSeconds * 1000 +
+          (this.#options.deadlineGraceMs ?? 30_000);
         // done() may run before watch() returns (a refused connection), so hold it in a box.
         const box: { controller?: AbortController } = {};
         const controller = box.controller = await inner.watch(
           path,
-          { ...query, allowWatchBookmarks: true, timeoutSeconds: Math.floor(min * (1 + random())) },
+          { ...query, allowWatchBookmarks: true, timeoutSeconds },
           (phase, object, watchObject) => {
-            if (this.#stopped) return;
+            if (!current()) return;
+            this.#lastActivity = Date.now();
             if (phase !== "ERROR") this.#attempt = 0;
             if (phase === "ERROR") {
               log.info("Pod watch ended by the API server: {status}", { status: describe(object) });
@@ -198,7 +279,9 @@ export class ApiPodSource implements PodSource {
           (error) => {
             finished = true;
             if (box.controller) this.#controllers.delete(box.controller);
-            if (!this.#stopped) done(error);
+            if (!current()) return;
+            this.#watchDeadline = 0;
+            done(error);
           },
         );
         if (this.#stopped) controller.abort();

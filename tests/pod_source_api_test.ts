@@ -68,13 +68,15 @@ function serverNames(server: TestApiServer): string[] {
     .map((p) => p.metadata!.name!).sort();
 }
 
-async function setup(options: { restarts?: unknown[] } = {}) {
+async function setup(options: { restarts?: unknown[]; livenessMs?: number } = {}) {
   const server = await TestApiServer.start();
   const kubeConfig = loadKubeConfig({ kubeconfig: await server.writeKubeconfig() });
   const source = new ApiPodSource({
     kubeConfig,
     nodeName: NODE,
     backoff: { initialMs: 10, maxMs: 50 },
+    livenessMs: options.livenessMs,
+    probeTimeoutMs: 500,
     onRestart: (error) => options.restarts?.push(error),
   });
   const sink = new RecordingSink();
@@ -211,6 +213,20 @@ Deno.test("while the API server is down nothing is replaced, then the source con
   await waitFor("convergence", () => t.sink.names().join() === "p2,p3");
   assert.equal(t.sink.lists.length, 2, "the removal arrives through a relist");
   assert.ok(t.sink.lists.every((l) => l.length > 0), "never an empty list");
+});
+
+Deno.test("a watch that hangs after its server died is abandoned on a failed liveness probe, then the source converges", async () => {
+  await using t = await setup({ livenessMs: 100 });
+  t.server.put(pod("p1"));
+  t.server.put(pod("p2"));
+  await t.source.start(t.sink);
+  await waitFor("the watch", () => t.server.watchCount("pods") === 1);
+  await t.server.stop({ leaveWatchesHanging: true });
+  await waitFor("the dead watch noticed", () => t.source.restarts >= 1);
+  assert.deepEqual(t.sink.names(), ["p1", "p2"], "the source keeps what it had");
+  t.server.remove("v1", "Pod", "default", "p1");
+  await t.server.restart();
+  await waitFor("convergence", () => t.sink.names().join() === "p2");
 });
 
 Deno.test("a failed first list is retried and never reported as an empty list", async () => {

@@ -149,6 +149,13 @@ export const agentFlags: FlagSpec[] = [
     help: "Full resync that repairs drift in the probe map",
   },
   {
+    name: "watch-liveness",
+    type: "duration",
+    env: ["LACE_WATCH_LIVENESS"],
+    default: "30s",
+    help: "A pod watch silent this long gets the API server probed; a dead watch is restarted",
+  },
+  {
     name: "cni-socket",
     type: "string",
     env: ["LACE_CNI_SOCKET"],
@@ -176,6 +183,7 @@ export function agentConfig(values: FlagValues): Config {
     networkIdAnnotation: values["network-id-annotation"] as string,
     debounceMs: values["debounce"] as number,
     resyncMs: values["resync-interval"] as number,
+    watchLivenessMs: values["watch-liveness"] as number,
     metricsAddr: values["metrics-addr"] as string,
     cniSocket: values["cni-socket"] as string,
     logLevel: values["log-level"] as Config["logLevel"],

@@ -4,8 +4,11 @@
  * pairs; each round is yielded A→B for all its pairs, then B→A. Consecutive
  * pairs therefore rarely share an endpoint, so a small window of upcoming
  * pairs keeps `--concurrency` sessions busy, and A→B sits right next to B→A
- * (the asymmetry check holds only a round's worth of figures). Memory is O(1)
- * in the number of pairs.
+ * (the asymmetry check holds only a round's worth of figures). Each item
+ * meets its partners in round order, which the scheduler keeps: with equal
+ * session lengths the N−1 rounds of each direction take exactly 2(N−1)
+ * session times (2N for an odd N, one bye per round). Memory is O(N): one
+ * round at a time.
  */
 
 export interface Pair<T> {

@@ -5,15 +5,17 @@
  * the client shares its container with its own node's server, so A→B never
  * overlaps B→A and no two running pairs share an endpoint.
  *
- * Pairs are pulled lazily into a small window. In exclusive mode each
- * endpoint takes its pairs in the order they come (the tournament order of
- * `directedPairs()`): a pair starts once it is the first waiting pair of both
- * its endpoints and both are free. A greedy "any pair whose endpoints are
- * free" start would let a node that finished first grab a later pair while
- * its next partner is about to finish, which leaves that partner idle and
- * compounds round after round; in order, sessions of equal length run in
- * exactly the tournament's rounds. Only concurrency no in-order pair can use
- * goes to later pairs of endpoints nobody is waiting for.
+ * Pairs are pulled lazily into a small window (memory does not grow with
+ * the number of pairs). In exclusive mode each endpoint takes its pairs in
+ * the order they come, the tournament rounds of `directedPairs()`: a pair
+ * starts once it is the first waiting pair of both its endpoints and both are
+ * free. A greedy "oldest pair whose endpoints are free" start lets the first
+ * node of a round to finish grab a later pair while its next partner is about
+ * to finish; that partner then idles, and the slip compounds (1.12–1.16× the
+ * bound with equal sessions). In order, equal sessions run in exactly the
+ * 2(N−1) rounds the locks allow. An endpoint whose next partner is still
+ * behind (busy with earlier pairs) is not left idle: it may take a later pair
+ * with another endpoint nobody waits for.
  */
 import type { Pair } from "./pairs.ts";
 
@@ -73,7 +75,7 @@ export async function schedulePairs<T>(
   const windowSize = Math.max(options.window ?? Math.max(64, concurrency * 4), 1);
   const locks = new EndpointLocks();
   const iterator = pairs[Symbol.iterator]();
-  let window: Pair<T>[] = [];
+  const window: Pair<T>[] = [];
   const running = new Set<Promise<void>>();
   let exhausted = false;
   let firstError: unknown;
@@ -114,6 +116,10 @@ export async function schedulePairs<T>(
     }
   };
 
+  // Reused on every turn: the schedule runs one turn per finished pair.
+  const seen = new Set<string>();
+  const awaited = new Set<string>();
+  const chosen: Pair<T>[] = [];
   /**
    * Starts each pair that is the first waiting pair of both its endpoints
    * when both are free; then later pairs whose endpoints are free and not
@@ -121,15 +127,14 @@ export async function schedulePairs<T>(
    * so a node does not idle while its partner catches up. Returns how many started.
    */
   const startExclusive = (): number => {
-    const seen = new Set<string>();
-    const awaited = new Set<string>();
-    const take: boolean[] = [];
+    seen.clear();
+    awaited.clear();
     let room = concurrency - running.size;
-    for (let i = 0; i < window.length; i++) {
-      const a = key(window[i].from), b = key(window[i].to);
+    for (const pair of window) {
+      const a = key(pair.from), b = key(pair.to);
       if (!seen.has(a) && !seen.has(b)) {
         if (room > 0 && locks.tryAcquire(a, b)) {
-          take[i] = true;
+          chosen.push(pair);
           room--;
         } else awaited.add(a).add(b);
       }
@@ -137,17 +142,22 @@ export async function schedulePairs<T>(
     }
     for (let i = 0; i < window.length && room > 0; i++) {
       const a = key(window[i].from), b = key(window[i].to);
-      if (take[i] || awaited.has(a) || awaited.has(b)) continue;
-      if (locks.tryAcquire(a, b)) {
-        take[i] = true;
+      // Pairs taken above hold their locks, so tryAcquire skips them.
+      if (!awaited.has(a) && !awaited.has(b) && locks.tryAcquire(a, b)) {
+        chosen.push(window[i]);
         room--;
       }
     }
-    const chosen = window.filter((_, i) => take[i]);
-    if (chosen.length > 0) window = window.filter((_, i) => !take[i]);
-    for (const pair of chosen) start(pair);
-    refill();
-    return chosen.length;
+    const started = chosen.length;
+    if (started > 0) {
+      let kept = 0;
+      for (const pair of window) if (!chosen.includes(pair)) window[kept++] = pair;
+      window.length = kept;
+      for (const pair of chosen) start(pair);
+      chosen.length = 0;
+      refill();
+    }
+    return started;
   };
 
   try {

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import FakeTimers from "@sinonjs/fake-timers";
 import { directedPairs, type Pair } from "./pairs.ts";
 import { EndpointLocks, schedulePairs } from "./scheduler.ts";
 
@@ -53,6 +54,51 @@ Deno.test("schedulePairs() handles thousands of pairs with an odd node count", a
   const { counts, violations } = await checkedRun(61, 16, true);
   assert.equal(counts.size, 61 * 60);
   assert.deepEqual(violations, []);
+});
+
+/** Runs a bandwidth-like schedule on fake time; returns when each pair started and the end. */
+async function timedRun(
+  n: number,
+  concurrency: number,
+  durationOf: (pair: Pair<string>) => number,
+) {
+  // One timer per pair: allow all of them.
+  const clock = FakeTimers.createClock(0, n * n);
+  const starts: number[] = [];
+  const done = schedulePairs(directedPairs(names(n)), (e) => e, async (pair) => {
+    starts.push(clock.now);
+    await new Promise((r) => clock.setTimeout(r, durationOf(pair)));
+  }, { concurrency, exclusive: true });
+  await clock.runAllAsync();
+  await done;
+  return { starts, end: clock.now };
+}
+
+Deno.test("schedulePairs() runs equal sessions in exactly the 2(N−1) rounds the locks allow", async () => {
+  for (const n of [2, 4, 10, 20, 40]) {
+    const { starts, end } = await timedRun(n, n / 2, () => 1000);
+    assert.equal(starts.length, n * (n - 1));
+    assert.equal(end, 2 * (n - 1) * 1000, `${n} nodes`);
+    // Every round starts all n/2 of its pairs together.
+    assert.equal(new Set(starts).size, 2 * (n - 1));
+  }
+});
+
+Deno.test("schedulePairs() with an odd node count runs equal sessions in 2N rounds", async () => {
+  // (N−1)/2 pairs at once at most, so N(N−1) pairs need 2N rounds.
+  const n = 9;
+  const { end } = await timedRun(n, (n - 1) / 2, () => 1000);
+  assert.equal(end, 2 * n * 1000);
+});
+
+Deno.test("schedulePairs() keeps nodes busy while one path is slow", async () => {
+  // Every path out of pod-0 takes five rounds: the rest of the schedule goes
+  // on around them, so the run ends close to pod-0's own busy time.
+  const n = 10;
+  const { end } = await timedRun(n, n / 2, (p) => p.from === "pod-0" ? 5000 : 1000);
+  // pod-0's own sessions: n−1 slow ones out of it, n−1 normal ones into it.
+  const bound = (n - 1) * (5000 + 1000);
+  assert.ok(end <= bound * 1.1, `took ${end} ms, pod-0 alone needs ${bound} ms`);
 });
 
 Deno.test("schedulePairs() stops starting pairs when aborted", async () => {

@@ -62,6 +62,7 @@ export class TestApiServer {
   #faults: Fault[] = [];
   #server?: Deno.HttpServer<Deno.NetAddr>;
   #port = 0;
+  #hungShutdown: Promise<void> | undefined;
   #bookmarkTimer?: ReturnType<typeof setInterval>;
   #tempFiles: string[] = [];
 
@@ -221,14 +222,30 @@ export class TestApiServer {
   }
 
   /** Makes the server unreachable (connection refused); the port is kept for `restart()`. */
-  async stop(): Promise<void> {
+  async stop(options: { leaveWatchesHanging?: boolean } = {}): Promise<void> {
     clearInterval(this.#bookmarkTimer);
     this.#bookmarkTimer = undefined;
     const server = this.#server;
     if (!server) return;
     this.#server = undefined;
+    if (options.leaveWatchesHanging) {
+      // New connections are refused, but open watch streams neither end nor fail: what a
+      // client sees when a dead server's connection close never reaches it.
+      this.#hungShutdown = server.shutdown();
+      return;
+    }
     this.store.closeWatches();
     await server.shutdown();
+    await this.#endHungWatches();
+  }
+
+  /** Ends the watches a `stop({ leaveWatchesHanging })` left open, and waits for that server. */
+  async #endHungWatches(): Promise<void> {
+    const hung = this.#hungShutdown;
+    if (!hung) return;
+    this.#hungShutdown = undefined;
+    this.store.closeWatches();
+    await hung;
   }
 
   /**
@@ -253,6 +270,7 @@ export class TestApiServer {
   /** Stops the server for good and removes its temporary files. */
   async close(): Promise<void> {
     await this.stop();
+    await this.#endHungWatches();
     for (const path of this.#tempFiles.splice(0)) await Deno.remove(path).catch(() => {});
   }
 

@@ -174,7 +174,8 @@ Deno.test({
   await core.createNode({ body: { metadata: { name: NODE } } });
 
   await using w = await AgentWorld.create();
-  const agent = w.startAgent([`--kubeconfig=${kubeconfig}`]);
+  // A short liveness interval so the outage is noticed within the test's deadlines.
+  const agent = w.startAgent([`--kubeconfig=${kubeconfig}`, "--watch-liveness=2s"]);
   // A failure says what the agent and the servers logged.
   const withLogs = async (error: unknown): Promise<never> => {
     throw new Error(
