@@ -146,7 +146,9 @@ export function validateConfig(config: Config): Config {
     throw new ConfigError(`Resync interval must be at least 1s: ${config.resyncMs}ms`);
   }
   if (!Number.isFinite(config.watchLivenessMs) || config.watchLivenessMs < 1000) {
-    throw new ConfigError(`Watch liveness interval must be at least 1s: ${config.watchLivenessMs}ms`);
+    throw new ConfigError(
+      `Watch liveness interval must be at least 1s: ${config.watchLivenessMs}ms`,
+    );
   }
   if (config.metricsAddr && !/^(\[[0-9a-fA-F:.]+\]|[^:\s]+):\d{1,5}$/.test(config.metricsAddr)) {
     throw new ConfigError(`Metrics address must be host:port: "${config.metricsAddr}"`);
