@@ -274,3 +274,35 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "the periodic resync repairs an entry deleted or changed behind the agent's back",
+  ...opts,
+  async fn() {
+    await using w = await AgentWorld.create();
+    await w.writePod(podA);
+    const agent = w.startAgent([
+      "--no-kube-api",
+      `--pods-dir=${w.podsDir}`,
+      "--resync-interval=1s",
+    ]);
+    await agent.ready();
+    const { Datapath } = await import("../lib/datapath.ts");
+    const entries = readPinnedTargets(w.pinPath);
+    const victim = entries.find((e) => e.key.family === "ipv4" && e.key.port === 8080)!;
+    const changed = entries.find((e) => e.key.family === "ipv6" && e.key.port === 9000)!;
+    {
+      // Another process with the map: delete one entry and point another at network 2.
+      using tamper = Datapath.open({ pinPath: w.pinPath });
+      tamper.store.remove(victim.key);
+      tamper.store.put({ key: changed.key, value: { networkId: 2, mark: 0x21000 } });
+    }
+    assert.equal((await w.probe(POD_IPV4, 8080, "/")).result, "NO_ROUTE");
+    await waitFor("the resync to repair the map", () => {
+      const now = new Map(readPinnedTargets(w.pinPath).map((e) => [keyId(e.key), e.value]));
+      return now.get(keyId(victim.key))?.networkId === 1 &&
+        now.get(keyId(changed.key))?.networkId === 1;
+    });
+    await assertReaches(w, 1, 8080, 9000);
+  },
+});

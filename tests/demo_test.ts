@@ -55,3 +55,48 @@ Deno.test({
     assert.deepEqual(pins, [], "no pins left behind");
   },
 });
+
+Deno.test({
+  name: "lace demo interrupted with Ctrl-C removes everything it made",
+  ignore: privilegedSkipReason() !== undefined,
+  async fn() {
+    const before = await netnsNames();
+    const child = new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", MAIN, "demo", "--networks=2"],
+      env: { NO_COLOR: "1" },
+      stdin: "null",
+      stdout: "null",
+      stderr: "piped",
+    }).spawn();
+    const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
+    let said = "";
+    // Interrupt once the agent runs: namespaces, cgroups, pins and processes all exist then.
+    while (!said.includes("Started the agent")) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      said += value;
+    }
+    const pin = /pins under (\S+),/.exec(said)?.[1];
+    assert.ok(pin, said);
+    child.kill("SIGINT");
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      said += value;
+    }
+    const status = await child.status;
+    assert.equal(status.code, 130, said);
+    assert.match(said, /Interrupted: cleaning up/);
+    assert.deepEqual((await netnsNames()).sort(), before.sort(), "no namespace left behind");
+    assert.throws(() => Deno.statSync(pin), Deno.errors.NotFound, "no pins left behind");
+    const cgroups = [...Deno.readDirSync(await cgroup2Root())].filter((e) =>
+      e.name.startsWith("lace-sim-")
+    );
+    assert.deepEqual(cgroups, [], "no cgroups left behind");
+  },
+});
+
+async function cgroup2Root(): Promise<string> {
+  const { cgroup2MountPoints, readMountInfo } = await import("../lib/mountinfo.ts");
+  return cgroup2MountPoints(readMountInfo())[0];
+}
