@@ -149,9 +149,9 @@ export async function timeToReachable(
         20,
         "ms",
         source.name === "dir"
-          ? `p50 is ${fmt(p50)} ms too: the directory source waits for 100 ms of quiet after a ` +
-            "file change (DirPodSource's default debounce; lace agent does not set it) before it " +
-            "re-reads the whole directory, then the agent's own 5 ms debounce"
+          ? `p50 is ${fmt(p50)} ms: the directory source waits for 2 ms of quiet after a file ` +
+            "change and reads the changed file, then the agent's own 5 ms debounce gathers the " +
+            "burst before it reconciles"
           : `one-by-one p50 is ${
             fmt(p50)
           } ms; the tail is the watch stream and the agent's 5 ms debounce`,

@@ -82,9 +82,9 @@ export async function startAgent(config: Config): Promise<RunningAgent> {
 
   const sources: PodSource[] = [];
   if (config.podsDir) {
-    // A file write arrives as a few inotify events within a millisecond or two.
-    const debounceMs = Math.max(config.debounceMs, 2);
-    sources.push(new DirPodSource(config.podsDir, config.nodeName, { debounceMs }));
+    // A file write arrives as a few inotify events within a millisecond; the agent's own
+    // debounce then gathers bursts of pods, so this one only needs to cover a single write.
+    sources.push(new DirPodSource(config.podsDir, config.nodeName, { debounceMs: 2 }));
   }
   let events: EventSink = noopEventSink;
   let stopEvents = () => Promise.resolve();

@@ -25,6 +25,14 @@ export class Http1KubeConfig extends KubeConfig {
     ...args: Parameters<KubeConfig["createDispatcherOptions"]>
   ): DispatcherOptions {
     const options = super.createDispatcherOptions(...args);
+    if (options.type === "none") {
+      // No TLS settings of its own (e.g. a token and a publicly trusted server): client-node
+      // would fall back to the global dispatcher, which offers HTTP/2. Use an agent that does not.
+      return {
+        type: "agent",
+        connect: { allowH2: false, keepAlive: true, keepAliveInitialDelay: 30_000 },
+      } as DispatcherOptions;
+    }
     if (options.type === "agent" || options.type === "proxy") {
       // undici's connector reads allowH2 from the connect options, which node's types lack.
       const connect: typeof options.connect = Object.assign({}, options.connect, {
