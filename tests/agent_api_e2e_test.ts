@@ -39,14 +39,15 @@ Deno.test({
     assert.equal((await w.probe(POD_IPV4, 8083, "/")).result, "NO_ROUTE");
     assert.ok(api.requests.some((r) => r.query.get("fieldSelector") === "spec.nodeName=e2e-node"));
 
-    // A newer pod in network 2 claims the same address and port: the older pod keeps it.
-    api.put(pod({
-      name: "late",
-      networkId: 2,
-      httpPort: 8080,
-      tcpPort: 9002,
-      created: "2026-02-01T00:00:00Z",
-    }));
+    // A newer pod in network 2 claims the same address and port: the older pod keeps it. The
+    // server stamps creationTimestamp with whole seconds (and a random uid breaks ties), so
+    // "newer" needs a later second.
+    const createdA = Date.parse(
+      (api.store.get(api.typeOf({ apiVersion: "v1", kind: "Pod" }), "e2e", "a").metadata
+        ?.creationTimestamp) as string,
+    );
+    await waitFor("the next second", () => Date.now() >= createdA + 1000);
+    api.put(pod({ name: "late", networkId: 2, httpPort: 8080, tcpPort: 9002 }));
     await waitFor(
       "late's own port reachable",
       async () => (await w.probe(POD_IPV4, 9002)).result === "reached",
