@@ -6,7 +6,14 @@
 import assert from "node:assert/strict";
 import { readPinnedTargets } from "../lib/pins.ts";
 import { keyId } from "../lib/probe_map.ts";
-import { AgentWorld, POD_IPV4, POD_IPV6, podManifest, waitFor } from "./helpers/agent_process.ts";
+import {
+  type AgentProcess,
+  AgentWorld,
+  POD_IPV4,
+  POD_IPV6,
+  podManifest,
+  waitFor,
+} from "./helpers/agent_process.ts";
 import { privilegedSkipReason } from "./helpers/sim_world.ts";
 
 const skip = privilegedSkipReason();
@@ -41,15 +48,24 @@ async function assertReaches(w: AgentWorld, networkId: number, httpPort: number,
   }
 }
 
+/** Writes pods to w's pods directory, starts an agent on it (no API server), waits until ready. */
+async function startReadyAgent(
+  w: AgentWorld,
+  pods: Record<string, unknown>[],
+  extra: string[] = [],
+): Promise<AgentProcess> {
+  for (const pod of pods) await w.writePod(pod);
+  const agent = w.startAgent(["--no-kube-api", `--pods-dir=${w.podsDir}`, ...extra]);
+  await agent.ready();
+  return agent;
+}
+
 Deno.test({
   name: "the agent registers every probe of the directory's pods across overlapping networks",
   ...opts,
   async fn() {
     await using w = await AgentWorld.create();
-    await w.writePod(podA);
-    await w.writePod(podB);
-    const agent = w.startAgent(["--no-kube-api", `--pods-dir=${w.podsDir}`]);
-    await agent.ready();
+    await startReadyAgent(w, [podA, podB]);
     await assertReaches(w, 1, 8080, 9000);
     await assertReaches(w, 2, 8081, 9001);
     for (const [host, port, http] of [...probesOf(8080, 9000), ...probesOf(8081, 9001)]) {
@@ -70,9 +86,7 @@ Deno.test({
   ...opts,
   async fn() {
     await using w = await AgentWorld.create();
-    await w.writePod(podA);
-    const agent = w.startAgent(["--no-kube-api", `--pods-dir=${w.podsDir}`]);
-    await agent.ready();
+    const agent = await startReadyAgent(w, [podA]);
     const sample = 'lace_probe_targets{family="ipv4",network="net2"}';
     assert.equal(await agent.metric(sample), undefined);
 
@@ -123,10 +137,7 @@ Deno.test({
   ...opts,
   async fn() {
     await using w = await AgentWorld.create();
-    await w.writePod(podA);
-    await w.writePod(podB);
-    const first = w.startAgent(["--no-kube-api", `--pods-dir=${w.podsDir}`]);
-    await first.ready();
+    const first = await startReadyAgent(w, [podA, podB]);
     await first.stop("SIGKILL");
     await assertReaches(w, 1, 8080, 9000);
     await assertReaches(w, 2, 8081, 9001);
@@ -192,9 +203,7 @@ Deno.test({
   ...opts,
   async fn() {
     await using w = await AgentWorld.create();
-    await w.writePod(podA);
-    const agent = w.startAgent(["--no-kube-api", `--pods-dir=${w.podsDir}`]);
-    await agent.ready();
+    const agent = await startReadyAgent(w, [podA]);
     const fromAgent = await laceTargets(["--json", `--metrics-addr=${agent.metricsAddr}`]);
     assert.equal(fromAgent.length, 4);
     assert.ok(fromAgent.every((t) => t.pod === "e2e/a" && t.networkId === 1 && t.mark === 0x11000));
@@ -222,9 +231,7 @@ Deno.test({
   ...opts,
   async fn() {
     await using w = await AgentWorld.create();
-    await w.writePod(podA);
-    const agent = w.startAgent(["--no-kube-api", `--pods-dir=${w.podsDir}`]);
-    await agent.ready();
+    const agent = await startReadyAgent(w, [podA]);
     assert.equal((await agent.stop("SIGTERM")).code, 0);
 
     // Another loader's program on the same cgroup, with its own pins: it must survive.
@@ -280,13 +287,7 @@ Deno.test({
   ...opts,
   async fn() {
     await using w = await AgentWorld.create();
-    await w.writePod(podA);
-    const agent = w.startAgent([
-      "--no-kube-api",
-      `--pods-dir=${w.podsDir}`,
-      "--resync-interval=1s",
-    ]);
-    await agent.ready();
+    await startReadyAgent(w, [podA], ["--resync-interval=1s"]);
     const { Datapath } = await import("../lib/datapath.ts");
     const entries = readPinnedTargets(w.pinPath);
     const victim = entries.find((e) => e.key.family === "ipv4" && e.key.port === 8080)!;

@@ -5,8 +5,9 @@
  */
 import assert from "node:assert/strict";
 import { AuthorizationV1Api } from "@kubernetes/client-node";
-import { controlPlaneUnavailableReason, helmAvailable, startControlPlane } from "./kube/fixture.ts";
+import { startControlPlane } from "./kube/fixture.ts";
 import { applyObjects, helmTemplate } from "./kube/helm.ts";
+import { controlPlaneUnavailableReason, helmAvailable } from "./kube/tools.ts";
 
 async function unavailableReason(): Promise<string | undefined> {
   const reason = await controlPlaneUnavailableReason();

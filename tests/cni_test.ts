@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { callAgent } from "../lib/cni/client.ts";
 import { PROTOCOL_VERSION } from "../lib/cni/protocol.ts";
 import { defaultConfig, markFor } from "../lib/config.ts";
-import { execPlugin, laceCommand } from "./helpers/cni_runtime.ts";
+import { type ChainOutcome, execPlugin, laceCommand } from "./helpers/cni_runtime.ts";
 import {
   CniWorld,
   HTTP_PORT,
@@ -35,6 +35,16 @@ function percentile(values: number[], p: number): number {
 
 const ms = (v: number) => `${v.toFixed(1)} ms`;
 
+/** The pod's address from a successful ADD's result, without the prefix length. */
+function addedIp(add: ChainOutcome): string {
+  return (add.result!.ips as { address: string }[])[0].address.split("/")[0];
+}
+
+/** The kubelet's HTTP probe of a pod's /ready endpoint. */
+function probeReady(w: CniWorld, ip: string) {
+  return w.kubelet.probe({ host: ip, port: HTTP_PORT, timeoutMs: 2000, http: "/ready" });
+}
+
 function targetsOf(w: CniWorld, ip: string) {
   return w.datapath.store.entries().filter((e) => e.key.address === ip)
     .sort((a, b) => a.key.port - b.key.port);
@@ -50,7 +60,7 @@ privileged(
     const [ptp, lace] = add.runs;
     assert.deepEqual(JSON.parse(lace.stdout), JSON.parse(ptp.stdout), "prevResult passes through");
     assert.equal(lace.stderr, "");
-    pod.ip = (add.result!.ips as { address: string }[])[0].address.split("/")[0];
+    pod.ip = addedIp(add);
     // The pod source knows the pod without any address: only ADD can have told the agent.
     assert.equal(w.core!.cache.get(pod.uid)?.status?.podIPs?.[0]?.ip, pod.ip);
     assert.equal(JSON.stringify(podManifest("web", pod.uid)).includes(pod.ip), false);
@@ -65,12 +75,7 @@ privileged(
       },
     ]);
     await w.startPodServer(pod);
-    const http = await w.kubelet.probe({
-      host: pod.ip,
-      port: HTTP_PORT,
-      timeoutMs: 2000,
-      http: "/ready",
-    });
+    const http = await probeReady(w, pod.ip);
     assert.deepEqual(http, { result: "reached", httpStatus: 200, body: "web", mark: MARK });
     const tcp = await w.kubelet.probe({ host: pod.ip, port: TCP_PORT, timeoutMs: 2000 });
     assert.equal(tcp.result, "reached");
@@ -87,7 +92,7 @@ privileged("DEL removes the pod's targets, and a second DEL still succeeds", asy
   const pod = await w.makePod("web");
   const add = await w.chain.add(pod.params);
   assert.ok(add.ok, JSON.stringify(add.error));
-  const ip = (add.result!.ips as { address: string }[])[0].address.split("/")[0];
+  const ip = addedIp(add);
   // The pod source still lists the pod, with no address: only the CNI view had one.
   assert.equal(targetsOf(w, ip).length, 2);
   const del = await w.chain.del(pod.params);
@@ -104,7 +109,7 @@ privileged(
     const pod = await w.makePod("web");
     const add = await w.chain.add(pod.params);
     assert.ok(add.ok, JSON.stringify(add.error));
-    const ip = (add.result!.ips as { address: string }[])[0].address.split("/")[0];
+    const ip = addedIp(add);
     const check = await w.chain.check(pod.params);
     assert.ok(check.ok, JSON.stringify(check.error));
     w.datapath.store.remove({ family: "ipv4", address: ip, port: HTTP_PORT });
@@ -255,15 +260,10 @@ privileged("ADD registers the pod with the real `lace agent` process over its so
     const add = await w.chain.add(pod.params);
     assert.ok(add.ok, JSON.stringify(add.error));
     assert.equal(add.runs[1].stderr, "");
-    pod.ip = (add.result!.ips as { address: string }[])[0].address.split("/")[0];
+    pod.ip = addedIp(add);
     assert.equal(targetsOf(w, pod.ip).length, 2);
     await w.startPodServer(pod);
-    const http = await w.kubelet.probe({
-      host: pod.ip,
-      port: HTTP_PORT,
-      timeoutMs: 2000,
-      http: "/ready",
-    });
+    const http = await probeReady(w, pod.ip);
     assert.deepEqual(http, { result: "reached", httpStatus: 200, body: "web", mark: MARK });
     const del = await w.chain.del(pod.params);
     assert.ok(del.ok, JSON.stringify(del.error));

@@ -79,8 +79,15 @@ function requestId(env: CniEnv): string {
   return `${env.containerId.slice(0, 12) || "gc"}-${Deno.pid}-${++sequence}`;
 }
 
+/** The pod a command is about, as CNI_ARGS names it. */
+interface PodRef {
+  namespace: string;
+  name: string;
+  uid: string;
+}
+
 /** The pod named by CNI_ARGS, or why there is none. */
-function podOf(env: CniEnv): { namespace: string; name: string; uid: string } | string {
+function podOf(env: CniEnv): PodRef | string {
   const namespace = env.args.K8S_POD_NAMESPACE ?? "";
   const name = env.args.K8S_POD_NAME ?? "";
   const uid = env.args.K8S_POD_UID ?? "";
@@ -93,11 +100,21 @@ function podOf(env: CniEnv): { namespace: string; name: string; uid: string } | 
   return { namespace, name, uid };
 }
 
-function attachmentOf(
-  pod: { namespace: string; name: string; uid: string },
-  ips: string[],
-  conf: NetConf,
-): Attachment {
+/** How log lines name a command: by its pod where CNI_ARGS names one, else by its container. */
+function describe(command: string, env: CniEnv, pod: PodRef | string): string {
+  return `${command} ${typeof pod === "string" ? env.containerId : `${pod.namespace}/${pod.name}`}`;
+}
+
+/** The fields of every request about one attachment (container and interface). */
+function attachmentRequest(env: CniEnv) {
+  return {
+    v: PROTOCOL_VERSION,
+    id: requestId(env),
+    ref: { containerId: env.containerId, ifname: env.ifname },
+  };
+}
+
+function attachmentOf(pod: PodRef, ips: string[], conf: NetConf): Attachment {
   const a: Attachment = { ...pod, ips };
   if (conf.network !== undefined) {
     a.network = conf.network;
@@ -138,7 +155,7 @@ async function add(
   const result = passThrough(conf.prevResult, conf.cniVersion);
   const ips = resultAddresses(conf.prevResult);
   const pod = podOf(env);
-  const what = `ADD ${typeof pod === "string" ? env.containerId : `${pod.namespace}/${pod.name}`}`;
+  const what = describe("ADD", env, pod);
   if (typeof pod === "string") {
     log.push(`${what}: ${pod}, so no probe targets are registered now`);
     return result;
@@ -148,10 +165,8 @@ async function add(
     return result;
   }
   const request: Request = {
-    v: PROTOCOL_VERSION,
-    id: requestId(env),
+    ...attachmentRequest(env),
     op: "add",
-    ref: { containerId: env.containerId, ifname: env.ifname },
     attachment: attachmentOf(pod, ips, conf),
   };
   const reply = await tryCall(call, conf, request, log, what);
@@ -164,14 +179,9 @@ async function add(
 
 async function del(env: CniEnv, conf: NetConf, call: CallAgent, log: string[]): Promise<void> {
   const pod = podOf(env);
-  const request: Request = {
-    v: PROTOCOL_VERSION,
-    id: requestId(env),
-    op: "del",
-    ref: { containerId: env.containerId, ifname: env.ifname },
-  };
+  const request: Request = { ...attachmentRequest(env), op: "del" };
   if (typeof pod !== "string") request.uid = pod.uid;
-  const what = `DEL ${typeof pod === "string" ? env.containerId : `${pod.namespace}/${pod.name}`}`;
+  const what = describe("DEL", env, pod);
   const reply = await tryCall(call, conf, request, log, what);
   if (reply && !reply.ok) {
     log.push(`${what}: the agent failed to remove the targets: ${reply.error}`);
@@ -187,18 +197,14 @@ async function check(env: CniEnv, conf: NetConf, call: CallAgent, log: string[])
   }
   const ips = resultAddresses(conf.prevResult);
   const pod = podOf(env);
-  const what = `CHECK ${
-    typeof pod === "string" ? env.containerId : `${pod.namespace}/${pod.name}`
-  }`;
+  const what = describe("CHECK", env, pod);
   if (typeof pod === "string") {
     log.push(`${what}: ${pod}, so there is nothing to check`);
     return;
   }
   const request: Request = {
-    v: PROTOCOL_VERSION,
-    id: requestId(env),
+    ...attachmentRequest(env),
     op: "check",
-    ref: { containerId: env.containerId, ifname: env.ifname },
     attachment: attachmentOf(pod, ips, conf),
   };
   const reply = await tryCall(call, conf, request, log, what);

@@ -28,13 +28,9 @@ import {
   waitFor,
 } from "../helpers/agent_process.ts";
 import { privilegedSkipReason } from "../helpers/sim_world.ts";
-import {
-  type ControlPlane,
-  controlPlaneUnavailableReason,
-  helmAvailable,
-  startControlPlane,
-} from "./fixture.ts";
+import { type ControlPlane, startControlPlane } from "./fixture.ts";
 import { applyObjects, helmTemplate } from "./helm.ts";
+import { controlPlaneUnavailableReason, helmAvailable } from "./tools.ts";
 
 async function unavailableReason(): Promise<string | undefined> {
   const privileged = privilegedSkipReason();

@@ -16,7 +16,8 @@ import {
   type V1Pod,
   Watch,
 } from "@kubernetes/client-node";
-import { controlPlaneUnavailableReason, startControlPlane } from "./fixture.ts";
+import { startControlPlane } from "./fixture.ts";
+import { controlPlaneUnavailableReason } from "./tools.ts";
 
 const unavailable = await controlPlaneUnavailableReason();
 if (unavailable) console.warn(`Skipping control-plane tests: ${unavailable}`);

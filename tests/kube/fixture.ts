@@ -10,7 +10,7 @@
  *   kubelet confirms): delete with gracePeriodSeconds 0 to remove it at once;
  * - a deleted namespace stays Terminating (no namespace controller).
  *
- * Usage:
+ * Usage (controlPlaneUnavailableReason() is in ./tools.ts):
  *   const reason = await controlPlaneUnavailableReason();
  *   Deno.test({ name: "...", ignore: reason !== undefined }, async () => {
  *     await using cp = await startControlPlane();
@@ -22,81 +22,7 @@ import { stringify } from "yaml";
 import { Http1KubeConfig } from "../../lib/kube_client.ts";
 import { makePki, type Pki } from "./_pki.ts";
 import { ManagedProcess, tail } from "./_process.ts";
-
-const repoRoot = new URL("../../", import.meta.url).pathname;
-
-/** Where the built binaries are: the build script's cache, or LACE_* variables naming files. */
-export interface ToolPaths {
-  kubeApiServer: string;
-  etcd: string;
-  helm: string;
-}
-
-/** The version a `require` line of tests/k8s/go.mod pins for module. */
-function pinnedVersion(goMod: string, module: string): string {
-  const escaped = module.replaceAll(".", "\\.");
-  const match = goMod.match(new RegExp(`^\\s*(?:require\\s+)?${escaped}\\s+(v\\S+)`, "m"));
-  if (!match) throw new Error(`tests/k8s/go.mod does not require "${module}"`);
-  return match[1];
-}
-
-/** Paths of kube-apiserver, etcd and helm as scripts/build_k8s_tools.sh caches them. */
-export async function toolPaths(): Promise<ToolPaths> {
-  const cache = Deno.env.get("LACE_TOOLS_CACHE") ??
-    `${Deno.env.get("HOME") ?? "/root"}/.cache/lace/tools`;
-  const goMod = await Deno.readTextFile(`${repoRoot}tests/k8s/go.mod`);
-  const script = await Deno.readTextFile(`${repoRoot}scripts/build_k8s_tools.sh`);
-  const helmVersion = script.match(/^HELM_VERSION=(\S+)/m)?.[1];
-  if (!helmVersion) throw new Error("scripts/build_k8s_tools.sh has no HELM_VERSION line");
-  const kube = pinnedVersion(goMod, "k8s.io/kubernetes");
-  const etcd = pinnedVersion(goMod, "go.etcd.io/etcd/server/v3");
-  return {
-    kubeApiServer: Deno.env.get("LACE_KUBE_APISERVER") ??
-      `${cache}/kube-apiserver-${kube}/kube-apiserver`,
-    etcd: Deno.env.get("LACE_ETCD") ?? `${cache}/etcd-${etcd}/etcd`,
-    helm: Deno.env.get("LACE_HELM") ?? `${cache}/helm-${helmVersion}/helm`,
-  };
-}
-
-async function isExecutable(path: string): Promise<boolean> {
-  try {
-    const info = await Deno.stat(path);
-    return info.isFile && ((info.mode ?? 0o111) & 0o111) !== 0;
-  } catch {
-    return false;
-  }
-}
-
-/**
- * Why the control plane cannot start here, or undefined when it can. Tests pass this to
- * `ignore` so a machine without the built binaries skips them with a stated reason.
- */
-export async function controlPlaneUnavailableReason(): Promise<string | undefined> {
-  const tools = await toolPaths();
-  for (const path of [tools.etcd, tools.kubeApiServer]) {
-    if (!(await isExecutable(path))) {
-      return `"${path}" is not built; run scripts/build_k8s_tools.sh`;
-    }
-  }
-  try {
-    await new Deno.Command("openssl", { args: ["version"], stdout: "null" }).output();
-  } catch {
-    return "openssl is not installed; it makes the control plane's certificates";
-  }
-  return undefined;
-}
-
-/** Whether startControlPlane() can run here; logs the reason when it cannot. */
-export async function controlPlaneAvailable(): Promise<boolean> {
-  const reason = await controlPlaneUnavailableReason();
-  if (reason) console.warn(`Skipping control-plane tests: ${reason}`);
-  return reason === undefined;
-}
-
-/** Whether the built helm binary exists (see scripts/build_k8s_tools.sh). */
-export async function helmAvailable(): Promise<boolean> {
-  return await isExecutable((await toolPaths()).helm);
-}
+import { controlPlaneUnavailableReason, toolPaths } from "./tools.ts";
 
 /** A running etcd + kube-apiserver pair on loopback; see startControlPlane(). */
 export interface ControlPlane {

@@ -10,7 +10,7 @@ import {
 } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
 import { Http1KubeConfig } from "../../lib/kube_client.ts";
-import { toolPaths } from "./fixture.ts";
+import { toolPaths } from "./tools.ts";
 
 const chartDir = new URL("../../deploy/helm/lace", import.meta.url).pathname;
 

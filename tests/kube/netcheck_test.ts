@@ -35,8 +35,9 @@ import {
 import { defaultNetcheckOptions } from "../../lib/netcheck/options.ts";
 import { podState } from "../../lib/netcheck/readiness.ts";
 import { EXIT_ERROR, runChecks } from "../../lib/netcheck/run.ts";
-import { controlPlaneUnavailableReason, startControlPlane } from "./fixture.ts";
+import { startControlPlane } from "./fixture.ts";
 import { applyObjects } from "./helm.ts";
+import { controlPlaneUnavailableReason } from "./tools.ts";
 
 const unavailable = await controlPlaneUnavailableReason();
 if (unavailable) console.warn(`Skipping netcheck control-plane tests: ${unavailable}`);

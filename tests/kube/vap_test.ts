@@ -5,8 +5,9 @@
  */
 import assert from "node:assert/strict";
 import { ApiException, CoreV1Api, type V1Container, type V1Pod } from "@kubernetes/client-node";
-import { controlPlaneUnavailableReason, helmAvailable, startControlPlane } from "./fixture.ts";
+import { startControlPlane } from "./fixture.ts";
 import { applyObjects, helmTemplate } from "./helm.ts";
+import { controlPlaneUnavailableReason, helmAvailable } from "./tools.ts";
 
 const policyTemplates = [
   "templates/validatingadmissionpolicy.yaml",
