@@ -14,8 +14,7 @@ import { Metrics } from "./metrics.ts";
 import type { PodSource } from "./pod_source.ts";
 import { DirPodSource } from "./pod_source_dir.ts";
 import type { ReconcileReport } from "./reconcile.ts";
-import { type EventSink, nodeObjectRef, noopEventSink, type ObjectRef } from "./event_sink.ts";
-import type { PodIdentity } from "./probe_targets.ts";
+import { type EventSink, nodeObjectRef, noopEventSink, podObjectRef } from "./event_sink.ts";
 
 const log = getLogger(["lace", "agent"]);
 
@@ -30,7 +29,7 @@ export interface RunningAgent {
 }
 
 /** Turns the core's snapshot into the HTTP view (`/targets`, `lace targets`, doctor). */
-export function targetViews(snapshot: AgentSnapshot): TargetView[] {
+export function targetViews(snapshot: Readonly<AgentSnapshot>): TargetView[] {
   return snapshot.targets.map((t) => ({
     family: t.entry.key.family,
     address: t.entry.key.address,
@@ -46,7 +45,11 @@ export function targetViews(snapshot: AgentSnapshot): TargetView[] {
   }));
 }
 
-function updateMetrics(metrics: Metrics, report: ReconcileReport, snapshot: AgentSnapshot): void {
+function updateMetrics(
+  metrics: Metrics,
+  report: ReconcileReport,
+  snapshot: Readonly<AgentSnapshot>,
+): void {
   metrics.reconcileTotal.inc({ result: report.error ? "error" : "ok" });
   metrics.reconcileDuration.observe(report.durationMs / 1000);
   for (const op of report.ops) {
@@ -89,7 +92,7 @@ export async function startAgent(config: Config): Promise<RunningAgent> {
   let events: EventSink = noopEventSink;
   let stopEvents = () => Promise.resolve();
   if (config.useApi) {
-    // Loaded only here: the Kubernetes client costs ~0.5 s and ~90 MB.
+    // Loaded only here: the Kubernetes client alone costs ~100 MB of RSS (bench/RESULTS.md).
     const { ApiPodSource } = await import("./pod_source_api.ts");
     const { loadKubeConfig } = await import("./kube_client.ts");
     const { EventRecorder } = await import("./events.ts");
@@ -110,27 +113,20 @@ export async function startAgent(config: Config): Promise<RunningAgent> {
     events = recorder;
     stopEvents = () => recorder.stop();
   }
-  const podRef = (p: PodIdentity): ObjectRef => ({
-    kind: "Pod",
-    apiVersion: "v1",
-    namespace: p.namespace,
-    name: p.name,
-    uid: p.uid,
-  });
   const nodeRef = nodeObjectRef(config.nodeName || Deno.hostname());
 
   const core: AgentCore = new AgentCore({
     config,
     store: datapath.store,
     sources,
-    onSkip: (skip) => events.warn(podRef(skip.pod), "ProbeIgnored", skip.message),
+    onSkip: (skip) => events.warn(podObjectRef(skip.pod), "ProbeIgnored", skip.message),
     onConflict: (c) =>
       events.warn(
-        podRef(c.dropped.pod),
+        podObjectRef(c.dropped.pod),
         "ProbeTargetConflict",
         `Probe target ${c.key.address}:${c.key.port} is also used by pod ${c.kept.pod.namespace}/${c.kept.pod.name} in network ${c.kept.network}, which is older and keeps it; probes of this pod to that port are not delivered into network ${c.dropped.network}`,
       ),
-    observer: { onReconcile: (report) => updateMetrics(metrics, report, core.snapshot()) },
+    observer: { onReconcile: (report) => updateMetrics(metrics, report, core.view()) },
   });
 
   const follower = new CgroupFollower({
@@ -158,7 +154,7 @@ export async function startAgent(config: Config): Promise<RunningAgent> {
 
   const readiness = (): Readiness => {
     const reasons = [...follower.readiness().reasons];
-    const snap = core.snapshot();
+    const snap = core.view();
     if (!snap.firstFullListApplied) {
       reasons.push(
         snap.synced
@@ -168,7 +164,7 @@ export async function startAgent(config: Config): Promise<RunningAgent> {
     }
     return { ready: reasons.length === 0, reasons };
   };
-  const targets = () => targetViews(core.snapshot());
+  const targets = () => targetViews(core.view());
 
   follower.start();
   updateAttachMetrics();

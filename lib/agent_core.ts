@@ -132,9 +132,19 @@ export class AgentCore {
     await this.runner.stop();
   }
 
-  /** The last computed state; a copy, safe to serialise. */
+  /** The last computed state; a copy, safe to keep and to change. */
   snapshot(): AgentSnapshot {
-    return structuredClone({ ...this.#snapshot, synced: this.cache.synced });
+    return structuredClone(this.view());
+  }
+
+  /**
+   * The last computed state without copying it, for readers on hot paths
+   * (metrics after every reconcile, /readyz, /targets, CNI CHECK): with 10k
+   * targets a copy per call costs more than the reconcile. Callers must not
+   * change it; the next reconcile replaces it.
+   */
+  view(): Readonly<AgentSnapshot> {
+    return { ...this.#snapshot, synced: this.cache.synced };
   }
 
   /** Reconciles right away; resolves with the report of a run that saw everything known now. */

@@ -188,6 +188,23 @@ Deno.test("AgentCore.snapshot() describes each target's pod and probe", async ()
   await t.core.stop();
 });
 
+Deno.test("AgentCore.view() shares the current state; snapshot() hands out a copy", async () => {
+  const t = setup();
+  await t.core.start();
+  t.sources[0].list(pod("a", "10.0.0.1", 4));
+  await t.settle();
+  const view = t.core.view();
+  assert.equal(t.core.view().targets, view.targets, "no copy per call");
+  const copy = t.core.snapshot();
+  assert.notEqual(copy.targets, view.targets);
+  assert.deepEqual(copy.targets, view.targets);
+  t.sources[0].list(pod("a", "10.0.0.2", 4));
+  await t.settle();
+  assert.equal(t.core.view().targets[0].entry.key.address, "10.0.0.2");
+  assert.equal(copy.targets[0].entry.key.address, "10.0.0.1", "a copy does not change later");
+  await t.core.stop();
+});
+
 Deno.test("AgentCore.registerAttachment() resolves once the pod's targets are in the store", async () => {
   const t = setup();
   await t.core.start();

@@ -7,7 +7,7 @@
  * reaches none of them, and removes everything it made (also on Ctrl-C).
  */
 import { join } from "node:path";
-import { helpText, parseFlags } from "./cli/flags.ts";
+import { helpText, parseFlags, UsageError } from "./cli/flags.ts";
 import { SimCgroups } from "./sim/cgroup.ts";
 import { randomSuffix } from "./sim/exec.ts";
 import { POD_IPV4, POD_IPV6, SimNode } from "./sim/netns.ts";
@@ -131,7 +131,6 @@ export async function runDemo(args: string[]): Promise<number> {
   }
   const count = values.networks as number;
   if (count < 1 || count > 8) {
-    const { UsageError } = await import("./cli/flags.ts");
     throw new UsageError(`--networks must be 1..8: ${count}`);
   }
   if (Deno.uid() !== 0) {

@@ -1,21 +1,10 @@
 import assert from "node:assert/strict";
+import { captureConsole } from "./_capture_console.ts";
 import { checksText, runDoctor } from "./doctor.ts";
 import { allReached, type ProbeReport, probesTable, requestFor } from "./doctor_probes.ts";
 
 /** Runs runDoctor with console output captured. */
-async function doctor(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [], err: string[] = [];
-  const { log, error } = console;
-  console.log = (...a: unknown[]) => out.push(a.join(" "));
-  console.error = (...a: unknown[]) => err.push(a.join(" "));
-  try {
-    const code = await runDoctor(args);
-    return { code, out: out.join("\n"), err: err.join("\n") };
-  } finally {
-    console.log = log;
-    console.error = error;
-  }
-}
+const doctor = (args: string[]) => captureConsole(() => runDoctor(args));
 
 Deno.test("runDoctor() refuses an unknown flag with one line and exit code 2", async () => {
   const r = await doctor(["--no-such-flag"]);

@@ -23,15 +23,9 @@ export interface EventSink {
   normal(object: ObjectRef, reason: string, message: string): void;
 }
 
-/** The reference to a pod for its Events. */
-export function podObjectRef(pod: Pod): ObjectRef {
-  return {
-    kind: "Pod",
-    apiVersion: "v1",
-    name: pod.metadata.name,
-    namespace: pod.metadata.namespace,
-    uid: pod.metadata.uid,
-  };
+/** The reference to a pod for its Events, from its metadata or the rules' pod identity. */
+export function podObjectRef(pod: Pick<Pod["metadata"], "namespace" | "name" | "uid">): ObjectRef {
+  return { kind: "Pod", apiVersion: "v1", name: pod.name, namespace: pod.namespace, uid: pod.uid };
 }
 
 /** The reference to a node for its Events; the kubelet uses the node name as uid when it has none. */

@@ -4,14 +4,14 @@
  * scrape costs one per-CPU map lookup and nothing runs between scrapes.
  */
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import { BPF_ABI_VERSION, VERSION } from "./version.ts";
+import type { Counters } from "./datapath.ts";
+import { ABI_VERSION } from "./probe_map.ts";
+import { VERSION } from "./version.ts";
 
-export interface ConnectCounters {
-  connect4Seen: bigint;
-  connect4Tagged: bigint;
-  connect6Seen: bigint;
-  connect6Tagged: bigint;
-}
+export type ConnectCounters = Pick<
+  Counters,
+  "connect4Seen" | "connect4Tagged" | "connect6Seen" | "connect6Tagged"
+>;
 
 export class Metrics {
   readonly registry = new Registry();
@@ -110,7 +110,7 @@ export class Metrics {
       help: "Version of the agent and of its BPF map layout",
       labelNames: ["version", "bpf_abi"],
       registers,
-    }).set({ version: VERSION, bpf_abi: String(BPF_ABI_VERSION) }, 1);
+    }).set({ version: VERSION, bpf_abi: String(ABI_VERSION) }, 1);
   }
 
   /** The exposition text for /metrics. */

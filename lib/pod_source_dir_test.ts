@@ -77,30 +77,46 @@ async function waitFor(what: string, cond: () => boolean, ms = 5000): Promise<vo
   }
 }
 
-async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
+/**
+ * Writes `files` into a new temporary directory, starts a DirPodSource on it
+ * for `node`, runs `fn`, then stops the source and removes the directory.
+ */
+async function withSource(
+  files: Record<string, string>,
+  node: string,
+  fn: (dir: string, sink: RecordingSink, source: DirPodSource) => void | Promise<void>,
+): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "lace-pods-" });
   try {
-    await fn(dir);
+    for (const [name, text] of Object.entries(files)) {
+      await Deno.writeTextFile(`${dir}/${name}`, text);
+    }
+    const sink = new RecordingSink();
+    const source = new DirPodSource(dir, node, { debounceMs: 5 });
+    await source.start(sink);
+    try {
+      await fn(dir, sink, source);
+    } finally {
+      await source.stop();
+    }
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
 }
 
 Deno.test("DirPodSource reports this node's pods from every manifest at start", () =>
-  withDir(async (dir) => {
-    await Deno.writeTextFile(`${dir}/a.yaml`, `${podYaml("a", "n1")}\n---\n${podYaml("b", "n2")}`);
-    await Deno.writeTextFile(`${dir}/c.yml`, podYaml("c"));
-    await Deno.writeTextFile(`${dir}/notes.txt`, "not a manifest");
-    await Deno.writeTextFile(`${dir}/.d.yaml.swp`, podYaml("d"));
-    const sink = new RecordingSink();
-    const source = new DirPodSource(dir, "n1", { debounceMs: 5 });
-    await source.start(sink);
-    try {
+  withSource(
+    {
+      "a.yaml": `${podYaml("a", "n1")}\n---\n${podYaml("b", "n2")}`,
+      "c.yml": podYaml("c"),
+      "notes.txt": "not a manifest",
+      ".d.yaml.swp": podYaml("d"),
+    },
+    "n1",
+    (_dir, sink) => {
       assert.deepEqual(sink.uids(), ["a", "c"]);
-    } finally {
-      await source.stop();
-    }
-  }));
+    },
+  ));
 
 Deno.test("DirPodSource rejects a missing directory with a clear error", async () => {
   const source = new DirPodSource("/nonexistent/lace-pods", "n1");
@@ -108,80 +124,50 @@ Deno.test("DirPodSource rejects a missing directory with a clear error", async (
 });
 
 Deno.test("DirPodSource reports added, changed and removed files", () =>
-  withDir(async (dir) => {
-    const sink = new RecordingSink();
-    const source = new DirPodSource(dir, "", { debounceMs: 5 });
-    await source.start(sink);
-    try {
-      assert.deepEqual(sink.uids(), []);
-      await Deno.writeTextFile(`${dir}/a.yaml`, podYaml("a"));
-      await waitFor("pod a", () => sink.uids().join() === "a");
-      await Deno.writeTextFile(`${dir}/a.yaml`, podYaml("a2"));
-      await waitFor("pod a2", () => sink.uids().join() === "a2");
-      await Deno.remove(`${dir}/a.yaml`);
-      await waitFor("no pods", () => sink.uids().length === 0);
-    } finally {
-      await source.stop();
-    }
+  withSource({}, "", async (dir, sink) => {
+    assert.deepEqual(sink.uids(), []);
+    await Deno.writeTextFile(`${dir}/a.yaml`, podYaml("a"));
+    await waitFor("pod a", () => sink.uids().join() === "a");
+    await Deno.writeTextFile(`${dir}/a.yaml`, podYaml("a2"));
+    await waitFor("pod a2", () => sink.uids().join() === "a2");
+    await Deno.remove(`${dir}/a.yaml`);
+    await waitFor("no pods", () => sink.uids().length === 0);
   }));
 
 Deno.test("DirPodSource keeps a file's last pods while it is half written or empty", () =>
-  withDir(async (dir) => {
-    await Deno.writeTextFile(`${dir}/a.yaml`, podYaml("a"));
-    await Deno.writeTextFile(`${dir}/b.yaml`, podYaml("b"));
-    const sink = new RecordingSink();
-    const source = new DirPodSource(dir, "", { debounceMs: 5 });
-    await source.start(sink);
-    try {
-      await Deno.writeTextFile(`${dir}/a.yaml`, "");
-      await source.rescan();
-      assert.deepEqual(sink.uids(), ["a", "b"]);
-      await Deno.writeTextFile(`${dir}/a.yaml`, podYaml("a").slice(0, 40) + "\n  - [");
-      await source.rescan();
-      assert.deepEqual(sink.uids(), ["a", "b"]);
-    } finally {
-      await source.stop();
-    }
+  withSource({ "a.yaml": podYaml("a"), "b.yaml": podYaml("b") }, "", async (dir, sink, source) => {
+    await Deno.writeTextFile(`${dir}/a.yaml`, "");
+    await source.rescan();
+    assert.deepEqual(sink.uids(), ["a", "b"]);
+    await Deno.writeTextFile(`${dir}/a.yaml`, podYaml("a").slice(0, 40) + "\n  - [");
+    await source.rescan();
+    assert.deepEqual(sink.uids(), ["a", "b"]);
   }));
 
 Deno.test("DirPodSource keeps other files' pods when one file never parsed", () =>
-  withDir(async (dir) => {
-    await Deno.writeTextFile(`${dir}/a.yaml`, podYaml("a"));
-    await Deno.writeTextFile(`${dir}/bad.yaml`, "kind: Pod\nmetadata: [");
-    const sink = new RecordingSink();
-    const source = new DirPodSource(dir, "", { debounceMs: 5 });
-    await source.start(sink);
-    try {
+  withSource(
+    { "a.yaml": podYaml("a"), "bad.yaml": "kind: Pod\nmetadata: [" },
+    "",
+    (_dir, sink) => {
       assert.deepEqual(sink.uids(), ["a"]);
-    } finally {
-      await source.stop();
-    }
-  }));
+    },
+  ));
 
 Deno.test("DirPodSource re-reads only the file that changed; other files' pods stay the same objects", () =>
-  withDir(async (dir) => {
-    await Deno.writeTextFile(`${dir}/a.yaml`, podYaml("a"));
-    await Deno.writeTextFile(`${dir}/b.yaml`, podYaml("b"));
-    const sink = new RecordingSink();
-    const source = new DirPodSource(dir, "", { debounceMs: 5 });
-    await source.start(sink);
-    try {
-      const first = sink.lists.at(-1)!;
-      await Deno.writeTextFile(`${dir}/b.yaml`, podYaml("b").replace("10.0.0.1", "10.0.0.2"));
-      await waitFor(
-        "b changed",
-        () =>
-          sink.lists.at(-1)!.find((p) => p.metadata.uid === "b")?.status?.podIPs?.[0].ip ===
-            "10.0.0.2",
-      );
-      const last = sink.lists.at(-1)!;
-      const a = (list: Pod[]) => list.find((p) => p.metadata.uid === "a");
-      assert.ok(a(first) && a(first) === a(last), "pod a was not parsed again");
-      // An explicit rescan re-reads everything.
-      await source.rescan();
-      assert.notEqual(a(sink.lists.at(-1)!), a(first));
-      assert.deepEqual(a(sink.lists.at(-1)!), a(first));
-    } finally {
-      await source.stop();
-    }
+  withSource({ "a.yaml": podYaml("a"), "b.yaml": podYaml("b") }, "", async (dir, sink, source) => {
+    const first = sink.lists.at(-1)!;
+    await Deno.writeTextFile(`${dir}/b.yaml`, podYaml("b").replace("10.0.0.1", "10.0.0.2"));
+    await waitFor(
+      "b changed",
+      () =>
+        sink.lists.at(-1)!.find((p) => p.metadata.uid === "b")?.status?.podIPs?.[0].ip ===
+          "10.0.0.2",
+    );
+    const last = sink.lists.at(-1)!;
+    const a = (list: Pod[]) => list.find((p) => p.metadata.uid === "a");
+    assert.ok(a(first) && a(first) === a(last), "pod a was not parsed again");
+    // An explicit rescan re-reads everything.
+    await source.rescan();
+    assert.notEqual(a(sink.lists.at(-1)!), a(first));
+    assert.deepEqual(a(sink.lists.at(-1)!), a(first));
   }));

@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { captureConsole } from "../lib/_capture_console.ts";
 import { defaultConfig, markFor } from "../lib/config.ts";
 import { Datapath } from "../lib/datapath.ts";
 import { uninstall } from "../lib/pins.ts";
@@ -31,19 +32,7 @@ interface DoctorJson {
 }
 
 /** Runs runDoctor with console output captured. */
-async function doctor(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [], err: string[] = [];
-  const { log, error } = console;
-  console.log = (...a: unknown[]) => out.push(a.join(" "));
-  console.error = (...a: unknown[]) => err.push(a.join(" "));
-  try {
-    const code = await runDoctor(args);
-    return { code, out: out.join("\n"), err: err.join("\n") };
-  } finally {
-    console.log = log;
-    console.error = error;
-  }
-}
+const doctor = (args: string[]) => captureConsole(() => runDoctor(args));
 
 /** A fake agent's health server: ready or not, with the targets it reports. */
 class FakeAgent implements AsyncDisposable {

@@ -18,7 +18,7 @@ Deno.test("Events from the recorder pass API validation and repeats raise the co
     spec: { nodeName: "node-a", containers: [] },
   });
   const events = new EventRecorder({ api: core, nodeName: "node-a" });
-  const ref = podObjectRef(normalisePod(created));
+  const ref = podObjectRef(normalisePod(created).metadata);
   events.warn(ref, "ProbeHostIgnored", "probe host 10.9.9.9 is not one of the pod's IPs");
   events.warn(ref, "ProbeHostIgnored", "probe host 10.9.9.9 is not one of the pod's IPs");
   events.warn(nodeObjectRef("node-a"), "KubeletCgroupMismatch", "kubelet moved");

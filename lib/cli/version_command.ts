@@ -1,5 +1,6 @@
 /** `lace version`: the agent's version, its BPF map layout and its runtime. */
-import { BPF_ABI_VERSION, VERSION } from "../version.ts";
+import { ABI_VERSION } from "../probe_map.ts";
+import { VERSION } from "../version.ts";
 import { helpText, parseFlags } from "./flags.ts";
 
 const spec = {
@@ -15,7 +16,7 @@ export function runVersionCommand(args: string[]): Promise<number> {
     console.log(helpText(spec));
     return Promise.resolve(0);
   }
-  const info = { version: VERSION, bpfAbi: BPF_ABI_VERSION, deno: Deno.version.deno };
+  const info = { version: VERSION, bpfAbi: ABI_VERSION, deno: Deno.version.deno };
   console.log(
     values.json
       ? JSON.stringify(info)

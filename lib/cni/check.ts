@@ -63,14 +63,14 @@ export function checkAttachment(
  * CHECK reads: the map itself, never a copy, so drift shows.
  */
 export function cniHandlerFor(
-  core: Pick<AgentCore, "registerAttachment" | "removeAttachment" | "snapshot">,
+  core: Pick<AgentCore, "registerAttachment" | "removeAttachment" | "view">,
   store: ProbeStore,
 ): CniHandler {
   return {
     registerAttachment: (a) => core.registerAttachment(a),
     removeAttachment: (uid) => core.removeAttachment(uid),
     check: (a) => {
-      const problems = checkAttachment(a, core.snapshot().targets, store.entries());
+      const problems = checkAttachment(a, core.view().targets, store.entries());
       return Promise.resolve({ problems });
     },
   };

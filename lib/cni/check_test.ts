@@ -55,7 +55,7 @@ Deno.test("cniHandlerFor() checks against the store itself", async () => {
   const core = {
     registerAttachment: () => Promise.resolve(),
     removeAttachment: () => Promise.resolve(),
-    snapshot: () => ({ targets: [{ ...t, pod: { ...t.pod, namespace: "ns", name: "web" } }] }),
+    view: () => ({ targets: [{ ...t, pod: { ...t.pod, namespace: "ns", name: "web" } }] }),
   };
   // deno-lint-ignore no-explicit-any
   const handler = cniHandlerFor(core as any, store);
