@@ -19,7 +19,7 @@ const commands: Record<string, { summary: string; load: () => Promise<Run>; hidd
   },
   doctor: {
     summary: "Check this node's Lace setup and explain each problem with its fix",
-    load: async () => (await import("./lib/doctor.ts")).runDoctor,
+    load: async () => (await import("./lib/doctor/command.ts")).runDoctor,
   },
   netcheck: {
     summary: "Validate the pod network between every pair of nodes (connectivity, bandwidth)",
@@ -35,13 +35,13 @@ const commands: Record<string, { summary: string; load: () => Promise<Run>; hidd
   },
   demo: {
     summary: "Run the whole thing on this machine in network namespaces (root, no cluster)",
-    load: async () => (await import("./lib/demo.ts")).runDemo,
+    load: async () => (await import("./lib/demo/command.ts")).runDemo,
   },
   "__pod-server": {
     summary: "internal: the demo's pod server",
     hidden: true,
     load: async () => {
-      const { runPodServer } = await import("./lib/sim/pod_server.ts");
+      const { runPodServer } = await import("./lib/demo/pod_server.ts");
       return async (args) => (await runPodServer(args), 0);
     },
   },
@@ -49,7 +49,7 @@ const commands: Record<string, { summary: string; load: () => Promise<Run>; hidd
     summary: "internal: the kubelet-like prober",
     hidden: true,
     load: async () => {
-      const { runProber } = await import("./lib/sim/prober.ts");
+      const { runProber } = await import("./lib/doctor/prober.ts");
       return async (args) => (await runProber(args), 0);
     },
   },

@@ -11,7 +11,7 @@
  *
  * Run it with `nsenter --net=/run/netns/<ns> deno run -A bench/connect_worker.ts`.
  */
-import { lines } from "../lib/sim/exec.ts";
+import { lines } from "../lib/cli/process.ts";
 
 const LIBC = {
   socket: { parameters: ["i32", "i32", "i32"], result: "i32" }, // int socket(int, int, int)

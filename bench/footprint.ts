@@ -8,9 +8,9 @@
  */
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
-import { uninstall } from "../lib/pins.ts";
-import { lines } from "../lib/sim/exec.ts";
-import { SimCgroups } from "../lib/sim/cgroup.ts";
+import { uninstall } from "../lib/datapath/pins.ts";
+import { lines } from "../lib/cli/process.ts";
+import { SimCgroups } from "../lib/demo/cgroup.ts";
 import { AgentProcess, mainCommand } from "./agent_process.ts";
 import { JsonLineChild } from "./json_child.ts";
 import { benchPod, benchPodKeys } from "./pods.ts";

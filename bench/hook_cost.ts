@@ -8,12 +8,12 @@
  */
 import { fileURLToPath } from "node:url";
 import { defaultConfig, markFor } from "../lib/config.ts";
-import { Datapath } from "../lib/datapath.ts";
-import { type ProgramName, uninstall } from "../lib/pins.ts";
-import { MAX_TARGETS, type ProbeKey } from "../lib/probe_map.ts";
-import { SimCgroups } from "../lib/sim/cgroup.ts";
-import { run } from "../lib/sim/exec.ts";
-import { SimNode } from "../lib/sim/netns.ts";
+import { Datapath } from "../lib/datapath/loader.ts";
+import { type ProgramName, uninstall } from "../lib/datapath/pins.ts";
+import { MAX_TARGETS, type ProbeKey } from "../lib/datapath/probe_map.ts";
+import { SimCgroups } from "../lib/demo/cgroup.ts";
+import { run } from "../lib/cli/process.ts";
+import { SimNode } from "../lib/demo/netns.ts";
 import type { ConnectResponse } from "./connect_worker.ts";
 import { JsonLineChild } from "./json_child.ts";
 import { atMost, type FigureResult, fmt, type Goal, type Row } from "./report.ts";

@@ -2,7 +2,7 @@
  * A helper process spoken to with JSON lines on stdin/stdout: the connect
  * worker and the API server process. One request at a time, in order.
  */
-import { lines } from "../lib/sim/exec.ts";
+import { lines } from "../lib/cli/process.ts";
 
 export class JsonLineChild {
   readonly #child: Deno.ChildProcess;

@@ -10,7 +10,7 @@
 import type { ExecOptions, ExecResult } from "../lib/netcheck/cluster.ts";
 import { defaultNetcheckOptions } from "../lib/netcheck/options.ts";
 import { runChecks } from "../lib/netcheck/run.ts";
-import { fakeNodes, MemoryCluster } from "../lib/netcheck/sim/memory_cluster.ts";
+import { fakeNodes, MemoryCluster } from "../tests/netcheck/memory_cluster.ts";
 
 export interface NetcheckWorkerResult {
   nodes: number;

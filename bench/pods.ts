@@ -3,8 +3,8 @@
  * in Lace network `net<id>`, with a fixed set of probes, so the number of
  * targets per pod is known in advance and can be checked against the map.
  */
-import type { Pod } from "../lib/pod.ts";
-import { canonicalAddress, type ProbeKey } from "../lib/probe_map.ts";
+import type { Pod } from "../lib/pods/pod.ts";
+import { canonicalAddress, type ProbeKey } from "../lib/datapath/probe_map.ts";
 
 export const NODE_NAME = "bench-node";
 

@@ -5,13 +5,18 @@
  * (removed, added, moved to another network) it must write exactly those.
  * Map writes are counted at the store, below the reconciler.
  */
-import { AgentCore } from "../lib/agent_core.ts";
+import { AgentCore } from "../lib/agent/core.ts";
 import { defaultConfig } from "../lib/config.ts";
-import { Datapath } from "../lib/datapath.ts";
-import { uninstall } from "../lib/pins.ts";
-import type { Pod } from "../lib/pod.ts";
-import type { PodSink, PodSource } from "../lib/pod_source.ts";
-import { keyId, type ProbeEntry, type ProbeKey, type ProbeStore } from "../lib/probe_map.ts";
+import { Datapath } from "../lib/datapath/loader.ts";
+import { uninstall } from "../lib/datapath/pins.ts";
+import type { Pod } from "../lib/pods/pod.ts";
+import type { PodSink, PodSource } from "../lib/pods/source.ts";
+import {
+  keyId,
+  type ProbeEntry,
+  type ProbeKey,
+  type ProbeStore,
+} from "../lib/datapath/probe_map.ts";
 import { benchPod, benchPodKeys, NODE_NAME } from "./pods.ts";
 import { atMost, type FigureResult, fmt, type Goal } from "./report.ts";
 import { max, median, round } from "./stats.ts";

@@ -4,7 +4,7 @@
  * the machine description, and waiting for a condition with a deadline.
  */
 import { bpffsMountPoints, readMountInfo } from "../lib/mountinfo.ts";
-import { randomSuffix } from "../lib/sim/exec.ts";
+import { randomSuffix } from "../lib/cli/process.ts";
 
 /** A stack of cleanups, run in reverse order; every one runs even if another fails. */
 export class Cleanups {

@@ -8,11 +8,11 @@
  */
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { uninstall } from "../lib/pins.ts";
-import { BpfProbeStore } from "../lib/bpf_probe_store.ts";
-import { BpfMap } from "../lib/libbpf/map.ts";
-import type { ProbeKey } from "../lib/probe_map.ts";
-import { SimCgroups } from "../lib/sim/cgroup.ts";
+import { uninstall } from "../lib/datapath/pins.ts";
+import { BpfProbeStore } from "../lib/datapath/probe_store.ts";
+import { BpfMap } from "../lib/datapath/libbpf/map.ts";
+import type { ProbeKey } from "../lib/datapath/probe_map.ts";
+import { SimCgroups } from "../lib/demo/cgroup.ts";
 import { AgentProcess } from "./agent_process.ts";
 import { JsonLineChild } from "./json_child.ts";
 import { benchPod, benchPodKeys } from "./pods.ts";

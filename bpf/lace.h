@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The layout of Lace's probe map and counters, defined once. The agent's
- * codec (lib/probe_map.ts) mirrors these structs byte for byte; a change here
+ * codec (lib/datapath/probe_map.ts) mirrors these structs byte for byte; a change here
  * is a change of LACE_ABI_VERSION and of that codec.
  */
 #ifndef LACE_H

@@ -5,7 +5,7 @@
  * until the agent relists and converges.
  */
 import assert from "node:assert/strict";
-import { readPinnedTargets } from "../lib/pins.ts";
+import { readPinnedTargets } from "../lib/datapath/pins.ts";
 import { TestApiServer } from "./api_server/mod.ts";
 import type { KubeObject } from "./api_server/mod.ts";
 import { AgentWorld, POD_IPV4, podManifest, waitFor } from "./helpers/agent_process.ts";

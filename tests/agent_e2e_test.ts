@@ -4,8 +4,8 @@
  * real kernel deciding where each connect goes.
  */
 import assert from "node:assert/strict";
-import { readPinnedTargets } from "../lib/pins.ts";
-import { keyId } from "../lib/probe_map.ts";
+import { readPinnedTargets } from "../lib/datapath/pins.ts";
+import { keyId } from "../lib/datapath/probe_map.ts";
 import {
   type AgentProcess,
   AgentWorld,
@@ -187,7 +187,7 @@ Deno.test({
       await agent.ready(10_000);
       assert.equal(await agent.metric('lace_attached{program="connect4"}'), 1);
       // The prober joins the new cgroup: its connects are now the kubelet's.
-      const { Prober } = await import("../lib/sim/prober.ts");
+      const { Prober } = await import("../lib/doctor/prober.ts");
       await using prober = await Prober.start({ netns: w.node.netns, cgroup: late });
       const res = await prober.probe({ host: POD_IPV4, port: 8080, timeoutMs: 1000, http: "/" });
       assert.equal(res.result, "reached");
@@ -235,8 +235,8 @@ Deno.test({
     assert.equal((await agent.stop("SIGTERM")).code, 0);
 
     // Another loader's program on the same cgroup, with its own pins: it must survive.
-    const { Datapath } = await import("../lib/datapath.ts");
-    const { uninstall } = await import("../lib/pins.ts");
+    const { Datapath } = await import("../lib/datapath/loader.ts");
+    const { uninstall } = await import("../lib/datapath/pins.ts");
     const { testPinPath } = await import("./helpers/sim_world.ts");
     const { markFor, defaultConfig } = await import("../lib/config.ts");
     const otherPins = testPinPath();
@@ -288,7 +288,7 @@ Deno.test({
   async fn() {
     await using w = await AgentWorld.create();
     await startReadyAgent(w, [podA], ["--resync-interval=1s"]);
-    const { Datapath } = await import("../lib/datapath.ts");
+    const { Datapath } = await import("../lib/datapath/loader.ts");
     const entries = readPinnedTargets(w.pinPath);
     const victim = entries.find((e) => e.key.family === "ipv4" && e.key.port === 8080)!;
     const changed = entries.find((e) => e.key.family === "ipv6" && e.key.port === 9000)!;

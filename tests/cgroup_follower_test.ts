@@ -5,16 +5,16 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { CgroupFollower, type FollowerOptions } from "../lib/cgroup_follower.ts";
+import { CgroupFollower, type FollowerOptions } from "../lib/cgroup/follower.ts";
 import { defaultConfig, markFor } from "../lib/config.ts";
-import { Datapath } from "../lib/datapath.ts";
-import { cgroupId } from "../lib/mount_checks.ts";
-import { uninstall } from "../lib/pins.ts";
-import { findKubelets } from "../lib/kubelet_finder.ts";
-import { run } from "../lib/sim/exec.ts";
-import { POD_IPV4, SimNode } from "../lib/sim/netns.ts";
-import { PodServer } from "../lib/sim/pod_server.ts";
-import { Prober } from "../lib/sim/prober.ts";
+import { Datapath } from "../lib/datapath/loader.ts";
+import { cgroupId } from "../lib/datapath/mounts.ts";
+import { uninstall } from "../lib/datapath/pins.ts";
+import { findKubelets } from "../lib/cgroup/kubelet_finder.ts";
+import { run } from "../lib/cli/process.ts";
+import { POD_IPV4, SimNode } from "../lib/demo/netns.ts";
+import { PodServer } from "../lib/demo/pod_server.ts";
+import { Prober } from "../lib/doctor/prober.ts";
 import { CgroupTree, waitFor } from "./helpers/cgroup_fixture.ts";
 import { privilegedSkipReason, testPinPath } from "./helpers/sim_world.ts";
 

@@ -14,7 +14,7 @@ import {
   render,
   REPO,
   templateArgs,
-} from "./_helm.ts";
+} from "./helpers/helm.ts";
 
 const HELM = findHelm();
 const noHelm = HELM === undefined;

@@ -5,11 +5,11 @@
  */
 import assert from "node:assert/strict";
 import { defaultConfig, markFor } from "../lib/config.ts";
-import { Datapath } from "../lib/datapath.ts";
-import { cgroupId } from "../lib/mount_checks.ts";
-import { uninstall } from "../lib/pins.ts";
+import { Datapath } from "../lib/datapath/loader.ts";
+import { cgroupId } from "../lib/datapath/mounts.ts";
+import { uninstall } from "../lib/datapath/pins.ts";
 import { cgroup2MountPoints, readMountInfo } from "../lib/mountinfo.ts";
-import { randomSuffix } from "../lib/sim/exec.ts";
+import { randomSuffix } from "../lib/cli/process.ts";
 import {
   HTTP_PORTS,
   POD_IPV4,
@@ -253,7 +253,7 @@ privileged("attach() to a missing cgroup or a non-cgroup-v2 directory fails clea
 privileged("a missing libbpf is reported with how to install it", async () => {
   const pinPath = testPinPath();
   const code = `import { Datapath } from ${
-    JSON.stringify(new URL("../lib/datapath.ts", import.meta.url).href)
+    JSON.stringify(new URL("../lib/datapath/loader.ts", import.meta.url).href)
   };
     Datapath.open({ pinPath: ${JSON.stringify(pinPath)} });`;
   try {

@@ -6,17 +6,17 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { captureConsole } from "../lib/_capture_console.ts";
+import { captureConsole } from "./helpers/capture_console.ts";
 import { defaultConfig, markFor } from "../lib/config.ts";
-import { Datapath } from "../lib/datapath.ts";
-import { uninstall } from "../lib/pins.ts";
-import { runDoctor } from "../lib/doctor.ts";
-import { handleRequest, type Readiness, type TargetView } from "../lib/http_server.ts";
-import { BpfMap } from "../lib/libbpf/map.ts";
-import type { ProbeKey } from "../lib/probe_map.ts";
-import { randomSuffix, run } from "../lib/sim/exec.ts";
-import { POD_IPV4, POD_IPV6, SimNode } from "../lib/sim/netns.ts";
-import { PodServer } from "../lib/sim/pod_server.ts";
+import { Datapath } from "../lib/datapath/loader.ts";
+import { uninstall } from "../lib/datapath/pins.ts";
+import { runDoctor } from "../lib/doctor/command.ts";
+import { handleRequest, type Readiness, type TargetView } from "../lib/agent/http_server.ts";
+import { BpfMap } from "../lib/datapath/libbpf/map.ts";
+import type { ProbeKey } from "../lib/datapath/probe_map.ts";
+import { randomSuffix, run } from "../lib/cli/process.ts";
+import { POD_IPV4, POD_IPV6, SimNode } from "../lib/demo/netns.ts";
+import { PodServer } from "../lib/demo/pod_server.ts";
 import { CgroupTree, waitFor } from "./helpers/cgroup_fixture.ts";
 import { privilegedSkipReason, testPinPath } from "./helpers/sim_world.ts";
 

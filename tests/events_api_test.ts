@@ -1,9 +1,9 @@
 /** EventRecorder through the real client-node against the test API server's Event validation. */
 import assert from "node:assert/strict";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
-import { EventRecorder } from "../lib/events.ts";
-import { nodeObjectRef, podObjectRef } from "../lib/event_sink.ts";
-import { normalisePod } from "../lib/pod.ts";
+import { EventRecorder } from "../lib/kube/events.ts";
+import { nodeObjectRef, podObjectRef } from "../lib/kube/event_sink.ts";
+import { normalisePod } from "../lib/pods/pod.ts";
 import { TestApiServer } from "./api_server/mod.ts";
 
 Deno.test("Events from the recorder pass API validation and repeats raise the count", async () => {

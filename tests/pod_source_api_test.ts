@@ -4,10 +4,10 @@
  * and an API server that goes away and comes back.
  */
 import assert from "node:assert/strict";
-import { ApiPodSource, backoffDelay } from "../lib/pod_source_api.ts";
-import { loadKubeConfig } from "../lib/kube_client.ts";
-import type { Pod } from "../lib/pod.ts";
-import type { PodSink } from "../lib/pod_source.ts";
+import { ApiPodSource, backoffDelay } from "../lib/pods/api_source.ts";
+import { loadKubeConfig } from "../lib/kube/client.ts";
+import type { Pod } from "../lib/pods/pod.ts";
+import type { PodSink } from "../lib/pods/source.ts";
 import { type KubeObject, TestApiServer } from "./api_server/mod.ts";
 
 const NODE = "node-a";

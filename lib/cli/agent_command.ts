@@ -28,7 +28,7 @@ export async function runAgentCommand(args: string[]): Promise<number> {
   const config = agentConfig(values);
   setupLogging(config.logLevel, config.logFormat);
   const log = getLogger(["lace", "agent"]);
-  const { startAgent } = await import("../agent.ts");
+  const { startAgent } = await import("../agent/start.ts");
   let agent;
   try {
     agent = await startAgent(config);

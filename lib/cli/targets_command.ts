@@ -3,7 +3,7 @@
  * running agent first (it knows which pod each target belongs to), and falls
  * back to reading the pinned map when no agent answers.
  */
-import type { TargetView } from "../http_server.ts";
+import type { TargetView } from "../agent/http_server.ts";
 import { helpText, parseFlags } from "./flags.ts";
 import { nodeFlags } from "./agent_flags.ts";
 
@@ -46,7 +46,7 @@ export async function registeredTargets(
 ): Promise<TargetView[]> {
   const fromAgent = await targetsFromAgent(metricsAddr);
   if (fromAgent) return fromAgent;
-  const { readPinnedTargets } = await import("../pins.ts");
+  const { readPinnedTargets } = await import("../datapath/pins.ts");
   return readPinnedTargets(pinPath).map((e) => ({
     family: e.key.family,
     address: e.key.address,

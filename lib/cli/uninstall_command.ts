@@ -22,7 +22,7 @@ export async function runUninstallCommand(args: string[]): Promise<number> {
     console.log(helpText(spec));
     return 0;
   }
-  const { uninstall } = await import("../pins.ts");
+  const { uninstall } = await import("../datapath/pins.ts");
   const removed = uninstall(values["pin-path"] as string);
   console.log(
     removed.length

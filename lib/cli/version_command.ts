@@ -1,5 +1,5 @@
 /** `lace version`: the agent's version, its BPF map layout and its runtime. */
-import { ABI_VERSION } from "../probe_map.ts";
+import { ABI_VERSION } from "../datapath/probe_map.ts";
 import { VERSION } from "../version.ts";
 import { helpText, parseFlags } from "./flags.ts";
 

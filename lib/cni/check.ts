@@ -3,8 +3,13 @@
  * attachment needs? Pure comparison of the agent's desired targets with the
  * map's entries, and the glue that makes an `AgentCore` a `CniHandler`.
  */
-import type { AgentCore } from "../agent_core.ts";
-import { canonicalAddress, keyId, type ProbeEntry, type ProbeStore } from "../probe_map.ts";
+import type { AgentCore } from "../agent/core.ts";
+import {
+  canonicalAddress,
+  keyId,
+  type ProbeEntry,
+  type ProbeStore,
+} from "../datapath/probe_map.ts";
 import type { Attachment } from "./protocol.ts";
 import type { CniHandler } from "./server.ts";
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { MemoryProbeStore, type ProbeEntry } from "../probe_map.ts";
+import { MemoryProbeStore, type ProbeEntry } from "../datapath/probe_map.ts";
 import { checkAttachment, cniHandlerFor, type DesiredTarget } from "./check.ts";
 
 const attachment = { namespace: "ns", name: "web", uid: "u1", ips: ["10.70.0.5"] };

@@ -6,7 +6,7 @@
  * error reply and a log line.
  */
 import { getLogger } from "@logtape/logtape";
-import { canonicalAddress } from "../probe_map.ts";
+import { canonicalAddress } from "../datapath/probe_map.ts";
 import {
   type Attachment,
   type AttachmentRef,

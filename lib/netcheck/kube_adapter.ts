@@ -288,7 +288,7 @@ export class ClientNodeCluster implements NetcheckCluster {
  */
 export async function connectCluster(kubeconfig: string): Promise<ClientNodeCluster> {
   const lib = await import("@kubernetes/client-node");
-  const { loadKubeConfig } = await import("../kube_client.ts");
+  const { loadKubeConfig } = await import("../kube/client.ts");
   let path = kubeconfig;
   const home = Deno.env.get("HOME");
   if (

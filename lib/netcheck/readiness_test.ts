@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { ProbePod } from "./cluster.ts";
 import { podState, SetupError, waitForProbePods } from "./readiness.ts";
-import { fakeNodes, MemoryCluster } from "./sim/memory_cluster.ts";
+import { fakeNodes, MemoryCluster } from "../../tests/netcheck/memory_cluster.ts";
 
 const pod = (over: Partial<ProbePod>): ProbePod => ({
   name: "p",

@@ -8,7 +8,7 @@ import {
   fakeNodes,
   MemoryCluster,
   type MemoryClusterOptions,
-} from "./sim/memory_cluster.ts";
+} from "../../tests/netcheck/memory_cluster.ts";
 
 const quiet = { write: () => {}, isTerminal: false };
 

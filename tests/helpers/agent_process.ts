@@ -7,10 +7,10 @@
  */
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { uninstall } from "../../lib/pins.ts";
-import type { SimCgroups } from "../../lib/sim/cgroup.ts";
-import { POD_IPV4, POD_IPV6, type SimNode } from "../../lib/sim/netns.ts";
-import type { Prober, ProbeResponse } from "../../lib/sim/prober.ts";
+import { uninstall } from "../../lib/datapath/pins.ts";
+import type { SimCgroups } from "../../lib/demo/cgroup.ts";
+import { POD_IPV4, POD_IPV6, type SimNode } from "../../lib/demo/netns.ts";
+import type { Prober, ProbeResponse } from "../../lib/doctor/prober.ts";
 import { CleanupStack } from "./cleanup_stack.ts";
 import { startNodeWithPods, startProbers, testPinPath } from "./sim_world.ts";
 

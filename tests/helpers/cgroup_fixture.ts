@@ -6,7 +6,7 @@
  */
 import { join } from "node:path";
 import { cgroup2MountPoints, readMountInfo } from "../../lib/mountinfo.ts";
-import { randomSuffix } from "../../lib/sim/exec.ts";
+import { randomSuffix } from "../../lib/cli/process.ts";
 
 /** Polls `condition` until it is true or `timeoutMs` passes; returns the time it took. */
 export async function waitFor(

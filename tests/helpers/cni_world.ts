@@ -7,18 +7,18 @@
  * namespaces made here; the node reaches them only through the routing table
  * their network's mark selects, as on a Lace node. Dispose removes it all.
  */
-import { AgentCore } from "../../lib/agent_core.ts";
+import { AgentCore } from "../../lib/agent/core.ts";
 import { cniHandlerFor } from "../../lib/cni/check.ts";
 import { type CniServer, startCniServer } from "../../lib/cni/server.ts";
 import { defaultConfig } from "../../lib/config.ts";
-import { Datapath } from "../../lib/datapath.ts";
-import { uninstall } from "../../lib/pins.ts";
-import { DirPodSource } from "../../lib/pod_source_dir.ts";
-import { SimCgroups } from "../../lib/sim/cgroup.ts";
-import { randomSuffix, run } from "../../lib/sim/exec.ts";
-import { SimNode } from "../../lib/sim/netns.ts";
-import { PodServer } from "../../lib/sim/pod_server.ts";
-import type { Prober } from "../../lib/sim/prober.ts";
+import { Datapath } from "../../lib/datapath/loader.ts";
+import { uninstall } from "../../lib/datapath/pins.ts";
+import { DirPodSource } from "../../lib/pods/dir_source.ts";
+import { SimCgroups } from "../../lib/demo/cgroup.ts";
+import { randomSuffix, run } from "../../lib/cli/process.ts";
+import { SimNode } from "../../lib/demo/netns.ts";
+import { PodServer } from "../../lib/demo/pod_server.ts";
+import type { Prober } from "../../lib/doctor/prober.ts";
 import { type AttachmentParams, CniChain, laceCommand } from "./cni_runtime.ts";
 import { CleanupStack } from "./cleanup_stack.ts";
 import { startProbers, testPinPath } from "./sim_world.ts";

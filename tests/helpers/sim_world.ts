@@ -5,15 +5,15 @@
  * is removed on dispose, in reverse order, even when building it failed.
  */
 import { defaultConfig, markFor } from "../../lib/config.ts";
-import { Datapath } from "../../lib/datapath.ts";
-import { uninstall } from "../../lib/pins.ts";
+import { Datapath } from "../../lib/datapath/loader.ts";
+import { uninstall } from "../../lib/datapath/pins.ts";
 import { bpffsMountPoints, readMountInfo } from "../../lib/mountinfo.ts";
-import type { ProbeKey } from "../../lib/probe_map.ts";
-import { SimCgroups } from "../../lib/sim/cgroup.ts";
-import { randomSuffix } from "../../lib/sim/exec.ts";
-import { POD_IPV4, POD_IPV6, SimNode } from "../../lib/sim/netns.ts";
-import { PodServer } from "../../lib/sim/pod_server.ts";
-import { Prober } from "../../lib/sim/prober.ts";
+import type { ProbeKey } from "../../lib/datapath/probe_map.ts";
+import { SimCgroups } from "../../lib/demo/cgroup.ts";
+import { randomSuffix } from "../../lib/cli/process.ts";
+import { POD_IPV4, POD_IPV6, SimNode } from "../../lib/demo/netns.ts";
+import { PodServer } from "../../lib/demo/pod_server.ts";
+import { Prober } from "../../lib/doctor/prober.ts";
 import { CleanupStack } from "./cleanup_stack.ts";
 
 export const HTTP_PORTS = [8080, 8081, 8082];

@@ -16,9 +16,9 @@ import {
   setHeaderOptions,
   type V1Pod,
 } from "@kubernetes/client-node";
-import { loadKubeConfig } from "../../lib/kube_client.ts";
-import { readPinnedTargets } from "../../lib/datapath.ts";
-import { keyId } from "../../lib/probe_map.ts";
+import { loadKubeConfig } from "../../lib/kube/client.ts";
+import { readPinnedTargets } from "../../lib/datapath/loader.ts";
+import { keyId } from "../../lib/datapath/probe_map.ts";
 import {
   type AgentProcess,
   AgentWorld,

@@ -19,7 +19,7 @@
  */
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { stringify } from "yaml";
-import { Http1KubeConfig } from "../../lib/kube_client.ts";
+import { Http1KubeConfig } from "../../lib/kube/client.ts";
 import { makePki, type Pki } from "./_pki.ts";
 import { ManagedProcess, tail } from "./_process.ts";
 import { controlPlaneUnavailableReason, toolPaths } from "./tools.ts";

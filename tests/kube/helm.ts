@@ -9,7 +9,7 @@ import {
   KubernetesObjectApi,
 } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
-import { Http1KubeConfig } from "../../lib/kube_client.ts";
+import { Http1KubeConfig } from "../../lib/kube/client.ts";
 import { toolPaths } from "./tools.ts";
 
 const chartDir = new URL("../../deploy/helm/lace", import.meta.url).pathname;

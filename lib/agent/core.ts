@@ -1,0 +1,295 @@
+/**
+ * The agent's core, without I/O of its own: pod sources feed the pod cache,
+ * each reconcile derives the targets (rules, then conflicts), turns them into
+ * map entries and lets the runner apply the difference to the probe store.
+ * It keeps a snapshot of what it decided for the HTTP endpoint and the CLI.
+ */
+import { getLogger } from "@logtape/logtape";
+import { type Config, markFor } from "../config.ts";
+import type { Attachment } from "../cni/protocol.ts";
+import { type Conflict, resolveConflicts } from "../rules/conflicts.ts";
+import type { Pod } from "../pods/pod.ts";
+import { PodCache } from "../pods/cache.ts";
+import type { PodSource } from "../pods/source.ts";
+import { keyId, type ProbeEntry, type ProbeStore } from "../datapath/probe_map.ts";
+import { probeTargetsForPod, type Skip, type Target } from "../rules/targets.ts";
+import {
+  type ReconcileInput,
+  type ReconcileObserver,
+  type ReconcileReport,
+  ReconcileRunner,
+  type Timers,
+} from "./reconcile.ts";
+
+const log = getLogger(["lace", "agent"]);
+
+/** The pod view the CNI path maintains, ranked below the API and the directory. */
+export const CNI_SOURCE = "cni";
+
+export type AgentCoreConfig = Pick<
+  Config,
+  | "nodeName"
+  | "networkAnnotation"
+  | "networkIdAnnotation"
+  | "probeMark"
+  | "markShift"
+  | "debounceMs"
+  | "resyncMs"
+>;
+
+export interface AgentCoreOptions {
+  config: AgentCoreConfig;
+  store: ProbeStore;
+  sources: PodSource[];
+  /** A problem with one pod's probes, reported once while it persists (for Events). */
+  onSkip?: (skip: Skip) => void;
+  /** A conflict, reported once while it persists (for Events). */
+  onConflict?: (conflict: Conflict) => void;
+  /** Every reconcile's report (for metrics). */
+  observer?: ReconcileObserver;
+  timers?: Timers;
+  backoffMs?: { initial: number; max: number };
+}
+
+/** One desired map entry and the pod and probe it serves. */
+export interface TargetView extends Omit<Target, "key" | "networkId"> {
+  entry: ProbeEntry;
+}
+
+export interface AgentSnapshot {
+  targets: TargetView[];
+  conflicts: Conflict[];
+  skips: Skip[];
+  /** Every pod source has delivered its first full list. */
+  synced: boolean;
+  /** A reconcile with deletes allowed has completed without errors. */
+  firstFullListApplied: boolean;
+  counts: { pods: number; targets: number; conflicts: number; skips: number };
+  lastReconcile?: ReconcileReport;
+}
+
+/** Wires sources, cache, rules and runner; see the module comment. */
+export class AgentCore {
+  readonly cache: PodCache;
+  readonly runner: ReconcileRunner;
+  readonly #opts: AgentCoreOptions;
+  #snapshot: AgentSnapshot = {
+    targets: [],
+    conflicts: [],
+    skips: [],
+    synced: false,
+    firstFullListApplied: false,
+    counts: { pods: 0, targets: 0, conflicts: 0, skips: 0 },
+  };
+  #reported = new Map<string, Set<string>>();
+  readonly #derived = new WeakMap<Pod, ReturnType<typeof probeTargetsForPod>>();
+  #started: PodSource[] = [];
+
+  constructor(opts: AgentCoreOptions) {
+    this.#opts = opts;
+    this.cache = new PodCache({
+      nodeName: opts.config.nodeName,
+      onChange: (source) => this.runner.trigger(source),
+    });
+    for (const source of opts.sources) this.cache.register(source.name);
+    this.runner = new ReconcileRunner({
+      store: opts.store,
+      compute: () => this.#compute(),
+      debounceMs: opts.config.debounceMs,
+      resyncMs: opts.config.resyncMs,
+      backoffMs: opts.backoffMs,
+      timers: opts.timers,
+      observer: { onReconcile: (report) => this.#observe(report) },
+    });
+  }
+
+  /** Starts the runner, then every source; if one fails to start, stops the others and throws. */
+  async start(): Promise<void> {
+    this.runner.start();
+    for (const source of this.#opts.sources) {
+      try {
+        await source.start(this.cache);
+        this.#started.push(source);
+      } catch (error) {
+        await this.stop();
+        throw new Error(`Pod source "${source.name}" failed to start`, { cause: error });
+      }
+    }
+    log.info("Agent core started with sources {sources}", {
+      sources: this.#opts.sources.map((s) => s.name),
+    });
+  }
+
+  /** Stops sources and runner; leaves the store (the pinned map) exactly as it is. */
+  async stop(): Promise<void> {
+    for (const source of this.#started.splice(0)) {
+      try {
+        await source.stop();
+      } catch (error) {
+        log.warning("Stopping pod source {source} failed: {error}", { source: source.name, error });
+      }
+    }
+    await this.runner.stop();
+  }
+
+  /** The last computed state; a copy, safe to keep and to change. */
+  snapshot(): AgentSnapshot {
+    return structuredClone(this.view());
+  }
+
+  /**
+   * The last computed state without copying it, for readers on hot paths
+   * (metrics after every reconcile, /readyz, /targets, CNI CHECK): with 10k
+   * targets a copy per call costs more than the reconcile. Callers must not
+   * change it; the next reconcile replaces it.
+   */
+  view(): Readonly<AgentSnapshot> {
+    return { ...this.#snapshot, synced: this.cache.synced };
+  }
+
+  /** Reconciles right away; resolves with the report of a run that saw everything known now. */
+  reconcileNow(reason = "now"): Promise<ReconcileReport> {
+    return this.runner.runNow(reason);
+  }
+
+  /**
+   * Records what the CNI path knows of a pod (addresses, network) and resolves
+   * once the resulting targets are in the store. The API's spec still decides
+   * which probes exist; this only makes the addresses and network known early.
+   * Rejects if the reconcile failed or any of this pod's entries was not written.
+   */
+  async registerAttachment(a: Attachment): Promise<void> {
+    const annotations: Record<string, string> = {};
+    if (a.network !== undefined) annotations[this.#opts.config.networkAnnotation] = a.network;
+    if (a.networkId !== undefined) {
+      annotations[this.#opts.config.networkIdAnnotation] = String(a.networkId);
+    }
+    const pod: Pod = {
+      metadata: { namespace: a.namespace, name: a.name, uid: a.uid, annotations },
+      spec: { containers: [] },
+      status: { podIPs: a.ips.map((ip) => ({ ip })) },
+    };
+    this.cache.upsert(CNI_SOURCE, pod);
+    const report = await this.runner.runNow("cni-add");
+    if (report.error) {
+      throw new Error(`Reconcile for pod ${a.namespace}/${a.name} failed: ${report.error}`);
+    }
+    const mine = new Set(
+      this.#snapshot.targets.filter((t) => t.pod.uid === a.uid).map((t) => keyId(t.entry.key)),
+    );
+    const failed = report.ops.filter((o) => !o.ok && mine.has(keyId(o.key)));
+    if (failed.length) {
+      throw new Error(
+        `Writing probe targets of pod ${a.namespace}/${a.name} failed: ${failed[0].error}`,
+      );
+    }
+  }
+
+  /** Forgets the CNI view of a pod and reconciles; other sources may still know the pod. */
+  async removeAttachment(uid: string): Promise<void> {
+    this.cache.remove(CNI_SOURCE, uid);
+    const report = await this.runner.runNow("cni-del");
+    if (report.error) {
+      throw new Error(`Reconcile after removing pod ${uid} failed: ${report.error}`);
+    }
+  }
+
+  #compute(): ReconcileInput {
+    const { config } = this.#opts;
+    const pods = this.cache.pods();
+    const all: Target[] = [];
+    const skips: Skip[] = [];
+    for (const pod of pods) {
+      // The cache hands back the same object until the pod changes, so the rules run
+      // once per pod change rather than once per pod per reconcile.
+      let derived = this.#derived.get(pod);
+      if (!derived) this.#derived.set(pod, derived = probeTargetsForPod(pod, config));
+      const { targets, skipped } = derived;
+      all.push(...targets);
+      skips.push(...skipped);
+    }
+    const { targets, conflicts } = resolveConflicts(all);
+    const desired = new Map<string, ProbeEntry>();
+    const views: TargetView[] = [];
+    for (const { key, networkId, ...rest } of targets) {
+      const entry = { key, value: { networkId, mark: markFor(config, networkId) } };
+      desired.set(keyId(key), entry);
+      views.push({ entry, ...rest });
+    }
+    const synced = this.cache.synced;
+    this.#snapshot = {
+      ...this.#snapshot,
+      targets: views,
+      conflicts,
+      skips,
+      synced,
+      counts: {
+        pods: pods.length,
+        targets: views.length,
+        conflicts: conflicts.length,
+        skips: skips.length,
+      },
+    };
+    this.#report(skips, conflicts);
+    return { desired, allowDelete: synced, conflicts: conflicts.length, skips: skips.length };
+  }
+
+  /**
+   * Calls the hooks for problems not reported before. A pod's probes cannot
+   * change during its life (the spec is immutable there), so "once per uid
+   * while it persists" is once per pod generation; a problem that goes away
+   * and comes back is reported again.
+   */
+  #report(skips: Skip[], conflicts: Conflict[]): void {
+    const now = new Map<string, Set<string>>();
+    const fresh = (uid: string, id: string): boolean => {
+      let set = now.get(uid);
+      if (!set) now.set(uid, set = new Set());
+      set.add(id);
+      return !this.#reported.get(uid)?.has(id);
+    };
+    for (const skip of skips) {
+      const id = `skip|${skip.reason}|${skip.container ?? ""}|${skip.probe ?? ""}|${skip.message}`;
+      if (!fresh(skip.pod.uid, id)) continue;
+      log.warning("Pod {pod}: {message}", {
+        pod: `${skip.pod.namespace}/${skip.pod.name}`,
+        reason: skip.reason,
+        message: skip.message,
+      });
+      this.#call(() => this.#opts.onSkip?.(skip));
+    }
+    for (const c of conflicts) {
+      if (!fresh(c.dropped.pod.uid, `conflict|${keyId(c.key)}|${c.kept.pod.uid}`)) continue;
+      log.warning(
+        "Conflict on {key}: pod {kept} (network {keptNetwork}) keeps it, pod {dropped} (network {droppedNetwork}) gets no target",
+        {
+          key: keyId(c.key),
+          kept: `${c.kept.pod.namespace}/${c.kept.pod.name}`,
+          keptNetwork: c.kept.network,
+          dropped: `${c.dropped.pod.namespace}/${c.dropped.pod.name}`,
+          droppedNetwork: c.dropped.network,
+        },
+      );
+      this.#call(() => this.#opts.onConflict?.(c));
+    }
+    this.#reported = now;
+  }
+
+  #observe(report: ReconcileReport): void {
+    const clean = !report.error && report.ops.every((o) => o.ok);
+    if (report.allowDelete && clean && !this.#snapshot.firstFullListApplied) {
+      log.info("First full pod list applied to the probe map");
+      this.#snapshot.firstFullListApplied = true;
+    }
+    this.#snapshot.lastReconcile = report;
+    this.#call(() => this.#opts.observer?.onReconcile?.(report));
+  }
+
+  #call(fn: () => void): void {
+    try {
+      fn();
+    } catch (error) {
+      log.error("Agent hook failed: {error}", { error });
+    }
+  }
+}

@@ -1,0 +1,239 @@
+import assert from "node:assert/strict";
+import FakeTimers from "@sinonjs/fake-timers";
+import { AgentCore, type AgentCoreConfig } from "./core.ts";
+import { markFor } from "../config.ts";
+import type { Conflict } from "../rules/conflicts.ts";
+import type { Pod } from "../pods/pod.ts";
+import type { PodSink, PodSource } from "../pods/source.ts";
+import { keyId, MemoryProbeStore, type ProbeEntry } from "../datapath/probe_map.ts";
+import type { Skip } from "../rules/targets.ts";
+
+const CONFIG: AgentCoreConfig = {
+  nodeName: "n1",
+  networkAnnotation: "lace.io/network",
+  networkIdAnnotation: "lace.io/network-id",
+  probeMark: 0x1000,
+  markShift: 16,
+  debounceMs: 5,
+  resyncMs: 60_000,
+};
+
+class FakeSource implements PodSource {
+  sink: PodSink | undefined;
+  stopped = false;
+  constructor(readonly name: string) {}
+  start(sink: PodSink): Promise<void> {
+    this.sink = sink;
+    return Promise.resolve();
+  }
+  stop(): Promise<void> {
+    this.stopped = true;
+    return Promise.resolve();
+  }
+  list(...pods: Pod[]): void {
+    this.sink!.replaceAll(this.name, pods);
+  }
+}
+
+function pod(
+  uid: string,
+  ip: string | undefined,
+  networkId: number | undefined,
+  created = "2026-01-01T00:00:00Z",
+  port: number | string = 8080,
+): Pod {
+  return {
+    metadata: {
+      name: `p-${uid}`,
+      namespace: "ns",
+      uid,
+      creationTimestamp: created,
+      annotations: networkId
+        ? { "lace.io/network": `net${networkId}`, "lace.io/network-id": String(networkId) }
+        : undefined,
+    },
+    spec: {
+      nodeName: "n1",
+      containers: [{ name: "app", readinessProbe: { httpGet: { port, path: "/ready" } } }],
+    },
+    status: { phase: "Running", ...(ip ? { podIPs: [{ ip }] } : {}) },
+  };
+}
+
+function entry(address: string, port: number, networkId: number): ProbeEntry {
+  return {
+    key: { family: "ipv4", address, port },
+    value: { networkId, mark: markFor(CONFIG, networkId) },
+  };
+}
+
+function ids(store: MemoryProbeStore): string[] {
+  return store.entries().map((e) => `${keyId(e.key)}=${e.value.networkId}`).sort();
+}
+
+function setup(sourceNames = ["api"]) {
+  const clock = FakeTimers.createClock();
+  const store = new MemoryProbeStore();
+  const sources = sourceNames.map((n) => new FakeSource(n));
+  const skips: Skip[] = [];
+  const conflicts: Conflict[] = [];
+  const core = new AgentCore({
+    config: CONFIG,
+    store,
+    sources,
+    onSkip: (s) => skips.push(s),
+    onConflict: (c) => conflicts.push(c),
+    timers: {
+      setTimeout: (fn, ms) => clock.setTimeout(fn, ms),
+      clearTimeout: (id) => clock.clearTimeout(id as number),
+      now: () => clock.now,
+    },
+  });
+  const settle = async (ms = CONFIG.debounceMs) => {
+    await clock.tickAsync(ms);
+    await core.runner.idle();
+  };
+  return { clock, store, sources, core, skips, conflicts, settle };
+}
+
+Deno.test("AgentCore deletes nothing before every source's first full list", async () => {
+  const t = setup(["api", "dir"]);
+  t.store.put(entry("10.0.0.99", 80, 3)); // left by the previous agent
+  await t.core.start();
+  t.sources[0].list(pod("a", "10.0.0.1", 1));
+  await t.settle();
+  assert.deepEqual(ids(t.store), ["10.0.0.1:8080=1", "10.0.0.99:80=3"]);
+  assert.equal(t.core.snapshot().firstFullListApplied, false);
+  t.sources[1].list();
+  await t.settle();
+  assert.deepEqual(ids(t.store), ["10.0.0.1:8080=1"]);
+  assert.equal(t.core.snapshot().firstFullListApplied, true);
+  await t.core.stop();
+});
+
+Deno.test("AgentCore writes the mark for the pod's network", async () => {
+  const t = setup();
+  await t.core.start();
+  t.sources[0].list(pod("a", "10.0.0.1", 7));
+  await t.settle();
+  assert.deepEqual(t.store.entries(), [entry("10.0.0.1", 8080, 7)]);
+  assert.equal(t.store.entries()[0].value.mark, 0x71000);
+  await t.core.stop();
+});
+
+Deno.test("AgentCore resync repairs entries deleted or changed behind its back", async () => {
+  const t = setup();
+  await t.core.start();
+  t.sources[0].list(pod("a", "10.0.0.1", 1), pod("b", "10.0.0.2", 2));
+  await t.settle();
+  t.store.remove(entry("10.0.0.1", 8080, 1).key);
+  t.store.put(entry("10.0.0.2", 8080, 9));
+  await t.settle(CONFIG.resyncMs);
+  assert.deepEqual(ids(t.store), ["10.0.0.1:8080=1", "10.0.0.2:8080=2"]);
+  await t.core.stop();
+});
+
+Deno.test("AgentCore keeps the older pod on a conflict, stably, and reports it once", async () => {
+  const t = setup();
+  await t.core.start();
+  const older = pod("z-old", "10.0.0.5", 1, "2026-01-01T00:00:00Z");
+  const newer = pod("a-new", "10.0.0.5", 2, "2026-01-02T00:00:00Z");
+  t.sources[0].list(newer, older);
+  await t.settle();
+  assert.deepEqual(ids(t.store), ["10.0.0.5:8080=1"]);
+  t.sources[0].list(older, newer);
+  t.sources[0].sink!.upsert("api", {
+    ...newer,
+    metadata: { ...newer.metadata, resourceVersion: "2" },
+  });
+  await t.settle();
+  await t.settle(CONFIG.resyncMs);
+  assert.deepEqual(ids(t.store), ["10.0.0.5:8080=1"]);
+  assert.equal(t.conflicts.length, 1);
+  assert.equal(t.conflicts[0].dropped.pod.uid, "a-new");
+  assert.equal(t.core.snapshot().conflicts.length, 1);
+  await t.core.stop();
+});
+
+Deno.test("AgentCore reports a pod's problem once while it persists", async () => {
+  const t = setup();
+  await t.core.start();
+  t.sources[0].list(pod("a", "10.0.0.1", 1, undefined, "nope"));
+  await t.settle();
+  await t.settle(CONFIG.resyncMs);
+  assert.deepEqual(t.skips.map((s) => s.reason), ["named-port"]);
+  t.sources[0].list();
+  await t.settle();
+  t.sources[0].list(pod("a", "10.0.0.1", 1, undefined, "nope"));
+  await t.settle();
+  assert.equal(t.skips.length, 2, "reported again after it went away and came back");
+  await t.core.stop();
+});
+
+Deno.test("AgentCore.snapshot() describes each target's pod and probe", async () => {
+  const t = setup();
+  await t.core.start();
+  t.sources[0].list(pod("a", "10.0.0.1", 4));
+  await t.settle();
+  const snap = t.core.snapshot();
+  assert.equal(snap.synced, true);
+  assert.deepEqual(snap.counts, { pods: 1, targets: 1, conflicts: 0, skips: 0 });
+  const [view] = snap.targets;
+  assert.deepEqual(view.entry, entry("10.0.0.1", 8080, 4));
+  assert.equal(`${view.pod.namespace}/${view.pod.name}`, "ns/p-a");
+  assert.equal(view.container, "app");
+  assert.equal(view.probe, "readiness");
+  assert.equal(view.http?.path, "/ready");
+  assert.equal(view.network, "net4");
+  await t.core.stop();
+});
+
+Deno.test("AgentCore.view() shares the current state; snapshot() hands out a copy", async () => {
+  const t = setup();
+  await t.core.start();
+  t.sources[0].list(pod("a", "10.0.0.1", 4));
+  await t.settle();
+  const view = t.core.view();
+  assert.equal(t.core.view().targets, view.targets, "no copy per call");
+  const copy = t.core.snapshot();
+  assert.notEqual(copy.targets, view.targets);
+  assert.deepEqual(copy.targets, view.targets);
+  t.sources[0].list(pod("a", "10.0.0.2", 4));
+  await t.settle();
+  assert.equal(t.core.view().targets[0].entry.key.address, "10.0.0.2");
+  assert.equal(copy.targets[0].entry.key.address, "10.0.0.1", "a copy does not change later");
+  await t.core.stop();
+});
+
+Deno.test("AgentCore.registerAttachment() resolves once the pod's targets are in the store", async () => {
+  const t = setup();
+  await t.core.start();
+  t.sources[0].list(pod("a", undefined, undefined)); // the API has no IP nor network yet
+  await t.settle();
+  assert.deepEqual(ids(t.store), []);
+  await t.core.registerAttachment({
+    namespace: "ns",
+    name: "p-a",
+    uid: "a",
+    ips: ["10.0.0.8"],
+    network: "red",
+    networkId: 5,
+  });
+  assert.deepEqual(ids(t.store), ["10.0.0.8:8080=5"]);
+  await t.core.removeAttachment("a");
+  assert.deepEqual(ids(t.store), []);
+  await t.core.stop();
+});
+
+Deno.test("AgentCore.stop() stops the sources and leaves the store in place", async () => {
+  const t = setup();
+  await t.core.start();
+  t.sources[0].list(pod("a", "10.0.0.1", 1));
+  await t.settle();
+  await t.core.stop();
+  assert.equal(t.sources[0].stopped, true);
+  t.sources[0].list();
+  await t.settle(CONFIG.resyncMs * 2);
+  assert.deepEqual(ids(t.store), ["10.0.0.1:8080=1"]);
+  assert.equal(t.clock.countTimers(), 0);
+});

@@ -1,0 +1,124 @@
+/**
+ * The agent's Prometheus metrics, all prefixed `lace_`. One registry per
+ * agent (tests run several); the BPF counters are read at scrape time, so a
+ * scrape costs one per-CPU map lookup and nothing runs between scrapes.
+ */
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { Counters } from "../datapath/loader.ts";
+import { ABI_VERSION } from "../datapath/probe_map.ts";
+import { VERSION } from "../version.ts";
+
+export type ConnectCounters = Pick<
+  Counters,
+  "connect4Seen" | "connect4Tagged" | "connect6Seen" | "connect6Tagged"
+>;
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly probeTargets: Gauge<"family" | "network">;
+  readonly reconcileTotal: Counter<"result">;
+  readonly reconcileDuration: Histogram;
+  readonly mapOperations: Counter<"op" | "result">;
+  readonly targetConflicts: Gauge;
+  readonly probesIgnored: Gauge<"reason">;
+  readonly watchRestarts: Counter;
+  readonly attached: Gauge<"program">;
+  readonly kubeletCgroupMismatch: Gauge;
+
+  constructor(readCounters: () => ConnectCounters | undefined) {
+    const registers = [this.registry];
+    this.probeTargets = new Gauge({
+      name: "lace_probe_targets",
+      help: "Probe targets in the map, by family and network",
+      labelNames: ["family", "network"],
+      registers,
+    });
+    this.reconcileTotal = new Counter({
+      name: "lace_reconcile_total",
+      help: "Reconciles of the probe map, by result",
+      labelNames: ["result"],
+      registers,
+    });
+    this.reconcileDuration = new Histogram({
+      name: "lace_reconcile_duration_seconds",
+      help: "Time one reconcile took, from reading the map to the last write",
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+      registers,
+    });
+    this.mapOperations = new Counter({
+      name: "lace_map_operations_total",
+      help: "Writes to the probe map, by operation (update, delete) and result (ok, error)",
+      labelNames: ["op", "result"],
+      registers,
+    });
+    this.targetConflicts = new Gauge({
+      name: "lace_target_conflicts",
+      help:
+        "Targets dropped because an older pod in another network holds the same address and port",
+      registers,
+    });
+    this.probesIgnored = new Gauge({
+      name: "lace_probes_ignored",
+      help: "Probes that get no target, by reason",
+      labelNames: ["reason"],
+      registers,
+    });
+    this.watchRestarts = new Counter({
+      name: "lace_watch_restarts_total",
+      help: "Restarts of the Kubernetes pod watch after it failed",
+      registers,
+    });
+    this.attached = new Gauge({
+      name: "lace_attached",
+      help: "1 when the program is attached to the kubelet cgroup through a live link",
+      labelNames: ["program"],
+      registers,
+    });
+    this.kubeletCgroupMismatch = new Gauge({
+      name: "lace_kubelet_cgroup_mismatch",
+      help: "1 when a kubelet process runs outside the cgroup the programs are attached to",
+      registers,
+    });
+    const counter = (name: string, help: string, pick: (c: ConnectCounters) => [bigint, bigint]) =>
+      new Counter({
+        name,
+        help,
+        labelNames: ["family"],
+        registers,
+        // The kernel keeps these monotonic counts; each scrape copies them over.
+        collect() {
+          const c = readCounters();
+          if (!c) return;
+          const [v4, v6] = pick(c);
+          this.reset();
+          this.inc({ family: "ipv4" }, Number(v4));
+          this.inc({ family: "ipv6" }, Number(v6));
+        },
+      });
+    counter(
+      "lace_connects_total",
+      "TCP connects seen by the programs in the kubelet cgroup (from BPF counters)",
+      (c) => [c.connect4Seen, c.connect6Seen],
+    );
+    counter(
+      "lace_connects_tagged_total",
+      "TCP connects tagged with a probe mark (from BPF counters)",
+      (c) => [c.connect4Tagged, c.connect6Tagged],
+    );
+    new Gauge({
+      name: "lace_build_info",
+      help: "Version of the agent and of its BPF map layout",
+      labelNames: ["version", "bpf_abi"],
+      registers,
+    }).set({ version: VERSION, bpf_abi: String(ABI_VERSION) }, 1);
+  }
+
+  /** The exposition text for /metrics. */
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}

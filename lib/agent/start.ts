@@ -1,0 +1,212 @@
+/**
+ * The running node agent: the datapath, the pod sources, the agent core, the
+ * kubelet cgroup follower, the Event recorder, metrics, the local HTTP server
+ * and the CNI socket, wired together. Each part is built and tested on its
+ * own; this file only composes them and owns their start/stop order.
+ */
+import { getLogger } from "@logtape/logtape";
+import type { Config } from "../config.ts";
+import { AgentCore, type AgentSnapshot } from "./core.ts";
+import { CgroupFollower } from "../cgroup/follower.ts";
+import { Datapath } from "../datapath/loader.ts";
+import { type Readiness, startHttpServer, type TargetView } from "./http_server.ts";
+import { Metrics } from "./metrics.ts";
+import type { PodSource } from "../pods/source.ts";
+import { DirPodSource } from "../pods/dir_source.ts";
+import type { ReconcileReport } from "./reconcile.ts";
+import { type EventSink, nodeObjectRef, noopEventSink, podObjectRef } from "../kube/event_sink.ts";
+
+const log = getLogger(["lace", "agent"]);
+
+export interface RunningAgent {
+  readonly core: AgentCore;
+  readonly follower: CgroupFollower;
+  readonly metrics: Metrics;
+  readiness(): Readiness;
+  targets(): TargetView[];
+  /** Stops everything and leaves the pinned program, links and map in place. */
+  stop(): Promise<void>;
+}
+
+/** Turns the core's snapshot into the HTTP view (`/targets`, `lace targets`, doctor). */
+export function targetViews(snapshot: Readonly<AgentSnapshot>): TargetView[] {
+  return snapshot.targets.map((t) => ({
+    family: t.entry.key.family,
+    address: t.entry.key.address,
+    port: t.entry.key.port,
+    networkId: t.entry.value.networkId,
+    mark: t.entry.value.mark,
+    pod: `${t.pod.namespace}/${t.pod.name}`,
+    network: t.network,
+    container: t.container,
+    probe: t.probe,
+    handler: t.handler,
+    ...(t.http ? { httpPath: t.http.path, httpScheme: t.http.scheme } : {}),
+  }));
+}
+
+function updateMetrics(
+  metrics: Metrics,
+  report: ReconcileReport,
+  snapshot: Readonly<AgentSnapshot>,
+): void {
+  metrics.reconcileTotal.inc({ result: report.error ? "error" : "ok" });
+  metrics.reconcileDuration.observe(report.durationMs / 1000);
+  for (const op of report.ops) {
+    metrics.mapOperations.inc({
+      op: op.op === "put" ? "update" : "delete",
+      result: op.ok ? "ok" : "error",
+    });
+  }
+  metrics.probeTargets.reset();
+  for (const t of snapshot.targets) {
+    metrics.probeTargets.inc({ family: t.entry.key.family, network: t.network });
+  }
+  metrics.targetConflicts.set(snapshot.conflicts.length);
+  metrics.probesIgnored.reset();
+  for (const s of snapshot.skips) metrics.probesIgnored.inc({ reason: s.reason });
+}
+
+/**
+ * Starts the agent. Resolves once every part is running (not once ready:
+ * readiness needs the kubelet cgroup and a first full pod list, which may
+ * come much later).
+ */
+export async function startAgent(config: Config): Promise<RunningAgent> {
+  const datapath = Datapath.open({ pinPath: config.pinPath });
+  const metrics = new Metrics(() => {
+    try {
+      return datapath.counters();
+    } catch (e) {
+      log.warning("Reading BPF counters failed: {error}", { error: String(e) });
+      return undefined;
+    }
+  });
+
+  const sources: PodSource[] = [];
+  if (config.podsDir) {
+    // A file write arrives as a few inotify events within a millisecond; the agent's own
+    // debounce then gathers bursts of pods, so this one only needs to cover a single write.
+    sources.push(new DirPodSource(config.podsDir, config.nodeName, { debounceMs: 2 }));
+  }
+  let events: EventSink = noopEventSink;
+  let stopEvents = () => Promise.resolve();
+  if (config.useApi) {
+    // Loaded only here: the Kubernetes client alone costs ~100 MB of RSS (bench/RESULTS.md).
+    const { ApiPodSource } = await import("../pods/api_source.ts");
+    const { loadKubeConfig } = await import("../kube/client.ts");
+    const { EventRecorder } = await import("../kube/events.ts");
+    const { CoreV1Api } = await import("@kubernetes/client-node");
+    const kubeConfig = loadKubeConfig({ kubeconfig: config.kubeconfig });
+    sources.push(
+      new ApiPodSource({
+        kubeConfig,
+        nodeName: config.nodeName,
+        livenessMs: config.watchLivenessMs,
+        onRestart: () => metrics.watchRestarts.inc(),
+      }),
+    );
+    const recorder = new EventRecorder({
+      api: kubeConfig.makeApiClient(CoreV1Api),
+      nodeName: config.nodeName,
+    });
+    events = recorder;
+    stopEvents = () => recorder.stop();
+  }
+  const nodeRef = nodeObjectRef(config.nodeName || Deno.hostname());
+
+  const core: AgentCore = new AgentCore({
+    config,
+    store: datapath.store,
+    sources,
+    onSkip: (skip) => events.warn(podObjectRef(skip.pod), "ProbeIgnored", skip.message),
+    onConflict: (c) =>
+      events.warn(
+        podObjectRef(c.dropped.pod),
+        "ProbeTargetConflict",
+        `Probe target ${c.key.address}:${c.key.port} is also used by pod ${c.kept.pod.namespace}/${c.kept.pod.name} in network ${c.kept.network}, which is older and keeps it; probes of this pod to that port are not delivered into network ${c.dropped.network}`,
+      ),
+    observer: { onReconcile: (report) => updateMetrics(metrics, report, core.view()) },
+  });
+
+  const follower = new CgroupFollower({
+    kubeletCgroup: config.kubeletCgroup,
+    hostCgroupRoot: config.hostCgroupRoot,
+    attacher: datapath,
+    // inotify reports a recreated cgroup at once; the id check is the backstop, and once
+    // a second keeps the idle agent from waking more often than that.
+    checkIntervalMs: 1000,
+    events: {
+      emit: (type, reason, message) =>
+        type === "Warning"
+          ? events.warn(nodeRef, reason, message)
+          : events.normal(nodeRef, reason, message),
+    },
+  });
+  const updateAttachMetrics = () => {
+    const s = follower.status();
+    metrics.kubeletCgroupMismatch.set(s.mismatch ? 1 : 0);
+    for (const link of datapath.links()) {
+      metrics.attached.set({ program: link.program }, s.attached && link.alive ? 1 : 0);
+    }
+  };
+  follower.onChange(updateAttachMetrics);
+
+  const readiness = (): Readiness => {
+    const reasons = [...follower.readiness().reasons];
+    const snap = core.view();
+    if (!snap.firstFullListApplied) {
+      reasons.push(
+        snap.synced
+          ? "first full pod list not applied to the probe map yet"
+          : "waiting for the first full pod list from every source",
+      );
+    }
+    return { ready: reasons.length === 0, reasons };
+  };
+  const targets = () => targetViews(core.view());
+
+  follower.start();
+  updateAttachMetrics();
+  await core.start();
+  const http = config.metricsAddr
+    ? startHttpServer(config.metricsAddr, {
+      readiness,
+      targets,
+      metricsText: () => metrics.text(),
+      metricsContentType: metrics.contentType,
+    })
+    : undefined;
+  let cni: { close(): Promise<void> } | undefined;
+  if (config.cniSocket) {
+    const { startCniServer } = await import("../cni/server.ts");
+    const { cniHandlerFor } = await import("../cni/check.ts");
+    // CHECK compares the core's desired targets with the map itself.
+    cni = await startCniServer(config.cniSocket, cniHandlerFor(core, datapath.store));
+  }
+  log.info("Agent started on node {node} with pod sources {sources}", {
+    node: config.nodeName || "(any)",
+    sources: sources.map((s) => s.name).join(","),
+  });
+
+  let stopped: Promise<void> | undefined;
+  return {
+    core,
+    follower,
+    metrics,
+    readiness,
+    targets,
+    stop() {
+      stopped ??= (async () => {
+        log.info("Stopping; the pinned program, links and map stay in place");
+        await cni?.close();
+        await http?.shutdown();
+        follower.stop();
+        await core.stop();
+        await stopEvents();
+        datapath.close();
+      })();
+      return stopped;
+    },
+  };
+}

@@ -1,0 +1,245 @@
+import assert from "node:assert/strict";
+import FakeTimers from "@sinonjs/fake-timers";
+import {
+  type AttachedLink,
+  type CgroupAttacher,
+  CgroupFollower,
+  type FollowerOptions,
+} from "./follower.ts";
+import type { KubeletProcess, ProcessInfo } from "./kubelet_finder.ts";
+
+const MOUNTS = [{ mountPoint: "/sys/fs/cgroup", root: "/", fsType: "cgroup2" }];
+const KUBELET_DIR = "/sys/fs/cgroup/system.slice/kubelet.service";
+
+/** A pretend kernel: cgroup dirs with ids, and links that die with their cgroup. */
+class FakeNode implements CgroupAttacher {
+  dirs = new Map<string, bigint>();
+  nextId = 100n;
+  link: { cgroupId: bigint } | null = null;
+  attaches: string[] = [];
+  attachError: Error | null = null;
+  kubelets: KubeletProcess[] = [];
+  extra: ProcessInfo[] = [];
+  watched: string[] = [];
+  onWatch: (() => void) | null = null;
+
+  constructor() {
+    this.mkdir("/sys/fs/cgroup");
+    this.mkdir("/sys/fs/cgroup/system.slice");
+  }
+
+  mkdir(dir: string): bigint {
+    const id = this.nextId++;
+    this.dirs.set(dir, id);
+    return id;
+  }
+  rmdir(dir: string): void {
+    this.dirs.delete(dir);
+  }
+  attach(path: string): void {
+    if (this.attachError) throw this.attachError;
+    this.attaches.push(path);
+    this.link = { cgroupId: this.dirs.get(path)! };
+  }
+  links(): AttachedLink[] {
+    if (!this.link) return [{ program: "connect4", pinned: false, alive: false, cgroupId: 0n }];
+    const alive = [...this.dirs.values()].includes(this.link.cgroupId);
+    const cgroupId = alive ? this.link.cgroupId : 0n;
+    return ["connect4", "connect6"].map((program) => ({ program, pinned: true, alive, cgroupId }));
+  }
+  options(extra: Partial<FollowerOptions> = {}): FollowerOptions {
+    return {
+      kubeletCgroup: KUBELET_DIR,
+      attacher: this,
+      mounts: () => MOUNTS,
+      findKubelets: () => this.kubelets,
+      extraProcesses: () => this.extra,
+      cgroupId: (dir) => this.dirs.get(dir) ?? null,
+      watch: (dir, onChange) => {
+        this.watched.push(dir);
+        this.onWatch = onChange;
+        return { close: () => {} };
+      },
+      queryAttachments: () => ({ flags: 0, progIds: [] }),
+      now: () => 0,
+      ...extra,
+    };
+  }
+}
+
+function kubelet(pid: number, cgroup: string): KubeletProcess {
+  return { pid, comm: "kubelet", kind: "kubelet", argv: ["kubelet"], cgroup };
+}
+
+Deno.test("CgroupFollower attaches to the configured cgroup when it exists", () => {
+  const node = new FakeNode();
+  const id = node.mkdir(KUBELET_DIR);
+  const follower = new CgroupFollower(node.options());
+  const s = follower.sync();
+  assert.deepEqual(node.attaches, [KUBELET_DIR]);
+  assert.equal(s.attached, true);
+  assert.equal(s.cgroupId, id);
+  assert.equal(s.lastError, null);
+  assert.deepEqual(follower.readiness(), { ready: true, reasons: [] });
+});
+
+Deno.test("CgroupFollower does not re-attach while the links are alive on the cgroup", () => {
+  const node = new FakeNode();
+  node.mkdir(KUBELET_DIR);
+  const follower = new CgroupFollower(node.options());
+  follower.sync();
+  follower.sync();
+  follower.sync();
+  assert.equal(node.attaches.length, 1);
+});
+
+Deno.test("CgroupFollower waits for a missing cgroup, not ready, and attaches when it appears", () => {
+  const node = new FakeNode();
+  const follower = new CgroupFollower(node.options());
+  const s = follower.sync();
+  assert.equal(s.attached, false);
+  assert.match(s.lastError!, /does not exist yet/);
+  assert.equal(follower.readiness().ready, false);
+  node.mkdir(KUBELET_DIR);
+  assert.equal(follower.sync().attached, true);
+  assert.deepEqual(node.attaches, [KUBELET_DIR]);
+});
+
+Deno.test("CgroupFollower re-attaches when the cgroup is removed and recreated", () => {
+  const node = new FakeNode();
+  node.mkdir(KUBELET_DIR);
+  const follower = new CgroupFollower(node.options());
+  follower.sync();
+  node.rmdir(KUBELET_DIR);
+  const gone = follower.sync();
+  assert.equal(gone.attached, false);
+  const newId = node.mkdir(KUBELET_DIR);
+  const back = follower.sync();
+  assert.equal(back.attached, true);
+  assert.equal(back.cgroupId, newId);
+  assert.equal(node.attaches.length, 2);
+});
+
+Deno.test("CgroupFollower syncs on an inotify event and on the timer within a second", () => {
+  const clock = FakeTimers.install();
+  try {
+    const node = new FakeNode();
+    const follower = new CgroupFollower(node.options());
+    follower.start();
+    assert.deepEqual(node.watched, ["/sys/fs/cgroup/system.slice"]);
+    node.mkdir(KUBELET_DIR);
+    node.onWatch!();
+    clock.tick(1);
+    assert.equal(follower.status().attached, true);
+    node.rmdir(KUBELET_DIR);
+    node.mkdir(KUBELET_DIR);
+    clock.tick(999);
+    assert.equal(node.attaches.length, 2);
+    follower.stop();
+  } finally {
+    clock.uninstall();
+  }
+});
+
+Deno.test("CgroupFollower watches the nearest existing ancestor of a missing parent", () => {
+  const node = new FakeNode();
+  const follower = new CgroupFollower(node.options({ kubeletCgroup: "/sys/fs/cgroup/no/such/x" }));
+  follower.sync();
+  assert.deepEqual(node.watched, ["/sys/fs/cgroup"]);
+});
+
+Deno.test("CgroupFollower reports a kubelet found in another cgroup as a mismatch", () => {
+  const node = new FakeNode();
+  node.mkdir(KUBELET_DIR);
+  node.kubelets = [kubelet(4242, "/system.slice/k3s.service")];
+  const events: string[] = [];
+  const follower = new CgroupFollower(node.options({
+    events: { emit: (type, reason) => events.push(`${type} ${reason}`) },
+  }));
+  const s = follower.sync();
+  assert.deepEqual(s.mismatch, {
+    kubeletPid: 4242,
+    kubeletComm: "kubelet",
+    kubeletCgroup: "/sys/fs/cgroup/system.slice/k3s.service",
+  });
+  assert.ok(events.includes("Warning KubeletCgroupMismatch"));
+  const r = follower.readiness();
+  assert.equal(r.ready, false);
+  assert.match(r.reasons[0], /pid 4242.*k3s\.service/);
+});
+
+Deno.test("CgroupFollower accepts a kubelet in a child of the configured cgroup", () => {
+  const node = new FakeNode();
+  node.mkdir(KUBELET_DIR);
+  node.kubelets = [kubelet(7, "/system.slice/kubelet.service/sub")];
+  assert.equal(new CgroupFollower(node.options()).sync().mismatch, null);
+});
+
+Deno.test("CgroupFollower with auto follows the kubelet to its cgroup", () => {
+  const node = new FakeNode();
+  const k3s = "/sys/fs/cgroup/system.slice/k3s.service";
+  node.mkdir(k3s);
+  node.kubelets = [kubelet(99, "/system.slice/k3s.service")];
+  const follower = new CgroupFollower(node.options({ kubeletCgroup: "auto" }));
+  const s = follower.sync();
+  assert.equal(s.path, k3s);
+  assert.equal(s.attached, true);
+  assert.equal(s.mismatch, null);
+  assert.deepEqual(node.attaches, [k3s]);
+});
+
+Deno.test("CgroupFollower with auto and no kubelet waits and is not ready", () => {
+  const node = new FakeNode();
+  const follower = new CgroupFollower(node.options({ kubeletCgroup: "auto" }));
+  const s = follower.sync();
+  assert.equal(s.path, null);
+  assert.match(s.lastError!, /no kubelet process found/);
+  assert.deepEqual(node.attaches, []);
+});
+
+Deno.test("CgroupFollower lists processes other than the kubelet and warns once", () => {
+  const node = new FakeNode();
+  node.mkdir(KUBELET_DIR);
+  node.extra = [{ pid: 555, comm: "containerd", cgroupDir: KUBELET_DIR }];
+  const events: string[] = [];
+  const follower = new CgroupFollower(node.options({
+    events: { emit: (_type, reason, message) => events.push(`${reason}: ${message}`) },
+  }));
+  assert.deepEqual(follower.sync().extraProcesses.map((p) => p.pid), [555]);
+  follower.sync();
+  const shared = events.filter((e) => e.startsWith("KubeletCgroupShared"));
+  assert.equal(shared.length, 1);
+  assert.match(shared[0], /555 \(containerd\)/);
+});
+
+Deno.test("CgroupFollower explains EPERM with the ancestor that holds an exclusive program", () => {
+  const node = new FakeNode();
+  node.mkdir(KUBELET_DIR);
+  node.attachError = Object.assign(new Error("bpf_link_create failed: EPERM"), { code: "EPERM" });
+  const follower = new CgroupFollower(node.options({
+    queryAttachments: (dir, type) =>
+      dir === "/sys/fs/cgroup/system.slice" && type === "connect4"
+        ? { flags: 0, progIds: [31] }
+        : { flags: 0, progIds: [] },
+  }));
+  const s = follower.sync();
+  assert.equal(s.attached, false);
+  assert.match(s.lastError!, /EPERM because its ancestor "\/sys\/fs\/cgroup\/system\.slice"/);
+  assert.match(s.lastError!, /connect4 program \(id 31\)/);
+});
+
+Deno.test("CgroupFollower calls onChange only when the status changes", () => {
+  const node = new FakeNode();
+  node.mkdir(KUBELET_DIR);
+  const follower = new CgroupFollower(node.options());
+  let calls = 0;
+  follower.onChange(() => calls++);
+  follower.sync();
+  follower.sync();
+  assert.equal(calls, 1);
+});
+
+Deno.test("CgroupFollower refuses a check interval above one second", () => {
+  const node = new FakeNode();
+  assert.throws(() => new CgroupFollower(node.options({ checkIntervalMs: 5000 })), RangeError);
+});

@@ -1,0 +1,67 @@
+/**
+ * Checks that the datapath's paths lie on the right filesystems before the
+ * kernel is asked anything: the pin path on bpffs, the kubelet cgroup on
+ * cgroup2. Each failure says which mount the path is really on and what to do.
+ */
+import { dirname, join } from "node:path";
+import { cgroup2MountPoints, mountOf, readMountInfo } from "../mountinfo.ts";
+
+/** The id of a cgroup v2 directory: its inode number, as bpf_link_info reports it. */
+export function cgroupId(path: string): bigint {
+  const ino = Deno.statSync(path).ino;
+  if (ino === null) throw new Error(`Cannot read the inode of cgroup "${path}"`);
+  return BigInt(ino);
+}
+
+/** Throws unless `pinPath` is absolute and lies (or would lie, once created) on bpffs. */
+export function assertOnBpffs(pinPath: string): void {
+  if (!pinPath.startsWith("/")) throw new Error(`Pin path must be absolute: "${pinPath}"`);
+  const mount = mountOf(readMountInfo(), resolveExisting(pinPath));
+  if (mount?.fsType !== "bpf") {
+    throw new Error(
+      `Pin path "${pinPath}" is not on a BPF filesystem (it is on ${
+        mount?.fsType ?? "nothing"
+      } at "${mount?.mountPoint ?? "?"}"): mount bpffs with \`mount -t bpf bpf /sys/fs/bpf\` ` +
+        "or choose a --pin-path under a bpffs mount",
+    );
+  }
+}
+
+/** Checks that a path is a cgroup v2 directory and returns its cgroup id. */
+export function assertCgroup2(path: string): bigint {
+  let stat: Deno.FileInfo;
+  try {
+    stat = Deno.statSync(path);
+  } catch (cause) {
+    if (cause instanceof Deno.errors.NotFound) {
+      throw new Error(`Cgroup "${path}" does not exist: check the kubelet cgroup path`, { cause });
+    }
+    throw cause;
+  }
+  const mounts = readMountInfo();
+  const mount = stat.isDirectory ? mountOf(mounts, Deno.realPathSync(path)) : undefined;
+  if (mount?.fsType !== "cgroup2") {
+    const v2 = cgroup2MountPoints(mounts);
+    throw new Error(
+      `"${path}" is not a cgroup v2 directory${
+        mount ? ` (it is on ${mount.fsType} at "${mount.mountPoint}")` : ""
+      }: give a directory under the cgroup2 mount (${
+        v2.length ? v2.map((m) => `"${m}"`).join(", ") : "none mounted"
+      })`,
+    );
+  }
+  return cgroupId(path);
+}
+
+/** The realpath of a path, or of its nearest existing ancestor with the rest appended. */
+function resolveExisting(path: string): string {
+  let rest = "";
+  for (let p = path;; p = dirname(p)) {
+    try {
+      return join(Deno.realPathSync(p), rest);
+    } catch (e) {
+      if (!(e instanceof Deno.errors.NotFound) || p === "/") throw e;
+      rest = join(p.slice(dirname(p).length + 1), rest);
+    }
+  }
+}

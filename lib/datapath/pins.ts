@@ -1,0 +1,176 @@
+/**
+ * Lace's pins under its bpffs pin path: their names, reading what they hold
+ * without loading anything (for `lace targets`, `lace doctor`), replacing a
+ * link pin without a gap, and removing them all on uninstall. Only the names
+ * listed here are ever removed.
+ */
+import { getLogger } from "@logtape/logtape";
+import { join } from "node:path";
+import { BpfProbeStore } from "./probe_store.ts";
+import { isErrno } from "./libbpf/errors.ts";
+import { BpfLink } from "./libbpf/link.ts";
+import { BpfMap } from "./libbpf/map.ts";
+import { ABI_VERSION, type ProbeEntry } from "./probe_map.ts";
+
+const log = getLogger(["lace", "datapath"]);
+
+export type ProgramName = "connect4" | "connect6";
+
+/** Lace's programs, each attached through one pinned link. */
+export const PROGRAM_NAMES: readonly ProgramName[] = ["connect4", "connect6"];
+/** Lace's maps, pinned so their entries outlive the agent. */
+export const MAP_NAMES = ["probe_targets", "counters", "info"] as const;
+/** Every name Lace pins under its pin path, and nothing else is ever removed. */
+export const PIN_NAMES: readonly string[] = [...PROGRAM_NAMES.map(linkPinName), ...MAP_NAMES];
+/** struct lace_info: abi_version u32, flags u32, loaded_at u64, object_sha256[32]. */
+const INFO_SIZE = 48;
+
+/** The pin name of a program's link. */
+export function linkPinName(program: ProgramName): string {
+  return `link_${program}`;
+}
+
+/** What the info map says about the program last attached by a loader. */
+export interface PinnedInfo {
+  abiVersion: number;
+  loadedAt: Date;
+  objectSha256: string;
+}
+
+/** One pinned link as the kernel reports it. */
+export interface PinnedLinkStatus {
+  program: ProgramName;
+  pinned: boolean;
+  /** Attached to a live cgroup (its id is not 0). */
+  alive: boolean;
+  cgroupId: bigint;
+  linkId: number;
+  progId: number;
+}
+
+/**
+ * Removes Lace's pins under `pinPath` (links detach as their last reference
+ * goes) and the directory when it is left empty. Nothing else is touched.
+ * Returns the paths removed.
+ */
+export function uninstall(pinPath: string): string[] {
+  const removed: string[] = [];
+  for (const name of [...PIN_NAMES, ...PROGRAM_NAMES.map((p) => `${linkPinName(p)}_new`)]) {
+    const path = join(pinPath, name);
+    if (removeIfPresent(path)) removed.push(path);
+  }
+  try {
+    Deno.removeSync(pinPath); // only succeeds when empty
+    removed.push(pinPath);
+  } catch {
+    // Not empty (someone else's pins) or already gone: leave it.
+  }
+  if (removed.length) log.info("Removed pins {removed}", { removed });
+  return removed;
+}
+
+/** The probe targets in the pinned map, without loading anything (for `lace targets`). */
+export function readPinnedTargets(pinPath: string): ProbeEntry[] {
+  using store = new BpfProbeStore(openPinnedMap(pinPath, "probe_targets"));
+  return store.entries();
+}
+
+/** The info map's content, without loading anything (for `lace doctor`). */
+export function readPinnedInfo(pinPath: string): PinnedInfo | undefined {
+  using map = openPinnedMap(pinPath, "info");
+  return decodeInfo(map.lookup(new Uint8Array(4)));
+}
+
+/** One pinned link's state, without loading anything (for `lace doctor`). */
+export function pinnedLinkStatus(pinPath: string, program: ProgramName): PinnedLinkStatus {
+  using link = openPinnedLink(join(pinPath, linkPinName(program)));
+  if (!link) {
+    return { program, pinned: false, alive: false, cgroupId: 0n, linkId: 0, progId: 0 };
+  }
+  const info = link.info();
+  return {
+    program,
+    pinned: true,
+    alive: info.cgroupId !== 0n,
+    cgroupId: info.cgroupId,
+    linkId: info.id,
+    progId: info.progId,
+  };
+}
+
+function openPinnedMap(pinPath: string, name: string): BpfMap {
+  const path = join(pinPath, name);
+  try {
+    return BpfMap.openPinned(path);
+  } catch (e) {
+    if (isErrno(e, "ENOENT")) {
+      throw new Error(
+        `No pinned map at "${path}": the agent has not run with --pin-path "${pinPath}" on this node`,
+        { cause: e },
+      );
+    }
+    throw e;
+  }
+}
+
+/** The link pinned at `path`; undefined when there is no pin. */
+export function openPinnedLink(path: string): BpfLink | undefined {
+  try {
+    return BpfLink.openPinned(path);
+  } catch (e) {
+    if (isErrno(e, "ENOENT")) return undefined;
+    throw e;
+  }
+}
+
+/**
+ * Points the pin at `path` to `link` in one step: pin beside it, then rename
+ * over the old pin, so the path never lacks a link.
+ */
+export function replacePin(link: BpfLink, path: string): void {
+  const staging = `${path}_new`;
+  // bpffs refuses names with a dot; "_new" is a leftover of an interrupted replace.
+  removeIfPresent(staging);
+  link.pin(staging);
+  Deno.renameSync(staging, path);
+}
+
+/** Removes a file; false when there was none (bpffs answers EPERM, not ENOENT, for dotted names). */
+function removeIfPresent(path: string): boolean {
+  try {
+    Deno.lstatSync(path);
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return false;
+    throw e;
+  }
+  Deno.removeSync(path);
+  return true;
+}
+
+/** The info map's value for an attach now of the object with this sha256. */
+export function encodeInfo(objectSha256: string, now = Date.now()): Uint8Array {
+  const out = new Uint8Array(INFO_SIZE);
+  const view = new DataView(out.buffer);
+  view.setUint32(0, ABI_VERSION, true);
+  view.setBigUint64(8, BigInt(now), true);
+  out.set(hexBytes(objectSha256), 16);
+  return out;
+}
+
+/** The info map's value read back; undefined when it was never written. */
+export function decodeInfo(bytes: Uint8Array | undefined): PinnedInfo | undefined {
+  if (!bytes) return undefined;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const abiVersion = view.getUint32(0, true);
+  if (abiVersion === 0) return undefined; // never written
+  return {
+    abiVersion,
+    loadedAt: new Date(Number(view.getBigUint64(8, true))),
+    objectSha256: Array.from(bytes.subarray(16, 48), (b) => b.toString(16).padStart(2, "0"))
+      .join(""),
+  };
+}
+
+function hexBytes(hex: string): Uint8Array {
+  return Uint8Array.from(hex.match(/../g) ?? [], (h) => parseInt(h, 16));
+}

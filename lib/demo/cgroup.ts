@@ -1,0 +1,61 @@
+/**
+ * Temporary cgroups for the simulated node: one standing in for the
+ * kubelet's, one for any other host process, under the cgroup2 mount found
+ * in /proc/self/mountinfo.
+ */
+import { join } from "node:path";
+import { cgroup2MountPoints, readMountInfo } from "../mountinfo.ts";
+import { randomSuffix } from "../cli/process.ts";
+
+export class SimCgroups implements Disposable {
+  readonly mount: string;
+  readonly root: string;
+  readonly kubelet: string;
+  readonly other: string;
+
+  private constructor(mount: string, root: string) {
+    this.mount = mount;
+    this.root = root;
+    this.kubelet = join(root, "kubelet");
+    this.other = join(root, "other");
+  }
+
+  /** Creates `<cgroup2>/lace-sim-<rand>/{kubelet,other}`. */
+  static create(): SimCgroups {
+    const mount = cgroup2MountPoints(readMountInfo())[0];
+    if (!mount) throw new Error("No cgroup2 mount in /proc/self/mountinfo: mount cgroup v2 first");
+    const cg = new SimCgroups(mount, join(mount, `lace-sim-${randomSuffix()}`));
+    Deno.mkdirSync(cg.root);
+    try {
+      Deno.mkdirSync(cg.kubelet);
+      Deno.mkdirSync(cg.other);
+    } catch (e) {
+      cg.dispose();
+      throw e;
+    }
+    return cg;
+  }
+
+  /** Moves any remaining process to the cgroup2 root, then removes the cgroups. */
+  dispose(): void {
+    for (const dir of [this.kubelet, this.other, this.root]) {
+      try {
+        for (const pid of Deno.readTextFileSync(join(dir, "cgroup.procs")).split("\n")) {
+          if (!pid) continue;
+          try {
+            Deno.writeTextFileSync(join(this.mount, "cgroup.procs"), pid);
+          } catch {
+            // Exited meanwhile.
+          }
+        }
+        Deno.removeSync(dir);
+      } catch (e) {
+        if (!(e instanceof Deno.errors.NotFound)) throw e;
+      }
+    }
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+}

@@ -1,0 +1,311 @@
+/**
+ * `lace doctor`'s checks: a pure evaluation of a snapshot of the node
+ * (gathered by doctor_snapshot.ts) into checks that each say what is wrong
+ * and how to fix it. Tested without root by building snapshots by hand.
+ */
+import { join } from "node:path";
+import { isWithin } from "../cgroup/path.ts";
+import type { TargetView } from "../agent/http_server.ts";
+import type { ProcessInfo } from "../cgroup/kubelet_finder.ts";
+import { ABI_VERSION } from "../datapath/probe_map.ts";
+
+export interface Check {
+  name: string;
+  ok: boolean;
+  message: string;
+  /** What to do; empty when ok. */
+  fix: string;
+  /** "error" checks decide the exit code; "warning" ones only inform. */
+  severity: "error" | "warning";
+}
+
+export interface LinkSnapshot {
+  program: string;
+  pinned: boolean;
+  alive: boolean;
+  cgroupId: bigint;
+  progId: number;
+}
+
+/** Everything the checks look at; each field holds a value or why it could not be read. */
+export interface NodeSnapshot {
+  pinPath: string;
+  bpffsMounts: string[];
+  /** The filesystem type under the pin path (or its nearest existing parent). */
+  pinPathFsType: string | null;
+  mapPinned: boolean;
+  links: LinkSnapshot[] | { error: string };
+  info: { abiVersion: number; objectSha256: string } | null | { error: string };
+  binarySha256: string | { error: string };
+  cgroup2Mounts: string[];
+  kubeletCgroup: {
+    configured: string;
+    path: string | null;
+    error: string | null;
+    id: bigint | null;
+  };
+  kubelets: { pid: number; comm: string; cgroupDir: string }[];
+  extraProcesses: ProcessInfo[];
+  agent: {
+    addr: string;
+    healthz: number | null;
+    readyz: { status: number; body: string } | null;
+    targets: TargetView[] | null;
+    error: string | null;
+  };
+  mapEntries: number | { error: string };
+  counters: Record<string, bigint> | { error: string };
+  /** A cgroup directory by id (to say where a link really is), or null. */
+  cgroupPathOf: (id: bigint) => string | null;
+}
+
+function isError(v: unknown): v is { error: string } {
+  return typeof v === "object" && v !== null && "error" in v;
+}
+
+function check(
+  name: string,
+  ok: boolean,
+  message: string,
+  fix = "",
+  severity: Check["severity"] = "error",
+): Check {
+  return { name, ok, message, fix: ok ? "" : fix, severity };
+}
+
+const START_AGENT = "start the agent (`lace agent`, the lace-agent systemd unit or the Helm " +
+  "chart's DaemonSet) with the same --pin-path";
+
+/** Evaluates a snapshot into the doctor's checks, in the order an operator reads them. */
+export function evaluate(s: NodeSnapshot): Check[] {
+  const checks: Check[] = [];
+  const onBpffs = s.pinPathFsType === "bpf";
+  checks.push(check(
+    "bpffs",
+    onBpffs,
+    onBpffs
+      ? `bpffs is mounted and holds the pin path "${s.pinPath}"`
+      : s.bpffsMounts.length === 0
+      ? "bpffs is not mounted"
+      : `pin path "${s.pinPath}" is not on bpffs (bpffs is at ${s.bpffsMounts.join(", ")})`,
+    s.bpffsMounts.length === 0
+      ? "mount it: `mount -t bpf bpf /sys/fs/bpf` (in a container, mount the host's /sys/fs/bpf)"
+      : "use a --pin-path under a bpffs mount",
+  ));
+  checks.push(check(
+    "pinned-map",
+    s.mapPinned,
+    s.mapPinned
+      ? `probe map pinned at "${join(s.pinPath, "probe_targets")}"`
+      : `no probe map pinned at "${join(s.pinPath, "probe_targets")}"`,
+    START_AGENT,
+  ));
+  checks.push(...linkChecks(s));
+  checks.push(versionCheck(s));
+
+  const v2 = s.cgroup2Mounts.length > 0;
+  checks.push(check(
+    "cgroup2",
+    v2,
+    v2 ? `cgroup2 is mounted at ${s.cgroup2Mounts.join(", ")}` : "cgroup2 is not mounted",
+    "mount it: `mount -t cgroup2 none /sys/fs/cgroup` (in a container, mount the host's " +
+      "cgroup2 and set --host-cgroup-root)",
+  ));
+  const kc = s.kubeletCgroup;
+  checks.push(check(
+    "kubelet-cgroup",
+    kc.id !== null,
+    kc.id !== null
+      ? `kubelet cgroup "${kc.path}" exists${kc.configured === "auto" ? " (found by auto)" : ""}`
+      : kc.error ?? `kubelet cgroup "${kc.path}" does not exist`,
+    kc.configured === "auto"
+      ? "start the kubelet, or give its cgroup with --kubelet-cgroup"
+      : "set --kubelet-cgroup (Helm value node.kubeletCgroupPath) to the kubelet's cgroup, " +
+        "or to auto; `systemctl status kubelet` shows it as CGroup",
+  ));
+  checks.push(kubeletProcessCheck(s));
+  if (s.extraProcesses.length > 0) {
+    checks.push(check(
+      "kubelet-cgroup-shared",
+      false,
+      `kubelet cgroup "${kc.path}" also holds processes that are not the kubelet; their ` +
+        "connections to probe targets get tagged too: " +
+        s.extraProcesses.map((p) => `${p.pid} (${p.comm})`).join(", "),
+      "run the kubelet in a cgroup of its own (its own systemd unit), or accept the wider tagging",
+      "warning",
+    ));
+  }
+  checks.push(...agentChecks(s));
+  return checks;
+}
+
+function linkChecks(s: NodeSnapshot): Check[] {
+  if (isError(s.links)) {
+    return [
+      check("links", false, `cannot read Lace's pinned links: ${s.links.error}`, START_AGENT),
+    ];
+  }
+  const out: Check[] = [];
+  const kubeletId = s.kubeletCgroup.id;
+  for (const l of s.links) {
+    const name = `link-${l.program}`;
+    if (!l.pinned) {
+      out.push(check(name, false, `no ${l.program} link pinned under "${s.pinPath}"`, START_AGENT));
+    } else if (!l.alive) {
+      out.push(check(
+        name,
+        false,
+        `the ${l.program} link is dead: the cgroup it was attached to is gone ` +
+          "(the kubelet restarted and its cgroup was recreated)",
+        "a running agent re-attaches within a second: check that it runs (agent-health below)",
+      ));
+    } else if (l.cgroupId !== kubeletId) {
+      const where = s.cgroupPathOf(l.cgroupId);
+      const at = `the ${l.program} link is attached to cgroup id ${l.cgroupId}${
+        where ? ` ("${where}")` : ""
+      }`;
+      out.push(check(
+        name,
+        false,
+        kubeletId === null
+          ? `${at}, and the kubelet cgroup was not found`
+          : `${at}, not to the kubelet cgroup "${s.kubeletCgroup.path}" (id ${kubeletId})`,
+        kubeletId === null
+          ? "fix the kubelet cgroup first (see kubelet-cgroup below)"
+          : "restart the agent with the right --kubelet-cgroup; it moves the link",
+      ));
+    } else {
+      out.push(check(
+        name,
+        true,
+        `the ${l.program} link (program id ${l.progId}) is attached to the kubelet cgroup ` +
+          `(id ${l.cgroupId})`,
+      ));
+    }
+  }
+  return out;
+}
+
+function versionCheck(s: NodeSnapshot): Check {
+  const fix = "restart the agent with this version of lace; it swaps the program in place";
+  if (isError(s.info)) return check("program-version", false, s.info.error, START_AGENT);
+  if (s.info === null) {
+    return check("program-version", false, "no program version recorded in the info map", fix);
+  }
+  if (s.info.abiVersion !== ABI_VERSION) {
+    return check(
+      "program-version",
+      false,
+      `pinned program has map layout version ${s.info.abiVersion}, this lace has ${ABI_VERSION}`,
+      fix,
+    );
+  }
+  if (isError(s.binarySha256)) {
+    return check("program-version", false, s.binarySha256.error, "rebuild: `deno task bpf`");
+  }
+  const same = s.info.objectSha256 === s.binarySha256;
+  return check(
+    "program-version",
+    same,
+    same
+      ? `pinned program is this binary's (sha256 ${s.binarySha256.slice(0, 12)})`
+      : `pinned program (sha256 ${s.info.objectSha256.slice(0, 12)}) is not this binary's ` +
+        `(sha256 ${s.binarySha256.slice(0, 12)})`,
+    fix,
+  );
+}
+
+function kubeletProcessCheck(s: NodeSnapshot): Check {
+  const path = s.kubeletCgroup.path;
+  if (s.kubelets.length === 0) {
+    return check(
+      "kubelet-process",
+      false,
+      "no kubelet process found in /proc (looked for kubelet, k3s server/agent, kubelite)",
+      "start the kubelet; in a container, run with hostPID so /proc shows the host's processes",
+    );
+  }
+  const inside = path ? s.kubelets.find((k) => isWithin(k.cgroupDir, path)) : undefined;
+  if (inside) {
+    return check(
+      "kubelet-process",
+      true,
+      `kubelet (pid ${inside.pid}, ${inside.comm}) runs in the kubelet cgroup "${inside.cgroupDir}"`,
+    );
+  }
+  const k = s.kubelets[0];
+  const where = s.kubelets.slice(0, 3).map((x) =>
+    `kubelet (pid ${x.pid}, ${x.comm}) runs in cgroup "${x.cgroupDir}"`
+  ).join("; ");
+  return check(
+    "kubelet-process",
+    false,
+    `${where}, not in the kubelet cgroup "${path ?? s.kubeletCgroup.configured}": ` +
+      "its probes are not tagged",
+    `set --kubelet-cgroup ${k.cgroupDir} (Helm value node.kubeletCgroupPath), or auto`,
+  );
+}
+
+function agentChecks(s: NodeSnapshot): Check[] {
+  const a = s.agent;
+  const out: Check[] = [];
+  const healthy = a.healthz === 200;
+  out.push(check(
+    "agent-health",
+    healthy,
+    healthy
+      ? `agent answers on ${a.addr}`
+      : a.error ?? `agent's /healthz on ${a.addr} answered ${a.healthz}`,
+    `${START_AGENT}; if it runs, check --metrics-addr (LACE_METRICS_ADDR) matches`,
+  ));
+  if (healthy) {
+    const ready = a.readyz?.status === 200;
+    out.push(check(
+      "agent-ready",
+      ready,
+      ready ? "agent is ready" : `agent is not ready: ${a.readyz?.body.trim() || "no answer"}`,
+      "see the reasons above and the agent's log (`journalctl -u lace-agent` or kubectl logs)",
+    ));
+  }
+  if (isError(s.mapEntries)) {
+    out.push(
+      check(
+        "probe-targets",
+        false,
+        `cannot read the probe map: ${s.mapEntries.error}`,
+        START_AGENT,
+        "warning",
+      ),
+    );
+  } else {
+    const agentCount = a.targets?.length;
+    const agrees = agentCount === undefined || agentCount === s.mapEntries;
+    out.push(check(
+      "probe-targets",
+      s.mapEntries > 0 && agrees,
+      `${s.mapEntries} probe targets in the map` +
+        (agentCount === undefined ? "" : `, ${agentCount} known to the agent`),
+      s.mapEntries === 0
+        ? "no pod on this node has a Lace network with probes: check the pods' network annotations"
+        : "the agent repairs drift on its next resync; if it persists, check its log",
+      "warning",
+    ));
+  }
+  if (!isError(s.counters)) {
+    const c = s.counters;
+    const seen = (c.connect4Seen ?? 0n) + (c.connect6Seen ?? 0n);
+    const tagged = (c.connect4Tagged ?? 0n) + (c.connect6Tagged ?? 0n);
+    const failed = c.setsockoptFailed ?? 0n;
+    out.push(check(
+      "tagged-connects",
+      failed === 0n && (seen > 0n || isError(s.mapEntries) || s.mapEntries === 0),
+      `${tagged} of ${seen} connects from the kubelet cgroup tagged` +
+        (failed > 0n ? `, ${failed} setsockopt failures` : ""),
+      failed > 0n
+        ? "the kernel refused SO_MARK: check the kernel log and that the program is current"
+        : "no connect seen from the kubelet cgroup: the kubelet does not run in it (see above)",
+      "warning",
+    ));
+  }
+  return out;
+}

@@ -1,0 +1,172 @@
+import assert from "node:assert/strict";
+import { type Check, evaluate, type NodeSnapshot } from "./checks.ts";
+import { ABI_VERSION } from "../datapath/probe_map.ts";
+
+const K = "/sys/fs/cgroup/system.slice/kubelet.service";
+const SHA = "ab".repeat(32);
+
+/** A snapshot of a node where everything is right. */
+function healthy(): NodeSnapshot {
+  return {
+    pinPath: "/sys/fs/bpf/lace",
+    bpffsMounts: ["/sys/fs/bpf"],
+    pinPathFsType: "bpf",
+    mapPinned: true,
+    links: ["connect4", "connect6"].map((program) => ({
+      program,
+      pinned: true,
+      alive: true,
+      cgroupId: 77n,
+      progId: 5,
+    })),
+    info: { abiVersion: ABI_VERSION, objectSha256: SHA },
+    binarySha256: SHA,
+    cgroup2Mounts: ["/sys/fs/cgroup"],
+    kubeletCgroup: { configured: K, path: K, error: null, id: 77n },
+    kubelets: [{ pid: 10, comm: "kubelet", cgroupDir: K }],
+    extraProcesses: [],
+    agent: {
+      addr: "127.0.0.1:9808",
+      healthz: 200,
+      readyz: { status: 200, body: "ok\n" },
+      targets: [{ family: "ipv4", address: "10.0.0.1", port: 80, networkId: 1, mark: 0x11000 }],
+      error: null,
+    },
+    mapEntries: 1,
+    counters: {
+      connect4Seen: 10n,
+      connect4Tagged: 4n,
+      connect6Seen: 0n,
+      connect6Tagged: 0n,
+      setsockoptFailed: 0n,
+    },
+    cgroupPathOf: (id) => id === 99n ? "/sys/fs/cgroup/other" : null,
+  };
+}
+
+function failing(checks: Check[]): string[] {
+  return checks.filter((c) => !c.ok).map((c) => c.name);
+}
+
+function byName(checks: Check[], name: string): Check {
+  const c = checks.find((x) => x.name === name);
+  assert.ok(c, `no check "${name}"`);
+  return c;
+}
+
+Deno.test("evaluate() passes every check on a healthy node", () => {
+  const checks = evaluate(healthy());
+  assert.deepEqual(failing(checks), []);
+  assert.ok(checks.every((c) => c.fix === ""));
+  assert.match(byName(checks, "tagged-connects").message, /4 of 10 connects/);
+});
+
+Deno.test("evaluate() says when bpffs is not mounted and how to mount it", () => {
+  const s = { ...healthy(), bpffsMounts: [], pinPathFsType: "sysfs" };
+  const c = byName(evaluate(s), "bpffs");
+  assert.equal(c.ok, false);
+  assert.match(c.fix, /mount -t bpf bpf \/sys\/fs\/bpf/);
+});
+
+Deno.test("evaluate() reports missing pins with the fix to start the agent", () => {
+  const s = healthy();
+  s.mapPinned = false;
+  s.links = (s.links as { program: string }[]).map((l) => ({
+    program: l.program,
+    pinned: false,
+    alive: false,
+    cgroupId: 0n,
+    progId: 0,
+  }));
+  const checks = evaluate(s);
+  assert.deepEqual(
+    failing(checks).filter((n) => n.startsWith("link") || n === "pinned-map"),
+    ["pinned-map", "link-connect4", "link-connect6"],
+  );
+  assert.match(byName(checks, "link-connect4").fix, /start the agent/);
+});
+
+Deno.test("evaluate() explains a dead link as a recreated kubelet cgroup", () => {
+  const s = healthy();
+  (s.links as { alive: boolean; cgroupId: bigint }[])[0].alive = false;
+  const c = byName(evaluate(s), "link-connect4");
+  assert.equal(c.ok, false);
+  assert.match(c.message, /dead.*cgroup it was attached to is gone/);
+});
+
+Deno.test("evaluate() names the cgroup a link is attached to when it is not the kubelet's", () => {
+  const s = healthy();
+  (s.links as { cgroupId: bigint }[])[1].cgroupId = 99n;
+  const c = byName(evaluate(s), "link-connect6");
+  assert.equal(c.ok, false);
+  assert.match(c.message, /cgroup id 99 \("\/sys\/fs\/cgroup\/other"\), not to the kubelet cgroup/);
+});
+
+Deno.test("evaluate() flags a pinned program from another build", () => {
+  const c = byName(evaluate({ ...healthy(), binarySha256: "cd".repeat(32) }), "program-version");
+  assert.equal(c.ok, false);
+  assert.match(c.message, /sha256 abababababab\) is not this binary's \(sha256 cdcdcdcdcdcd\)/);
+  const old = byName(
+    evaluate({ ...healthy(), info: { abiVersion: ABI_VERSION + 1, objectSha256: SHA } }),
+    "program-version",
+  );
+  assert.match(old.message, /map layout version/);
+});
+
+Deno.test("evaluate() reports a missing kubelet cgroup and a kubelet that runs elsewhere", () => {
+  const s = healthy();
+  s.kubeletCgroup = {
+    configured: K,
+    path: K,
+    error: `kubelet cgroup "${K}" does not exist`,
+    id: null,
+  };
+  s.kubelets = [{
+    pid: 42,
+    comm: "k3s-server",
+    cgroupDir: "/sys/fs/cgroup/system.slice/k3s.service",
+  }];
+  const checks = evaluate(s);
+  assert.equal(byName(checks, "kubelet-cgroup").ok, false);
+  const k = byName(checks, "kubelet-process");
+  assert.equal(k.ok, false);
+  assert.match(k.message, /pid 42, k3s-server\) runs in cgroup ".*k3s\.service", not in/);
+  assert.match(k.fix, /--kubelet-cgroup \/sys\/fs\/cgroup\/system\.slice\/k3s\.service/);
+});
+
+Deno.test("evaluate() accepts a kubelet in a child of the kubelet cgroup", () => {
+  const s = healthy();
+  s.kubelets = [{ pid: 1, comm: "kubelet", cgroupDir: `${K}/inner` }];
+  assert.equal(byName(evaluate(s), "kubelet-process").ok, true);
+});
+
+Deno.test("evaluate() warns about extra processes without failing the run", () => {
+  const s = { ...healthy(), extraProcesses: [{ pid: 9, comm: "containerd", cgroupDir: K }] };
+  const c = byName(evaluate(s), "kubelet-cgroup-shared");
+  assert.equal(c.ok, false);
+  assert.equal(c.severity, "warning");
+  assert.match(c.message, /9 \(containerd\)/);
+});
+
+Deno.test("evaluate() reports an agent that is down, and one that is not ready with its reasons", () => {
+  const down = healthy();
+  down.agent = { ...down.agent, healthz: null, readyz: null, error: "no agent answers" };
+  const checks = evaluate(down);
+  assert.equal(byName(checks, "agent-health").ok, false);
+  assert.equal(checks.find((c) => c.name === "agent-ready"), undefined);
+  const unready = healthy();
+  unready.agent.readyz = { status: 503, body: "not ready: first pod list not applied yet\n" };
+  const c = byName(evaluate(unready), "agent-ready");
+  assert.equal(c.ok, false);
+  assert.match(c.message, /first pod list not applied yet/);
+});
+
+Deno.test("evaluate() warns when the map and the agent disagree or nothing is tagged", () => {
+  const s = healthy();
+  s.mapEntries = 3;
+  s.counters = { connect4Seen: 0n, connect6Seen: 0n, setsockoptFailed: 0n };
+  const checks = evaluate(s);
+  assert.match(byName(checks, "probe-targets").message, /3 probe targets in the map, 1 known/);
+  assert.equal(byName(checks, "probe-targets").severity, "warning");
+  assert.equal(byName(checks, "tagged-connects").ok, false);
+});

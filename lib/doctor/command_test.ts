@@ -1,0 +1,67 @@
+import assert from "node:assert/strict";
+import { captureConsole } from "../../tests/helpers/capture_console.ts";
+import { checksText, runDoctor } from "./command.ts";
+import { allReached, type ProbeReport, probesTable, requestFor } from "./probes.ts";
+
+/** Runs runDoctor with console output captured. */
+const doctor = (args: string[]) => captureConsole(() => runDoctor(args));
+
+Deno.test("runDoctor() refuses an unknown flag with one line and exit code 2", async () => {
+  const r = await doctor(["--no-such-flag"]);
+  assert.equal(r.code, 2);
+  assert.equal(r.err.split("\n").length, 1);
+  assert.match(r.err, /no-such-flag/);
+});
+
+Deno.test("runDoctor() refuses an unknown subcommand and a relative kubelet cgroup", async () => {
+  assert.equal((await doctor(["probe"])).code, 2);
+  const rel = await doctor(["--kubelet-cgroup", "system.slice/kubelet.service"]);
+  assert.equal(rel.code, 2);
+  assert.match(rel.err, /absolute path or "auto"/);
+  assert.equal((await doctor(["probes", "--timeout", "soon"])).code, 2);
+});
+
+Deno.test("runDoctor() prints help with the probes subcommand and exit code 0", async () => {
+  const r = await doctor(["--help"]);
+  assert.equal(r.code, 0);
+  assert.match(r.out, /lace doctor \[probes\]/);
+  assert.match(r.out, /LACE_KUBELET_CGROUP/);
+  assert.doesNotMatch(r.out, /--netns/);
+});
+
+Deno.test("checksText() shows each problem with its fix and a summary", () => {
+  const text = checksText([
+    { name: "bpffs", ok: true, message: "mounted", fix: "", severity: "error" },
+    { name: "agent-health", ok: false, message: "down", fix: "start it", severity: "error" },
+    { name: "probe-targets", ok: false, message: "none", fix: "add pods", severity: "warning" },
+  ], false);
+  assert.match(text, /^ok {4}bpffs/m);
+  assert.match(text, /^FAIL {2}agent-health +down\n +fix: start it/m);
+  assert.match(text, /^WARN {2}probe-targets/m);
+  assert.match(text, /1 problem\(s\) found/);
+});
+
+Deno.test("requestFor() sends an HTTP GET for httpGet targets and a bare connect otherwise", () => {
+  const base = { pod: "p", networkId: 1, address: "10.0.0.1", port: 80 };
+  assert.deepEqual(requestFor({ ...base, httpPath: "/healthz" }, 500), {
+    host: "10.0.0.1",
+    port: 80,
+    timeoutMs: 500,
+    http: "/healthz",
+  });
+  assert.equal(requestFor({ ...base, httpPath: "/", httpScheme: "HTTPS" }, 500).connectOnly, true);
+  assert.equal(requestFor(base, 500).connectOnly, true);
+});
+
+Deno.test("allReached() and probesTable() summarise probe reports", () => {
+  const reports: ProbeReport[] = [
+    { pod: "a", networkId: 1, address: "10.0.0.1", port: 80, result: "reached", httpStatus: 200 },
+    { pod: "", networkId: 2, address: "fd00::1", port: 81, result: "TIMEOUT", httpStatus: null },
+  ];
+  assert.equal(allReached(reports), false);
+  assert.equal(allReached(reports.slice(0, 1)), true);
+  const table = probesTable(reports).split("\n");
+  assert.match(table[0], /^POD +NETWORK +ADDRESS +PORT +RESULT +HTTP$/);
+  assert.match(table[1], /^a +1 +10\.0\.0\.1 +80 +reached +200$/);
+  assert.match(table[2], /^- +2 +fd00::1 +81 +TIMEOUT +-$/);
+});

@@ -1,0 +1,255 @@
+/**
+ * A kubelet-like prober: a long-lived process placed in a cgroup and run in
+ * the node namespace. It reads JSON-line requests on stdin and answers each
+ * with a JSON line, including the socket mark the connection carried, read
+ * with getsockopt(SO_MARK) on the very socket that connected.
+ *
+ *   request:  {"host": "10.244.1.10", "port": 8080, "timeoutMs": 2000, "http": "/healthz"}
+ *   response: {"result": "reached", "body": "pod-net1", "httpStatus": 200, "mark": 69632}
+ */
+import { isIPv4 } from "node:net";
+import { parseAddress } from "../datapath/probe_map.ts";
+import { lines } from "../cli/process.ts";
+import { moduleCommand } from "../cli/self_command.ts";
+
+export interface ProbeRequest {
+  host: string;
+  port: number;
+  timeoutMs: number;
+  /** Send an HTTP/1.0 GET for this path; otherwise read what the server writes. */
+  http?: string;
+  /** Only connect, like a tcpSocket probe (for `lace doctor probes`). */
+  connectOnly?: boolean;
+}
+
+export type ProbeOutcome = "reached" | "TIMEOUT" | "REFUSED" | "NO_ROUTE" | "ERROR";
+
+export interface ProbeResponse {
+  result: ProbeOutcome;
+  body?: string;
+  httpStatus?: number;
+  /** SO_MARK of the socket after connect (set by the connect program, if at all). */
+  mark?: number;
+  error?: string;
+}
+
+const LIBC = {
+  socket: { parameters: ["i32", "i32", "i32"], result: "i32" }, // int socket(int, int, int)
+  connect: { parameters: ["i32", "buffer", "u32"], result: "i32" }, // int connect(int, const struct sockaddr *, socklen_t)
+  poll: { parameters: ["buffer", "u64", "i32"], result: "i32" }, // int poll(struct pollfd *, nfds_t, int)
+  getsockopt: { parameters: ["i32", "i32", "i32", "buffer", "buffer"], result: "i32" }, // int getsockopt(int, int, int, void *, socklen_t *)
+  read: { parameters: ["i32", "buffer", "usize"], result: "isize" }, // ssize_t read(int, void *, size_t)
+  write: { parameters: ["i32", "buffer", "usize"], result: "isize" }, // ssize_t write(int, const void *, size_t)
+  close: { parameters: ["i32"], result: "i32" }, // int close(int)
+  __errno_location: { parameters: [], result: "pointer" }, // int *__errno_location(void)
+} as const satisfies Deno.ForeignLibraryInterface;
+
+const AF_INET = 2, AF_INET6 = 10, SOCK_STREAM = 1, SOCK_NONBLOCK = 0o4000, SOCK_CLOEXEC = 0o2000000;
+const SOL_SOCKET = 1, SO_ERROR = 4, SO_MARK = 36;
+const POLLIN = 1, POLLOUT = 4;
+const EAGAIN = 11,
+  EINPROGRESS = 115,
+  ECONNREFUSED = 111,
+  ENETUNREACH = 101,
+  EHOSTUNREACH = 113,
+  ETIMEDOUT = 110;
+
+type Libc = Deno.DynamicLibrary<typeof LIBC>["symbols"];
+
+function sockaddr(host: string, port: number): { family: number; bytes: Uint8Array } {
+  const { family, bytes } = parseAddress(host);
+  if (isIPv4(host)) {
+    const sa = new Uint8Array(16);
+    new DataView(sa.buffer).setUint16(0, AF_INET, true);
+    new DataView(sa.buffer).setUint16(2, port, false);
+    sa.set(bytes, 4);
+    return { family: AF_INET, bytes: sa };
+  }
+  const sa = new Uint8Array(28);
+  new DataView(sa.buffer).setUint16(0, AF_INET6, true);
+  new DataView(sa.buffer).setUint16(2, port, false);
+  // An IPv4-mapped address stays mapped: the socket is AF_INET6 on purpose.
+  if (family === "ipv4") sa.set([0xff, 0xff, ...bytes], 8 + 10);
+  else sa.set(bytes, 8);
+  return { family: AF_INET6, bytes: sa };
+}
+
+function errno(c: Libc): number {
+  return new Deno.UnsafePointerView(c.__errno_location()!).getInt32();
+}
+
+function outcomeOf(err: number): ProbeOutcome {
+  if (err === ECONNREFUSED) return "REFUSED";
+  if (err === ENETUNREACH || err === EHOSTUNREACH) return "NO_ROUTE";
+  if (err === ETIMEDOUT) return "TIMEOUT";
+  return "ERROR";
+}
+
+function sockopt(c: Libc, fd: number, opt: number): number {
+  const value = new Int32Array(1), len = new Uint32Array([4]);
+  c.getsockopt(fd, SOL_SOCKET, opt, new Uint8Array(value.buffer), new Uint8Array(len.buffer));
+  return value[0];
+}
+
+/** Waits for `events` on fd until the deadline; false on timeout. */
+function waitFor(c: Libc, fd: number, events: number, deadline: number): boolean {
+  const pfd = new Uint8Array(8);
+  const view = new DataView(pfd.buffer);
+  view.setInt32(0, fd, true);
+  view.setInt16(4, events, true);
+  const ms = Math.max(0, deadline - Date.now());
+  return c.poll(pfd, 1n, ms) > 0;
+}
+
+/** Probes once, synchronously: connect, read the mark, then talk HTTP or raw TCP. */
+export function probeOnce(c: Libc, req: ProbeRequest): ProbeResponse {
+  const deadline = Date.now() + req.timeoutMs;
+  const { family, bytes } = sockaddr(req.host, req.port);
+  const fd = c.socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return { result: "ERROR", error: `socket failed: errno ${errno(c)}` };
+  try {
+    const rc = c.connect(fd, bytes, bytes.length);
+    const connectErr = rc < 0 ? errno(c) : 0;
+    const mark = sockopt(c, fd, SO_MARK) >>> 0;
+    if (connectErr && connectErr !== EINPROGRESS) return { result: outcomeOf(connectErr), mark };
+    if (connectErr === EINPROGRESS) {
+      if (!waitFor(c, fd, POLLOUT, deadline)) return { result: "TIMEOUT", mark };
+      const err = sockopt(c, fd, SO_ERROR);
+      if (err) return { result: outcomeOf(err), mark };
+    }
+    if (req.connectOnly) return { result: "reached", mark };
+    if (req.http !== undefined) {
+      const request = new TextEncoder().encode(
+        `GET ${req.http} HTTP/1.0\r\nHost: ${req.host}\r\nConnection: close\r\n\r\n`,
+      );
+      if (c.write(fd, request, BigInt(request.length)) !== BigInt(request.length)) {
+        return { result: "ERROR", mark, error: "short write" };
+      }
+    }
+    const chunks: Uint8Array[] = [];
+    const buf = new Uint8Array(4096);
+    for (;;) {
+      const n = Number(c.read(fd, buf, BigInt(buf.length)));
+      if (n > 0) chunks.push(buf.slice(0, n));
+      else if (n === 0) break;
+      else if (errno(c) !== EAGAIN) return { result: "ERROR", mark, error: "read failed" };
+      else if (!waitFor(c, fd, POLLIN, deadline)) return { result: "TIMEOUT", mark };
+    }
+    const text = new TextDecoder().decode(
+      chunks.reduce((a, b) => new Uint8Array([...a, ...b]), new Uint8Array()),
+    );
+    if (req.http === undefined) return { result: "reached", body: text, mark };
+    const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(text)?.[1] ?? 0);
+    const split = text.indexOf("\r\n\r\n");
+    return {
+      result: "reached",
+      httpStatus: status,
+      body: split >= 0 ? text.slice(split + 4) : "",
+      mark,
+    };
+  } finally {
+    c.close(fd);
+  }
+}
+
+/** Answers JSON-line probe requests on stdin until stdin closes. */
+export async function runProber(_args: string[]): Promise<void> {
+  const libc = Deno.dlopen("libc.so.6", LIBC);
+  const out = (o: unknown) => Deno.stdout.write(new TextEncoder().encode(JSON.stringify(o) + "\n"));
+  await out({ ready: true, pid: Deno.pid });
+  for await (const line of lines(Deno.stdin.readable)) {
+    if (!line.trim()) continue;
+    let response: ProbeResponse;
+    try {
+      response = probeOnce(libc.symbols, JSON.parse(line));
+    } catch (e) {
+      response = { result: "ERROR", error: String(e) };
+    }
+    await out(response);
+  }
+  libc.close();
+}
+
+export interface ProberOptions {
+  /** Network namespace the prober runs in (the simulated node). */
+  netns: string;
+  /** cgroup v2 directory the prober is placed in before it connects. */
+  cgroup: string;
+}
+
+/** A running prober process; requests are answered one at a time, in order. */
+export class Prober implements AsyncDisposable {
+  readonly #child: Deno.ChildProcess;
+  readonly #writer: WritableStreamDefaultWriter<Uint8Array>;
+  readonly #lines: AsyncGenerator<string>;
+  #queue: Promise<unknown> = Promise.resolve();
+  readonly pid: number;
+
+  private constructor(child: Deno.ChildProcess, pid: number, it: AsyncGenerator<string>) {
+    this.#child = child;
+    this.pid = pid;
+    this.#writer = child.stdin.getWriter();
+    this.#lines = it;
+  }
+
+  /** Starts a prober in `cgroup` and `netns`; resolves once it is ready. */
+  static async start(opts: ProberOptions): Promise<Prober> {
+    // The shell joins the cgroup before exec, so every connect happens inside it.
+    const script =
+      'cg=$1; ns=$2; shift 2; echo $$ > "$cg/cgroup.procs" && exec ip netns exec "$ns" "$@"';
+    const child = new Deno.Command("sh", {
+      args: [
+        "-c",
+        script,
+        "sh",
+        opts.cgroup,
+        opts.netns,
+        ...moduleCommand(import.meta.url, "__prober", []),
+      ],
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "inherit",
+    }).spawn();
+    const it = lines(child.stdout);
+    const first = await it.next();
+    if (first.done) {
+      await child.status;
+      throw new Error(`Prober did not start in cgroup "${opts.cgroup}" and netns "${opts.netns}"`);
+    }
+    const { pid } = JSON.parse(first.value) as { pid: number };
+    return new Prober(child, pid, it);
+  }
+
+  /** Sends one probe and waits for its answer. */
+  probe(req: ProbeRequest): Promise<ProbeResponse> {
+    const next = this.#queue.then(async () => {
+      await this.#writer.write(new TextEncoder().encode(JSON.stringify(req) + "\n"));
+      const line = await this.#lines.next();
+      if (line.done) throw new Error("Prober exited");
+      return JSON.parse(line.value) as ProbeResponse;
+    });
+    this.#queue = next.catch(() => {});
+    return next;
+  }
+
+  async dispose(): Promise<void> {
+    try {
+      await this.#writer.close();
+    } catch {
+      // Already closed.
+    }
+    try {
+      this.#child.kill("SIGKILL");
+    } catch {
+      // Already gone.
+    }
+    await this.#child.status;
+    for await (const _ of this.#lines) { /* drain */ }
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.dispose();
+  }
+}
+
+if (import.meta.main) await runProber(Deno.args);

@@ -1,0 +1,218 @@
+/**
+ * Gathers what `lace doctor` checks: pins, links and maps under the pin path
+ * (read-only, nothing is loaded or changed), mounts, the kubelet process and
+ * cgroup, and the running agent's health endpoints. Every read is guarded: a
+ * failure becomes a value the checks explain, never an exception.
+ */
+import { join } from "node:path";
+import { bpfObjectBytes, objectSha256 } from "../datapath/bpf_object.ts";
+import { cgroup2Mounts, mapConfiguredCgroup, mapProcessCgroup } from "../cgroup/path.ts";
+import { pinnedLinkStatus, readPinnedInfo, readPinnedTargets } from "../datapath/pins.ts";
+import type { LinkSnapshot, NodeSnapshot } from "./checks.ts";
+import type { TargetView } from "../agent/http_server.ts";
+import { extraProcesses, findKubelets } from "../cgroup/kubelet_finder.ts";
+import { BpfMap } from "../datapath/libbpf/map.ts";
+import { bpffsMountPoints, type Mount, mountOf, readMountInfo } from "../mountinfo.ts";
+import { COUNTERS } from "../datapath/probe_map.ts";
+
+export interface DoctorOptions {
+  pinPath: string;
+  kubeletCgroup: string;
+  hostCgroupRoot: string;
+  metricsAddr: string;
+  /** For tests: a fixture /proc and mount table. */
+  procRoot?: string;
+  mounts?: Mount[];
+  /** How long each request to the agent may take. */
+  httpTimeoutMs?: number;
+}
+
+function errorOf(e: unknown): { error: string } {
+  return { error: e instanceof Error ? e.message : String(e) };
+}
+
+function exists(path: string): boolean {
+  try {
+    Deno.lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Collects the snapshot the checks evaluate. */
+export async function gatherSnapshot(o: DoctorOptions): Promise<NodeSnapshot> {
+  const mounts = o.mounts ?? readMountInfo();
+  const kubelet = resolveKubeletCgroup(o.kubeletCgroup, o.hostCgroupRoot, mounts, o.procRoot);
+  const v2 = cgroup2Mounts(mounts, o.hostCgroupRoot).map((m) => m.mountPoint);
+  let links: NodeSnapshot["links"];
+  try {
+    links = (["connect4", "connect6"] as const).map((p): LinkSnapshot => {
+      const l = pinnedLinkStatus(o.pinPath, p);
+      return {
+        program: p,
+        pinned: l.pinned,
+        alive: l.alive,
+        cgroupId: l.cgroupId,
+        progId: l.progId,
+      };
+    });
+  } catch (e) {
+    links = errorOf(e);
+  }
+  const mapPinned = exists(join(o.pinPath, "probe_targets"));
+  return {
+    pinPath: o.pinPath,
+    bpffsMounts: bpffsMountPoints(mounts),
+    pinPathFsType: fsTypeAt(o.pinPath, mounts),
+    mapPinned,
+    links,
+    info: guard(() => {
+      if (!exists(join(o.pinPath, "info"))) throw new Error(`no info map under "${o.pinPath}"`);
+      const i = readPinnedInfo(o.pinPath);
+      return i ? { abiVersion: i.abiVersion, objectSha256: i.objectSha256 } : null;
+    }),
+    binarySha256: guard(() => objectSha256(bpfObjectBytes())),
+    cgroup2Mounts: v2,
+    kubeletCgroup: {
+      configured: kubelet.configured,
+      path: kubelet.path,
+      error: kubelet.error,
+      id: kubelet.id,
+    },
+    kubelets: kubelet.kubelets,
+    extraProcesses: kubelet.id === null || kubelet.path === null ? [] : extraProcesses(
+      kubelet.path,
+      { procRoot: o.procRoot, exclude: kubelet.kubelets.map((k) => k.pid) },
+    ),
+    agent: await agentState(o.metricsAddr, o.httpTimeoutMs ?? 1500),
+    mapEntries: mapPinned
+      ? guard(() => readPinnedTargets(o.pinPath).length)
+      : { error: `no probe map pinned under "${o.pinPath}"` },
+    counters: guard(() => readPinnedCounters(o.pinPath)),
+    cgroupPathOf: (id) => findCgroupById(v2, id),
+  };
+}
+
+function guard<T>(f: () => T): T | { error: string } {
+  try {
+    return f();
+  } catch (e) {
+    return errorOf(e);
+  }
+}
+
+async function agentState(addr: string, timeoutMs: number): Promise<NodeSnapshot["agent"]> {
+  const state: NodeSnapshot["agent"] = {
+    addr,
+    healthz: null,
+    readyz: null,
+    targets: null,
+    error: null,
+  };
+  if (!addr) {
+    state.error = "no --metrics-addr given: cannot ask the agent";
+    return state;
+  }
+  const get = async (path: string) => {
+    const res = await fetch(`http://${addr}${path}`, { signal: AbortSignal.timeout(timeoutMs) });
+    return { status: res.status, body: await res.text() };
+  };
+  try {
+    state.healthz = (await get("/healthz")).status;
+    state.readyz = await get("/readyz");
+    const t = await get("/targets");
+    if (t.status === 200) state.targets = JSON.parse(t.body) as TargetView[];
+  } catch (e) {
+    state.error ??= `no agent answers on ${addr}: ${
+      e instanceof Error ? e.message.split(":")[0] : String(e)
+    }`;
+  }
+  return state;
+}
+
+/** The pinned per-CPU counters, summed over CPUs, without loading anything. */
+export function readPinnedCounters(pinPath: string): Record<string, bigint> {
+  using map = BpfMap.openPinned(join(pinPath, "counters"));
+  const out: Record<string, bigint> = {};
+  for (const [name, slot] of Object.entries(COUNTERS)) {
+    let total = 0n;
+    for (const v of map.lookupPerCpu(new Uint8Array(new Uint32Array([slot]).buffer)) ?? []) {
+      total += new DataView(v.buffer, v.byteOffset, 8).getBigUint64(0, true);
+    }
+    out[name] = total;
+  }
+  return out;
+}
+/** Resolves the kubelet cgroup like the follower does: configured path or the kubelet's own. */
+export function resolveKubeletCgroup(
+  configured: string,
+  hostRoot: string,
+  mounts: Mount[],
+  procRoot?: string,
+): NodeSnapshot["kubeletCgroup"] & { kubelets: NodeSnapshot["kubelets"] } {
+  const kubelets = findKubelets(procRoot).flatMap((k) => {
+    if (k.cgroup === null) return [];
+    try {
+      return [{
+        pid: k.pid,
+        comm: k.comm,
+        cgroupDir: mapProcessCgroup(k.cgroup, mounts, hostRoot),
+      }];
+    } catch {
+      return [{ pid: k.pid, comm: k.comm, cgroupDir: k.cgroup }];
+    }
+  });
+  let path: string | null = null;
+  let error: string | null = null;
+  try {
+    if (configured === "auto") {
+      path = kubelets[0]?.cgroupDir ?? null;
+      if (path === null) error = "no kubelet process found to take the cgroup from (auto)";
+    } else {
+      path = mapConfiguredCgroup(configured, mounts, hostRoot);
+    }
+  } catch (e) {
+    error = (e as Error).message;
+  }
+  let id: bigint | null = null;
+  if (path !== null) {
+    try {
+      const st = Deno.statSync(path);
+      if (st.isDirectory && st.ino !== null) id = BigInt(st.ino);
+    } catch {
+      error = `kubelet cgroup "${path}" does not exist`;
+    }
+  }
+  return { configured, path, error, id, kubelets };
+}
+
+/** The filesystem type at a path, looking at its nearest existing parent. */
+export function fsTypeAt(path: string, mounts: Mount[]): string | null {
+  let p = path;
+  for (;;) {
+    try {
+      return mountOf(mounts, Deno.realPathSync(p))?.fsType ?? null;
+    } catch {
+      if (p === "/") return null;
+      p = p.slice(0, p.lastIndexOf("/")) || "/";
+    }
+  }
+}
+
+/** Finds a cgroup directory by id under the cgroup2 mounts (bounded walk). */
+export function findCgroupById(roots: string[], id: bigint, limit = 20_000): string | null {
+  let visited = 0;
+  const stack = [...roots];
+  while (stack.length > 0 && visited < limit) {
+    const dir = stack.pop()!;
+    visited++;
+    try {
+      if (BigInt(Deno.statSync(dir).ino ?? -1) === id) return dir;
+      for (const e of Deno.readDirSync(dir)) if (e.isDirectory) stack.push(join(dir, e.name));
+    } catch {
+      // Removed while walking.
+    }
+  }
+  return null;
+}

@@ -1,0 +1,359 @@
+/**
+ * The Kubernetes API as a pod source: list and watch the pods bound to this
+ * node (`fieldSelector=spec.nodeName=<node>`) with client-node's ListWatch.
+ *
+ * client-node's own behaviour sets the shape of this file: its ListWatch
+ * relists by itself after 410 Gone, but stops for good after any other error
+ * (HTTP 500 on the watch, API unreachable, a failed list), so we restart it
+ * with a capped, jittered exponential backoff and count the restarts. The sink
+ * gets `replaceAll` only after a list succeeded, never an empty list because
+ * of an error, so the probe map survives an unreachable API.
+ *
+ * Under Deno 2.9, a watch whose server went away may neither end nor fail
+ * (undici's response body hangs after the connection closed, and aborting it
+ * does not end it either), so client-node never calls the watch's done
+ * callback. The source therefore checks liveness itself: a watch that is
+ * silent for `livenessMs` triggers one cheap GET /version, and a failed probe,
+ * or a watch still open past the timeout the server was asked to end it at,
+ * abandons that watch and restarts from the last resourceVersion.
+ */
+import { CoreV1Api, type KubeConfig, ListWatch, VersionApi, Watch } from "@kubernetes/client-node";
+import { getLogger } from "@logtape/logtape";
+import { normalisePod, type Pod, podRef } from "./pod.ts";
+import type { PodSink, PodSource } from "./source.ts";
+
+const log = getLogger(["lace", "api"]);
+
+export interface BackoffOptions {
+  /** First delay after a failure, in ms. */
+  initialMs: number;
+  /** Cap on the delay, in ms. */
+  maxMs: number;
+}
+
+export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 500, maxMs: 30_000 };
+
+/**
+ * The delay before restart number `attempt` (1, 2, ...): doubling from
+ * `initialMs`, capped at `maxMs`, with "equal jitter" (between half and all of
+ * it) so that the agents of many nodes do not hit a recovering API server at once.
+ */
+export function backoffDelay(
+  attempt: number,
+  backoff: BackoffOptions,
+  random: () => number = Math.random,
+): number {
+  const base = Math.min(backoff.maxMs, backoff.initialMs * 2 ** Math.max(0, attempt - 1));
+  return base / 2 + random() * (base / 2);
+}
+
+export interface ApiPodSourceOptions {
+  kubeConfig: KubeConfig;
+  nodeName: string;
+  backoff?: Partial<BackoffOptions>;
+  /** Called on each restart after an error: feeds lace_watch_restarts_total. */
+  onRestart?: (error: unknown) => void;
+  /** A watch with no data (not even a BOOKMARK) for this long is reconnected, in ms. */
+  inactivityMs?: number;
+  /** The server ends each watch after a random time in [min, 2·min) seconds, as client-go asks. */
+  watchTimeoutSeconds?: number;
+  /** A watch silent this long gets its server probed (GET /version), in ms. */
+  livenessMs?: number;
+  /** How long the liveness probe may take before the API counts as unreachable, in ms. */
+  probeTimeoutMs?: number;
+  /** How long past its server-side timeout a watch may stay open before it counts as dead, in ms. */
+  deadlineGraceMs?: number;
+  random?: () => number;
+}
+
+type WatchDone = (error: unknown) => void;
+
+/** The subset of Watch that ListWatch calls. */
+interface Watcher {
+  watch(
+    path: string,
+    query: Record<string, string | number | boolean | undefined>,
+    callback: (phase: string, object: unknown, watchObject?: unknown) => void,
+    done: WatchDone,
+  ): Promise<AbortController>;
+}
+
+/** Pods on this node from the Kubernetes API, delivered to a PodSink as source "api". */
+export class ApiPodSource implements PodSource {
+  readonly name = "api";
+  #options: ApiPodSourceOptions;
+  #backoff: BackoffOptions;
+  #sink?: PodSink;
+  #listWatch?: ListWatch<never>;
+  #stopped = false;
+  #attempt = 0;
+  #restartTimer?: ReturnType<typeof setTimeout>;
+  #controllers = new Set<AbortController>();
+  #sleepers = new Set<() => void>();
+  /** uid → resourceVersion of what the sink was last told, to skip repeats the informer emits. */
+  #reported = new Map<string, string>();
+  #restarts = 0;
+  #lists = 0;
+  /** Bumped for every new watch and when one is abandoned: older watches' callbacks are ignored. */
+  #watchGeneration = 0;
+  #lastActivity = 0;
+  /** When the current watch should have been ended by the server; 0 when none is open. */
+  #watchDeadline = 0;
+  #livenessTimer?: ReturnType<typeof setInterval>;
+  #probing = false;
+
+  constructor(options: ApiPodSourceOptions) {
+    this.#options = options;
+    this.#backoff = { ...DEFAULT_BACKOFF, ...options.backoff };
+  }
+
+  /** Restarts after an error since start (lace_watch_restarts_total). */
+  get restarts(): number {
+    return this.#restarts;
+  }
+
+  /** The resourceVersion the watch would resume from ("" before the first list). */
+  get resourceVersion(): string {
+    return this.#listWatch?.latestResourceVersion() ?? "";
+  }
+
+  /** Complete lists delivered to the sink. */
+  get lists(): number {
+    return this.#lists;
+  }
+
+  start(sink: PodSink): Promise<void> {
+    if (this.#listWatch) return Promise.resolve();
+    this.#sink = sink;
+    this.#stopped = false;
+    const { kubeConfig, nodeName } = this.#options;
+    const core = kubeConfig.makeApiClient(CoreV1Api);
+    const fieldSelector = `spec.nodeName=${nodeName}`;
+    const watch = new Watch(kubeConfig);
+    // A TS-private field: the inactivity timeout after which the watch reconnects (default 30 s).
+    // Longer than the server-side watch timeout plus grace: under Deno its abort does not end a
+    // hung stream, so the liveness check below, not this timer, is what notices a dead watch.
+    (watch as unknown as { requestTimeoutMs: number }).requestTimeoutMs =
+      this.#options.inactivityMs ?? 300_000;
+    const listFn = async () => {
+      const list = await core.listPodForAllNamespaces({ fieldSelector });
+      this.#deliverList(list.items);
+      return list;
+    };
+    const lw = new ListWatch<never>(
+      "/api/v1/pods",
+      this.#guard(watch) as unknown as Watch,
+      listFn as never,
+      false,
+      undefined,
+      fieldSelector,
+      { delayFn: (ms: number) => this.#sleep(Math.min(ms, this.#backoff.maxMs)) },
+    );
+    lw.on("add", (object: unknown) => this.#upsert(object));
+    lw.on("update", (object: unknown) => this.#upsert(object));
+    lw.on("delete", (object: unknown) => this.#remove(object));
+    lw.on("error", (error: unknown) => this.#failed(error));
+    this.#listWatch = lw;
+    log.info("Watching pods of node {node}", { node: nodeName });
+    const version = kubeConfig.makeApiClient(VersionApi);
+    const livenessMs = this.#options.livenessMs ?? 30_000;
+    this.#lastActivity = Date.now();
+    this.#livenessTimer = setInterval(() => this.#checkLiveness(version, livenessMs), livenessMs);
+    this.#run();
+    return Promise.resolve();
+  }
+
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    clearInterval(this.#livenessTimer);
+    this.#livenessTimer = undefined;
+    clearTimeout(this.#restartTimer);
+    this.#restartTimer = undefined;
+    for (const wake of this.#sleepers) wake();
+    await this.#listWatch?.stop();
+    for (const controller of this.#controllers) controller.abort();
+    this.#controllers.clear();
+    this.#listWatch = undefined;
+    log.info("Stopped watching pods");
+  }
+
+  #run(): void {
+    this.#listWatch?.start().catch((error) => this.#failed(error));
+  }
+
+  /**
+   * Runs every `livenessMs`: a watch past its deadline is dead; a silent one
+   * gets its server probed, and an unreachable server means the watch is dead
+   * too. Either way the watch is abandoned and restarted with backoff.
+   */
+  async #checkLiveness(version: VersionApi, livenessMs: number): Promise<void> {
+    if (this.#stopped || this.#restartTimer || this.#probing) return;
+    const now = Date.now();
+    if (this.#watchDeadline && now > this.#watchDeadline) {
+      this.#abandonWatch(
+        "the watch stayed open past the timeout the API server was asked to end it at",
+      );
+      return;
+    }
+    if (now - this.#lastActivity < livenessMs) return;
+    this.#probing = true;
+    const timeoutMs = this.#options.probeTimeoutMs ?? 5_000;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      await Promise.race([
+        version.getCode(),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`no answer in ${timeoutMs} ms`)), timeoutMs);
+        }),
+      ]);
+      this.#lastActivity = Date.now();
+    } catch (error) {
+      if (!this.#stopped) {
+        this.#abandonWatch(`the API server did not answer a liveness probe: ${describe(error)}`);
+      }
+    } finally {
+      clearTimeout(timer);
+      this.#probing = false;
+    }
+  }
+
+  /** Gives up on the current watch (its callbacks are ignored from now on) and restarts. */
+  #abandonWatch(reason: string): void {
+    this.#watchGeneration++;
+    this.#watchDeadline = 0;
+    for (const controller of this.#controllers) controller.abort();
+    this.#controllers.clear();
+    this.#failed(new Error(reason));
+  }
+
+  #failed(error: unknown): void {
+    if (this.#stopped || this.#restartTimer) return;
+    this.#attempt++;
+    this.#restarts++;
+    const delayMs = Math.round(backoffDelay(this.#attempt, this.#backoff, this.#options.random));
+    log.warning("Pod watch failed, restarting in {delayMs} ms (attempt {attempt}): {error}", {
+      delayMs,
+      attempt: this.#attempt,
+      error: describe(error),
+    });
+    try {
+      this.#options.onRestart?.(error);
+    } catch (callbackError) {
+      log.error("Watch restart callback failed: {error}", { error: describe(callbackError) });
+    }
+    this.#restartTimer = setTimeout(() => {
+      this.#restartTimer = undefined;
+      if (!this.#stopped) this.#run();
+    }, delayMs);
+  }
+
+  /** Wraps the Watch: asks for BOOKMARKs and server timeouts, and never connects after stop. */
+  #guard(inner: Watch): Watcher {
+    return {
+      watch: async (path, query, callback, done) => {
+        if (this.#stopped) return new AbortController();
+        const min = this.#options.watchTimeoutSeconds ?? 120;
+        const random = this.#options.random ?? Math.random;
+        let finished = false;
+        const generation = ++this.#watchGeneration;
+        const current = () => generation === this.#watchGeneration && !this.#stopped;
+        const timeoutSeconds = Math.floor(min * (1 + random()));
+        this.#lastActivity = Date.now();
+        this.#watchDeadline = Date.now() + timeoutSeconds * 1000 +
+          (this.#options.deadlineGraceMs ?? 30_000);
+        // done() may run before watch() returns (a refused connection), so hold it in a box.
+        const box: { controller?: AbortController } = {};
+        const controller = box.controller = await inner.watch(
+          path,
+          { ...query, allowWatchBookmarks: true, timeoutSeconds },
+          (phase, object, watchObject) => {
+            if (!current()) return;
+            this.#lastActivity = Date.now();
+            if (phase !== "ERROR") this.#attempt = 0;
+            if (phase === "ERROR") {
+              log.info("Pod watch ended by the API server: {status}", { status: describe(object) });
+            }
+            (callback as (p: string, o: unknown, w: unknown) => void)(phase, object, watchObject);
+          },
+          (error) => {
+            finished = true;
+            if (box.controller) this.#controllers.delete(box.controller);
+            if (!current()) return;
+            this.#watchDeadline = 0;
+            done(error);
+          },
+        );
+        if (this.#stopped) controller.abort();
+        else if (!finished) this.#controllers.add(controller);
+        return controller;
+      },
+    };
+  }
+
+  #sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.#sleepers.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      this.#sleepers.add(wake);
+    });
+  }
+
+  #normalise(object: unknown): Pod | undefined {
+    try {
+      return normalisePod(object);
+    } catch (error) {
+      log.warning("Ignoring a malformed pod from the API: {error}", { error: describe(error) });
+      return undefined;
+    }
+  }
+
+  #deliverList(items: unknown[]): void {
+    if (this.#stopped) return;
+    const pods = items.map((item) => this.#normalise(item)).filter((p): p is Pod => !!p);
+    this.#reported = new Map(pods.map((p) => [p.metadata.uid, p.metadata.resourceVersion ?? ""]));
+    this.#attempt = 0;
+    this.#lists++;
+    log.info("Listed {count} pods of node {node}", {
+      count: pods.length,
+      node: this.#options.nodeName,
+    });
+    this.#sink?.replaceAll(this.name, pods);
+  }
+
+  #upsert(object: unknown): void {
+    if (this.#stopped) return;
+    const pod = this.#normalise(object);
+    if (!pod) return;
+    const rv = pod.metadata.resourceVersion ?? "";
+    if (rv !== "" && this.#reported.get(pod.metadata.uid) === rv) return;
+    this.#reported.set(pod.metadata.uid, rv);
+    log.debug("Pod {pod} changed", { pod: podRef(pod) });
+    this.#sink?.upsert(this.name, pod);
+  }
+
+  #remove(object: unknown): void {
+    if (this.#stopped) return;
+    const uid = (object as { metadata?: { uid?: string } })?.metadata?.uid;
+    if (!uid || !this.#reported.has(uid)) return;
+    this.#reported.delete(uid);
+    log.debug("Pod {uid} deleted", { uid });
+    this.#sink?.remove(this.name, uid);
+  }
+}
+
+function describe(error: unknown): string {
+  if (error instanceof Error) {
+    const code = (error as { statusCode?: number; code?: number }).statusCode ??
+      (error as { code?: unknown }).code;
+    return code !== undefined ? `${error.message} (${code})` : error.message;
+  }
+  if (error && typeof error === "object" && "message" in error) {
+    return String((error as { message: unknown }).message);
+  }
+  return String(error);
+}

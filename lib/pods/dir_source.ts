@@ -1,0 +1,255 @@
+/**
+ * A directory of Pod manifests as a pod source: the embedded source that needs
+ * no cluster (demo, static pods, tests). Every change re-reads the whole
+ * directory and reports a full list, which keeps the logic trivially correct.
+ */
+import { resolve } from "node:path";
+import { getLogger } from "@logtape/logtape";
+import { parseAllDocuments } from "yaml";
+import { normalisePod, type Pod } from "./pod.ts";
+import type { PodSink, PodSource } from "./source.ts";
+
+const log = getLogger(["lace", "pods", "dir"]);
+
+const MANIFEST = /\.(ya?ml|json)$/i;
+
+/**
+ * Extracts the Pod objects from one manifest file's text: single Pods, several
+ * YAML documents, and `List`/`PodList` objects with `items` (items without a
+ * `kind` are pods, as in an API list). Other kinds are ignored. Throws
+ * SyntaxError when any document does not parse (the file may be half written);
+ * an object that parses but is not a usable pod is returned in `problems`, and
+ * the file's other pods still count.
+ */
+export function parseManifests(text: string, file: string): { pods: Pod[]; problems: string[] } {
+  const values: unknown[] = [];
+  if (/\.json$/i.test(file)) {
+    try {
+      values.push(JSON.parse(text));
+    } catch (error) {
+      throw new SyntaxError(`${file}: ${(error as Error).message}`);
+    }
+  } else {
+    for (const [index, doc] of parseAllDocuments(text).entries()) {
+      // One broken document makes the whole file suspect (half written): keep nothing of it.
+      if (doc.errors.length) {
+        const reason = doc.errors[0].message.split("\n")[0];
+        throw new SyntaxError(`${file}: document ${index + 1}: ${reason}`);
+      }
+      values.push(doc.toJS());
+    }
+  }
+  const pods: Pod[] = [];
+  const problems: string[] = [];
+  for (const [index, value] of values.entries()) {
+    if (value === null || typeof value !== "object") continue;
+    const { kind, items, spec } = value as { kind?: unknown; items?: unknown; spec?: unknown };
+    const isList = Array.isArray(items) && (kind === undefined || /List$/.test(String(kind)));
+    const candidates = isList
+      ? items as unknown[]
+      : kind === "Pod" || (kind === undefined && spec)
+      ? [value]
+      : [];
+    if (!isList && candidates.length === 0) {
+      log.debug("Ignored a {kind} in {file}", { kind: String(kind), file });
+    }
+    for (const item of candidates) {
+      const itemKind = (item as { kind?: unknown } | null)?.kind;
+      if (itemKind !== undefined && itemKind !== "Pod") continue;
+      try {
+        pods.push(normalisePod(item));
+      } catch (error) {
+        problems.push(`${file}: document ${index + 1}: ${(error as Error).message}`);
+      }
+    }
+  }
+  return { pods, problems };
+}
+
+export interface DirPodSourceOptions {
+  /** Quiet time after a file change before the directory is re-read, in ms. */
+  debounceMs?: number;
+  /** Source name in logs and the cache. */
+  name?: string;
+}
+
+/**
+ * Watches a directory of Pod manifests (`*.yaml`, `*.yml`, `*.json`; dot files
+ * are ignored, as editors write them) and reports every pod on this node with
+ * `replaceAll`. A file that does not parse, or is empty, keeps its last good
+ * pods: an editor or `cp` may be half way through writing it. A missing
+ * directory is an error at start: the operator named a path that is not there.
+ */
+export class DirPodSource implements PodSource {
+  readonly name: string;
+  readonly #dir: string;
+  readonly #absDir: string;
+  readonly #nodeName: string;
+  readonly #debounceMs: number;
+  readonly #lastGood = new Map<string, Pod[]>();
+  #watcher: Deno.FsWatcher | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #scanning: Promise<void> | undefined;
+  #rescanAgain = false;
+  #sink: PodSink | undefined;
+  /** Files named by watch events since the last read; "all" re-reads every file. */
+  #dirty: Set<string> | "all" = "all";
+
+  constructor(dir: string, nodeName: string, opts: DirPodSourceOptions = {}) {
+    this.#dir = dir;
+    this.#absDir = resolve(dir);
+    this.#nodeName = nodeName;
+    this.#debounceMs = opts.debounceMs ?? 100;
+    this.name = opts.name ?? "dir";
+  }
+
+  async start(sink: PodSink): Promise<void> {
+    let info: Deno.FileInfo;
+    try {
+      info = await Deno.stat(this.#dir);
+    } catch (error) {
+      throw new Error(
+        `Cannot read the pods directory "${this.#dir}": create it or fix --pods-dir`,
+        { cause: error },
+      );
+    }
+    if (!info.isDirectory) {
+      throw new Error(`Pods directory "${this.#dir}" is not a directory: fix --pods-dir`);
+    }
+    this.#sink = sink;
+    this.#watcher = Deno.watchFs(this.#dir, { recursive: false });
+    this.#watch(this.#watcher);
+    await this.rescan();
+  }
+
+  async stop(): Promise<void> {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#sink = undefined;
+    try {
+      this.#watcher?.close();
+    } catch { /* already closed */ }
+    this.#watcher = undefined;
+    await this.#scanning;
+  }
+
+  /** Re-reads every file and reports the full list. */
+  rescan(): Promise<void> {
+    this.#dirty = "all";
+    return this.#scan();
+  }
+
+  /** Reads what changed and reports the full list; serialised, so reports never interleave. */
+  #scan(): Promise<void> {
+    if (this.#scanning) {
+      this.#rescanAgain = true;
+      return this.#scanning;
+    }
+    this.#scanning = (async () => {
+      do {
+        this.#rescanAgain = false;
+        const dirty = this.#dirty;
+        this.#dirty = new Set();
+        const pods = await this.#readAll(dirty);
+        if (this.#sink) this.#sink.replaceAll(this.name, pods);
+      } while (this.#rescanAgain && this.#sink);
+    })().finally(() => this.#scanning = undefined);
+    return this.#scanning;
+  }
+
+  async #watch(watcher: Deno.FsWatcher): Promise<void> {
+    try {
+      for await (const event of watcher) {
+        // Only the files an event names are read again; an event about anything
+        // else (the directory itself, an overflow) re-reads them all.
+        for (const path of event.paths) {
+          const slash = path.lastIndexOf("/");
+          if (this.#dirty !== "all" && path.slice(0, slash) === this.#absDir) {
+            this.#dirty.add(path.slice(slash + 1));
+          } else this.#dirty = "all";
+        }
+        if (event.paths.length === 0) this.#dirty = "all";
+        if (this.#timer !== undefined) clearTimeout(this.#timer);
+        this.#timer = setTimeout(() => {
+          this.#timer = undefined;
+          this.#scan().catch((error) => log.error("Rescan failed: {error}", { error }));
+        }, this.#debounceMs);
+      }
+    } catch (error) {
+      if (this.#sink) log.error("Watching {dir} failed: {error}", { dir: this.#dir, error });
+    }
+  }
+
+  async #readAll(dirty: Set<string> | "all"): Promise<Pod[]> {
+    const files: string[] = [];
+    try {
+      for await (const e of Deno.readDir(this.#dir)) {
+        if (!e.name.startsWith(".") && MANIFEST.test(e.name) && !e.isDirectory) files.push(e.name);
+      }
+    } catch (error) {
+      // Reading the directory failed as a whole: report what we had, never an empty list.
+      log.error("Cannot list {dir}, keeping the pods read before: {error}", {
+        dir: this.#dir,
+        error,
+      });
+      return this.#combine([...this.#lastGood.keys()].sort());
+    }
+    files.sort();
+    for (const name of [...this.#lastGood.keys()]) {
+      if (!files.includes(name)) this.#lastGood.delete(name);
+    }
+    for (const name of files) {
+      // Unchanged files keep their parsed pods (the same objects), which costs nothing downstream.
+      if (dirty === "all" || dirty.has(name) || !this.#lastGood.has(name)) {
+        await this.#readFile(name);
+      }
+    }
+    return this.#combine(files);
+  }
+
+  async #readFile(name: string): Promise<void> {
+    const path = `${this.#dir}/${name}`;
+    let text: string;
+    try {
+      text = await Deno.readTextFile(path);
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) {
+        log.warning("Cannot read {file}, keeping its last pods: {error}", { file: path, error });
+      } else this.#lastGood.delete(name);
+      return;
+    }
+    if (text.trim() === "") {
+      log.debug("{file} is empty, keeping its last pods (it may be being written)", { file: path });
+      return;
+    }
+    try {
+      const { pods, problems } = parseManifests(text, path);
+      for (const problem of problems) log.warning("Skipped: {problem}", { problem });
+      this.#lastGood.set(name, pods);
+    } catch (error) {
+      log.warning("Cannot parse {file}, keeping its last pods: {error}", {
+        file: path,
+        error: (error as Error).message,
+      });
+    }
+  }
+
+  #combine(files: string[]): Pod[] {
+    const byUid = new Map<string, Pod>();
+    for (const name of files) {
+      for (const pod of this.#lastGood.get(name) ?? []) {
+        const node = pod.spec.nodeName;
+        if (this.#nodeName && node && node !== this.#nodeName) continue;
+        if (byUid.has(pod.metadata.uid)) {
+          log.warning("Pod uid {uid} appears twice; {file} ignored for it", {
+            uid: pod.metadata.uid,
+            file: name,
+          });
+          continue;
+        }
+        byUid.set(pod.metadata.uid, pod);
+      }
+    }
+    return [...byUid.values()];
+  }
+}

@@ -1,0 +1,377 @@
+import assert from "node:assert/strict";
+import type { Container, Pod } from "../pods/pod.ts";
+import { canonicalAddress, keyId } from "../datapath/probe_map.ts";
+import { probeTargetsForPod, type Skip, type Target } from "./targets.ts";
+
+const OPTS = { networkAnnotation: "lace.io/network", networkIdAnnotation: "lace.io/network-id" };
+
+function pod(over: {
+  containers?: Container[];
+  initContainers?: Container[];
+  annotations?: Record<string, string> | null;
+  ips?: string[];
+  podIP?: string;
+  phase?: string;
+  hostNetwork?: boolean;
+  deletionTimestamp?: string;
+}): Pod {
+  const p: Pod = {
+    metadata: {
+      name: "web",
+      namespace: "shop",
+      uid: "u1",
+      creationTimestamp: "2026-01-01T00:00:00Z",
+      annotations: over.annotations === null
+        ? undefined
+        : over.annotations ?? { "lace.io/network": "blue", "lace.io/network-id": "7" },
+    },
+    spec: {
+      containers: over.containers ??
+        [{ name: "app", readinessProbe: { httpGet: { port: 8080, path: "/ready" } } }],
+    },
+    status: { phase: over.phase ?? "Running" },
+  };
+  if (over.initContainers) p.spec.initContainers = over.initContainers;
+  if (over.hostNetwork) p.spec.hostNetwork = true;
+  if (over.deletionTimestamp) p.metadata.deletionTimestamp = over.deletionTimestamp;
+  if (over.podIP) p.status!.podIP = over.podIP;
+  const ips = over.ips ?? (over.podIP ? undefined : ["10.1.0.5"]);
+  if (ips) p.status!.podIPs = ips.map((ip) => ({ ip }));
+  return p;
+}
+
+function keys(targets: Target[]): string[] {
+  return targets.map((t) => keyId(t.key)).sort();
+}
+
+function reasons(skipped: Skip[]): string[] {
+  return skipped.map((s) => s.reason);
+}
+
+interface Case {
+  name: string;
+  pod: Pod;
+  keys: string[];
+  skips?: string[];
+}
+
+const CASES: Case[] = [
+  { name: "an httpGet readiness probe gets a target", pod: pod({}), keys: ["10.1.0.5:8080"] },
+  {
+    name: "liveness, readiness and startup probes each get a target",
+    pod: pod({
+      containers: [{
+        name: "app",
+        livenessProbe: { httpGet: { port: 1 } },
+        readinessProbe: { tcpSocket: { port: 2 } },
+        startupProbe: { grpc: { port: 3 } },
+      }],
+    }),
+    keys: ["10.1.0.5:1", "10.1.0.5:2", "10.1.0.5:3"],
+  },
+  {
+    name: "an exec probe needs no target",
+    pod: pod({ containers: [{ name: "app", livenessProbe: { exec: { command: ["true"] } } }] }),
+    keys: [],
+  },
+  {
+    name: "a restartable init container (sidecar) gets targets",
+    pod: pod({
+      containers: [],
+      initContainers: [{
+        name: "proxy",
+        restartPolicy: "Always",
+        readinessProbe: { tcpSocket: { port: 15021 } },
+      }],
+    }),
+    keys: ["10.1.0.5:15021"],
+  },
+  {
+    name: "an ordinary init container gets no target",
+    pod: pod({
+      containers: [],
+      initContainers: [{ name: "setup", readinessProbe: { tcpSocket: { port: 9 } } }],
+    }),
+    keys: [],
+  },
+  {
+    name: "a named port resolves against the container's own ports",
+    pod: pod({
+      containers: [{
+        name: "app",
+        ports: [{ name: "http", containerPort: 8081 }],
+        livenessProbe: { httpGet: { port: "http" } },
+        readinessProbe: { tcpSocket: { port: "http" } },
+      }],
+    }),
+    keys: ["10.1.0.5:8081"],
+  },
+  {
+    name: "a port name of another container does not resolve",
+    pod: pod({
+      containers: [
+        { name: "a", ports: [{ name: "metrics", containerPort: 9090 }] },
+        { name: "b", livenessProbe: { httpGet: { port: "metrics" } } },
+      ],
+    }),
+    keys: [],
+    skips: ["named-port"],
+  },
+  {
+    name: "a numeric string port that names no port is used as a number, as the kubelet does",
+    pod: pod({ containers: [{ name: "app", livenessProbe: { tcpSocket: { port: "8443" } } }] }),
+    keys: ["10.1.0.5:8443"],
+  },
+  {
+    name: "a port outside 1..65535 is skipped",
+    pod: pod({
+      containers: [{
+        name: "app",
+        livenessProbe: { tcpSocket: { port: 0 } },
+        readinessProbe: { tcpSocket: { port: 65536 } },
+        startupProbe: { grpc: { port: -1 } },
+      }],
+    }),
+    keys: [],
+    skips: ["port-range", "port-range", "port-range"],
+  },
+  {
+    name: "a named port whose containerPort is out of range is skipped",
+    pod: pod({
+      containers: [{
+        name: "app",
+        ports: [{ name: "bad", containerPort: 70000 }],
+        livenessProbe: { tcpSocket: { port: "bad" } },
+      }],
+    }),
+    keys: [],
+    skips: ["port-range"],
+  },
+  {
+    name: "every pod IP gets a target, IPv4 and IPv6, canonicalised",
+    pod: pod({ ips: ["10.1.0.5", "FD00:0:0::0A"] }),
+    keys: ["10.1.0.5:8080", "[fd00::a]:8080"],
+  },
+  {
+    name: "podIP is used when podIPs is absent",
+    pod: pod({ podIP: "10.1.0.9" }),
+    keys: ["10.1.0.9:8080"],
+  },
+  { name: "a pod without an IP gets nothing yet", pod: pod({ ips: [] }), keys: [] },
+  {
+    name: "a pod without network annotations is on the default network and gets nothing",
+    pod: pod({ annotations: null }),
+    keys: [],
+  },
+  {
+    name: "a network id that is not decimal is skipped",
+    pod: pod({ annotations: { "lace.io/network": "blue", "lace.io/network-id": "0x7" } }),
+    keys: [],
+    skips: ["annotation"],
+  },
+  {
+    name: "a network id out of 1..65535 is skipped",
+    pod: pod({ annotations: { "lace.io/network": "blue", "lace.io/network-id": "65536" } }),
+    keys: [],
+    skips: ["annotation"],
+  },
+  {
+    name: "a network name without an id is skipped",
+    pod: pod({ annotations: { "lace.io/network": "blue" } }),
+    keys: [],
+    skips: ["annotation"],
+  },
+  { name: "a hostNetwork pod gets nothing", pod: pod({ hostNetwork: true }), keys: [] },
+  { name: "a Succeeded pod gets nothing", pod: pod({ phase: "Succeeded" }), keys: [] },
+  { name: "a Failed pod gets nothing", pod: pod({ phase: "Failed" }), keys: [] },
+  {
+    name: "a terminating pod keeps its targets while the kubelet still probes it",
+    pod: pod({ deletionTimestamp: "2026-01-02T00:00:00Z" }),
+    keys: ["10.1.0.5:8080"],
+  },
+  {
+    name: "a probe host that is not the pod's IP gets no target (SSRF)",
+    pod: pod({
+      containers: [{
+        name: "app",
+        livenessProbe: { httpGet: { host: "10.1.0.6", port: 80 } },
+        readinessProbe: { tcpSocket: { host: "db.example", port: 5432 } },
+      }],
+    }),
+    keys: [],
+    skips: ["host", "host"],
+  },
+  {
+    name: "a probe host equal to one of the pod's IPs targets only that IP",
+    pod: pod({
+      ips: ["10.1.0.5", "fd00::5"],
+      containers: [{ name: "app", livenessProbe: { httpGet: { host: "FD00::5", port: 80 } } }],
+    }),
+    keys: ["[fd00::5]:80"],
+  },
+  {
+    name: "identical targets within a pod appear once",
+    pod: pod({
+      containers: [
+        { name: "a", livenessProbe: { tcpSocket: { port: 80 } } },
+        { name: "b", readinessProbe: { httpGet: { port: 80 } } },
+      ],
+    }),
+    keys: ["10.1.0.5:80"],
+  },
+  {
+    name: "an invalid pod IP is skipped and the valid ones are used",
+    pod: pod({ ips: ["10.1.0.5", "not-an-ip"] }),
+    keys: ["10.1.0.5:8080"],
+    skips: ["address"],
+  },
+];
+
+for (const c of CASES) {
+  Deno.test(`probeTargetsForPod(): ${c.name}`, () => {
+    const { targets, skipped } = probeTargetsForPod(c.pod, OPTS);
+    assert.deepEqual(keys(targets), [...c.keys].sort());
+    assert.deepEqual(reasons(skipped), c.skips ?? []);
+  });
+}
+
+Deno.test("probeTargetsForPod() describes a target with its network, pod and probe", () => {
+  const { targets } = probeTargetsForPod(pod({}), OPTS);
+  assert.deepEqual(targets, [{
+    key: { family: "ipv4", address: "10.1.0.5", port: 8080 },
+    networkId: 7,
+    network: "blue",
+    pod: { namespace: "shop", name: "web", uid: "u1", creationTimestamp: "2026-01-01T00:00:00Z" },
+    container: "app",
+    probe: "readiness",
+    handler: "httpGet",
+    http: { path: "/ready", scheme: "HTTP" },
+  }]);
+});
+
+Deno.test("probeTargetsForPod() names the pod, container and probe of a skip", () => {
+  const p = pod({ containers: [{ name: "app", startupProbe: { tcpSocket: { port: "nope" } } }] });
+  const [skip] = probeTargetsForPod(p, OPTS).skipped;
+  assert.equal(skip.pod.uid, "u1");
+  assert.equal(skip.container, "app");
+  assert.equal(skip.probe, "startup");
+  assert.match(skip.message, /"nope"/);
+});
+
+Deno.test("probeTargetsForPod() uses configured annotation keys", () => {
+  const p = pod({ annotations: { "x.io/net": "red", "x.io/id": "12" } });
+  const { targets } = probeTargetsForPod(p, {
+    networkAnnotation: "x.io/net",
+    networkIdAnnotation: "x.io/id",
+  });
+  assert.equal(targets[0].networkId, 12);
+  assert.equal(targets[0].network, "red");
+});
+
+// A small deterministic generator, so a failure can be replayed from its seed.
+function rng(seed: number): () => number {
+  // mulberry32
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function generatedPod(rand: () => number): unknown {
+  const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)];
+  const junk = [undefined, null, 0, -1, "", "x", [], {}, true, 1.5, "1e3", NaN];
+  // Mostly well-formed values, with junk mixed in at every level.
+  const pj = (xs: unknown[]): unknown => rand() < 0.08 ? pick(junk) : pick(xs);
+  const port = () => pj([80, 0, 65535, 65536, -3, 8.5, "http", "9000", ""]);
+  const host = () => pj([undefined, "", "10.0.0.1", "fd00::1", "evil"]);
+  const probe = () =>
+    pj([
+      undefined,
+      { httpGet: { port: port(), host: host(), path: pick([undefined, "/x", 3]) } },
+      { tcpSocket: { port: port(), host: host() } },
+      { grpc: { port: port() } },
+      { exec: { command: ["x"] } },
+      { httpGet: null, tcpSocket: { port: port() } },
+    ]);
+  const container = () =>
+    pj([
+      {
+        name: pick(["a", "b", "", undefined]),
+        ports: pick([undefined, [], [{ name: "http", containerPort: port() }], "x", [null]]),
+        livenessProbe: probe(),
+        readinessProbe: probe(),
+        startupProbe: probe(),
+        restartPolicy: pick([undefined, "Always", "Never"]),
+      },
+    ]);
+  const list = <T>(f: () => T) => Array.from({ length: Math.floor(rand() * 4) }, f);
+  const ip = () =>
+    pj([
+      "10.0.0.1",
+      "10.0.0.2",
+      "fd00::1",
+      "FD00:0::2",
+      "::ffff:10.0.0.3",
+      "300.1.1.1",
+      "fe80::1%eth0",
+    ]);
+  return pj([
+    {
+      metadata: pj([
+        {
+          name: "p",
+          namespace: pick(["ns", undefined]),
+          uid: pick(["u", undefined, 3]),
+          annotations: pj([
+            undefined,
+            {
+              "lace.io/network": "n",
+              "lace.io/network-id": pick(["1", "65535", "0", "x", "99999"]),
+            },
+            { "lace.io/network-id": "5" },
+            { "lace.io/network": 5, "lace.io/network-id": 5 },
+          ]),
+        },
+      ]),
+      spec: pj([
+        {
+          containers: pj([list(container)]),
+          initContainers: pj([list(container)]),
+          hostNetwork: pick([undefined, false, true, "true"]),
+        },
+      ]),
+      status: pj([
+        {
+          phase: pick([undefined, "Running", "Failed", "Succeeded", 3]),
+          podIP: ip(),
+          podIPs: pj([undefined, list(() => ({ ip: ip() })), list(ip)]),
+        },
+      ]),
+    },
+  ]);
+}
+
+Deno.test("probeTargetsForPod() never throws and yields only valid targets over generated pods", () => {
+  const rand = rng(42);
+  let produced = 0;
+  for (let i = 0; i < 20_000; i++) {
+    const input = generatedPod(rand);
+    const { targets, skipped } = probeTargetsForPod(input as Pod, OPTS);
+    const seen = new Set<string>();
+    for (const t of targets) {
+      produced++;
+      assert.ok(Number.isInteger(t.key.port) && t.key.port >= 1 && t.key.port <= 65535);
+      assert.ok(Number.isInteger(t.networkId) && t.networkId >= 1 && t.networkId <= 65535);
+      assert.deepEqual(canonicalAddress(t.key.address), {
+        family: t.key.family,
+        address: t.key.address,
+      });
+      assert.ok(!seen.has(keyId(t.key)), `duplicate key ${keyId(t.key)}`);
+      seen.add(keyId(t.key));
+    }
+    for (const s of skipped) assert.ok(s.message.length > 0);
+  }
+  assert.ok(produced > 100, `the generator should produce some valid targets, got ${produced}`);
+});

@@ -1,0 +1,231 @@
+/**
+ * An in-memory NetcheckCluster for fast tests and the scheduling benchmark:
+ * nodes with addresses, per-node faults, and a model of agnhost and iperf3
+ * answers. It checks the scheduling rules as it runs (no endpoint shared by
+ * two bandwidth sessions, the concurrency bound) and counts what happened.
+ */
+import type {
+  ExecOptions,
+  ExecResult,
+  NetcheckCluster,
+  ProbePod,
+} from "../../lib/netcheck/cluster.ts";
+import { MemoryLeases } from "./memory_leases.ts";
+
+export interface FakeNode {
+  name: string;
+  ipv4?: string;
+  ipv6?: string;
+  /** Its pod stays Pending, unschedulable. */
+  cordoned?: boolean;
+  /** A container waiting reason, e.g. ImagePullBackOff. */
+  waitingReason?: string;
+  /** Nothing reaches it and it reaches nothing (connect TIMEOUT). */
+  unreachable?: boolean;
+  /** Its port 1199 refuses connections (connect REFUSED). */
+  refuses?: boolean;
+  /** Its iperf3 server answers "busy" this many times first. */
+  busyTimes?: number;
+  /** Bandwidth of paths leaving this node, bits/s. */
+  egressBps?: number;
+  /** Its pod never becomes ready. */
+  neverReady?: boolean;
+}
+
+export interface MemoryClusterOptions {
+  /** Simulated duration of every exec, ms (0: next macrotask). */
+  execMs?: number;
+  /** List calls before pods become ready. */
+  readyAfterLists?: number;
+  /** Count every executed path (tests); off for memory measurements. */
+  recordPaths?: boolean;
+  /** Called at the start of each exec (e.g. to interrupt a run). */
+  onExec?: (pod: string, command: string[]) => void;
+  /** Runs `iperf3 -c` output through this (e.g. to append text or errors). */
+  iperfOutput?: (json: string, from: string, to: string) => ExecResult;
+}
+
+const DEFAULT_BPS = 9.4e9;
+
+/** Generates `n` healthy fake nodes with IPv4 and IPv6 addresses. */
+export function fakeNodes(n: number): FakeNode[] {
+  return Array.from({ length: n }, (_, i) => ({
+    name: `node-${String(i).padStart(4, "0")}`,
+    ipv4: `10.${(i >> 8) & 255}.${i & 255}.2`,
+    ipv6: `fd00::${i.toString(16)}:2`,
+  }));
+}
+
+export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
+  readonly namespaces = new Set<string>();
+  readonly daemonSets = new Map<string, Record<string, unknown>>();
+  readonly nodes: FakeNode[];
+  /** Executed paths by "phase from→to" (when recordPaths). */
+  readonly pathCounts = new Map<string, number>();
+  /** Every rule broken while running; tests expect it empty. */
+  readonly violations: string[] = [];
+  active = 0;
+  maxActive = 0;
+  execs = 0;
+  daemonSetPatches = 0;
+  #busyPods = new Set<string>();
+  #lists = 0;
+  #busyLeft = new Map<string, number>();
+
+  constructor(nodes: FakeNode[], readonly options: MemoryClusterOptions = {}) {
+    super();
+    this.nodes = nodes;
+    for (const n of nodes) this.#busyLeft.set(n.name, n.busyTimes ?? 0);
+  }
+
+  ensureNamespace(namespace: string): Promise<void> {
+    this.namespaces.add(namespace);
+    return Promise.resolve();
+  }
+
+  applyDaemonSet(namespace: string, manifest: Record<string, unknown>): Promise<void> {
+    if (!this.namespaces.has(namespace)) return Promise.reject(new Error("namespace not found"));
+    const name = (manifest.metadata as { name: string }).name;
+    if (this.daemonSets.has(name)) this.daemonSetPatches++;
+    this.daemonSets.set(name, manifest);
+    this.#lists = 0;
+    return Promise.resolve();
+  }
+
+  daemonSetDesired(_namespace: string, name: string): Promise<number | null> {
+    return Promise.resolve(this.daemonSets.has(name) ? this.nodes.length : null);
+  }
+
+  deleteDaemonSet(_namespace: string, name: string): Promise<void> {
+    this.daemonSets.delete(name);
+    return Promise.resolve();
+  }
+
+  #podName(ds: string, node: FakeNode): string {
+    return `${ds}-${node.name}`;
+  }
+
+  #nodeOfPod(pod: string): FakeNode | undefined {
+    for (const ds of this.daemonSets.keys()) {
+      if (pod.startsWith(`${ds}-`)) return this.nodes.find((n) => pod === this.#podName(ds, n));
+    }
+    return undefined;
+  }
+
+  #nodeOfAddress(address: string): FakeNode | undefined {
+    return this.nodes.find((n) => n.ipv4 === address || n.ipv6 === address);
+  }
+
+  listPods(_namespace: string, _labelSelector: string): Promise<ProbePod[]> {
+    this.#lists++;
+    const started = this.#lists > (this.options.readyAfterLists ?? 0);
+    const pods: ProbePod[] = [];
+    for (const ds of this.daemonSets.keys()) {
+      for (const node of this.nodes) {
+        const ready = started && !node.cordoned && !node.waitingReason && !node.neverReady;
+        pods.push({
+          name: this.#podName(ds, node),
+          nodeName: node.name,
+          phase: ready ? "Running" : "Pending",
+          ready,
+          podIPs: ready ? [node.ipv4, node.ipv6].filter((a): a is string => !!a) : [],
+          unschedulable: !!node.cordoned,
+          containerReasons: started && node.waitingReason ? { connect: node.waitingReason } : {},
+        });
+      }
+    }
+    return Promise.resolve(pods);
+  }
+
+  async exec(
+    _namespace: string,
+    pod: string,
+    container: string,
+    command: string[],
+    options: ExecOptions,
+  ): Promise<ExecResult> {
+    this.execs++;
+    this.options.onExec?.(pod, command);
+    this.active++;
+    this.maxActive = Math.max(this.maxActive, this.active);
+    const from = this.#nodeOfPod(pod);
+    const isBandwidth = container === "bandwidth";
+    const target = this.#nodeOfAddress(
+      isBandwidth
+        ? command[command.indexOf("-c") + 1]
+        : command.at(-1)!.replace(/^\[?(.*?)\]?:\d+$/, "$1"),
+    );
+    const lockKeys = isBandwidth && from && target ? [from.name, target.name] : [];
+    for (const k of lockKeys) {
+      if (this.#busyPods.has(k)) this.violations.push(`endpoint ${k} shared by two sessions`);
+      this.#busyPods.add(k);
+    }
+    try {
+      await this.#delay(options.signal);
+      if (options.signal?.aborted) {
+        return { exitCode: -1, stdout: "", stderr: "", error: "aborted" };
+      }
+      if (!from) return { exitCode: -1, stdout: "", stderr: "", error: `pod "${pod}" not found` };
+      if (this.options.recordPaths) {
+        const key = `${container} ${from.name}→${target?.name}`;
+        this.pathCounts.set(key, (this.pathCounts.get(key) ?? 0) + 1);
+      }
+      return isBandwidth ? this.#iperf(from, target) : this.#connect(from, target);
+    } finally {
+      for (const k of lockKeys) this.#busyPods.delete(k);
+      this.active--;
+    }
+  }
+
+  #delay(signal?: AbortSignal): Promise<void> {
+    // Timers clamp to about a millisecond; zero means "yield to other tasks" only.
+    if (!this.options.execMs) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, this.options.execMs ?? 0);
+      function done() {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", done);
+        resolve();
+      }
+      signal?.addEventListener("abort", done, { once: true });
+    });
+  }
+
+  #connect(from: FakeNode, to: FakeNode | undefined): ExecResult {
+    if (!to) return { exitCode: 1, stdout: "", stderr: "OTHER: connect: no route to host\n" };
+    if (from.unreachable || to.unreachable) return { exitCode: 1, stdout: "", stderr: "TIMEOUT\n" };
+    if (to.refuses) return { exitCode: 1, stdout: "", stderr: "REFUSED\n" };
+    return { exitCode: 0, stdout: "", stderr: "" };
+  }
+
+  #iperf(from: FakeNode, to: FakeNode | undefined): ExecResult {
+    if (!to || from.unreachable || to.unreachable) {
+      return {
+        exitCode: 1,
+        stdout: JSON.stringify({ start: {}, end: {}, error: "unable to connect to server" }),
+        stderr: "",
+      };
+    }
+    const busy = this.#busyLeft.get(to.name) ?? 0;
+    if (busy > 0) {
+      this.#busyLeft.set(to.name, busy - 1);
+      return {
+        exitCode: 1,
+        stdout: JSON.stringify({
+          start: {},
+          end: {},
+          error: "error - the server is busy running a test. try again later",
+        }),
+        stderr: "",
+      };
+    }
+    const bps = from.egressBps ?? DEFAULT_BPS;
+    const json = JSON.stringify({
+      start: {},
+      intervals: [],
+      end: { sum_received: { bits_per_second: bps } },
+    });
+    return this.options.iperfOutput?.(json, from.name, to.name) ??
+      { exitCode: 0, stdout: json + "\n", stderr: "" };
+  }
+}

@@ -1,0 +1,355 @@
+/**
+ * A simulated cluster for privileged tests: every node is its own network
+ * namespace with a pod address (IPv4 and IPv6) on a bridge that lives in a
+ * dedicated hub namespace (never the machine's own). Creating the DaemonSet
+ * starts each node's "pod": the agnhost stand-in (netexec on 1199) and the
+ * real `iperf3 -s`; exec runs the command inside the pod's namespace, with
+ * `/agnhost` mapped to the stand-in. Faults on demand: unreachable node (all
+ * input dropped), ImagePullBackOff, cordoned node, busy iperf3 server, slow
+ * egress. Requires root; always `close()` it (or `await using`).
+ */
+import type {
+  ExecOptions,
+  ExecResult,
+  NetcheckCluster,
+  ProbePod,
+} from "../../lib/netcheck/cluster.ts";
+import { MemoryLeases } from "./memory_leases.ts";
+
+export interface SimNode {
+  name: string;
+  /** Drop everything arriving at the node: its paths time out. */
+  unreachable?: boolean;
+  /** Its pod waits with this reason (e.g. ImagePullBackOff) and runs nothing. */
+  waitingReason?: string;
+  /** Its pod stays Pending, unschedulable. */
+  cordoned?: boolean;
+  /** The first bandwidth test against it finds its iperf3 server busy. */
+  busyOnce?: boolean;
+  /** Egress rate limit, Mbit/s. */
+  slowMbit?: number;
+}
+
+interface NodeState extends SimNode {
+  netns: string;
+  ipv4: string;
+  ipv6: string;
+  servers: Deno.ChildProcess[];
+  busyPending: boolean;
+}
+
+const AGNHOST = new URL("./agnhost.ts", import.meta.url).pathname;
+
+async function run(
+  args: string[],
+  check = true,
+): Promise<{ code: number; out: string; err: string }> {
+  const out = await new Deno.Command(args[0], {
+    args: args.slice(1),
+    stdout: "piped",
+    stderr: "piped",
+  })
+    .output();
+  const result = {
+    code: out.code,
+    out: new TextDecoder().decode(out.stdout),
+    err: new TextDecoder().decode(out.stderr),
+  };
+  if (check && out.code !== 0) {
+    throw new Error(`Command failed (${out.code}): ${args.join(" ")}: ${result.err.trim()}`);
+  }
+  return result;
+}
+
+/** Waits until `check` holds, polling, or throws after `timeoutMs`. */
+async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+export class NetnsCluster extends MemoryLeases implements NetcheckCluster, AsyncDisposable {
+  readonly nodes: NodeState[] = [];
+  readonly daemonSets = new Set<string>();
+  readonly namespaces = new Set<string>();
+  readonly hub: string;
+  #closed = false;
+  #helpers: Deno.ChildProcess[] = [];
+
+  private constructor(readonly prefix: string) {
+    super();
+    this.hub = `${prefix}-hub`;
+  }
+
+  /** Builds the hub and one namespace per node. */
+  static async create(specs: SimNode[]): Promise<NetnsCluster> {
+    const prefix = `lnc${crypto.randomUUID().slice(0, 6)}`;
+    const c = new NetnsCluster(prefix);
+    try {
+      await run(["ip", "netns", "add", c.hub]);
+      await run(["ip", "-n", c.hub, "link", "add", "br0", "type", "bridge"]);
+      await run(["ip", "-n", c.hub, "link", "set", "br0", "up"]);
+      for (const [i, spec] of specs.entries()) {
+        const netns = `${prefix}-n${i}`;
+        const node: NodeState = {
+          ...spec,
+          netns,
+          ipv4: `10.99.0.${10 + i}`,
+          ipv6: `fd00:99::${(10 + i).toString(16)}`,
+          servers: [],
+          busyPending: !!spec.busyOnce,
+        };
+        c.nodes.push(node);
+        await run(["ip", "netns", "add", netns]);
+        await run([
+          "ip",
+          "-n",
+          c.hub,
+          "link",
+          "add",
+          `v${i}`,
+          "type",
+          "veth",
+          "peer",
+          "name",
+          "eth0",
+          "netns",
+          netns,
+        ]);
+        await run(["ip", "-n", c.hub, "link", "set", `v${i}`, "master", "br0", "up"]);
+        await run(["ip", "-n", netns, "link", "set", "lo", "up"]);
+        await run(["ip", "-n", netns, "link", "set", "eth0", "up"]);
+        await run(["ip", "-n", netns, "addr", "add", `${node.ipv4}/24`, "dev", "eth0"]);
+        await run(["ip", "-n", netns, "addr", "add", `${node.ipv6}/64`, "dev", "eth0", "nodad"]);
+        if (spec.unreachable) {
+          await run([
+            "ip",
+            "netns",
+            "exec",
+            netns,
+            "nft",
+            "add table inet sim; add chain inet sim in { type filter hook input priority 0; policy drop; }; " +
+            "add rule inet sim in iif lo accept",
+          ]);
+        }
+        if (spec.slowMbit) {
+          await run([
+            "ip",
+            "netns",
+            "exec",
+            netns,
+            "tc",
+            "qdisc",
+            "add",
+            "dev",
+            "eth0",
+            "root",
+            "tbf",
+            "rate",
+            `${spec.slowMbit}mbit`,
+            "burst",
+            "32kbit",
+            "latency",
+            "100ms",
+          ]);
+        }
+      }
+    } catch (e) {
+      await c.close();
+      throw e;
+    }
+    return c;
+  }
+
+  /** Stops every server and deletes every namespace; idempotent. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const node of this.nodes) await this.#stopPod(node);
+    for (const p of this.#helpers) {
+      try {
+        p.kill("SIGKILL");
+      } catch { /* already gone */ }
+      await p.status;
+    }
+    for (const node of this.nodes) await run(["ip", "netns", "del", node.netns], false);
+    await run(["ip", "netns", "del", this.hub], false);
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  /** Server processes currently running (tests check cleanup with it). */
+  get runningServers(): number {
+    return this.nodes.reduce((n, node) => n + node.servers.length, 0);
+  }
+
+  async #stopPod(node: NodeState): Promise<void> {
+    for (const p of node.servers) {
+      try {
+        p.kill("SIGKILL");
+      } catch { /* already gone */ }
+      await p.status;
+    }
+    node.servers = [];
+  }
+
+  #spawn(node: NodeState, args: string[]): Deno.ChildProcess {
+    return new Deno.Command("ip", {
+      args: ["netns", "exec", node.netns, ...args],
+      stdin: "null",
+      stdout: "null",
+      stderr: "null",
+    }).spawn();
+  }
+
+  ensureNamespace(namespace: string): Promise<void> {
+    this.namespaces.add(namespace);
+    return Promise.resolve();
+  }
+
+  applyDaemonSet(_namespace: string, manifest: Record<string, unknown>): Promise<void> {
+    const name = (manifest.metadata as { name: string }).name;
+    if (this.daemonSets.has(name)) return Promise.resolve();
+    this.daemonSets.add(name);
+    for (const node of this.nodes) {
+      if (node.cordoned || node.waitingReason) continue;
+      node.servers.push(
+        this.#spawn(node, [
+          Deno.execPath(),
+          "run",
+          "--allow-net",
+          AGNHOST,
+          "netexec",
+          "--http-port=1199",
+          "--udp-port=-1",
+        ]),
+        this.#spawn(node, ["iperf3", "-s", "-p", "5201"]),
+      );
+    }
+    return Promise.resolve();
+  }
+
+  daemonSetDesired(_namespace: string, name: string): Promise<number | null> {
+    return Promise.resolve(this.daemonSets.has(name) ? this.nodes.length : null);
+  }
+
+  async deleteDaemonSet(_namespace: string, name: string): Promise<void> {
+    if (!this.daemonSets.delete(name)) return;
+    for (const node of this.nodes) await this.#stopPod(node);
+  }
+
+  async #listening(node: NodeState): Promise<boolean> {
+    const { out } = await run(["ip", "netns", "exec", node.netns, "ss", "-Hltn"], false);
+    return /:1199\s/.test(out) && /:5201\s/.test(out);
+  }
+
+  async listPods(_namespace: string, _labelSelector: string): Promise<ProbePod[]> {
+    const pods: ProbePod[] = [];
+    for (const ds of this.daemonSets) {
+      for (const node of this.nodes) {
+        const ready = !node.cordoned && !node.waitingReason && await this.#listening(node);
+        pods.push({
+          name: `${ds}-${node.name}`,
+          nodeName: node.name,
+          phase: ready ? "Running" : "Pending",
+          ready,
+          podIPs: ready ? [node.ipv4, node.ipv6] : [],
+          unschedulable: !!node.cordoned,
+          containerReasons: node.waitingReason ? { connect: node.waitingReason } : {},
+        });
+      }
+    }
+    return pods;
+  }
+
+  #nodeOfPod(pod: string): NodeState | undefined {
+    for (const ds of this.daemonSets) {
+      const node = this.nodes.find((n) => pod === `${ds}-${n.name}`);
+      if (node) return node;
+    }
+    return undefined;
+  }
+
+  /** Occupies `node`'s iperf3 server with a short test from its own namespace. */
+  async #makeBusy(node: NodeState): Promise<void> {
+    node.busyPending = false;
+    const blocker = this.#spawn(node, ["iperf3", "-c", node.ipv4, "-p", "5201", "-t", "2"]);
+    this.#helpers.push(blocker);
+    await waitFor(
+      async () => {
+        const { out } = await run(
+          [
+            "ip",
+            "netns",
+            "exec",
+            node.netns,
+            "ss",
+            "-Htn",
+            "state",
+            "established",
+            "( sport = :5201 )",
+          ],
+          false,
+        );
+        return out.trim() !== "";
+      },
+      5000,
+      `a test on ${node.name}'s iperf3 server`,
+    );
+  }
+
+  async exec(
+    _namespace: string,
+    pod: string,
+    container: string,
+    command: string[],
+    options: ExecOptions,
+  ): Promise<ExecResult> {
+    const node = this.#nodeOfPod(pod);
+    if (!node || node.servers.length === 0) {
+      return { exitCode: -1, stdout: "", stderr: "", error: `pod "${pod}" is not running` };
+    }
+    if (container === "bandwidth") {
+      const target = this.nodes.find((n) => command.includes(n.ipv4) || command.includes(n.ipv6));
+      if (target?.busyPending) await this.#makeBusy(target);
+    }
+    const argv = command[0] === "/agnhost"
+      ? [Deno.execPath(), "run", "--allow-net", AGNHOST, ...command.slice(1)]
+      : command;
+    const child = new Deno.Command("ip", {
+      args: ["netns", "exec", node.netns, ...argv],
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    let error: string | undefined;
+    const kill = (why: string) => {
+      error ??= why;
+      try {
+        child.kill("SIGKILL");
+      } catch { /* exited */ }
+    };
+    const timer = setTimeout(
+      () => kill(`no result within ${options.timeoutMs / 1000}s`),
+      options.timeoutMs,
+    );
+    const onAbort = () => kill("interrupted");
+    options.signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      const out = await child.output();
+      return {
+        exitCode: error ? -1 : out.code,
+        stdout: new TextDecoder().decode(out.stdout),
+        stderr: new TextDecoder().decode(out.stderr),
+        ...(error ? { error } : {}),
+      };
+    } finally {
+      clearTimeout(timer);
+      options.signal?.removeEventListener("abort", onAbort);
+    }
+  }
+}

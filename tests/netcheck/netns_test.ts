@@ -1,0 +1,176 @@
+/**
+ * netcheck against the netns-based simulated cluster: real TCP connects
+ * through the agnhost stand-in and real iperf3, with faults. Needs root
+ * (network namespaces); every namespace and process is removed afterwards.
+ */
+import assert from "node:assert/strict";
+import { defaultNetcheckOptions, type NetcheckOptions } from "../../lib/netcheck/options.ts";
+import {
+  EXIT_ERROR,
+  EXIT_FAILED,
+  EXIT_INTERRUPTED,
+  EXIT_PASSED,
+  runChecks,
+} from "../../lib/netcheck/run.ts";
+import { NetnsCluster, type SimNode } from "./netns_cluster.ts";
+import { textReport } from "../../lib/netcheck/report.ts";
+import type { PathResult } from "../../lib/netcheck/summary.ts";
+
+const ignore = Deno.uid() !== 0;
+const quiet = { write: () => {}, isTerminal: false };
+
+function options(over: Partial<NetcheckOptions> = {}): NetcheckOptions {
+  return {
+    ...defaultNetcheckOptions(),
+    connectTimeoutMs: 1000,
+    bandwidthTimeS: 1,
+    readyTimeoutMs: 20_000,
+    ...over,
+  };
+}
+
+async function withCluster(
+  specs: SimNode[],
+  fn: (c: NetnsCluster) => Promise<void>,
+): Promise<void> {
+  await using cluster = await NetnsCluster.create(specs);
+  await fn(cluster);
+}
+
+async function namespacesLeft(prefix: string): Promise<string[]> {
+  const out = await new Deno.Command("ip", { args: ["netns", "list"], stdout: "piped" }).output();
+  return new TextDecoder().decode(out.stdout).split("\n").filter((l) => l.startsWith(prefix));
+}
+
+Deno.test({
+  name: "three healthy simulated nodes pass connectivity and iperf3 bandwidth on IPv4",
+  ignore,
+  async fn() {
+    let prefix = "";
+    await withCluster([{ name: "a" }, { name: "b" }, { name: "c" }], async (cluster) => {
+      prefix = cluster.prefix;
+      const r = await runChecks(options(), { cluster, progress: quiet, sinks: [], pollMs: 50 });
+      assert.equal(r.exitCode, EXIT_PASSED, textReport(r.summary, r.outcome));
+      assert.equal(r.summary.connect.passed, 6);
+      assert.equal(r.summary.bandwidth.passed, 6);
+      assert.ok(r.summary.minBps > 1e6, `implausible bandwidth ${r.summary.minBps}`);
+      assert.equal(cluster.runningServers, 0, "probe pods still running after the run");
+      assert.equal(cluster.daemonSets.size, 0);
+      assert.equal(cluster.leases.size, 0);
+    });
+    assert.deepEqual(await namespacesLeft(prefix), []);
+  },
+});
+
+Deno.test({
+  name: "two simulated nodes pass on IPv6 with bracketed connect targets",
+  ignore,
+  async fn() {
+    await withCluster([{ name: "a" }, { name: "b" }], async (cluster) => {
+      const r = await runChecks(options({ ipFamily: "ipv6" }), {
+        cluster,
+        progress: quiet,
+        sinks: [],
+        pollMs: 50,
+      });
+      assert.equal(r.exitCode, EXIT_PASSED, textReport(r.summary, r.outcome));
+      assert.equal(r.summary.bandwidth.passed, 2);
+    });
+  },
+});
+
+Deno.test({
+  name:
+    "faults show in the report: unreachable TIMEOUT, busy server retried, slow path SLOW, cordoned skipped",
+  ignore,
+  async fn() {
+    await withCluster([
+      { name: "ok" },
+      { name: "dark", unreachable: true },
+      { name: "busy", busyOnce: true },
+      { name: "slow", slowMbit: 20 },
+      { name: "cordoned", cordoned: true },
+    ], async (cluster) => {
+      const paths: PathResult[] = [];
+      const collect = {
+        path: (p: PathResult) => void paths.push(p),
+        finish: () => Promise.resolve(),
+      };
+      const r = await runChecks(options({ minBandwidthBps: 100e6 }), {
+        cluster,
+        progress: quiet,
+        sinks: [collect],
+        pollMs: 50,
+        retryDelayMs: 1000,
+      });
+      const report = textReport(r.summary, r.outcome);
+      assert.equal(r.exitCode, EXIT_FAILED, report);
+      assert.deepEqual(r.summary.skippedNodes.map((s) => s.node), ["cordoned"]);
+      assert.equal(r.summary.failures.byClass.get("TIMEOUT"), 6, report);
+      assert.ok(
+        r.summary.failures.items.filter((f) => f.errorClass === "TIMEOUT")
+          .every((f) => f.from === "dark" || f.to === "dark"),
+      );
+      assert.equal(r.summary.failures.byClass.get("SLOW"), 2, report);
+      assert.equal(r.summary.slowest.items[0].from, "slow");
+      assert.equal(r.summary.bandwidth.tested, 6);
+      assert.equal(r.summary.failures.byClass.get("IPERF"), undefined, report);
+      const firstToBusy = paths.find((p) => p.phase === "bandwidth" && p.to === "busy")!;
+      assert.ok(
+        firstToBusy.bitsPerSecond! > 0 && firstToBusy.attempts >= 2,
+        JSON.stringify(firstToBusy),
+      );
+      assert.equal(cluster.runningServers, 0);
+    });
+  },
+});
+
+Deno.test({
+  name: "a pod in ImagePullBackOff fails the setup at once and nothing stays running",
+  ignore,
+  async fn() {
+    await withCluster(
+      [{ name: "a" }, { name: "b", waitingReason: "ImagePullBackOff" }],
+      async (cluster) => {
+        const r = await runChecks(options({ readyTimeoutMs: 600_000 }), {
+          cluster,
+          progress: quiet,
+          sinks: [],
+          pollMs: 50,
+        });
+        assert.equal(r.exitCode, EXIT_ERROR);
+        assert.match(r.outcome.error!, /on node "b" cannot start: connect: ImagePullBackOff/);
+        assert.equal(cluster.runningServers, 0);
+        assert.equal(cluster.leases.size, 0);
+      },
+    );
+  },
+});
+
+Deno.test({
+  name: "an interrupt during bandwidth tests stops the run and removes the probe pods",
+  ignore,
+  async fn() {
+    await withCluster([{ name: "a" }, { name: "b" }, { name: "c" }], async (cluster) => {
+      const controller = new AbortController();
+      const exec = cluster.exec.bind(cluster);
+      cluster.exec = (ns, pod, container, command, opts) => {
+        if (container === "bandwidth") setTimeout(() => controller.abort(), 200);
+        return exec(ns, pod, container, command, opts);
+      };
+      const started = Date.now();
+      const r = await runChecks(options({ bandwidthTimeS: 10 }), {
+        cluster,
+        progress: quiet,
+        sinks: [],
+        pollMs: 50,
+        signal: controller.signal,
+      });
+      assert.equal(r.exitCode, EXIT_INTERRUPTED);
+      assert.ok(Date.now() - started < 8000, "the running iperf3 client was not stopped");
+      assert.equal(cluster.runningServers, 0);
+      assert.equal(cluster.daemonSets.size, 0);
+      assert.equal(cluster.leases.size, 0);
+    });
+  },
+});
