@@ -6,7 +6,7 @@ import { parseAllDocuments } from "yaml";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
-export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const CHART = join(REPO, "deploy/helm/lace");
 export const HELM_VERSION = "v3.22.0";
 /** Kubernetes version to render for: the chart needs ≥ 1.30 (ValidatingAdmissionPolicy v1). */
