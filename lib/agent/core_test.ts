@@ -5,7 +5,8 @@ import { markFor } from "../config.ts";
 import type { Conflict } from "../rules/conflicts.ts";
 import type { Pod } from "../pods/pod.ts";
 import type { PodSink, PodSource } from "../pods/source.ts";
-import { keyId, MemoryProbeStore, type ProbeEntry } from "../datapath/probe_map.ts";
+import { keyId, type ProbeEntry } from "../datapath/probe_map.ts";
+import { MemoryProbeStore } from "../../tests/helpers/memory_probe_store.ts";
 import type { Skip } from "../rules/targets.ts";
 
 const CONFIG: AgentCoreConfig = {

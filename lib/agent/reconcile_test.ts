@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import FakeTimers from "@sinonjs/fake-timers";
-import { keyId, MemoryProbeStore, type ProbeEntry, type ProbeKey } from "../datapath/probe_map.ts";
+import { keyId, type ProbeEntry, type ProbeKey } from "../datapath/probe_map.ts";
+import { MemoryProbeStore } from "../../tests/helpers/memory_probe_store.ts";
 import {
   diffTargets,
   type ReconcileInput,

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { MemoryProbeStore, type ProbeEntry } from "../datapath/probe_map.ts";
+import type { ProbeEntry } from "../datapath/probe_map.ts";
+import { MemoryProbeStore } from "../../tests/helpers/memory_probe_store.ts";
 import { checkAttachment, cniHandlerFor, type DesiredTarget } from "./check.ts";
 
 const attachment = { namespace: "ns", name: "web", uid: "u1", ips: ["10.70.0.5"] };

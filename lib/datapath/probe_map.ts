@@ -166,7 +166,7 @@ export function decodeValue(bytes: Uint8Array): ProbeValue {
 
 /**
  * The store the reconciler reads and writes: the pinned BPF map in the agent,
- * an in-memory map in unit tests. Reads always come from the store itself,
+ * an in-memory map in unit tests (tests/helpers/memory_probe_store.ts). Reads always come from the store itself,
  * never from a copy, so drift behind the agent's back is seen.
  */
 export interface ProbeStore {
@@ -176,23 +176,4 @@ export interface ProbeStore {
   put(entry: ProbeEntry): void;
   /** Removes one entry; a missing key is not an error. */
   remove(key: ProbeKey): void;
-}
-
-/** A ProbeStore in memory, for tests and dry runs. */
-export class MemoryProbeStore implements ProbeStore {
-  readonly #entries = new Map<string, ProbeEntry>();
-  writes = 0;
-  deletes = 0;
-  entries(): ProbeEntry[] {
-    return [...this.#entries.values()].map((e) => structuredClone(e));
-  }
-  put(entry: ProbeEntry): void {
-    encodeKey(entry.key);
-    this.writes++;
-    this.#entries.set(keyId(entry.key), structuredClone(entry));
-  }
-  remove(key: ProbeKey): void {
-    this.deletes++;
-    this.#entries.delete(keyId(key));
-  }
 }

@@ -2,7 +2,7 @@
  * Where the agent reports what concerns a pod or the node (a probe ignored,
  * a conflict, a cgroup mismatch). The interface lives apart from the
  * Kubernetes recorder (events.ts) so that code and tests that never talk to the
- * API use the no-op or memory sink without loading client-node.
+ * API use the no-op sink without loading client-node.
  */
 import type { Pod } from "../pods/pod.ts";
 
@@ -38,21 +38,3 @@ export const noopEventSink: EventSink = {
   warn() {},
   normal() {},
 };
-
-export interface RecordedEvent {
-  type: "Normal" | "Warning";
-  object: ObjectRef;
-  reason: string;
-  message: string;
-}
-
-/** Keeps Events in memory, for tests that check what the agent reported. */
-export class MemoryEventSink implements EventSink {
-  readonly events: RecordedEvent[] = [];
-  warn(object: ObjectRef, reason: string, message: string): void {
-    this.events.push({ type: "Warning", object, reason, message });
-  }
-  normal(object: ObjectRef, reason: string, message: string): void {
-    this.events.push({ type: "Normal", object, reason, message });
-  }
-}

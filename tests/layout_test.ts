@@ -1,0 +1,69 @@
+/**
+ * The product never depends on test support: no file under lib/ (other than a
+ * unit test) and not main.ts imports from tests/ or from a path with a `sim`
+ * folder. Unit tests beside the code may import fixtures from tests/.
+ */
+import assert from "node:assert/strict";
+import { dirname, join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+
+/** Every module specifier in a source text: static imports, re-exports and dynamic imports. */
+export function importSpecifiers(source: string): string[] {
+  const pattern =
+    /(?:^|[\s;}])(?:import|export)\s[^"'`;]*?\sfrom\s*["']([^"']+)["']|(?:^|[\s;])import\s*["']([^"']+)["']|\bimport\(\s*["']([^"']+)["']\s*\)/gm;
+  return [...source.matchAll(pattern)].map((m) => m[1] ?? m[2] ?? m[3]);
+}
+
+/** True when a resolved path (relative to the repository) is test support. */
+function isTestSupport(path: string): boolean {
+  return path.startsWith("tests/") || /(^|\/)sim\//.test(path);
+}
+
+function* productFiles(dir: string): Generator<string> {
+  for (const entry of Deno.readDirSync(dir)) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory) yield* productFiles(path);
+    else if (entry.name.endsWith(".ts") && !entry.name.endsWith("_test.ts")) yield path;
+  }
+}
+
+Deno.test("importSpecifiers() finds static, type-only, re-exported and dynamic imports", () => {
+  const source = [
+    `import assert from "node:assert/strict";`,
+    `import type { X } from "../../tests/helpers/x.ts";`,
+    `import {\n  a,\n  b,\n} from "./multi.ts";`,
+    `export { y } from "./sim/y.ts";`,
+    `const m = await import("../tests/z.ts");`,
+    `import "./side_effect.ts";`,
+  ].join("\n");
+  assert.deepEqual(importSpecifiers(source), [
+    "node:assert/strict",
+    "../../tests/helpers/x.ts",
+    "./multi.ts",
+    "./sim/y.ts",
+    "../tests/z.ts",
+    "./side_effect.ts",
+  ]);
+});
+
+Deno.test("no product file under lib/ or main.ts imports from tests/ or a sim folder", () => {
+  const files = [join(ROOT, "main.ts"), ...productFiles(join(ROOT, "lib"))];
+  let relativeImports = 0;
+  const offenders: string[] = [];
+  for (const file of files) {
+    for (const spec of importSpecifiers(Deno.readTextFileSync(file))) {
+      if (!spec.startsWith(".")) continue;
+      relativeImports++;
+      const target = relative(ROOT, resolve(dirname(file), spec));
+      if (isTestSupport(target)) offenders.push(`${relative(ROOT, file)} imports ${spec}`);
+    }
+  }
+  // The scan must have seen the tree's imports, or it proves nothing.
+  assert(
+    relativeImports > files.length,
+    `only ${relativeImports} imports in ${files.length} files`,
+  );
+  assert.deepEqual(offenders, []);
+});
