@@ -196,17 +196,23 @@ export class AgentCore {
 
   #compute(): ReconcileInput {
     const { config } = this.#opts;
-    const pods = this.cache.pods();
+    const uids = this.cache.uids();
     const all: Target[] = [];
     const skips: Skip[] = [];
-    for (const pod of pods) {
-      // The cache hands back the same object until the pod changes, so the rules run
-      // once per pod change rather than once per pod per reconcile.
-      let derived = this.#derived.get(pod);
-      if (!derived) this.#derived.set(pod, derived = probeTargetsForPod(pod, config));
-      const { targets, skipped } = derived;
-      all.push(...targets);
-      skips.push(...skipped);
+    for (const uid of uids) {
+      // Each pod on its own: whatever one pod's objects make throw (a manifest nested
+      // thousands of levels deep, a shape nobody foresaw) costs that pod its targets only.
+      try {
+        const pod = this.cache.get(uid)!;
+        // The cache hands back the same object until the pod changes, so the rules run
+        // once per pod change rather than once per pod per reconcile.
+        let derived = this.#derived.get(pod);
+        if (!derived) this.#derived.set(pod, derived = probeTargetsForPod(pod, config));
+        all.push(...derived.targets);
+        skips.push(...derived.skipped);
+      } catch (error) {
+        skips.push(this.#unusable(uid, error));
+      }
     }
     const { targets, conflicts } = resolveConflicts(all);
     const desired = new Map<string, ProbeEntry>();
@@ -224,7 +230,7 @@ export class AgentCore {
       skips,
       synced,
       counts: {
-        pods: pods.length,
+        pods: uids.length,
         targets: views.length,
         conflicts: conflicts.length,
         skips: skips.length,
@@ -232,6 +238,16 @@ export class AgentCore {
     };
     this.#report(skips, conflicts);
     return { desired, allowDelete: synced, conflicts: conflicts.length, skips: skips.length };
+  }
+
+  /** The skip for a pod whose views could not be merged or evaluated. */
+  #unusable(uid: string, error: unknown): Skip {
+    const reason = error instanceof Error ? error.message : String(error);
+    return {
+      pod: this.cache.identity(uid) ?? { namespace: "", name: "", uid },
+      reason: "malformed",
+      message: `The pod could not be evaluated and gets no probe targets: ${reason}`,
+    };
   }
 
   /**

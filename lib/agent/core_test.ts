@@ -238,3 +238,31 @@ Deno.test("AgentCore.stop() stops the sources and leaves the store in place", as
   assert.deepEqual(ids(t.store), ["10.0.0.1:8080=1"]);
   assert.equal(t.clock.countTimers(), 0);
 });
+
+/** A pod whose spec carries an object nested `depth` levels deep. */
+function deeplyNested(uid: string, depth: number): Pod {
+  const hostile = pod(uid, "10.0.0.66", 1);
+  let inner: Record<string, unknown> = {};
+  const root = inner;
+  for (let i = 0; i < depth; i++) inner = (inner.x = {}) as Record<string, unknown>;
+  (hostile.spec as Record<string, unknown>).extra = root;
+  return hostile;
+}
+
+Deno.test("AgentCore skips a pod nested thousands of levels deep and writes the others' targets", async () => {
+  const t = setup(["api", "dir"]);
+  await t.core.start();
+  t.sources[0].list(pod("a", "10.0.0.1", 1), deeplyNested("hostile", 20_000));
+  t.sources[1].list(pod("z", "10.0.0.2", 2), deeplyNested("hostile", 20_000));
+  await t.settle();
+  const report = t.core.runner.lastReport!;
+  assert.equal(report.error, undefined, "the reconcile as a whole succeeds");
+  assert.deepEqual(ids(t.store), ["10.0.0.1:8080=1", "10.0.0.2:8080=2"]);
+  const skip = t.skips.find((s) => s.pod.uid === "hostile");
+  assert.ok(skip, "the hostile pod is reported");
+  assert.equal(skip.reason, "malformed");
+  assert.equal(`${skip.pod.namespace}/${skip.pod.name}`, "ns/p-hostile");
+  assert.match(skip.message, /could not be evaluated/);
+  assert.equal(t.core.snapshot().firstFullListApplied, true);
+  await t.core.stop();
+});

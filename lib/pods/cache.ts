@@ -132,9 +132,27 @@ export class PodCache implements PodSink {
 
   /** The merged view of every pod, one per uid, sorted by uid. */
   pods(): Pod[] {
+    return this.uids().map((uid) => this.get(uid)!);
+  }
+
+  /** The uid of every pod any source knows, sorted. */
+  uids(): string[] {
     const uids = new Set<string>();
     for (const pods of this.#bySource.values()) for (const uid of pods.keys()) uids.add(uid);
-    return [...uids].sort().map((uid) => this.get(uid)!);
+    return [...uids].sort();
+  }
+
+  /**
+   * Who a pod is, from its best view's metadata, without merging its views:
+   * enough to report a pod whose merge or rules failed. Never throws (every
+   * view was normalised, so name, namespace and uid are strings).
+   */
+  identity(uid: string): { namespace: string; name: string; uid: string } | undefined {
+    for (const source of this.#sourcesByPriority()) {
+      const pod = this.#bySource.get(source)?.get(uid);
+      if (pod) return { namespace: pod.metadata.namespace, name: pod.metadata.name, uid };
+    }
+    return undefined;
   }
 
   /**
