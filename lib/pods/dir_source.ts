@@ -8,40 +8,95 @@ import { getLogger } from "@logtape/logtape";
 import { parseAllDocuments } from "yaml";
 import { normalisePod, type Pod } from "./pod.ts";
 import type { PodSink, PodSource } from "./source.ts";
+import { readManifestFile, UnusableManifestError } from "./manifest_file.ts";
 
 const log = getLogger(["lace", "pods", "dir"]);
 
 const MANIFEST = /\.(ya?ml|json)$/i;
 
 /**
+ * Deepest nesting of objects and arrays a manifest may have. A Pod is about a
+ * dozen levels deep (List, items, spec, affinity, terms, expressions, values);
+ * thousands of levels overflow the stack of recursive code downstream.
+ */
+export const MAX_MANIFEST_DEPTH = 64;
+
+/** True when `value` nests objects or arrays more than `limit` levels deep; never recurses. */
+export function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== "object") continue;
+    if (depth > limit) return true;
+    for (const child of Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
+const tooDeep = (index: number) =>
+  `document ${index + 1}: nested more than ${MAX_MANIFEST_DEPTH} levels deep, skipped`;
+const isStackOverflow = (e: unknown) => e instanceof RangeError || /call stack/i.test(String(e));
+
+/**
  * Extracts the Pod objects from one manifest file's text: single Pods, several
  * YAML documents, and `List`/`PodList` objects with `items` (items without a
  * `kind` are pods, as in an API list). Other kinds are ignored. Throws
  * SyntaxError when any document does not parse (the file may be half written);
- * an object that parses but is not a usable pod is returned in `problems`, and
- * the file's other pods still count.
+ * an object that parses but is not a usable pod, or is nested more than
+ * MAX_MANIFEST_DEPTH levels deep, is returned in `problems`, and the file's
+ * other pods still count.
  */
 export function parseManifests(text: string, file: string): { pods: Pod[]; problems: string[] } {
   const values: unknown[] = [];
+  const problems: string[] = [];
   if (/\.json$/i.test(file)) {
     try {
       values.push(JSON.parse(text));
     } catch (error) {
-      throw new SyntaxError(`${file}: ${(error as Error).message}`);
+      if (isStackOverflow(error)) problems.push(`${file}: ${tooDeep(0)}`);
+      else throw new SyntaxError(`${file}: ${(error as Error).message}`);
     }
   } else {
-    for (const [index, doc] of parseAllDocuments(text).entries()) {
+    let docs;
+    try {
+      docs = parseAllDocuments(text);
+    } catch (error) {
+      // The parser catches most overflows itself (below); one that escapes it ends the file.
+      if (!isStackOverflow(error)) throw error;
+      return { pods: [], problems: [`${file}: ${tooDeep(0)}`] };
+    }
+    for (const [index, doc] of docs.entries()) {
+      if (doc.errors.some(isStackOverflow)) {
+        problems.push(`${file}: ${tooDeep(index)}`);
+        values.push(undefined); // keeps the document numbers of later problems right
+        continue;
+      }
       // One broken document makes the whole file suspect (half written): keep nothing of it.
       if (doc.errors.length) {
         const reason = doc.errors[0].message.split("\n")[0];
         throw new SyntaxError(`${file}: document ${index + 1}: ${reason}`);
       }
-      values.push(doc.toJS());
+      try {
+        values.push(doc.toJS());
+      } catch (error) {
+        // An alias expanded too often (a "billion laughs" document), or an overflow.
+        problems.push(
+          `${file}: ${
+            isStackOverflow(error)
+              ? tooDeep(index)
+              : `document ${index + 1}: ${(error as Error).message}`
+          }`,
+        );
+        values.push(undefined);
+      }
     }
   }
   const pods: Pod[] = [];
-  const problems: string[] = [];
   for (const [index, value] of values.entries()) {
+    if (nestedDeeperThan(value, MAX_MANIFEST_DEPTH)) {
+      problems.push(`${file}: ${tooDeep(index)}`);
+      continue;
+    }
     if (value === null || typeof value !== "object") continue;
     const { kind, items, spec } = value as { kind?: unknown; items?: unknown; spec?: unknown };
     const isList = Array.isArray(items) && (kind === undefined || /List$/.test(String(kind)));
@@ -77,8 +132,12 @@ export interface DirPodSourceOptions {
  * Watches a directory of Pod manifests (`*.yaml`, `*.yml`, `*.json`; dot files
  * are ignored, as editors write them) and reports every pod on this node with
  * `replaceAll`. A file that does not parse, or is empty, keeps its last good
- * pods: an editor or `cp` may be half way through writing it. A missing
- * directory is an error at start: the operator named a path that is not there.
+ * pods: an editor or `cp` may be half way through writing it. Files are
+ * untrusted input: only regular files inside the directory (symlinks within it
+ * are followed) of at most MAX_MANIFEST_BYTES are read, anything else is
+ * skipped with its reason and its pods dropped; a document nested too deeply
+ * is skipped alone. A missing directory is an error at start: the operator
+ * named a path that is not there.
  */
 export class DirPodSource implements PodSource {
   readonly name: string;
@@ -164,8 +223,14 @@ export class DirPodSource implements PodSource {
         // else (the directory itself, an overflow) re-reads them all.
         for (const path of event.paths) {
           const slash = path.lastIndexOf("/");
-          if (this.#dirty !== "all" && path.slice(0, slash) === this.#absDir) {
-            this.#dirty.add(path.slice(slash + 1));
+          // A name starting with ".." is a Kubernetes atomic writer's link swap (a ConfigMap
+          // volume's `..data`): every file behind it may have changed.
+          const name = path.slice(slash + 1);
+          if (
+            this.#dirty !== "all" && path.slice(0, slash) === this.#absDir &&
+            !name.startsWith("..")
+          ) {
+            this.#dirty.add(name);
           } else this.#dirty = "all";
         }
         if (event.paths.length === 0) this.#dirty = "all";
@@ -195,27 +260,48 @@ export class DirPodSource implements PodSource {
       return this.#combine([...this.#lastGood.keys()].sort());
     }
     files.sort();
+    let realDir: string;
+    try {
+      realDir = await Deno.realPath(this.#dir);
+    } catch (error) {
+      log.error("Cannot resolve {dir}, keeping the pods read before: {error}", {
+        dir: this.#dir,
+        error,
+      });
+      return this.#combine([...this.#lastGood.keys()].sort());
+    }
     for (const name of [...this.#lastGood.keys()]) {
       if (!files.includes(name)) this.#lastGood.delete(name);
     }
     for (const name of files) {
       // Unchanged files keep their parsed pods (the same objects), which costs nothing downstream.
       if (dirty === "all" || dirty.has(name) || !this.#lastGood.has(name)) {
-        await this.#readFile(name);
+        await this.#readFile(realDir, name);
       }
     }
     return this.#combine(files);
   }
 
-  async #readFile(name: string): Promise<void> {
+  async #readFile(realDir: string, name: string): Promise<void> {
     const path = `${this.#dir}/${name}`;
-    let text: string;
+    let text: string | null;
     try {
-      text = await Deno.readTextFile(path);
+      text = await readManifestFile(realDir, name);
     } catch (error) {
-      if (!(error instanceof Deno.errors.NotFound)) {
+      if (error instanceof UnusableManifestError) {
+        // Not a file that is being written: as it is, it never becomes usable.
+        log.warning("Skipped {file}: {reason}; its pods are dropped", {
+          file: path,
+          reason: error.message,
+        });
+        this.#lastGood.set(name, []);
+      } else {
         log.warning("Cannot read {file}, keeping its last pods: {error}", { file: path, error });
-      } else this.#lastGood.delete(name);
+      }
+      return;
+    }
+    if (text === null) {
+      this.#lastGood.delete(name);
       return;
     }
     if (text.trim() === "") {

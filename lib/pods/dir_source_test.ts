@@ -1,7 +1,15 @@
 import assert from "node:assert/strict";
 import type { Pod } from "./pod.ts";
 import type { PodSink } from "./source.ts";
-import { DirPodSource, parseManifests } from "./dir_source.ts";
+import { resetSync } from "@logtape/logtape";
+import { setupLogging } from "../log.ts";
+import {
+  DirPodSource,
+  MAX_MANIFEST_DEPTH,
+  nestedDeeperThan,
+  parseManifests,
+} from "./dir_source.ts";
+import { MAX_MANIFEST_BYTES, readManifestFile, UnusableManifestError } from "./manifest_file.ts";
 
 function podYaml(uid: string, node?: string): string {
   return [
@@ -171,3 +179,233 @@ Deno.test("DirPodSource re-reads only the file that changed; other files' pods s
     assert.notEqual(a(sink.lists.at(-1)!), a(first));
     assert.deepEqual(a(sink.lists.at(-1)!), a(first));
   }));
+
+/** Fails instead of hanging when `promise` does not settle within `ms` (a FIFO read blocks). */
+async function within<T>(what: string, promise: Promise<T>, ms = 5000): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Runs `fn` with the "lace" logs captured as JSON lines; returns the warning messages. */
+async function warningsDuring(fn: () => Promise<void>): Promise<string[]> {
+  const lines: string[] = [];
+  const decoder = new TextDecoder();
+  setupLogging("warning", "json", (b) => lines.push(decoder.decode(b)));
+  try {
+    await fn();
+  } finally {
+    resetSync();
+  }
+  return lines.map((l) => JSON.parse(l).message as string);
+}
+
+/** Starts a source on `dir` (prepared by `prepare`), expects `uids`, returns the warnings. */
+async function startOn(
+  prepare: (dir: string) => Promise<void>,
+  check: (sink: RecordingSink, dir: string, source: DirPodSource) => Promise<void> | void,
+): Promise<string[]> {
+  const dir = await Deno.makeTempDir({ prefix: "lace-pods-" });
+  try {
+    await prepare(dir);
+    return await warningsDuring(async () => {
+      const sink = new RecordingSink();
+      const source = new DirPodSource(dir, "", { debounceMs: 5 });
+      try {
+        await within("starting the source", source.start(sink));
+        await check(sink, dir, source);
+      } finally {
+        await source.stop();
+      }
+    });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+async function mkfifo(path: string): Promise<void> {
+  const { success, stderr } = await new Deno.Command("mkfifo", { args: [path], stderr: "piped" })
+    .output();
+  if (!success) throw new Error(`mkfifo ${path} failed: ${new TextDecoder().decode(stderr)}`);
+}
+
+Deno.test("DirPodSource skips a FIFO without waiting for a writer and keeps the other pods", async () => {
+  const warnings = await startOn(async (dir) => {
+    await Deno.writeTextFile(`${dir}/a.yaml`, podYaml("a"));
+    await mkfifo(`${dir}/fifo.yaml`);
+  }, (sink) => assert.deepEqual(sink.uids(), ["a"]));
+  assert.ok(warnings.some((w) => /fifo\.yaml.*FIFO, not a regular file/.test(w)), `${warnings}`);
+});
+
+Deno.test("DirPodSource skips a symlink to /dev/zero without reading it", async () => {
+  const warnings = await startOn(async (dir) => {
+    await Deno.writeTextFile(`${dir}/a.yaml`, podYaml("a"));
+    await Deno.symlink("/dev/zero", `${dir}/zero.yaml`);
+  }, (sink) => assert.deepEqual(sink.uids(), ["a"]));
+  assert.ok(
+    warnings.some((w) => /zero\.yaml.*\/dev\/zero.*outside the pods directory/.test(w)),
+    `${warnings}`,
+  );
+});
+
+Deno.test("DirPodSource skips a symlink that leaves the directory, even to a valid pod", async () => {
+  const outside = await Deno.makeTempDir({ prefix: "lace-outside-" });
+  try {
+    await Deno.writeTextFile(`${outside}/b.yaml`, podYaml("b"));
+    const warnings = await startOn(async (dir) => {
+      await Deno.writeTextFile(`${dir}/a.yaml`, podYaml("a"));
+      await Deno.symlink(`${outside}/b.yaml`, `${dir}/b.yaml`);
+      await Deno.symlink("../" + outside.split("/").pop() + "/b.yaml", `${dir}/rel.yaml`);
+    }, (sink) => assert.deepEqual(sink.uids(), ["a"]));
+    assert.equal(warnings.filter((w) => /outside the pods directory/.test(w)).length, 2);
+  } finally {
+    await Deno.remove(outside, { recursive: true });
+  }
+});
+
+Deno.test("DirPodSource follows a symlink that stays inside the directory (a ConfigMap volume)", async () => {
+  await startOn(async (dir) => {
+    await Deno.mkdir(`${dir}/..2026_01_01`);
+    await Deno.writeTextFile(`${dir}/..2026_01_01/a.yaml`, podYaml("a"));
+    await Deno.symlink("..2026_01_01", `${dir}/..data`);
+    await Deno.symlink("..data/a.yaml", `${dir}/a.yaml`);
+  }, async (sink, dir) => {
+    assert.deepEqual(sink.uids(), ["a"]);
+    // The kubelet updates a ConfigMap volume by swapping `..data`; a.yaml itself is untouched.
+    await Deno.mkdir(`${dir}/..2026_01_02`);
+    await Deno.writeTextFile(`${dir}/..2026_01_02/a.yaml`, podYaml("a2"));
+    await Deno.symlink("..2026_01_02", `${dir}/..data_tmp`);
+    await Deno.rename(`${dir}/..data_tmp`, `${dir}/..data`);
+    await waitFor("pod a2 through the swapped link", () => sink.uids().join() === "a2");
+  });
+});
+
+Deno.test("DirPodSource skips a file larger than the cap and drops its pods", async () => {
+  const warnings = await startOn(async (dir) => {
+    await Deno.writeTextFile(`${dir}/a.yaml`, podYaml("a"));
+    await Deno.writeTextFile(`${dir}/b.yaml`, podYaml("b"));
+  }, async (sink, dir, source) => {
+    assert.deepEqual(sink.uids(), ["a", "b"]);
+    const padding = `# ${"x".repeat(MAX_MANIFEST_BYTES)}\n`;
+    await Deno.writeTextFile(`${dir}/b.yaml`, padding + podYaml("b"));
+    await source.rescan();
+    assert.deepEqual(sink.uids(), ["a"]);
+  });
+  assert.ok(warnings.some((w) => /b\.yaml.*more than 1048576/.test(w)), `${warnings}`);
+});
+
+Deno.test("readManifestFile() reads a regular file of exactly the cap, and refuses a directory", async () => {
+  const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "lace-pods-" }));
+  try {
+    await Deno.writeTextFile(`${dir}/a.yaml`, "x".repeat(16));
+    assert.equal(await readManifestFile(dir, "a.yaml", 16), "x".repeat(16));
+    await assert.rejects(() => readManifestFile(dir, "a.yaml", 15), UnusableManifestError);
+    await Deno.mkdir(`${dir}/d.yaml`);
+    await assert.rejects(() => readManifestFile(dir, "d.yaml"), /directory, not a regular file/);
+    assert.equal(await readManifestFile(dir, "gone.yaml"), null);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+// Each is an otherwise valid pod whose spec holds one deeply nested value.
+const deepHead = "kind: Pod\nmetadata: {name: d, uid: d}\nspec:\n  containers: []\n  extra:";
+const deepYamlFlow = (n: number) => `${deepHead} ${"[".repeat(n)}${"]".repeat(n)}`;
+const deepYamlBlock = (n: number) =>
+  `${deepHead}\n` + Array.from({ length: n }, (_, i) => `${" ".repeat(i + 3)}a:`).join("\n") +
+  " 1";
+const deepYamlCompact = (n: number) => `${deepHead}\n   ${"- ".repeat(n)}x`;
+const deepJson = (n: number) =>
+  `{"kind":"Pod","metadata":{"name":"d","uid":"d"},"spec":{"containers":[],"extra":${
+    "[".repeat(n)
+  }${"]".repeat(n)}}}`;
+
+Deno.test("the deeply nested manifests below are valid pods when shallow", () => {
+  for (
+    const [make, file] of [[deepYamlFlow, "d.yaml"], [deepYamlBlock, "d.yaml"], [
+      deepYamlCompact,
+      "d.yaml",
+    ], [deepJson, "d.json"]] as const
+  ) {
+    assert.deepEqual(parseManifests(make(3), file).pods.map((p) => p.metadata.uid), ["d"]);
+  }
+});
+
+for (
+  const [label, make, file] of [
+    ["YAML flow sequences", deepYamlFlow, "deep.yaml"],
+    ["YAML block mappings", deepYamlBlock, "deep.yaml"],
+    ["YAML compact sequences", deepYamlCompact, "deep.yaml"],
+    ["JSON arrays", deepJson, "deep.json"],
+  ] as const
+) {
+  for (const depth of [MAX_MANIFEST_DEPTH + 1, 5000]) {
+    Deno.test(`parseManifests() skips ${label} nested ${depth} levels deep with its reason`, () => {
+      const { pods, problems } = parseManifests(make(depth), file);
+      assert.deepEqual(pods, []);
+      assert.equal(problems.length, 1);
+      assert.match(problems[0], /deep\.(yaml|json): document 1: nested more than 64 levels deep/);
+    });
+  }
+}
+
+Deno.test("parseManifests() keeps a file's other documents when one is nested too deeply", () => {
+  const text = `${podYaml("a")}\n---\n${deepYamlFlow(5000)}\n---\n${podYaml("b")}`;
+  const { pods, problems } = parseManifests(text, "x.yaml");
+  assert.deepEqual(pods.map((p) => p.metadata.uid), ["a", "b"]);
+  assert.match(problems.join(), /document 2: nested more than/);
+});
+
+Deno.test("parseManifests() accepts a pod nested exactly to the limit", () => {
+  // metadata and spec are levels 1-2 of the pod; the deepest annotation-free value is at the limit.
+  const value = { kind: "Pod", metadata: { name: "a", uid: "a" }, spec: { containers: [] } };
+  let inner: unknown = 1;
+  for (let i = 0; i < MAX_MANIFEST_DEPTH - 2; i++) inner = [inner];
+  (value.spec as Record<string, unknown>).extra = inner;
+  assert.equal(nestedDeeperThan(value, MAX_MANIFEST_DEPTH), false);
+  assert.equal(nestedDeeperThan({ x: value }, MAX_MANIFEST_DEPTH), true);
+  assert.deepEqual(parseManifests(JSON.stringify(value), "a.json").problems, []);
+});
+
+Deno.test("DirPodSource skips a deeply nested manifest and keeps every other pod", async () => {
+  const warnings = await startOn(async (dir) => {
+    await Deno.writeTextFile(`${dir}/a.yaml`, podYaml("a"));
+    await Deno.writeTextFile(`${dir}/deep.yaml`, deepYamlBlock(1200));
+    await Deno.writeTextFile(`${dir}/deep.json`, deepJson(100_000));
+  }, (sink) => assert.deepEqual(sink.uids(), ["a"]));
+  assert.ok(warnings.some((w) => /deep\.yaml.*nested more than/.test(w)), `${warnings}`);
+  assert.ok(warnings.some((w) => /deep\.json.*nested more than/.test(w)), `${warnings}`);
+});
+
+Deno.test("DirPodSource skips a file of binary garbage with its reason and keeps the other pods", async () => {
+  const garbage = new Uint8Array(64 * 1024);
+  for (let i = 0; i < garbage.length; i += 65536) crypto.getRandomValues(garbage.subarray(i));
+  const warnings = await startOn(async (dir) => {
+    await Deno.writeTextFile(`${dir}/a.yaml`, podYaml("a"));
+    await Deno.writeFile(`${dir}/garbage.yaml`, garbage);
+    await Deno.writeFile(`${dir}/garbage.json`, garbage);
+  }, (sink) => assert.deepEqual(sink.uids(), ["a"]));
+  assert.ok(warnings.some((w) => /garbage\.yaml/.test(w)), `${warnings}`);
+  assert.ok(warnings.some((w) => /garbage\.json/.test(w)), `${warnings}`);
+});
+
+Deno.test("parseManifests() skips a document whose aliases expand too often", () => {
+  const laughs = ["a: &a [x, x, x, x, x, x, x, x, x, x]"];
+  for (let i = 1; i < 9; i++) {
+    laughs.push(
+      `${"b".repeat(i)}: &${"b".repeat(i)} [${
+        Array(10).fill(i === 1 ? "*a" : `*${"b".repeat(i - 1)}`).join(", ")
+      }]`,
+    );
+  }
+  const text = `${podYaml("a")}\n---\nkind: Pod\nspec:\n  ${laughs.join("\n  ")}`;
+  const { pods, problems } = parseManifests(text, "lol.yaml");
+  assert.deepEqual(pods.map((p) => p.metadata.uid), ["a"]);
+  assert.match(problems.join(), /lol\.yaml: document 2: .*alias/i);
+});

@@ -1,0 +1,92 @@
+/**
+ * Reading one file of the pods directory as untrusted input: only a regular
+ * file, only inside the directory, only up to a size cap. A FIFO would block
+ * a plain open() forever and a symlink to /dev/zero would be read until memory
+ * runs out; both are refused here before a byte is read.
+ */
+import { constants, open } from "node:fs/promises";
+
+/** Largest manifest file read; a Pod manifest is a few KiB, a list of hundreds well under this. */
+export const MAX_MANIFEST_BYTES = 1024 * 1024;
+
+/**
+ * A file that can never be used as it is (not a regular file, a symlink out of
+ * the directory, too large). Unlike a file that does not parse yet (it may be
+ * half written), its pods are dropped and the reason logged.
+ */
+export class UnusableManifestError extends Error {
+  override name = "UnusableManifestError";
+}
+
+// O_NONBLOCK: opening a FIFO returns at once instead of waiting for a writer.
+// O_NOFOLLOW: the path opened is the resolved one, so a last-moment symlink is refused.
+const OPEN_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW;
+
+/**
+ * Reads `name` in the directory whose real path is `realDir`. Resolves null
+ * when the file is gone; throws UnusableManifestError when it is not a
+ * regular file, resolves outside `realDir` (a symlink inside it, such as a
+ * ConfigMap volume's `..data` links, is fine) or is larger than `maxBytes`;
+ * throws the I/O error otherwise.
+ */
+export async function readManifestFile(
+  realDir: string,
+  name: string,
+  maxBytes = MAX_MANIFEST_BYTES,
+): Promise<string | null> {
+  let real: string;
+  try {
+    real = await Deno.realPath(`${realDir}/${name}`);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return null; // removed, or a dangling symlink
+    throw error;
+  }
+  if (!real.startsWith(`${realDir}/`)) {
+    throw new UnusableManifestError(`it is a symlink to "${real}", outside the pods directory`);
+  }
+  let file;
+  try {
+    file = await open(real, OPEN_FLAGS);
+  } catch (error) {
+    if ((error as { code?: string }).code === "ENOENT") return null;
+    throw error;
+  }
+  try {
+    const info = await file.stat();
+    if (!info.isFile()) {
+      throw new UnusableManifestError(`it is a ${fileKind(info)}, not a regular file`);
+    }
+    if (info.size > maxBytes) {
+      throw new UnusableManifestError(`it is ${info.size} bytes, more than ${maxBytes}`);
+    }
+    // One byte more than stat said, to notice a file still being written.
+    const buf = new Uint8Array(info.size + 1);
+    let length = 0;
+    while (length < buf.length) {
+      const { bytesRead } = await file.read(buf, length, buf.length - length, null);
+      if (bytesRead === 0) break;
+      length += bytesRead;
+    }
+    if (length > info.size) {
+      throw new Error("it grew while being read (it is being written; the watch reads it again)");
+    }
+    return new TextDecoder().decode(buf.subarray(0, length));
+  } finally {
+    await file.close();
+  }
+}
+
+function fileKind(info: {
+  isDirectory(): boolean;
+  isFIFO(): boolean;
+  isCharacterDevice(): boolean;
+  isBlockDevice(): boolean;
+  isSocket(): boolean;
+}): string {
+  if (info.isDirectory()) return "directory";
+  if (info.isFIFO()) return "FIFO";
+  if (info.isCharacterDevice()) return "character device";
+  if (info.isBlockDevice()) return "block device";
+  if (info.isSocket()) return "socket";
+  return "special file";
+}
