@@ -266,3 +266,21 @@ Deno.test("AgentCore skips a pod nested thousands of levels deep and writes the 
   assert.equal(t.core.snapshot().firstFullListApplied, true);
   await t.core.stop();
 });
+
+Deno.test("AgentCore never makes a target of a loopback or link-local address the CNI path reports", async () => {
+  const t = setup();
+  await t.core.start();
+  t.sources[0].list(pod("a", undefined, undefined));
+  await t.settle();
+  await t.core.registerAttachment({
+    namespace: "ns",
+    name: "p-a",
+    uid: "a",
+    ips: ["127.0.0.1", "169.254.169.254", "fe80::1"],
+    network: "red",
+    networkId: 5,
+  });
+  assert.deepEqual(ids(t.store), []);
+  assert.deepEqual(t.skips.map((s) => s.reason), Array(3).fill("special-address"));
+  await t.core.stop();
+});

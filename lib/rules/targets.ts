@@ -5,7 +5,8 @@
  * `Skip` with a reason and a message, never an exception.
  */
 import type { Pod } from "../pods/pod.ts";
-import { canonicalAddress, type ProbeKey } from "../datapath/probe_map.ts";
+import { canonicalAddress, type Family, type ProbeKey } from "../datapath/probe_map.ts";
+import { specialAddressKind, specialAddressReason } from "./addresses.ts";
 
 export type ProbeKind = "liveness" | "readiness" | "startup";
 export type ProbeHandler = "httpGet" | "tcpSocket" | "grpc";
@@ -37,6 +38,7 @@ export type SkipReason =
   | "port-range"
   | "annotation"
   | "address"
+  | "special-address"
   | "malformed";
 
 /** A probe (or a whole pod) that gets no target, with what an operator should know. */
@@ -108,8 +110,15 @@ function podNetwork(
   return { network: name, networkId };
 }
 
-/** The pod's addresses, canonical and without duplicates; podIP only when podIPs is absent or empty. */
-function podAddresses(status: Loose): { addresses: ProbeKey[]; bad: string[] } {
+/**
+ * The pod's addresses, canonical and without duplicates; podIP only when podIPs
+ * is absent or empty. Loopback, link-local, unspecified, multicast and
+ * broadcast addresses are set aside in `special` with the reason: none of them
+ * is a pod's own address, whatever a source says.
+ */
+function podAddresses(
+  status: Loose,
+): { addresses: ProbeKey[]; bad: string[]; special: string[] } {
   const raw: unknown[] = [];
   if (isObject(status)) {
     if (Array.isArray(status.podIPs) && status.podIPs.length > 0) {
@@ -120,19 +129,32 @@ function podAddresses(status: Loose): { addresses: ProbeKey[]; bad: string[] } {
   }
   const addresses: ProbeKey[] = [];
   const bad: string[] = [];
+  const special: string[] = [];
   const seen = new Set<string>();
   for (const ip of raw) {
+    let canonical: { family: Family; address: string };
     try {
       if (typeof ip !== "string") throw new TypeError("not a string");
-      const { family, address } = canonicalAddress(ip);
-      if (seen.has(address)) continue;
-      seen.add(address);
-      addresses.push({ family, address, port: 0 });
+      canonical = canonicalAddress(ip);
     } catch {
       bad.push(JSON.stringify(ip) ?? String(ip));
+      continue;
     }
+    const { family, address } = canonical;
+    if (seen.has(address)) continue;
+    seen.add(address);
+    const kind = specialAddressKind(address);
+    if (kind) {
+      special.push(
+        `Pod IP ${JSON.stringify(ip)} never becomes a probe target: ${
+          specialAddressReason(kind, family)
+        }`,
+      );
+      continue;
+    }
+    addresses.push({ family, address, port: 0 });
   }
-  return { addresses, bad };
+  return { addresses, bad, special };
 }
 
 /**
@@ -206,10 +228,11 @@ export function probeTargetsForPod(
     skipped.push({ pod: id, reason: "annotation", message: net });
     return { targets, skipped };
   }
-  const { addresses, bad } = podAddresses(status);
+  const { addresses, bad, special } = podAddresses(status);
   for (const ip of bad) {
     skipped.push({ pod: id, reason: "address", message: `Pod IP is not an IP address: ${ip}` });
   }
+  for (const message of special) skipped.push({ pod: id, reason: "special-address", message });
   if (addresses.length === 0) return { targets, skipped };
 
   const containers: unknown[] = [

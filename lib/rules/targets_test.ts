@@ -220,6 +220,32 @@ const CASES: Case[] = [
     keys: ["10.1.0.5:80"],
   },
   {
+    name: "loopback, link-local, unspecified, multicast and broadcast pod IPs never become targets",
+    pod: pod({
+      ips: [
+        "127.0.0.1",
+        "::1",
+        "169.254.169.254",
+        "fe80::1",
+        "0.0.0.0",
+        "::",
+        "224.0.0.1",
+        "ff02::1",
+        "255.255.255.255",
+        "::ffff:169.254.0.7",
+        "10.1.0.5",
+      ],
+    }),
+    keys: ["10.1.0.5:8080"],
+    skips: Array(10).fill("special-address"),
+  },
+  {
+    name: "an IPv4-mapped loopback podIP is judged as the IPv4 address it maps",
+    pod: pod({ podIP: "::ffff:127.0.0.1" }),
+    keys: [],
+    skips: ["special-address"],
+  },
+  {
     name: "an invalid pod IP is skipped and the valid ones are used",
     pod: pod({ ips: ["10.1.0.5", "not-an-ip"] }),
     keys: ["10.1.0.5:8080"],
