@@ -113,22 +113,6 @@ export function machineInfo(): Record<string, string | number> {
   };
 }
 
-/** Waits for `condition` with a deadline, checking every `everyMs` (async, lets I/O run). */
-export async function waitFor(
-  what: string,
-  condition: () => boolean | Promise<boolean>,
-  timeoutMs: number,
-  everyMs = 5,
-): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!(await condition())) {
-    if (performance.now() > deadline) {
-      throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, everyMs));
-  }
-}
-
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
 
 /**

@@ -8,8 +8,9 @@ import assert from "node:assert/strict";
 import { readPinnedTargets } from "../lib/datapath/pins.ts";
 import { TestApiServer } from "./api_server/mod.ts";
 import type { KubeObject } from "./api_server/mod.ts";
-import { AgentWorld, POD_IPV4, podManifest, waitFor } from "./helpers/agent_process.ts";
+import { AgentWorld, POD_IPV4, podManifest } from "./helpers/agent_process.ts";
 import { privilegedSkipReason } from "./helpers/sim_world.ts";
+import { waitFor } from "./helpers/wait.ts";
 
 const skip = privilegedSkipReason();
 const opts = { ignore: skip !== undefined, sanitizeResources: false, sanitizeOps: false };
@@ -46,20 +47,23 @@ Deno.test({
       (api.store.get(api.typeOf({ apiVersion: "v1", kind: "Pod" }), "e2e", "a").metadata
         ?.creationTimestamp) as string,
     );
-    await waitFor("the next second", () => Date.now() >= createdA + 1000);
+    await waitFor(() => Date.now() >= createdA + 1000, {
+      timeout: 10_000,
+      message: "the next second",
+    });
     api.put(pod({ name: "late", networkId: 2, httpPort: 8080, tcpPort: 9002 }));
-    await waitFor(
-      "late's own port reachable",
-      async () => (await w.probe(POD_IPV4, 9002)).result === "reached",
-    );
+    await waitFor(async () => (await w.probe(POD_IPV4, 9002)).result === "reached", {
+      timeout: 10_000,
+      message: "late's own port reachable",
+    });
     assert.equal((await w.probe(POD_IPV4, 8080, "/")).body, w.podIn(1), "the older pod keeps 8080");
     assert.equal(await agent.metric("lace_target_conflicts"), 2);
     const event = await waitFor(
-      "a conflict Event",
       () =>
         api.store.list(api.typeOf({ apiVersion: "v1", kind: "Event" }), {}).items.find((e) =>
           (e as { reason?: string }).reason === "ProbeTargetConflict"
         ),
+      { timeout: 10_000, message: "a conflict Event" },
     );
     const ev = event as unknown as {
       involvedObject: { name: string };
@@ -71,10 +75,10 @@ Deno.test({
     assert.match(ev.message, /e2e\/a/);
 
     api.remove("v1", "Pod", "e2e", "late");
-    await waitFor(
-      "late's targets gone",
-      async () => (await w.probe(POD_IPV4, 9002)).result === "NO_ROUTE",
-    );
+    await waitFor(async () => (await w.probe(POD_IPV4, 9002)).result === "NO_ROUTE", {
+      timeout: 10_000,
+      message: "late's targets gone",
+    });
   },
 });
 
@@ -93,10 +97,10 @@ Deno.test({
 
     await api.stop();
     api.closeWatches({ error: true });
-    await waitFor(
-      "the watch to fail and restart",
-      async () => (await agent.metric("lace_watch_restarts_total"))! >= 1,
-    );
+    await waitFor(async () => (await agent.metric("lace_watch_restarts_total"))! >= 1, {
+      timeout: 10_000,
+      message: "the watch to fail and restart",
+    });
     // While the API is away, nothing is removed and probes keep working.
     assert.equal(readPinnedTargets(w.pinPath).length, before);
     assert.equal((await w.probe(POD_IPV4, 8081, "/")).body, w.podIn(2));
@@ -104,11 +108,10 @@ Deno.test({
     // Meanwhile pod b is deleted; the agent learns it from the relist.
     api.remove("v1", "Pod", "e2e", "b");
     await api.restart();
-    await waitFor(
-      "pod b removed after the relist",
-      () => readPinnedTargets(w.pinPath).length === 4,
-      30_000,
-    );
+    await waitFor(() => readPinnedTargets(w.pinPath).length === 4, {
+      timeout: 30_000,
+      message: "pod b removed after the relist",
+    });
     assert.equal((await w.probe(POD_IPV4, 8081, "/")).result, "NO_ROUTE");
     assert.equal((await w.probe(POD_IPV4, 8080, "/")).body, w.podIn(1));
   },

@@ -12,9 +12,9 @@ import {
   POD_IPV4,
   POD_IPV6,
   podManifest,
-  waitFor,
 } from "./helpers/agent_process.ts";
 import { privilegedSkipReason } from "./helpers/sim_world.ts";
+import { waitFor } from "./helpers/wait.ts";
 
 const skip = privilegedSkipReason();
 const opts = { ignore: skip !== undefined, sanitizeResources: false, sanitizeOps: false };
@@ -91,19 +91,19 @@ Deno.test({
     assert.equal(await agent.metric(sample), undefined);
 
     await w.writePod(podB);
-    await waitFor(
-      "pod b reachable",
-      async () => (await w.probe(POD_IPV4, 8081, "/")).result === "reached",
-    );
+    await waitFor(async () => (await w.probe(POD_IPV4, 8081, "/")).result === "reached", {
+      timeout: 10_000,
+      message: "pod b reachable",
+    });
     await assertReaches(w, 2, 8081, 9001);
     assert.equal(await agent.metric(sample), 2);
     assert.ok((await agent.metric('lace_connects_tagged_total{family="ipv4"}'))! >= 1);
 
     await w.removePod("b");
-    await waitFor(
-      "pod b's targets gone",
-      async () => (await w.probe(POD_IPV4, 8081, "/")).result === "NO_ROUTE",
-    );
+    await waitFor(async () => (await w.probe(POD_IPV4, 8081, "/")).result === "NO_ROUTE", {
+      timeout: 10_000,
+      message: "pod b's targets gone",
+    });
     const { body } = await agent.get("/targets");
     const pods = new Set((JSON.parse(body) as { pod: string }[]).map((t) => t.pod));
     assert.deepEqual([...pods], ["e2e/a"]);
@@ -159,7 +159,10 @@ Deno.test({
       }
     })();
     await second.ready();
-    await waitFor("pod b's stale entries removed", () => readPinnedTargets(w.pinPath).length === 4);
+    await waitFor(() => readPinnedTargets(w.pinPath).length === 4, {
+      timeout: 10_000,
+      message: "pod b's stale entries removed",
+    });
     watching = false;
     await watcher;
     assert.equal(gaps, 0, "pod a's targets were missing from the map during the restart");
@@ -177,10 +180,10 @@ Deno.test({
     const late = `${w.cgroups.root}/late-kubelet`;
     const agent = w.startAgent(["--no-kube-api", `--pods-dir=${w.podsDir}`], late);
     try {
-      const notReady = await waitFor("a /readyz answer", async () => {
+      const notReady = await waitFor(async () => {
         const r = await agent.get("/readyz");
         return r.status === 503 ? r : undefined;
-      });
+      }, { timeout: 10_000, message: "a /readyz answer" });
       assert.match(notReady.body, /not ready/);
       assert.equal(await agent.metric('lace_attached{program="connect4"}'), 0);
       await Deno.mkdir(late);
@@ -266,10 +269,10 @@ Deno.test({
         assert.ok(said.includes(`${w.pinPath}/${pin}`), pin);
       }
       assert.throws(() => Deno.statSync(w.pinPath), Deno.errors.NotFound);
-      await waitFor(
-        "Lace's program detached",
-        async () => (await w.probe(POD_IPV4, 8080, "/")).result === "NO_ROUTE",
-      );
+      await waitFor(async () => (await w.probe(POD_IPV4, 8080, "/")).result === "NO_ROUTE", {
+        timeout: 10_000,
+        message: "Lace's program detached",
+      });
       assert.equal(
         (await w.probe(POD_IPV4, 8081, "/")).body,
         w.podIn(2),
@@ -299,11 +302,11 @@ Deno.test({
       tamper.store.put({ key: changed.key, value: { networkId: 2, mark: 0x21000 } });
     }
     assert.equal((await w.probe(POD_IPV4, 8080, "/")).result, "NO_ROUTE");
-    await waitFor("the resync to repair the map", () => {
+    await waitFor(() => {
       const now = new Map(readPinnedTargets(w.pinPath).map((e) => [keyId(e.key), e.value]));
       return now.get(keyId(victim.key))?.networkId === 1 &&
         now.get(keyId(changed.key))?.networkId === 1;
-    });
+    }, { timeout: 10_000, message: "the resync to repair the map" });
     await assertReaches(w, 1, 8080, 9000);
   },
 });

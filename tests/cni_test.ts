@@ -10,15 +10,9 @@ import { callAgent } from "../lib/cni/client.ts";
 import { PROTOCOL_VERSION } from "../lib/cni/protocol.ts";
 import { defaultConfig, markFor } from "../lib/config.ts";
 import { type ChainOutcome, execPlugin, laceCommand } from "./helpers/cni_runtime.ts";
-import {
-  CniWorld,
-  HTTP_PORT,
-  NETWORK_ID,
-  podManifest,
-  TCP_PORT,
-  until,
-} from "./helpers/cni_world.ts";
+import { CniWorld, HTTP_PORT, NETWORK_ID, podManifest, TCP_PORT } from "./helpers/cni_world.ts";
 import { privilegedSkipReason } from "./helpers/sim_world.ts";
+import { waitFor } from "./helpers/wait.ts";
 
 const skip = privilegedSkipReason() ??
   (Deno.statSync("/usr/lib/cni/ptp").isFile ? undefined : "no /usr/lib/cni/ptp");
@@ -167,7 +161,9 @@ privileged("ADD-to-target latency over 100 pods and the plugin's process time", 
       Deno.writeTextFile(`${w.podsDir}/${p.name}.json`, JSON.stringify(podManifest(p.name, p.uid)))
     ),
   );
-  await until("100 pods in the agent's cache", () => pods.every((p) => w.core!.cache.get(p.uid)));
+  await waitFor(() => pods.every((p) => w.core!.cache.get(p.uid)), {
+    message: "100 pods in the agent's cache",
+  });
   const latencies: number[] = [];
   for (const [i, p] of pods.entries()) {
     const started = performance.now();
@@ -248,14 +244,14 @@ privileged("ADD registers the pod with the real `lace agent` process over its so
   }).spawn();
   const stderr = new Response(agent.stderr).text();
   try {
-    await until("the agent's CNI socket", async () => {
+    await waitFor(async () => {
       try {
         (await Deno.connect({ transport: "unix", path: w.socket })).close();
         return true;
       } catch {
         return false;
       }
-    }, 15_000);
+    }, { timeout: 15_000, message: "the agent's CNI socket" });
     assert.equal(Deno.statSync(w.socket).mode! & 0o777, 0o600);
     const add = await w.chain.add(pod.params);
     assert.ok(add.ok, JSON.stringify(add.error));

@@ -19,6 +19,7 @@ import {
   TCP_PORTS,
   testPinPath,
 } from "./helpers/sim_world.ts";
+import { waitFor } from "./helpers/wait.ts";
 
 const skip = privilegedSkipReason();
 const ignore = skip !== undefined;
@@ -202,11 +203,10 @@ privileged(
       dp.attach(gone);
       const old = dp.links();
       Deno.removeSync(gone);
-      const deadline = Date.now() + 10_000;
-      while (dp.links().some((l) => l.alive)) {
-        assert(Date.now() < deadline, "link still alive 10s after its cgroup was removed");
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await waitFor(() => dp.links().every((l) => !l.alive), {
+        timeout: 10_000,
+        message: "the links to lose their removed cgroup",
+      });
       const result = dp.attach(kept);
       assert.deepEqual(result.created, ["connect4", "connect6"]);
       const now = dp.links();

@@ -17,8 +17,9 @@ import type { ProbeKey } from "../lib/datapath/probe_map.ts";
 import { randomSuffix, run } from "../lib/cli/process.ts";
 import { POD_IPV4, POD_IPV6, SimNode } from "../lib/demo/netns.ts";
 import { PodServer } from "../lib/demo/pod_server.ts";
-import { CgroupTree, waitFor } from "./helpers/cgroup_fixture.ts";
+import { CgroupTree } from "./helpers/cgroup_fixture.ts";
 import { privilegedSkipReason, testPinPath } from "./helpers/sim_world.ts";
+import { waitFor } from "./helpers/wait.ts";
 
 const skip = privilegedSkipReason();
 
@@ -159,11 +160,10 @@ privileged("doctor reports dead links after the kubelet cgroup was removed", asy
   h.datapath.attach(dir);
   h.tree.rmdir("gone.service");
   // The kernel releases a removed cgroup's programs asynchronously.
-  await waitFor(
-    () => h.datapath.links().every((l) => !l.alive),
-    2000,
-    "the links to lose their cgroup",
-  );
+  await waitFor(() => h.datapath.links().every((l) => !l.alive), {
+    timeout: 2000,
+    message: "the links to lose their cgroup",
+  });
   const { json } = await h.check(["--kubelet-cgroup", dir]);
   assert.match(named(json, "link-connect4").message, /link is dead/);
   assert.match(named(json, "kubelet-cgroup").message, /does not exist/);

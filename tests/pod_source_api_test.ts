@@ -9,6 +9,7 @@ import { loadKubeConfig } from "../lib/kube/client.ts";
 import type { Pod } from "../lib/pods/pod.ts";
 import type { PodSink } from "../lib/pods/source.ts";
 import { type KubeObject, TestApiServer } from "./api_server/mod.ts";
+import { waitFor } from "./helpers/wait.ts";
 
 const NODE = "node-a";
 
@@ -37,16 +38,6 @@ class RecordingSink implements PodSink {
   }
   names(): string[] {
     return [...this.pods.values()].map((p) => p.metadata.name).sort();
-  }
-}
-
-async function waitFor(what: string, condition: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) {
-      throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }
 
@@ -98,18 +89,18 @@ Deno.test("the source lists the node's pods first, then delivers watch events", 
   await using t = await setup();
   t.server.put(pod("p1"));
   await t.source.start(t.sink);
-  await waitFor("the first list", () => t.sink.lists.length === 1);
+  await waitFor(() => t.sink.lists.length === 1, { message: "the first list" });
   assert.deepEqual(t.sink.lists[0].map((p) => p.metadata.name), ["p1"]);
-  await waitFor("the watch", () => t.server.watchCount("pods") === 1);
+  await waitFor(() => t.server.watchCount("pods") === 1, { message: "the watch" });
   t.server.put(pod("p2"));
-  await waitFor("p2 added", () => t.sink.names().includes("p2"));
+  await waitFor(() => t.sink.names().includes("p2"), { message: "p2 added" });
   t.server.put(pod("p1", NODE, { status: { phase: "Running", podIPs: [{ ip: "10.0.0.9" }] } }));
-  await waitFor("p1 updated", () => {
+  await waitFor(() => {
     const p1 = [...t.sink.pods.values()].find((p) => p.metadata.name === "p1");
     return p1?.status?.podIPs?.[0].ip === "10.0.0.9";
-  });
+  }, { message: "p1 updated" });
   t.server.remove("v1", "Pod", "default", "p1");
-  await waitFor("p1 removed", () => !t.sink.names().includes("p1"));
+  await waitFor(() => !t.sink.names().includes("p1"), { message: "p1 removed" });
   assert.deepEqual(t.sink.names(), ["p2"]);
   assert.equal(t.sink.lists.length, 1);
   assert.ok(t.sink.calls.every((c) => c.source === "api"));
@@ -120,10 +111,10 @@ Deno.test("pods bound to other nodes are never delivered", async () => {
   t.server.put(pod("other-1", "node-b"));
   t.server.put(pod("mine-1"));
   await t.source.start(t.sink);
-  await waitFor("the watch", () => t.server.watchCount("pods") === 1);
+  await waitFor(() => t.server.watchCount("pods") === 1, { message: "the watch" });
   t.server.put(pod("other-2", "node-b"));
   t.server.put(pod("mine-2"));
-  await waitFor("mine-2", () => t.sink.names().includes("mine-2"));
+  await waitFor(() => t.sink.names().includes("mine-2"), { message: "mine-2" });
   const delivered = t.sink.calls.map((c) => c.detail).join(",");
   assert.doesNotMatch(delivered, /other/);
   assert.deepEqual(t.sink.lists[0].map((p) => p.metadata.name), ["mine-1"]);
@@ -135,9 +126,9 @@ Deno.test("pods from list and watch are plain JSON with string timestamps", asyn
   await using t = await setup();
   t.server.put(pod("p1"));
   await t.source.start(t.sink);
-  await waitFor("the watch", () => t.server.watchCount("pods") === 1);
+  await waitFor(() => t.server.watchCount("pods") === 1, { message: "the watch" });
   t.server.put(pod("p2"));
-  await waitFor("p2", () => t.sink.names().includes("p2"));
+  await waitFor(() => t.sink.names().includes("p2"), { message: "p2" });
   for (const p of t.sink.pods.values()) {
     assert.equal(typeof p.metadata.creationTimestamp, "string");
     assert.equal(Object.getPrototypeOf(p), Object.prototype);
@@ -148,21 +139,23 @@ Deno.test("a BOOKMARK advances the resourceVersion the watch resumes from", asyn
   await using t = await setup();
   t.server.put(pod("p1"));
   await t.source.start(t.sink);
-  await waitFor("the watch", () => t.server.watchCount("pods") === 1);
+  await waitFor(() => t.server.watchCount("pods") === 1, { message: "the watch" });
   // A change the filtered watch never sees moves the server's version past the client's.
   t.server.put(pod("elsewhere", "node-b"));
   const bookmarked = t.server.store.resourceVersion;
   t.server.bookmark();
-  await waitFor("the bookmark to arrive", () => t.source.resourceVersion === bookmarked);
+  await waitFor(() => t.source.resourceVersion === bookmarked, {
+    message: "the bookmark to arrive",
+  });
   // Without the bookmark, resuming from the older version would now get 410 and relist.
   t.server.compact();
   const before = watchRequests(t.server).length;
   t.server.closeWatches({ resource: "pods" });
-  await waitFor("a new watch", () => watchRequests(t.server).length > before);
+  await waitFor(() => watchRequests(t.server).length > before, { message: "a new watch" });
   const resumed = watchRequests(t.server).at(-1)!;
   assert.equal(resumed.query.get("allowWatchBookmarks"), "true");
   assert.equal(resumed.query.get("resourceVersion"), bookmarked);
-  await waitFor("the watch", () => t.server.watchCount("pods") === 1);
+  await waitFor(() => t.server.watchCount("pods") === 1, { message: "the watch" });
   assert.equal(t.sink.lists.length, 1);
 });
 
@@ -170,13 +163,15 @@ Deno.test("410 Gone as an ERROR event makes the source relist and converge", asy
   await using t = await setup();
   t.server.put(pod("p1"));
   await t.source.start(t.sink);
-  await waitFor("the watch", () => t.server.watchCount("pods") === 1);
+  await waitFor(() => t.server.watchCount("pods") === 1, { message: "the watch" });
   t.server.expireWatches("pods");
   // Made before the client reconnects: only the relist can tell it.
   t.server.remove("v1", "Pod", "default", "p1");
   t.server.put(pod("p2"));
-  await waitFor("the relist", () => t.sink.lists.length === 2);
-  await waitFor("convergence", () => t.sink.names().join() === serverNames(t.server).join());
+  await waitFor(() => t.sink.lists.length === 2, { message: "the relist" });
+  await waitFor(() => t.sink.names().join() === serverNames(t.server).join(), {
+    message: "convergence",
+  });
   assert.deepEqual(t.sink.names(), ["p2"]);
 });
 
@@ -185,13 +180,13 @@ Deno.test("a watch that fails with HTTP 500 is restarted with backoff and conver
   await using t = await setup({ restarts });
   t.server.put(pod("p1"));
   await t.source.start(t.sink);
-  await waitFor("the watch", () => t.server.watchCount("pods") === 1);
+  await waitFor(() => t.server.watchCount("pods") === 1, { message: "the watch" });
   t.server.failNext(3, 500, (r) => r.query.get("watch") === "true");
   t.server.closeWatches({ resource: "pods" });
   t.server.put(pod("p2"));
   t.server.remove("v1", "Pod", "default", "p1");
-  await waitFor("three restarts", () => t.source.restarts === 3);
-  await waitFor("convergence", () => t.sink.names().join() === "p2");
+  await waitFor(() => t.source.restarts === 3, { message: "three restarts" });
+  await waitFor(() => t.sink.names().join() === "p2", { message: "convergence" });
   assert.equal(restarts.length, 3);
   assert.equal((restarts[0] as { statusCode?: number }).statusCode, 500);
   assert.equal(t.sink.lists.length, 1, "resuming from the last version needs no relist");
@@ -202,15 +197,15 @@ Deno.test("while the API server is down nothing is replaced, then the source con
   t.server.put(pod("p1"));
   t.server.put(pod("p2"));
   await t.source.start(t.sink);
-  await waitFor("the watch", () => t.server.watchCount("pods") === 1);
+  await waitFor(() => t.server.watchCount("pods") === 1, { message: "the watch" });
   await t.server.stop();
   t.server.remove("v1", "Pod", "default", "p1");
   t.server.put(pod("p3"));
-  await waitFor("restarts while down", () => t.source.restarts >= 2);
+  await waitFor(() => t.source.restarts >= 2, { message: "restarts while down" });
   assert.deepEqual(t.sink.names(), ["p1", "p2"], "the source keeps what it had");
   assert.equal(t.sink.lists.length, 1);
   await t.server.restart();
-  await waitFor("convergence", () => t.sink.names().join() === "p2,p3");
+  await waitFor(() => t.sink.names().join() === "p2,p3", { message: "convergence" });
   assert.equal(t.sink.lists.length, 2, "the removal arrives through a relist");
   assert.ok(t.sink.lists.every((l) => l.length > 0), "never an empty list");
 });
@@ -220,13 +215,13 @@ Deno.test("a watch that hangs after its server died is abandoned on a failed liv
   t.server.put(pod("p1"));
   t.server.put(pod("p2"));
   await t.source.start(t.sink);
-  await waitFor("the watch", () => t.server.watchCount("pods") === 1);
+  await waitFor(() => t.server.watchCount("pods") === 1, { message: "the watch" });
   await t.server.stop({ leaveWatchesHanging: true });
-  await waitFor("the dead watch noticed", () => t.source.restarts >= 1);
+  await waitFor(() => t.source.restarts >= 1, { message: "the dead watch noticed" });
   assert.deepEqual(t.sink.names(), ["p1", "p2"], "the source keeps what it had");
   t.server.remove("v1", "Pod", "default", "p1");
   await t.server.restart();
-  await waitFor("convergence", () => t.sink.names().join() === "p2");
+  await waitFor(() => t.sink.names().join() === "p2", { message: "convergence" });
 });
 
 Deno.test("a failed first list is retried and never reported as an empty list", async () => {
@@ -234,7 +229,7 @@ Deno.test("a failed first list is retried and never reported as an empty list", 
   t.server.put(pod("p1"));
   t.server.failNext(2, 503, (r) => r.path === "/api/v1/pods" && !r.query.has("watch"));
   await t.source.start(t.sink);
-  await waitFor("the list", () => t.sink.lists.length === 1);
+  await waitFor(() => t.sink.lists.length === 1, { message: "the list" });
   assert.equal(t.source.restarts, 2);
   assert.deepEqual(t.sink.lists[0].map((p) => p.metadata.name), ["p1"]);
 });
@@ -242,10 +237,10 @@ Deno.test("a failed first list is retried and never reported as an empty list", 
 Deno.test("stop() ends the watch, is idempotent, and nothing is delivered afterwards", async () => {
   await using t = await setup();
   await t.source.start(t.sink);
-  await waitFor("the watch", () => t.server.watchCount("pods") === 1);
+  await waitFor(() => t.server.watchCount("pods") === 1, { message: "the watch" });
   await t.source.stop();
   await t.source.stop();
-  await waitFor("the watch to close", () => t.server.watchCount("pods") === 0);
+  await waitFor(() => t.server.watchCount("pods") === 0, { message: "the watch to close" });
   const calls = t.sink.calls.length;
   t.server.put(pod("late"));
   assert.equal(t.sink.calls.length, calls);

@@ -10,6 +10,7 @@ import {
   parseManifests,
 } from "./dir_source.ts";
 import { MAX_MANIFEST_BYTES, readManifestFile, UnusableManifestError } from "./manifest_file.ts";
+import { waitFor } from "../../tests/helpers/wait.ts";
 
 function podYaml(uid: string, node?: string): string {
   return [
@@ -77,14 +78,6 @@ class RecordingSink implements PodSink {
   }
 }
 
-async function waitFor(what: string, cond: () => boolean, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 /**
  * Writes `files` into a new temporary directory, starts a DirPodSource on it
  * for `node`, runs `fn`, then stops the source and removes the directory.
@@ -135,11 +128,11 @@ Deno.test("DirPodSource reports added, changed and removed files", () =>
   withSource({}, "", async (dir, sink) => {
     assert.deepEqual(sink.uids(), []);
     await Deno.writeTextFile(`${dir}/a.yaml`, podYaml("a"));
-    await waitFor("pod a", () => sink.uids().join() === "a");
+    await waitFor(() => sink.uids().join() === "a", { message: "pod a" });
     await Deno.writeTextFile(`${dir}/a.yaml`, podYaml("a2"));
-    await waitFor("pod a2", () => sink.uids().join() === "a2");
+    await waitFor(() => sink.uids().join() === "a2", { message: "pod a2" });
     await Deno.remove(`${dir}/a.yaml`);
-    await waitFor("no pods", () => sink.uids().length === 0);
+    await waitFor(() => sink.uids().length === 0, { message: "no pods" });
   }));
 
 Deno.test("DirPodSource keeps a file's last pods while it is half written or empty", () =>
@@ -166,10 +159,10 @@ Deno.test("DirPodSource re-reads only the file that changed; other files' pods s
     const first = sink.lists.at(-1)!;
     await Deno.writeTextFile(`${dir}/b.yaml`, podYaml("b").replace("10.0.0.1", "10.0.0.2"));
     await waitFor(
-      "b changed",
       () =>
         sink.lists.at(-1)!.find((p) => p.metadata.uid === "b")?.status?.podIPs?.[0].ip ===
           "10.0.0.2",
+      { message: "b changed" },
     );
     const last = sink.lists.at(-1)!;
     const a = (list: Pod[]) => list.find((p) => p.metadata.uid === "a");
@@ -282,7 +275,9 @@ Deno.test("DirPodSource follows a symlink that stays inside the directory (a Con
     await Deno.writeTextFile(`${dir}/..2026_01_02/a.yaml`, podYaml("a2"));
     await Deno.symlink("..2026_01_02", `${dir}/..data_tmp`);
     await Deno.rename(`${dir}/..data_tmp`, `${dir}/..data`);
-    await waitFor("pod a2 through the swapped link", () => sink.uids().join() === "a2");
+    await waitFor(() => sink.uids().join() === "a2", {
+      message: "pod a2 through the swapped link",
+    });
   });
 });
 

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { CoreV1Api, KubeConfig, V1MicroTime, Watch } from "@kubernetes/client-node";
 import { TestApiServer } from "./mod.ts";
+import { waitFor } from "../helpers/wait.ts";
 
 function client(server: TestApiServer): { kc: KubeConfig; core: CoreV1Api } {
   const kc = new KubeConfig();
@@ -211,8 +212,7 @@ Deno.test("a watch replays changes after its resourceVersion, then streams live 
     () => {},
   );
   await core.createNamespacedPod({ namespace: "default", body: pod("b", "n1") });
-  const deadline = Date.now() + 3000;
-  while (events.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  await waitFor(() => events.length >= 2, { timeout: 3000, message: "two watch events" });
   controller.abort();
   assert.deepEqual(events, ["DELETED a", "ADDED b"]);
 });

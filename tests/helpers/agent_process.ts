@@ -13,31 +13,12 @@ import { POD_IPV4, POD_IPV6, type SimNode } from "../../lib/demo/netns.ts";
 import type { Prober, ProbeResponse } from "../../lib/doctor/prober.ts";
 import { CleanupStack } from "./cleanup_stack.ts";
 import { startNodeWithPods, startProbers, testPinPath } from "./sim_world.ts";
+import { waitFor } from "./wait.ts";
 
 export { POD_IPV4, POD_IPV6 };
 export const HTTP_PORTS = [8080, 8081, 8082, 8083];
 export const TCP_PORTS = [9000, 9001, 9002, 9003];
 const MAIN = fileURLToPath(new URL("../../main.ts", import.meta.url));
-
-/** Polls `check` until it returns a truthy value or the deadline passes. */
-export async function waitFor<T>(
-  what: string,
-  check: () => T | Promise<T>,
-  deadlineMs = 10_000,
-): Promise<NonNullable<T>> {
-  const end = Date.now() + deadlineMs;
-  let last: unknown;
-  while (Date.now() < end) {
-    try {
-      const v = await check();
-      if (v) return v as NonNullable<T>;
-    } catch (e) {
-      last = e;
-    }
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`Timed out after ${deadlineMs} ms waiting for ${what}${last ? `: ${last}` : ""}`);
-}
 
 /** A pod manifest in one of the simulated networks, as the API returns it. */
 export function podManifest(opts: {
@@ -128,11 +109,10 @@ export class AgentProcess {
 
   /** Waits for /readyz to answer 200. */
   async ready(deadlineMs = 20_000): Promise<void> {
-    await waitFor(
-      "the agent to be ready",
-      async () => (await this.get("/readyz")).status === 200,
-      deadlineMs,
-    )
+    await waitFor(async () => (await this.get("/readyz")).status === 200, {
+      timeout: deadlineMs,
+      message: "the agent to be ready",
+    })
       .catch((e) => {
         throw new Error(`${e.message}\nagent log:\n${this.logs.join("\n")}`);
       });

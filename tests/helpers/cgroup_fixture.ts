@@ -7,22 +7,7 @@
 import { join } from "node:path";
 import { cgroup2MountPoints, readMountInfo } from "../../lib/mountinfo.ts";
 import { randomSuffix } from "../../lib/cli/process.ts";
-
-/** Polls `condition` until it is true or `timeoutMs` passes; returns the time it took. */
-export async function waitFor(
-  condition: () => boolean,
-  timeoutMs: number,
-  what: string,
-): Promise<number> {
-  const start = performance.now();
-  while (!condition()) {
-    if (performance.now() - start > timeoutMs) {
-      throw new Error(`Timed out after ${timeoutMs} ms: ${what}`);
-    }
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  return performance.now() - start;
-}
+import { waitFor } from "./wait.ts";
 
 export class CgroupTree implements AsyncDisposable {
   readonly mount: string;
@@ -75,7 +60,10 @@ export class CgroupTree implements AsyncDisposable {
         return "";
       }
     };
-    await waitFor(() => readComm() === comm, 5000, `process ${argv[0]} to start as ${comm}`);
+    await waitFor(() => readComm() === comm, {
+      timeout: 5000,
+      message: `process ${argv[0]} to start as ${comm}`,
+    });
     return child.pid;
   }
 
@@ -119,18 +107,14 @@ export class CgroupTree implements AsyncDisposable {
       } catch {
         // Gone, or a kernel without cgroup.kill.
       }
-      await waitFor(
-        () => {
-          try {
-            Deno.removeSync(d);
-            return true;
-          } catch (e) {
-            return e instanceof Deno.errors.NotFound;
-          }
-        },
-        3000,
-        `cgroup "${d}" to be removable`,
-      ).catch(() => {});
+      await waitFor(() => {
+        try {
+          Deno.removeSync(d);
+          return true;
+        } catch (e) {
+          return e instanceof Deno.errors.NotFound;
+        }
+      }, { timeout: 3000, message: `cgroup "${d}" to be removable` }).catch(() => {});
     }
     Deno.removeSync(this.#bin, { recursive: true });
   }

@@ -22,23 +22,13 @@ import type { Prober } from "../../lib/doctor/prober.ts";
 import { type AttachmentParams, CniChain, laceCommand } from "./cni_runtime.ts";
 import { CleanupStack } from "./cleanup_stack.ts";
 import { startProbers, testPinPath } from "./sim_world.ts";
+import { waitFor } from "./wait.ts";
 
 export const NETWORK = "blue";
 export const NETWORK_ID = 7;
 export const TABLE = 107;
 export const HTTP_PORT = 8080;
 export const TCP_PORT = 9000;
-
-/** Waits until `fn` returns a truthy value; throws after `ms`. */
-export async function until<T>(what: string, fn: () => T | Promise<T>, ms = 5000): Promise<T> {
-  const deadline = Date.now() + ms;
-  while (true) {
-    const value = await fn();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`Timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 export interface TestPod {
   name: string;
@@ -184,7 +174,11 @@ export class CniWorld implements AsyncDisposable {
       `${this.podsDir}/${name}.json`,
       JSON.stringify(podManifest(name, uid)),
     );
-    if (this.core) await until(`pod ${name} in the agent's cache`, () => this.core!.cache.get(uid));
+    if (this.core) {
+      await waitFor(() => this.core!.cache.get(uid), {
+        message: `pod ${name} in the agent's cache`,
+      });
+    }
     const containerId = randomSuffix(16);
     return {
       name,

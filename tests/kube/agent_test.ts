@@ -25,12 +25,12 @@ import {
   POD_IPV4,
   POD_IPV6,
   podManifest,
-  waitFor,
 } from "../helpers/agent_process.ts";
 import { privilegedSkipReason } from "../helpers/sim_world.ts";
 import { type ControlPlane, startControlPlane } from "./fixture.ts";
 import { applyObjects, helmTemplate } from "./helm.ts";
 import { controlPlaneUnavailableReason, helmAvailable } from "./tools.ts";
+import { waitFor } from "../helpers/wait.ts";
 
 async function unavailableReason(): Promise<string | undefined> {
   const privileged = privilegedSkipReason();
@@ -89,13 +89,13 @@ function eventFor(
   name: string,
   reason: string,
 ): Promise<CoreV1Event> {
-  return waitFor(`a ${reason} Event about "${name}"`, async () => {
+  return waitFor(async () => {
     const list = await core.listNamespacedEvent({
       namespace,
       fieldSelector: `involvedObject.name=${name},reason=${reason}`,
     });
     return list.items[0];
-  }, 15_000);
+  }, { timeout: 15_000, message: `a ${reason} Event about "${name}"` });
 }
 
 /** Asserts the fields and timestamps of an Event the agent recorded, as the server stored it. */
@@ -140,10 +140,10 @@ async function etcdDelete(cp: ControlPlane, key: string): Promise<number> {
 /** Waits until the service account's token lists pods: RBAC reaches the authorizer late. */
 async function waitForRbac(config: KubeConfig) {
   const core = config.makeApiClient(CoreV1Api);
-  await waitFor("the chart's RBAC to take effect", async () => {
+  await waitFor(async () => {
     await core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${NODE}`, limit: 1 });
     return true;
-  }, 15_000);
+  }, { timeout: 15_000, message: "the chart's RBAC to take effect" });
 }
 
 /**
@@ -201,12 +201,12 @@ Deno.test({
   await step("pods with podIPs in their status become targets in their network", async () => {
     await startPod(core, podBody({ name: "a", networkId: 1, httpPort: 8080, tcpPort: 9000 }));
     await startPod(core, podBody({ name: "b", networkId: 2, httpPort: 8081, tcpPort: 9001 }));
-    await waitFor(
-      "a and b reachable",
-      async () =>
-        (await w.probe(POD_IPV4, 8080, "/")).body === w.podIn(1) &&
-        (await w.probe(POD_IPV6, 8081, "/")).body === w.podIn(2),
-    );
+    await waitFor(async () =>
+      (await w.probe(POD_IPV4, 8080, "/")).body === w.podIn(1) &&
+      (await w.probe(POD_IPV6, 8081, "/")).body === w.podIn(2), {
+      timeout: 10_000,
+      message: "a and b reachable",
+    });
     assert.equal((await w.probe(POD_IPV6, 8080, "/")).body, w.podIn(1));
     assert.equal((await w.probe(POD_IPV4, 9001)).result, "reached");
     assert.equal(mapContents(w.pinPath).length, 8, "2 pods × 2 families × 2 ports");
@@ -216,14 +216,17 @@ Deno.test({
 
   await step("a pod deleted through the API loses its targets", async () => {
     await startPod(core, podBody({ name: "c", networkId: 2, httpPort: 8082, tcpPort: 9002 }));
-    await waitFor("c reachable", async () => (await w.probe(POD_IPV4, 9002)).result === "reached");
+    await waitFor(async () => (await w.probe(POD_IPV4, 9002)).result === "reached", {
+      timeout: 10_000,
+      message: "c reachable",
+    });
     await core.deleteNamespacedPod({ namespace: NS, name: "c", gracePeriodSeconds: 0 });
-    await waitFor(
-      "c's targets gone",
-      async () =>
-        (await w.probe(POD_IPV4, 9002)).result === "NO_ROUTE" &&
-        (await w.probe(POD_IPV6, 8082, "/")).result === "NO_ROUTE",
-    );
+    await waitFor(async () =>
+      (await w.probe(POD_IPV4, 9002)).result === "NO_ROUTE" &&
+      (await w.probe(POD_IPV6, 8082, "/")).result === "NO_ROUTE", {
+      timeout: 10_000,
+      message: "c's targets gone",
+    });
     assert.equal(mapContents(w.pinPath).length, 8);
   });
 
@@ -232,10 +235,10 @@ Deno.test({
     body.spec!.containers[0].livenessProbe!.httpGet!.port = "metrics";
     const pod = await startPod(core, body);
     // The rest of the pod's probes still get their targets.
-    await waitFor(
-      "named's tcp probe",
-      async () => (await w.probe(POD_IPV4, 9003)).result === "reached",
-    );
+    await waitFor(async () => (await w.probe(POD_IPV4, 9003)).result === "reached", {
+      timeout: 10_000,
+      message: "named's tcp probe",
+    });
     const event = await eventFor(core, NS, "named", "ProbeIgnored");
     assert.equal(event.type, "Warning");
     assert.equal(event.involvedObject.kind, "Pod");
@@ -249,19 +252,25 @@ Deno.test({
     const a = await core.readNamespacedPod({ namespace: NS, name: "a" });
     // creationTimestamp has whole seconds: a later second makes "late" the newer pod for sure.
     const aCreated = new Date(a.metadata!.creationTimestamp!).getTime();
-    await waitFor("a later second than a's creation", () => Date.now() >= aCreated + 1000);
+    await waitFor(() => Date.now() >= aCreated + 1000, {
+      timeout: 10_000,
+      message: "a later second than a's creation",
+    });
     await startPod(core, podBody({ name: "late", networkId: 2, httpPort: 8080, tcpPort: 9002 }));
-    await waitFor(
-      "late's own port",
-      async () => (await w.probe(POD_IPV4, 9002)).result === "reached",
-    );
+    await waitFor(async () => (await w.probe(POD_IPV4, 9002)).result === "reached", {
+      timeout: 10_000,
+      message: "late's own port",
+    });
     assert.equal((await w.probe(POD_IPV4, 8080, "/")).body, w.podIn(1), "the older pod keeps it");
     const event = await eventFor(core, NS, "late", "ProbeTargetConflict");
     assert.equal(event.type, "Warning");
     assert.match(event.message ?? "", /e2e\/a/);
     assertAgentEvent(event, started);
     await core.deleteNamespacedPod({ namespace: NS, name: "late", gracePeriodSeconds: 0 });
-    await waitFor("late gone", async () => (await w.probe(POD_IPV4, 9002)).result === "NO_ROUTE");
+    await waitFor(async () => (await w.probe(POD_IPV4, 9002)).result === "NO_ROUTE", {
+      timeout: 10_000,
+      message: "late gone",
+    });
   });
 
   await step("Events about the Node are stored in the default namespace", async () => {
@@ -280,11 +289,10 @@ Deno.test({
     const stopped = Date.now();
     // Under Deno 2.9.6 client-node's watch body neither ends nor fails when the server's
     // connection closes; the agent's liveness probe (--watch-liveness) is what notices.
-    await waitFor(
-      "the agent's watch to fail and restart",
-      async () => ((await agent.metric("lace_watch_restarts_total")) ?? 0) > restarts,
-      30_000,
-    );
+    await waitFor(async () => ((await agent.metric("lace_watch_restarts_total")) ?? 0) > restarts, {
+      timeout: 30_000,
+      message: "the agent's watch to fail and restart",
+    });
     console.log(`The agent noticed the outage after ${Date.now() - stopped} ms`);
     assert.deepEqual(mapContents(w.pinPath), before);
     assert.equal((await w.probe(POD_IPV4, 8081, "/")).body, w.podIn(2));
@@ -294,13 +302,12 @@ Deno.test({
     assert.equal(await etcdDelete(cp, `/registry/pods/${NS}/b`), 1);
     await cp.startApiServer();
     outages.push([stopped, Date.now()]);
-    await waitFor(
-      "b removed after the relist",
-      async () =>
-        (await w.probe(POD_IPV4, 8081, "/")).result === "NO_ROUTE" &&
-        mapContents(w.pinPath).length === before.length - 4,
-      60_000,
-    );
+    await waitFor(async () =>
+      (await w.probe(POD_IPV4, 8081, "/")).result === "NO_ROUTE" &&
+      mapContents(w.pinPath).length === before.length - 4, {
+      timeout: 60_000,
+      message: "b removed after the relist",
+    });
     assert.equal((await w.probe(POD_IPV4, 8080, "/")).body, w.podIn(1));
     // The process survived the server's shutdown (HTTP/1.1 only: no GOAWAY crash).
     assert.equal((await agent.get("/healthz")).status, 200);
@@ -309,13 +316,15 @@ Deno.test({
 
   await step("after the restart the watch delivers new pods and deletes", async () => {
     await startPod(core, podBody({ name: "d", networkId: 2, httpPort: 8081, tcpPort: 9001 }));
-    await waitFor(
-      "d reachable",
-      async () => (await w.probe(POD_IPV6, 8081, "/")).body === w.podIn(2),
-      20_000,
-    );
+    await waitFor(async () => (await w.probe(POD_IPV6, 8081, "/")).body === w.podIn(2), {
+      timeout: 20_000,
+      message: "d reachable",
+    });
     await core.deleteNamespacedPod({ namespace: NS, name: "d", gracePeriodSeconds: 0 });
-    await waitFor("d gone", async () => (await w.probe(POD_IPV6, 8081, "/")).result === "NO_ROUTE");
+    await waitFor(async () => (await w.probe(POD_IPV6, 8081, "/")).result === "NO_ROUTE", {
+      timeout: 10_000,
+      message: "d gone",
+    });
   });
 
   await step("the agent was never refused by the chart's RBAC", () => {

@@ -18,6 +18,7 @@ import {
 } from "@kubernetes/client-node";
 import { startControlPlane } from "./fixture.ts";
 import { controlPlaneUnavailableReason } from "./tools.ts";
+import { waitFor } from "../helpers/wait.ts";
 
 const unavailable = await controlPlaneUnavailableReason();
 if (unavailable) console.warn(`Skipping control-plane tests: ${unavailable}`);
@@ -54,17 +55,6 @@ async function statusOf(promise: Promise<unknown>): Promise<number> {
     if (error instanceof ApiException) return error.code;
     throw error;
   }
-}
-
-/** Waits for predicate over the events seen so far, with a deadline. */
-async function waitFor<T>(what: string, check: () => T | undefined, timeoutMs = 10_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const value = check();
-    if (value !== undefined) return value;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
 }
 
 Deno.test({
@@ -108,15 +98,21 @@ Deno.test({
     try {
       await core.createNamespacedPod({ namespace: "watch", body: podOn("other", "node-x") });
       await core.createNamespacedPod({ namespace: "watch", body: podOn("mine", "node-w") });
-      await waitFor("ADDED", () => seen.find((e) => e.type === "ADDED"));
+      await waitFor(() => seen.find((e) => e.type === "ADDED"), {
+        timeout: 10_000,
+        message: "ADDED",
+      });
       await setRunning(admin, "watch", "mine", "10.20.0.9");
       await waitFor(
-        "MODIFIED with podIPs",
         () =>
           seen.find((e) => e.type === "MODIFIED" && e.pod.status?.podIPs?.[0]?.ip === "10.20.0.9"),
+        { timeout: 10_000, message: "MODIFIED with podIPs" },
       );
       await core.deleteNamespacedPod({ namespace: "watch", name: "mine", gracePeriodSeconds: 0 });
-      await waitFor("DELETED", () => seen.find((e) => e.type === "DELETED"));
+      await waitFor(() => seen.find((e) => e.type === "DELETED"), {
+        timeout: 10_000,
+        message: "DELETED",
+      });
       assert.ok(seen.every((e) => e.pod.metadata?.name === "mine"), "only node-w's pod is seen");
       assert.equal(ended, "still running");
     } finally {
@@ -216,12 +212,11 @@ Deno.test({
       },
     });
     // RBAC changes reach the authorizer through an informer: wait, with a deadline.
-    const deadline = Date.now() + 10_000;
-    let code = 0;
-    while ((code = await statusOf(agentCore.listPodForAllNamespaces())) !== 200) {
-      if (Date.now() > deadline) assert.fail(`listing pods as the agent still gives ${code}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await waitFor(async () => await statusOf(agentCore.listPodForAllNamespaces()) === 200, {
+      timeout: 10_000,
+      interval: 100,
+      message: "the agent to be allowed to list pods",
+    });
     assert.equal(
       await statusOf(agentCore.deleteNamespacedPod({ namespace: "rbac", name: "x" })),
       403,

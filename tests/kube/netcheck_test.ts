@@ -38,6 +38,7 @@ import { EXIT_ERROR, runChecks } from "../../lib/netcheck/run.ts";
 import { startControlPlane } from "./fixture.ts";
 import { applyObjects } from "./helm.ts";
 import { controlPlaneUnavailableReason } from "./tools.ts";
+import { waitFor } from "../helpers/wait.ts";
 
 const unavailable = await controlPlaneUnavailableReason();
 if (unavailable) console.warn(`Skipping netcheck control-plane tests: ${unavailable}`);
@@ -63,18 +64,6 @@ function bindingsFor(roles: KubernetesObject[]): KubernetesObject[] {
     roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: role.kind, name: role.metadata!.name },
     subjects: [{ kind: "ServiceAccount", namespace: NS, name: ACCOUNT }],
   } as KubernetesObject));
-}
-
-async function eventually<T>(what: string, check: () => Promise<T>, timeoutMs = 15_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await check();
-    } catch (error) {
-      if (Date.now() > deadline) throw new Error(`${what}: ${error}`, { cause: error });
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 const merge = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
@@ -138,10 +127,11 @@ Deno.test({
   );
   const cluster: ClientNodeCluster = await connectCluster(kubeconfig);
   // RBAC reaches the authorizer through an informer: wait until the Role and ClusterRole apply.
-  await eventually("the documented RBAC to take effect", async () => {
+  await waitFor(async () => {
     await cluster.listPods(NS, runSelector("none"));
     await cluster.ensureNamespace(NS);
-  });
+    return true;
+  }, { timeout: 15_000, message: "the documented RBAC to take effect" });
 
   await t.step("the ServiceAccount holds no more than the documented access", async () => {
     const asAccount = cluster.kubeConfig.makeApiClient(CoreV1Api);
@@ -278,10 +268,9 @@ Deno.test({
     // Plays the DaemonSet controller and the kubelet: once the run's DaemonSet exists, it
     // schedules one pod whose image pull fails.
     const controller = (async () => {
-      await eventually(
-        "the run's DaemonSet",
+      await waitFor(
         () => apps.readNamespacedDaemonSet({ namespace: NS, name: daemonSetName(runId) }),
-        30_000,
+        { timeout: 30_000, message: "the run's DaemonSet" },
       );
       await apps.patchNamespacedDaemonSetStatus({
         namespace: NS,

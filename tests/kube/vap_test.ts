@@ -8,6 +8,7 @@ import { ApiException, CoreV1Api, type V1Container, type V1Pod } from "@kubernet
 import { startControlPlane } from "./fixture.ts";
 import { applyObjects, helmTemplate } from "./helm.ts";
 import { controlPlaneUnavailableReason, helmAvailable } from "./tools.ts";
+import { waitFor } from "../helpers/wait.ts";
 
 const policyTemplates = [
   "templates/validatingadmissionpolicy.yaml",
@@ -82,12 +83,10 @@ Deno.test({
     ],
   });
   // The policy reaches the admission chain through an informer: wait for it to take effect.
-  const deadline = Date.now() + 30_000;
-  let verdict = await admit(core, "apps", liveness);
-  while (verdict.code === 200 && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    verdict = await admit(core, "apps", liveness);
-  }
+  const verdict = await waitFor(async () => {
+    const answer = await admit(core, "apps", liveness);
+    return answer.code !== 200 && answer;
+  }, { timeout: 30_000, interval: 200, message: "the policy to refuse a probe with host" });
 
   await t.step("a liveness httpGet probe with host is rejected, naming the container", () => {
     assert.notEqual(verdict.code, 200, "the pod was admitted");

@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { NetnsCluster } from "./netns_cluster.ts";
+import { waitFor } from "../helpers/wait.ts";
 
 const ignore = Deno.uid() !== 0;
 const AGNHOST = new URL("./agnhost.ts", import.meta.url).pathname;
@@ -35,11 +36,10 @@ Deno.test({
     await using cluster = await NetnsCluster.create([{ name: "a" }, { name: "b" }]);
     await cluster.applyDaemonSet("ns", { metadata: { name: "ds" } });
     const [a, b] = cluster.nodes;
-    const deadline = Date.now() + 10_000;
-    while ((await cluster.listPods("ns", "")).some((p) => !p.ready)) {
-      assert.ok(Date.now() < deadline, "probe servers did not start");
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await waitFor(async () => (await cluster.listPods("ns", "")).every((p) => p.ready), {
+      timeout: 10_000,
+      message: "the probe servers to start",
+    });
     assert.deepEqual(await connect(a.netns, "--timeout=2s", `${b.ipv4}:1199`), {
       code: 0,
       stderr: "",

@@ -15,6 +15,7 @@ import type {
   ProbePod,
 } from "../../lib/netcheck/cluster.ts";
 import { MemoryLeases } from "./memory_leases.ts";
+import { waitFor } from "../helpers/wait.ts";
 
 export interface SimNode {
   name: string;
@@ -59,15 +60,6 @@ async function run(
     throw new Error(`Command failed (${out.code}): ${args.join(" ")}: ${result.err.trim()}`);
   }
   return result;
-}
-
-/** Waits until `check` holds, polling, or throws after `timeoutMs`. */
-async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 export class NetnsCluster extends MemoryLeases implements NetcheckCluster, AsyncDisposable {
@@ -279,27 +271,23 @@ export class NetnsCluster extends MemoryLeases implements NetcheckCluster, Async
     node.busyPending = false;
     const blocker = this.#spawn(node, ["iperf3", "-c", node.ipv4, "-p", "5201", "-t", "2"]);
     this.#helpers.push(blocker);
-    await waitFor(
-      async () => {
-        const { out } = await run(
-          [
-            "ip",
-            "netns",
-            "exec",
-            node.netns,
-            "ss",
-            "-Htn",
-            "state",
-            "established",
-            "( sport = :5201 )",
-          ],
-          false,
-        );
-        return out.trim() !== "";
-      },
-      5000,
-      `a test on ${node.name}'s iperf3 server`,
-    );
+    await waitFor(async () => {
+      const { out } = await run(
+        [
+          "ip",
+          "netns",
+          "exec",
+          node.netns,
+          "ss",
+          "-Htn",
+          "state",
+          "established",
+          "( sport = :5201 )",
+        ],
+        false,
+      );
+      return out.trim() !== "";
+    }, { timeout: 5000, message: `a test on ${node.name}'s iperf3 server` });
   }
 
   async exec(

@@ -1,0 +1,44 @@
+/**
+ * The one way tests wait for something: poll a condition until it holds or a
+ * deadline passes, never a bare sleep.
+ */
+
+export interface WaitOptions {
+  /** How long to wait in ms before failing; 5000 unless told. */
+  timeout?: number;
+  /** How long to pause between two checks in ms; 10 unless told. */
+  interval?: number;
+  /** What is awaited, for the timeout error: "the watch", "pod a in the map". */
+  message?: string;
+}
+
+/** What a condition returns once it holds. */
+export type Truthy<T> = Exclude<T, false | 0 | 0n | "" | null | undefined>;
+
+/**
+ * Polls `condition` until it returns a truthy value, and returns that value.
+ * A check that throws counts as not yet; after `timeout` ms the error names
+ * `message` and carries the last thrown error as its cause.
+ */
+export async function waitFor<T>(
+  condition: () => T | Promise<T>,
+  { timeout = 5000, interval = 10, message = "a condition" }: WaitOptions = {},
+): Promise<Truthy<T>> {
+  const deadline = Date.now() + timeout;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await condition();
+      if (value) return value as Truthy<T>;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() >= deadline) {
+      const why = last === undefined ? "" : `: ${last instanceof Error ? last.message : last}`;
+      throw new Error(`Timed out after ${timeout} ms waiting for ${message}${why}`, {
+        cause: last,
+      });
+    }
+    await new Promise((resolve) => setTimeout(resolve, interval));
+  }
+}
