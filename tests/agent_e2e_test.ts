@@ -310,27 +310,3 @@ Deno.test({
     await assertReaches(w, 1, 8080, 9000);
   },
 });
-
-Deno.test({
-  name: "a pod manifest nested thousands of levels deep costs that pod alone its targets",
-  ...opts,
-  async fn() {
-    await using w = await AgentWorld.create();
-    // A hostile author's pod: valid at the top, with 20,000 levels of nesting inside its spec.
-    const hostile = podManifest({ name: "hostile", networkId: 1, httpPort: 8082, tcpPort: 9002 });
-    const depth = 20_000;
-    const spec = JSON.stringify(hostile.spec).slice(0, -1) +
-      `,"extra":${'{"x":'.repeat(depth)}{}${"}".repeat(depth)}}`;
-    const text = JSON.stringify({ ...hostile, spec: "SPEC" }).replace('"SPEC"', spec);
-    await Deno.writeTextFile(`${w.podsDir}/hostile.json`, text);
-    const agent = await startReadyAgent(w, [podA, podB]);
-    await assertReaches(w, 1, 8080, 9000);
-    await assertReaches(w, 2, 8081, 9001);
-    assert.equal((await w.probe(POD_IPV4, 8082, "/")).result, "NO_ROUTE");
-    assert.equal(await agent.metric('lace_reconcile_total{result="error"}'), undefined);
-    await waitFor(
-      "the hostile pod reported with its reason",
-      () => agent.logs.some((l) => l.includes("e2e/hostile") && /could not be evaluated/.test(l)),
-    );
-  },
-});
