@@ -97,7 +97,7 @@ if (import.meta.main) {
     code = await main(Deno.args);
   } catch (e) {
     if (e instanceof UsageError) {
-      console.error(`lace: ${e.message}`);
+      for (const line of e.message.split("\n")) console.error(`lace: ${line}`);
       code = 2;
     } else {
       const err = e as Error;

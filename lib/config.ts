@@ -3,6 +3,7 @@
  * values arrive (flags, environment, chart). Every part of Lace takes a
  * validated `Config`; nothing else reads flags or the environment.
  */
+import { formatDuration } from "./duration.ts";
 
 export interface Config {
   /** This node's name; pods bound elsewhere are ignored. */
@@ -52,6 +53,8 @@ export const LOG_LEVELS: readonly LogLevel[] = [
 ];
 
 export const DEFAULT_KUBELET_CGROUP = "/sys/fs/cgroup/system.slice/kubelet.service";
+/** Where the agent listens for the CNI plugin, and where the plugin calls it by default. */
+export const DEFAULT_CNI_SOCKET = "/run/lace/cni.sock";
 
 export function defaultConfig(): Config {
   return {
@@ -70,15 +73,10 @@ export function defaultConfig(): Config {
     resyncMs: 5 * 60_000,
     watchLivenessMs: 30_000,
     metricsAddr: "127.0.0.1:9808",
-    cniSocket: "/run/lace/cni.sock",
+    cniSocket: DEFAULT_CNI_SOCKET,
     logLevel: "info",
     logFormat: "auto",
   };
-}
-
-/** A configuration value that cannot work; the CLI reports it with exit code 2. */
-export class ConfigError extends Error {
-  override name = "ConfigError";
 }
 
 /** The bits of the mark that carry the network id. */
@@ -100,58 +98,133 @@ export function markFor(
   return (config.probeMark | (networkId * 2 ** config.markShift)) >>> 0;
 }
 
-/** Checks the mark layout: the flag and the network bits must be disjoint and fit in 32 bits. */
-export function validateMark(probeMark: number, markShift: number): void {
-  if (!Number.isInteger(markShift) || markShift < 0 || markShift > 16) {
-    throw new ConfigError(
-      `Mark shift must be 0..16 so that 16 network bits fit in the 32-bit mark: ${markShift}`,
-    );
-  }
-  if (!Number.isInteger(probeMark) || probeMark <= 0 || probeMark > 0xffffffff) {
-    throw new ConfigError(`Probe mark must be a non-zero 32-bit value: ${probeMark}`);
-  }
-  const overlap = (probeMark & networkMask({ markShift })) >>> 0;
-  if (overlap !== 0) {
-    throw new ConfigError(
-      `Probe mark 0x${probeMark.toString(16)} overlaps the network bits 0x${
-        networkMask({ markShift }).toString(16)
-      } (mark shift ${markShift}): choose a flag outside them or another shift`,
-    );
+/**
+ * Configuration values that cannot work, reported together so an operator
+ * fixes them in one go; the CLI reports them with exit code 2.
+ */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+  /** One sentence per bad value. */
+  readonly problems: readonly string[];
+
+  constructor(problems: readonly string[]) {
+    super(problems.join("\n"));
+    this.problems = problems;
   }
 }
 
-/** Validates a whole configuration; throws ConfigError naming the bad value. */
-export function validateConfig(config: Config): Config {
-  validateMark(config.probeMark, config.markShift);
-  if (!config.pinPath.startsWith("/")) {
-    throw new ConfigError(`Pin path must be absolute: "${config.pinPath}"`);
+/** What is wrong with the mark layout: the flag and the network bits must be disjoint and fit in 32 bits. */
+export function markProblems(probeMark: number, markShift: number): string[] {
+  if (!Number.isInteger(markShift) || markShift < 0 || markShift > 16) {
+    return [
+      `Mark shift must be 0..16 so that 16 network bits fit in the 32-bit mark: ${markShift}`,
+    ];
   }
-  if (config.kubeletCgroup !== "auto" && !config.kubeletCgroup.startsWith("/")) {
-    throw new ConfigError(
-      `Kubelet cgroup must be an absolute path or "auto": "${config.kubeletCgroup}"`,
-    );
+  if (!Number.isInteger(probeMark) || probeMark <= 0 || probeMark > 0xffffffff) {
+    return [`Probe mark must be a non-zero 32-bit value: ${probeMark}`];
   }
+  const overlap = (probeMark & networkMask({ markShift })) >>> 0;
+  if (overlap !== 0) {
+    return [
+      `Probe mark 0x${probeMark.toString(16)} overlaps the network bits 0x${
+        networkMask({ markShift }).toString(16)
+      } (mark shift ${markShift}): choose a flag outside them or another shift`,
+    ];
+  }
+  return [];
+}
+
+/** Checks the mark layout; throws ConfigError naming the bad value. */
+export function validateMark(probeMark: number, markShift: number): void {
+  const problems = markProblems(probeMark, markShift);
+  if (problems.length > 0) throw new ConfigError(problems);
+}
+
+/** What is wrong with a listen address: it must be host:port with a port in 1..65535. */
+export function listenAddressProblem(what: string, addr: string): string | undefined {
+  const m = /^(\[[0-9a-fA-F:.]+\]|[^:\s\[\]]+):(\d{1,5})$/.exec(addr);
+  if (!m) return `${what} must be host:port: "${addr}"`;
+  const port = Number(m[2]);
+  if (port < 1 || port > 65535) return `${what} port must be 1..65535: "${addr}"`;
+  return undefined;
+}
+
+/** What is wrong with a duration, in ms, that must lie within [min, max]. */
+export function durationProblem(
+  what: string,
+  ms: number,
+  min: number,
+  max: number,
+): string | undefined {
+  if (Number.isFinite(ms) && ms >= min && ms <= max) return undefined;
+  return `${what} must be ${formatDuration(min)}..${formatDuration(max)}: ${
+    Number.isFinite(ms) ? formatDuration(ms) : ms
+  }`;
+}
+
+/**
+ * The bounds of each timed setting. Every one stays far below the longest a
+ * timer can wait (MAX_TIMER_MS), where setTimeout would fire at once instead.
+ */
+export const DURATION_BOUNDS = {
+  /** Longer would hold every pod change back for no gain: bursts last milliseconds. */
+  debounceMs: { min: 0, max: 60_000 },
+  /** A day bounds how long drift behind the agent's back can last. */
+  resyncMs: { min: 1000, max: 24 * 3_600_000 },
+  /** An hour bounds how long a dead watch can go unnoticed. */
+  watchLivenessMs: { min: 1000, max: 3_600_000 },
+} as const satisfies Record<string, { min: number; max: number }>;
+
+/** The settings every command that touches the node's BPF state shares. */
+export type NodeSettings = Pick<
+  Config,
+  "pinPath" | "kubeletCgroup" | "hostCgroupRoot" | "metricsAddr"
+>;
+
+/** What is wrong with the node settings present in `c` (the others are not checked). */
+export function nodeProblems(c: Partial<NodeSettings>): string[] {
+  const problems: (string | undefined)[] = [];
+  if (c.pinPath !== undefined && !c.pinPath.startsWith("/")) {
+    problems.push(`Pin path must be absolute: "${c.pinPath}"`);
+  }
+  if (
+    c.kubeletCgroup !== undefined && c.kubeletCgroup !== "auto" &&
+    !c.kubeletCgroup.startsWith("/")
+  ) {
+    problems.push(`Kubelet cgroup must be an absolute path or "auto": "${c.kubeletCgroup}"`);
+  }
+  if (c.hostCgroupRoot && !c.hostCgroupRoot.startsWith("/")) {
+    problems.push(`Host root prefix must be an absolute path or empty: "${c.hostCgroupRoot}"`);
+  }
+  if (c.metricsAddr) problems.push(listenAddressProblem("Metrics address", c.metricsAddr));
+  return problems.filter((p): p is string => p !== undefined);
+}
+
+/** Everything wrong with a configuration, one sentence each naming the bad value. */
+export function configProblems(config: Config): string[] {
+  const problems: (string | undefined)[] = [
+    ...markProblems(config.probeMark, config.markShift),
+    ...nodeProblems(config),
+  ];
   if (!config.useApi && !config.podsDir) {
-    throw new ConfigError("No pod source: give --pods-dir, or leave the Kubernetes API enabled");
+    problems.push("No pod source: give --pods-dir, or leave the Kubernetes API enabled");
   }
   if (config.useApi && !config.nodeName) {
-    throw new ConfigError(
-      "Node name is required with the Kubernetes API: set --node-name or NODE_NAME",
-    );
+    problems.push("Node name is required with the Kubernetes API: set --node-name or NODE_NAME");
   }
-  if (!Number.isFinite(config.debounceMs) || config.debounceMs < 0) {
-    throw new ConfigError(`Debounce must be zero or more milliseconds: ${config.debounceMs}`);
-  }
-  if (!Number.isFinite(config.resyncMs) || config.resyncMs < 1000) {
-    throw new ConfigError(`Resync interval must be at least 1s: ${config.resyncMs}ms`);
-  }
-  if (!Number.isFinite(config.watchLivenessMs) || config.watchLivenessMs < 1000) {
-    throw new ConfigError(
-      `Watch liveness interval must be at least 1s: ${config.watchLivenessMs}ms`,
-    );
-  }
-  if (config.metricsAddr && !/^(\[[0-9a-fA-F:.]+\]|[^:\s]+):\d{1,5}$/.test(config.metricsAddr)) {
-    throw new ConfigError(`Metrics address must be host:port: "${config.metricsAddr}"`);
+  const b = DURATION_BOUNDS;
+  problems.push(
+    durationProblem("Debounce", config.debounceMs, b.debounceMs.min, b.debounceMs.max),
+    durationProblem("Resync interval", config.resyncMs, b.resyncMs.min, b.resyncMs.max),
+    durationProblem(
+      "Watch liveness interval",
+      config.watchLivenessMs,
+      b.watchLivenessMs.min,
+      b.watchLivenessMs.max,
+    ),
+  );
+  if (config.cniSocket && !config.cniSocket.startsWith("/")) {
+    problems.push(`CNI socket must be an absolute path or empty: "${config.cniSocket}"`);
   }
   for (
     const [flag, key] of [
@@ -160,8 +233,15 @@ export function validateConfig(config: Config): Config {
     ]
   ) {
     if (!/^([a-z0-9.-]+\/)?[A-Za-z0-9][-A-Za-z0-9_.]*$/.test(key)) {
-      throw new ConfigError(`--${flag} is not a valid annotation key: "${key}"`);
+      problems.push(`--${flag} is not a valid annotation key: "${key}"`);
     }
   }
+  return problems.filter((p): p is string => p !== undefined);
+}
+
+/** Validates a whole configuration; throws one ConfigError listing every bad value. */
+export function validateConfig(config: Config): Config {
+  const problems = configProblems(config);
+  if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }

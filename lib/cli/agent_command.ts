@@ -4,28 +4,16 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { setupLogging } from "../log.ts";
-import { agentConfig, agentFlags } from "./agent_flags.ts";
+import { agentCommand, agentConfig } from "./agent_flags.ts";
 import { helpText, parseFlags } from "./flags.ts";
 
-const spec = {
-  name: "agent",
-  summary: [
-    "Run the node agent: watch this node's pods (Kubernetes API and/or a directory of manifests),",
-    "keep the pinned probe map in sync, keep the connect programs attached to the kubelet's",
-    "cgroup, and serve metrics and health. On SIGTERM it stops and leaves the program, links and",
-    "map pinned, so probes keep working until the next agent takes over.",
-  ].join("\n"),
-  usage: "lace agent [flags]",
-  flags: agentFlags,
-};
-
 export async function runAgentCommand(args: string[]): Promise<number> {
-  const { values, help } = parseFlags(spec, args, Deno.env.toObject());
+  const { options, help } = parseFlags(agentCommand, args, Deno.env.toObject());
   if (help) {
-    console.log(helpText(spec));
+    console.log(helpText(agentCommand));
     return 0;
   }
-  const config = agentConfig(values);
+  const config = agentConfig(options);
   setupLogging(config.logLevel, config.logFormat);
   const log = getLogger(["lace", "agent"]);
   const { startAgent } = await import("../agent/start.ts");

@@ -1,198 +1,205 @@
 /**
- * The flags of `lace agent` (and the ones other commands share with it), and
- * their translation into a validated Config.
+ * The flags of `lace agent` (and the ones other commands share with it): the
+ * one place that says which flag and environment variable set which Config
+ * key and how its text is read. Defaults come from `defaultConfig()`;
+ * validation is `validateConfig()`. To add a setting: a Config key and its
+ * default in config.ts (and its check in `configProblems`), then one entry here.
  */
 import {
   type Config,
   ConfigError,
-  DEFAULT_KUBELET_CGROUP,
   defaultConfig,
   LOG_LEVELS,
+  type NodeSettings,
   validateConfig,
 } from "../config.ts";
-import { type FlagSpec, type FlagValues, UsageError } from "./flags.ts";
+import {
+  boolean,
+  type CommandSpec,
+  duration,
+  type Flag,
+  type FlagSpec,
+  integer,
+  mark,
+  oneOf,
+  text,
+  UsageError,
+} from "./flags.ts";
 
-const d = defaultConfig();
-
-/** Flags every command that touches the node's BPF state understands. */
-export const nodeFlags: FlagSpec[] = [
-  {
+/** Flags every command that touches the node's BPF state understands, by the key they set. */
+export const nodeFlags = {
+  pinPath: {
     name: "pin-path",
-    type: "string",
+    key: "pinPath",
+    value: text,
     env: ["LACE_PIN_PATH"],
-    default: d.pinPath,
     metavar: "DIR",
     help: "bpffs directory holding Lace's pinned maps and links",
   },
-  {
+  kubeletCgroup: {
     name: "kubelet-cgroup",
-    type: "string",
+    key: "kubeletCgroup",
+    value: text,
     env: ["LACE_KUBELET_CGROUP"],
-    default: DEFAULT_KUBELET_CGROUP,
     metavar: "PATH|auto",
     help: "cgroup v2 directory of the kubelet, or auto to find the kubelet in /proc",
   },
-  {
+  hostCgroupRoot: {
     name: "host-cgroup-root",
-    type: "string",
+    key: "hostCgroupRoot",
+    value: text,
     env: ["LACE_HOST_CGROUP_ROOT"],
-    default: "",
     metavar: "DIR",
     help: "Prefix where the host's filesystem is mounted (e.g. /host in a container)",
   },
-  {
+  metricsAddr: {
     name: "metrics-addr",
-    type: "string",
+    key: "metricsAddr",
+    value: text,
     env: ["LACE_METRICS_ADDR"],
-    default: d.metricsAddr,
     metavar: "HOST:PORT",
     help: "Address of the metrics and health server (/metrics, /healthz, /readyz, /targets)",
   },
-];
+} as const satisfies { [K in keyof NodeSettings]: Flag<NodeSettings, K> };
 
-export const logFlags: FlagSpec[] = [
+const logFlags: FlagSpec<Config>[] = [
   {
     name: "log-level",
-    type: "string",
+    key: "logLevel",
+    value: oneOf(LOG_LEVELS),
     env: ["LACE_LOG_LEVEL"],
-    default: d.logLevel,
-    choices: LOG_LEVELS,
+    metavar: "LEVEL",
     help: "Minimum level logged",
   },
   {
     name: "log-format",
-    type: "string",
+    key: "logFormat",
+    value: oneOf(["auto", "json", "text"] as const),
     env: ["LACE_LOG_FORMAT"],
-    default: d.logFormat,
-    choices: ["auto", "json", "text"],
+    metavar: "FORMAT",
     help: "auto: text on a terminal, JSON lines otherwise",
   },
 ];
 
-export const agentFlags: FlagSpec[] = [
+export const agentFlags: readonly FlagSpec<Config>[] = [
   {
     name: "node-name",
-    type: "string",
+    key: "nodeName",
+    value: text,
     env: ["LACE_NODE_NAME", "NODE_NAME"],
-    default: "",
     metavar: "NAME",
     help: "This node's name: only pods bound to it are considered",
   },
   {
     name: "kubeconfig",
-    type: "string",
+    key: "kubeconfig",
+    value: text,
     env: ["LACE_KUBECONFIG", "KUBECONFIG"],
-    default: "",
     metavar: "FILE",
     help: "Kubeconfig file (default: in-cluster service account)",
   },
   {
     name: "kube-api",
-    type: "boolean",
+    key: "useApi",
+    value: boolean,
     env: ["LACE_KUBE_API"],
-    default: true,
     help: "Watch pods through the Kubernetes API (--no-kube-api for the directory source alone)",
   },
   {
     name: "pods-dir",
-    type: "string",
+    key: "podsDir",
+    value: text,
     env: ["LACE_PODS_DIR"],
-    default: "",
     metavar: "DIR",
     help: "Directory of Pod manifests (YAML or JSON) to use as a pod source",
   },
-  ...nodeFlags,
+  nodeFlags.pinPath,
+  nodeFlags.kubeletCgroup,
+  nodeFlags.hostCgroupRoot,
+  nodeFlags.metricsAddr,
   {
     name: "probe-mark",
-    type: "mark",
+    key: "probeMark",
+    value: mark,
     env: ["LACE_PROBE_MARK"],
-    default: d.probeMark,
-    metavar: "MARK",
     help: "Probe flag bit(s) of the socket mark",
   },
   {
     name: "mark-shift",
-    type: "int",
+    key: "markShift",
+    value: integer,
     env: ["LACE_MARK_SHIFT"],
-    default: d.markShift,
-    metavar: "N",
     help: "Left shift of the network id in the socket mark",
   },
   {
     name: "network-annotation",
-    type: "string",
+    key: "networkAnnotation",
+    value: text,
     env: ["LACE_NETWORK_ANNOTATION"],
-    default: d.networkAnnotation,
     metavar: "KEY",
     help: "Pod annotation naming the pod's Lace network",
   },
   {
     name: "network-id-annotation",
-    type: "string",
+    key: "networkIdAnnotation",
+    value: text,
     env: ["LACE_NETWORK_ID_ANNOTATION"],
-    default: d.networkIdAnnotation,
     metavar: "KEY",
     help: "Pod annotation holding the pod's network id (1..65535)",
   },
   {
     name: "debounce",
-    type: "duration",
+    key: "debounceMs",
+    value: duration,
     env: ["LACE_DEBOUNCE"],
-    default: `${d.debounceMs}ms`,
-    help: "Delay that gathers a burst of pod events into one reconcile",
+    help: "Delay that gathers a burst of pod events into one reconcile (up to 1m)",
   },
   {
     name: "resync-interval",
-    type: "duration",
+    key: "resyncMs",
+    value: duration,
     env: ["LACE_RESYNC_INTERVAL"],
-    default: "5m",
-    help: "Full resync that repairs drift in the probe map",
+    help: "Full resync that repairs drift in the probe map (1s..24h)",
   },
   {
     name: "watch-liveness",
-    type: "duration",
+    key: "watchLivenessMs",
+    value: duration,
     env: ["LACE_WATCH_LIVENESS"],
-    default: "30s",
-    help: "A pod watch silent this long gets the API server probed; a dead watch is restarted",
+    help:
+      "A pod watch silent this long gets the API server probed; a dead watch is restarted (1s..1h)",
   },
   {
     name: "cni-socket",
-    type: "string",
+    key: "cniSocket",
+    value: text,
     env: ["LACE_CNI_SOCKET"],
-    default: d.cniSocket,
     metavar: "PATH",
     help: "Unix socket the CNI plugin registers attachments on (empty disables it)",
   },
   ...logFlags,
 ];
 
-/** Builds and validates the agent's Config; a bad combination is a UsageError. */
-export function agentConfig(values: FlagValues): Config {
-  const config: Config = {
-    ...defaultConfig(),
-    nodeName: values["node-name"] as string,
-    kubeconfig: values["kubeconfig"] as string,
-    useApi: values["kube-api"] as boolean,
-    podsDir: values["pods-dir"] as string,
-    pinPath: values["pin-path"] as string,
-    kubeletCgroup: values["kubelet-cgroup"] as string,
-    hostCgroupRoot: values["host-cgroup-root"] as string,
-    probeMark: values["probe-mark"] as number,
-    markShift: values["mark-shift"] as number,
-    networkAnnotation: values["network-annotation"] as string,
-    networkIdAnnotation: values["network-id-annotation"] as string,
-    debounceMs: values["debounce"] as number,
-    resyncMs: values["resync-interval"] as number,
-    watchLivenessMs: values["watch-liveness"] as number,
-    metricsAddr: values["metrics-addr"] as string,
-    cniSocket: values["cni-socket"] as string,
-    logLevel: values["log-level"] as Config["logLevel"],
-    logFormat: values["log-format"] as Config["logFormat"],
-  };
+/** The command line of `lace agent`. */
+export const agentCommand: CommandSpec<Config> = {
+  name: "agent",
+  summary: [
+    "Run the node agent: watch this node's pods (Kubernetes API and/or a directory of manifests),",
+    "keep the pinned probe map in sync, keep the connect programs attached to the kubelet's",
+    "cgroup, and serve metrics and health. On SIGTERM it stops and leaves the program, links and",
+    "map pinned, so probes keep working until the next agent takes over.",
+  ].join("\n"),
+  usage: "lace agent [flags]",
+  flags: agentFlags,
+  defaults: defaultConfig,
+};
+
+/** Validates the agent's parsed Config; every bad value is reported in one UsageError. */
+export function agentConfig(config: Config): Config {
   try {
     return validateConfig(config);
   } catch (e) {
-    if (e instanceof ConfigError) throw new UsageError(e.message);
+    if (e instanceof ConfigError) throw new UsageError(e.message, { cause: e });
     throw e;
   }
 }

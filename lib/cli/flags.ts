@@ -1,112 +1,183 @@
 /**
- * Command-line flags with environment fallbacks: one declarative table per
- * subcommand, parsed into typed values with the precedence flag > env >
- * default. Bad input is a UsageError (exit code 2, one line), never a stack
- * trace.
+ * Command-line flags with environment fallbacks. A command declares, once per
+ * flag, its name, environment variables, the option key it sets and how its
+ * text becomes a typed value; defaults come from the command's options
+ * object (for the agent, the Config's defaults), never from the flag table.
+ * Precedence: flag > environment > default. Bad input is a UsageError (exit
+ * code 2, every problem on its own line), never a stack trace.
  */
 import { parseArgs } from "node:util";
+import { formatDuration, MAX_TIMER_MS, parseDuration } from "../duration.ts";
 
-export type FlagType = "string" | "boolean" | "int" | "duration" | "mark";
+/**
+ * How a flag's text becomes a typed value. `parse` throws an Error whose
+ * message completes the sentence "--flag …" (e.g. `must be a whole number: "x"`).
+ */
+export interface ValueParser<T> {
+  /** Placeholder shown in help (e.g. DURATION). */
+  metavar: string;
+  parse(text: string): T;
+  /** The value as an operator would write it, shown as the default in help ("" shows none). */
+  format(value: T): string;
+  /** A boolean flag takes no value on the command line (`--x`, `--no-x`). */
+  boolean?: true;
+}
 
-export interface FlagSpec {
+/** One flag that sets the option `key` of the options object `O`. */
+export interface Flag<O, K extends keyof O> {
   name: string;
-  type: FlagType;
-  /** Environment variables read when the flag is absent, first found wins. */
-  env?: string[];
-  default?: string | boolean | number;
+  key: K;
+  value: ValueParser<O[K]>;
+  /** Environment variables read when the flag is absent, first set wins. */
+  env?: readonly string[];
   help: string;
-  /** Value placeholder shown in help. */
+  /** Overrides the parser's placeholder in help. */
   metavar?: string;
-  /** Accepted values, checked after parsing. */
-  choices?: readonly string[];
   hidden?: boolean;
 }
 
-export interface CommandSpec {
+/** Any flag of options `O`, with the parser's type tied to the key it sets. */
+export type FlagSpec<O> = { [K in keyof O]-?: Flag<O, K> }[keyof O];
+
+export interface CommandSpec<O> {
   name: string;
   summary: string;
   usage: string;
-  flags: FlagSpec[];
+  flags: readonly FlagSpec<O>[];
+  /** The options when no flag or variable sets them; a fresh object on each call. */
+  defaults: () => O;
   /** Allows positional arguments (e.g. `doctor probes`). */
   positionals?: boolean;
 }
 
-/** Bad flags or values: printed as one line, exit code 2. */
+/** Bad flags or values: printed one problem a line, exit code 2. */
 export class UsageError extends Error {
   override name = "UsageError";
 }
 
-export type FlagValues = Record<string, string | boolean | number | undefined>;
+/** Any text, as given. */
+export const text: ValueParser<string> = {
+  metavar: "TEXT",
+  parse: (t) => t,
+  format: (v) => v,
+};
 
-const helpFlag: FlagSpec = { name: "help", type: "boolean", help: "Show this help" };
-
-/** Parses "250ms", "5s", "2m", "1h" (and combinations like "1m30s") into milliseconds. */
-export function parseDuration(text: string): number {
-  const re = /(\d+(?:\.\d+)?)(ms|s|m|h)/gy;
-  let total = 0, consumed = 0;
-  for (const m of text.matchAll(re)) {
-    const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as "ms" | "s" | "m" | "h"];
-    total += Number(m[1]) * unit;
-    consumed += m[0].length;
-  }
-  if (text === "" || consumed !== text.length) {
-    throw new UsageError(
-      `Invalid duration "${text}": use a number with a unit, e.g. 500ms, 5s, 5m`,
-    );
-  }
-  return total;
-}
-
-function convert(spec: FlagSpec, raw: string | boolean, from: string): string | boolean | number {
-  if (spec.type === "boolean") {
-    if (typeof raw === "boolean") return raw;
-    const v = raw.toLowerCase();
+/** true/false, 1/0, yes/no, on/off. */
+export const boolean: ValueParser<boolean> = {
+  metavar: "",
+  boolean: true,
+  parse(t) {
+    const v = t.toLowerCase();
     if (["1", "true", "yes", "on"].includes(v)) return true;
     if (["0", "false", "no", "off"].includes(v)) return false;
-    throw new UsageError(`${from} must be true or false: "${raw}"`);
-  }
-  const text = String(raw);
-  let value: string | number = text;
-  if (spec.type === "int" || spec.type === "mark") {
-    const ok = spec.type === "mark" ? /^(0x[0-9a-fA-F]+|\d+)$/.test(text) : /^\d+$/.test(text);
-    if (!ok) {
-      throw new UsageError(
-        `${from} must be ${
-          spec.type === "mark" ? "a decimal or 0x hex number" : "a whole number"
-        }: "${text}"`,
-      );
+    throw new Error(`must be true or false: "${t}"`);
+  },
+  format: () => "",
+};
+
+/** A boolean flag whose presence turns an option off (`--no-progress` sets progress false). */
+export const inverted: ValueParser<boolean> = {
+  ...boolean,
+  parse: (t) => !boolean.parse(t),
+};
+
+/** A whole number in decimal. */
+export const integer: ValueParser<number> = {
+  metavar: "N",
+  parse(t) {
+    if (!/^\d+$/.test(t)) throw new Error(`must be a whole number: "${t}"`);
+    return Number(t);
+  },
+  format: String,
+};
+
+/** A whole number in decimal or 0x hex, shown in hex (socket marks). */
+export const mark: ValueParser<number> = {
+  metavar: "MARK",
+  parse(t) {
+    if (!/^(0x[0-9a-fA-F]+|\d+)$/.test(t)) {
+      throw new Error(`must be a decimal or 0x hex number: "${t}"`);
     }
-    value = Number(text);
-  } else if (spec.type === "duration") {
+    return Number(t);
+  },
+  format: (v) => `0x${v.toString(16)}`,
+};
+
+const MAX_TIMER_HOURS = Math.floor(MAX_TIMER_MS / 3_600_000);
+
+/**
+ * A duration in milliseconds ("500ms", "5s", "1m30s"): never negative and
+ * never longer than a timer can wait; each option bounds it further where
+ * it is validated.
+ */
+export const duration: ValueParser<number> = {
+  metavar: "DURATION",
+  parse(t) {
+    let ms;
     try {
-      value = parseDuration(text);
-    } catch (e) {
-      throw new UsageError(`${from}: ${(e as Error).message}`);
+      ms = parseDuration(t);
+    } catch {
+      throw new Error(`must be a duration such as 500ms, 5s or 1m30s: "${t}"`);
     }
+    if (ms < 0) throw new Error(`must not be negative: "${t}"`);
+    if (ms > MAX_TIMER_MS) {
+      throw new Error(`must be at most ${MAX_TIMER_HOURS}h, the longest a timer can wait: "${t}"`);
+    }
+    return ms;
+  },
+  format: formatDuration,
+};
+
+/** One of a fixed list of words. */
+export function oneOf<T extends string>(choices: readonly T[]): ValueParser<T> {
+  return {
+    metavar: choices.join("|"),
+    parse(t) {
+      const found = choices.find((c) => c === t);
+      if (found === undefined) throw new Error(`must be one of ${choices.join(", ")}: "${t}"`);
+      return found;
+    },
+    format: (v) => v,
+  };
+}
+
+const helpFlag = { name: "help", help: "Show this help", value: boolean };
+
+function setOption<O, K extends keyof O>(
+  options: O,
+  flag: Flag<O, K>,
+  raw: string,
+  from: string,
+  problems: string[],
+): void {
+  try {
+    options[flag.key] = flag.value.parse(raw);
+  } catch (e) {
+    problems.push(`${from} ${(e as Error).message}`);
   }
-  if (spec.choices && !spec.choices.includes(text)) {
-    throw new UsageError(`${from} must be one of ${spec.choices.join(", ")}: "${text}"`);
-  }
-  return value;
 }
 
 /**
- * Parses `args` against a command's flags, reading `env` for flags not given.
- * Returns the values by flag name, plus positionals and whether help was asked.
+ * Parses `args` against a command's flags, reading `env` for flags not given,
+ * into the command's typed options. Every bad value is reported at once in
+ * one UsageError. Returns the options, the positionals and whether help was asked.
  */
-export function parseFlags(
-  command: CommandSpec,
+export function parseFlags<O>(
+  command: CommandSpec<O>,
   args: string[],
   env: Record<string, string | undefined>,
-): { values: FlagValues; positionals: string[]; help: boolean } {
-  const flags = [...command.flags, helpFlag];
-  const options: Record<string, { type: "string" | "boolean" }> = {};
-  for (const f of flags) options[f.name] = { type: f.type === "boolean" ? "boolean" : "string" };
+): { options: O; positionals: string[]; help: boolean } {
+  const argOptions: Record<string, { type: "string" | "boolean" }> = {
+    help: { type: "boolean" },
+  };
+  for (const f of command.flags) {
+    argOptions[f.name] = { type: f.value.boolean ? "boolean" : "string" };
+  }
   let parsed;
   try {
     parsed = parseArgs({
       args,
-      options,
+      options: argOptions,
       strict: true,
       allowPositionals: true,
       allowNegative: true,
@@ -120,38 +191,42 @@ export function parseFlags(
       `lace ${command.name}: unexpected argument "${parsed.positionals[0]}" (see --help)`,
     );
   }
-  const values: FlagValues = {};
+  const options = command.defaults();
+  const problems: string[] = [];
   for (const f of command.flags) {
     const given = parsed.values[f.name];
     if (given !== undefined) {
-      values[f.name] = convert(f, given as string | boolean, `--${f.name}`);
+      setOption(options, f, String(given), `--${f.name}`, problems);
       continue;
     }
     const envName = f.env?.find((name) => env[name] !== undefined && env[name] !== "");
-    if (envName) {
-      values[f.name] = convert(f, env[envName]!, envName);
-      continue;
-    }
-    values[f.name] = f.default === undefined
-      ? undefined
-      : convert(f, f.default as string, "default");
+    if (envName) setOption(options, f, env[envName]!, envName, problems);
   }
-  return { values, positionals: parsed.positionals, help: parsed.values.help === true };
+  if (problems.length > 0) throw new UsageError(problems.join("\n"));
+  return { options, positionals: parsed.positionals, help: parsed.values.help === true };
+}
+
+function defaultText<O, K extends keyof O>(flag: Flag<O, K>, defaults: O): string {
+  return flag.value.format(defaults[flag.key]);
 }
 
 /** The help text of one command: usage, summary, flags with env names and defaults. */
-export function helpText(command: CommandSpec): string {
+export function helpText<O>(command: CommandSpec<O>): string {
   const lines = [`Usage: ${command.usage}`, "", command.summary, "", "Flags:"];
-  const rows = [...command.flags.filter((f) => !f.hidden), helpFlag].map((f) => {
-    const meta = f.type === "boolean" ? "" : ` ${f.metavar ?? f.type.toUpperCase()}`;
+  const defaults = command.defaults();
+  const rows = command.flags.filter((f) => !f.hidden).map((f) => {
+    const placeholder = f.metavar ?? f.value.metavar;
+    const shown = defaultText(f, defaults);
     const extra = [
-      f.default !== undefined && f.default !== "" && f.type !== "boolean"
-        ? `default ${f.type === "mark" ? `0x${Number(f.default).toString(16)}` : f.default}`
-        : "",
+      shown ? `default ${shown}` : "",
       f.env?.length ? `env ${f.env.join(", ")}` : "",
     ].filter(Boolean).join("; ");
-    return [`  --${f.name}${meta}`, extra ? `${f.help} (${extra})` : f.help];
+    return [
+      `  --${f.name}${placeholder ? ` ${placeholder}` : ""}`,
+      extra ? `${f.help} (${extra})` : f.help,
+    ];
   });
+  rows.push([`  --${helpFlag.name}`, helpFlag.help]);
   const width = Math.max(...rows.map(([a]) => a.length)) + 2;
   for (const [a, b] of rows) lines.push(a.padEnd(width) + b);
   return lines.join("\n");

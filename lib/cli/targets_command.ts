@@ -4,17 +4,29 @@
  * back to reading the pinned map when no agent answers.
  */
 import type { TargetView } from "../agent/http_server.ts";
-import { helpText, parseFlags } from "./flags.ts";
+import { defaultConfig, nodeProblems } from "../config.ts";
+import { boolean, type CommandSpec, helpText, parseFlags, UsageError } from "./flags.ts";
 import { nodeFlags } from "./agent_flags.ts";
 
-const spec = {
+interface TargetsOptions {
+  json: boolean;
+  pinPath: string;
+  metricsAddr: string;
+}
+
+const spec: CommandSpec<TargetsOptions> = {
   name: "targets",
   summary: "List the registered probe targets: family, address, port, network, mark and pod.",
   usage: "lace targets [--json] [--pin-path DIR] [--metrics-addr HOST:PORT]",
   flags: [
-    { name: "json", type: "boolean" as const, env: ["LACE_JSON"], help: "Print a JSON array" },
-    ...nodeFlags.filter((f) => f.name === "pin-path" || f.name === "metrics-addr"),
+    { name: "json", key: "json", value: boolean, env: ["LACE_JSON"], help: "Print a JSON array" },
+    nodeFlags.pinPath,
+    nodeFlags.metricsAddr,
   ],
+  defaults: () => {
+    const { pinPath, metricsAddr } = defaultConfig();
+    return { json: false, pinPath, metricsAddr };
+  },
 };
 
 /** Reads the agent's /targets; undefined when no agent answers in time. */
@@ -75,16 +87,15 @@ export function targetsTable(targets: TargetView[]): string {
 }
 
 export async function runTargetsCommand(args: string[]): Promise<number> {
-  const { values, help } = parseFlags(spec, args, Deno.env.toObject());
+  const { options, help } = parseFlags(spec, args, Deno.env.toObject());
   if (help) {
     console.log(helpText(spec));
     return 0;
   }
-  const targets = await registeredTargets(
-    values["metrics-addr"] as string,
-    values["pin-path"] as string,
-  );
-  if (values.json) {
+  const problems = nodeProblems(options);
+  if (problems.length > 0) throw new UsageError(problems.join("\n"));
+  const targets = await registeredTargets(options.metricsAddr, options.pinPath);
+  if (options.json) {
     console.log(JSON.stringify(
       targets.map((t) => ({
         family: t.family,

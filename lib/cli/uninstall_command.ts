@@ -5,29 +5,33 @@
  * Run it after stopping the agent; a running agent would keep its own
  * references until it exits.
  */
-import { helpText, parseFlags } from "./flags.ts";
+import { defaultConfig, nodeProblems, type NodeSettings } from "../config.ts";
+import { type CommandSpec, helpText, parseFlags, UsageError } from "./flags.ts";
 import { nodeFlags } from "./agent_flags.ts";
 
-const spec = {
+const spec: CommandSpec<Pick<NodeSettings, "pinPath">> = {
   name: "uninstall",
   summary:
     "Remove Lace's pinned maps and links (which detaches its programs from the kubelet cgroup). Stop the agent first.",
   usage: "lace uninstall [--pin-path DIR]",
-  flags: nodeFlags.filter((f) => f.name === "pin-path"),
+  flags: [nodeFlags.pinPath],
+  defaults: () => ({ pinPath: defaultConfig().pinPath }),
 };
 
 export async function runUninstallCommand(args: string[]): Promise<number> {
-  const { values, help } = parseFlags(spec, args, Deno.env.toObject());
+  const { options, help } = parseFlags(spec, args, Deno.env.toObject());
   if (help) {
     console.log(helpText(spec));
     return 0;
   }
+  const problems = nodeProblems(options);
+  if (problems.length > 0) throw new UsageError(problems.join("\n"));
   const { uninstall } = await import("../datapath/pins.ts");
-  const removed = uninstall(values["pin-path"] as string);
+  const removed = uninstall(options.pinPath);
   console.log(
     removed.length
       ? `Removed ${removed.length} pins:\n${removed.map((p) => `  ${p}`).join("\n")}`
-      : `Nothing to remove under ${values["pin-path"]}`,
+      : `Nothing to remove under ${options.pinPath}`,
   );
   return 0;
 }

@@ -1,24 +1,25 @@
 /** `lace version`: the agent's version, its BPF map layout and its runtime. */
 import { ABI_VERSION } from "../datapath/probe_map.ts";
 import { VERSION } from "../version.ts";
-import { helpText, parseFlags } from "./flags.ts";
+import { boolean, type CommandSpec, helpText, parseFlags } from "./flags.ts";
 
-const spec = {
+const spec: CommandSpec<{ json: boolean }> = {
   name: "version",
   summary: "Print the version of lace, of its BPF map layout and of the Deno runtime.",
   usage: "lace version [--json]",
-  flags: [{ name: "json", type: "boolean" as const, help: "Print JSON" }],
+  flags: [{ name: "json", key: "json", value: boolean, help: "Print JSON" }],
+  defaults: () => ({ json: false }),
 };
 
 export function runVersionCommand(args: string[]): Promise<number> {
-  const { values, help } = parseFlags(spec, args, Deno.env.toObject());
+  const { options, help } = parseFlags(spec, args, Deno.env.toObject());
   if (help) {
     console.log(helpText(spec));
     return Promise.resolve(0);
   }
   const info = { version: VERSION, bpfAbi: ABI_VERSION, deno: Deno.version.deno };
   console.log(
-    values.json
+    options.json
       ? JSON.stringify(info)
       : `lace ${info.version} (bpf abi ${info.bpfAbi}, deno ${info.deno})`,
   );

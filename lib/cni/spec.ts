@@ -4,6 +4,7 @@
  * result that is passed through. Pure code: no I/O, so every rule and every
  * error code is unit-tested, and the plugin path imports nothing heavy.
  */
+import { DEFAULT_CNI_SOCKET } from "../config.ts";
 
 /** The spec versions this plugin speaks; results before 0.3.0 had another shape. */
 export const SUPPORTED_VERSIONS = ["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"] as const;
@@ -147,7 +148,6 @@ export interface NetConf {
   timeoutMs: number;
 }
 
-export const DEFAULT_SOCKET = "/run/lace/cni.sock";
 export const DEFAULT_TIMEOUT_MS = 1000;
 /** A chained plugin must never hold a pod's sandbox for long. */
 export const MAX_TIMEOUT_MS = 30_000;
@@ -224,7 +224,7 @@ export function parseNetConf(stdin: string, command: Command): NetConf {
     cniVersion,
     name: raw.name,
     type: raw.type,
-    socket: DEFAULT_SOCKET,
+    socket: DEFAULT_CNI_SOCKET,
     timeoutMs: DEFAULT_TIMEOUT_MS,
   };
   if (raw.prevResult !== undefined && raw.prevResult !== null) {

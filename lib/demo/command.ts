@@ -7,7 +7,14 @@
  * reaches none of them, and removes everything it made (also on Ctrl-C).
  */
 import { join } from "node:path";
-import { helpText, parseFlags, UsageError } from "../cli/flags.ts";
+import {
+  boolean,
+  type CommandSpec,
+  helpText,
+  integer,
+  parseFlags,
+  UsageError,
+} from "../cli/flags.ts";
 import { SimCgroups } from "./cgroup.ts";
 import { randomSuffix } from "../cli/process.ts";
 import { POD_IPV4, POD_IPV6, SimNode } from "./netns.ts";
@@ -16,7 +23,7 @@ import { Prober, type ProbeResponse } from "../doctor/prober.ts";
 import { selfCommand } from "../cli/self_command.ts";
 import { type DemoPod, demoPods } from "./pods.ts";
 
-const spec = {
+const spec: CommandSpec<{ networks: number; json: boolean }> = {
   name: "demo",
   summary: [
     "Run Lace end to end on this machine: a simulated node in network namespaces, overlay networks",
@@ -27,13 +34,14 @@ const spec = {
   flags: [
     {
       name: "networks",
-      type: "int" as const,
+      key: "networks",
+      value: integer,
       env: ["LACE_DEMO_NETWORKS"],
-      default: 3,
       help: "How many overlay networks (1..8)",
     },
-    { name: "json", type: "boolean" as const, help: "Print the results as JSON" },
+    { name: "json", key: "json", value: boolean, help: "Print the results as JSON" },
   ],
+  defaults: () => ({ networks: 3, json: false }),
 };
 
 export interface DemoRow {
@@ -124,12 +132,12 @@ async function probeAll(prober: Prober, pods: DemoPod[], from: "kubelet" | "othe
 
 /** Runs the demo; returns 0 when every kubelet probe reached its own pod and no other process reached any. */
 export async function runDemo(args: string[]): Promise<number> {
-  const { values, help } = parseFlags(spec, args, Deno.env.toObject());
+  const { options, help } = parseFlags(spec, args, Deno.env.toObject());
   if (help) {
     console.log(helpText(spec));
     return 0;
   }
-  const count = values.networks as number;
+  const count = options.networks;
   if (count < 1 || count > 8) {
     throw new UsageError(`--networks must be 1..8: ${count}`);
   }
@@ -248,7 +256,7 @@ export async function runDemo(args: string[]): Promise<number> {
       r.result.startsWith("reached") && r.answeredBy === r.pod.split("/")[1]
     );
     const otherOk = fromOther.every((r) => !r.result.startsWith("reached"));
-    if (values.json) {
+    if (options.json) {
       console.log(JSON.stringify({ ok: kubeletOk && otherOk, rows }, null, 2));
     } else {
       console.log(table(rows));

@@ -5,7 +5,16 @@
  * kubelet's cgroup. Both exit 0 only when everything needed is right.
  */
 import { nodeFlags } from "../cli/agent_flags.ts";
-import { type CommandSpec, helpText, parseFlags, UsageError } from "../cli/flags.ts";
+import {
+  boolean,
+  type CommandSpec,
+  duration,
+  helpText,
+  parseFlags,
+  text,
+  UsageError,
+} from "../cli/flags.ts";
+import { defaultConfig, durationProblem, nodeProblems, type NodeSettings } from "../config.ts";
 import { registeredTargets } from "../cli/targets_command.ts";
 import { type Check, evaluate } from "./checks.ts";
 import {
@@ -18,7 +27,18 @@ import {
 import { gatherSnapshot, resolveKubeletCgroup } from "./snapshot.ts";
 import { readMountInfo } from "../mountinfo.ts";
 
-const spec: CommandSpec = {
+interface DoctorOptions extends NodeSettings {
+  json: boolean;
+  /** How long `doctor probes` waits for each target. */
+  timeoutMs: number;
+  /** Network namespace the probes connect from; empty means this one. */
+  netns: string;
+}
+
+/** A probe that takes longer than this has failed for the kubelet too. */
+const MAX_PROBE_TIMEOUT_MS = 60_000;
+
+const spec: CommandSpec<DoctorOptions> = {
   name: "doctor",
   summary: "Check this node's Lace setup and explain each problem with its fix.\n" +
     "`lace doctor probes` connects to every registered target from the kubelet's cgroup\n" +
@@ -27,28 +47,48 @@ const spec: CommandSpec = {
     "[--host-cgroup-root DIR] [--metrics-addr HOST:PORT] [--timeout DURATION]",
   positionals: true,
   flags: [
-    { name: "json", type: "boolean", env: ["LACE_JSON"], help: "Print JSON" },
-    ...nodeFlags.filter((f) =>
-      ["pin-path", "kubelet-cgroup", "host-cgroup-root", "metrics-addr"].includes(f.name)
-    ),
+    { name: "json", key: "json", value: boolean, env: ["LACE_JSON"], help: "Print JSON" },
+    nodeFlags.pinPath,
+    nodeFlags.kubeletCgroup,
+    nodeFlags.hostCgroupRoot,
+    nodeFlags.metricsAddr,
     {
       name: "timeout",
-      type: "duration",
+      key: "timeoutMs",
+      value: duration,
       env: ["LACE_DOCTOR_TIMEOUT"],
-      default: "2s",
-      metavar: "DURATION",
       help: "How long `doctor probes` waits for each target",
     },
     {
       name: "netns",
-      type: "string",
+      key: "netns",
+      value: text,
       env: ["LACE_DOCTOR_NETNS"],
-      default: "",
       hidden: true,
       help: "Network namespace the probes connect from (tests and the demo)",
     },
   ],
+  defaults: () => {
+    const { pinPath, kubeletCgroup, hostCgroupRoot, metricsAddr } = defaultConfig();
+    return {
+      pinPath,
+      kubeletCgroup,
+      hostCgroupRoot,
+      metricsAddr,
+      json: false,
+      timeoutMs: 2000,
+      netns: "",
+    };
+  },
 };
+
+/** Everything wrong with doctor's options, one sentence each. */
+function doctorProblems(o: DoctorOptions): string[] {
+  const problems = nodeProblems(o);
+  const timeout = durationProblem("--timeout", o.timeoutMs, 1, MAX_PROBE_TIMEOUT_MS);
+  if (timeout) problems.push(timeout);
+  return problems;
+}
 
 /** Runs `lace doctor …`; returns the exit code (2 for bad flags, with a one-line error). */
 export async function runDoctor(args: string[]): Promise<number> {
@@ -59,37 +99,23 @@ export async function runDoctor(args: string[]): Promise<number> {
     if (extra.length > 0) {
       throw new UsageError(`lace doctor: unexpected argument "${extra[0]}" (see --help)`);
     }
-    const cgroup = parsed.values["kubelet-cgroup"] as string;
-    if (cgroup !== "auto" && !cgroup.startsWith("/")) {
-      throw new UsageError(`--kubelet-cgroup must be an absolute path or "auto": "${cgroup}"`);
-    }
-    if ((parsed.values.timeout as number) <= 0) {
-      throw new UsageError(`--timeout must be more than zero: "${args.join(" ")}"`);
-    }
+    const problems = doctorProblems(parsed.options);
+    if (problems.length > 0) throw new UsageError(problems.join("\n"));
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
-    console.error(e.message.startsWith("lace") ? e.message : `lace doctor: ${e.message}`);
+    for (const line of e.message.split("\n")) {
+      console.error(line.startsWith("lace") ? line : `lace doctor: ${line}`);
+    }
     return 2;
   }
-  const { values, positionals, help } = parsed;
+  const { options, positionals, help } = parsed;
   if (help) {
     console.log(helpText(spec));
     return 0;
   }
-  const opts = {
-    pinPath: values["pin-path"] as string,
-    kubeletCgroup: values["kubelet-cgroup"] as string,
-    hostCgroupRoot: values["host-cgroup-root"] as string,
-    metricsAddr: values["metrics-addr"] as string,
-  };
-  const json = values.json === true;
+  const { json, timeoutMs, netns, ...opts } = options;
   if (positionals[0] === "probes") {
-    return await doctorProbes({
-      ...opts,
-      json,
-      timeoutMs: values.timeout as number,
-      netns: (values.netns as string) || undefined,
-    });
+    return await doctorProbes({ ...opts, json, timeoutMs, netns: netns || undefined });
   }
   const checks = evaluate(await gatherSnapshot(opts));
   const ok = checks.every((c) => c.ok || c.severity === "warning");

@@ -4,7 +4,18 @@
  * command; `parseNetcheckArgs` turns arguments into validated options or a
  * one-line UsageError.
  */
-import { type CommandSpec, parseFlags, UsageError } from "../cli/flags.ts";
+import {
+  boolean,
+  type CommandSpec,
+  duration,
+  integer,
+  inverted,
+  oneOf,
+  parseFlags,
+  text,
+  UsageError,
+  type ValueParser,
+} from "../cli/flags.ts";
 
 export type IpFamily = "ipv4" | "ipv6";
 export type OutputFormat = "text" | "json";
@@ -114,7 +125,7 @@ export function parseSelector(text: string): Record<string, string> {
   const labels: Record<string, string> = {};
   for (const part of text.split(",").map((s) => s.trim()).filter(Boolean)) {
     const eq = part.indexOf("=");
-    if (eq <= 0) throw new UsageError(`--selector must be key=value[,key=value]: "${text}"`);
+    if (eq <= 0) throw new TypeError(`must be key=value[,key=value]: "${text}"`);
     labels[part.slice(0, eq).trim()] = part.slice(eq + 1).trim();
   }
   return labels;
@@ -124,125 +135,146 @@ export function parseSelector(text: string): Record<string, string> {
 export function parseBandwidth(text: string): number {
   const m = /^(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)(?:bit\/s|bps|b)?$/.exec(text.trim());
   if (!m) {
-    throw new UsageError(`--min-bandwidth must be bits per second like 500M or 1G: "${text}"`);
+    throw new TypeError(`must be bits per second like 500M or 1G: "${text}"`);
   }
   const unit = { "": 1, k: 1e3, m: 1e6, g: 1e9, t: 1e12 }[m[2].toLowerCase() as "" | "k"];
   return Number(m[1]) * unit;
 }
 
-const d = defaultNetcheckOptions();
+/** Reads a whole number of seconds from a duration (iperf3 takes integers). */
+const wholeSeconds: ValueParser<number> = {
+  metavar: "DURATION",
+  parse(t) {
+    const ms = duration.parse(t);
+    if (ms % 1000 !== 0) throw new Error(`must be whole seconds: "${t}"`);
+    return ms / 1000;
+  },
+  format: (s) => duration.format(s * 1000),
+};
 
-/** The flags of `lace netcheck`, in the lead CLI's table format. */
-export const netcheckCommand: CommandSpec = {
+const selector: ValueParser<Record<string, string>> = {
+  metavar: "K=V[,K=V]",
+  parse: parseSelector,
+  format: (labels) => Object.entries(labels).map(([k, v]) => `${k}=${v}`).join(","),
+};
+
+const bandwidth: ValueParser<number> = {
+  metavar: "BPS",
+  parse: parseBandwidth,
+  format: String,
+};
+
+const factor: ValueParser<number> = {
+  metavar: "FACTOR",
+  parse(t) {
+    const n = Number(t);
+    if (t.trim() === "" || !Number.isFinite(n)) throw new Error(`must be a number: "${t}"`);
+    return n;
+  },
+  format: String,
+};
+
+/** The flags of `lace netcheck`; defaults come from defaultNetcheckOptions(). */
+export const netcheckCommand: CommandSpec<NetcheckOptions> = {
   name: "netcheck",
   summary: "Test TCP connectivity and bandwidth between every pair of nodes of the cluster",
   usage: "lace netcheck [flags]",
+  defaults: defaultNetcheckOptions,
   flags: [
     {
       name: "kubeconfig",
-      type: "string",
-      default: "",
+      key: "kubeconfig",
+      value: text,
       metavar: "FILE",
       help: "Kubeconfig file (current context); else KUBECONFIG, in-cluster, ~/.kube/config",
     },
     {
       name: "namespace",
-      type: "string",
-      default: d.namespace,
+      key: "namespace",
+      value: text,
       metavar: "NAME",
       help: "Namespace of the probe DaemonSet and lock Lease (created if missing)",
     },
     {
       name: "image",
-      type: "string",
-      default: d.image,
+      key: "image",
+      value: text,
       metavar: "IMAGE",
       help: "agnhost image of the connect container",
     },
     {
       name: "bandwidth-image",
-      type: "string",
-      default: d.bandwidthImage,
+      key: "bandwidthImage",
+      value: text,
       metavar: "IMAGE",
       help: "iperf3 image of the bandwidth container",
     },
-    {
-      name: "selector",
-      type: "string",
-      default: "",
-      metavar: "K=V[,K=V]",
-      help: "Only nodes with these labels",
-    },
+    { name: "selector", key: "selector", value: selector, help: "Only nodes with these labels" },
     {
       name: "ready-timeout",
-      type: "duration",
-      default: "2m",
-      metavar: "DURATION",
+      key: "readyTimeoutMs",
+      value: duration,
       help: "How long to wait for the probe pods",
     },
     {
       name: "ip-family",
-      type: "string",
-      default: d.ipFamily,
-      choices: ["ipv4", "ipv6"],
-      metavar: "ipv4|ipv6",
+      key: "ipFamily",
+      value: oneOf(["ipv4", "ipv6"] as const),
       help: "Address family of the tested paths",
     },
     {
       name: "timeout",
-      type: "duration",
-      default: "5s",
-      metavar: "DURATION",
+      key: "connectTimeoutMs",
+      value: duration,
       help: "TCP connect timeout per path",
     },
     {
       name: "bandwidth-time",
-      type: "duration",
-      default: "3s",
-      metavar: "DURATION",
+      key: "bandwidthTimeS",
+      value: wholeSeconds,
       help: "iperf3 duration per path (whole seconds, at least 1s)",
     },
-    { name: "skip-bandwidth", type: "boolean", default: false, help: "Test connectivity only" },
+    {
+      name: "skip-bandwidth",
+      key: "skipBandwidth",
+      value: boolean,
+      help: "Test connectivity only",
+    },
     {
       name: "concurrency",
-      type: "int",
-      default: d.concurrency,
-      metavar: "N",
+      key: "concurrency",
+      value: integer,
       help: "Exec sessions in parallel",
     },
     {
       name: "min-bandwidth",
-      type: "string",
-      default: "0",
-      metavar: "BPS",
+      key: "minBandwidthBps",
+      value: bandwidth,
       help: "Fail paths slower than this many bits/s (e.g. 500M); 0 disables",
     },
     {
       name: "asymmetry",
-      type: "string",
-      default: String(d.asymmetry),
-      metavar: "FACTOR",
+      key: "asymmetry",
+      value: factor,
       help: "Flag A→B vs B→A bandwidth differing by more than this factor",
     },
     {
       name: "output",
-      type: "string",
-      default: d.output,
-      choices: ["text", "json"],
-      metavar: "text|json",
+      key: "output",
+      value: oneOf(["text", "json"] as const),
       help: "Report format on stdout",
     },
     {
       name: "junit",
-      type: "string",
-      default: "",
+      key: "junit",
+      value: text,
       metavar: "FILE",
       help: "Also write a JUnit XML report with every path",
     },
     {
       name: "no-progress",
-      type: "boolean",
-      default: false,
+      key: "progress",
+      value: inverted,
       help: "Print no progress bar, only progress lines",
     },
   ],
@@ -257,33 +289,7 @@ export function parseNetcheckArgs(
   args: string[],
   env: Record<string, string | undefined>,
 ): NetcheckOptions | null {
-  const { values, help } = parseFlags(netcheckCommand, args, env);
+  const { options, help } = parseFlags(netcheckCommand, args, env);
   if (help) return null;
-  const asymmetry = Number(values["asymmetry"]);
-  if (!Number.isFinite(asymmetry)) {
-    throw new UsageError(`--asymmetry must be a number: "${values["asymmetry"]}"`);
-  }
-  const bandwidthMs = values["bandwidth-time"] as number;
-  if (bandwidthMs % 1000 !== 0) {
-    throw new UsageError(`--bandwidth-time must be whole seconds: "${bandwidthMs}ms"`);
-  }
-  return validateNetcheckOptions({
-    ...d,
-    kubeconfig: values["kubeconfig"] as string,
-    namespace: values["namespace"] as string,
-    image: values["image"] as string,
-    bandwidthImage: values["bandwidth-image"] as string,
-    selector: parseSelector(values["selector"] as string),
-    readyTimeoutMs: values["ready-timeout"] as number,
-    ipFamily: values["ip-family"] as IpFamily,
-    connectTimeoutMs: values["timeout"] as number,
-    bandwidthTimeS: bandwidthMs / 1000,
-    skipBandwidth: values["skip-bandwidth"] as boolean,
-    concurrency: values["concurrency"] as number,
-    minBandwidthBps: parseBandwidth(values["min-bandwidth"] as string),
-    asymmetry,
-    output: values["output"] as OutputFormat,
-    junit: values["junit"] as string,
-    progress: !(values["no-progress"] as boolean),
-  });
+  return validateNetcheckOptions(options);
 }
