@@ -12,7 +12,14 @@ import type { Pod } from "../pods/pod.ts";
 import { PodCache } from "../pods/cache.ts";
 import type { PodSource } from "../pods/source.ts";
 import { keyId, type ProbeEntry, type ProbeStore } from "../datapath/probe_map.ts";
-import { probeTargetsForPod, type Skip, type Target } from "../rules/targets.ts";
+import {
+  type NetworkMismatch,
+  type PodNetwork,
+  type PodTargets,
+  probeTargetsForPod,
+  type Skip,
+  type Target,
+} from "../rules/targets.ts";
 import {
   type ReconcileInput,
   type ReconcileObserver,
@@ -45,6 +52,8 @@ export interface AgentCoreOptions {
   onSkip?: (skip: Skip) => void;
   /** A conflict, reported once while it persists (for Events). */
   onConflict?: (conflict: Conflict) => void;
+  /** A pod whose annotations disagree with the network the node attached it to, once while it persists. */
+  onNetworkMismatch?: (mismatch: NetworkMismatch) => void;
   /** Every reconcile's report (for metrics). */
   observer?: ReconcileObserver;
   timers?: Timers;
@@ -60,11 +69,13 @@ export interface AgentSnapshot {
   targets: TargetView[];
   conflicts: Conflict[];
   skips: Skip[];
+  /** Pods whose annotations disagree with the network the node attached them to. */
+  mismatches: NetworkMismatch[];
   /** Every pod source has delivered its first full list. */
   synced: boolean;
   /** A reconcile with deletes allowed has completed without errors. */
   firstFullListApplied: boolean;
-  counts: { pods: number; targets: number; conflicts: number; skips: number };
+  counts: { pods: number; targets: number; conflicts: number; skips: number; mismatches: number };
   lastReconcile?: ReconcileReport;
 }
 
@@ -77,12 +88,19 @@ export class AgentCore {
     targets: [],
     conflicts: [],
     skips: [],
+    mismatches: [],
     synced: false,
     firstFullListApplied: false,
-    counts: { pods: 0, targets: 0, conflicts: 0, skips: 0 },
+    counts: { pods: 0, targets: 0, conflicts: 0, skips: 0, mismatches: 0 },
   };
   #reported = new Map<string, Set<string>>();
-  readonly #derived = new WeakMap<Pod, ReturnType<typeof probeTargetsForPod>>();
+  /** The rules' result per merged pod object, with the node network it was computed for. */
+  readonly #derived = new WeakMap<Pod, { node: PodNetwork | undefined; result: PodTargets }>();
+  /**
+   * The network the node attached each pod to, by uid, as the CNI path reported it:
+   * authoritative over the pod's annotations, which the pod's author can write.
+   */
+  readonly #nodeNetworks = new Map<string, PodNetwork>();
   #started: PodSource[] = [];
 
   constructor(opts: AgentCoreOptions) {
@@ -155,17 +173,20 @@ export class AgentCore {
   /**
    * Records what the CNI path knows of a pod (addresses, network) and resolves
    * once the resulting targets are in the store. The API's spec still decides
-   * which probes exist; this only makes the addresses and network known early.
-   * Rejects if the reconcile failed or any of this pod's entries was not written.
+   * which probes exist; the addresses become known early, and the network the
+   * node attached the pod to becomes its network for every target, whatever
+   * its annotations say. Rejects if the reconcile failed or any of this pod's
+   * entries was not written.
    */
   async registerAttachment(a: Attachment): Promise<void> {
-    const annotations: Record<string, string> = {};
-    if (a.network !== undefined) annotations[this.#opts.config.networkAnnotation] = a.network;
-    if (a.networkId !== undefined) {
-      annotations[this.#opts.config.networkIdAnnotation] = String(a.networkId);
+    if (a.network !== undefined && a.networkId !== undefined) {
+      const known = this.#nodeNetworks.get(a.uid);
+      if (known?.network !== a.network || known.networkId !== a.networkId) {
+        this.#nodeNetworks.set(a.uid, { network: a.network, networkId: a.networkId });
+      }
     }
     const pod: Pod = {
-      metadata: { namespace: a.namespace, name: a.name, uid: a.uid, annotations },
+      metadata: { namespace: a.namespace, name: a.name, uid: a.uid },
       spec: { containers: [] },
       status: { podIPs: a.ips.map((ip) => ({ ip })) },
     };
@@ -187,6 +208,7 @@ export class AgentCore {
 
   /** Forgets the CNI view of a pod and reconciles; other sources may still know the pod. */
   async removeAttachment(uid: string): Promise<void> {
+    this.#nodeNetworks.delete(uid);
     this.cache.remove(CNI_SOURCE, uid);
     const report = await this.runner.runNow("cni-del");
     if (report.error) {
@@ -199,17 +221,23 @@ export class AgentCore {
     const uids = this.cache.uids();
     const all: Target[] = [];
     const skips: Skip[] = [];
+    const mismatches: NetworkMismatch[] = [];
     for (const uid of uids) {
       // Each pod on its own: whatever one pod's objects make throw (a manifest nested
       // thousands of levels deep, a shape nobody foresaw) costs that pod its targets only.
       try {
         const pod = this.cache.get(uid)!;
+        const node = this.#nodeNetworks.get(uid);
         // The cache hands back the same object until the pod changes, so the rules run
         // once per pod change rather than once per pod per reconcile.
         let derived = this.#derived.get(pod);
-        if (!derived) this.#derived.set(pod, derived = probeTargetsForPod(pod, config));
-        all.push(...derived.targets);
-        skips.push(...derived.skipped);
+        if (!derived || derived.node !== node) {
+          derived = { node, result: probeTargetsForPod(pod, config, node) };
+          this.#derived.set(pod, derived);
+        }
+        all.push(...derived.result.targets);
+        skips.push(...derived.result.skipped);
+        if (derived.result.mismatch) mismatches.push(derived.result.mismatch);
       } catch (error) {
         skips.push(this.#unusable(uid, error));
       }
@@ -228,15 +256,17 @@ export class AgentCore {
       targets: views,
       conflicts,
       skips,
+      mismatches,
       synced,
       counts: {
         pods: uids.length,
         targets: views.length,
         conflicts: conflicts.length,
         skips: skips.length,
+        mismatches: mismatches.length,
       },
     };
-    this.#report(skips, conflicts);
+    this.#report(skips, conflicts, mismatches);
     return { desired, allowDelete: synced, conflicts: conflicts.length, skips: skips.length };
   }
 
@@ -256,7 +286,7 @@ export class AgentCore {
    * while it persists" is once per pod generation; a problem that goes away
    * and comes back is reported again.
    */
-  #report(skips: Skip[], conflicts: Conflict[]): void {
+  #report(skips: Skip[], conflicts: Conflict[], mismatches: NetworkMismatch[]): void {
     const now = new Map<string, Set<string>>();
     const fresh = (uid: string, id: string): boolean => {
       let set = now.get(uid);
@@ -287,6 +317,21 @@ export class AgentCore {
         },
       );
       this.#call(() => this.#opts.onConflict?.(c));
+    }
+    for (const m of mismatches) {
+      if (!fresh(m.pod.uid, `mismatch|${m.node.networkId}|${m.node.network}|${m.annotated}`)) {
+        continue;
+      }
+      log.warning(
+        "Pod {pod}: its annotations say {annotated}, the node attached it to network {network} (id {networkId}); the node's network is used",
+        {
+          pod: `${m.pod.namespace}/${m.pod.name}`,
+          annotated: m.annotated,
+          network: m.node.network,
+          networkId: m.node.networkId,
+        },
+      );
+      this.#call(() => this.#opts.onNetworkMismatch?.(m));
     }
     this.#reported = now;
   }

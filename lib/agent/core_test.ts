@@ -7,7 +7,7 @@ import type { Pod } from "../pods/pod.ts";
 import type { PodSink, PodSource } from "../pods/source.ts";
 import { keyId, type ProbeEntry } from "../datapath/probe_map.ts";
 import { MemoryProbeStore } from "../../tests/helpers/memory_probe_store.ts";
-import type { Skip } from "../rules/targets.ts";
+import type { NetworkMismatch, Skip } from "../rules/targets.ts";
 
 const CONFIG: AgentCoreConfig = {
   nodeName: "n1",
@@ -178,7 +178,7 @@ Deno.test("AgentCore.snapshot() describes each target's pod and probe", async ()
   await t.settle();
   const snap = t.core.snapshot();
   assert.equal(snap.synced, true);
-  assert.deepEqual(snap.counts, { pods: 1, targets: 1, conflicts: 0, skips: 0 });
+  assert.deepEqual(snap.counts, { pods: 1, targets: 1, conflicts: 0, skips: 0, mismatches: 0 });
   const [view] = snap.targets;
   assert.deepEqual(view.entry, entry("10.0.0.1", 8080, 4));
   assert.equal(`${view.pod.namespace}/${view.pod.name}`, "ns/p-a");
@@ -283,4 +283,48 @@ Deno.test("AgentCore never makes a target of a loopback or link-local address th
   assert.deepEqual(ids(t.store), []);
   assert.deepEqual(t.skips.map((s) => s.reason), Array(3).fill("special-address"));
   await t.core.stop();
+});
+
+Deno.test("AgentCore tags a pod with the network its CNI attach reported, not its annotation", async () => {
+  const t = setup();
+  const mismatches: NetworkMismatch[] = [];
+  const core = new AgentCore({
+    config: CONFIG,
+    store: t.store,
+    sources: t.sources,
+    onNetworkMismatch: (m) => mismatches.push(m),
+    timers: {
+      setTimeout: (fn, ms) => t.clock.setTimeout(fn, ms),
+      clearTimeout: (id) => t.clock.clearTimeout(id as number),
+      now: () => t.clock.now,
+    },
+  });
+  await core.start();
+  // The pod's author claims network 2; the node attached the pod to network 1.
+  t.sources[0].list(pod("a", "10.0.0.8", 2));
+  await t.clock.tickAsync(CONFIG.debounceMs);
+  await core.runner.idle();
+  await core.registerAttachment({
+    namespace: "ns",
+    name: "p-a",
+    uid: "a",
+    ips: ["10.0.0.8"],
+    network: "net1",
+    networkId: 1,
+  });
+  assert.deepEqual(ids(t.store), ["10.0.0.8:8080=1"]);
+  assert.equal(mismatches.length, 1);
+  assert.equal(mismatches[0].annotated, 'network "net2" (id 2)');
+  assert.deepEqual(mismatches[0].node, { network: "net1", networkId: 1 });
+  assert.equal(core.view().counts.mismatches, 1);
+  // A later change of the annotation does not move the pod either, and is reported once.
+  t.sources[0].list(pod("a", "10.0.0.8", 3));
+  await core.reconcileNow();
+  await core.reconcileNow();
+  assert.deepEqual(ids(t.store), ["10.0.0.8:8080=1"]);
+  assert.equal(mismatches.length, 2);
+  // Once the attachment is gone, the annotation is all the agent has.
+  await core.removeAttachment("a");
+  assert.deepEqual(ids(t.store), ["10.0.0.8:8080=3"]);
+  await core.stop();
 });

@@ -20,6 +20,7 @@ export class Metrics {
   readonly reconcileDuration: Histogram;
   readonly mapOperations: Counter<"op" | "result">;
   readonly targetConflicts: Gauge;
+  readonly networkMismatches: Gauge;
   readonly probesIgnored: Gauge<"reason">;
   readonly watchRestarts: Counter;
   readonly attached: Gauge<"program">;
@@ -55,6 +56,12 @@ export class Metrics {
       name: "lace_target_conflicts",
       help:
         "Targets dropped because an older pod in another network holds the same address and port",
+      registers,
+    });
+    this.networkMismatches = new Gauge({
+      name: "lace_network_annotation_mismatches",
+      help:
+        "Pods whose network annotations disagree with the network the node attached them to (the node's is used)",
       registers,
     });
     this.probesIgnored = new Gauge({

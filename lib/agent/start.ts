@@ -63,6 +63,7 @@ function updateMetrics(
     metrics.probeTargets.inc({ family: t.entry.key.family, network: t.network });
   }
   metrics.targetConflicts.set(snapshot.conflicts.length);
+  metrics.networkMismatches.set(snapshot.mismatches.length);
   metrics.probesIgnored.reset();
   for (const s of snapshot.skips) metrics.probesIgnored.inc({ reason: s.reason });
 }
@@ -125,6 +126,12 @@ export async function startAgent(config: Config): Promise<RunningAgent> {
         podObjectRef(c.dropped.pod),
         "ProbeTargetConflict",
         `Probe target ${c.key.address}:${c.key.port} is also used by pod ${c.kept.pod.namespace}/${c.kept.pod.name} in network ${c.kept.network}, which is older and keeps it; probes of this pod to that port are not delivered into network ${c.dropped.network}`,
+      ),
+    onNetworkMismatch: (m) =>
+      events.warn(
+        podObjectRef(m.pod),
+        "NetworkAnnotationMismatch",
+        `The pod's annotations say ${m.annotated}, but the node attached it to network "${m.node.network}" (id ${m.node.networkId}): its probe targets use the node's network and the annotations are ignored`,
       ),
     observer: { onReconcile: (report) => updateMetrics(metrics, report, core.view()) },
   });

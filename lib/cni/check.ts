@@ -27,8 +27,8 @@ function describe(entry: ProbeEntry): string {
 /**
  * Lists every mismatch between the pod's desired targets and the map: a
  * target missing from the map or holding another value, a target on an
- * address the attachment does not have, or in another network than the
- * plugin configuration names. An empty list means the attachment checks out
+ * address the attachment does not have, or in another network (name or id)
+ * than the plugin configuration names. An empty list means the attachment checks out
  * (also for a pod without probes: it needs no targets).
  */
 export function checkAttachment(
@@ -57,6 +57,11 @@ export function checkAttachment(
     }
     if (a.network !== undefined && t.network !== a.network) {
       problems.push(`target ${id} is in network "${t.network}", the plugin says "${a.network}"`);
+    }
+    if (a.networkId !== undefined && t.entry.value.networkId !== a.networkId) {
+      problems.push(
+        `target ${id} is in network id ${t.entry.value.networkId}, the plugin says ${a.networkId}`,
+      );
     }
   }
   return problems;

@@ -46,6 +46,14 @@ Deno.test("checkAttachment() reports a network other than the plugin's", () => {
   assert.match(problem, /in network "red", the plugin says "blue"/);
 });
 
+Deno.test("checkAttachment() reports a network id other than the plugin's under the same name", () => {
+  const t = target("10.70.0.5", 8080); // blue, id 7
+  const problems = checkAttachment({ ...attachment, network: "blue", networkId: 2 }, [t], [
+    t.entry,
+  ]);
+  assert.deepEqual(problems, ["target 10.70.0.5:8080 is in network id 7, the plugin says 2"]);
+});
+
 Deno.test("checkAttachment() ignores other pods' targets", () => {
   assert.deepEqual(checkAttachment(attachment, [target("10.70.0.8", 80, "u2")], []), []);
 });

@@ -25,18 +25,15 @@ function hasIPs(pod: Pod): boolean {
 }
 
 /**
- * Merges one uid's views, best source first. The best source gives metadata,
- * spec and phase (the API knows the pod's real spec). Annotations are merged
- * key by key, the better source winning, so network annotations the CNI path
- * learnt reach the pod before the API shows them. The addresses come from the
- * best source that has any, because the CNI path knows them before the API.
+ * Merges one uid's views, best source first. The best source gives metadata
+ * (annotations included), spec and phase: the API knows the pod's real spec.
+ * The addresses come from the best source that has any, because the CNI path
+ * knows them before the API. The network the node attached the pod to is not
+ * part of any view: the agent core holds it apart, so no source can forge it.
  */
 export function mergePodViews(views: Pod[]): Pod {
   const [best] = views;
   const merged: Pod = structuredClone(best);
-  const annotations: Record<string, string> = {};
-  for (const view of [...views].reverse()) Object.assign(annotations, view.metadata.annotations);
-  if (Object.keys(annotations).length) merged.metadata.annotations = annotations;
   const withIPs = views.find(hasIPs);
   if (withIPs && withIPs !== best) {
     merged.status = { ...merged.status };

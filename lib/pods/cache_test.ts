@@ -63,7 +63,8 @@ Deno.test("PodCache merges one uid: spec from the API, addresses from the CNI vi
   const merged = cache.get("a")!;
   assert.equal(merged.spec.containers[0].livenessProbe?.tcpSocket?.port, 80);
   assert.deepEqual(merged.status, { phase: "Pending", podIPs: [{ ip: "10.0.0.5" }] });
-  assert.deepEqual(merged.metadata.annotations, { "lace.io/network-id": "7", team: "x" });
+  // Annotations come from the best view alone: no other source can add to them.
+  assert.deepEqual(merged.metadata.annotations, { team: "x" });
 });
 
 Deno.test("PodCache prefers the API's addresses once it has them", () => {

@@ -50,6 +50,31 @@ export interface Skip {
   message: string;
 }
 
+/** A Lace network: its name and its id (1..65535), the id going into the mark. */
+export interface PodNetwork {
+  network: string;
+  networkId: number;
+}
+
+/**
+ * The pod's annotations name another network than the node attached it to
+ * (or a malformed one): the node's network is used, and this is reported.
+ */
+export interface NetworkMismatch {
+  pod: PodIdentity;
+  /** The network the node attached the pod to, which its targets get. */
+  node: PodNetwork;
+  /** What the annotations say, for the report. */
+  annotated: string;
+}
+
+/** A pod's targets, the probes it had to skip, and a network mismatch if any. */
+export interface PodTargets {
+  targets: Target[];
+  skipped: Skip[];
+  mismatch?: NetworkMismatch;
+}
+
 export interface TargetOptions {
   networkAnnotation: string;
   networkIdAnnotation: string;
@@ -93,7 +118,7 @@ export function podIdentity(pod: Pod): PodIdentity {
 function podNetwork(
   annotations: Record<string, unknown>,
   opts: TargetOptions,
-): { network: string; networkId: number } | null | string {
+): PodNetwork | null | string {
   const name = annotations[opts.networkAnnotation];
   const id = annotations[opts.networkIdAnnotation];
   if (name === undefined && id === undefined) return null;
@@ -194,8 +219,12 @@ function resolvePort(
 }
 
 /**
- * Computes a pod's probe targets and the probes it had to skip. A pod gets
- * targets only when it has a Lace network (annotations), an address, is not
+ * Computes a pod's probe targets and the probes it had to skip. The pod's
+ * network is `node`, the network the node attached it to (the chained CNI
+ * plugin's ADD), whenever that is known: annotations, which the pod's author
+ * can write, then only count for a report when they disagree (`mismatch`).
+ * Without `node` the annotations decide. A pod gets
+ * targets only when it has a Lace network, an address, is not
  * on the host network and has not finished (phase Succeeded/Failed). A pod with
  * a deletionTimestamp keeps its targets: it is still in graceful termination and
  * the kubelet keeps probing it until its containers stop, so it loses them when
@@ -208,7 +237,8 @@ function resolvePort(
 export function probeTargetsForPod(
   pod: Pod,
   opts: TargetOptions,
-): { targets: Target[]; skipped: Skip[] } {
+  node?: PodNetwork,
+): PodTargets {
   const targets: Target[] = [];
   const skipped: Skip[] = [];
   const p: Loose = pod;
@@ -222,18 +252,30 @@ export function probeTargetsForPod(
   const annotations = isObject(p.metadata) && isObject(p.metadata.annotations)
     ? p.metadata.annotations
     : {};
-  const net = podNetwork(annotations, opts);
+  const annotated = podNetwork(annotations, opts);
+  let mismatch: NetworkMismatch | undefined;
+  if (node && annotated !== null && !sameNetwork(annotated, node)) {
+    mismatch = {
+      pod: id,
+      node: { network: node.network, networkId: node.networkId },
+      annotated: typeof annotated === "string"
+        ? annotated
+        : `network "${annotated.network}" (id ${annotated.networkId})`,
+    };
+  }
+  const net = node ?? annotated;
   if (net === null) return { targets, skipped };
   if (typeof net === "string") {
     skipped.push({ pod: id, reason: "annotation", message: net });
     return { targets, skipped };
   }
+  const done = () => mismatch ? { targets, skipped, mismatch } : { targets, skipped };
   const { addresses, bad, special } = podAddresses(status);
   for (const ip of bad) {
     skipped.push({ pod: id, reason: "address", message: `Pod IP is not an IP address: ${ip}` });
   }
   for (const message of special) skipped.push({ pod: id, reason: "special-address", message });
-  if (addresses.length === 0) return { targets, skipped };
+  if (addresses.length === 0) return done();
 
   const containers: unknown[] = [
     ...(Array.isArray(p.spec.containers) ? p.spec.containers : []),
@@ -318,5 +360,9 @@ export function probeTargetsForPod(
       }
     }
   }
-  return { targets, skipped };
+  return done();
+}
+
+function sameNetwork(a: PodNetwork | string, b: PodNetwork): boolean {
+  return typeof a !== "string" && a.networkId === b.networkId && a.network === b.network;
 }

@@ -1,0 +1,158 @@
+/**
+ * Tenant isolation, tried the way a hostile pod author would: the real agent
+ * process on the simulated node (two overlay networks whose pods share one
+ * IPv4 and one IPv6 address), pods from the repository's test API server,
+ * the chained `lace` CNI plugin run as a runtime runs it, and the kernel
+ * deciding where each of the kubelet stand-in's connects lands.
+ */
+import assert from "node:assert/strict";
+import { TestApiServer } from "./api_server/mod.ts";
+import type { KubeObject } from "./api_server/mod.ts";
+import {
+  type AgentProcess,
+  AgentWorld,
+  POD_IPV4,
+  POD_IPV6,
+  podManifest,
+} from "./helpers/agent_process.ts";
+import { waitFor } from "./helpers/wait.ts";
+import { execPlugin, laceCommand } from "./helpers/cni_runtime.ts";
+import { privilegedSkipReason } from "./helpers/sim_world.ts";
+
+const skip = privilegedSkipReason();
+const opts = { ignore: skip !== undefined, sanitizeResources: false, sanitizeOps: false };
+
+/** The world, the test API server and an agent using both, with its CNI socket. */
+async function startWorld(pods: Record<string, unknown>[], extra: string[] = []) {
+  const w = await AgentWorld.create();
+  try {
+    const api = await TestApiServer.start({ namespaces: ["default", "e2e"] });
+    const socket = `${w.podsDir}/cni.sock`;
+    // The server gives each pod its own uid, as a real one does: tests read it back.
+    for (const pod of pods) {
+      (pod.metadata as { uid: string }).uid = api.put(pod as unknown as KubeObject).metadata!.uid!;
+    }
+    const agent = w.startAgent([
+      `--kubeconfig=${await api.writeKubeconfig()}`,
+      `--cni-socket=${socket}`,
+      ...extra,
+    ]);
+    await agent.ready();
+    return {
+      w,
+      api,
+      agent,
+      socket,
+      async [Symbol.asyncDispose]() {
+        await w.dispose();
+        await api[Symbol.asyncDispose]();
+      },
+    };
+  } catch (e) {
+    await w.dispose();
+    throw e;
+  }
+}
+
+/** Runs the `lace` plugin for one command as the runtime does, chained after a network plugin. */
+async function plugin(
+  command: "ADD" | "CHECK",
+  socket: string,
+  pod: { name: string; uid: string },
+  network: { network: string; networkId: number },
+  ips = [POD_IPV4, POD_IPV6],
+) {
+  const prevResult = {
+    cniVersion: "1.0.0",
+    interfaces: [{ name: "eth0", sandbox: "/var/run/netns/x" }],
+    ips: ips.map((ip) => ({ address: `${ip}/${ip.includes(":") ? 64 : 24}`, interface: 0 })),
+  };
+  const run = await execPlugin(
+    laceCommand(),
+    {
+      CNI_COMMAND: command,
+      CNI_CONTAINERID: `sandbox-${pod.name}`,
+      CNI_NETNS: "/var/run/netns/x",
+      CNI_IFNAME: "eth0",
+      CNI_PATH: "/usr/lib/cni",
+      CNI_ARGS: `K8S_POD_NAMESPACE=e2e;K8S_POD_NAME=${pod.name};K8S_POD_UID=${pod.uid}`,
+    },
+    JSON.stringify({
+      cniVersion: "1.0.0",
+      name: `lace-${network.network}`,
+      type: "lace",
+      socket,
+      timeout: "5s",
+      ...network,
+      prevResult,
+    }),
+  );
+  return { ...run, result: run.stdout ? JSON.parse(run.stdout) : undefined };
+}
+
+/** The Events the agent recorded with this reason. */
+function events(api: TestApiServer, reason: string) {
+  return api.store.list(api.typeOf({ apiVersion: "v1", kind: "Event" }), {}).items
+    .filter((e) => (e as { reason?: string }).reason === reason) as unknown as {
+      involvedObject: { name: string; namespace: string };
+      type: string;
+      message: string;
+    }[];
+}
+
+/** Waits for the agent's metric sample to reach `value`. */
+function metricReaches(agent: AgentProcess, sample: string, value: number) {
+  return waitFor(async () => (await agent.metric(sample)) === value, {
+    message: `${sample} = ${value}`,
+  });
+}
+
+Deno.test({
+  name: "a pod annotated with another network is tagged with the network the node attached it to",
+  ...opts,
+  async fn() {
+    // The attacker's pod claims network 2 in its annotations; its node attaches it to network 1.
+    const liar = podManifest({ name: "liar", networkId: 2, httpPort: 8080, tcpPort: 9000 });
+    await using t = await startWorld([liar]);
+    const { w, api, agent, socket } = t;
+    const uid = (liar.metadata as { uid: string }).uid;
+    const add = await plugin("ADD", socket, { name: "liar", uid }, {
+      network: "net1",
+      networkId: 1,
+    });
+    assert.equal(add.code, 0, add.stdout + add.stderr);
+    assert.equal(add.stderr, "");
+    // The kubelet stand-in reaches the pod in network 1, never the pod of network 2 at the
+    // same address, on every probe port and address.
+    for (
+      const [host, port, http] of [[POD_IPV4, 8080, "/"], [POD_IPV6, 9000, undefined]] as const
+    ) {
+      const res = await w.probe(host, port, http);
+      assert.equal(res.result, "reached", `${host}:${port}: ${JSON.stringify(res)}`);
+      assert.equal(res.body?.trim(), w.podIn(1), `${host}:${port} lands in network 1`);
+    }
+    const event = await waitFor(() => events(api, "NetworkAnnotationMismatch")[0], {
+      message: "a NetworkAnnotationMismatch Event",
+    });
+    assert.equal(event.involvedObject.name, "liar");
+    assert.equal(event.type, "Warning");
+    assert.match(event.message, /network "net2" \(id 2\).*network "net1" \(id 1\)/);
+    await metricReaches(agent, "lace_network_annotation_mismatches", 1);
+    assert.ok(
+      agent.logs.some((l) => l.includes("e2e/liar") && l.includes("the node's network is used")),
+    );
+    // CHECK holds the agent to the node's network, by name and id.
+    const check = await plugin("CHECK", socket, { name: "liar", uid }, {
+      network: "net1",
+      networkId: 1,
+    });
+    assert.equal(check.code, 0, check.stdout + check.stderr);
+    const wrongId = await plugin("CHECK", socket, { name: "liar", uid }, {
+      network: "net1",
+      networkId: 2,
+    });
+    assert.equal(wrongId.code, 1);
+    assert.equal(wrongId.result.code, 100);
+    assert.match(wrongId.result.msg, /network id 1, the plugin says 2/);
+  },
+});
