@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { CgroupFollower, type FollowerOptions } from "../lib/cgroup/follower.ts";
 import { defaultConfig, markFor } from "../lib/config.ts";
 import { Datapath } from "../lib/datapath/loader.ts";
-import { cgroupId } from "../lib/datapath/mounts.ts";
+import { statCgroupId } from "../lib/cgroup/watch.ts";
 import { uninstall } from "../lib/datapath/pins.ts";
 import { findKubelets } from "../lib/cgroup/kubelet_finder.ts";
 import { run } from "../lib/cli/process.ts";
@@ -108,8 +108,8 @@ privileged(
     try {
       const status = s.follower({}).sync();
       assert.equal(status.attached, true);
-      assert.equal(status.cgroupId, cgroupId(dir));
-      assert.deepEqual(s.linkIds(), [cgroupId(dir), cgroupId(dir)]);
+      assert.equal(status.cgroupId, statCgroupId(dir));
+      assert.deepEqual(s.linkIds(), [statCgroupId(dir), statCgroupId(dir)]);
       assert.equal(await probeFrom(node, dir), "pod-net1");
     } finally {
       await server.dispose();
@@ -130,7 +130,7 @@ privileged("the follower waits for a missing cgroup and attaches once it is crea
     timeout: 1000,
     message: "attach after the cgroup appears",
   });
-  assert.deepEqual(s.linkIds(), [cgroupId(dir), cgroupId(dir)]);
+  assert.deepEqual(s.linkIds(), [statCgroupId(dir), statCgroupId(dir)]);
 });
 
 privileged(
@@ -143,14 +143,14 @@ privileged(
       const f = s.follower({});
       f.start();
       await waitFor(() => f.status().attached, { timeout: 1000, message: "first attach" });
-      const oldId = cgroupId(dir);
+      const oldId = statCgroupId(dir);
       s.tree.rmdir("kubelet.service");
       await waitFor(() => s.linkIds().every((id) => id === 0n), {
         timeout: 1000,
         message: "links to die",
       });
       s.tree.mkdir("kubelet.service");
-      const newId = cgroupId(dir);
+      const newId = statCgroupId(dir);
       assert.notEqual(newId, oldId);
       await waitFor(() => s.linkIds().every((id) => id === newId), {
         timeout: 1000,
@@ -193,7 +193,7 @@ privileged("with auto the follower finds the kubelet and attaches to its cgroup"
   assert.equal(status.path, dir);
   assert.equal(status.attached, true);
   assert.equal(status.mismatch, null);
-  assert.deepEqual(s.linkIds(), [cgroupId(dir), cgroupId(dir)]);
+  assert.deepEqual(s.linkIds(), [statCgroupId(dir), statCgroupId(dir)]);
 });
 
 privileged("processes other than the kubelet in the kubelet cgroup are listed", async () => {

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { defaultConfig, markFor } from "../lib/config.ts";
 import { Datapath } from "../lib/datapath/loader.ts";
-import { cgroupId } from "../lib/datapath/mounts.ts";
+import { statCgroupId } from "../lib/cgroup/watch.ts";
 import { uninstall } from "../lib/datapath/pins.ts";
 import { cgroup2MountPoints, readMountInfo } from "../lib/mountinfo.ts";
 import { randomSuffix } from "../lib/cli/process.ts";
@@ -211,7 +211,9 @@ privileged(
       assert.deepEqual(result.created, ["connect4", "connect6"]);
       const now = dp.links();
       assert(
-        now.every((l, i) => l.alive && l.cgroupId === cgroupId(kept) && l.linkId !== old[i].linkId),
+        now.every((l, i) =>
+          l.alive && l.cgroupId === statCgroupId(kept) && l.linkId !== old[i].linkId
+        ),
       );
     } finally {
       uninstall(pinPath);

@@ -4,6 +4,7 @@
  * `lace doctor`). Read-only; it changes nothing on the node.
  */
 import { getLogger } from "@logtape/logtape";
+import { splitHostPort } from "../host_port.ts";
 
 const log = getLogger(["lace", "http"]);
 
@@ -37,12 +38,16 @@ export interface StatusProvider {
 }
 
 /** Splits "host:port" or "[v6]:port" into Deno.serve's hostname and port. */
-export function splitHostPort(addr: string): { hostname: string; port: number } {
-  const m = /^\[?([^\]]*?)\]?:(\d+)$/.exec(addr);
-  if (!m) throw new TypeError(`Address must be host:port: "${addr}"`);
-  const port = Number(m[2]);
-  if (port > 65535) throw new RangeError(`Port out of range: "${addr}"`);
-  return { hostname: m[1], port };
+export function listenAddress(addr: string): { hostname: string; port: number } {
+  let host: string, port: string;
+  try {
+    [host, port] = splitHostPort(addr);
+  } catch (cause) {
+    throw new TypeError(`Address must be host:port: "${addr}"`, { cause });
+  }
+  if (!/^\d+$/.test(port)) throw new TypeError(`Address must be host:port: "${addr}"`);
+  if (Number(port) > 65535) throw new RangeError(`Port out of range: "${addr}"`);
+  return { hostname: host, port: Number(port) };
 }
 
 /** Handles one request; separate from the listener so tests call it directly. */
@@ -74,7 +79,7 @@ export async function handleRequest(req: Request, status: StatusProvider): Promi
 
 /** Starts the server; `shutdown()` on the returned handle stops it. */
 export function startHttpServer(addr: string, status: StatusProvider): Deno.HttpServer {
-  const { hostname, port } = splitHostPort(addr);
+  const { hostname, port } = listenAddress(addr);
   return Deno.serve({
     hostname,
     port,

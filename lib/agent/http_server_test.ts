@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { handleRequest, splitHostPort, type StatusProvider } from "./http_server.ts";
+import { handleRequest, listenAddress, type StatusProvider } from "./http_server.ts";
 
 function provider(ready: boolean): StatusProvider {
   return {
@@ -39,10 +39,10 @@ Deno.test("unknown paths are 404 and writes are 405", async () => {
   assert.equal((await get("/metrics", provider(true), "POST")).status, 405);
 });
 
-Deno.test("splitHostPort() handles IPv4, names and bracketed IPv6", () => {
-  assert.deepEqual(splitHostPort("127.0.0.1:9808"), { hostname: "127.0.0.1", port: 9808 });
-  assert.deepEqual(splitHostPort("[::1]:80"), { hostname: "::1", port: 80 });
-  assert.deepEqual(splitHostPort("localhost:1"), { hostname: "localhost", port: 1 });
-  assert.throws(() => splitHostPort("9808"), TypeError);
-  assert.throws(() => splitHostPort("h:70000"), RangeError);
+Deno.test("listenAddress() handles IPv4, names and bracketed IPv6", () => {
+  assert.deepEqual(listenAddress("127.0.0.1:9808"), { hostname: "127.0.0.1", port: 9808 });
+  assert.deepEqual(listenAddress("[::1]:80"), { hostname: "::1", port: 80 });
+  assert.deepEqual(listenAddress("localhost:1"), { hostname: "localhost", port: 1 });
+  assert.throws(() => listenAddress("9808"), TypeError);
+  assert.throws(() => listenAddress("h:70000"), RangeError);
 });

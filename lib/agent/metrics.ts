@@ -4,7 +4,7 @@
  * scrape costs one per-CPU map lookup and nothing runs between scrapes.
  */
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { Counters } from "../datapath/loader.ts";
+import type { Counters } from "../datapath/pins.ts";
 import { ABI_VERSION } from "../datapath/probe_map.ts";
 import { VERSION } from "../version.ts";
 

@@ -10,14 +10,14 @@ import { isWithin } from "./path.ts";
 import { BpfError } from "../datapath/libbpf/errors.ts";
 import { closeFd, openDirectory } from "../datapath/libbpf/fd.ts";
 import { libbpfSymbols } from "../datapath/libbpf/library.ts";
+import { PROGRAM_NAMES, type ProgramName, PROGRAMS } from "../datapath/pins.ts";
 
 /** Flags of BPF_PROG_ATTACH / BPF_PROG_QUERY (include/uapi/linux/bpf.h). */
 export const BPF_F_ALLOW_OVERRIDE = 1;
 export const BPF_F_ALLOW_MULTI = 2;
 
-export type ConnectAttachType = "connect4" | "connect6";
-/** enum bpf_attach_type values of the connect hooks. */
-export const ATTACH_TYPES: Record<ConnectAttachType, number> = { connect4: 10, connect6: 11 };
+/** A connect hook, named like the program Lace attaches to it. */
+export type ConnectAttachType = ProgramName;
 
 /** What is attached directly to one cgroup for one attach type. */
 export interface CgroupAttachments {
@@ -46,7 +46,7 @@ export function findExclusiveHolder(
   cgroupDir: string,
   rootDir: string,
   query: AttachQuery,
-  types: ConnectAttachType[] = ["connect4", "connect6"],
+  types: readonly ConnectAttachType[] = PROGRAM_NAMES,
 ): ExclusiveHolder | null {
   for (const attachType of types) {
     const own = query(cgroupDir, attachType);
@@ -89,7 +89,7 @@ export function queryAttachments(cgroupDir: string, type: ConnectAttachType): Cg
     const count = new Uint32Array([ids.length]);
     const rc = libbpfSymbols().bpf_prog_query(
       fd,
-      ATTACH_TYPES[type],
+      PROGRAMS.find((p) => p.name === type)!.attachType,
       0,
       new Uint8Array(flags.buffer),
       new Uint8Array(ids.buffer),

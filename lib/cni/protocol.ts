@@ -4,6 +4,7 @@
  * Pure code shared by both ends; the server validates every request with
  * `parseRequest` because anything can connect to a socket.
  */
+import { isObject } from "../json.ts";
 
 export const PROTOCOL_VERSION = 1;
 /** A request line longer than this is refused: requests are small. */
@@ -40,10 +41,6 @@ export type Request =
 export type Reply =
   | { v: number; id: string; ok: true; problems?: string[] }
   | { v: number; id: string | null; ok: false; error: string; retry?: boolean };
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 function text(obj: Record<string, unknown>, key: string, where: string, optional = false) {
   const value = obj[key];

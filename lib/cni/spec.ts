@@ -5,6 +5,7 @@
  * error code is unit-tested, and the plugin path imports nothing heavy.
  */
 import { DEFAULT_CNI_SOCKET } from "../config.ts";
+import { isObject } from "../json.ts";
 
 /** The spec versions this plugin speaks; results before 0.3.0 had another shape. */
 export const SUPPORTED_VERSIONS = ["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"] as const;
@@ -151,10 +152,6 @@ export interface NetConf {
 export const DEFAULT_TIMEOUT_MS = 1000;
 /** A chained plugin must never hold a pod's sandbox for long. */
 export const MAX_TIMEOUT_MS = 30_000;
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /** Parses a Go-style duration ("1s", "250ms", "1.5s", "1m") into milliseconds, or NaN. */
 export function parseDuration(text: string): number {

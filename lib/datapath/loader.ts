@@ -11,12 +11,12 @@ import { bpfObjectBytes, objectSha256 } from "./bpf_object.ts";
 import { BpfProbeStore } from "./probe_store.ts";
 import { BpfError, isErrno } from "./libbpf/errors.ts";
 import { closeFd, openDirectory } from "./libbpf/fd.ts";
-import { BPF_CGROUP_INET4_CONNECT, BPF_CGROUP_INET6_CONNECT } from "./libbpf/ffi.ts";
 import { BpfLink } from "./libbpf/link.ts";
 import type { BpfMap } from "./libbpf/map.ts";
 import { BpfObject, type BpfProgram } from "./libbpf/object.ts";
 import { assertCgroup2, assertOnBpffs } from "./mounts.ts";
 import {
+  type Counters,
   decodeInfo,
   encodeInfo,
   linkPinName,
@@ -26,19 +26,15 @@ import {
   type PinnedLinkStatus,
   pinnedLinkStatus,
   type ProgramName,
+  PROGRAMS,
+  readCounters,
   replacePin,
 } from "./pins.ts";
-import { COUNTERS } from "./probe_map.ts";
 
 // tests/kube imports it from here; the rest of the tree imports it from ./pins.ts.
 export { readPinnedTargets } from "./pins.ts";
 
 const log = getLogger(["lace", "datapath"]);
-
-const PROGRAMS: readonly { name: ProgramName; section: string; attachType: number }[] = [
-  { name: "connect4", section: "lace_connect4", attachType: BPF_CGROUP_INET4_CONNECT },
-  { name: "connect6", section: "lace_connect6", attachType: BPF_CGROUP_INET6_CONNECT },
-];
 
 export interface DatapathOptions {
   /** The bpffs directory for Lace's pins, e.g. /sys/fs/bpf/lace. */
@@ -58,14 +54,6 @@ export interface AttachResult {
 export interface LinkStatus extends PinnedLinkStatus {
   /** The link runs the program this Datapath loaded. */
   current: boolean;
-}
-
-export interface Counters {
-  connect4Seen: bigint;
-  connect4Tagged: bigint;
-  connect6Seen: bigint;
-  connect6Tagged: bigint;
-  setsockoptFailed: bigint;
 }
 
 export class Datapath implements Disposable {
@@ -191,21 +179,7 @@ export class Datapath implements Disposable {
 
   /** The per-CPU counters, summed over CPUs. */
   counters(): Counters {
-    const sum = (slot: number): bigint => {
-      const key = new Uint8Array(new Uint32Array([slot]).buffer);
-      let total = 0n;
-      for (const v of this.#counters.lookupPerCpu(key) ?? []) {
-        total += new DataView(v.buffer, v.byteOffset, 8).getBigUint64(0, true);
-      }
-      return total;
-    };
-    return {
-      connect4Seen: sum(COUNTERS.connect4Seen),
-      connect4Tagged: sum(COUNTERS.connect4Tagged),
-      connect6Seen: sum(COUNTERS.connect6Seen),
-      connect6Tagged: sum(COUNTERS.connect6Tagged),
-      setsockoptFailed: sum(COUNTERS.setsockoptFailed),
-    };
+    return readCounters(this.#counters);
   }
 
   /** What the info map says: the ABI and object of the last attach. */

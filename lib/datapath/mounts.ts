@@ -5,13 +5,7 @@
  */
 import { dirname, join } from "node:path";
 import { cgroup2MountPoints, mountOf, readMountInfo } from "../mountinfo.ts";
-
-/** The id of a cgroup v2 directory: its inode number, as bpf_link_info reports it. */
-export function cgroupId(path: string): bigint {
-  const ino = Deno.statSync(path).ino;
-  if (ino === null) throw new Error(`Cannot read the inode of cgroup "${path}"`);
-  return BigInt(ino);
-}
+import { statCgroupId } from "../cgroup/watch.ts";
 
 /** Throws unless `pinPath` is absolute and lies (or would lie, once created) on bpffs. */
 export function assertOnBpffs(pinPath: string): void {
@@ -50,7 +44,9 @@ export function assertCgroup2(path: string): bigint {
       })`,
     );
   }
-  return cgroupId(path);
+  const id = statCgroupId(path);
+  if (id === null) throw new Error(`Cannot read the inode of cgroup "${path}"`);
+  return id;
 }
 
 /** The realpath of a path, or of its nearest existing ancestor with the rest appended. */

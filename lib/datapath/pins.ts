@@ -8,16 +8,24 @@ import { getLogger } from "@logtape/logtape";
 import { join } from "node:path";
 import { BpfProbeStore } from "./probe_store.ts";
 import { isErrno } from "./libbpf/errors.ts";
+import { BPF_CGROUP_INET4_CONNECT, BPF_CGROUP_INET6_CONNECT } from "./libbpf/ffi.ts";
 import { BpfLink } from "./libbpf/link.ts";
 import { BpfMap } from "./libbpf/map.ts";
-import { ABI_VERSION, type ProbeEntry } from "./probe_map.ts";
+import { ABI_VERSION, COUNTERS, type ProbeEntry } from "./probe_map.ts";
 
 const log = getLogger(["lace", "datapath"]);
 
-export type ProgramName = "connect4" | "connect6";
-
-/** Lace's programs, each attached through one pinned link. */
-export const PROGRAM_NAMES: readonly ProgramName[] = ["connect4", "connect6"];
+/**
+ * Lace's programs, the one list: each is the C function `section` of
+ * bpf/lace.bpf.c, attached with `attachType` through one pinned link.
+ */
+export const PROGRAMS = [
+  { name: "connect4", section: "lace_connect4", attachType: BPF_CGROUP_INET4_CONNECT },
+  { name: "connect6", section: "lace_connect6", attachType: BPF_CGROUP_INET6_CONNECT },
+] as const;
+export type ProgramName = (typeof PROGRAMS)[number]["name"];
+/** The programs' names, in the order of PROGRAMS. */
+export const PROGRAM_NAMES: readonly ProgramName[] = PROGRAMS.map((p) => p.name);
 /** Lace's maps, pinned so their entries outlive the agent. */
 export const MAP_NAMES = ["probe_targets", "counters", "info"] as const;
 /** Every name Lace pins under its pin path, and nothing else is ever removed. */
@@ -73,6 +81,28 @@ export function uninstall(pinPath: string): string[] {
 export function readPinnedTargets(pinPath: string): ProbeEntry[] {
   using store = new BpfProbeStore(openPinnedMap(pinPath, "probe_targets"));
   return store.entries();
+}
+
+/** The per-CPU counters, summed over CPUs, by name. */
+export type Counters = Record<keyof typeof COUNTERS, bigint>;
+
+/** Sums each slot of the per-CPU counters map over every CPU. */
+export function readCounters(map: BpfMap): Counters {
+  const sum = (slot: number): bigint => {
+    let total = 0n;
+    for (const v of map.lookupPerCpu(new Uint8Array(new Uint32Array([slot]).buffer)) ?? []) {
+      total += new DataView(v.buffer, v.byteOffset, 8).getBigUint64(0, true);
+    }
+    return total;
+  };
+  const names = Object.keys(COUNTERS) as (keyof typeof COUNTERS)[];
+  return Object.fromEntries(names.map((name) => [name, sum(COUNTERS[name])])) as Counters;
+}
+
+/** The pinned counters, without loading anything (for `lace doctor`). */
+export function readPinnedCounters(pinPath: string): Counters {
+  using map = openPinnedMap(pinPath, "counters");
+  return readCounters(map);
 }
 
 /** The info map's content, without loading anything (for `lace doctor`). */

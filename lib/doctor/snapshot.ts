@@ -7,13 +7,18 @@
 import { join } from "node:path";
 import { bpfObjectBytes, objectSha256 } from "../datapath/bpf_object.ts";
 import { cgroup2Mounts, mapConfiguredCgroup, mapProcessCgroup } from "../cgroup/path.ts";
-import { pinnedLinkStatus, readPinnedInfo, readPinnedTargets } from "../datapath/pins.ts";
+import {
+  pinnedLinkStatus,
+  PROGRAM_NAMES,
+  readPinnedCounters,
+  readPinnedInfo,
+  readPinnedTargets,
+} from "../datapath/pins.ts";
+import { statCgroupId } from "../cgroup/watch.ts";
 import type { LinkSnapshot, NodeSnapshot } from "./checks.ts";
 import type { TargetView } from "../agent/http_server.ts";
 import { extraProcesses, findKubelets } from "../cgroup/kubelet_finder.ts";
-import { BpfMap } from "../datapath/libbpf/map.ts";
 import { bpffsMountPoints, type Mount, mountOf, readMountInfo } from "../mountinfo.ts";
-import { COUNTERS } from "../datapath/probe_map.ts";
 
 export interface DoctorOptions {
   pinPath: string;
@@ -47,7 +52,7 @@ export async function gatherSnapshot(o: DoctorOptions): Promise<NodeSnapshot> {
   const v2 = cgroup2Mounts(mounts, o.hostCgroupRoot).map((m) => m.mountPoint);
   let links: NodeSnapshot["links"];
   try {
-    links = (["connect4", "connect6"] as const).map((p): LinkSnapshot => {
+    links = PROGRAM_NAMES.map((p): LinkSnapshot => {
       const l = pinnedLinkStatus(o.pinPath, p);
       return {
         program: p,
@@ -131,19 +136,6 @@ async function agentState(addr: string, timeoutMs: number): Promise<NodeSnapshot
   return state;
 }
 
-/** The pinned per-CPU counters, summed over CPUs, without loading anything. */
-export function readPinnedCounters(pinPath: string): Record<string, bigint> {
-  using map = BpfMap.openPinned(join(pinPath, "counters"));
-  const out: Record<string, bigint> = {};
-  for (const [name, slot] of Object.entries(COUNTERS)) {
-    let total = 0n;
-    for (const v of map.lookupPerCpu(new Uint8Array(new Uint32Array([slot]).buffer)) ?? []) {
-      total += new DataView(v.buffer, v.byteOffset, 8).getBigUint64(0, true);
-    }
-    out[name] = total;
-  }
-  return out;
-}
 /** Resolves the kubelet cgroup like the follower does: configured path or the kubelet's own. */
 export function resolveKubeletCgroup(
   configured: string,
@@ -177,12 +169,8 @@ export function resolveKubeletCgroup(
   }
   let id: bigint | null = null;
   if (path !== null) {
-    try {
-      const st = Deno.statSync(path);
-      if (st.isDirectory && st.ino !== null) id = BigInt(st.ino);
-    } catch {
-      error = `kubelet cgroup "${path}" does not exist`;
-    }
+    id = statCgroupId(path);
+    if (id === null && !exists(path)) error = `kubelet cgroup "${path}" does not exist`;
   }
   return { configured, path, error, id, kubelets };
 }
@@ -208,7 +196,7 @@ export function findCgroupById(roots: string[], id: bigint, limit = 20_000): str
     const dir = stack.pop()!;
     visited++;
     try {
-      if (BigInt(Deno.statSync(dir).ino ?? -1) === id) return dir;
+      if (statCgroupId(dir) === id) return dir;
       for (const e of Deno.readDirSync(dir)) if (e.isDirectory) stack.push(join(dir, e.name));
     } catch {
       // Removed while walking.

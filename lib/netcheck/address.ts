@@ -13,8 +13,3 @@ export function familyOf(address: string): IpFamily {
 export function addressOfFamily(podIPs: readonly string[], family: IpFamily): string | undefined {
   return podIPs.find((ip) => familyOf(ip) === family);
 }
-
-/** `host:port`, with IPv6 addresses in brackets. */
-export function hostPort(address: string, port: number): string {
-  return familyOf(address) === "ipv6" ? `[${address}]:${port}` : `${address}:${port}`;
-}

@@ -5,7 +5,8 @@
  * success, failure, timeout and interrupt.
  */
 import { getLogger } from "@logtape/logtape";
-import { addressOfFamily, hostPort } from "./address.ts";
+import { addressOfFamily } from "./address.ts";
+import { joinHostPort } from "../host_port.ts";
 import type { Endpoint, NetcheckCluster } from "./cluster.ts";
 import { classifyConnect } from "./connect_result.ts";
 import { parseIperf } from "./iperf_result.ts";
@@ -136,7 +137,7 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
         "/agnhost",
         "connect",
         `--timeout=${options.connectTimeoutMs}ms`,
-        hostPort(pair.to.address, CONNECT_PORT),
+        joinHostPort(pair.to.address, CONNECT_PORT),
       ], { timeoutMs: options.connectTimeoutMs + 30_000, signal });
       if (signal?.aborted) return;
       const outcome = classifyConnect(result);

@@ -7,6 +7,7 @@
 import type { Pod } from "../pods/pod.ts";
 import { canonicalAddress, type Family, type ProbeKey } from "../datapath/probe_map.ts";
 import { specialAddressKind, specialAddressReason } from "./addresses.ts";
+import { isObject } from "../json.ts";
 
 export type ProbeKind = "liveness" | "readiness" | "startup";
 export type ProbeHandler = "httpGet" | "tcpSocket" | "grpc";
@@ -89,17 +90,13 @@ const PROBES: [ProbeKind, "livenessProbe" | "readinessProbe" | "startupProbe"][]
 // deno-lint-ignore no-explicit-any
 type Loose = any;
 
-function isObject(value: unknown): value is Record<string, Loose> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 function str(value: unknown): string | undefined {
   return typeof value === "string" ? value : undefined;
 }
 
 /** The pod's identity; tolerant of missing fields so a skip can always name the pod. */
 export function podIdentity(pod: Pod): PodIdentity {
-  const meta: Loose = isObject(pod) && isObject(pod.metadata) ? pod.metadata : {};
+  const meta: Loose = isObject<Loose>(pod) && isObject<Loose>(pod.metadata) ? pod.metadata : {};
   const id: PodIdentity = {
     namespace: str(meta.namespace) ?? "default",
     name: str(meta.name) ?? "",
@@ -145,9 +142,9 @@ function podAddresses(
   status: Loose,
 ): { addresses: ProbeKey[]; bad: string[]; special: string[] } {
   const raw: unknown[] = [];
-  if (isObject(status)) {
+  if (isObject<Loose>(status)) {
     if (Array.isArray(status.podIPs) && status.podIPs.length > 0) {
-      for (const item of status.podIPs) raw.push(isObject(item) ? item.ip : item);
+      for (const item of status.podIPs) raw.push(isObject<Loose>(item) ? item.ip : item);
     } else if (status.podIP !== undefined && status.podIP !== "") {
       raw.push(status.podIP);
     }
@@ -197,7 +194,7 @@ function resolvePort(
     value = port;
   } else if (typeof port === "string" && port !== "") {
     const ports: unknown[] = Array.isArray(container.ports) ? container.ports : [];
-    const named = ports.find((p) => isObject(p) && p.name === port) as Loose;
+    const named = ports.find((p) => isObject<Loose>(p) && p.name === port) as Loose;
     if (named) {
       value = named.containerPort;
     } else if (/^[0-9]+$/.test(port)) {
@@ -242,14 +239,14 @@ export function probeTargetsForPod(
   const targets: Target[] = [];
   const skipped: Skip[] = [];
   const p: Loose = pod;
-  if (!isObject(p) || !isObject(p.spec)) return { targets, skipped };
+  if (!isObject<Loose>(p) || !isObject<Loose>(p.spec)) return { targets, skipped };
   const id = podIdentity(pod);
   const status = p.status;
-  const phase = isObject(status) ? status.phase : undefined;
+  const phase = isObject<Loose>(status) ? status.phase : undefined;
   if (p.spec.hostNetwork === true || phase === "Succeeded" || phase === "Failed") {
     return { targets, skipped };
   }
-  const annotations = isObject(p.metadata) && isObject(p.metadata.annotations)
+  const annotations = isObject<Loose>(p.metadata) && isObject<Loose>(p.metadata.annotations)
     ? p.metadata.annotations
     : {};
   const annotated = podNetwork(annotations, opts);
@@ -280,29 +277,31 @@ export function probeTargetsForPod(
   const containers: unknown[] = [
     ...(Array.isArray(p.spec.containers) ? p.spec.containers : []),
     ...(Array.isArray(p.spec.initContainers)
-      ? p.spec.initContainers.filter((c: Loose) => isObject(c) && c.restartPolicy === "Always")
+      ? p.spec.initContainers.filter((c: Loose) =>
+        isObject<Loose>(c) && c.restartPolicy === "Always"
+      )
       : []),
   ];
   const seen = new Set<string>();
   for (const c of containers) {
-    if (!isObject(c)) continue;
+    if (!isObject<Loose>(c)) continue;
     const container = str(c.name) ?? "";
     for (const [kind, field] of PROBES) {
       const probe = c[field];
       if (probe === undefined || probe === null) continue;
       const skip = (reason: SkipReason, message: string) =>
         skipped.push({ pod: id, container, probe: kind, reason, message });
-      if (!isObject(probe)) {
+      if (!isObject<Loose>(probe)) {
         skip("malformed", `${field} of container "${container}" is not an object`);
         continue;
       }
       // The kubelet checks handlers in this order and uses the first one set.
       if (probe.exec !== undefined && probe.exec !== null) continue;
-      const handler: ProbeHandler | undefined = isObject(probe.httpGet)
+      const handler: ProbeHandler | undefined = isObject<Loose>(probe.httpGet)
         ? "httpGet"
-        : isObject(probe.tcpSocket)
+        : isObject<Loose>(probe.tcpSocket)
         ? "tcpSocket"
-        : isObject(probe.grpc)
+        : isObject<Loose>(probe.grpc)
         ? "grpc"
         : undefined;
       if (!handler) continue;

@@ -4,12 +4,9 @@
  * (lists are replaced, not merged by key: enough for the objects tests patch).
  */
 import { ApiError } from "./status.ts";
+import { isObject } from "../../lib/json.ts";
 
 type Json = unknown;
-
-function isObject(value: Json): value is Record<string, Json> {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
-}
 
 /** RFC 7386: objects merge recursively, null deletes, anything else replaces. */
 export function mergePatch(target: Json, patch: Json): Json {

@@ -10,6 +10,7 @@
  *
  * Run with `deno run --allow-net agnhost.ts …` inside the pod's namespace.
  */
+import { splitHostPort } from "../../lib/host_port.ts";
 
 function fail(text: string): never {
   Deno.stderr.writeSync(new TextEncoder().encode(text + "\n"));
@@ -35,28 +36,6 @@ export function parseGoDuration(text: string): number | undefined {
     consumed += m[0].length;
   }
   return consumed === text.length && text !== "" ? total : undefined;
-}
-
-/** Splits "host:port" / "[v6]:port" like Go's net.SplitHostPort; throws its messages. */
-export function splitHostPort(dest: string): [string, string] {
-  const missingPort = `address ${dest}: missing port in address`;
-  if (dest.startsWith("[")) {
-    const end = dest.indexOf("]");
-    if (end < 0) throw new Error(`address ${dest}: missing ']' in address`);
-    if (end + 1 === dest.length) throw new Error(missingPort);
-    if (dest[end + 1] !== ":") throw new Error(`address ${dest}: missing port in address`);
-    const host = dest.slice(1, end);
-    const port = dest.slice(end + 2);
-    if (port.includes(":") || port.includes("]")) {
-      throw new Error(`address ${dest}: too many colons in address`);
-    }
-    return [host, port];
-  }
-  const colon = dest.lastIndexOf(":");
-  if (colon < 0) throw new Error(missingPort);
-  const host = dest.slice(0, colon);
-  if (host.includes(":")) throw new Error(`address ${dest}: too many colons in address`);
-  return [host, dest.slice(colon + 1)];
 }
 
 const ipv4 = /^\d{1,3}(\.\d{1,3}){3}$/;
