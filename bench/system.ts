@@ -30,7 +30,7 @@ export class Cleanups {
 }
 
 /** Reads a sysctl through /proc/sys (name with dots). */
-export function readSysctl(name: string): string {
+function readSysctl(name: string): string {
   return Deno.readTextFileSync(`/proc/sys/${name.replaceAll(".", "/")}`).trim();
 }
 

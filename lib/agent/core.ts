@@ -31,7 +31,7 @@ import {
 const log = getLogger(["lace", "agent"]);
 
 /** The pod view the CNI path maintains, ranked below the API and the directory. */
-export const CNI_SOURCE = "cni";
+const CNI_SOURCE = "cni";
 
 export type AgentCoreConfig = Pick<
   Config,

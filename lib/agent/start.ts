@@ -29,7 +29,7 @@ export interface RunningAgent {
 }
 
 /** Turns the core's snapshot into the HTTP view (`/targets`, `lace targets`, doctor). */
-export function targetViews(snapshot: Readonly<AgentSnapshot>): TargetView[] {
+function targetViews(snapshot: Readonly<AgentSnapshot>): TargetView[] {
   return snapshot.targets.map((t) => ({
     family: t.entry.key.family,
     address: t.entry.key.address,

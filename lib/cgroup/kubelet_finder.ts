@@ -67,7 +67,7 @@ export function parseCmdline(raw: string): string[] {
 }
 
 /** Orders candidates: a real kubelet binary first, then k3s/kubelite, then by pid. */
-export function rankKubelets(found: KubeletProcess[]): KubeletProcess[] {
+function rankKubelets(found: KubeletProcess[]): KubeletProcess[] {
   const order: Record<KubeletKind, number> = { kubelet: 0, k3s: 1, kubelite: 1 };
   return [...found].sort((a, b) => order[a.kind] - order[b.kind] || a.pid - b.pid);
 }
@@ -90,7 +90,7 @@ function numericEntries(dir: string): number[] {
 }
 
 /** The cgroup v2 path of one process, or null when it is gone or has no v2 line. */
-export function readProcessCgroup(pid: number, procRoot = "/proc"): string | null {
+function readProcessCgroup(pid: number, procRoot = "/proc"): string | null {
   const text = readOrNull(`${procRoot}/${pid}/cgroup`);
   return text === null ? null : parseProcCgroup(text);
 }

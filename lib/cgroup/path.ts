@@ -27,7 +27,7 @@ export interface MountPoint {
 }
 
 /** Where cgroup2 lives on a unified host; configured paths are written against it. */
-export const CONVENTIONAL_CGROUP_ROOT = "/sys/fs/cgroup";
+const CONVENTIONAL_CGROUP_ROOT = "/sys/fs/cgroup";
 
 /** A cgroup path that cannot be placed on a cgroup2 mount. */
 export class CgroupPathError extends Error {

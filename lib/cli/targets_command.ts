@@ -30,7 +30,7 @@ const spec: CommandSpec<TargetsOptions> = {
 };
 
 /** Reads the agent's /targets; undefined when no agent answers in time. */
-export async function targetsFromAgent(
+async function targetsFromAgent(
   addr: string,
   timeoutMs = 1000,
 ): Promise<TargetView[] | undefined> {
@@ -69,7 +69,7 @@ export async function registeredTargets(
 }
 
 /** Renders targets as an aligned table, sorted for stable output. */
-export function targetsTable(targets: TargetView[]): string {
+function targetsTable(targets: TargetView[]): string {
   const rows = [...targets].sort((a, b) =>
     a.family.localeCompare(b.family) || a.address.localeCompare(b.address) || a.port - b.port
   ).map((t) => [

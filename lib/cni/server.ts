@@ -229,7 +229,7 @@ async function serveConnection(
 }
 
 /** Turns one request line into its reply; never throws. */
-export async function handleLine(
+async function handleLine(
   line: string,
   handler: CniHandler,
   table: Attachments,

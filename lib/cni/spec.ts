@@ -58,7 +58,7 @@ export function compareVersions(a: string, b: string): number {
   return 0;
 }
 
-export function isSupportedVersion(version: string): boolean {
+function isSupportedVersion(version: string): boolean {
   return (SUPPORTED_VERSIONS as readonly string[]).includes(version);
 }
 
@@ -149,9 +149,9 @@ export interface NetConf {
   timeoutMs: number;
 }
 
-export const DEFAULT_TIMEOUT_MS = 1000;
+const DEFAULT_TIMEOUT_MS = 1000;
 /** A chained plugin must never hold a pod's sandbox for long. */
-export const MAX_TIMEOUT_MS = 30_000;
+const MAX_TIMEOUT_MS = 30_000;
 
 /** Parses a Go-style duration ("1s", "250ms", "1.5s", "1m") into milliseconds, or NaN. */
 export function parseDuration(text: string): number {

@@ -31,9 +31,6 @@ import {
   replacePin,
 } from "./pins.ts";
 
-// tests/kube imports it from here; the rest of the tree imports it from ./pins.ts.
-export { readPinnedTargets } from "./pins.ts";
-
 const log = getLogger(["lace", "datapath"]);
 
 export interface DatapathOptions {

@@ -29,7 +29,7 @@ export const PROGRAM_NAMES: readonly ProgramName[] = PROGRAMS.map((p) => p.name)
 /** Lace's maps, pinned so their entries outlive the agent. */
 export const MAP_NAMES = ["probe_targets", "counters", "info"] as const;
 /** Every name Lace pins under its pin path, and nothing else is ever removed. */
-export const PIN_NAMES: readonly string[] = [...PROGRAM_NAMES.map(linkPinName), ...MAP_NAMES];
+const PIN_NAMES: readonly string[] = [...PROGRAM_NAMES.map(linkPinName), ...MAP_NAMES];
 /** struct lace_info: abi_version u32, flags u32, loaded_at u64, object_sha256[32]. */
 const INFO_SIZE = 48;
 

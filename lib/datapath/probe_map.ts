@@ -89,7 +89,7 @@ function ipv6Bytes(text: string): Uint8Array {
 }
 
 /** Formats 4 or 16 network-order bytes canonically (RFC 5952 for IPv6). */
-export function formatAddress(family: Family, bytes: Uint8Array): string {
+function formatAddress(family: Family, bytes: Uint8Array): string {
   if (family === "ipv4") return Array.from(bytes.subarray(0, 4)).join(".");
   const words: number[] = [];
   for (let i = 0; i < 16; i += 2) words.push((bytes[i] << 8) | bytes[i + 1]);

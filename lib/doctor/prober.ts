@@ -102,7 +102,7 @@ function waitFor(c: Libc, fd: number, events: number, deadline: number): boolean
 }
 
 /** Probes once, synchronously: connect, read the mark, then talk HTTP or raw TCP. */
-export function probeOnce(c: Libc, req: ProbeRequest): ProbeResponse {
+function probeOnce(c: Libc, req: ProbeRequest): ProbeResponse {
   const deadline = Date.now() + req.timeoutMs;
   const { family, bytes } = sockaddr(req.host, req.port);
   const fd = c.socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

@@ -176,7 +176,7 @@ export function resolveKubeletCgroup(
 }
 
 /** The filesystem type at a path, looking at its nearest existing parent. */
-export function fsTypeAt(path: string, mounts: Mount[]): string | null {
+function fsTypeAt(path: string, mounts: Mount[]): string | null {
   let p = path;
   for (;;) {
     try {
@@ -189,7 +189,7 @@ export function fsTypeAt(path: string, mounts: Mount[]): string | null {
 }
 
 /** Finds a cgroup directory by id under the cgroup2 mounts (bounded walk). */
-export function findCgroupById(roots: string[], id: bigint, limit = 20_000): string | null {
+function findCgroupById(roots: string[], id: bigint, limit = 20_000): string | null {
   let visited = 0;
   const stack = [...roots];
   while (stack.length > 0 && visited < limit) {

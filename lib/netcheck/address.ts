@@ -5,7 +5,7 @@
 import type { IpFamily } from "./options.ts";
 
 /** The family of a textual IP address. */
-export function familyOf(address: string): IpFamily {
+function familyOf(address: string): IpFamily {
   return address.includes(":") ? "ipv6" : "ipv4";
 }
 

@@ -7,14 +7,6 @@
 import type { ExecResult } from "./cluster.ts";
 
 export type ConnectErrorClass = "TIMEOUT" | "REFUSED" | "DNS" | "OTHER" | "UNKNOWN";
-export const CONNECT_CLASSES: readonly ConnectErrorClass[] = [
-  "TIMEOUT",
-  "REFUSED",
-  "DNS",
-  "OTHER",
-  "UNKNOWN",
-];
-
 export type ConnectOutcome =
   | { ok: true }
   | { ok: false; errorClass: ConnectErrorClass; message: string };

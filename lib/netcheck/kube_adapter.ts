@@ -32,7 +32,7 @@ export function errorText(e: unknown): string {
 }
 
 /** Exit code from an exec V1Status: Success → 0, NonZeroExitCode → its cause, else -1. */
-export function exitCodeOf(status: k8s.V1Status | undefined): number {
+function exitCodeOf(status: k8s.V1Status | undefined): number {
   if (!status) return -1;
   if (status.status === "Success") return 0;
   const cause = status.details?.causes?.find((c) => c.reason === "ExitCode");
@@ -52,7 +52,7 @@ function intendedNode(pod: k8s.V1Pod): string {
 }
 
 /** The netcheck view of a Pod. */
-export function probePodOf(pod: k8s.V1Pod): ProbePod {
+function probePodOf(pod: k8s.V1Pod): ProbePod {
   const status = pod.status ?? {};
   const conditions = status.conditions ?? [];
   const reasons: Record<string, string> = {};

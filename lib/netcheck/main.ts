@@ -60,7 +60,7 @@ export async function runNetcheck(args: string[]): Promise<number> {
  * the first Ctrl-C (or SIGTERM) stops the run and cleans up, a second one
  * exits at once.
  */
-export async function runWithCluster(
+async function runWithCluster(
   options: NetcheckOptions,
   cluster: NetcheckCluster,
 ): Promise<number> {

@@ -57,8 +57,8 @@ export interface NetcheckOptions {
 
 export const CONNECT_PORT = 1199;
 export const IPERF_PORT = 5201;
-export const DEFAULT_AGNHOST_IMAGE = "registry.k8s.io/e2e-test-images/agnhost:2.53";
-export const DEFAULT_IPERF_IMAGE = "networkstatic/iperf3:multiarch";
+const DEFAULT_AGNHOST_IMAGE = "registry.k8s.io/e2e-test-images/agnhost:2.53";
+const DEFAULT_IPERF_IMAGE = "networkstatic/iperf3:multiarch";
 
 /** The defaults of every option. */
 export function defaultNetcheckOptions(): NetcheckOptions {
@@ -89,7 +89,7 @@ const labelValue = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/;
 const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 /** Checks options that cannot work; throws a UsageError naming the value. */
-export function validateNetcheckOptions(o: NetcheckOptions): NetcheckOptions {
+function validateNetcheckOptions(o: NetcheckOptions): NetcheckOptions {
   if (!dnsLabel.test(o.namespace) || o.namespace.length > 63) {
     throw new UsageError(`--namespace must be a DNS label: "${o.namespace}"`);
   }
@@ -121,7 +121,7 @@ export function validateNetcheckOptions(o: NetcheckOptions): NetcheckOptions {
 }
 
 /** Parses "key=value[,key=value]" into labels. */
-export function parseSelector(text: string): Record<string, string> {
+function parseSelector(text: string): Record<string, string> {
   const labels: Record<string, string> = {};
   for (const part of text.split(",").map((s) => s.trim()).filter(Boolean)) {
     const eq = part.indexOf("=");

@@ -8,7 +8,7 @@
  */
 import type { NetcheckCluster, ProbePod } from "./cluster.ts";
 
-export const FATAL_REASONS: ReadonlySet<string> = new Set([
+const FATAL_REASONS: ReadonlySet<string> = new Set([
   "ErrImagePull",
   "ImagePullBackOff",
   "ErrImageNeverPull",

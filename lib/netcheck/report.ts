@@ -33,7 +33,7 @@ export interface PathSink {
 }
 
 /** The summary as plain data (the JSON report's `summary`). */
-export function summaryData(summary: Summary, outcome: RunOutcome): Record<string, unknown> {
+function summaryData(summary: Summary, outcome: RunOutcome): Record<string, unknown> {
   return {
     runId: outcome.runId,
     status: outcome.status,

@@ -56,7 +56,7 @@ export function newRunId(): string {
 }
 
 /** Picks each ready pod's address of the chosen family; a pod without one fails the setup. */
-export function endpointsOf(
+function endpointsOf(
   pods: { name: string; nodeName: string; podIPs: string[] }[],
   family: NetcheckOptions["ipFamily"],
 ): Endpoint[] {
@@ -270,7 +270,7 @@ async function measureBandwidth(
 }
 
 /** One line for an error; API errors name the HTTP status and point at the RBAC for 403. */
-export function describeError(e: unknown): string {
+function describeError(e: unknown): string {
   const code = (e as { code?: unknown })?.code;
   if (typeof code === "number" && code >= 400) {
     const body = (e as { body?: unknown }).body;

@@ -32,8 +32,8 @@ export interface Asymmetry {
   factor: number;
 }
 
-export const MAX_FAILURES_SHOWN = 50;
-export const MAX_ASYMMETRIES_SHOWN = 50;
+const MAX_FAILURES_SHOWN = 50;
+const MAX_ASYMMETRIES_SHOWN = 50;
 
 /** Keeps the `k` smallest items by `value`, sorted ascending. */
 export class Smallest<T> {

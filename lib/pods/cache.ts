@@ -18,7 +18,7 @@ export interface PodCacheOptions {
   onChange?: (source: string) => void;
 }
 
-export const DEFAULT_PRIORITY = ["api", "dir", "cni"];
+const DEFAULT_PRIORITY = ["api", "dir", "cni"];
 
 function hasIPs(pod: Pod): boolean {
   return !!(pod.status?.podIPs?.length || pod.status?.podIP);
@@ -31,7 +31,7 @@ function hasIPs(pod: Pod): boolean {
  * knows them before the API. The network the node attached the pod to is not
  * part of any view: the agent core holds it apart, so no source can forge it.
  */
-export function mergePodViews(views: Pod[]): Pod {
+function mergePodViews(views: Pod[]): Pod {
   const [best] = views;
   const merged: Pod = structuredClone(best);
   const withIPs = views.find(hasIPs);

@@ -28,7 +28,7 @@ function cmp(a: string | number, b: string | number): number {
  * then uid), then fields that only differ in impossible cases (the same uid
  * twice), so the winner never depends on the order the pods arrived in.
  */
-export function compareClaims(a: Target, b: Target): number {
+function compareClaims(a: Target, b: Target): number {
   return cmp(time(a.pod), time(b.pod)) || cmp(a.pod.uid, b.pod.uid) ||
     cmp(a.networkId, b.networkId) || cmp(a.network, b.network) ||
     cmp(a.pod.namespace, b.pod.namespace) || cmp(a.pod.name, b.pod.name) ||

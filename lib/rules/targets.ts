@@ -95,7 +95,7 @@ function str(value: unknown): string | undefined {
 }
 
 /** The pod's identity; tolerant of missing fields so a skip can always name the pod. */
-export function podIdentity(pod: Pod): PodIdentity {
+function podIdentity(pod: Pod): PodIdentity {
   const meta: Loose = isObject<Loose>(pod) && isObject<Loose>(pod.metadata) ? pod.metadata : {};
   const id: PodIdentity = {
     namespace: str(meta.namespace) ?? "default",

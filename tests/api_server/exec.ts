@@ -39,7 +39,7 @@ function frame(channel: number, text: string): Uint8Array {
 }
 
 /** The V1Status an API server sends on channel 3 for an exit code. */
-export function execStatus(exitCode: number): Record<string, unknown> {
+function execStatus(exitCode: number): Record<string, unknown> {
   if (exitCode === 0) return { metadata: {}, status: "Success" };
   return {
     metadata: {},

@@ -9,7 +9,7 @@ import { isObject } from "../../lib/json.ts";
 type Json = unknown;
 
 /** RFC 7386: objects merge recursively, null deletes, anything else replaces. */
-export function mergePatch(target: Json, patch: Json): Json {
+function mergePatch(target: Json, patch: Json): Json {
   if (!isObject(patch)) return structuredClone(patch);
   const result: Record<string, Json> = isObject(target) ? { ...target } : {};
   for (const [key, value] of Object.entries(patch)) {
@@ -102,7 +102,7 @@ function addAt(doc: Json, pointer: string, value: Json, replace: boolean): Json 
 }
 
 /** RFC 6902 JSON patch: add, remove, replace, move, copy, test. */
-export function jsonPatch(target: Json, operations: Json): Json {
+function jsonPatch(target: Json, operations: Json): Json {
   if (!Array.isArray(operations)) throw patchError("a JSON patch must be an array of operations");
   let doc = structuredClone(target);
   for (const op of operations) {

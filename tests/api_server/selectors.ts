@@ -101,7 +101,7 @@ export function matchesLabels(selector: Selector, labels: Record<string, string>
 }
 
 /** The string value of a dotted field path, "" when absent (so `spec.nodeName=` finds unbound pods). */
-export function fieldValue(object: unknown, path: string): string {
+function fieldValue(object: unknown, path: string): string {
   let value: unknown = object;
   for (const part of path.split(".")) {
     if (value === null || typeof value !== "object") return "";

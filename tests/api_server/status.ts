@@ -46,7 +46,7 @@ export class ApiError extends Error {
 }
 
 /** Builds a failure Status object. */
-export function statusBody(
+function statusBody(
   code: number,
   reason: string,
   message: string,

@@ -16,16 +16,16 @@ const MICRO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}(Z|[+-]\d\d:\d\d)$/;
 /** metav1.Time: RFC 3339; Go's parser accepts optional fractional seconds. */
 const TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/;
 
-export function isDns1123Subdomain(value: string): boolean {
+function isDns1123Subdomain(value: string): boolean {
   return value.length <= 253 && DNS1123_SUBDOMAIN.test(value);
 }
 
-export function isDns1123Label(value: string): boolean {
+function isDns1123Label(value: string): boolean {
   return value.length <= 63 && DNS1123_LABEL.test(value);
 }
 
 /** A qualified name such as "lace.io/agent": optional DNS subdomain prefix, then a name. */
-export function isQualifiedName(value: string): boolean {
+function isQualifiedName(value: string): boolean {
   const parts = value.split("/");
   if (parts.length > 2) return false;
   const name = parts[parts.length - 1];

@@ -139,7 +139,7 @@ export class AgentProcess {
 }
 
 /** A free loopback port for the agent's metrics server. */
-export function freeLoopbackAddr(): string {
+function freeLoopbackAddr(): string {
   const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (l.addr as Deno.NetAddr).port;
   l.close();

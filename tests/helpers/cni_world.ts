@@ -26,7 +26,7 @@ import { waitFor } from "./wait.ts";
 
 export const NETWORK = "blue";
 export const NETWORK_ID = 7;
-export const TABLE = 107;
+const TABLE = 107;
 export const HTTP_PORT = 8080;
 export const TCP_PORT = 9000;
 

@@ -10,7 +10,7 @@ export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..")
 export const CHART = join(REPO, "deploy/helm/lace");
 export const HELM_VERSION = "v3.22.0";
 /** Kubernetes version to render for: the chart needs ≥ 1.30 (ValidatingAdmissionPolicy v1). */
-export const KUBE_VERSION = "1.31.0";
+const KUBE_VERSION = "1.31.0";
 
 // deno-lint-ignore no-explicit-any
 export type Manifest = Record<string, any>;

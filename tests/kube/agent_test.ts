@@ -17,7 +17,7 @@ import {
   type V1Pod,
 } from "@kubernetes/client-node";
 import { loadKubeConfig } from "../../lib/kube/client.ts";
-import { readPinnedTargets } from "../../lib/datapath/loader.ts";
+import { readPinnedTargets } from "../../lib/datapath/pins.ts";
 import { keyId } from "../../lib/datapath/probe_map.ts";
 import {
   type AgentProcess,

@@ -4,7 +4,7 @@
  */
 
 /** Linux errno numbers by name, for the errors BPF calls return. */
-export const ERRNO_NAMES: Readonly<Record<number, string>> = {
+const ERRNO_NAMES: Readonly<Record<number, string>> = {
   1: "EPERM",
   2: "ENOENT",
   3: "ESRCH",

@@ -11,7 +11,7 @@ export type Libbpf = Deno.DynamicLibrary<typeof LIBBPF_SYMBOLS>["symbols"];
 export type Libc = Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"];
 
 /** The default soname; `LACE_LIBBPF` overrides it with a name or a path. */
-export const DEFAULT_LIBBPF = "libbpf.so.1";
+const DEFAULT_LIBBPF = "libbpf.so.1";
 
 let libbpf: Deno.DynamicLibrary<typeof LIBBPF_SYMBOLS> | undefined;
 let libc: Deno.DynamicLibrary<typeof LIBC_SYMBOLS> | undefined;
@@ -20,7 +20,7 @@ const PRINT_FN = { parameters: ["i32", "pointer", "pointer"], result: "i32" } as
 let _printer: Deno.UnsafeCallback<typeof PRINT_FN> | undefined;
 
 /** The libbpf path in effect: `LACE_LIBBPF`, else `libbpf.so.1`. */
-export function libbpfPath(): string {
+function libbpfPath(): string {
   return Deno.env.get("LACE_LIBBPF") || DEFAULT_LIBBPF;
 }
 

@@ -204,7 +204,7 @@ function roundUp8(n: number): number {
 
 let cpus: number | undefined;
 /** The number of possible CPUs, the stride count of per-CPU values. */
-export function possibleCpus(): number {
+function possibleCpus(): number {
   cpus ??= unwrap("libbpf_num_possible_cpus", libbpfSymbols().libbpf_num_possible_cpus());
   return cpus;
 }
