@@ -60,6 +60,17 @@ static __always_inline void count(__u32 slot)
 		*value += 1;
 }
 
+/*
+ * Upgrade tests build this file with -DLACE_TEST_VARIANT: other instructions,
+ * the same maps, and a visible trace (the last, unused counter slot) that the
+ * variant is the program running.
+ */
+#ifdef LACE_TEST_VARIANT
+#define count_variant() count(LACE_CNT_MAX - 1)
+#else
+#define count_variant()
+#endif
+
 /* Looks the key up and, on a match, marks the socket. */
 static __always_inline void tag(struct bpf_sock_addr *ctx, struct lace_probe_key *key,
 				__u32 tagged_slot)
@@ -85,6 +96,7 @@ int lace_connect4(struct bpf_sock_addr *ctx)
 	if (ctx->type != SOCK_STREAM)
 		return SYS_PROCEED;
 	count(LACE_CNT_CONNECT4_SEEN);
+	count_variant();
 
 	ip4 = ctx->user_ip4;
 	key.family = LACE_AF_INET;
@@ -103,6 +115,7 @@ int lace_connect6(struct bpf_sock_addr *ctx)
 	if (ctx->type != SOCK_STREAM)
 		return SYS_PROCEED;
 	count(LACE_CNT_CONNECT6_SEEN);
+	count_variant();
 
 	/* The context only allows 4-byte loads of user_ip6. */
 	w0 = ctx->user_ip6[0];

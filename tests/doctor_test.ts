@@ -230,7 +230,7 @@ privileged("doctor reports a pinned program from another build", async () => {
   assert.deepEqual(failed(json), ["program-version"]);
   assert.match(
     named(json, "program-version").message,
-    /sha256 eeeeeeeeeeee\) is not this binary's/,
+    /node runs BPF object sha256 eeeeeeeeeeee \(map layout ABI 1\), not this lace's/,
   );
 });
 

@@ -25,6 +25,7 @@ export class Metrics {
   readonly watchRestarts: Counter;
   readonly attached: Gauge<"program">;
   readonly kubeletCgroupMismatch: Gauge;
+  readonly programReplacements: Counter<"program">;
 
   constructor(readCounters: () => ConnectCounters | undefined) {
     const registers = [this.registry];
@@ -84,6 +85,13 @@ export class Metrics {
     this.kubeletCgroupMismatch = new Gauge({
       name: "lace_kubelet_cgroup_mismatch",
       help: "1 when a kubelet process runs outside the cgroup the programs are attached to",
+      registers,
+    });
+    this.programReplacements = new Counter({
+      name: "lace_program_replacements_total",
+      help: "Pinned links found running another program (another release or build) and " +
+        "swapped in place to this agent's",
+      labelNames: ["program"],
       registers,
     });
     const counter = (name: string, help: string, pick: (c: ConnectCounters) => [bigint, bigint]) =>

@@ -139,7 +139,14 @@ export async function startAgent(config: Config): Promise<RunningAgent> {
   const follower = new CgroupFollower({
     kubeletCgroup: config.kubeletCgroup,
     hostCgroupRoot: config.hostCgroupRoot,
-    attacher: datapath,
+    attacher: {
+      attach: (path) => {
+        const result = datapath.attach(path);
+        for (const r of result.replaced) metrics.programReplacements.inc({ program: r.program });
+        return result;
+      },
+      links: () => datapath.links(),
+    },
     // inotify reports a recreated cgroup at once; the id check is the backstop, and once
     // a second keeps the idle agent from waking more often than that.
     checkIntervalMs: 1000,

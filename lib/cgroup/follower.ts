@@ -2,8 +2,9 @@
  * Keeps Lace's programs attached to the cgroup that really holds the kubelet.
  * One `sync()` recomputes everything from the kernel and /proc: where the
  * kubelet cgroup is (configured path or, with "auto", the kubelet's own),
- * whether it exists, whether the pinned links are alive and on it (else
- * re-attach, which replaces dead links), whether the kubelet really runs
+ * whether it exists, whether the pinned links are alive, on it and running
+ * this agent's program (else re-attach, which swaps the program in place or
+ * replaces dead links), whether the kubelet really runs
  * there, and who else shares it. Every change of cgroup (inotify on the
  * parent directory) and a short timer request the same sync, so a kubelet
  * restart that recreates its cgroup is followed within a second.
@@ -52,11 +53,16 @@ export interface AttachedLink {
   alive: boolean;
   /** The cgroup it is attached to; 0n when that cgroup is gone. */
   cgroupId: bigint;
+  /** The link runs this agent's program (not another release's or build's). */
+  current: boolean;
 }
 
 /** The part of the datapath the follower drives (lib/datapath/loader.ts's Datapath fits). */
 export interface CgroupAttacher {
-  /** Attaches every program to the cgroup, updating or replacing the pinned links. */
+  /**
+   * Attaches every program to the cgroup, updating the pinned links in place
+   * (so a link running another program gets this agent's) or replacing them.
+   */
   attach(cgroupPath: string): unknown;
   /** Lace's pinned links and what they point at. */
   links(): AttachedLink[];
@@ -273,8 +279,9 @@ export class CgroupFollower implements Disposable {
     } catch (e) {
       log.warn("Cannot read Lace's pinned links: {error}", { error: errorText(e) });
     }
+    // A link that runs another release's program is not "attached": attach() swaps it in place.
     const inPlace = links.length > 0 &&
-      links.every((l) => l.pinned && l.alive && l.cgroupId === id);
+      links.every((l) => l.pinned && l.alive && l.cgroupId === id && l.current);
     if (inPlace) {
       next.attached = true;
       next.cgroupId = id;

@@ -15,7 +15,8 @@ const KUBELET_DIR = "/sys/fs/cgroup/system.slice/kubelet.service";
 class FakeNode implements CgroupAttacher {
   dirs = new Map<string, bigint>();
   nextId = 100n;
-  link: { cgroupId: bigint } | null = null;
+  /** `mine` is false once another agent's program runs in the links. */
+  link: { cgroupId: bigint; mine: boolean } | null = null;
   attaches: string[] = [];
   attachError: Error | null = null;
   kubelets: KubeletProcess[] = [];
@@ -39,13 +40,22 @@ class FakeNode implements CgroupAttacher {
   attach(path: string): void {
     if (this.attachError) throw this.attachError;
     this.attaches.push(path);
-    this.link = { cgroupId: this.dirs.get(path)! };
+    this.link = { cgroupId: this.dirs.get(path)!, mine: true };
   }
   links(): AttachedLink[] {
-    if (!this.link) return [{ program: "connect4", pinned: false, alive: false, cgroupId: 0n }];
+    if (!this.link) {
+      return [{ program: "connect4", pinned: false, alive: false, cgroupId: 0n, current: false }];
+    }
     const alive = [...this.dirs.values()].includes(this.link.cgroupId);
     const cgroupId = alive ? this.link.cgroupId : 0n;
-    return ["connect4", "connect6"].map((program) => ({ program, pinned: true, alive, cgroupId }));
+    const current = this.link.mine;
+    return ["connect4", "connect6"].map((program) => ({
+      program,
+      pinned: true,
+      alive,
+      cgroupId,
+      current,
+    }));
   }
   options(extra: Partial<FollowerOptions> = {}): FollowerOptions {
     return {
@@ -91,6 +101,21 @@ Deno.test("CgroupFollower does not re-attach while the links are alive on the cg
   follower.sync();
   follower.sync();
   assert.equal(node.attaches.length, 1);
+});
+
+Deno.test("CgroupFollower swaps in its program when live links on the cgroup run another", () => {
+  const node = new FakeNode();
+  const id = node.mkdir(KUBELET_DIR);
+  // Pins left by another release: alive, on the right cgroup, not this agent's program.
+  node.link = { cgroupId: id, mine: false };
+  const follower = new CgroupFollower(node.options());
+  assert.equal(follower.sync().attached, true);
+  assert.deepEqual(node.attaches, [KUBELET_DIR]);
+  assert.equal(node.link.mine, true);
+  // Another agent swaps its program in behind this one's back: the next check swaps back.
+  node.link.mine = false;
+  follower.sync();
+  assert.deepEqual(node.attaches, [KUBELET_DIR, KUBELET_DIR]);
 });
 
 Deno.test("CgroupFollower waits for a missing cgroup, not ready, and attaches when it appears", () => {

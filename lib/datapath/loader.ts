@@ -46,6 +46,11 @@ export interface AttachResult {
   created: ProgramName[];
   /** Programs whose pinned link got this program in place. */
   updated: ProgramName[];
+  /**
+   * Programs whose live link ran another program (another release's, or
+   * another build's) until this attach swapped in this agent's.
+   */
+  replaced: { program: ProgramName; fromProgId: number }[];
 }
 
 export interface LinkStatus extends PinnedLinkStatus {
@@ -109,15 +114,24 @@ export class Datapath implements Disposable {
    */
   attach(cgroupPath: string): AttachResult {
     const id = assertCgroup2(cgroupPath);
-    const result: AttachResult = { cgroupId: id, created: [], updated: [] };
+    const result: AttachResult = { cgroupId: id, created: [], updated: [], replaced: [] };
     const cgroupFd = openDirectory(cgroupPath);
     try {
       for (const { name, attachType } of PROGRAMS) {
         const prog = this.#programs.get(name)!;
         const pin = join(this.pinPath, linkPinName(name));
         using old = openPinnedLink(pin);
+        const before = old?.info().progId;
         if (old && this.#updateInPlace(old, prog, id)) {
           result.updated.push(name);
+          if (before !== this.#progId(name)) {
+            result.replaced.push({ program: name, fromProgId: before ?? 0 });
+            log.warn(
+              "Link {link} ran program id {from}, not this agent's: swapped in program id {to} " +
+                "(object sha256 {sha256}) in place",
+              { link: old.label, from: before, to: this.#progId(name), sha256: this.objectSha256 },
+            );
+          }
           continue;
         }
         using link = createLink(prog, cgroupFd, attachType, `${name} on "${cgroupPath}"`);

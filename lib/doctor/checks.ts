@@ -186,31 +186,33 @@ function linkChecks(s: NodeSnapshot): Check[] {
   return out;
 }
 
+/** Which BPF object the node runs (the info map of the maps the links use), and whether it is this lace's. */
 function versionCheck(s: NodeSnapshot): Check {
-  const fix = "restart the agent with this version of lace; it swaps the program in place";
+  const fix = "start the agent of this release: it swaps its program into the pinned links in " +
+    "place (a map layout change is migrated first)";
   if (isError(s.info)) return check("program-version", false, s.info.error, START_AGENT);
   if (s.info === null) {
     return check("program-version", false, "no program version recorded in the info map", fix);
   }
-  if (s.info.abiVersion !== ABI_VERSION) {
+  const runs = `the node runs BPF object sha256 ${s.info.objectSha256.slice(0, 12)} ` +
+    `(map layout ABI ${s.info.abiVersion})`;
+  if (isError(s.binarySha256)) {
     return check(
       "program-version",
       false,
-      `pinned program has map layout version ${s.info.abiVersion}, this lace has ${ABI_VERSION}`,
-      fix,
+      `${runs}; this lace's object: ${s.binarySha256.error}`,
+      "rebuild: `deno task bpf`",
     );
   }
-  if (isError(s.binarySha256)) {
-    return check("program-version", false, s.binarySha256.error, "rebuild: `deno task bpf`");
-  }
-  const same = s.info.objectSha256 === s.binarySha256;
+  const same = s.info.objectSha256 === s.binarySha256 && s.info.abiVersion === ABI_VERSION;
   return check(
     "program-version",
     same,
     same
-      ? `pinned program is this binary's (sha256 ${s.binarySha256.slice(0, 12)})`
-      : `pinned program (sha256 ${s.info.objectSha256.slice(0, 12)}) is not this binary's ` +
-        `(sha256 ${s.binarySha256.slice(0, 12)})`,
+      ? `${runs}: this lace's object`
+      : `${runs}, not this lace's (sha256 ${
+        s.binarySha256.slice(0, 12)
+      }, map layout ABI ${ABI_VERSION})`,
     fix,
   );
 }

@@ -102,15 +102,28 @@ Deno.test("evaluate() names the cgroup a link is attached to when it is not the 
   assert.match(c.message, /cgroup id 99 \("\/sys\/fs\/cgroup\/other"\), not to the kubelet cgroup/);
 });
 
+Deno.test("evaluate() says which object the node runs and that it is this lace's", () => {
+  const c = byName(evaluate(healthy()), "program-version");
+  assert.equal(c.ok, true);
+  assert.equal(
+    c.message,
+    "the node runs BPF object sha256 abababababab (map layout ABI 1): this lace's object",
+  );
+});
+
 Deno.test("evaluate() flags a pinned program from another build", () => {
   const c = byName(evaluate({ ...healthy(), binarySha256: "cd".repeat(32) }), "program-version");
   assert.equal(c.ok, false);
-  assert.match(c.message, /sha256 abababababab\) is not this binary's \(sha256 cdcdcdcdcdcd\)/);
+  assert.match(
+    c.message,
+    /node runs BPF object sha256 abababababab \(map layout ABI 1\), not this lace's \(sha256 cdcdcdcdcdcd, map layout ABI 1\)/,
+  );
   const old = byName(
     evaluate({ ...healthy(), info: { abiVersion: ABI_VERSION + 1, objectSha256: SHA } }),
     "program-version",
   );
-  assert.match(old.message, /map layout version/);
+  assert.equal(old.ok, false);
+  assert.match(old.message, /map layout ABI 2\), not this lace's/);
 });
 
 Deno.test("evaluate() reports a missing kubelet cgroup and a kubelet that runs elsewhere", () => {

@@ -65,7 +65,8 @@ export class AgentProcess {
   readonly #drained: Promise<void>;
   readonly metricsAddr: string;
 
-  constructor(args: string[], metricsAddr: string) {
+  /** `env` adds to the agent's environment (e.g. LACE_BPF_OBJECT for another release's object). */
+  constructor(args: string[], metricsAddr: string, env: Record<string, string> = {}) {
     this.metricsAddr = metricsAddr;
     const child = new Deno.Command(Deno.execPath(), {
       args: [
@@ -80,7 +81,7 @@ export class AgentProcess {
       stdin: "null",
       stdout: "null",
       stderr: "piped",
-      env: { NO_COLOR: "1" },
+      env: { NO_COLOR: "1", ...env },
     }).spawn();
     this.#child = child;
     this.#drained = (async () => {
@@ -180,15 +181,23 @@ export class AgentWorld implements AsyncDisposable {
   }
 
   /** Starts an agent on this world's pin path and kubelet cgroup. */
-  startAgent(extra: string[], kubeletCgroup = this.cgroups.kubelet): AgentProcess {
-    const agent = new AgentProcess([
-      "--node-name=e2e-node",
-      `--pin-path=${this.pinPath}`,
-      `--kubelet-cgroup=${kubeletCgroup}`,
-      "--cni-socket=",
-      "--debounce=5ms",
-      ...extra,
-    ], freeLoopbackAddr());
+  startAgent(
+    extra: string[],
+    kubeletCgroup = this.cgroups.kubelet,
+    env: Record<string, string> = {},
+  ): AgentProcess {
+    const agent = new AgentProcess(
+      [
+        "--node-name=e2e-node",
+        `--pin-path=${this.pinPath}`,
+        `--kubelet-cgroup=${kubeletCgroup}`,
+        "--cni-socket=",
+        "--debounce=5ms",
+        ...extra,
+      ],
+      freeLoopbackAddr(),
+      env,
+    );
     this.agents.push(agent);
     return agent;
   }
