@@ -236,14 +236,34 @@ Deno.test("a failed first list is retried and never reported as an empty list", 
 
 Deno.test("stop() ends the watch, is idempotent, and nothing is delivered afterwards", async () => {
   await using t = await setup();
-  await t.source.start(t.sink);
-  await waitFor(() => t.server.watchCount("pods") === 1, { message: "the watch" });
-  await t.source.stop();
-  await t.source.stop();
-  await waitFor(() => t.server.watchCount("pods") === 0, { message: "the watch to close" });
-  const calls = t.sink.calls.length;
-  t.server.put(pod("late"));
-  assert.equal(t.sink.calls.length, calls);
+  // A second source on the same server sees the late pod: once it has, the
+  // stopped source would have had it too, had its watch still been open.
+  const witness = new ApiPodSource({
+    kubeConfig: loadKubeConfig({ kubeconfig: await t.server.writeKubeconfig() }),
+    nodeName: NODE,
+    backoff: { initialMs: 10, maxMs: 50 },
+    probeTimeoutMs: 500,
+  });
+  const witnessSink = new RecordingSink();
+  try {
+    await t.source.start(t.sink);
+    await witness.start(witnessSink);
+    await waitFor(() => t.server.watchCount("pods") === 2, { message: "both watches" });
+    await t.source.stop();
+    await t.source.stop();
+    await waitFor(() => t.server.watchCount("pods") === 1, {
+      message: "the stopped watch to close",
+    });
+    const calls = t.sink.calls.length;
+    t.server.put(pod("late"));
+    await waitFor(() => witnessSink.names().includes("late"), {
+      message: "the witness to get the late pod",
+    });
+    assert.equal(t.sink.calls.length, calls);
+    assert.equal(t.server.watchCount("pods"), 1, "the stopped source never watches again");
+  } finally {
+    await witness.stop();
+  }
 });
 
 Deno.test("backoffDelay doubles up to the cap and jitters within half of it", () => {

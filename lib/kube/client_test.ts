@@ -31,20 +31,71 @@ Deno.test("every client Lace builds refuses HTTP/2, whatever the kubeconfig hold
   }
 });
 
-Deno.test("loadKubeConfig() prefers the flag, then KUBECONFIG, and says what it tried", () => {
-  const files: Record<string, string> = { "/flag": "flag", "/env": "env" };
-  const exists = (p: string) => p in files;
+Deno.test("loadKubeConfig() says which source it tried when a file is missing or none is set", () => {
   assert.throws(
-    () => loadKubeConfig({ kubeconfig: "/missing", env: () => undefined, exists }),
+    () => loadKubeConfig({ kubeconfig: "/missing", env: () => undefined, exists: () => false }),
     /Kubeconfig "\/missing" from --kubeconfig does not exist/,
   );
   assert.throws(
-    () => loadKubeConfig({ env: (n) => (n === "KUBECONFIG" ? "/nope:/env" : undefined), exists }),
+    () =>
+      loadKubeConfig({
+        env: (n) => (n === "KUBECONFIG" ? "/nope:/env" : undefined),
+        exists: (p) => p === "/env",
+      }),
     /Kubeconfig "\/nope" from KUBECONFIG does not exist/,
   );
   assert.throws(
     () => loadKubeConfig({ env: () => undefined, exists: () => false }),
     /No Kubernetes API configuration: give --kubeconfig, set KUBECONFIG, or run in a pod/,
+  );
+});
+
+/** Two kubeconfig files that differ only in their server, and an env with both set. */
+async function twoKubeconfigs(
+  body: (flag: string, variable: string) => void,
+): Promise<void> {
+  const flag = await Deno.makeTempFile({ suffix: ".json" });
+  const variable = await Deno.makeTempFile({ suffix: ".json" });
+  try {
+    await Deno.writeTextFile(flag, kubeconfig({ server: "https://127.0.0.1:1111" }, {}));
+    await Deno.writeTextFile(variable, kubeconfig({ server: "https://127.0.0.1:2222" }, {}));
+    body(flag, variable);
+  } finally {
+    await Deno.remove(flag);
+    await Deno.remove(variable);
+  }
+}
+
+const inCluster = { KUBERNETES_SERVICE_HOST: "10.96.0.1", KUBERNETES_SERVICE_PORT: "443" };
+
+Deno.test("loadKubeConfig() uses --kubeconfig when KUBECONFIG and a service account are also there", async () => {
+  await twoKubeconfigs((flag, variable) => {
+    const env = { ...inCluster, KUBECONFIG: variable } as Record<string, string>;
+    const kc = loadKubeConfig({ kubeconfig: flag, env: (n) => env[n], exists: () => true });
+    assert.equal(kc.getCurrentCluster()?.server, "https://127.0.0.1:1111");
+  });
+});
+
+Deno.test("loadKubeConfig() uses the first KUBECONFIG file over a service account", async () => {
+  await twoKubeconfigs((flag, variable) => {
+    const env = { ...inCluster, KUBECONFIG: `:${variable}:${flag}` } as Record<string, string>;
+    const kc = loadKubeConfig({ kubeconfig: "", env: (n) => env[n], exists: () => true });
+    assert.equal(kc.getCurrentCluster()?.server, "https://127.0.0.1:2222");
+  });
+});
+
+Deno.test("loadKubeConfig() uses the service account only when both its host and token are there", () => {
+  const env = (n: string) => (inCluster as Record<string, string>)[n];
+  const kc = loadKubeConfig({ env, exists: () => true });
+  // client-node reads the service's address from the process environment itself.
+  assert.equal(kc.getCurrentCluster()?.name, "inCluster");
+  assert.throws(
+    () => loadKubeConfig({ env, exists: () => false }),
+    /KUBERNETES_SERVICE_HOST set, .*token missing/,
+  );
+  assert.throws(
+    () => loadKubeConfig({ env: () => undefined, exists: () => true }),
+    /KUBERNETES_SERVICE_HOST unset, .*token present/,
   );
 });
 

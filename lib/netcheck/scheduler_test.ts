@@ -111,17 +111,39 @@ Deno.test("schedulePairs() stops starting pairs when aborted", async () => {
   assert.ok(started < 20 * 19 && started >= 10);
 });
 
-Deno.test("schedulePairs() re-throws a task's error after running tasks settle", async () => {
-  let settled = 0;
-  await assert.rejects(
-    schedulePairs(directedPairs(names(6)), (e) => e, async ({ from, to }) => {
-      await new Promise((r) => setTimeout(r, 1));
-      settled++;
-      if (from === "pod-0" && to !== "pod-5") throw new Error("boom");
-    }, { concurrency: 3, exclusive: false }),
-    /boom/,
+/** Lets every pending promise reaction run (the schedule is driven by promises only). */
+const settle = () => new Promise((r) => setTimeout(r, 0));
+
+Deno.test("schedulePairs() re-throws the first task error only after running tasks settle, starting no more", async () => {
+  const started: string[] = [];
+  const finish: ((error?: Error) => void)[] = [];
+  const run: { outcome: unknown } = { outcome: "pending" };
+  schedulePairs(directedPairs(names(4)), (e) => e, async ({ from, to }) => {
+    started.push(`${from}>${to}`);
+    if (started.length === 1) {
+      await Promise.resolve();
+      throw new Error("first");
+    }
+    await new Promise<void>((resolve, reject) =>
+      finish.push((error) => error ? reject(error) : resolve())
+    );
+  }, { concurrency: 3, exclusive: false }).then(
+    () => run.outcome = "resolved",
+    (e) => run.outcome = e,
   );
-  assert.ok(settled < 30);
+  await settle();
+  assert.equal(started.length, 3);
+  assert.equal(run.outcome, "pending", "two tasks still run");
+  finish[0](new Error("second"));
+  await settle();
+  assert.equal(run.outcome, "pending", "one task still runs");
+  finish[1]();
+  await settle();
+  // (The asserts above narrowed the type to "pending".)
+  const outcome = run.outcome as unknown;
+  assert.ok(outcome instanceof Error);
+  assert.equal(outcome.message, "first");
+  assert.equal(started.length, 3, "no pair starts after a failure");
 });
 
 Deno.test("EndpointLocks takes both locks or none", () => {
