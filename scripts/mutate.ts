@@ -1,0 +1,166 @@
+/**
+ * `deno task mutate [MODULE...] [--concurrency N]`: mutation testing of the
+ * pure core with StrykerJS, one module at a time (mutate one module, run only
+ * its unit tests), then `docs/testing.md` from every module's latest report.
+ *
+ * StrykerJS is installed by npm into `tests/mutation/` (its own package.json
+ * and lock) and run by Deno, because Debian's Node 20 is too old for it. Its
+ * command runner runs `deno test --no-check`: the instrumented code is not
+ * type-correct. Reports (JSON, HTML) go to the git-ignored `reports/mutation/`.
+ * A surviving mutant is either killed by a new test or listed, with one line of
+ * why, in `tests/mutation/equivalent.json`; the summary marks any other as
+ * unexplained.
+ */
+import { MODULES, type MutationModule } from "../tests/mutation/modules.ts";
+import {
+  type EquivalentMutant,
+  type ModuleResult,
+  type StrykerReport,
+  summarize,
+  summaryMarkdown,
+} from "../tests/mutation/summary.ts";
+
+const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
+const toolDir = `${root}/tests/mutation`;
+const reportDir = `${root}/reports/mutation`;
+const stryker = `${toolDir}/node_modules/@stryker-mutator/core/bin/stryker.js`;
+
+async function run(cmd: string[], cwd: string): Promise<void> {
+  const { code } = await new Deno.Command(cmd[0], {
+    args: cmd.slice(1),
+    cwd,
+    stdout: "inherit",
+    stderr: "inherit",
+  }).output();
+  if (code !== 0) {
+    throw new Error(`${cmd.join(" ")} failed with exit code ${code}`);
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return false;
+    throw e;
+  }
+}
+
+async function git(...args: string[]): Promise<string> {
+  const out = await new Deno.Command("git", {
+    args,
+    cwd: root,
+    stdout: "piped",
+  }).output();
+  return new TextDecoder().decode(out.stdout).trim();
+}
+
+function strykerConfig(
+  m: MutationModule,
+  concurrency: number,
+): Record<string, unknown> {
+  return {
+    testRunner: "command",
+    commandRunner: {
+      command: `deno test --no-check -A --no-prompt --fail-fast ${m.tests.join(" ")}`,
+    },
+    mutate: m.mutate,
+    // The command runner cannot tell which test covers which mutant.
+    coverageAnalysis: "off",
+    concurrency,
+    reporters: ["json", "html", "clear-text", "progress"],
+    jsonReporter: { fileName: `reports/mutation/${m.name}.json` },
+    htmlReporter: { fileName: `reports/mutation/${m.name}.html` },
+    tempDirName: "tests/mutation/.stryker-tmp",
+    // The sandbox needs only the code under test and Deno's config and lock.
+    ignorePatterns: ["/*", "!/lib", "!/deno.json", "!/deno.lock"],
+    plugins: [],
+    cleanTempDir: true,
+  };
+}
+
+async function mutateModule(
+  m: MutationModule,
+  concurrency: number,
+): Promise<void> {
+  const configPath = `${reportDir}/${m.name}.config.json`;
+  await Deno.writeTextFile(
+    configPath,
+    JSON.stringify(strykerConfig(m, concurrency), null, 2),
+  );
+  const started = Date.now();
+  await run([
+    "deno",
+    "run",
+    "-A",
+    "--node-modules-dir=manual",
+    stryker,
+    "run",
+    configPath,
+  ], root);
+  const meta = {
+    commit: await git("rev-parse", "--short", "HEAD"),
+    dirty: (await git("status", "--porcelain", "--", ...m.mutate, ...m.tests)) !==
+      "",
+    date: new Date().toISOString().slice(0, 16).replace("T", " ") + " UTC",
+    seconds: Math.round((Date.now() - started) / 1000),
+    concurrency,
+  };
+  await Deno.writeTextFile(
+    `${reportDir}/${m.name}.meta.json`,
+    JSON.stringify(meta),
+  );
+}
+
+async function main(args: string[]): Promise<void> {
+  let concurrency = 1;
+  const names: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === "--concurrency") concurrency = Number(args[++i]);
+    else if (args[i] === "--summary-only") names.push("");
+    else names.push(args[i]);
+  }
+  if (!Number.isInteger(concurrency) || concurrency < 1) {
+    throw new RangeError(
+      `--concurrency must be a whole number of at least 1: ${concurrency}`,
+    );
+  }
+  const unknown = names.filter((n) => n !== "" && !MODULES.some((m) => m.name === n));
+  if (unknown.length > 0) {
+    throw new Error(
+      `Unknown module ${unknown.join(", ")}: choose from ${MODULES.map((m) => m.name).join(", ")}`,
+    );
+  }
+  const chosen = names.length === 0 ? MODULES : MODULES.filter((m) => names.includes(m.name));
+  await Deno.mkdir(reportDir, { recursive: true });
+  if (chosen.length > 0 && !(await exists(stryker))) {
+    await run(
+      ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+      toolDir,
+    );
+  }
+  for (const m of chosen) await mutateModule(m, concurrency);
+
+  const equivalents: EquivalentMutant[] = JSON.parse(
+    await Deno.readTextFile(`${toolDir}/equivalent.json`),
+  );
+  const results: ModuleResult[] = [];
+  for (const m of MODULES) {
+    if (!(await exists(`${reportDir}/${m.name}.json`))) continue;
+    const report: StrykerReport = JSON.parse(
+      await Deno.readTextFile(`${reportDir}/${m.name}.json`),
+    );
+    const meta = JSON.parse(
+      await Deno.readTextFile(`${reportDir}/${m.name}.meta.json`),
+    );
+    results.push({ module: m, meta, ...summarize(report, equivalents) });
+  }
+  await Deno.writeTextFile(`${root}/docs/testing.md`, summaryMarkdown(results));
+  const unexplained = results.flatMap((r) => r.survivors.filter((s) => !s.why));
+  console.log(
+    `docs/testing.md written: ${results.length} modules, ${unexplained.length} unexplained survivors`,
+  );
+}
+
+if (import.meta.main) await main(Deno.args);
