@@ -7,16 +7,9 @@ import assert from "node:assert/strict";
 import { AuthorizationV1Api } from "@kubernetes/client-node";
 import { startControlPlane } from "./kube/fixture.ts";
 import { applyObjects, helmTemplate } from "./kube/helm.ts";
-import { controlPlaneUnavailableReason, helmAvailable } from "./kube/tools.ts";
+import { chartOnControlPlaneUnavailableReason } from "./kube/tools.ts";
 
-async function unavailableReason(): Promise<string | undefined> {
-  const reason = await controlPlaneUnavailableReason();
-  if (reason) return reason;
-  if (!(await helmAvailable())) return "helm is not built; run scripts/install_helm.sh";
-  return undefined;
-}
-
-const unavailable = await unavailableReason();
+const unavailable = await chartOnControlPlaneUnavailableReason();
 const suffix = unavailable ? ` (skipped: ${unavailable})` : "";
 const NAMESPACE = "lace-system";
 

@@ -100,9 +100,13 @@ export async function render(binary: string, overrides: string[] = []): Promise<
 }
 
 /** The one manifest of a kind (and name, when given); throws when there is not exactly one. */
-export function only(manifests: Manifest[], kind: string): Manifest {
-  const found = manifests.filter((m) => m.kind === kind);
-  if (found.length !== 1) throw new Error(`Expected one ${kind}, found ${found.length}`);
+export function only(manifests: Manifest[], kind: string, name?: string): Manifest {
+  const found = manifests.filter((m) =>
+    m.kind === kind && (name === undefined || m.metadata?.name === name)
+  );
+  if (found.length !== 1) {
+    throw new Error(`Expected one ${kind}${name ? ` "${name}"` : ""}, found ${found.length}`);
+  }
   return found[0];
 }
 

@@ -71,3 +71,11 @@ export async function controlPlaneUnavailableReason(): Promise<string | undefine
 export async function helmAvailable(): Promise<boolean> {
   return await isExecutable((await toolPaths()).helm);
 }
+
+/** Why the control plane or helm cannot run here (chart-on-API-server tests), or undefined. */
+export async function chartOnControlPlaneUnavailableReason(): Promise<string | undefined> {
+  const reason = await controlPlaneUnavailableReason();
+  if (reason) return reason;
+  if (!(await helmAvailable())) return "helm is not built; run scripts/build_k8s_tools.sh";
+  return undefined;
+}

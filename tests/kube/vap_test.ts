@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { ApiException, CoreV1Api, type V1Container, type V1Pod } from "@kubernetes/client-node";
 import { startControlPlane } from "./fixture.ts";
 import { applyObjects, helmTemplate } from "./helm.ts";
-import { controlPlaneUnavailableReason, helmAvailable } from "./tools.ts";
+import { chartOnControlPlaneUnavailableReason } from "./tools.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 const policyTemplates = [
@@ -16,9 +16,8 @@ const policyTemplates = [
 ];
 
 async function unavailableReason(): Promise<string | undefined> {
-  const reason = await controlPlaneUnavailableReason();
+  const reason = await chartOnControlPlaneUnavailableReason();
   if (reason) return reason;
-  if (!(await helmAvailable())) return "helm is not built; run scripts/build_k8s_tools.sh";
   for (const template of policyTemplates) {
     const path = new URL(`../../deploy/helm/lace/${template}`, import.meta.url);
     try {
