@@ -48,6 +48,43 @@ Deno.test("diffTargets() yields nothing when the store already matches", () => {
   });
 });
 
+Deno.test("diffTargets() puts an entry whose mark alone differs", () => {
+  // An agent restarted with a new --probe-mark must rewrite every entry.
+  const want = entry("10.0.0.1", 80, 7);
+  const stale = { key: want.key, value: { networkId: 7, mark: 0x2000 | (7 << 16) } };
+  assert.deepEqual(diffTargets(desiredOf(want), [stale], { allowDelete: true }), {
+    put: [want],
+    remove: [],
+  });
+});
+
+Deno.test("diffTargets() puts an entry whose network id alone differs", () => {
+  const want = entry("10.0.0.1", 80, 7);
+  const stale = { key: want.key, value: { networkId: 8, mark: want.value.mark } };
+  assert.deepEqual(diffTargets(desiredOf(want), [stale], { allowDelete: true }), {
+    put: [want],
+    remove: [],
+  });
+});
+
+Deno.test("diffTargets() returns puts and removes sorted by key whatever the input order", () => {
+  const wanted = ["10.0.0.3", "10.0.0.1", "fd00::1", "10.0.0.2"].map((a) => entry(a, 80));
+  const unwanted = ["10.0.1.9", "10.0.1.1", "fd00::9", "10.0.1.5"].map((a) => entry(a, 80));
+  const { put, remove } = diffTargets(desiredOf(...wanted), unwanted, { allowDelete: true });
+  assert.deepEqual(put.map((e) => keyId(e.key)), [
+    "10.0.0.1:80",
+    "10.0.0.2:80",
+    "10.0.0.3:80",
+    "[fd00::1]:80",
+  ]);
+  assert.deepEqual(remove.map(keyId), [
+    "10.0.1.1:80",
+    "10.0.1.5:80",
+    "10.0.1.9:80",
+    "[fd00::9]:80",
+  ]);
+});
+
 /** A store whose put fails for chosen keys, to test per-op error handling. */
 class FlakyStore extends MemoryProbeStore {
   failing = new Set<string>();

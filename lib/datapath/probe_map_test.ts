@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { forAll, type SeededRandom } from "../../tests/helpers/property.ts";
 import {
   canonicalAddress,
   decodeKey,
@@ -57,14 +58,20 @@ Deno.test("decodeKey() inverts encodeKey() at the port and address extremes", ()
   }
 });
 
-Deno.test("encodeKey() rejects ports outside 1..65535", () => {
+Deno.test("encodeKey() rejects ports outside 1..65535, naming the port", () => {
   for (const port of [0, 65536, -1, 80.5]) {
-    assert.throws(() => encodeKey({ family: "ipv4", address: "10.0.0.1", port }), RangeError);
+    assert.throws(
+      () => encodeKey({ family: "ipv4", address: "10.0.0.1", port }),
+      new RangeError(`Port out of range 1..65535: ${port}`),
+    );
   }
 });
 
 Deno.test("encodeKey() rejects an address of the other family", () => {
-  assert.throws(() => encodeKey({ family: "ipv6", address: "10.0.0.1", port: 80 }), TypeError);
+  assert.throws(
+    () => encodeKey({ family: "ipv6", address: "10.0.0.1", port: 80 }),
+    new TypeError(`Address "10.0.0.1" is not of family ipv6`),
+  );
   assert.throws(() => encodeKey({ family: "ipv4", address: "fd00::1", port: 80 }), TypeError);
 });
 
@@ -80,16 +87,57 @@ Deno.test("an IPv4-mapped IPv6 address is keyed as its IPv4 address", () => {
 });
 
 Deno.test("parseAddress() drops an IPv6 zone and rejects garbage", () => {
-  assert.equal(parseAddress("fe80::1%eth0").family, "ipv6");
-  assert.throws(() => parseAddress("10.0.0.256"), TypeError);
+  assert.deepEqual(canonicalAddress("fe80::1%eth0"), { family: "ipv6", address: "fe80::1" });
+  assert.throws(
+    () => parseAddress("10.0.0.256"),
+    new TypeError(`Invalid IP address: "10.0.0.256"`),
+  );
   assert.throws(() => parseAddress("pod-a"), TypeError);
 });
 
+Deno.test("parseAddress() treats as IPv4 only ::ffff: followed by four bytes after ten zero bytes", () => {
+  assert.equal(parseAddress("::ffff:a00:1").family, "ipv4");
+  // Each part of the test alone: a non-zero byte in the first ten, byte 10 or byte 11 not 0xff.
+  for (const text of ["1::ffff:a00:1", "::1:ffff:a00:1", "::feff:a00:1", "::fffe:a00:1"]) {
+    assert.equal(parseAddress(text).family, "ipv6", text);
+  }
+});
+
+Deno.test("canonicalAddress() reads IPv6 with an embedded IPv4 tail and without ::", () => {
+  assert.equal(canonicalAddress("64:ff9b::10.0.0.1").address, "64:ff9b::a00:1");
+  assert.equal(canonicalAddress("2001:DB8:0:0:1:0:0:1").address, "2001:db8::1:0:0:1");
+  assert.equal(canonicalAddress("1:2:3:4:5:6:7:8").address, "1:2:3:4:5:6:7:8");
+});
+
+Deno.test("canonicalAddress() compresses the first longest run of two or more zero words only", () => {
+  const cases = [
+    ["1:0:0:0:1:0:0:1", "1::1:0:0:1"],
+    ["1:0:0:1:0:0:0:1", "1:0:0:1::1"],
+    ["1:0:1:0:0:0:0:1", "1:0:1::1"],
+    ["1:0:1:1:1:1:0:1", "1:0:1:1:1:1:0:1"],
+    ["0:0:1:1:1:1:1:1", "::1:1:1:1:1:1"],
+    ["1:1:1:1:1:1:0:0", "1:1:1:1:1:1::"],
+  ];
+  for (const [text, canonical] of cases) assert.equal(canonicalAddress(text).address, canonical);
+});
+
 Deno.test("decodeKey() rejects a wrong size or an unknown family", () => {
-  assert.throws(() => decodeKey(new Uint8Array(KEY_SIZE - 1)), RangeError);
+  assert.throws(
+    () => decodeKey(new Uint8Array(KEY_SIZE - 1)),
+    new RangeError(`Probe key must be ${KEY_SIZE} bytes`),
+  );
   const bad = new Uint8Array(KEY_SIZE);
   bad[0] = 7;
-  assert.throws(() => decodeKey(bad), TypeError);
+  assert.throws(() => decodeKey(bad), new TypeError("Unknown address family 7"));
+});
+
+Deno.test("decodeValue() rejects a wrong size", () => {
+  for (const size of [VALUE_SIZE - 1, VALUE_SIZE + 1]) {
+    assert.throws(
+      () => decodeValue(new Uint8Array(size)),
+      new RangeError(`Probe value must be ${VALUE_SIZE} bytes`),
+    );
+  }
 });
 
 Deno.test("encodeValue() keeps the full 32-bit mark in host (little-endian) order", () => {
@@ -99,7 +147,61 @@ Deno.test("encodeValue() keeps the full 32-bit mark in host (little-endian) orde
   assert.deepEqual(decodeValue(bytes), { networkId: 65535, mark: 0xffff1000 });
 });
 
+Deno.test("encodeValue() writes the network id in host (little-endian) order", () => {
+  // 0x1234 reads differently byte-swapped (0x3412), unlike 0xffff.
+  const bytes = encodeValue({ networkId: 0x1234, mark: 0x12341000 });
+  assert.deepEqual(Array.from(bytes), [0x00, 0x10, 0x34, 0x12, 0x34, 0x12, 0, 0]);
+  assert.deepEqual(decodeValue(Uint8Array.from([0, 0, 0, 0, 0x34, 0x12, 0, 0])), {
+    networkId: 0x1234,
+    mark: 0,
+  });
+});
+
 Deno.test("keyId() brackets IPv6 addresses so the port stays unambiguous", () => {
   assert.equal(keyId({ family: "ipv6", address: "fd00::1", port: 80 }), "[fd00::1]:80");
   assert.equal(keyId({ family: "ipv4", address: "10.0.0.1", port: 80 }), "10.0.0.1:80");
+});
+
+/** A random address as text (IPv6 in full, random case), with the bytes it stands for. */
+function randomAddress(random: SeededRandom): { text: string; bytes: number[]; v6: boolean } {
+  if (random.chance(0.5)) {
+    const bytes = Array.from({ length: 4 }, () => random.int(0, 255));
+    return { text: bytes.join("."), bytes, v6: false };
+  }
+  // Zero words are common, so runs of them (and "::") get exercised.
+  const words = Array.from({ length: 8 }, () => random.chance(0.4) ? 0 : random.int(0, 0xffff));
+  const text = words.map((w) => w.toString(16)).map((w) => random.chance(0.5) ? w.toUpperCase() : w)
+    .join(":");
+  return { text, bytes: words.flatMap((w) => [w >> 8, w & 0xff]), v6: true };
+}
+
+Deno.test("property: random valid keys encode to their bytes and decode back (seeded)", () => {
+  forAll({ seed: 1000, runs: 2000 }, (random) => {
+    const { text, bytes, v6 } = randomAddress(random);
+    const mapped = v6 && bytes.slice(0, 10).every((b) => b === 0) && bytes[10] === 0xff &&
+      bytes[11] === 0xff;
+    const { family, address } = canonicalAddress(text);
+    assert.equal(family, v6 && !mapped ? "ipv6" : "ipv4", text);
+    if (family === "ipv6") {
+      // An independent canonical form: the URL standard's IPv6 serializer (RFC 5952 rules).
+      assert.equal(`[${address}]`, new URL(`http://[${text}]/`).hostname, text);
+    }
+    const port = random.int(1, 65535);
+    const encoded = encodeKey({ family, address, port });
+    assert.deepEqual(
+      Array.from(encoded.subarray(4, family === "ipv6" ? 20 : 8)),
+      mapped ? bytes.slice(12) : bytes,
+    );
+    assert.deepEqual(decodeKey(encoded), { family, address, port });
+    assert.deepEqual(canonicalAddress(address), { family, address }, "canonical is a fixed point");
+  });
+});
+
+Deno.test("property: random marks and network ids survive encodeValue() and decodeValue() (seeded)", () => {
+  forAll({ seed: 2000, runs: 2000 }, (random) => {
+    const value = { networkId: random.int(0, 0xffff), mark: random.int(0, 0xffffffff) };
+    const bytes = encodeValue(value);
+    assert.equal(bytes[4] | (bytes[5] << 8), value.networkId, "network id little-endian");
+    assert.deepEqual(decodeValue(bytes), value);
+  });
 });
