@@ -9,6 +9,7 @@ import {
   parseEnv,
   parseNetConf,
   passThrough,
+  peekVersion,
   resultAddresses,
   SUPPORTED_VERSIONS,
   versionResult,
@@ -263,4 +264,163 @@ Deno.test("compareVersions() compares numerically", () => {
   assert.equal(compareVersions("0.10.0", "0.4.0"), 1);
   assert.equal(compareVersions("1.0.0", "1.0.0"), 0);
   assert.equal(compareVersions("0.3.1", "0.4.0"), -1);
+});
+
+/** The CniError a call throws (fails the test when it throws none or another error). */
+function errorOf(fn: () => unknown): CniError {
+  try {
+    fn();
+  } catch (e) {
+    assert.ok(e instanceof CniError, `expected CniError, got ${e}`);
+    return e;
+  }
+  assert.fail("expected a CniError");
+}
+
+Deno.test("parseNetConf() accepts a timeout of 1ms..30s and refuses 0ms and 30.001s with code 2", () => {
+  assert.equal(parseNetConf(conf({ timeout: "1ms" }), "ADD").timeoutMs, 1);
+  assert.equal(parseNetConf(conf({ timeout: "30s" }), "ADD").timeoutMs, 30_000);
+  for (const timeout of ["0ms", "30001ms", "30.001s"]) {
+    const e = errorOf(() => parseNetConf(conf({ timeout }), "ADD"));
+    assert.equal(e.code, ERR.unsupportedField, timeout);
+    assert.equal(
+      e.message,
+      `Unsupported value of "timeout": "${timeout}" (supported: 1ms..30s)`,
+    );
+  }
+});
+
+Deno.test("parseNetConf() accepts network ids 1 and 65535 and refuses 0 and 65536 with code 2", () => {
+  for (const id of [1, 65535, "1", "65535"]) {
+    assert.equal(parseNetConf(conf({ network: "b", networkId: id }), "ADD").networkId, Number(id));
+  }
+  for (const id of [0, 65536, "0", "65536"]) {
+    const e = errorOf(() => parseNetConf(conf({ network: "b", networkId: id }), "ADD"));
+    assert.equal(e.code, ERR.unsupportedField, String(id));
+    assert.equal(
+      e.message,
+      `Unsupported value of "networkId": ${JSON.stringify(id)} (network ids are 1..65535)`,
+    );
+  }
+});
+
+Deno.test("parseNetConf() refuses a network id string that is not 1 to 5 decimal digits with code 7", () => {
+  for (const id of ["123456", "x12", "12x", "", "1e3", " 12"]) {
+    const e = errorOf(() => parseNetConf(conf({ network: "b", networkId: id }), "ADD"));
+    assert.equal(e.code, ERR.invalidConfig, id);
+    assert.equal(
+      e.message,
+      `"networkId" must be an integer 1..65535 when "network" is set: ${JSON.stringify(id)}`,
+    );
+  }
+});
+
+Deno.test("parseNetConf() names each missing or malformed key in its code 7 message", () => {
+  const cases: [Record<string, unknown>, string][] = [
+    [{ name: "" }, `Network configuration has no "name" string`],
+    [{ name: 5 }, `Network configuration has no "name" string`],
+    [{ type: "" }, `Network configuration has no "type" string`],
+    [{ type: 5 }, `Network configuration has no "type" string`],
+    [{ cniVersion: "" }, "Network configuration has no cniVersion string"],
+    [{ cniVersion: 1 }, "Network configuration has no cniVersion string"],
+    [{ networkId: 7 }, `"network" must be a non-empty string when "networkId" is set`],
+    [{ network: 5, networkId: 7 }, `"network" must be a non-empty string when "networkId" is set`],
+    [{ prevResult: "x" }, `"prevResult" must be an object`],
+    [{ socket: "x.sock" }, `"socket" must be an absolute path: "x.sock"`],
+    [{ timeout: 5 }, `"timeout" must be a duration such as "1s" or "500ms": 5`],
+  ];
+  for (const [extra, message] of cases) {
+    const e = errorOf(() => parseNetConf(conf(extra), "ADD"));
+    assert.deepEqual([e.code, e.message], [ERR.invalidConfig, message], JSON.stringify(extra));
+  }
+});
+
+Deno.test("parseNetConf() ignores a null prevResult and keeps an object one", () => {
+  assert.equal(parseNetConf(conf({ prevResult: null }), "ADD").prevResult, undefined);
+  assert.deepEqual(parseNetConf(conf({ prevResult: { ips: [] } }), "ADD").prevResult, { ips: [] });
+});
+
+Deno.test("parseNetConf() says why stdin is not a configuration", () => {
+  const e = errorOf(() => parseNetConf("{", "ADD"));
+  assert.equal(e.message, "Network configuration on stdin is not valid JSON");
+  assert.ok(e.details, "the parser's own message is kept as details");
+  assert.equal(
+    errorOf(() => parseNetConf("null", "ADD")).message,
+    "Network configuration on stdin is not a JSON object",
+  );
+  assert.equal(
+    errorOf(() => parseNetConf(conf({}, "9.9.9"), "ADD")).message,
+    `Incompatible CNI version "9.9.9": Lace's plugin supports ${SUPPORTED_VERSIONS.join(", ")}`,
+  );
+  assert.equal(
+    errorOf(() => parseNetConf(conf({}, "0.3.1"), "CHECK")).message,
+    `CNI version "0.3.1" has no CHECK command (it needs 0.4.0 or later)`,
+  );
+});
+
+Deno.test("peekVersion() returns a configuration's cniVersion string, else empty", () => {
+  assert.equal(peekVersion(conf({}, "0.4.0")), "0.4.0");
+  assert.equal(peekVersion(JSON.stringify({ cniVersion: 4 })), "");
+  assert.equal(peekVersion("[]"), "");
+  assert.equal(peekVersion("null"), "");
+  assert.equal(peekVersion("{"), "");
+});
+
+Deno.test("parseDuration() reads fractions and surrounding spaces, nothing else", () => {
+  assert.equal(parseDuration(" 1.25s "), 1250);
+  assert.equal(parseDuration("2m"), 120_000);
+  for (const bad of ["1sx", "x1s", "1.s", "1", "ms"]) {
+    assert.ok(Number.isNaN(parseDuration(bad)), bad);
+  }
+});
+
+Deno.test("parseEnv() requires CNI_NETNS for CHECK, and only the container id and ifname for DEL", () => {
+  const e = errorOf(() => parseEnv({ ...addEnv, CNI_COMMAND: "CHECK", CNI_NETNS: "" }));
+  assert.equal(e.message, "Missing environment variables for CHECK: CNI_NETNS");
+  assert.equal(
+    errorOf(() => parseEnv({ CNI_COMMAND: "DEL" })).message,
+    "Missing environment variables for DEL: CNI_CONTAINERID, CNI_IFNAME",
+  );
+  assert.equal(
+    errorOf(() => parseEnv({ CNI_COMMAND: "FOO" })).message,
+    `Unknown CNI_COMMAND "FOO": expected one of ADD, DEL, CHECK, VERSION, GC, STATUS`,
+  );
+});
+
+Deno.test("parseCniArgs() skips empty pairs and blank text, and refuses a pair with an empty key", () => {
+  assert.deepEqual(parseCniArgs("  "), {});
+  assert.deepEqual(parseCniArgs("A=1;;B=x=y;"), { A: "1", B: "x=y" });
+  assert.equal(
+    errorOf(() => parseCniArgs("=v")).message,
+    `Invalid CNI_ARGS pair "=v": expected KEY=VALUE pairs separated by ";"`,
+  );
+});
+
+Deno.test("resultAddresses() keeps an address once, and names a malformed entry", () => {
+  assert.deepEqual(
+    resultAddresses({ ips: [{ address: "10.0.0.1/24" }, { address: "10.0.0.1/32" }] }),
+    ["10.0.0.1"],
+  );
+  assert.deepEqual(resultAddresses({}), []);
+  assert.equal(
+    errorOf(() => resultAddresses({ ips: {} })).message,
+    `"prevResult.ips" is not a list`,
+  );
+  assert.equal(
+    errorOf(() => resultAddresses({ ips: [{ address: 1 }] })).message,
+    `"prevResult.ips" holds an entry without an address: {"address":1}`,
+  );
+  for (const address of ["x10.0.0.1/24", "10.0.0.1x/24"]) {
+    assert.equal(
+      errorOf(() => resultAddresses({ ips: [{ address }] })).message,
+      `"prevResult.ips" holds an address that is not an IP address: "${address}"`,
+    );
+  }
+});
+
+Deno.test("resultAddresses() keeps an address whose interface index names no interface", () => {
+  assert.deepEqual(
+    resultAddresses({ interfaces: [], ips: [{ address: "10.0.0.1/24", interface: 3 }] }),
+    ["10.0.0.1"],
+  );
 });
