@@ -4,6 +4,7 @@
  * CNI_COMMAND set). Commands are imported lazily so that the CNI path and
  * the small commands never load the Kubernetes client.
  */
+import { errorChain } from "./lib/cli/error_chain.ts";
 import { UsageError } from "./lib/cli/flags.ts";
 
 type Run = (args: string[]) => Promise<number>;
@@ -100,9 +101,8 @@ if (import.meta.main) {
       for (const line of e.message.split("\n")) console.error(`lace: ${line}`);
       code = 2;
     } else {
-      const err = e as Error;
-      console.error(`lace: ${err?.message ?? String(e)}`);
-      if (Deno.env.get("LACE_DEBUG")) console.error(err?.stack);
+      console.error(`lace: ${errorChain(e)}`);
+      if (Deno.env.get("LACE_DEBUG")) console.error((e as Error)?.stack);
       code = 1;
     }
   }

@@ -16,14 +16,8 @@ import { JsonLineChild } from "./json_child.ts";
 import { benchPod, benchPodKeys } from "./pods.ts";
 import { atMost, type FigureResult, fmt, type Goal, type Row } from "./report.ts";
 import { round } from "./stats.ts";
-import {
-  benchPinPath,
-  type Cleanups,
-  type ProcSample,
-  sampleProcess,
-  sleep,
-  switchesBetween,
-} from "./system.ts";
+import type { CleanupStack } from "../lib/cleanup_stack.ts";
+import { benchPinPath, type ProcSample, sampleProcess, sleep, switchesBetween } from "./system.ts";
 
 export interface FootprintOptions {
   quick: boolean;
@@ -76,7 +70,10 @@ async function startBaseline(args: string[]): Promise<Baseline> {
   return { pid: child.pid, startupMs, stop };
 }
 
-export async function footprint(opts: FootprintOptions, cleanups: Cleanups): Promise<FigureResult> {
+export async function footprint(
+  opts: FootprintOptions,
+  cleanups: CleanupStack,
+): Promise<FigureResult> {
   const pods = opts.quick ? 50 : 250;
   const subjects: Subject[] = [];
 
@@ -89,28 +86,28 @@ export async function footprint(opts: FootprintOptions, cleanups: Cleanups): Pro
   await (await startBaseline(["client-node"])).stop();
 
   const bare = await startBaseline([]);
-  cleanups.defer(() => bare.stop());
+  cleanups.push(() => bare.stop());
   subjects.push({ name: "bareDeno", label: "deno run, empty script", ...bare });
   const tick = await startBaseline(["tick"]);
-  cleanups.defer(() => tick.stop());
+  cleanups.push(() => tick.stop());
   subjects.push({ name: "denoTick", label: "deno run, 1 Hz empty timer", ...tick });
   const client = await startBaseline(["client-node"]);
-  cleanups.defer(() => client.stop());
+  cleanups.push(() => client.stop());
   subjects.push({ name: "denoClientNode", label: "deno run, import client-node only", ...client });
 
   const cgroups = SimCgroups.create();
-  cleanups.defer(() => cgroups.dispose());
+  cleanups.push(() => cgroups.dispose());
 
   // Agent with the directory source.
   const podsDir = await Deno.makeTempDir({ prefix: "lace-bench-pods-" });
-  cleanups.defer(() => Deno.remove(podsDir, { recursive: true }));
+  cleanups.push(() => Deno.remove(podsDir, { recursive: true }));
   for (let i = 0; i < pods; i++) {
     Deno.writeTextFileSync(join(podsDir, `pod-${i}.json`), JSON.stringify(benchPod(i)));
   }
   const dirPin = benchPinPath();
-  cleanups.defer(() => uninstall(dirPin));
+  cleanups.push(() => uninstall(dirPin));
   const dirAgent = AgentProcess.start({ pinPath: dirPin, kubeletCgroup: cgroups.kubelet, podsDir });
-  cleanups.defer(() => dirAgent.stop());
+  cleanups.push(() => dirAgent.stop());
   subjects.push({
     name: "agentDir",
     label: `lace agent, pods directory, ${pods} pods`,
@@ -125,16 +122,16 @@ export async function footprint(opts: FootprintOptions, cleanups: Cleanups): Pro
     "--allow-all",
     fileURLToPath(new URL("./api_server_process.ts", import.meta.url)),
   ]);
-  cleanups.defer(() => api.close());
+  cleanups.push(() => api.close());
   await api.request({ put: Array.from({ length: pods }, (_, i) => benchPod(i)) });
   const apiPin = benchPinPath();
-  cleanups.defer(() => uninstall(apiPin));
+  cleanups.push(() => uninstall(apiPin));
   const apiAgent = AgentProcess.start({
     pinPath: apiPin,
     kubeletCgroup: cgroups.other,
     kubeconfig: String(api.ready.kubeconfig),
   });
-  cleanups.defer(() => apiAgent.stop());
+  cleanups.push(() => apiAgent.stop());
   subjects.push({
     name: "agentApi",
     label: `lace agent, Kubernetes API, ${pods} pods`,

@@ -18,7 +18,8 @@ import type { ConnectResponse } from "./connect_worker.ts";
 import { JsonLineChild } from "./json_child.ts";
 import { atMost, type FigureResult, fmt, type Goal, type Row } from "./report.ts";
 import { median, round } from "./stats.ts";
-import { benchPinPath, type Cleanups, setSysctl } from "./system.ts";
+import { benchPinPath, setSysctl } from "./system.ts";
+import type { CleanupStack } from "../lib/cleanup_stack.ts";
 
 type Family = "ipv4" | "ipv6";
 const FAMILIES: Family[] = ["ipv4", "ipv6"];
@@ -61,7 +62,10 @@ function* fillerKeys(): Generator<ProbeKey> {
   }
 }
 
-export async function hookCost(opts: HookCostOptions, cleanups: Cleanups): Promise<FigureResult> {
+export async function hookCost(
+  opts: HookCostOptions,
+  cleanups: CleanupStack,
+): Promise<FigureResult> {
   const sizes = opts.quick ? [0, 1000] : [0, 1000, 10_000, MAX_TARGETS];
   const statRounds = 3;
   const statCount = opts.quick ? 500 : 10_000;
@@ -70,13 +74,13 @@ export async function hookCost(opts: HookCostOptions, cleanups: Cleanups): Promi
   const ratioCount = opts.quick ? 200 : 500;
 
   const node = await SimNode.create({ networks: [] });
-  cleanups.defer(() => node.dispose());
+  cleanups.push(() => node.dispose());
   const cgroups = SimCgroups.create();
-  cleanups.defer(() => cgroups.dispose());
+  cleanups.push(() => cgroups.dispose());
   const pinPath = benchPinPath();
-  cleanups.defer(() => uninstall(pinPath));
+  cleanups.push(() => uninstall(pinPath));
   const datapath = Datapath.open({ pinPath });
-  cleanups.defer(() => datapath.close());
+  cleanups.push(() => datapath.close());
   datapath.attach(cgroups.kubelet);
   const progIds = Object.fromEntries(datapath.links().map((l) => [l.program, l.progId]));
 
@@ -89,7 +93,7 @@ export async function hookCost(opts: HookCostOptions, cleanups: Cleanups): Promi
     "-A",
     fileURLToPath(new URL("./connect_worker.ts", import.meta.url)),
   ]);
-  cleanups.defer(() => worker.close());
+  cleanups.push(() => worker.close());
   const ports = worker.ready.ports as Record<Family, [number, number]>;
   const connects = (cgroup: string, family: Family, port: number, count: number) =>
     worker.request<ConnectResponse>({ cgroup, family, port, count });

@@ -15,7 +15,8 @@ import { netcheckScheduling } from "./netcheck_schedule.ts";
 import { reconcileScale } from "./reconcile_scale.ts";
 import { timeToReachable } from "./time_to_reachable.ts";
 import { type FigureFailure, type FigureResult, formatTable } from "./report.ts";
-import { Cleanups, machineInfo } from "./system.ts";
+import { machineInfo } from "./system.ts";
+import { CleanupStack } from "../lib/cleanup_stack.ts";
 
 export interface BenchOptions {
   quick: boolean;
@@ -27,7 +28,7 @@ export interface BenchOptions {
 const FIGURES: {
   name: string;
   title: string;
-  run: (o: BenchOptions, c: Cleanups) => Promise<FigureResult>;
+  run: (o: BenchOptions, c: CleanupStack) => Promise<FigureResult>;
 }[] = [
   { name: "hook", title: "1. Hook cost", run: (o, c) => hookCost(o, c) },
   { name: "reachable", title: "2. Time to reachable", run: (o, c) => timeToReachable(o, c) },
@@ -94,10 +95,10 @@ async function main(args: string[]): Promise<number> {
   // The agent's parts log every reconcile at info: keep that out of the table.
   setupLogging("warning", "text");
 
-  let current: Cleanups | undefined;
+  let current: CleanupStack | undefined;
   const interrupted = async () => {
     console.error("\nInterrupted: cleaning up");
-    await current?.run();
+    await current?.runAll();
     Deno.exit(130);
   };
   Deno.addSignalListener("SIGINT", interrupted);
@@ -111,7 +112,7 @@ async function main(args: string[]): Promise<number> {
     console.error(`Running ${figure.title}…`);
     const t0 = performance.now();
     const loadBefore = Deno.loadavg()[0];
-    current = new Cleanups();
+    current = new CleanupStack(figure.name);
     try {
       const result = await figure.run(opts, current);
       const loadAfter = Deno.loadavg()[0];
@@ -132,7 +133,7 @@ async function main(args: string[]): Promise<number> {
         error: (e as Error)?.message ?? String(e),
       });
     } finally {
-      const errors = await current.run();
+      const errors = await current.runAll();
       current = undefined;
       for (const e of errors) console.error(`Cleanup after ${figure.title} failed:`, e);
       if (errors.length) {

@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import type { NetcheckWorkerResult } from "./netcheck_worker.ts";
 import { atMost, type FigureResult, fmt, type Goal, type Row } from "./report.ts";
 import { max, round } from "./stats.ts";
-import type { Cleanups } from "./system.ts";
+import type { CleanupStack } from "../lib/cleanup_stack.ts";
 
 export interface NetcheckScheduleOptions {
   quick: boolean;
@@ -23,7 +23,7 @@ async function runWorker(
   nodes: number,
   sessionMs: number,
   concurrency: number,
-  cleanups: Cleanups,
+  cleanups: CleanupStack,
 ): Promise<NetcheckWorkerResult> {
   const child = new Deno.Command(Deno.execPath(), {
     args: [
@@ -39,7 +39,7 @@ async function runWorker(
     stdout: "piped",
     stderr: "piped",
   }).spawn();
-  cleanups.defer(async () => {
+  cleanups.push(async () => {
     try {
       child.kill("SIGKILL");
     } catch { /* exited */ }
@@ -56,7 +56,7 @@ async function runWorker(
 
 export async function netcheckScheduling(
   opts: NetcheckScheduleOptions,
-  cleanups: Cleanups,
+  cleanups: CleanupStack,
 ): Promise<FigureResult> {
   const sizes = opts.quick ? [6, 12] : [20, 100];
   const sessionMs = opts.quick ? 20 : 100;

@@ -20,7 +20,8 @@ import {
 import { benchPod, benchPodKeys, NODE_NAME } from "./pods.ts";
 import { atMost, type FigureResult, fmt, type Goal } from "./report.ts";
 import { max, median, round } from "./stats.ts";
-import { benchPinPath, type Cleanups } from "./system.ts";
+import { benchPinPath } from "./system.ts";
+import type { CleanupStack } from "../lib/cleanup_stack.ts";
 
 /**
  * A ProbeStore that counts and records every write reaching the map
@@ -110,7 +111,7 @@ interface Run {
 
 export async function reconcileScale(
   opts: ReconcileScaleOptions,
-  cleanups: Cleanups,
+  cleanups: CleanupStack,
 ): Promise<FigureResult> {
   // Dual-stack pods with two probes: 4 targets each.
   const podOpts = { dualStack: true, probes: 2 } as const;
@@ -140,9 +141,9 @@ export async function reconcileScale(
   const changedTargets = goneKeys.length + movedKeys.length + newKeys.length;
 
   const pinPath = benchPinPath();
-  cleanups.defer(() => uninstall(pinPath));
+  cleanups.push(() => uninstall(pinPath));
   const datapath = Datapath.open({ pinPath });
-  cleanups.defer(() => datapath.close());
+  cleanups.push(() => datapath.close());
   const store = new CountingStore(datapath.store);
   const source = new ListSource(base);
   // Long debounce and resync: only the runs the benchmark asks for happen.
@@ -154,7 +155,7 @@ export async function reconcileScale(
   };
   const core = new AgentCore({ config, store, sources: [source] });
   await core.start();
-  cleanups.defer(() => core.stop());
+  cleanups.push(() => core.stop());
 
   const initial = await core.reconcileNow("initial");
   if (initial.error) throw new Error(`Initial reconcile failed: ${initial.error}`);

@@ -1,33 +1,10 @@
 /**
- * The machine side of the benchmark: scoped cleanups that also run on
- * failure and on Ctrl-C, sysctl save/restore, process statistics from /proc,
- * the machine description, and waiting for a condition with a deadline.
+ * The machine side of the benchmark: sysctl save/restore, process statistics
+ * from /proc, the machine description, and waiting for a condition with a deadline.
  */
 import { bpffsMountPoints, readMountInfo } from "../lib/mountinfo.ts";
 import { randomSuffix } from "../lib/cli/process.ts";
-
-/** A stack of cleanups, run in reverse order; every one runs even if another fails. */
-export class Cleanups {
-  #stack: (() => unknown)[] = [];
-
-  /** Registers a cleanup, to run before the ones registered earlier. */
-  defer(fn: () => unknown): void {
-    this.#stack.push(fn);
-  }
-
-  /** Runs and forgets every cleanup; the errors are returned, not thrown. */
-  async run(): Promise<unknown[]> {
-    const errors: unknown[] = [];
-    while (this.#stack.length) {
-      try {
-        await this.#stack.pop()!();
-      } catch (e) {
-        errors.push(e);
-      }
-    }
-    return errors;
-  }
-}
+import type { CleanupStack } from "../lib/cleanup_stack.ts";
 
 /** Reads a sysctl through /proc/sys (name with dots). */
 function readSysctl(name: string): string {
@@ -35,9 +12,9 @@ function readSysctl(name: string): string {
 }
 
 /** Sets a sysctl and registers the restore of its previous value. */
-export function setSysctl(name: string, value: string, cleanups: Cleanups): void {
+export function setSysctl(name: string, value: string, cleanups: CleanupStack): void {
   const previous = readSysctl(name);
-  cleanups.defer(() => Deno.writeTextFileSync(`/proc/sys/${name.replaceAll(".", "/")}`, previous));
+  cleanups.push(() => Deno.writeTextFileSync(`/proc/sys/${name.replaceAll(".", "/")}`, previous));
   Deno.writeTextFileSync(`/proc/sys/${name.replaceAll(".", "/")}`, value);
 }
 

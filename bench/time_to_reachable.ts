@@ -18,7 +18,8 @@ import { JsonLineChild } from "./json_child.ts";
 import { benchPod, benchPodKeys } from "./pods.ts";
 import { atMost, type FigureResult, fmt, type Goal, type Row } from "./report.ts";
 import { max, median, percentile, round } from "./stats.ts";
-import { benchPinPath, type Cleanups, pollUntil } from "./system.ts";
+import { benchPinPath, pollUntil } from "./system.ts";
+import type { CleanupStack } from "../lib/cleanup_stack.ts";
 
 export interface TimeToReachableOptions {
   quick: boolean;
@@ -31,9 +32,9 @@ interface Source {
   add(indices: number[]): Promise<void>;
 }
 
-async function dirSource(cleanups: Cleanups): Promise<{ source: Source; podsDir: string }> {
+async function dirSource(cleanups: CleanupStack): Promise<{ source: Source; podsDir: string }> {
   const podsDir = await Deno.makeTempDir({ prefix: "lace-bench-pods-" });
-  cleanups.defer(() => Deno.remove(podsDir, { recursive: true }));
+  cleanups.push(() => Deno.remove(podsDir, { recursive: true }));
   return {
     podsDir,
     source: {
@@ -52,14 +53,14 @@ async function dirSource(cleanups: Cleanups): Promise<{ source: Source; podsDir:
   };
 }
 
-async function apiSource(cleanups: Cleanups): Promise<{ source: Source; kubeconfig: string }> {
+async function apiSource(cleanups: CleanupStack): Promise<{ source: Source; kubeconfig: string }> {
   const server = await JsonLineChild.spawn("test API server", [
     Deno.execPath(),
     "run",
     "--allow-all",
     fileURLToPath(new URL("./api_server_process.ts", import.meta.url)),
   ]);
-  cleanups.defer(() => server.close());
+  cleanups.push(() => server.close());
   return {
     kubeconfig: String(server.ready.kubeconfig),
     source: {
@@ -74,18 +75,18 @@ async function apiSource(cleanups: Cleanups): Promise<{ source: Source; kubeconf
 
 export async function timeToReachable(
   opts: TimeToReachableOptions,
-  cleanups: Cleanups,
+  cleanups: CleanupStack,
 ): Promise<FigureResult> {
   const n = opts.quick ? 20 : 250;
   const cgroups = SimCgroups.create();
-  cleanups.defer(() => cgroups.dispose());
+  cleanups.push(() => cgroups.dispose());
   const rows: Row[] = [];
   const goals: Goal[] = [];
   const data: Record<string, unknown> = { pods: n, targetsPerPod: benchPodKeys(0).length };
 
   for (const make of [dirSource, apiSource]) {
     const pinPath = benchPinPath();
-    cleanups.defer(() => uninstall(pinPath));
+    cleanups.push(() => uninstall(pinPath));
     const made = await make(cleanups);
     const { source } = made;
     const agent = AgentProcess.start({
@@ -94,10 +95,10 @@ export async function timeToReachable(
       podsDir: "podsDir" in made ? made.podsDir : undefined,
       kubeconfig: "kubeconfig" in made ? made.kubeconfig : undefined,
     });
-    cleanups.defer(() => agent.stop());
+    cleanups.push(() => agent.stop());
     await agent.waitReady();
     const map = new BpfProbeStore(BpfMap.openPinned(join(pinPath, "probe_targets")));
-    cleanups.defer(() => map.close());
+    cleanups.push(() => map.close());
     const present = (keys: ProbeKey[]) => keys.every((k) => map.get(k) !== undefined);
 
     const oneByOne: number[] = [];

@@ -4,6 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
+import { uninstall } from "../lib/datapath/pins.ts";
+import { testPinPath } from "./helpers/sim_world.ts";
 
 const MAIN = fileURLToPath(new URL("../main.ts", import.meta.url));
 
@@ -133,6 +135,41 @@ Deno.test("lace version prints the version from deno.json", async () => {
 Deno.test("lace targets falls back to the pinned map and says clearly when there is none", async () => {
   const r = await lace(["targets", "--metrics-addr=127.0.0.1:1", "--pin-path=/nonexistent/lace"]);
   assert.equal(r.code, 1);
-  assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
-  assert.match(r.stderr, /\/nonexistent\/lace/);
+  // The first line says what is missing and why; the lines below it are its causes.
+  const [first, ...causes] = r.stderr.trim().split("\n");
+  assert.match(
+    first,
+    /^lace: No pinned map at "\/nonexistent\/lace\/probe_targets": the agent has not run/,
+  );
+  assert(causes.every((line) => line.startsWith("caused by: ")), r.stderr);
+  assert.doesNotMatch(r.stderr, /\bat .*\.ts:\d+/, "no stack trace");
+});
+
+Deno.test({
+  name: "lace agent prints the whole cause chain, so the --pods-dir hint reaches stderr",
+  ignore: Deno.uid() !== 0, // the datapath opens (pins under bpffs) before the pods directory is read
+  async fn() {
+    const pinPath = testPinPath();
+    try {
+      const r = await lace([
+        "agent",
+        "--no-kube-api",
+        "--pods-dir=/nonexistent/pods",
+        `--pin-path=${pinPath}`,
+        "--kubelet-cgroup=/sys/fs/cgroup/lace-cli-test-absent",
+        "--metrics-addr=",
+        "--log-format=text",
+      ]);
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(r.stderr, /^lace: Agent could not start$/m);
+      assert.match(r.stderr, /^caused by: Pod source "dir" failed to start$/m);
+      assert.match(
+        r.stderr,
+        /^caused by: Cannot read the pods directory "\/nonexistent\/pods": create it or fix --pods-dir$/m,
+      );
+      assert.doesNotMatch(r.stderr, /\bat .*\.ts:\d+/, "no stack trace");
+    } finally {
+      uninstall(pinPath);
+    }
+  },
 });

@@ -80,6 +80,17 @@ export async function handleRequest(req: Request, status: StatusProvider): Promi
 /** Starts the server; `shutdown()` on the returned handle stops it. */
 export function startHttpServer(addr: string, status: StatusProvider): Deno.HttpServer {
   const { hostname, port } = listenAddress(addr);
+  try {
+    return serve(hostname, port, status);
+  } catch (cause) {
+    throw new Error(
+      `Cannot serve metrics and health on "${addr}": choose a free --metrics-addr, or an empty one to run without the server`,
+      { cause },
+    );
+  }
+}
+
+function serve(hostname: string, port: number, status: StatusProvider): Deno.HttpServer {
   return Deno.serve({
     hostname,
     port,

@@ -5,6 +5,7 @@
  * own; this file only composes them and owns their start/stop order.
  */
 import { getLogger } from "@logtape/logtape";
+import { CleanupStack } from "../cleanup_stack.ts";
 import type { Config } from "../config.ts";
 import { AgentCore, type AgentSnapshot } from "./core.ts";
 import { CgroupFollower } from "../cgroup/follower.ts";
@@ -71,10 +72,25 @@ function updateMetrics(
 /**
  * Starts the agent. Resolves once every part is running (not once ready:
  * readiness needs the kubelet cgroup and a first full pod list, which may
- * come much later).
+ * come much later). A start that fails half-way stops and closes, newest
+ * first, every part it had started, and rethrows; the pins stay, as on stop.
  */
 export async function startAgent(config: Config): Promise<RunningAgent> {
+  const parts = new CleanupStack("Agent");
+  try {
+    return await startParts(config, parts);
+  } catch (error) {
+    for (const failure of await parts.runAll()) {
+      log.warning("Undoing a failed start: {error}", { error: String(failure) });
+    }
+    throw error;
+  }
+}
+
+/** Starts each part and pushes its stop onto `parts`, so a failure can undo what was done. */
+async function startParts(config: Config, parts: CleanupStack): Promise<RunningAgent> {
   const datapath = Datapath.open({ pinPath: config.pinPath });
+  parts.push(() => datapath.close());
   const metrics = new Metrics(() => {
     try {
       return datapath.counters();
@@ -91,7 +107,6 @@ export async function startAgent(config: Config): Promise<RunningAgent> {
     sources.push(new DirPodSource(config.podsDir, config.nodeName, { debounceMs: 2 }));
   }
   let events: EventSink = noopEventSink;
-  let stopEvents = () => Promise.resolve();
   if (config.useApi) {
     // Loaded only here: the Kubernetes client alone costs ~100 MB of RSS (bench/RESULTS.md).
     const { ApiPodSource } = await import("../pods/api_source.ts");
@@ -112,7 +127,7 @@ export async function startAgent(config: Config): Promise<RunningAgent> {
       nodeName: config.nodeName,
     });
     events = recorder;
-    stopEvents = () => recorder.stop();
+    parts.push(() => recorder.stop());
   }
   const nodeRef = nodeObjectRef(config.nodeName || Deno.hostname());
 
@@ -181,22 +196,25 @@ export async function startAgent(config: Config): Promise<RunningAgent> {
   const targets = () => targetViews(core.view());
 
   follower.start();
+  parts.push(() => follower.stop());
   updateAttachMetrics();
   await core.start();
-  const http = config.metricsAddr
-    ? startHttpServer(config.metricsAddr, {
+  parts.push(() => core.stop());
+  if (config.metricsAddr) {
+    const http = startHttpServer(config.metricsAddr, {
       readiness,
       targets,
       metricsText: () => metrics.text(),
       metricsContentType: metrics.contentType,
-    })
-    : undefined;
-  let cni: { close(): Promise<void> } | undefined;
+    });
+    parts.push(() => http.shutdown());
+  }
   if (config.cniSocket) {
     const { startCniServer } = await import("../cni/server.ts");
     const { cniHandlerFor } = await import("../cni/check.ts");
     // CHECK compares the core's desired targets with the map itself.
-    cni = await startCniServer(config.cniSocket, cniHandlerFor(core, datapath.store));
+    const cni = await startCniServer(config.cniSocket, cniHandlerFor(core, datapath.store));
+    parts.push(() => cni.close());
   }
   log.info("Agent started on node {node} with pod sources {sources}", {
     node: config.nodeName || "(any)",
@@ -213,12 +231,7 @@ export async function startAgent(config: Config): Promise<RunningAgent> {
     stop() {
       stopped ??= (async () => {
         log.info("Stopping; the pinned program, links and map stay in place");
-        await cni?.close();
-        await http?.shutdown();
-        follower.stop();
-        await core.stop();
-        await stopEvents();
-        datapath.close();
+        await parts.run();
       })();
       return stopped;
     },

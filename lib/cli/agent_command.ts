@@ -20,9 +20,9 @@ export async function runAgentCommand(args: string[]): Promise<number> {
   let agent;
   try {
     agent = await startAgent(config);
-  } catch (e) {
-    log.fatal("Agent could not start: {error}", { error: (e as Error).message ?? String(e) });
-    return 1;
+  } catch (cause) {
+    // main prints the whole chain: the hint that says what to do is often in a cause.
+    throw new Error("Agent could not start", { cause });
   }
   const stopSignal = Promise.withResolvers<string>();
   const onSignal = (name: string) => () => stopSignal.resolve(name);

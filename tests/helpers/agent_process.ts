@@ -11,7 +11,7 @@ import { uninstall } from "../../lib/datapath/pins.ts";
 import type { SimCgroups } from "../../lib/demo/cgroup.ts";
 import { POD_IPV4, POD_IPV6, type SimNode } from "../../lib/demo/netns.ts";
 import type { Prober, ProbeResponse } from "../../lib/doctor/prober.ts";
-import { CleanupStack } from "./cleanup_stack.ts";
+import { CleanupStack } from "../../lib/cleanup_stack.ts";
 import { startNodeWithPods, startProbers, testPinPath } from "./sim_world.ts";
 import { waitFor } from "./wait.ts";
 

@@ -20,7 +20,7 @@ import { SimNode } from "../../lib/demo/netns.ts";
 import { PodServer } from "../../lib/demo/pod_server.ts";
 import type { Prober } from "../../lib/doctor/prober.ts";
 import { type AttachmentParams, CniChain, laceCommand } from "./cni_runtime.ts";
-import { CleanupStack } from "./cleanup_stack.ts";
+import { CleanupStack } from "../../lib/cleanup_stack.ts";
 import { startProbers, testPinPath } from "./sim_world.ts";
 import { waitFor } from "./wait.ts";
 

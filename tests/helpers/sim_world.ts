@@ -14,7 +14,7 @@ import { randomSuffix } from "../../lib/cli/process.ts";
 import { POD_IPV4, POD_IPV6, SimNode } from "../../lib/demo/netns.ts";
 import { PodServer } from "../../lib/demo/pod_server.ts";
 import { Prober } from "../../lib/doctor/prober.ts";
-import { CleanupStack } from "./cleanup_stack.ts";
+import { CleanupStack } from "../../lib/cleanup_stack.ts";
 
 export const HTTP_PORTS = [8080, 8081, 8082];
 export const TCP_PORTS = [9000, 9001, 9002];

@@ -1,0 +1,22 @@
+/**
+ * An error as the user should read it: its message, then each cause in turn,
+ * because the hint that says what to do is often in a cause (a pod source
+ * that failed to start wraps the reason its directory cannot be read).
+ */
+
+/** The message of `error` and of every cause below it, one per line. */
+export function errorChain(error: unknown): string {
+  const lines: string[] = [];
+  const seen = new Set<unknown>();
+  const walk = (e: unknown, indent: string, prefix: string) => {
+    if (seen.has(e)) return;
+    seen.add(e);
+    lines.push(`${indent}${prefix}${e instanceof Error ? e.message : String(e)}`);
+    if (e instanceof AggregateError) {
+      for (const inner of e.errors) walk(inner, `${indent}  `, "- ");
+    }
+    if (e instanceof Error && e.cause !== undefined) walk(e.cause, indent, "caused by: ");
+  };
+  walk(error, "", "");
+  return lines.join("\n");
+}
