@@ -4,10 +4,16 @@
  * only through the mark the connect programs set.
  */
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import { defaultConfig, markFor } from "../lib/config.ts";
 import { Datapath } from "../lib/datapath/loader.ts";
 import { statCgroupId } from "../lib/cgroup/watch.ts";
-import { uninstall } from "../lib/datapath/pins.ts";
+import { linkPinName, uninstall } from "../lib/datapath/pins.ts";
+import { BpfLink } from "../lib/datapath/libbpf/link.ts";
+import { BpfMap } from "../lib/datapath/libbpf/map.ts";
+import { unwrap } from "../lib/datapath/libbpf/errors.ts";
+import { cString } from "../lib/datapath/libbpf/ffi.ts";
+import { libbpfSymbols } from "../lib/datapath/libbpf/library.ts";
 import { cgroup2MountPoints, readMountInfo } from "../lib/mountinfo.ts";
 import { randomSuffix } from "../lib/cli/process.ts";
 import {
@@ -249,6 +255,43 @@ privileged("attach() to a missing cgroup or a non-cgroup-v2 directory fails clea
   } finally {
     uninstall(pinPath);
     Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+privileged("a map pinned where a link belongs is refused by name, not used as a link", () => {
+  const pinPath = testPinPath();
+  const cgroup = `${cgroup2MountPoints(readMountInfo())[0]}/lace-test-kind-${randomSuffix()}`;
+  Deno.mkdirSync(cgroup);
+  try {
+    using dp = Datapath.open({ pinPath });
+    using counters = BpfMap.openPinned(join(pinPath, "counters"));
+    const linkPin = join(pinPath, linkPinName("connect4"));
+    unwrap("bpf_obj_pin", libbpfSymbols().bpf_obj_pin(counters.fd, cString(linkPin)));
+    const refused = /The pin ".*\/link_connect4" holds a BPF map, not a link: .*remove that pin/;
+    assert.throws(() => BpfLink.openPinned(linkPin), refused);
+    assert.throws(() => dp.attach(cgroup), refused);
+    assert.throws(() => dp.links(), refused);
+  } finally {
+    uninstall(pinPath);
+    Deno.removeSync(cgroup);
+  }
+});
+
+privileged("a link pinned where a map belongs is refused by name, not read as a map", () => {
+  const pinPath = testPinPath();
+  const cgroup = `${cgroup2MountPoints(readMountInfo())[0]}/lace-test-kind-${randomSuffix()}`;
+  Deno.mkdirSync(cgroup);
+  try {
+    using dp = Datapath.open({ pinPath });
+    dp.attach(cgroup);
+    const link = join(pinPath, linkPinName("connect4"));
+    assert.throws(
+      () => BpfMap.openPinned(link),
+      /The pin ".*\/link_connect4" holds a BPF link, not a map/,
+    );
+  } finally {
+    uninstall(pinPath);
+    Deno.removeSync(cgroup);
   }
 });
 

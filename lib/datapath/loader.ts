@@ -9,7 +9,7 @@ import { getLogger } from "@logtape/logtape";
 import { join } from "node:path";
 import { bpfObjectBytes, objectSha256 } from "./bpf_object.ts";
 import { BpfProbeStore } from "./probe_store.ts";
-import { BpfError, isErrno } from "./libbpf/errors.ts";
+import { BpfError, Errno, isErrno } from "./libbpf/errors.ts";
 import { closeFd, openDirectory } from "./libbpf/fd.ts";
 import { BpfLink } from "./libbpf/link.ts";
 import type { BpfMap } from "./libbpf/map.ts";
@@ -222,7 +222,7 @@ function createLink(prog: BpfProgram, cgroupFd: number, attachType: number, labe
     if (isErrno(e, "EPERM")) {
       throw new BpfError(
         `bpf_link_create ${label}`,
-        -1,
+        -Errno.EPERM,
         "run as root (CAP_BPF and CAP_NET_ADMIN); if already root, this cgroup or an ancestor " +
           "holds a program attached without BPF_F_ALLOW_MULTI, which forbids more programs below it",
       );

@@ -3,41 +3,49 @@
  * the errno and what to do about it.
  */
 
-/** Linux errno numbers by name, for the errors BPF calls return. */
-const ERRNO_NAMES: Readonly<Record<number, string>> = {
-  1: "EPERM",
-  2: "ENOENT",
-  3: "ESRCH",
-  4: "EINTR",
-  5: "EIO",
-  7: "E2BIG",
-  9: "EBADF",
-  11: "EAGAIN",
-  12: "ENOMEM",
-  13: "EACCES",
-  14: "EFAULT",
-  16: "EBUSY",
-  17: "EEXIST",
-  18: "EXDEV",
-  19: "ENODEV",
-  20: "ENOTDIR",
-  21: "EISDIR",
-  22: "EINVAL",
-  24: "EMFILE",
-  28: "ENOSPC",
-  30: "EROFS",
-  34: "ERANGE",
-  38: "ENOSYS",
-  40: "ELOOP",
-  67: "ENOLINK",
-  95: "EOPNOTSUPP",
-  110: "ETIMEDOUT",
-  524: "ENOTSUPP",
-  4003: "LIBBPF_ERRNO__LOAD",
-  4007: "LIBBPF_ERRNO__PROG2BIG",
-  4008: "LIBBPF_ERRNO__KVER",
-  4009: "LIBBPF_ERRNO__KVERSION",
-};
+/**
+ * Linux errno numbers by name, for the errors BPF calls return (libbpf returns
+ * them negated: compare `rc === -Errno.ENOENT`, never a bare number).
+ */
+export const Errno = {
+  EPERM: 1,
+  ENOENT: 2,
+  ESRCH: 3,
+  EINTR: 4,
+  EIO: 5,
+  E2BIG: 7,
+  EBADF: 9,
+  EAGAIN: 11,
+  ENOMEM: 12,
+  EACCES: 13,
+  EFAULT: 14,
+  EBUSY: 16,
+  EEXIST: 17,
+  EXDEV: 18,
+  ENODEV: 19,
+  ENOTDIR: 20,
+  EISDIR: 21,
+  EINVAL: 22,
+  EMFILE: 24,
+  ENOSPC: 28,
+  EROFS: 30,
+  ERANGE: 34,
+  ENOSYS: 38,
+  ELOOP: 40,
+  ENOLINK: 67,
+  EOPNOTSUPP: 95,
+  ETIMEDOUT: 110,
+  ENOTSUPP: 524,
+  LIBBPF_ERRNO__LOAD: 4003,
+  LIBBPF_ERRNO__PROG2BIG: 4007,
+  LIBBPF_ERRNO__KVER: 4008,
+  LIBBPF_ERRNO__KVERSION: 4009,
+} as const;
+
+/** The name of each errno number in Errno. */
+const ERRNO_NAMES: Readonly<Record<number, string>> = Object.fromEntries(
+  Object.entries(Errno).map(([name, n]) => [n, name]),
+);
 
 /** What to do about each errno, in the context of a BPF call. */
 const HINTS: Readonly<Record<string, string>> = {

@@ -1,5 +1,5 @@
-/** Plain file descriptors: closing BPF fds, opening cgroup directories, object info. */
-import { BpfError } from "./errors.ts";
+/** Plain file descriptors: closing BPF fds, opening cgroup directories and pins, object info. */
+import { BpfError, unwrap } from "./errors.ts";
 import { cString, O_CLOEXEC, O_DIRECTORY, O_RDONLY } from "./ffi.ts";
 import { libbpfSymbols, libcSymbols } from "./library.ts";
 
@@ -9,16 +9,57 @@ export function closeFd(fd: number): void {
 }
 
 /**
- * Opens a directory read-only for use as a BPF attach target (a cgroup). The
- * caller checks the path first, so a failure here is reported without errno.
+ * Opens a directory read-only for use as a BPF attach target (a cgroup). A
+ * failure reports open(2)'s own errno (ENOENT, ENOTDIR, EACCES...).
  */
 export function openDirectory(path: string): number {
-  const fd = libcSymbols().open(cString(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const libc = libcSymbols();
+  const fd = libc.open(cString(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) {
+    // FFI calls run on this thread one after the other: nothing else can set errno in between.
+    const errno = new Deno.UnsafePointerView(libc.__errno_location()!).getInt32();
     throw new BpfError(
       `open directory "${path}"`,
-      -2,
+      -errno,
       "check that the directory exists and is readable",
+    );
+  }
+  return fd;
+}
+
+/** The kinds of BPF object a file descriptor can hold. */
+export type BpfObjectKind = "map" | "prog" | "link" | "btf";
+
+/**
+ * What kind of BPF object `fd` holds, from the name of its anonymous inode
+ * (`anon_inode:bpf-map`, `bpf-prog`, `bpf_link`, `btf`); undefined when it is
+ * no BPF object. bpf_obj_get opens any pinned kind, so callers check this.
+ */
+export function bpfObjectKind(fd: number): BpfObjectKind | undefined {
+  const target = Deno.readLinkSync(`/proc/self/fd/${fd}`);
+  const kind = /^anon_inode:(?:bpf[-_](map|prog|link)|(btf))$/.exec(target);
+  return (kind?.[1] ?? kind?.[2]) as BpfObjectKind | undefined;
+}
+
+/**
+ * Opens the object pinned at `path` and checks that it is of the `expected`
+ * kind; a pin of another kind is closed again and refused with a TypeError
+ * that names what is there.
+ */
+export function openPinnedObject(path: string, expected: BpfObjectKind): number {
+  const fd = unwrap(`bpf_obj_get "${path}"`, libbpfSymbols().bpf_obj_get(cString(path)));
+  let kind: BpfObjectKind | undefined;
+  try {
+    kind = bpfObjectKind(fd);
+  } catch (e) {
+    closeFd(fd);
+    throw e;
+  }
+  if (kind !== expected) {
+    closeFd(fd);
+    throw new TypeError(
+      `The pin "${path}" holds a BPF ${kind ?? "object of unknown kind"}, not a ${expected}: ` +
+        "something else pinned it there; remove that pin or choose another --pin-path",
     );
   }
   return fd;

@@ -75,6 +75,8 @@ export const LIBC_SYMBOLS = {
   open: { parameters: ["buffer", "i32"], result: "i32" },
   /** int close(int fd) */
   close: { parameters: ["i32"], result: "i32" },
+  /** int *__errno_location(void): this thread's errno, read right after a failed call */
+  __errno_location: { parameters: [], result: "pointer" },
   /** int vsnprintf(char *str, size_t size, const char *format, va_list ap) */
   vsnprintf: { parameters: ["buffer", "usize", "pointer", "pointer"], result: "i32" },
 } as const satisfies Deno.ForeignLibraryInterface;

@@ -3,13 +3,13 @@
  * in place, detach, and read what the kernel says about it.
  */
 import { unwrap } from "./errors.ts";
-import { cString } from "./ffi.ts";
-import { closeFd, objectInfo } from "./fd.ts";
+import { BPF_LINK_TYPE_CGROUP, cString } from "./ffi.ts";
+import { closeFd, objectInfo, openPinnedObject } from "./fd.ts";
 import { libbpfSymbols } from "./library.ts";
 
 /** What the kernel says about a link (struct bpf_link_info, cgroup member). */
 export interface LinkInfo {
-  /** enum bpf_link_type; 3 is a cgroup link. */
+  /** enum bpf_link_type; BPF_LINK_TYPE_CGROUP for Lace's links. */
   type: number;
   id: number;
   progId: number;
@@ -39,10 +39,27 @@ export class BpfLink implements Disposable {
     return new BpfLink(fd, label);
   }
 
-  /** Opens a pinned link; throws a BpfError with code ENOENT when there is none. */
+  /**
+   * Opens a pinned cgroup link; throws a BpfError with code ENOENT when there
+   * is none, and a TypeError when the pin holds anything else.
+   */
   static openPinned(path: string): BpfLink {
-    const fd = unwrap(`bpf_obj_get "${path}"`, libbpfSymbols().bpf_obj_get(cString(path)));
-    return new BpfLink(fd, path);
+    const link = new BpfLink(openPinnedObject(path, "link"), path);
+    let type: number;
+    try {
+      type = link.info().type;
+    } catch (e) {
+      link.close();
+      throw e;
+    }
+    if (type !== BPF_LINK_TYPE_CGROUP) {
+      link.close();
+      throw new TypeError(
+        `The pin "${path}" holds a BPF link of type ${type}, not a cgroup link: ` +
+          "something else pinned it there; remove that pin or choose another --pin-path",
+      );
+    }
+    return link;
   }
 
   get fd(): number {

@@ -3,9 +3,9 @@
  * A map is either borrowed from a loaded object (the object owns the fd) or
  * opened from a pin (this wrapper owns it).
  */
-import { BpfError, isErrno, unwrap } from "./errors.ts";
-import { BPF_ANY, cString } from "./ffi.ts";
-import { closeFd, objectInfo } from "./fd.ts";
+import { BpfError, Errno, isErrno, unwrap } from "./errors.ts";
+import { BPF_ANY } from "./ffi.ts";
+import { closeFd, objectInfo, openPinnedObject } from "./fd.ts";
 import { libbpfSymbols } from "./library.ts";
 
 /** What the kernel says about a map (struct bpf_map_info). */
@@ -43,9 +43,12 @@ export class BpfMap implements Disposable {
     return new BpfMap(fd, name, false);
   }
 
-  /** Opens a pinned map; this wrapper owns the new fd. */
+  /**
+   * Opens a pinned map; this wrapper owns the new fd. Throws a BpfError with
+   * code ENOENT when there is no pin, and a TypeError when it is no map.
+   */
   static openPinned(path: string): BpfMap {
-    const fd = unwrap(`bpf_obj_get "${path}"`, libbpfSymbols().bpf_obj_get(cString(path)));
+    const fd = openPinnedObject(path, "map");
     try {
       return new BpfMap(fd, path, true);
     } catch (e) {
@@ -85,7 +88,7 @@ export class BpfMap implements Disposable {
   delete(key: Uint8Array): boolean {
     this.#checkKey(key);
     const rc = libbpfSymbols().bpf_map_delete_elem(this.fd, key);
-    if (rc === -2) return false;
+    if (rc === -Errno.ENOENT) return false;
     unwrap(`bpf_map_delete_elem "${this.name}"`, rc);
     return true;
   }
@@ -95,7 +98,7 @@ export class BpfMap implements Disposable {
     this.#checkKey(key);
     const value = new Uint8Array(new ArrayBuffer(this.#valueBytes()));
     const rc = libbpfSymbols().bpf_map_lookup_elem(this.fd, key, value);
-    if (rc === -2) return undefined;
+    if (rc === -Errno.ENOENT) return undefined;
     unwrap(`bpf_map_lookup_elem "${this.name}"`, rc);
     return value;
   }
@@ -122,7 +125,7 @@ export class BpfMap implements Disposable {
     for (;;) {
       const next = new Uint8Array(new ArrayBuffer(this.info.keySize));
       const rc = libbpfSymbols().bpf_map_get_next_key(this.fd, prev, next);
-      if (rc === -2) return out;
+      if (rc === -Errno.ENOENT) return out;
       unwrap(`bpf_map_get_next_key "${this.name}"`, rc);
       out.push(next);
       prev = next;
@@ -169,14 +172,16 @@ export class BpfMap implements Disposable {
         new Uint8Array(count.buffer),
         null,
       );
-      if (rc < 0 && rc !== -2) throw new BpfError(`bpf_map_lookup_batch "${this.name}"`, rc);
+      if (rc < 0 && rc !== -Errno.ENOENT) {
+        throw new BpfError(`bpf_map_lookup_batch "${this.name}"`, rc);
+      }
       for (let i = 0; i < count[0]; i++) {
         out.push([
           keys.slice(i * keySize, (i + 1) * keySize),
           values.slice(i * valueSize, (i + 1) * valueSize),
         ]);
       }
-      if (rc === -2) return out; // ENOENT: no more entries
+      if (rc === -Errno.ENOENT) return out; // ENOENT: no more entries
       inBatch = outBatch;
     }
   }
