@@ -4,6 +4,7 @@
  * validated `Config`; nothing else reads flags or the environment.
  */
 import { formatDuration } from "./duration.ts";
+import { CONFLICT_POLICIES, type ConflictPolicy } from "./rules/conflicts.ts";
 
 export interface Config {
   /** This node's name; pods bound elsewhere are ignored. */
@@ -38,6 +39,8 @@ export interface Config {
   metricsAddr: string;
   /** Unix socket the CNI plugin talks to. */
   cniSocket: string;
+  /** What a key claimed by pods of two networks gets: nobody (fail-closed) or the older pod. */
+  addressConflict: ConflictPolicy;
   logLevel: LogLevel;
   logFormat: "auto" | "json" | "text";
 }
@@ -74,6 +77,7 @@ export function defaultConfig(): Config {
     watchLivenessMs: 30_000,
     metricsAddr: "127.0.0.1:9808",
     cniSocket: DEFAULT_CNI_SOCKET,
+    addressConflict: "fail-closed",
     logLevel: "info",
     logFormat: "auto",
   };
@@ -223,6 +227,13 @@ export function configProblems(config: Config): string[] {
       b.watchLivenessMs.max,
     ),
   );
+  if (!CONFLICT_POLICIES.includes(config.addressConflict)) {
+    problems.push(
+      `Address conflict policy must be one of ${
+        CONFLICT_POLICIES.join(", ")
+      }: "${config.addressConflict}"`,
+    );
+  }
   if (config.cniSocket && !config.cniSocket.startsWith("/")) {
     problems.push(`CNI socket must be an absolute path or empty: "${config.cniSocket}"`);
   }

@@ -18,7 +18,8 @@ const opts = { ignore: skip !== undefined, sanitizeResources: false, sanitizeOps
 const pod = (p: Parameters<typeof podManifest>[0]) => podManifest(p) as unknown as KubeObject;
 
 Deno.test({
-  name: "pods from the API become probe targets, a conflict is an Event, and deletes are applied",
+  name:
+    "pods from the API become probe targets, an older-wins conflict is an Event, and deletes are applied",
   ...opts,
   async fn() {
     await using w = await AgentWorld.create();
@@ -33,7 +34,10 @@ Deno.test({
         nodeName: "other-node",
       }),
     );
-    const agent = w.startAgent([`--kubeconfig=${await api.writeKubeconfig()}`]);
+    const agent = w.startAgent([
+      `--kubeconfig=${await api.writeKubeconfig()}`,
+      "--address-conflict=older-wins",
+    ]);
     await agent.ready();
     assert.equal((await w.probe(POD_IPV4, 8080, "/")).body, w.podIn(1));
     // The field selector keeps pods of other nodes out.
@@ -72,7 +76,8 @@ Deno.test({
     };
     assert.equal(ev.involvedObject.name, "late");
     assert.equal(ev.type, "Warning");
-    assert.match(ev.message, /e2e\/a/);
+    assert.match(ev.message, /10\.244\.1\.10:8080 .*older and keeps it/);
+    assert.doesNotMatch(ev.message, /e2e\/a/, "another tenant's pod is never named");
 
     api.remove("v1", "Pod", "e2e", "late");
     await waitFor(async () => (await w.probe(POD_IPV4, 9002)).result === "NO_ROUTE", {

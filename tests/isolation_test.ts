@@ -26,7 +26,9 @@ const opts = { ignore: skip !== undefined, sanitizeResources: false, sanitizeOps
 async function startWorld(pods: Record<string, unknown>[], extra: string[] = []) {
   const w = await AgentWorld.create();
   try {
-    const api = await TestApiServer.start({ namespaces: ["default", "e2e"] });
+    const api = await TestApiServer.start({
+      namespaces: ["default", "e2e", "tenant-a", "tenant-b"],
+    });
     const socket = `${w.podsDir}/cni.sock`;
     // The server gives each pod its own uid, as a real one does: tests read it back.
     for (const pod of pods) {
@@ -154,5 +156,103 @@ Deno.test({
     assert.equal(wrongId.code, 1);
     assert.equal(wrongId.result.code, 100);
     assert.match(wrongId.result.msg, /network id 1, the plugin says 2/);
+  },
+});
+
+/** A pod of `networkId` in namespace `namespace`, at the simulated pods' shared addresses. */
+function tenantPod(
+  name: string,
+  namespace: string,
+  networkId: number,
+  httpPort: number,
+  tcpPort: number,
+  created: string,
+) {
+  const pod = podManifest({ name, networkId, httpPort, tcpPort, created });
+  (pod.metadata as { namespace: string }).namespace = namespace;
+  return pod;
+}
+
+Deno.test({
+  name: "a CNI ADD bringing an address another network's pod holds on the node is refused",
+  ...opts,
+  async fn() {
+    const holder = tenantPod("holder", "tenant-a", 2, 8080, 9000, "2026-01-01T00:00:00Z");
+    // The newcomer's spec is known (bound to the node) but it has no address yet.
+    const newcomer = podManifest({
+      name: "newcomer",
+      networkId: 1,
+      httpPort: 8081,
+      tcpPort: 9001,
+      ips: [],
+    });
+    await using t = await startWorld([holder, newcomer]);
+    const { w, api, agent, socket } = t;
+    assert.equal((await w.probe(POD_IPV4, 8080, "/")).body, w.podIn(2));
+    const uid = (newcomer.metadata as { uid: string }).uid;
+    const add = await plugin("ADD", socket, { name: "newcomer", uid }, {
+      network: "net1",
+      networkId: 1,
+    });
+    assert.equal(add.code, 1, add.stdout + add.stderr);
+    assert.equal(add.result.code, 101);
+    assert.match(
+      add.result.msg,
+      /Address 10\.244\.1\.10 is already used on this node by a pod of another network/,
+    );
+    // Nothing of the newcomer was registered; the holder's probes still land in its network.
+    assert.equal((await w.probe(POD_IPV4, 8081, "/")).result, "NO_ROUTE");
+    assert.equal((await w.probe(POD_IPV4, 8080, "/")).body, w.podIn(2));
+    const event = await waitFor(() => events(api, "AttachRefused")[0], {
+      message: "an AttachRefused Event",
+    });
+    assert.equal(event.involvedObject.name, "newcomer");
+    assert.equal(event.type, "Warning");
+    assert.doesNotMatch(event.message, /holder|tenant-a/, "the other tenant is never named");
+    await metricReaches(agent, 'lace_cni_add_refusals_total{reason="address-conflict"}', 1);
+  },
+});
+
+Deno.test({
+  name:
+    "an address and port claimed by two networks is tagged for neither, also after a restart from older-wins",
+  ...opts,
+  async fn() {
+    const alpha = tenantPod("alpha-pod", "tenant-a", 1, 8080, 9000, "2026-01-01T00:00:00Z");
+    const beta = tenantPod("beta-pod", "tenant-b", 2, 8080, 9001, "2026-01-02T00:00:00Z");
+    // First a single-tenant agent: the older pod keeps the shared key.
+    await using t = await startWorld([alpha, beta], ["--address-conflict=older-wins"]);
+    const { w, api } = t;
+    assert.equal((await w.probe(POD_IPV4, 8080, "/")).body, w.podIn(1));
+    await t.agent.stop("SIGKILL");
+    // The default agent takes over: no probe to the shared key is delivered into any network.
+    const agent = w.startAgent([
+      `--kubeconfig=${await api.writeKubeconfig()}`,
+      `--cni-socket=${t.socket}`,
+    ]);
+    await agent.ready();
+    for (const host of [POD_IPV4, POD_IPV6]) {
+      assert.equal((await w.probe(host, 8080, "/")).result, "NO_ROUTE", `${host}:8080`);
+    }
+    // Each pod's own ports still work.
+    assert.equal((await w.probe(POD_IPV4, 9000)).body, w.podIn(1));
+    assert.equal((await w.probe(POD_IPV6, 9001)).body, w.podIn(2));
+    await metricReaches(agent, "lace_target_conflicts", 2);
+    const conflictEvents = await waitFor(() => {
+      // The first agent's older-wins Events are there too: this agent's say "fail closed".
+      const found = events(api, "ProbeTargetConflict").filter((e) =>
+        e.message.includes("fail closed")
+      );
+      const named = new Set(found.map((e) => e.involvedObject.name));
+      return named.has("alpha-pod") && named.has("beta-pod") ? found : undefined;
+    }, { message: "a ProbeTargetConflict Event on both pods" });
+    for (const e of conflictEvents) {
+      assert.equal(e.type, "Warning");
+      assert.match(e.message, /(10\.244\.1\.10:8080|\[fd00:244::10\]:8080)/);
+      const other = e.involvedObject.name === "alpha-pod"
+        ? ["beta", "tenant-b"]
+        : ["alpha", "tenant-a"];
+      for (const word of other) assert.ok(!e.message.includes(word), `${word} in "${e.message}"`);
+    }
   },
 });

@@ -6,15 +6,29 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { type Config, markFor } from "../config.ts";
-import type { Attachment } from "../cni/protocol.ts";
-import { type Conflict, resolveConflicts } from "../rules/conflicts.ts";
+import { type Attachment, AttachmentRefusedError } from "../cni/protocol.ts";
+import {
+  type AddressClash,
+  addressClashes,
+  type Claim,
+  type Conflict,
+  resolveConflicts,
+} from "../rules/conflicts.ts";
 import type { Pod } from "../pods/pod.ts";
 import { PodCache } from "../pods/cache.ts";
 import type { PodSource } from "../pods/source.ts";
-import { keyId, type ProbeEntry, type ProbeStore } from "../datapath/probe_map.ts";
 import {
+  canonicalAddress,
+  keyId,
+  type ProbeEntry,
+  type ProbeStore,
+} from "../datapath/probe_map.ts";
+import {
+  DEFAULT_NETWORK,
   type NetworkMismatch,
   type PodNetwork,
+  type PodPlacement,
+  podPlacement,
   type PodTargets,
   probeTargetsForPod,
   type Skip,
@@ -42,6 +56,7 @@ export type AgentCoreConfig = Pick<
   | "markShift"
   | "debounceMs"
   | "resyncMs"
+  | "addressConflict"
 >;
 
 export interface AgentCoreOptions {
@@ -50,8 +65,10 @@ export interface AgentCoreOptions {
   sources: PodSource[];
   /** A problem with one pod's probes, reported once while it persists (for Events). */
   onSkip?: (skip: Skip) => void;
-  /** A conflict, reported once while it persists (for Events). */
-  onConflict?: (conflict: Conflict) => void;
+  /** A pod that gets no target for a conflicted key, once per pod while it persists (for Events). */
+  onConflict?: (conflict: Conflict, dropped: Claim) => void;
+  /** A CNI ADD refused because its address is held by a pod of another network (for Events). */
+  onAttachRefused?: (attachment: Attachment, clashes: AddressClash[]) => void;
   /** A pod whose annotations disagree with the network the node attached it to, once while it persists. */
   onNetworkMismatch?: (mismatch: NetworkMismatch) => void;
   /** Every reconcile's report (for metrics). */
@@ -179,6 +196,7 @@ export class AgentCore {
    * entries was not written.
    */
   async registerAttachment(a: Attachment): Promise<void> {
+    this.#refuseClashes(a);
     if (a.network !== undefined && a.networkId !== undefined) {
       const known = this.#nodeNetworks.get(a.uid);
       if (known?.network !== a.network || known.networkId !== a.networkId) {
@@ -206,6 +224,55 @@ export class AgentCore {
     }
   }
 
+  /**
+   * Refuses an attachment that brings an address a live pod of another network
+   * already holds on this node: the kubelet's probes of either pod could be
+   * delivered into the other's network. Throws AttachmentRefusedError, which
+   * the CNI server turns into a refusal that fails the ADD (the runtime
+   * retries, and the address manager picks another address). Refuses only on
+   * what the agent knows: no network in the ADD, or a holder whose network is
+   * unknown, is no refusal.
+   */
+  #refuseClashes(a: Attachment): void {
+    if (a.networkId === undefined) return;
+    const placements: PodPlacement[] = [];
+    for (const uid of this.cache.uids()) {
+      try {
+        const placed = podPlacement(
+          this.cache.get(uid)!,
+          this.#opts.config,
+          this.#nodeNetworks.get(uid),
+        );
+        if (placed) placements.push(placed);
+      } catch { /* a pod that cannot be evaluated is reported by the reconcile */ }
+    }
+    const addresses = a.ips.flatMap((ip) => {
+      try {
+        return [canonicalAddress(ip).address];
+      } catch {
+        return [];
+      }
+    });
+    const clashes = addressClashes({ uid: a.uid, networkId: a.networkId, addresses }, placements);
+    if (clashes.length === 0) return;
+    log.warning(
+      "Refused the CNI ADD of pod {pod} (network {network}): address {address} is held by pod {holder} of network {holderNetwork}",
+      {
+        pod: `${a.namespace}/${a.name}`,
+        network: a.network,
+        address: clashes[0].address,
+        holder: `${clashes[0].holder.namespace}/${clashes[0].holder.name}`,
+        holderNetwork: clashes[0].holderNetwork.network || "(default)",
+      },
+    );
+    this.#call(() => this.#opts.onAttachRefused?.(a, clashes));
+    throw new AttachmentRefusedError(
+      `Address ${
+        clashes[0].address
+      } is already used on this node by a pod of another network: the kubelet's probes could be delivered into the wrong network, so this attachment is refused; retry with another address (node-local pod addresses must be unique across networks)`,
+    );
+  }
+
   /** Forgets the CNI view of a pod and reconciles; other sources may still know the pod. */
   async removeAttachment(uid: string): Promise<void> {
     this.#nodeNetworks.delete(uid);
@@ -219,6 +286,7 @@ export class AgentCore {
   #compute(): ReconcileInput {
     const { config } = this.#opts;
     const uids = this.cache.uids();
+    // Targets, and the claims of default-network pods, which take part in conflicts only.
     const all: Target[] = [];
     const skips: Skip[] = [];
     const mismatches: NetworkMismatch[] = [];
@@ -235,17 +303,18 @@ export class AgentCore {
           derived = { node, result: probeTargetsForPod(pod, config, node) };
           this.#derived.set(pod, derived);
         }
-        all.push(...derived.result.targets);
+        all.push(...derived.result.targets, ...(derived.result.claims ?? []));
         skips.push(...derived.result.skipped);
         if (derived.result.mismatch) mismatches.push(derived.result.mismatch);
       } catch (error) {
         skips.push(this.#unusable(uid, error));
       }
     }
-    const { targets, conflicts } = resolveConflicts(all);
+    const { targets, conflicts } = resolveConflicts(all, config.addressConflict);
     const desired = new Map<string, ProbeEntry>();
     const views: TargetView[] = [];
     for (const { key, networkId, ...rest } of targets) {
+      if (networkId === DEFAULT_NETWORK.networkId) continue;
       const entry = { key, value: { networkId, mark: markFor(config, networkId) } };
       desired.set(keyId(key), entry);
       views.push({ entry, ...rest });
@@ -267,7 +336,16 @@ export class AgentCore {
       },
     };
     this.#report(skips, conflicts, mismatches);
-    return { desired, allowDelete: synced, conflicts: conflicts.length, skips: skips.length };
+    // A conflicted key nobody keeps leaves the map even before the first full list: an
+    // entry a previous agent wrote for it would deliver probes into another network.
+    const withdraw = conflicts.map((c) => c.key).filter((k) => !desired.has(keyId(k)));
+    return {
+      desired,
+      allowDelete: synced,
+      withdraw,
+      conflicts: conflicts.length,
+      skips: skips.length,
+    };
   }
 
   /** The skip for a pod whose views could not be merged or evaluated. */
@@ -305,18 +383,24 @@ export class AgentCore {
       this.#call(() => this.#opts.onSkip?.(skip));
     }
     for (const c of conflicts) {
-      if (!fresh(c.dropped.pod.uid, `conflict|${keyId(c.key)}|${c.kept.pod.uid}`)) continue;
-      log.warning(
-        "Conflict on {key}: pod {kept} (network {keptNetwork}) keeps it, pod {dropped} (network {droppedNetwork}) gets no target",
-        {
-          key: keyId(c.key),
-          kept: `${c.kept.pod.namespace}/${c.kept.pod.name}`,
-          keptNetwork: c.kept.network,
-          dropped: `${c.dropped.pod.namespace}/${c.dropped.pod.name}`,
-          droppedNetwork: c.dropped.network,
-        },
-      );
-      this.#call(() => this.#opts.onConflict?.(c));
+      const pods = (claims: Claim[]) =>
+        claims.map((d) => `${d.pod.namespace}/${d.pod.name} (${d.network || "default"})`);
+      for (const dropped of c.dropped) {
+        const id = `conflict|${keyId(c.key)}|${c.policy}|${c.kept?.pod.uid ?? ""}`;
+        if (!fresh(dropped.pod.uid, id)) continue;
+        log.warning(
+          "Conflict on {key} ({policy}): pod {pod} of network {network} gets no target; claimed by {claimants}, kept by {kept}",
+          {
+            key: keyId(c.key),
+            policy: c.policy,
+            pod: `${dropped.pod.namespace}/${dropped.pod.name}`,
+            network: dropped.network || "(default)",
+            claimants: pods(c.dropped),
+            kept: c.kept ? pods([c.kept])[0] : "nobody",
+          },
+        );
+        this.#call(() => this.#opts.onConflict?.(c, dropped));
+      }
     }
     for (const m of mismatches) {
       if (!fresh(m.pod.uid, `mismatch|${m.node.networkId}|${m.node.network}|${m.annotated}`)) {

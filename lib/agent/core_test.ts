@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import FakeTimers from "@sinonjs/fake-timers";
 import { AgentCore, type AgentCoreConfig } from "./core.ts";
 import { markFor } from "../config.ts";
-import type { Conflict } from "../rules/conflicts.ts";
+import type { AddressClash, Claim, Conflict } from "../rules/conflicts.ts";
+import { AttachmentRefusedError } from "../cni/protocol.ts";
 import type { Pod } from "../pods/pod.ts";
 import type { PodSink, PodSource } from "../pods/source.ts";
 import { keyId, type ProbeEntry } from "../datapath/probe_map.ts";
@@ -17,6 +18,7 @@ const CONFIG: AgentCoreConfig = {
   markShift: 16,
   debounceMs: 5,
   resyncMs: 60_000,
+  addressConflict: "fail-closed",
 };
 
 class FakeSource implements PodSource {
@@ -72,18 +74,20 @@ function ids(store: MemoryProbeStore): string[] {
   return store.entries().map((e) => `${keyId(e.key)}=${e.value.networkId}`).sort();
 }
 
-function setup(sourceNames = ["api"]) {
+function setup(sourceNames = ["api"], config: Partial<AgentCoreConfig> = {}) {
   const clock = FakeTimers.createClock();
   const store = new MemoryProbeStore();
   const sources = sourceNames.map((n) => new FakeSource(n));
   const skips: Skip[] = [];
-  const conflicts: Conflict[] = [];
+  const conflicts: [Conflict, Claim][] = [];
+  const refusals: AddressClash[][] = [];
   const core = new AgentCore({
-    config: CONFIG,
+    config: { ...CONFIG, ...config },
     store,
     sources,
     onSkip: (s) => skips.push(s),
-    onConflict: (c) => conflicts.push(c),
+    onConflict: (c, dropped) => conflicts.push([c, dropped]),
+    onAttachRefused: (_a, clashes) => refusals.push(clashes),
     timers: {
       setTimeout: (fn, ms) => clock.setTimeout(fn, ms),
       clearTimeout: (id) => clock.clearTimeout(id as number),
@@ -94,7 +98,7 @@ function setup(sourceNames = ["api"]) {
     await clock.tickAsync(ms);
     await core.runner.idle();
   };
-  return { clock, store, sources, core, skips, conflicts, settle };
+  return { clock, store, sources, core, skips, conflicts, refusals, settle };
 }
 
 Deno.test("AgentCore deletes nothing before every source's first full list", async () => {
@@ -134,8 +138,8 @@ Deno.test("AgentCore resync repairs entries deleted or changed behind its back",
   await t.core.stop();
 });
 
-Deno.test("AgentCore keeps the older pod on a conflict, stably, and reports it once", async () => {
-  const t = setup();
+Deno.test("AgentCore under older-wins keeps the older pod on a conflict, stably, and reports it once", async () => {
+  const t = setup(["api"], { addressConflict: "older-wins" });
   await t.core.start();
   const older = pod("z-old", "10.0.0.5", 1, "2026-01-01T00:00:00Z");
   const newer = pod("a-new", "10.0.0.5", 2, "2026-01-02T00:00:00Z");
@@ -151,8 +155,82 @@ Deno.test("AgentCore keeps the older pod on a conflict, stably, and reports it o
   await t.settle(CONFIG.resyncMs);
   assert.deepEqual(ids(t.store), ["10.0.0.5:8080=1"]);
   assert.equal(t.conflicts.length, 1);
-  assert.equal(t.conflicts[0].dropped.pod.uid, "a-new");
+  assert.equal(t.conflicts[0][1].pod.uid, "a-new");
   assert.equal(t.core.snapshot().conflicts.length, 1);
+  await t.core.stop();
+});
+
+Deno.test("AgentCore tags a key claimed by two networks for neither, and reports both pods once", async () => {
+  const t = setup();
+  await t.core.start();
+  const older = pod("z-old", "10.0.0.5", 1, "2026-01-01T00:00:00Z");
+  const newer = pod("a-new", "10.0.0.5", 2, "2026-01-02T00:00:00Z");
+  t.sources[0].list(older, pod("other", "10.0.0.6", 2));
+  await t.settle();
+  assert.deepEqual(ids(t.store), ["10.0.0.5:8080=1", "10.0.0.6:8080=2"]);
+  t.sources[0].list(older, newer, pod("other", "10.0.0.6", 2));
+  await t.settle();
+  await t.settle(CONFIG.resyncMs);
+  assert.deepEqual(ids(t.store), ["10.0.0.6:8080=2"], "the older pod's entry is removed too");
+  assert.deepEqual(t.conflicts.map(([, d]) => d.pod.uid).sort(), ["a-new", "z-old"]);
+  assert.equal(t.conflicts[0][0].policy, "fail-closed");
+  await t.core.stop();
+});
+
+Deno.test("AgentCore withdraws a conflicted key left by a previous agent before the first full list", async () => {
+  const t = setup(["api", "dir"]);
+  t.store.put(entry("10.0.0.5", 8080, 1)); // an older agent gave it to network 1
+  t.store.put(entry("10.0.0.99", 80, 3)); // stale, but deletes wait for the full list
+  await t.core.start();
+  t.sources[0].list(
+    pod("a", "10.0.0.5", 1, "2026-01-01T00:00:00Z"),
+    pod("b", "10.0.0.5", 2, "2026-01-02T00:00:00Z"),
+  );
+  await t.settle();
+  assert.equal(t.core.view().synced, false);
+  assert.deepEqual(ids(t.store), ["10.0.0.99:80=3"]);
+  await t.core.stop();
+});
+
+Deno.test("AgentCore counts a default-network pod's probe as a claim in conflicts", async () => {
+  const t = setup();
+  await t.core.start();
+  t.sources[0].list(pod("plain", "10.0.0.5", undefined), pod("lace", "10.0.0.5", 2));
+  await t.settle();
+  assert.deepEqual(ids(t.store), [], "no entry would send the plain pod's probes into network 2");
+  assert.deepEqual(t.conflicts.map(([, d]) => [d.pod.uid, d.networkId]).sort(), [
+    ["lace", 2],
+    ["plain", 0],
+  ]);
+  await t.core.stop();
+});
+
+Deno.test("AgentCore refuses an attachment whose address a pod of another network holds", async () => {
+  const t = setup();
+  await t.core.start();
+  t.sources[0].list(pod("holder", "10.0.0.5", 2), pod("new", undefined, undefined));
+  await t.settle();
+  const attach = (uid: string, networkId?: number) =>
+    t.core.registerAttachment({
+      namespace: "ns",
+      name: `p-${uid}`,
+      uid,
+      ips: ["10.0.0.5"],
+      ...(networkId ? { network: `net${networkId}`, networkId } : {}),
+    });
+  await assert.rejects(attach("new", 1), (e: Error) => {
+    assert.ok(e instanceof AttachmentRefusedError);
+    assert.match(e.message, /Address 10\.0\.0\.5 is already used on this node/);
+    return true;
+  });
+  assert.deepEqual(t.refusals.map((r) => r.map((c) => c.holder.uid)), [["holder"]]);
+  assert.equal(t.core.cache.get("new")?.status?.podIPs, undefined, "nothing registered");
+  assert.deepEqual(ids(t.store), ["10.0.0.5:8080=2"]);
+  // The same network, or an ADD that does not say its network: no refusal.
+  await attach("new", 2);
+  await t.core.removeAttachment("new");
+  await attach("new");
+  assert.equal(t.refusals.length, 1);
   await t.core.stop();
 });
 

@@ -21,6 +21,7 @@ export class Metrics {
   readonly mapOperations: Counter<"op" | "result">;
   readonly targetConflicts: Gauge;
   readonly networkMismatches: Gauge;
+  readonly attachRefusals: Counter<"reason">;
   readonly probesIgnored: Gauge<"reason">;
   readonly watchRestarts: Counter;
   readonly attached: Gauge<"program">;
@@ -56,7 +57,14 @@ export class Metrics {
     this.targetConflicts = new Gauge({
       name: "lace_target_conflicts",
       help:
-        "Targets dropped because an older pod in another network holds the same address and port",
+        "Probe addresses and ports claimed by pods of more than one network on this node (fail-closed: tagged for none; older-wins: for the older pod)",
+      registers,
+    });
+    this.attachRefusals = new Counter({
+      name: "lace_cni_add_refusals_total",
+      help:
+        "CNI ADDs the agent refused, by reason (address-conflict: a pod of another network holds the address)",
+      labelNames: ["reason"],
       registers,
     });
     this.networkMismatches = new Gauge({

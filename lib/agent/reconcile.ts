@@ -12,12 +12,14 @@ const log = getLogger(["lace", "reconcile"]);
  * The minimal operations that turn `current` into `desired`: a put where an
  * entry is missing or its value differs, a remove where the store holds a key
  * nobody wants, and removes only when `allowDelete` (not before the first full
- * pod list, so a restart never empties the map). Sorted by key for stable logs.
+ * pod list, so a restart never empties the map), except for the `withdraw`
+ * keys, which leave the map at once (a key that must not be tagged for
+ * anyone). Sorted by key for stable logs.
  */
 export function diffTargets(
   desired: Map<string, ProbeEntry>,
   current: ProbeEntry[],
-  opts: { allowDelete: boolean },
+  opts: { allowDelete: boolean; withdraw?: ProbeKey[] },
 ): { put: ProbeEntry[]; remove: ProbeKey[] } {
   const have = new Map<string, ProbeEntry>();
   for (const entry of current) have.set(keyId(entry.key), entry);
@@ -33,6 +35,11 @@ export function diffTargets(
   }
   if (opts.allowDelete) {
     for (const [id, got] of have) if (!desired.has(id)) remove.push(got.key);
+  } else {
+    for (const key of opts.withdraw ?? []) {
+      const got = have.get(keyId(key));
+      if (got && !desired.has(keyId(key))) remove.push(got.key);
+    }
   }
   const byKey = (a: ProbeKey, b: ProbeKey) => (keyId(a) < keyId(b) ? -1 : 1);
   put.sort((a, b) => byKey(a.key, b.key));
@@ -44,6 +51,8 @@ export function diffTargets(
 export interface ReconcileInput {
   desired: Map<string, ProbeEntry>;
   allowDelete: boolean;
+  /** Keys that leave the map even while deletes are not allowed yet. */
+  withdraw?: ProbeKey[];
   conflicts?: number;
   skips?: number;
 }

@@ -12,6 +12,7 @@ import { CgroupFollower } from "../cgroup/follower.ts";
 import { Datapath } from "../datapath/loader.ts";
 import { type Readiness, startHttpServer, type TargetView } from "./http_server.ts";
 import { Metrics } from "./metrics.ts";
+import { conflictMessage, refusalMessage } from "../rules/conflicts.ts";
 import type { PodSource } from "../pods/source.ts";
 import { DirPodSource } from "../pods/dir_source.ts";
 import type { ReconcileReport } from "./reconcile.ts";
@@ -136,12 +137,12 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     store: datapath.store,
     sources,
     onSkip: (skip) => events.warn(podObjectRef(skip.pod), "ProbeIgnored", skip.message),
-    onConflict: (c) =>
-      events.warn(
-        podObjectRef(c.dropped.pod),
-        "ProbeTargetConflict",
-        `Probe target ${c.key.address}:${c.key.port} is also used by pod ${c.kept.pod.namespace}/${c.kept.pod.name} in network ${c.kept.network}, which is older and keeps it; probes of this pod to that port are not delivered into network ${c.dropped.network}`,
-      ),
+    onConflict: (c, dropped) =>
+      events.warn(podObjectRef(dropped.pod), "ProbeTargetConflict", conflictMessage(c, dropped)),
+    onAttachRefused: (a, clashes) => {
+      metrics.attachRefusals.inc({ reason: "address-conflict" });
+      events.warn(podObjectRef(a), "AttachRefused", refusalMessage(clashes));
+    },
     onNetworkMismatch: (m) =>
       events.warn(
         podObjectRef(m.pod),

@@ -25,6 +25,7 @@ import {
   text,
   UsageError,
 } from "./flags.ts";
+import { CONFLICT_POLICIES } from "../rules/conflicts.ts";
 
 /** Flags every command that touches the node's BPF state understands, by the key they set. */
 export const nodeFlags = {
@@ -176,6 +177,15 @@ export const agentFlags: readonly FlagSpec<Config>[] = [
     env: ["LACE_CNI_SOCKET"],
     metavar: "PATH",
     help: "Unix socket the CNI plugin registers attachments on (empty disables it)",
+  },
+  {
+    name: "address-conflict",
+    key: "addressConflict",
+    value: oneOf(CONFLICT_POLICIES),
+    env: ["LACE_ADDRESS_CONFLICT"],
+    metavar: "POLICY",
+    help:
+      "A probe address and port claimed by pods of two networks: fail-closed tags it for neither, older-wins keeps the older pod's (single-tenant clusters only)",
   },
   ...logFlags,
 ];

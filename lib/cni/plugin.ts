@@ -170,6 +170,13 @@ async function add(
     attachment: attachmentOf(pod, ips, conf),
   };
   const reply = await tryCall(call, conf, request, log, what);
+  if (reply && !reply.ok && reply.refused) {
+    // Not a failure of the agent but its verdict: this address would let probes cross networks.
+    throw new CniError(
+      ERR.addressConflict,
+      `Lace refused the attachment of pod ${pod.namespace}/${pod.name}: ${reply.error}`,
+    );
+  }
   if (reply && !reply.ok) log.push(`${what}: the agent refused the targets: ${reply.error}`);
   if (!reply || !reply.ok) {
     log.push(`${what}: the pod's network is set up anyway; the pod watch registers its targets`);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { cniPlugin } from "./plugin.ts";
-import type { Attachment } from "./protocol.ts";
+import { type Attachment, AttachmentRefusedError } from "./protocol.ts";
 import { type CniHandler, type CniServer, startCniServer } from "./server.ts";
 
 const prevResult = {
@@ -152,6 +152,23 @@ Deno.test("ADD succeeds and logs when the agent replies with an error", async ()
     assert.equal(out.code, 0);
     assert.deepEqual(JSON.parse(out.stdout), prevResult);
     assert.match(out.log.join("\n"), /refused the targets: Writing probe targets failed/);
+  }, agent);
+});
+
+Deno.test("ADD fails with code 101 naming the reason when the agent refuses the address", async () => {
+  const agent = new FakeAgent();
+  agent.error = new AttachmentRefusedError(
+    "Address 10.70.0.5 is already used on this node by a pod of another network",
+  );
+  await withAgent(async (socket) => {
+    const out = await cniPlugin(env("ADD"), stdin(socket));
+    assert.equal(out.code, 1);
+    const result = JSON.parse(out.stdout);
+    assert.equal(result.code, 101);
+    assert.match(
+      result.msg,
+      /refused the attachment of pod ns\/web: Address 10\.70\.0\.5 is already used/,
+    );
   }, agent);
 });
 

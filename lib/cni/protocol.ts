@@ -29,6 +29,16 @@ export interface AttachmentRef {
   ifname: string;
 }
 
+/**
+ * The agent refuses an attachment on purpose (an address of another network):
+ * the plugin fails the ADD instead of failing open. Thrown by the agent core,
+ * turned into a reply with `refused: true` by the server.
+ */
+export class AttachmentRefusedError extends Error {
+  override name = "AttachmentRefusedError";
+  readonly refused = true;
+}
+
 export type Request =
   & { v: number; id: string }
   & (
@@ -40,7 +50,15 @@ export type Request =
 
 export type Reply =
   | { v: number; id: string; ok: true; problems?: string[] }
-  | { v: number; id: string | null; ok: false; error: string; retry?: boolean };
+  | {
+    v: number;
+    id: string | null;
+    ok: false;
+    error: string;
+    retry?: boolean;
+    /** The agent refuses the attachment on purpose: the plugin fails the ADD. */
+    refused?: boolean;
+  };
 
 function text(obj: Record<string, unknown>, key: string, where: string, optional = false) {
   const value = obj[key];
@@ -171,6 +189,7 @@ export function parseReply(line: string): Reply {
     ok: false,
     error: typeof raw.error === "string" ? raw.error : "Unknown agent error",
     retry: raw.retry === true,
+    ...(raw.refused === true ? { refused: true } : {}),
   };
 }
 

@@ -258,7 +258,15 @@ async function handleLine(
     const error = (e as Error)?.message ?? String(e);
     log.warning("CNI {op} {id} failed: {error}", { op: request.op, id: request.id, error });
     const retry = (e as { retry?: unknown })?.retry === true;
-    return { v: PROTOCOL_VERSION, id: request.id, ok: false, error, ...(retry ? { retry } : {}) };
+    const refused = (e as { refused?: unknown })?.refused === true && request.op === "add";
+    return {
+      v: PROTOCOL_VERSION,
+      id: request.id,
+      ok: false,
+      error,
+      ...(retry ? { retry } : {}),
+      ...(refused ? { refused } : {}),
+    };
   }
 }
 

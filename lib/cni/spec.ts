@@ -22,6 +22,8 @@ export const ERR = {
   tryAgainLater: 11,
   /** CHECK: the agent's probe map does not hold what this attachment needs. */
   targetsMismatch: 100,
+  /** ADD: a pod of another network holds one of the attachment's addresses on this node. */
+  addressConflict: 101,
   /** Anything unexpected inside the plugin itself. */
   internal: 999,
 } as const;

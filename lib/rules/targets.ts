@@ -69,11 +69,23 @@ export interface NetworkMismatch {
   annotated: string;
 }
 
+/**
+ * The host-reachable default network of pods without a Lace network: never in
+ * a mark, but a network all the same when two pods claim one address.
+ */
+export const DEFAULT_NETWORK: Readonly<PodNetwork> = { network: "", networkId: 0 };
+
 /** A pod's targets, the probes it had to skip, and a network mismatch if any. */
 export interface PodTargets {
   targets: Target[];
   skipped: Skip[];
   mismatch?: NetworkMismatch;
+  /**
+   * For a pod on the default network: the keys its probes use, in
+   * DEFAULT_NETWORK. They get no map entry, but they are claims: the kubelet
+   * connects to them, so no other network's target may hold the same key.
+   */
+  claims?: Target[];
 }
 
 export interface TargetOptions {
@@ -260,18 +272,24 @@ export function probeTargetsForPod(
         : `network "${annotated.network}" (id ${annotated.networkId})`,
     };
   }
-  const net = node ?? annotated;
-  if (net === null) return { targets, skipped };
+  const net = node ?? annotated ?? DEFAULT_NETWORK;
   if (typeof net === "string") {
     skipped.push({ pod: id, reason: "annotation", message: net });
     return { targets, skipped };
   }
-  const done = () => mismatch ? { targets, skipped, mismatch } : { targets, skipped };
+  // A default-network pod only claims its keys: Lace has nothing to tell its author.
+  const onDefault = net === DEFAULT_NETWORK;
+  const out = onDefault ? [] : targets;
+  const report = onDefault ? [] : skipped;
+  const done = (): PodTargets => {
+    if (onDefault) return out.length ? { targets, skipped, claims: out } : { targets, skipped };
+    return mismatch ? { targets, skipped, mismatch } : { targets, skipped };
+  };
   const { addresses, bad, special } = podAddresses(status);
   for (const ip of bad) {
-    skipped.push({ pod: id, reason: "address", message: `Pod IP is not an IP address: ${ip}` });
+    report.push({ pod: id, reason: "address", message: `Pod IP is not an IP address: ${ip}` });
   }
-  for (const message of special) skipped.push({ pod: id, reason: "special-address", message });
+  for (const message of special) report.push({ pod: id, reason: "special-address", message });
   if (addresses.length === 0) return done();
 
   const containers: unknown[] = [
@@ -290,7 +308,7 @@ export function probeTargetsForPod(
       const probe = c[field];
       if (probe === undefined || probe === null) continue;
       const skip = (reason: SkipReason, message: string) =>
-        skipped.push({ pod: id, container, probe: kind, reason, message });
+        report.push({ pod: id, container, probe: kind, reason, message });
       if (!isObject<Loose>(probe)) {
         skip("malformed", `${field} of container "${container}" is not an object`);
         continue;
@@ -355,7 +373,7 @@ export function probeTargetsForPod(
             scheme: str(action.scheme) || "HTTP",
           };
         }
-        targets.push(target);
+        out.push(target);
       }
     }
   }
@@ -364,4 +382,39 @@ export function probeTargetsForPod(
 
 function sameNetwork(a: PodNetwork | string, b: PodNetwork): boolean {
   return typeof a !== "string" && a.networkId === b.networkId && a.network === b.network;
+}
+
+/** Where a live pod sits on this node: its network (undefined when unknown) and its addresses. */
+export interface PodPlacement {
+  pod: PodIdentity;
+  network: PodNetwork | undefined;
+  addresses: ProbeKey[];
+}
+
+/**
+ * The network and the addresses of a pod that holds them on this node now,
+ * or undefined for a pod that holds none: on the host network, or finished
+ * (Succeeded/Failed). The network is `node` when the node attached the pod,
+ * else the annotations', else DEFAULT_NETWORK; undefined when the annotations
+ * are malformed. Addresses as in probeTargetsForPod (ports are 0).
+ */
+export function podPlacement(
+  pod: Pod,
+  opts: TargetOptions,
+  node?: PodNetwork,
+): PodPlacement | undefined {
+  const p: Loose = pod;
+  if (!isObject<Loose>(p) || !isObject<Loose>(p.spec)) return undefined;
+  const status = p.status;
+  const phase = isObject<Loose>(status) ? status.phase : undefined;
+  if (p.spec.hostNetwork === true || phase === "Succeeded" || phase === "Failed") return undefined;
+  const annotations = isObject<Loose>(p.metadata) && isObject<Loose>(p.metadata.annotations)
+    ? p.metadata.annotations
+    : {};
+  const net = node ?? podNetwork(annotations, opts) ?? DEFAULT_NETWORK;
+  return {
+    pod: podIdentity(pod),
+    network: typeof net === "string" ? undefined : net,
+    addresses: podAddresses(status).addresses,
+  };
 }

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { Container, Pod } from "../pods/pod.ts";
 import { canonicalAddress, keyId } from "../datapath/probe_map.ts";
-import { probeTargetsForPod, type Skip, type Target } from "./targets.ts";
+import { podPlacement, probeTargetsForPod, type Skip, type Target } from "./targets.ts";
 
 const OPTS = { networkAnnotation: "lace.io/network", networkIdAnnotation: "lace.io/network-id" };
 
@@ -446,4 +446,41 @@ Deno.test("probeTargetsForPod() reports malformed annotations as a mismatch when
   assert.equal(targets[0].networkId, 1);
   assert.match(mismatch!.annotated, /must be a decimal number/);
   assert.deepEqual(skipped, []);
+});
+
+Deno.test("probeTargetsForPod() gives a default-network pod claims, not targets, and nothing to report", () => {
+  const p = pod({
+    annotations: null,
+    ips: ["10.1.0.5", "127.0.0.1"],
+    containers: [{
+      name: "app",
+      readinessProbe: { httpGet: { port: 8080 } },
+      livenessProbe: { tcpSocket: { port: "nope" } },
+    }],
+  });
+  const { targets, skipped, claims } = probeTargetsForPod(p, OPTS);
+  assert.deepEqual(targets, []);
+  assert.deepEqual(skipped, []);
+  assert.deepEqual(claims?.map((c) => [keyId(c.key), c.networkId]), [["10.1.0.5:8080", 0]]);
+});
+
+Deno.test("podPlacement() says where a live pod sits: its network and its own addresses", () => {
+  assert.deepEqual(podPlacement(pod({ ips: ["10.1.0.5", "169.254.1.1"] }), OPTS), {
+    pod: { namespace: "shop", name: "web", uid: "u1", creationTimestamp: "2026-01-01T00:00:00Z" },
+    network: { network: "blue", networkId: 7 },
+    addresses: [{ family: "ipv4", address: "10.1.0.5", port: 0 }],
+  });
+  assert.deepEqual(podPlacement(pod({}), OPTS, NODE_NET)?.network, NODE_NET);
+  assert.deepEqual(podPlacement(pod({ annotations: null }), OPTS)?.network, {
+    network: "",
+    networkId: 0,
+  });
+  const malformed = pod({ annotations: { "lace.io/network": "x", "lace.io/network-id": "0" } });
+  assert.equal(podPlacement(malformed, OPTS)?.network, undefined);
+});
+
+Deno.test("podPlacement() leaves out host-network and finished pods", () => {
+  assert.equal(podPlacement(pod({ hostNetwork: true }), OPTS), undefined);
+  assert.equal(podPlacement(pod({ phase: "Succeeded" }), OPTS), undefined);
+  assert.equal(podPlacement(pod({ phase: "Failed" }), OPTS), undefined);
 });
