@@ -220,9 +220,19 @@ Deno.test({
   async fn() {
     const alpha = tenantPod("alpha-pod", "tenant-a", 1, 8080, 9000, "2026-01-01T00:00:00Z");
     const beta = tenantPod("beta-pod", "tenant-b", 2, 8080, 9001, "2026-01-02T00:00:00Z");
-    // First a single-tenant agent: the older pod keeps the shared key.
-    await using t = await startWorld([alpha, beta], ["--address-conflict=older-wins"]);
+    // First a single-tenant agent: the older pod keeps the shared key. The server stamps
+    // creation times in whole seconds, so the newer pod is created a second later.
+    await using t = await startWorld([alpha], ["--address-conflict=older-wins"]);
     const { w, api } = t;
+    const created = Date.parse(
+      api.store.get(api.typeOf({ apiVersion: "v1", kind: "Pod" }), "tenant-a", "alpha-pod")
+        .metadata?.creationTimestamp as string,
+    );
+    await waitFor(() => Date.now() >= created + 1000, { message: "the next second" });
+    api.put(beta as unknown as KubeObject);
+    await waitFor(async () => (await w.probe(POD_IPV6, 9001)).result === "reached", {
+      message: "beta-pod's own port reachable",
+    });
     assert.equal((await w.probe(POD_IPV4, 8080, "/")).body, w.podIn(1));
     await t.agent.stop("SIGKILL");
     // The default agent takes over: no probe to the shared key is delivered into any network.
