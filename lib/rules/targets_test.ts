@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import type { Container, Pod } from "../pods/pod.ts";
 import { canonicalAddress, keyId } from "../datapath/probe_map.ts";
+import { SeededRandom } from "../../tests/helpers/property.ts";
 import { podPlacement, probeTargetsForPod, type Skip, type Target } from "./targets.ts";
 
 const OPTS = { networkAnnotation: "lace.io/network", networkIdAnnotation: "lace.io/network-id" };
@@ -294,17 +295,6 @@ Deno.test("probeTargetsForPod() uses configured annotation keys", () => {
   assert.equal(targets[0].network, "red");
 });
 
-// A small deterministic generator, so a failure can be replayed from its seed.
-function rng(seed: number): () => number {
-  // mulberry32
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function generatedPod(rand: () => number): unknown {
   const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)];
   const junk = [undefined, null, 0, -1, "", "x", [], {}, true, 1.5, "1e3", NaN];
@@ -380,7 +370,8 @@ function generatedPod(rand: () => number): unknown {
 }
 
 Deno.test("probeTargetsForPod() never throws and yields only valid targets over generated pods", () => {
-  const rand = rng(42);
+  const random = new SeededRandom(42);
+  const rand = () => random.next();
   let produced = 0;
   for (let i = 0; i < 20_000; i++) {
     const input = generatedPod(rand);
