@@ -3,7 +3,10 @@ import {
   ConfigError,
   defaultConfig,
   DURATION_BOUNDS,
+  durationProblem,
+  listenAddressProblem,
   markFor,
+  markProblems,
   networkMask,
   validateConfig,
   validateMark,
@@ -87,5 +90,157 @@ Deno.test("validateConfig() reports every bad value at once", () => {
 Deno.test("every duration bound stays below the longest a timer can wait", () => {
   for (const [key, { max }] of Object.entries(DURATION_BOUNDS)) {
     assert.ok(max <= MAX_TIMER_MS, key);
+  }
+});
+
+Deno.test("markFor() takes network ids 1 and 65535 and names a refused one", () => {
+  const c = { probeMark: 0x1000, markShift: 16 };
+  assert.equal(markFor(c, 1), 0x00011000);
+  assert.equal(markFor(c, 65535), 0xffff1000);
+  assert.throws(() => markFor(c, 0), new RangeError("Network id out of range 1..65535: 0"));
+  assert.throws(() => markFor(c, 65536), new RangeError("Network id out of range 1..65535: 65536"));
+});
+
+Deno.test("markProblems() takes shifts 0 and 16 and refuses -1, 17 and fractions", () => {
+  assert.deepEqual(markProblems(0x1, 16), []);
+  assert.deepEqual(markProblems(0x10000, 0), []);
+  for (const shift of [-1, 17, 1.5]) {
+    assert.deepEqual(markProblems(0x1, shift), [
+      `Mark shift must be 0..16 so that 16 network bits fit in the 32-bit mark: ${shift}`,
+    ]);
+  }
+});
+
+Deno.test("markProblems() takes flags 1 and 0xffffffff outside the network bits, refuses 0 and 2^32", () => {
+  assert.deepEqual(markProblems(1, 16), []);
+  assert.deepEqual(markProblems(0xffff0000, 0), []);
+  for (const flag of [0, -1, 0x1_0000_0000, 1.5]) {
+    assert.deepEqual(markProblems(flag, 0), [
+      `Probe mark must be a non-zero 32-bit value: ${flag}`,
+    ]);
+  }
+  assert.deepEqual(markProblems(0x18000, 16), [
+    "Probe mark 0x18000 overlaps the network bits 0xffff0000 (mark shift 16): choose a flag outside them or another shift",
+  ]);
+  // The highest and the lowest network bit alone each overlap.
+  assert.equal(markProblems(0x80000000, 16).length, 1);
+  assert.equal(markProblems(0x8000, 0).length, 1);
+  assert.deepEqual(markProblems(0x8000, 16), []);
+});
+
+Deno.test("listenAddressProblem() takes ports 1 and 65535 and refuses 0 and 65536", () => {
+  for (const addr of ["127.0.0.1:1", "127.0.0.1:65535", "[::1]:9808", "node-a:80"]) {
+    assert.equal(listenAddressProblem("Metrics address", addr), undefined, addr);
+  }
+  for (const addr of ["127.0.0.1:0", "127.0.0.1:65536", "127.0.0.1:99999"]) {
+    assert.equal(
+      listenAddressProblem("Metrics address", addr),
+      `Metrics address port must be 1..65535: "${addr}"`,
+    );
+  }
+});
+
+Deno.test("listenAddressProblem() wants exactly host:port", () => {
+  for (
+    const addr of [":80", "host", "host:", "a b:80", "host:123456", "[::1:80", "x:80 ", "1:2:3"]
+  ) {
+    assert.equal(
+      listenAddressProblem("Metrics address", addr),
+      `Metrics address must be host:port: "${addr}"`,
+      addr,
+    );
+  }
+});
+
+Deno.test("durationProblem() takes both bounds and refuses one past each, and a non-number", () => {
+  assert.equal(durationProblem("Resync interval", 1000, 1000, 60_000), undefined);
+  assert.equal(durationProblem("Resync interval", 60_000, 1000, 60_000), undefined);
+  assert.equal(
+    durationProblem("Resync interval", 999, 1000, 60_000),
+    "Resync interval must be 1s..1m: 999ms",
+  );
+  assert.equal(
+    durationProblem("Resync interval", 60_001, 1000, 60_000),
+    "Resync interval must be 1s..1m: 1m1ms",
+  );
+  assert.equal(
+    durationProblem("Resync interval", NaN, 1000, 60_000),
+    "Resync interval must be 1s..1m: NaN",
+  );
+});
+
+Deno.test("validateConfig() takes every timer at its bounds and refuses one past each", () => {
+  const base = { ...defaultConfig(), nodeName: "n1" };
+  for (const [key, { min, max }] of Object.entries(DURATION_BOUNDS)) {
+    validateConfig({ ...base, [key]: min });
+    validateConfig({ ...base, [key]: max });
+    for (const ms of [min - 1, max + 1]) {
+      assert.throws(() => validateConfig({ ...base, [key]: ms }), ConfigError, `${key} ${ms}`);
+    }
+  }
+});
+
+Deno.test("validateConfig() checks each node path on its own", () => {
+  const base = { ...defaultConfig(), nodeName: "n1" };
+  const problems = (patch: Partial<typeof base>) => {
+    try {
+      validateConfig({ ...base, ...patch });
+      return [];
+    } catch (e) {
+      return (e as ConfigError).problems;
+    }
+  };
+  assert.deepEqual(problems({ kubeletCgroup: "auto" }), []);
+  assert.deepEqual(problems({ kubeletCgroup: "/k" }), []);
+  assert.deepEqual(problems({ kubeletCgroup: "" }), [
+    `Kubelet cgroup must be an absolute path or "auto": ""`,
+  ]);
+  assert.deepEqual(problems({ hostCgroupRoot: "" }), []);
+  assert.deepEqual(problems({ pinPath: "" }), [`Pin path must be absolute: ""`]);
+  assert.deepEqual(problems({ cniSocket: "" }), []);
+  assert.deepEqual(problems({ metricsAddr: "" }), []);
+  assert.deepEqual(problems({ metricsAddr: "x" }), [`Metrics address must be host:port: "x"`]);
+});
+
+Deno.test("validateConfig() needs a node name only with the API, and a pod source only without it", () => {
+  const base = defaultConfig();
+  validateConfig({ ...base, useApi: false, podsDir: "/pods", nodeName: "" });
+  validateConfig({ ...base, useApi: true, podsDir: "", nodeName: "n1" });
+  assert.throws(
+    () => validateConfig({ ...base, useApi: true, podsDir: "/pods", nodeName: "" }),
+    (e: Error) => {
+      assert.deepEqual((e as ConfigError).problems, [
+        "Node name is required with the Kubernetes API: set --node-name or NODE_NAME",
+      ]);
+      return true;
+    },
+  );
+  assert.throws(
+    () => validateConfig({ ...base, useApi: false, podsDir: "", nodeName: "n1" }),
+    (e: Error) => {
+      assert.deepEqual((e as ConfigError).problems, [
+        "No pod source: give --pods-dir, or leave the Kubernetes API enabled",
+      ]);
+      return true;
+    },
+  );
+});
+
+Deno.test("validateConfig() takes annotation keys with and without a DNS prefix and refuses malformed ones", () => {
+  const base = { ...defaultConfig(), nodeName: "n1" };
+  for (const key of ["lace.io/network", "network", "a.b-c/x_y.z", "N1"]) {
+    validateConfig({ ...base, networkAnnotation: key, networkIdAnnotation: key });
+  }
+  for (const key of ["", "Lace.io/network", "/network", "lace.io/", "-x", "a/b/c", "x y"]) {
+    assert.throws(
+      () => validateConfig({ ...base, networkIdAnnotation: key }),
+      (e: Error) => {
+        assert.deepEqual((e as ConfigError).problems, [
+          `--network-id-annotation is not a valid annotation key: "${key}"`,
+        ]);
+        return true;
+      },
+      key,
+    );
   }
 });

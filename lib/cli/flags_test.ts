@@ -1,6 +1,19 @@
 import assert from "node:assert/strict";
 import { defaultConfig } from "../config.ts";
-import { duration, helpText, mark, parseFlags, UsageError } from "./flags.ts";
+import {
+  boolean,
+  type CommandSpec,
+  duration,
+  helpText,
+  integer,
+  inverted,
+  mark,
+  oneOf,
+  parseFlags,
+  text,
+  UsageError,
+} from "./flags.ts";
+import { MAX_TIMER_MS } from "../duration.ts";
 import { agentCommand, agentConfig, agentFlags } from "./agent_flags.ts";
 
 const parse = (args: string[], env: Record<string, string> = {}) =>
@@ -138,4 +151,121 @@ Deno.test("helpText() shows the defaults of the Config, written the way flags ta
   assert.match(text, /--watch-liveness DURATION .*default 30s/);
   assert.match(text, /--debounce DURATION .*default 5ms/);
   assert.match(text, /--cni-socket PATH .*default \/run\/lace\/cni\.sock/);
+});
+
+Deno.test("the boolean parser reads true/false, 1/0, yes/no, on/off in any case, and nothing else", () => {
+  for (const t of ["1", "true", "TRUE", "yes", "On"]) assert.equal(boolean.parse(t), true, t);
+  for (const t of ["0", "false", "No", "off"]) assert.equal(boolean.parse(t), false, t);
+  assert.throws(() => boolean.parse("maybe"), new Error(`must be true or false: "maybe"`));
+  assert.equal(inverted.parse("true"), false);
+  assert.equal(inverted.parse("off"), true);
+});
+
+Deno.test("the integer parser takes only decimal digits", () => {
+  assert.equal(integer.parse("0"), 0);
+  assert.equal(integer.parse("65535"), 65535);
+  for (const t of ["-1", "1.5", " 1", "1x", "x1", "", "0x10"]) {
+    assert.throws(() => integer.parse(t), new Error(`must be a whole number: "${t}"`), t);
+  }
+});
+
+Deno.test("the mark parser takes only decimal or 0x hex", () => {
+  assert.equal(mark.parse("0xFF"), 255);
+  for (const t of ["0x", "0X10", "12a", "a12", "0x1g", "-1", ""]) {
+    assert.throws(() => mark.parse(t), new Error(`must be a decimal or 0x hex number: "${t}"`), t);
+  }
+});
+
+Deno.test("the duration parser takes 0 and the longest timer, and refuses one millisecond more", () => {
+  assert.equal(duration.parse("0s"), 0);
+  assert.equal(duration.parse(`${MAX_TIMER_MS}ms`), MAX_TIMER_MS);
+  assert.throws(
+    () => duration.parse(`${MAX_TIMER_MS + 1}ms`),
+    new Error(`must be at most 596h, the longest a timer can wait: "${MAX_TIMER_MS + 1}ms"`),
+  );
+  assert.throws(() => duration.parse("-1ms"), new Error(`must not be negative: "-1ms"`));
+  assert.throws(
+    () => duration.parse("soon"),
+    new Error(`must be a duration such as 500ms, 5s or 1m30s: "soon"`),
+  );
+});
+
+Deno.test("oneOf() takes a listed word only and names the choices", () => {
+  const level = oneOf(["a", "b"] as const);
+  assert.equal(level.parse("b"), "b");
+  assert.equal(level.metavar, "a|b");
+  assert.throws(() => level.parse("B"), new Error(`must be one of a, b: "B"`));
+});
+
+interface Toy {
+  name: string;
+  count: number;
+  on: boolean;
+  secret: string;
+}
+
+const toy: CommandSpec<Toy> = {
+  name: "toy",
+  summary: "A toy command.",
+  usage: "lace toy [flags]",
+  flags: [
+    { name: "name", key: "name", value: text, env: ["TOY_NAME", "NAME"], help: "The name" },
+    { name: "count", key: "count", value: integer, metavar: "COUNT", help: "How many" },
+    { name: "on", key: "on", value: boolean, env: ["TOY_ON"], help: "Switch" },
+    { name: "secret", key: "secret", value: text, hidden: true, help: "Hidden" },
+  ],
+  defaults: () => ({ name: "", count: 3, on: false, secret: "" }),
+};
+
+Deno.test("helpText() shows placeholders, defaults and variables only where a flag has them", () => {
+  assert.equal(
+    helpText(toy),
+    [
+      "Usage: lace toy [flags]",
+      "",
+      "A toy command.",
+      "",
+      "Flags:",
+      "  --name TEXT    The name (env TOY_NAME, NAME)",
+      "  --count COUNT  How many (default 3)",
+      "  --on           Switch (env TOY_ON)",
+      "  --help         Show this help",
+    ].join("\n"),
+  );
+});
+
+Deno.test("parseFlags() ignores an empty variable and takes the first variable set", () => {
+  assert.equal(parseFlags(toy, [], { TOY_NAME: "", NAME: "b" }).options.name, "b");
+  assert.equal(parseFlags(toy, [], { TOY_NAME: "a", NAME: "b" }).options.name, "a");
+  assert.equal(parseFlags(toy, [], { TOY_ON: "yes" }).options.on, true);
+});
+
+Deno.test("parseFlags() says whether help was asked and refuses positionals unless allowed", () => {
+  assert.equal(parseFlags(toy, ["--help"], {}).help, true);
+  assert.equal(parseFlags(toy, [], {}).help, false);
+  assert.throws(
+    () => parseFlags(toy, ["x"], {}),
+    new UsageError(`lace toy: unexpected argument "x" (see --help)`),
+  );
+  assert.deepEqual(parseFlags({ ...toy, positionals: true }, ["x", "y"], {}).positionals, [
+    "x",
+    "y",
+  ]);
+});
+
+Deno.test("parseFlags() reports a flag without its value in one line naming the command", () => {
+  assert.throws(
+    () => parseFlags(toy, ["--count"], {}),
+    new UsageError("lace toy: Option '--count <value>' argument missing"),
+  );
+});
+
+Deno.test("agentConfig() keeps the ConfigError as the UsageError's cause", () => {
+  try {
+    agentConfig(parse(["--pin-path", "relative"]));
+    assert.fail("expected a UsageError");
+  } catch (e) {
+    assert.ok(e instanceof UsageError);
+    assert.equal((e.cause as Error).name, "ConfigError");
+  }
 });
