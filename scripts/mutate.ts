@@ -73,8 +73,17 @@ function strykerConfig(
     jsonReporter: { fileName: `reports/mutation/${m.name}.json` },
     htmlReporter: { fileName: `reports/mutation/${m.name}.html` },
     tempDirName: "tests/mutation/.stryker-tmp",
-    // The sandbox needs only the code under test and Deno's config and lock.
-    ignorePatterns: ["/*", "!/lib", "!/deno.json", "!/deno.lock"],
+    // The sandbox needs only the code, the test helpers, and Deno's config and lock.
+    ignorePatterns: [
+      "/*",
+      "!/lib",
+      "!/tests",
+      "/tests/*",
+      "!/tests/helpers",
+      "!/tests/netcheck",
+      "!/deno.json",
+      "!/deno.lock",
+    ],
     plugins: [],
     cleanTempDir: true,
   };

@@ -8,15 +8,20 @@ export interface MutationModule {
   name: string;
   /** Files whose code is mutated. */
   mutate: string[];
-  /** Unit test files run against each mutant. */
+  /** Unit test files (or folders) run against each mutant. */
   tests: string[];
 }
 
 export const MODULES: MutationModule[] = [
   {
     name: "rules",
-    mutate: ["lib/rules/targets.ts", "lib/rules/conflicts.ts"],
-    tests: ["lib/rules/targets_test.ts", "lib/rules/conflicts_test.ts"],
+    mutate: [
+      "lib/rules/targets.ts",
+      "lib/rules/conflicts.ts",
+      "lib/rules/addresses.ts",
+    ],
+    // Every test of the folder: the rules' unit, condition and property tests.
+    tests: ["lib/rules/"],
   },
   {
     name: "reconcile-diff",
