@@ -50,8 +50,8 @@ class Setup implements AsyncDisposable {
     return f;
   }
 
-  async kubelet(rel: string): Promise<number> {
-    const pid = await this.tree.fakeKubelet(rel);
+  async kubelet(rel: string, wrapper: string[] = []): Promise<number> {
+    const pid = await this.tree.fakeKubelet(rel, wrapper);
     this.ours.add(pid);
     return pid;
   }
@@ -240,3 +240,74 @@ privileged(
     }
   },
 );
+
+/** A pod container's cgroup as the systemd driver names it, inside the test's tree. */
+const CONTAINER_SCOPE = "kubepods.slice/kubepods-besteffort.slice/" +
+  "kubepods-besteffort-pod0d1e.slice/cri-containerd-4f3a.scope";
+
+privileged(
+  "with auto a process named kubelet in a pod's container cgroup is never followed",
+  async () => {
+    await using s = new Setup();
+    s.tree.mkdir(CONTAINER_SCOPE);
+    const impostor = await s.kubelet(CONTAINER_SCOPE);
+    const f = s.follower({ kubeletCgroup: "auto" });
+    const status = f.sync();
+    assert.equal(status.path, null);
+    assert.equal(status.attached, false);
+    assert.deepEqual(s.linkIds().filter((id) => id !== 0n), [], "no link anywhere");
+    assert.deepEqual(status.otherKubelets.map((k) => k.pid), [impostor]);
+    assert.match(status.otherKubelets[0].reason, /pod cgroup/);
+    assert.ok(
+      s.events.some((e) => e.startsWith("Warning KubeletLookalike") && e.includes(`${impostor}`)),
+    );
+  },
+);
+
+privileged(
+  "with auto the real kubelet is chosen over an older one in a container cgroup",
+  async () => {
+    await using s = new Setup();
+    s.tree.mkdir(CONTAINER_SCOPE);
+    const real = s.tree.mkdir("system.slice/kubelet.service");
+    const impostor = await s.kubelet(CONTAINER_SCOPE);
+    const kubelet = await s.kubelet("system.slice/kubelet.service");
+    const status = s.follower({ kubeletCgroup: "auto" }).sync();
+    assert.equal(status.path, real);
+    assert.equal(status.kubelet?.pid, kubelet);
+    assert.deepEqual(s.linkIds(), [statCgroupId(real), statCgroupId(real)]);
+    assert.deepEqual(status.otherKubelets.map((k) => k.pid), [impostor]);
+  },
+);
+
+privileged(
+  "with auto a process named kubelet in another mount namespace is never followed",
+  async () => {
+    await using s = new Setup();
+    // Its cgroup looks like the kubelet's unit: only the mount namespace gives it away.
+    s.tree.mkdir("system.slice/kubelet.service");
+    const impostor = await s.kubelet("system.slice/kubelet.service", ["unshare", "-m"]);
+    const status = s.follower({ kubeletCgroup: "auto" }).sync();
+    assert.equal(status.path, null);
+    assert.equal(status.attached, false);
+    assert.deepEqual(status.otherKubelets.map((k) => [k.pid, k.reason]), [
+      [impostor, "it runs in a mount namespace other than the host's"],
+    ]);
+  },
+);
+
+privileged("with auto a process named kubelet that is not root is never followed", async () => {
+  await using s = new Setup();
+  s.tree.mkdir("system.slice/kubelet.service");
+  const impostor = await s.kubelet("system.slice/kubelet.service", [
+    "setpriv",
+    "--reuid=65534",
+    "--regid=65534",
+    "--clear-groups",
+  ]);
+  const status = s.follower({ kubeletCgroup: "auto" }).sync();
+  assert.equal(status.path, null);
+  assert.deepEqual(status.otherKubelets.map((k) => [k.pid, k.reason]), [
+    [impostor, "it runs as uid 65534, not as root"],
+  ]);
+});

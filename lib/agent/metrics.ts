@@ -26,6 +26,7 @@ export class Metrics {
   readonly watchRestarts: Counter;
   readonly attached: Gauge<"program">;
   readonly kubeletCgroupMismatch: Gauge;
+  readonly kubeletLookalikes: Gauge;
   readonly programReplacements: Counter<"program">;
 
   constructor(readCounters: () => ConnectCounters | undefined) {
@@ -93,6 +94,12 @@ export class Metrics {
     this.kubeletCgroupMismatch = new Gauge({
       name: "lace_kubelet_cgroup_mismatch",
       help: "1 when a kubelet process runs outside the cgroup the programs are attached to",
+      registers,
+    });
+    this.kubeletLookalikes = new Gauge({
+      name: "lace_kubelet_lookalikes",
+      help: "Kubelet-looking processes not followed (in a container or pod cgroup, another " +
+        "mount namespace, not root, or a second kubelet elsewhere)",
       registers,
     });
     this.programReplacements = new Counter({

@@ -1,11 +1,12 @@
 /**
  * Keeps Lace's programs attached to the cgroup that really holds the kubelet.
  * One `sync()` recomputes everything from the kernel and /proc: where the
- * kubelet cgroup is (configured path or, with "auto", the kubelet's own),
- * whether it exists, whether the pinned links are alive, on it and running
- * this agent's program (else re-attach, which swaps the program in place or
- * replaces dead links), whether the kubelet really runs
- * there, and who else shares it. Every change of cgroup (inotify on the
+ * kubelet cgroup is (configured path or, with "auto", the cgroup of the first
+ * kubelet it can trust, kept from then on), whether it exists, whether the
+ * pinned links are alive, on it and running this agent's program (else
+ * re-attach, which swaps the program in place or replaces dead links), whether
+ * the kubelet really runs there, who else shares it, and which other
+ * kubelet-looking processes exist (reported, never followed). Every change of cgroup (inotify on the
  * parent directory) and a short timer request the same sync, so a kubelet
  * restart that recreates its cgroup is followed within a second.
  * Other programs are never detached; Lace's own links are never detached here.
@@ -31,6 +32,7 @@ import {
   type KubeletProcess,
   type ProcessInfo,
 } from "./kubelet_finder.ts";
+import { type DistrustedKubelet, judgeKubelets } from "./kubelet_trust.ts";
 import {
   followerReadiness,
   type FollowerStatus,
@@ -105,7 +107,13 @@ export class CgroupFollower implements Disposable {
   #scanRequested = true;
   /** The extra-process check runs after each /proc scan and each attach. */
   #scanDue = true;
+  /** Every kubelet-looking process of the last /proc scan. */
   #kubelets: KubeletProcess[] = [];
+  /** Those of them that may be the kubelet, best first, and the others with their reasons. */
+  #trusted: KubeletProcess[] = [];
+  #distrusted: DistrustedKubelet[] = [];
+  /** With auto: the cgroup of the first trusted kubelet; never moved to another process. */
+  #autoPath: string | null = null;
   #mounts: MountPoint[] | undefined;
   #syncQueued = false;
   readonly #reporter: StatusReporter;
@@ -137,6 +145,7 @@ export class CgroupFollower implements Disposable {
       cgroupId: null,
       kubelet: null,
       mismatch: null,
+      otherKubelets: [],
       extraProcesses: [],
       lastError: "not synced yet",
     };
@@ -200,6 +209,7 @@ export class CgroupFollower implements Disposable {
         log.warn("Cannot scan /proc for the kubelet: {error}", { error: errorText(e) });
         this.#kubelets = [];
       }
+      ({ trusted: this.#trusted, distrusted: this.#distrusted } = judgeKubelets(this.#kubelets));
       this.#scanDue = true;
     }
     let mounts: MountPoint[] = [];
@@ -216,7 +226,9 @@ export class CgroupFollower implements Disposable {
       next.path = null;
       next.lastError = errorText(e);
     }
-    const kubelet = this.#kubelets[0];
+    const placed = this.#placeTrusted(mounts);
+    const kubelet = placed.find((k) => next.path !== null && isWithin(k.dir, next.path))?.k ??
+      this.#trusted[0];
     next.kubelet = kubelet
       ? { pid: kubelet.pid, comm: kubelet.comm, cgroup: kubelet.cgroup }
       : null;
@@ -230,11 +242,12 @@ export class CgroupFollower implements Disposable {
       this.#attachIfNeeded(next.path, next);
       this.#watch(nearestExisting(dirname(next.path), (d) => this.#o.cgroupId(d) !== null));
     }
-    next.mismatch = this.#mismatch(next.path, mounts);
+    next.mismatch = this.#mismatch(next.path, placed);
+    next.otherKubelets = this.#otherKubelets(next.path, placed, next.mismatch);
     if (this.#scanDue && next.path !== null && next.cgroupId !== null) {
       this.#scanDue = false;
       try {
-        next.extraProcesses = this.#o.extraProcesses(next.path, this.#kubelets.map((k) => k.pid));
+        next.extraProcesses = this.#o.extraProcesses(next.path, this.#trusted.map((k) => k.pid));
       } catch {
         next.extraProcesses = [];
       }
@@ -260,8 +273,13 @@ export class CgroupFollower implements Disposable {
     if (this.#o.kubeletCgroup !== "auto") {
       return mapConfiguredCgroup(this.#o.kubeletCgroup, mounts, this.#o.hostCgroupRoot);
     }
-    const k = this.#kubelets.find((k) => k.cgroup !== null);
-    return k ? mapProcessCgroup(k.cgroup!, mounts, this.#o.hostCgroupRoot) : null;
+    // Settle on the first trusted kubelet's cgroup: a kubelet-looking process that shows up
+    // later (while the kubelet restarts, say) is reported, never followed.
+    const k = this.#trusted[0];
+    if (this.#autoPath === null && k) {
+      this.#autoPath = mapProcessCgroup(k.cgroup!, mounts, this.#o.hostCgroupRoot);
+    }
+    return this.#autoPath;
   }
 
   #attachIfNeeded(path: string, next: FollowerStatus): void {
@@ -319,26 +337,57 @@ export class CgroupFollower implements Disposable {
     return `Cannot attach to kubelet cgroup "${path}": ${errorText(e)}`;
   }
 
-  #mismatch(path: string | null, mounts: MountPoint[]): KubeletMismatch | null {
-    if (this.#o.kubeletCgroup === "auto" || path === null || this.#kubelets.length === 0) {
-      return null;
-    }
-    const pathId = this.#o.cgroupId(path);
-    let first: KubeletMismatch | null = null;
-    for (const k of this.#kubelets) {
-      let dir: string;
+  /** The trusted kubelets with their cgroup directories on this machine's cgroup2 mount. */
+  #placeTrusted(mounts: MountPoint[]): { k: KubeletProcess; dir: string }[] {
+    return this.#trusted.map((k) => {
       try {
-        dir = k.cgroup === null ? "" : mapProcessCgroup(k.cgroup, mounts, this.#o.hostCgroupRoot);
+        return { k, dir: mapProcessCgroup(k.cgroup!, mounts, this.#o.hostCgroupRoot) };
       } catch {
-        dir = k.cgroup ?? "";
+        return { k, dir: k.cgroup ?? "" };
       }
-      // Programs on a cgroup apply to all cgroups below it.
-      if (dir && (isWithin(dir, path) || (pathId !== null && this.#o.cgroupId(dir) === pathId))) {
-        return null;
-      }
-      first ??= { kubeletPid: k.pid, kubeletComm: k.comm, kubeletCgroup: dir || "unknown" };
-    }
-    return first;
+    });
+  }
+
+  /**
+   * A trusted kubelet outside the cgroup the programs are on, when none runs inside it (in
+   * auto too: the kubelet moved after the follower settled). Distrusted processes never count:
+   * telling the operator to follow one would hand the hook to whoever named it.
+   */
+  #mismatch(
+    path: string | null,
+    placed: { k: KubeletProcess; dir: string }[],
+  ): KubeletMismatch | null {
+    if (path === null || placed.length === 0) return null;
+    const pathId = this.#o.cgroupId(path);
+    // Programs on a cgroup apply to all cgroups below it.
+    const inside = ({ dir }: { dir: string }) =>
+      dir !== "" && (isWithin(dir, path) || (pathId !== null && this.#o.cgroupId(dir) === pathId));
+    if (placed.some(inside)) return null;
+    const { k, dir } = placed[0];
+    return { kubeletPid: k.pid, kubeletComm: k.comm, kubeletCgroup: dir || "unknown" };
+  }
+
+  /**
+   * Kubelet-looking processes that are not followed: every distrusted one, and trusted ones
+   * outside the cgroup the programs are on (a second kubelet), except the one already
+   * reported as the mismatch.
+   */
+  #otherKubelets(
+    path: string | null,
+    placed: { k: KubeletProcess; dir: string }[],
+    mismatch: KubeletMismatch | null,
+  ): DistrustedKubelet[] {
+    const second = placed
+      .filter(({ k, dir }) =>
+        path !== null && !isWithin(dir, path) && k.pid !== mismatch?.kubeletPid
+      )
+      .map(({ k }) => ({
+        pid: k.pid,
+        comm: k.comm,
+        cgroup: k.cgroup,
+        reason: `a second kubelet outside the kubelet cgroup "${path}"`,
+      }));
+    return [...this.#distrusted, ...second].sort((a, b) => a.pid - b.pid);
   }
 
   #watch(dir: string | null): void {

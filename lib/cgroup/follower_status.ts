@@ -5,6 +5,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import type { ProcessInfo } from "./kubelet_finder.ts";
+import type { DistrustedKubelet } from "./kubelet_trust.ts";
 
 const log = getLogger(["lace", "cgroup"]);
 
@@ -31,8 +32,13 @@ export interface FollowerStatus {
   cgroupId: bigint | null;
   /** The kubelet process found in /proc, if any. */
   kubelet: { pid: number; comm: string; cgroup: string | null } | null;
-  /** A kubelet found outside the configured cgroup (never set with "auto"). */
+  /** A trusted kubelet found outside the cgroup the programs are on (with auto: the one it settled on). */
   mismatch: KubeletMismatch | null;
+  /**
+   * Kubelet-looking processes that are not followed: in a container or pod cgroup, in another
+   * mount namespace, not root, or a second kubelet elsewhere. Reported, never attached to.
+   */
+  otherKubelets: DistrustedKubelet[];
   /** Processes in the cgroup (or below) that are not the kubelet: they get tagged too. */
   extraProcesses: ProcessInfo[];
   /** Why it is not attached, or the last attach failure; null when fine. */
@@ -104,14 +110,27 @@ export class StatusReporter {
       (prev.mismatch?.kubeletPid !== m.kubeletPid ||
         prev.mismatch?.kubeletCgroup !== m.kubeletCgroup)
     ) {
+      const fix = next.configured === "auto"
+        ? "auto settled on that cgroup and never moves to another process: restart the agent " +
+          "to follow the kubelet, or set --kubelet-cgroup (Helm value node.kubeletCgroupPath)"
+        : "set --kubelet-cgroup (Helm value node.kubeletCgroupPath) to that cgroup, or to auto";
       const text = `The kubelet (pid ${m.kubeletPid}, ${m.kubeletComm}) runs in cgroup ` +
-        `"${m.kubeletCgroup}", not in the configured kubelet cgroup "${next.path}": probes to ` +
-        "pods in Lace networks will fail; set --kubelet-cgroup (Helm value " +
-        "node.kubeletCgroupPath) to that cgroup, or to auto";
+        `"${m.kubeletCgroup}", not in the kubelet cgroup "${next.path}" the programs are on: ` +
+        `probes to pods in Lace networks will fail; ${fix}`;
       log.error("Kubelet cgroup mismatch: {message}", { message: text, ...m });
       events?.emit("Warning", "KubeletCgroupMismatch", text);
     } else if (!m && prev.mismatch) {
       log.info("The kubelet now runs in the configured cgroup {cgroup}", { cgroup: next.path });
+    }
+    const otherKey = (s: FollowerStatus) => s.otherKubelets.map((k) => k.pid).join(",");
+    if (next.otherKubelets.length > 0 && otherKey(prev) !== otherKey(next)) {
+      const seen = new Set(prev.otherKubelets.map((k) => k.pid));
+      for (const k of next.otherKubelets.filter((k) => !seen.has(k.pid))) {
+        const text = `Process ${k.pid} (${k.comm}) looks like a kubelet but is not followed: ` +
+          `${k.reason}; the probe programs stay on "${next.path ?? "(no kubelet cgroup yet)"}"`;
+        log.warn("Kubelet lookalike: {message}", { message: text, pid: k.pid, cgroup: k.cgroup });
+        events?.emit("Warning", "KubeletLookalike", text);
+      }
     }
     const extraKey = (s: FollowerStatus) => s.extraProcesses.map((p) => p.pid).join(",");
     if (next.extraProcesses.length > 0 && extraKey(prev) !== extraKey(next)) {

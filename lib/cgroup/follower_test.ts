@@ -7,6 +7,7 @@ import {
   type FollowerOptions,
 } from "./follower.ts";
 import type { KubeletProcess, ProcessInfo } from "./kubelet_finder.ts";
+import { kubeletProcess } from "./_kubelet_process_fixture.ts";
 
 const MOUNTS = [{ mountPoint: "/sys/fs/cgroup", root: "/", fsType: "cgroup2" }];
 const KUBELET_DIR = "/sys/fs/cgroup/system.slice/kubelet.service";
@@ -77,9 +78,10 @@ class FakeNode implements CgroupAttacher {
   }
 }
 
-function kubelet(pid: number, cgroup: string): KubeletProcess {
-  return { pid, comm: "kubelet", kind: "kubelet", argv: ["kubelet"], cgroup };
-}
+const kubelet = kubeletProcess;
+
+const CONTAINER =
+  "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1.slice/cri-containerd-ab.scope";
 
 Deno.test("CgroupFollower attaches to the configured cgroup when it exists", () => {
   const node = new FakeNode();
@@ -267,4 +269,68 @@ Deno.test("CgroupFollower calls onChange only when the status changes", () => {
 Deno.test("CgroupFollower refuses a check interval above one second", () => {
   const node = new FakeNode();
   assert.throws(() => new CgroupFollower(node.options({ checkIntervalMs: 5000 })), RangeError);
+});
+
+Deno.test("CgroupFollower with auto never follows a kubelet in a container cgroup", () => {
+  const node = new FakeNode();
+  node.mkdir(`/sys/fs/cgroup${CONTAINER}`);
+  node.kubelets = [kubelet(66, CONTAINER)];
+  const events: string[] = [];
+  const follower = new CgroupFollower(node.options({
+    kubeletCgroup: "auto",
+    events: { emit: (type, reason, message) => events.push(`${type} ${reason}: ${message}`) },
+  }));
+  const s = follower.sync();
+  assert.equal(s.path, null);
+  assert.equal(s.attached, false);
+  assert.deepEqual(node.attaches, []);
+  assert.deepEqual(s.otherKubelets.map((k) => k.pid), [66]);
+  assert.match(s.otherKubelets[0].reason, /runs in a pod cgroup/);
+  const lookalike = events.filter((e) => e.startsWith("Warning KubeletLookalike"));
+  assert.equal(lookalike.length, 1);
+  assert.match(lookalike[0], /Process 66 \(kubelet\) looks like a kubelet but is not followed/);
+  follower.sync();
+  assert.equal(events.filter((e) => e.includes("KubeletLookalike")).length, 1, "reported once");
+});
+
+Deno.test("CgroupFollower with auto never follows a kubelet in another mount namespace", () => {
+  const node = new FakeNode();
+  node.mkdir("/sys/fs/cgroup/user.slice");
+  node.kubelets = [kubelet(67, "/user.slice", { hostMountNamespace: false })];
+  const s = new CgroupFollower(node.options({ kubeletCgroup: "auto" })).sync();
+  assert.equal(s.path, null);
+  assert.match(s.otherKubelets[0].reason, /mount namespace other than the host's/);
+});
+
+Deno.test("CgroupFollower with auto prefers the kubelet's unit to a kubelet elsewhere", () => {
+  const node = new FakeNode();
+  node.mkdir(KUBELET_DIR);
+  node.mkdir("/sys/fs/cgroup/user.slice");
+  node.kubelets = [kubelet(5, "/user.slice"), kubelet(900, "/system.slice/kubelet.service")];
+  const s = new CgroupFollower(node.options({ kubeletCgroup: "auto" })).sync();
+  assert.equal(s.path, KUBELET_DIR);
+  assert.equal(s.kubelet?.pid, 900);
+  assert.deepEqual(node.attaches, [KUBELET_DIR]);
+  assert.deepEqual(s.otherKubelets.map((k) => [k.pid, k.reason]), [
+    [5, `a second kubelet outside the kubelet cgroup "${KUBELET_DIR}"`],
+  ]);
+});
+
+Deno.test("CgroupFollower with auto stays on its kubelet's cgroup when another appears", () => {
+  const node = new FakeNode();
+  node.mkdir(KUBELET_DIR);
+  node.mkdir("/sys/fs/cgroup/user.slice");
+  node.kubelets = [kubelet(900, "/system.slice/kubelet.service")];
+  let clock = 0;
+  const follower = new CgroupFollower(node.options({ kubeletCgroup: "auto", now: () => clock }));
+  follower.sync();
+  // The kubelet stops; another root process outside any container names itself kubelet.
+  node.kubelets = [kubelet(77, "/user.slice")];
+  clock += 60_000;
+  const s = follower.sync();
+  assert.equal(s.path, KUBELET_DIR);
+  assert.deepEqual(node.attaches, [KUBELET_DIR]);
+  // Mismatch detection stays on in auto: the agent says so and is not ready.
+  assert.equal(s.mismatch?.kubeletPid, 77);
+  assert.equal(follower.readiness().ready, false);
 });

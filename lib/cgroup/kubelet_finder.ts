@@ -1,5 +1,7 @@
 /**
- * Finds the kubelet among the node's processes and the cgroup it runs in.
+ * Finds the kubelet-looking processes of the node and the facts that decide
+ * whether one may be trusted as the kubelet (kubelet_trust.ts): its cgroup,
+ * its user and whether it shares the host's mount namespace.
  * Kubelets come as a `kubelet` binary (kubeadm, RKE2's child, kind, Talos), or
  * inside another binary: k3s (`k3s server` / `k3s agent`) and MicroK8s'
  * `kubelite`. The /proc root is a parameter so tests use fixture trees.
@@ -19,6 +21,10 @@ export interface KubeletProcess {
   argv: string[];
   /** Its cgroup v2 path as /proc/PID/cgroup shows it (`0::` line), or null. */
   cgroup: string | null;
+  /** Its real uid when it equals the effective one, else the one that is not 0; null if unknown. */
+  uid: number | null;
+  /** Whether it shares the mount namespace of PID 1 (the host's); null when that is unknown. */
+  hostMountNamespace: boolean | null;
 }
 
 /** Any process, as listed from a cgroup. */
@@ -66,10 +72,46 @@ export function parseCmdline(raw: string): string[] {
   return parts;
 }
 
-/** Orders candidates: a real kubelet binary first, then k3s/kubelite, then by pid. */
-function rankKubelets(found: KubeletProcess[]): KubeletProcess[] {
-  const order: Record<KubeletKind, number> = { kubelet: 0, k3s: 1, kubelite: 1 };
-  return [...found].sort((a, b) => order[a.kind] - order[b.kind] || a.pid - b.pid);
+/**
+ * The uid a process runs as, from the `Uid:` line of /proc/PID/status (real, effective, saved,
+ * filesystem): 0 only when the real and effective ids are both 0, else the first that is not.
+ */
+export function parseStatusUid(text: string): number | null {
+  const line = /^Uid:\s+(\d+)\s+(\d+)/m.exec(text);
+  if (!line) return null;
+  const [real, effective] = [Number(line[1]), Number(line[2])];
+  return real !== 0 ? real : effective;
+}
+
+/** The mount ids (first field) of a /proc/PID/mountinfo text. */
+export function parseMountIds(text: string): Set<number> {
+  const ids = new Set<number>();
+  for (const line of text.split("\n")) {
+    const id = /^(\d+) /.exec(line);
+    if (id) ids.add(Number(id[1]));
+  }
+  return ids;
+}
+
+/** What tells one mount namespace from another, for one process. */
+export interface MountNamespaceView {
+  /** The /proc/PID/ns/mnt link ("mnt:[4026531841]"); null when not readable (no ptrace right). */
+  link: string | null;
+  /** The ids of the mounts it sees; null when not readable. */
+  mountIds: Set<number> | null;
+}
+
+/**
+ * Whether two processes share a mount namespace; null when it cannot be told. The ns links
+ * answer directly, but reading them needs ptrace rights the agent's container lacks. Mount ids
+ * are the fallback: a mount belongs to one namespace, and a new namespace gets copies with new
+ * ids, so two processes share a namespace exactly when they see a common mount id.
+ */
+export function sameMountNamespace(a: MountNamespaceView, b: MountNamespaceView): boolean | null {
+  if (a.link !== null && b.link !== null) return a.link === b.link;
+  if (a.mountIds === null || b.mountIds === null) return null;
+  for (const id of a.mountIds) if (b.mountIds.has(id)) return true;
+  return false;
 }
 
 function readOrNull(path: string): string | null {
@@ -95,27 +137,58 @@ function readProcessCgroup(pid: number, procRoot = "/proc"): string | null {
   return text === null ? null : parseProcCgroup(text);
 }
 
+function readLinkOrNull(path: string): string | null {
+  try {
+    return Deno.readLinkSync(path);
+  } catch {
+    // Gone, or no ptrace right to the process (the mount ids answer instead).
+    return null;
+  }
+}
+
+/** One process's mount namespace view (only kubelet candidates and PID 1 are read). */
+export function readMountNamespaceView(pid: number, procRoot = "/proc"): MountNamespaceView {
+  const text = readOrNull(`${procRoot}/${pid}/mountinfo`);
+  return {
+    link: readLinkOrNull(`${procRoot}/${pid}/ns/mnt`),
+    mountIds: text === null ? null : parseMountIds(text),
+  };
+}
+
 /** The comm (short name) of one process, or "?" when it is gone. */
 export function readComm(pid: number, procRoot = "/proc"): string {
   return readOrNull(`${procRoot}/${pid}/comm`)?.trim() ?? "?";
 }
 
 /**
- * Scans `procRoot` for processes that run the kubelet, best candidate first.
- * Kernel threads (empty cmdline) and processes that vanish mid-scan are skipped.
+ * Scans `procRoot` for processes that look like the kubelet, by pid, with the
+ * facts judgeKubelets() (kubelet_trust.ts) decides on; the host's mount
+ * namespace is PID 1's. Kernel threads (empty cmdline) and processes that
+ * vanish mid-scan are skipped.
  */
 export function findKubelets(procRoot = "/proc"): KubeletProcess[] {
   const found: KubeletProcess[] = [];
-  for (const pid of numericEntries(procRoot)) {
+  let host: MountNamespaceView | undefined;
+  for (const pid of numericEntries(procRoot).sort((a, b) => a - b)) {
     const comm = readOrNull(`${procRoot}/${pid}/comm`)?.trim();
     const raw = readOrNull(`${procRoot}/${pid}/cmdline`);
     if (comm === undefined || raw === null || raw === "") continue;
     const argv = parseCmdline(raw);
     const kind = classifyProcess(comm, argv);
     if (!kind) continue;
-    found.push({ pid, comm, kind, argv, cgroup: readProcessCgroup(pid, procRoot) });
+    host ??= readMountNamespaceView(1, procRoot);
+    const status = readOrNull(`${procRoot}/${pid}/status`);
+    found.push({
+      pid,
+      comm,
+      kind,
+      argv,
+      cgroup: readProcessCgroup(pid, procRoot),
+      uid: status === null ? null : parseStatusUid(status),
+      hostMountNamespace: sameMountNamespace(host, readMountNamespaceView(pid, procRoot)),
+    });
   }
-  return rankKubelets(found);
+  return found;
 }
 
 /**

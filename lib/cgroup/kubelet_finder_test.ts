@@ -5,20 +5,29 @@ import {
   findKubelets,
   listCgroupProcesses,
   parseCmdline,
+  parseMountIds,
   parseProcCgroup,
+  parseStatusUid,
+  sameMountNamespace,
 } from "./kubelet_finder.ts";
 
 interface FakeProcess {
   comm: string;
   argv: string[];
   cgroup?: string;
+  /** Real and effective uid (default 0). */
+  uid?: [number, number];
+  /** The ns/mnt link target; absent means unreadable (no ptrace right), like PID 1 here. */
+  mntLink?: string;
+  /** Mount ids its mountinfo lists (default the host's, 20 and 21). */
+  mountIds?: number[];
 }
 
 /** Writes a fixture /proc tree; kernel threads get an empty cmdline. */
 function fakeProc(procs: Record<number, FakeProcess>): string {
   const root = Deno.makeTempDirSync({ prefix: "lace-proc-" });
   for (const [pid, p] of Object.entries(procs)) {
-    Deno.mkdirSync(`${root}/${pid}`);
+    Deno.mkdirSync(`${root}/${pid}/ns`, { recursive: true });
     Deno.writeTextFileSync(`${root}/${pid}/comm`, p.comm + "\n");
     Deno.writeTextFileSync(
       `${root}/${pid}/cmdline`,
@@ -28,6 +37,17 @@ function fakeProc(procs: Record<number, FakeProcess>): string {
       `${root}/${pid}/cgroup`,
       p.cgroup === undefined ? "" : `4:memory:/x\n1:cpu:/\n0::${p.cgroup}\n`,
     );
+    const [real, effective] = p.uid ?? [0, 0];
+    Deno.writeTextFileSync(
+      `${root}/${pid}/status`,
+      `Name:\t${p.comm}\nUid:\t${real}\t${effective}\t${effective}\t${effective}\nGid:\t0\t0\t0\t0\n`,
+    );
+    Deno.writeTextFileSync(
+      `${root}/${pid}/mountinfo`,
+      (p.mountIds ?? [20, 21]).map((id) => `${id} 1 0:21 / /m${id} rw - tmpfs tmpfs rw\n`)
+        .join(""),
+    );
+    if (p.mntLink) Deno.symlinkSync(p.mntLink, `${root}/${pid}/ns/mnt`);
   }
   Deno.writeTextFileSync(`${root}/meminfo`, "not a process\n");
   return root;
@@ -83,17 +103,49 @@ Deno.test("findKubelets() finds the kubelet and its cgroup in a /proc tree", () 
   }
 });
 
-Deno.test("findKubelets() ranks a kubelet binary before k3s and ignores RKE2's supervisor", () => {
+Deno.test("findKubelets() lists k3s and the kubelet binary but not RKE2's supervisor", () => {
   const root = fakeProc({
     100: { comm: "rke2", argv: ["/usr/local/bin/rke2", "server"], cgroup: "/system.slice/r" },
     90: { comm: "k3s-server", argv: ["/usr/local/bin/k3s", "server"], cgroup: "/k3s" },
     150: { comm: "kubelet", argv: ["kubelet", "--v=2"], cgroup: "/system.slice/r" },
   });
   try {
-    assert.deepEqual(findKubelets(root).map((k) => [k.pid, k.kind]), [[150, "kubelet"], [
-      90,
-      "k3s",
+    assert.deepEqual(findKubelets(root).map((k) => [k.pid, k.kind]), [[90, "k3s"], [
+      150,
+      "kubelet",
     ]]);
+  } finally {
+    Deno.removeSync(root, { recursive: true });
+  }
+});
+
+Deno.test("findKubelets() reads each candidate's uid and whether it shares PID 1's mounts", () => {
+  const root = fakeProc({
+    1: { comm: "systemd", argv: ["/sbin/init"], cgroup: "/init.scope" },
+    10: { comm: "kubelet", argv: ["kubelet"], cgroup: "/system.slice/kubelet.service" },
+    11: { comm: "kubelet", argv: ["kubelet"], cgroup: "/user.slice", mountIds: [300, 301] },
+    12: { comm: "kubelet", argv: ["kubelet"], cgroup: "/user.slice", uid: [1000, 1000] },
+    13: { comm: "kubelet", argv: ["kubelet"], cgroup: "/user.slice", uid: [0, 1000] },
+  });
+  try {
+    assert.deepEqual(
+      findKubelets(root).map((k) => [k.pid, k.uid, k.hostMountNamespace]),
+      [[10, 0, true], [11, 0, false], [12, 1000, true], [13, 1000, true]],
+    );
+  } finally {
+    Deno.removeSync(root, { recursive: true });
+  }
+});
+
+Deno.test("findKubelets() compares namespace links when both can be read", () => {
+  const root = fakeProc({
+    1: { comm: "systemd", argv: ["/sbin/init"], mntLink: "mnt:[4026531841]" },
+    // The same mount ids as the host, yet another namespace: the links decide.
+    10: { comm: "kubelet", argv: ["kubelet"], cgroup: "/k", mntLink: "mnt:[4026532200]" },
+    11: { comm: "kubelet", argv: ["kubelet"], cgroup: "/k", mntLink: "mnt:[4026531841]" },
+  });
+  try {
+    assert.deepEqual(findKubelets(root).map((k) => k.hostMountNamespace), [false, true]);
   } finally {
     Deno.removeSync(root, { recursive: true });
   }
@@ -131,4 +183,24 @@ Deno.test("extraProcesses() lists the non-kubelet processes of a cgroup and its 
     Deno.removeSync(proc, { recursive: true });
     Deno.removeSync(cg, { recursive: true });
   }
+});
+
+Deno.test("parseStatusUid() is 0 only when the real and effective uids are both 0", () => {
+  assert.equal(parseStatusUid("Name:\tk\nUid:\t0\t0\t0\t0\n"), 0);
+  assert.equal(parseStatusUid("Uid:\t1000\t0\t0\t0\n"), 1000);
+  assert.equal(parseStatusUid("Uid:\t0\t65534\t0\t0\n"), 65534);
+  assert.equal(parseStatusUid("Name:\tk\n"), null);
+});
+
+Deno.test("sameMountNamespace() prefers links and falls back to shared mount ids", () => {
+  const ids = (text: string) => parseMountIds(text);
+  const host = { link: null, mountIds: ids("22 27 0:21 / /proc rw - proc proc rw\n48 1 x\n") };
+  assert.deepEqual([...host.mountIds], [22, 48]);
+  assert.equal(sameMountNamespace(host, { link: null, mountIds: new Set([48, 49]) }), true);
+  assert.equal(sameMountNamespace(host, { link: null, mountIds: new Set([60]) }), false);
+  assert.equal(sameMountNamespace(host, { link: "mnt:[1]", mountIds: null }), null);
+  assert.equal(
+    sameMountNamespace({ link: "mnt:[1]", mountIds: null }, { link: "mnt:[2]", mountIds: null }),
+    false,
+  );
 });

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { isWithin } from "../cgroup/path.ts";
 import type { TargetView } from "../agent/http_server.ts";
 import type { ProcessInfo } from "../cgroup/kubelet_finder.ts";
+import type { DistrustedKubelet } from "../cgroup/kubelet_trust.ts";
 import { ABI_VERSION } from "../datapath/probe_map.ts";
 
 export interface Check {
@@ -44,7 +45,10 @@ export interface NodeSnapshot {
     error: string | null;
     id: bigint | null;
   };
+  /** The kubelet processes that may be trusted as the kubelet (kubelet_trust.ts), best first. */
   kubelets: { pid: number; comm: string; cgroupDir: string }[];
+  /** Kubelet-looking processes that may not, with why. */
+  otherKubelets: DistrustedKubelet[];
   extraProcesses: ProcessInfo[];
   agent: {
     addr: string;
@@ -124,6 +128,18 @@ export function evaluate(s: NodeSnapshot): Check[] {
         "or to auto; `systemctl status kubelet` shows it as CGroup",
   ));
   checks.push(kubeletProcessCheck(s));
+  if (s.otherKubelets.length > 0) {
+    checks.push(check(
+      "kubelet-lookalikes",
+      false,
+      "processes that look like a kubelet but are not trusted as one (the agent never follows " +
+        "them): " + s.otherKubelets.map((k) => `${k.pid} (${k.comm}): ${k.reason}`).join("; "),
+      "find out who started them: a process named kubelet in a pod or container is someone " +
+        "trying to take the probe programs; the real kubelet runs as root in the host's mount " +
+        "namespace, outside any container",
+      "warning",
+    ));
+  }
   if (s.extraProcesses.length > 0) {
     checks.push(check(
       "kubelet-cgroup-shared",
@@ -223,7 +239,8 @@ function kubeletProcessCheck(s: NodeSnapshot): Check {
     return check(
       "kubelet-process",
       false,
-      "no kubelet process found in /proc (looked for kubelet, k3s server/agent, kubelite)",
+      "no kubelet process found in /proc (looked for kubelet, k3s server/agent, kubelite, " +
+        "running as root in the host's mount namespace outside containers)",
       "start the kubelet; in a container, run with hostPID so /proc shows the host's processes",
     );
   }

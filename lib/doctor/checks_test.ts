@@ -24,6 +24,7 @@ function healthy(): NodeSnapshot {
     cgroup2Mounts: ["/sys/fs/cgroup"],
     kubeletCgroup: { configured: K, path: K, error: null, id: 77n },
     kubelets: [{ pid: 10, comm: "kubelet", cgroupDir: K }],
+    otherKubelets: [],
     extraProcesses: [],
     agent: {
       addr: "127.0.0.1:9808",
@@ -182,4 +183,19 @@ Deno.test("evaluate() warns when the map and the agent disagree or nothing is ta
   assert.match(byName(checks, "probe-targets").message, /3 probe targets in the map, 1 known/);
   assert.equal(byName(checks, "probe-targets").severity, "warning");
   assert.equal(byName(checks, "tagged-connects").ok, false);
+});
+
+Deno.test("evaluate() warns about kubelet lookalikes with the reason each is not trusted", () => {
+  const s = healthy();
+  s.otherKubelets = [{
+    pid: 66,
+    comm: "kubelet",
+    cgroup: "/kubepods/besteffort/pod1/abc",
+    reason: 'it runs in a pod cgroup "/kubepods/besteffort/pod1/abc"',
+  }];
+  const checks = evaluate(s);
+  const c = byName(checks, "kubelet-lookalikes");
+  assert.equal(c.severity, "warning");
+  assert.match(c.message, /66 \(kubelet\): it runs in a pod cgroup/);
+  assert.equal(byName(checks, "kubelet-process").ok, true, "the real kubelet still passes");
 });

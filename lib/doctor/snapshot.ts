@@ -18,6 +18,7 @@ import { statCgroupId } from "../cgroup/watch.ts";
 import type { LinkSnapshot, NodeSnapshot } from "./checks.ts";
 import type { TargetView } from "../agent/http_server.ts";
 import { extraProcesses, findKubelets } from "../cgroup/kubelet_finder.ts";
+import { judgeKubelets } from "../cgroup/kubelet_trust.ts";
 import { bpffsMountPoints, type Mount, mountOf, readMountInfo } from "../mountinfo.ts";
 
 export interface DoctorOptions {
@@ -86,6 +87,7 @@ export async function gatherSnapshot(o: DoctorOptions): Promise<NodeSnapshot> {
       id: kubelet.id,
     },
     kubelets: kubelet.kubelets,
+    otherKubelets: kubelet.otherKubelets,
     extraProcesses: kubelet.id === null || kubelet.path === null ? [] : extraProcesses(
       kubelet.path,
       { procRoot: o.procRoot, exclude: kubelet.kubelets.map((k) => k.pid) },
@@ -136,14 +138,18 @@ async function agentState(addr: string, timeoutMs: number): Promise<NodeSnapshot
   return state;
 }
 
-/** Resolves the kubelet cgroup like the follower does: configured path or the kubelet's own. */
+/**
+ * Resolves the kubelet cgroup like the follower does: configured path or the cgroup of the
+ * kubelet it would trust; the kubelet-looking processes it would not trust come apart.
+ */
 export function resolveKubeletCgroup(
   configured: string,
   hostRoot: string,
   mounts: Mount[],
   procRoot?: string,
-): NodeSnapshot["kubeletCgroup"] & { kubelets: NodeSnapshot["kubelets"] } {
-  const kubelets = findKubelets(procRoot).flatMap((k) => {
+): NodeSnapshot["kubeletCgroup"] & Pick<NodeSnapshot, "kubelets" | "otherKubelets"> {
+  const { trusted, distrusted } = judgeKubelets(findKubelets(procRoot));
+  const kubelets = trusted.flatMap((k) => {
     if (k.cgroup === null) return [];
     try {
       return [{
@@ -160,7 +166,7 @@ export function resolveKubeletCgroup(
   try {
     if (configured === "auto") {
       path = kubelets[0]?.cgroupDir ?? null;
-      if (path === null) error = "no kubelet process found to take the cgroup from (auto)";
+      if (path === null) error = "no trusted kubelet process found to take the cgroup from (auto)";
     } else {
       path = mapConfiguredCgroup(configured, mounts, hostRoot);
     }
@@ -172,7 +178,7 @@ export function resolveKubeletCgroup(
     id = statCgroupId(path);
     if (id === null && !exists(path)) error = `kubelet cgroup "${path}" does not exist`;
   }
-  return { configured, path, error, id, kubelets };
+  return { configured, path, error, id, kubelets, otherKubelets: distrusted };
 }
 
 /** The filesystem type at a path, looking at its nearest existing parent. */

@@ -28,6 +28,8 @@ export class CgroupTree implements AsyncDisposable {
     const root = join(mount, `lace-cgtest-${randomSuffix()}`);
     Deno.mkdirSync(root);
     const bin = Deno.makeTempDirSync({ prefix: "lace-fake-kubelet-" });
+    // Searchable by everyone: a fake kubelet may run as another user.
+    Deno.chmodSync(bin, 0o755);
     Deno.symlinkSync("/bin/sleep", join(bin, "kubelet"));
     return new CgroupTree(mount, root, bin);
   }
@@ -67,9 +69,12 @@ export class CgroupTree implements AsyncDisposable {
     return child.pid;
   }
 
-  /** Starts a fake kubelet in the cgroup `rel`; returns its pid. */
-  fakeKubelet(rel: string): Promise<number> {
-    return this.spawn(rel, [join(this.#bin, "kubelet"), "600"], "kubelet");
+  /**
+   * Starts a fake kubelet in the cgroup `rel`; returns its pid. `wrapper` runs first and execs
+   * it, e.g. `["unshare", "-m"]` for another mount namespace or `setpriv` for another user.
+   */
+  fakeKubelet(rel: string, wrapper: string[] = []): Promise<number> {
+    return this.spawn(rel, [...wrapper, join(this.#bin, "kubelet"), "600"], "kubelet");
   }
 
   /** Kills one process started here and waits for it. */
