@@ -193,6 +193,20 @@ privileged("doctor reports a kubelet that runs outside the configured cgroup", a
   );
 });
 
+privileged(
+  "doctor names a k3s server in the kubelet cgroup as an API server whose proxying is tagged",
+  async () => {
+    await using h = await Healthy.create();
+    const server = await h.tree.fakeProcess("kubelet.service", "k3s-server");
+    const { code, json } = await h.check();
+    const c = named(json, "api-server-in-kubelet-cgroup");
+    assert.equal(c.severity, "warning");
+    assert.match(c.message, new RegExp(`${server} \\(k3s-server: k3s server`));
+    assert.match(c.fix, /chain the lace CNI plugin/);
+    assert.equal(code, 0, "a warning, not an error");
+  },
+);
+
 privileged("doctor reports a configured kubelet cgroup that does not exist", async () => {
   await using h = await Healthy.create();
   const { code, json } = await h.check(["--kubelet-cgroup", h.tree.path("nope.service")]);

@@ -55,6 +55,28 @@ export function classifyProcess(comm: string, argv: readonly string[]): KubeletK
 }
 
 /**
+ * Says which Kubernetes API server a process is, from its comm and argv, or
+ * null. k3s servers and MicroK8s' kubelite run the API server in the same
+ * process as the kubelet; kubeadm and RKE2 run `kube-apiserver` (as a static
+ * pod, normally outside the kubelet's cgroup).
+ */
+export function describeApiServer(comm: string, argv: readonly string[]): string | null {
+  const args = argv.length === 1 && argv[0].includes(" ") ? argv[0].split(/\s+/) : [...argv];
+  const exe = args.length > 0 ? basename(args[0]) : "";
+  if (comm === "kube-apiserver" || exe === "kube-apiserver") return "kube-apiserver";
+  if (exe === "hyperkube" && ["apiserver", "kube-apiserver"].includes(args[1])) {
+    return "kube-apiserver";
+  }
+  if (comm === "k3s-server" || (exe === "k3s" && args[1] === "server")) {
+    return "k3s server, which runs the API server in the kubelet's process";
+  }
+  if (comm === "kubelite" || exe === "kubelite") {
+    return "MicroK8s kubelite, which runs the API server in the kubelet's process";
+  }
+  return null;
+}
+
+/**
  * The cgroup v2 path of a /proc/PID/cgroup text: the `0::` line. Hybrid hosts
  * list v1 hierarchies too; they are ignored. Null when there is no v2 line.
  */
@@ -219,6 +241,24 @@ export function listCgroupProcesses(
   };
   walk(dir);
   return out;
+}
+
+/** A process of a cgroup tree that serves the Kubernetes API (see describeApiServer()). */
+export interface ApiServerProcess extends ProcessInfo {
+  what: string;
+}
+
+/**
+ * The processes of a cgroup tree that serve the Kubernetes API, the kubelet
+ * itself included when it embeds one (k3s server, kubelite): their
+ * connections to probe targets are tagged like the kubelet's.
+ */
+export function apiServerProcesses(dir: string, procRoot = "/proc"): ApiServerProcess[] {
+  return listCgroupProcesses(dir, { procRoot }).flatMap((p) => {
+    const raw = readOrNull(`${procRoot}/${p.pid}/cmdline`);
+    const what = raw === null ? null : describeApiServer(p.comm, parseCmdline(raw));
+    return what === null ? [] : [{ ...p, what }];
+  });
 }
 
 /**

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import {
+  apiServerProcesses,
   classifyProcess,
+  describeApiServer,
   extraProcesses,
   findKubelets,
   listCgroupProcesses,
@@ -203,4 +205,30 @@ Deno.test("sameMountNamespace() prefers links and falls back to shared mount ids
     sameMountNamespace({ link: "mnt:[1]", mountIds: null }, { link: "mnt:[2]", mountIds: null }),
     false,
   );
+});
+
+Deno.test("describeApiServer() names kube-apiserver and the binaries that embed it", () => {
+  assert.equal(describeApiServer("kube-apiserver", ["kube-apiserver", "--v=2"]), "kube-apiserver");
+  assert.match(describeApiServer("k3s-server", ["/usr/local/bin/k3s", "server"]) ?? "", /^k3s/);
+  assert.match(describeApiServer("kubelite", ["/snap/microk8s/1/kubelite"]) ?? "", /MicroK8s/);
+  assert.equal(describeApiServer("k3s-agent", ["/usr/local/bin/k3s", "agent"]), null);
+  assert.equal(describeApiServer("kubelet", ["/usr/bin/kubelet"]), null);
+  assert.equal(describeApiServer("containerd", ["containerd"]), null);
+});
+
+Deno.test("apiServerProcesses() lists the API servers of a cgroup tree, the kubelet's own too", () => {
+  const proc = fakeProc({
+    10: { comm: "k3s-server", argv: ["k3s", "server"], cgroup: "/k3s.service" },
+    11: { comm: "containerd", argv: ["containerd"], cgroup: "/k3s.service" },
+  });
+  const cg = Deno.makeTempDirSync({ prefix: "lace-cg-" });
+  try {
+    Deno.writeTextFileSync(`${cg}/cgroup.procs`, "10\n11\n");
+    assert.deepEqual(apiServerProcesses(cg, proc).map((p) => [p.pid, p.comm]), [
+      [10, "k3s-server"],
+    ]);
+  } finally {
+    Deno.removeSync(proc, { recursive: true });
+    Deno.removeSync(cg, { recursive: true });
+  }
 });

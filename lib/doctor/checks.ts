@@ -6,7 +6,7 @@
 import { join } from "node:path";
 import { isWithin } from "../cgroup/path.ts";
 import type { TargetView } from "../agent/http_server.ts";
-import type { ProcessInfo } from "../cgroup/kubelet_finder.ts";
+import type { ApiServerProcess, ProcessInfo } from "../cgroup/kubelet_finder.ts";
 import type { DistrustedKubelet } from "../cgroup/kubelet_trust.ts";
 import { ABI_VERSION } from "../datapath/probe_map.ts";
 
@@ -50,6 +50,8 @@ export interface NodeSnapshot {
   /** Kubelet-looking processes that may not, with why. */
   otherKubelets: DistrustedKubelet[];
   extraProcesses: ProcessInfo[];
+  /** Processes in the kubelet cgroup that serve the Kubernetes API (k3s server, kubelite …). */
+  apiServers: ApiServerProcess[];
   agent: {
     addr: string;
     healthz: number | null;
@@ -151,6 +153,7 @@ export function evaluate(s: NodeSnapshot): Check[] {
       "warning",
     ));
   }
+  if (s.apiServers.length > 0) checks.push(apiServerSharedCheck(s));
   checks.push(...agentChecks(s));
   return checks;
 }
@@ -262,6 +265,27 @@ function kubeletProcessCheck(s: NodeSnapshot): Check {
     `${where}, not in the kubelet cgroup "${path ?? s.kubeletCgroup.configured}": ` +
       "its probes are not tagged",
     `set --kubelet-cgroup ${k.cgroupDir} (Helm value node.kubeletCgroupPath), or auto`,
+  );
+}
+
+/**
+ * The API server in the kubelet's cgroup (k3s servers, MicroK8s): its proxy connections to pods
+ * (pods/proxy, services/proxy) are tagged into the target's network too. Not an error, since the
+ * distribution decides it, but the operator must know which settings keep tenants from it.
+ */
+function apiServerSharedCheck(s: NodeSnapshot): Check {
+  return check(
+    "api-server-in-kubelet-cgroup",
+    false,
+    `the Kubernetes API server runs in the kubelet cgroup "${s.kubeletCgroup.path}": ` +
+      s.apiServers.map((p) => `${p.pid} (${p.comm}: ${p.what})`).join(", ") +
+      "; its connections to probe targets (pods/proxy, services/proxy) are tagged into the " +
+      "target's network like the kubelet's probes",
+    'keep tenants from steering it (docs/deploy.md, "The API server in the kubelet\'s cgroup"): ' +
+      "chain the lace CNI plugin, keep the admission policy on, do not let tenants write " +
+      "Endpoints or EndpointSlices; or keep tenant pods off this node, or deny tenants " +
+      "pods/proxy and services/proxy",
+    "warning",
   );
 }
 

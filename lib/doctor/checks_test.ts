@@ -25,6 +25,7 @@ function healthy(): NodeSnapshot {
     kubeletCgroup: { configured: K, path: K, error: null, id: 77n },
     kubelets: [{ pid: 10, comm: "kubelet", cgroupDir: K }],
     otherKubelets: [],
+    apiServers: [],
     extraProcesses: [],
     agent: {
       addr: "127.0.0.1:9808",
@@ -198,4 +199,21 @@ Deno.test("evaluate() warns about kubelet lookalikes with the reason each is not
   assert.equal(c.severity, "warning");
   assert.match(c.message, /66 \(kubelet\): it runs in a pod cgroup/);
   assert.equal(byName(checks, "kubelet-process").ok, true, "the real kubelet still passes");
+});
+
+Deno.test("evaluate() names the API server processes that share the kubelet cgroup", () => {
+  const s = healthy();
+  s.apiServers = [{
+    pid: 812,
+    comm: "k3s-server",
+    cgroupDir: K,
+    what: "k3s server, which runs the API server in the kubelet's process",
+  }];
+  const c = byName(evaluate(s), "api-server-in-kubelet-cgroup");
+  assert.equal(c.ok, false);
+  assert.equal(c.severity, "warning");
+  assert.match(c.message, /812 \(k3s-server: k3s server, which runs the API server/);
+  assert.match(c.message, /pods\/proxy, services\/proxy/);
+  assert.match(c.fix, /chain the lace CNI plugin, keep the admission policy on/);
+  assert.equal(evaluate(healthy()).some((x) => x.name === "api-server-in-kubelet-cgroup"), false);
 });

@@ -17,7 +17,7 @@ import {
 import { statCgroupId } from "../cgroup/watch.ts";
 import type { LinkSnapshot, NodeSnapshot } from "./checks.ts";
 import type { TargetView } from "../agent/http_server.ts";
-import { extraProcesses, findKubelets } from "../cgroup/kubelet_finder.ts";
+import { apiServerProcesses, extraProcesses, findKubelets } from "../cgroup/kubelet_finder.ts";
 import { judgeKubelets } from "../cgroup/kubelet_trust.ts";
 import { bpffsMountPoints, type Mount, mountOf, readMountInfo } from "../mountinfo.ts";
 
@@ -88,6 +88,9 @@ export async function gatherSnapshot(o: DoctorOptions): Promise<NodeSnapshot> {
     },
     kubelets: kubelet.kubelets,
     otherKubelets: kubelet.otherKubelets,
+    apiServers: kubelet.id === null || kubelet.path === null
+      ? []
+      : apiServerProcesses(kubelet.path, o.procRoot),
     extraProcesses: kubelet.id === null || kubelet.path === null ? [] : extraProcesses(
       kubelet.path,
       { procRoot: o.procRoot, exclude: kubelet.kubelets.map((k) => k.pid) },

@@ -30,7 +30,6 @@ export class CgroupTree implements AsyncDisposable {
     const bin = Deno.makeTempDirSync({ prefix: "lace-fake-kubelet-" });
     // Searchable by everyone: a fake kubelet may run as another user.
     Deno.chmodSync(bin, 0o755);
-    Deno.symlinkSync("/bin/sleep", join(bin, "kubelet"));
     return new CgroupTree(mount, root, bin);
   }
 
@@ -74,7 +73,18 @@ export class CgroupTree implements AsyncDisposable {
    * it, e.g. `["unshare", "-m"]` for another mount namespace or `setpriv` for another user.
    */
   fakeKubelet(rel: string, wrapper: string[] = []): Promise<number> {
-    return this.spawn(rel, [...wrapper, join(this.#bin, "kubelet"), "600"], "kubelet");
+    return this.fakeProcess(rel, "kubelet", wrapper);
+  }
+
+  /** Starts a process named `name` (comm and argv[0]; it sleeps) in the cgroup `rel`. */
+  fakeProcess(rel: string, name: string, wrapper: string[] = []): Promise<number> {
+    const path = join(this.#bin, name);
+    try {
+      Deno.symlinkSync("/bin/sleep", path);
+    } catch (e) {
+      if (!(e instanceof Deno.errors.AlreadyExists)) throw e;
+    }
+    return this.spawn(rel, [...wrapper, path, "600"], name.slice(0, 15));
   }
 
   /** Kills one process started here and waits for it. */

@@ -1,13 +1,15 @@
 /**
- * The chart's network-annotation policy on the real API server, played by a hostile tenant: a
- * ServiceAccount bound to the ordinary `edit` ClusterRole in its own namespace cannot set the
- * network annotations on a new pod, nor add, change or remove them later; the configured writer
- * (the network plugin's ServiceAccount) can; other annotations, pods without them and the probe
- * host rule behave as before.
+ * A hostile tenant on the real API server: a ServiceAccount bound to the ordinary `edit`
+ * ClusterRole in its own namespace cannot set the network annotations on a new pod (the chart's
+ * policy), nor add, change or remove them later; the configured writer (the network plugin's
+ * ServiceAccount) can; other annotations, pods without them and the probe host rule behave as
+ * before. Nor can the tenant write Endpoints, which would aim the API server's proxy at any
+ * address (it matters where the API server shares the kubelet's cgroup: docs/deploy.md).
  */
 import assert from "node:assert/strict";
 import {
   ApiException,
+  AuthorizationV1Api,
   CoreV1Api,
   PatchStrategy,
   RbacAuthorizationV1Api,
@@ -263,5 +265,52 @@ Deno.test({
     const result = await verdict(create(tenant, body, "All"));
     assert.equal(result.code, 403);
     assert.match(result.message, /must not set host/);
+  });
+});
+
+Deno.test({
+  name: "a tenant with edit cannot aim the API server's proxy at an address of its choosing",
+  ignore: unavailable !== undefined,
+  sanitizeOps: false,
+  sanitizeResources: false,
+}, async (t) => {
+  await using cp = await startControlPlane();
+  const rbac = cp.adminConfig().makeApiClient(RbacAuthorizationV1Api);
+  await cp.createNamespace(TENANT_NS);
+  await aggregateClusterRole(rbac, "edit");
+  const tenant = await account(cp, { namespace: TENANT_NS, name: "tenant", role: "edit" }, {
+    bindIn: TENANT_NS,
+  });
+  const authz = cp.adminConfig().makeApiClient(AuthorizationV1Api);
+  const may = async (verb: string, resource: string, group = "", subresource?: string) =>
+    (await authz.createSubjectAccessReview({
+      body: {
+        spec: {
+          user: `system:serviceaccount:${TENANT_NS}:tenant`,
+          groups: ["system:serviceaccounts", `system:serviceaccounts:${TENANT_NS}`],
+          resourceAttributes: { verb, resource, group, subresource, namespace: TENANT_NS },
+        },
+      },
+    })).status?.allowed === true;
+  // RBAC reaches the authorizer through an informer: wait until the binding applies.
+  await waitFor(() => may("create", "pods"), { timeout: 10_000, message: "the edit binding" });
+
+  await t.step("it may proxy to its own pods and services (edit grants that)", async () => {
+    assert.equal(await may("get", "pods", "", "proxy"), true);
+    assert.equal(await may("get", "services", "", "proxy"), true);
+  });
+
+  await t.step("it cannot write Endpoints or EndpointSlices", async () => {
+    assert.equal(await may("create", "endpoints"), false);
+    assert.equal(await may("update", "endpoints"), false);
+    assert.equal(await may("create", "endpointslices", "discovery.k8s.io"), false);
+    const result = await verdict(tenant.createNamespacedEndpoints({
+      namespace: TENANT_NS,
+      body: {
+        metadata: { name: "aim" },
+        subsets: [{ addresses: [{ ip: "10.244.1.10" }], ports: [{ port: 8080 }] }],
+      },
+    }));
+    assert.equal(result.code, 403, result.message);
   });
 });
