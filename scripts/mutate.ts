@@ -56,8 +56,26 @@ async function git(...args: string[]): Promise<string> {
   return new TextDecoder().decode(out.stdout).trim();
 }
 
+/**
+ * Stryker's form of a `file#function` entry: the lines of that top-level
+ * function (from `export function name(` to the next line that is `}`), so a
+ * module can be one function of a larger file and still follow its edits.
+ */
+async function mutateRange(entry: string): Promise<string> {
+  const [file, fn] = entry.split("#");
+  if (fn === undefined) return entry;
+  const lines = (await Deno.readTextFile(`${root}/${file}`)).split("\n");
+  const start = lines.findIndex((l) =>
+    new RegExp(`^(export )?(async )?function ${fn}[<(]`).test(l)
+  );
+  const end = lines.findIndex((l, i) => i > start && l === "}");
+  if (start < 0 || end < 0) throw new Error(`No top-level function ${fn} in ${file}`);
+  return `${file}:${start + 1}-${end + 1}`;
+}
+
 function strykerConfig(
   m: MutationModule,
+  mutate: string[],
   concurrency: number,
 ): Record<string, unknown> {
   return {
@@ -65,7 +83,7 @@ function strykerConfig(
     commandRunner: {
       command: `deno test --no-check -A --no-prompt --fail-fast ${m.tests.join(" ")}`,
     },
-    mutate: m.mutate,
+    mutate,
     // The command runner cannot tell which test covers which mutant.
     coverageAnalysis: "off",
     concurrency,
@@ -89,14 +107,20 @@ function strykerConfig(
   };
 }
 
+/** The files of `file#function` entries. */
+function files(entries: string[]): string[] {
+  return entries.map((e) => e.split("#")[0]);
+}
+
 async function mutateModule(
   m: MutationModule,
   concurrency: number,
 ): Promise<void> {
   const configPath = `${reportDir}/${m.name}.config.json`;
+  const mutate = await Promise.all(m.mutate.map(mutateRange));
   await Deno.writeTextFile(
     configPath,
-    JSON.stringify(strykerConfig(m, concurrency), null, 2),
+    JSON.stringify(strykerConfig(m, mutate, concurrency), null, 2),
   );
   const started = Date.now();
   await run([
@@ -110,7 +134,13 @@ async function mutateModule(
   ], root);
   const meta = {
     commit: await git("rev-parse", "--short", "HEAD"),
-    dirty: (await git("status", "--porcelain", "--", ...m.mutate, ...m.tests)) !==
+    dirty: (await git(
+      "status",
+      "--porcelain",
+      "--",
+      ...m.mutate.map((e) => e.split("#")[0]),
+      ...m.tests,
+    )) !==
       "",
     date: new Date().toISOString().slice(0, 16).replace("T", " ") + " UTC",
     seconds: Math.round((Date.now() - started) / 1000),

@@ -162,9 +162,9 @@ export function summaryMarkdown(results: ModuleResult[]): string {
   for (const r of results) {
     const explained = r.survivors.filter((s) => s.why).length;
     out.push(
-      `| ${r.module.name} | ${r.module.mutate.map((f) => f.replace(/^lib\//, "")).join(", ")} | ${
-        r.score.toFixed(1)
-      } % | ${r.counts.killed} | ${r.counts.timeout} | ${
+      `| ${r.module.name} | ${
+        r.module.mutate.map((f) => f.replace(/^lib\//, "").replace("#", " ")).join(", ")
+      } | ${r.score.toFixed(1)} % | ${r.counts.killed} | ${r.counts.timeout} | ${
         r.counts.survived + r.counts.noCoverage
       } | ${explained} | ${
         r.survivors.length - explained
