@@ -88,6 +88,8 @@ Deno.test("an IPv4-mapped IPv6 address is keyed as its IPv4 address", () => {
 
 Deno.test("parseAddress() drops an IPv6 zone and rejects garbage", () => {
   assert.deepEqual(canonicalAddress("fe80::1%eth0"), { family: "ipv6", address: "fe80::1" });
+  // The zone after an embedded IPv4 tail, where a number parser would not stop at "%".
+  assert.equal(canonicalAddress("64:ff9b::10.0.0.1%eth0").address, "64:ff9b::a00:1");
   assert.throws(
     () => parseAddress("10.0.0.256"),
     new TypeError(`Invalid IP address: "10.0.0.256"`),
