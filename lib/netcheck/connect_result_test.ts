@@ -39,3 +39,26 @@ Deno.test("classifyConnect() files unrecognised output and exec failures under U
     message: "exec failed: pod gone",
   });
 });
+
+Deno.test("classifyConnect() reads a class only as a whole word at the start of stderr", () => {
+  assert.deepEqual(run(1, "TIMEOUTS happen"), {
+    ok: false,
+    errorClass: "UNKNOWN",
+    message: "TIMEOUTS happen",
+  });
+  assert.deepEqual(run(1, "see REFUSED"), {
+    ok: false,
+    errorClass: "UNKNOWN",
+    message: "see REFUSED",
+  });
+  assert.deepEqual(run(1, "  REFUSED:   port closed\nsecond line"), {
+    ok: false,
+    errorClass: "REFUSED",
+    message: "port closed",
+  });
+});
+
+Deno.test("classifyConnect() names the exit code when a failure leaves stderr empty", () => {
+  assert.deepEqual(run(3, "  \n"), { ok: false, errorClass: "UNKNOWN", message: "exit code 3" });
+  assert.deepEqual(run(3, "first\nsecond"), { ok: false, errorClass: "UNKNOWN", message: "first" });
+});

@@ -54,3 +54,58 @@ Deno.test("firstJsonObject() skips braces inside strings", () => {
   assert.equal(firstJsonObject('noise {"a":"}{\\"","b":{}} tail {"c":1}'), '{"a":"}{\\"","b":{}}');
   assert.equal(firstJsonObject('{"open": '), undefined);
 });
+
+const run = (exitCode: number, stdout: string, stderr = "", error?: string) =>
+  parseIperf({ exitCode, stdout, stderr, ...(error ? { error } : {}) });
+
+Deno.test("parseIperf() fails on a figure when iperf3 exited non-zero, with stderr or the code", () => {
+  assert.deepEqual(run(1, ok, "warning: late\nmore"), {
+    ok: false,
+    message: "warning: late",
+    retryable: false,
+  });
+  assert.deepEqual(run(2, ok), { ok: false, message: "iperf3 exit code 2", retryable: false });
+});
+
+Deno.test("parseIperf() wants a finite number as the figure", () => {
+  for (const bps of ["9", null, undefined]) {
+    const stdout = JSON.stringify({ end: { sum_received: { bits_per_second: bps } } });
+    assert.deepEqual(run(0, stdout), {
+      ok: false,
+      message: "iperf3 output has no end.sum_received.bits_per_second",
+      retryable: false,
+    });
+  }
+  assert.deepEqual(run(0, JSON.stringify({})), {
+    ok: false,
+    message: "iperf3 output has no end.sum_received.bits_per_second",
+    retryable: false,
+  });
+});
+
+Deno.test("parseIperf() ignores an empty error key", () => {
+  const stdout = JSON.stringify({ error: "", end: { sum_received: { bits_per_second: 5 } } });
+  assert.deepEqual(run(0, stdout), { ok: true, bitsPerSecond: 5 });
+});
+
+Deno.test("parseIperf() falls back to stdout, then the exit code, when there is no JSON", () => {
+  assert.deepEqual(run(1, "plain text\nmore"), {
+    ok: false,
+    message: "plain text",
+    retryable: false,
+  });
+  assert.deepEqual(run(4, ""), { ok: false, message: "iperf3 exit code 4", retryable: false });
+  assert.deepEqual(run(1, "{not json}"), { ok: false, message: "{not json}", retryable: false });
+  assert.deepEqual(run(-1, "", "", "pod gone"), {
+    ok: false,
+    message: "exec failed: pod gone",
+    retryable: false,
+  });
+  assert.deepEqual(run(1, "", "   "), { ok: false, message: "no output", retryable: false });
+});
+
+Deno.test("firstJsonObject() finds none without a brace, and reads escaped backslashes in strings", () => {
+  assert.equal(firstJsonObject("no json here"), undefined);
+  assert.equal(firstJsonObject('{"a":"\\\\"} x'), '{"a":"\\\\"}');
+  assert.equal(firstJsonObject('x{"a":{"b":{}}}}'), '{"a":{"b":{}}}');
+});
