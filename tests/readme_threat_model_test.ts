@@ -1,0 +1,46 @@
+/**
+ * The README's threat model backs each line with a test, named by file and test name. A renamed
+ * or removed test would leave a claim without its backing: every name must still be a test in
+ * the file named before it.
+ */
+import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
+
+const REPO = fileURLToPath(new URL("..", import.meta.url));
+
+/** The text of the README section `title`, whitespace collapsed. */
+function section(markdown: string, title: string): string {
+  const start = markdown.indexOf(`\n## ${title}\n`);
+  assert.notEqual(start, -1, `README has no "## ${title}" section`);
+  const end = markdown.indexOf("\n## ", start + 1);
+  return markdown.slice(start, end === -1 ? undefined : end).replace(/\s+/g, " ");
+}
+
+/** Each quoted test name with the test file named last before it. */
+function references(text: string): { file: string; name: string }[] {
+  const out: { file: string; name: string }[] = [];
+  let file: string | undefined;
+  for (const m of text.matchAll(/`([\w/.-]+_test\.ts)`|"([^"]+)"/g)) {
+    if (m[1]) file = m[1];
+    else if (file && !m[2].startsWith("(")) out.push({ file, name: m[2] });
+  }
+  return out;
+}
+
+/** A test file's source with string concatenations joined, whitespace collapsed. */
+async function testSource(file: string): Promise<string> {
+  const text = await Deno.readTextFile(`${REPO}/${file}`);
+  return text.replace(/"\s*\+\s*"/g, "").replace(/\s+/g, " ");
+}
+
+Deno.test("every test the README's threat model names exists in the file it names", async () => {
+  const readme = await Deno.readTextFile(`${REPO}/README.md`);
+  const refs = references(section(readme, "Threat model"));
+  assert.ok(refs.length >= 20, `only ${refs.length} test references found`);
+  const missing: string[] = [];
+  for (const { file, name } of refs) {
+    const source = await testSource(file).catch(() => "");
+    if (!source.includes(`"${name}"`)) missing.push(`${file}: "${name}"`);
+  }
+  assert.deepEqual(missing, [], "tests named in the README but not found");
+});
