@@ -30,6 +30,7 @@ import {
   readCounters,
   replacePin,
 } from "./pins.ts";
+import { INFO_KEY_SIZE } from "./probe_map.ts";
 
 const log = getLogger(["lace", "datapath"]);
 
@@ -195,11 +196,11 @@ export class Datapath implements Disposable {
 
   /** What the info map says: the ABI and object of the last attach. */
   pinnedInfo(): PinnedInfo | undefined {
-    return decodeInfo(this.#info.lookup(new Uint8Array(4)));
+    return decodeInfo(this.#info.lookup(new Uint8Array(INFO_KEY_SIZE)));
   }
 
   #writeInfo(): void {
-    this.#info.update(new Uint8Array(4), encodeInfo(this.objectSha256));
+    this.#info.update(new Uint8Array(INFO_KEY_SIZE), encodeInfo(this.objectSha256));
   }
 
   /** Closes every fd; pinned maps and links stay. Safe to call twice. */

@@ -11,7 +11,15 @@ import { isErrno } from "./libbpf/errors.ts";
 import { BPF_CGROUP_INET4_CONNECT, BPF_CGROUP_INET6_CONNECT } from "./libbpf/ffi.ts";
 import { BpfLink } from "./libbpf/link.ts";
 import { BpfMap } from "./libbpf/map.ts";
-import { ABI_VERSION, COUNTERS, type ProbeEntry } from "./probe_map.ts";
+import {
+  ABI_VERSION,
+  COUNTER_KEY_SIZE,
+  COUNTER_VALUE_SIZE,
+  COUNTERS,
+  INFO_KEY_SIZE,
+  INFO_LAYOUT,
+  type ProbeEntry,
+} from "./probe_map.ts";
 
 const log = getLogger(["lace", "datapath"]);
 
@@ -30,8 +38,6 @@ export const PROGRAM_NAMES: readonly ProgramName[] = PROGRAMS.map((p) => p.name)
 export const MAP_NAMES = ["probe_targets", "counters", "info"] as const;
 /** Every name Lace pins under its pin path, and nothing else is ever removed. */
 const PIN_NAMES: readonly string[] = [...PROGRAM_NAMES.map(linkPinName), ...MAP_NAMES];
-/** struct lace_info: abi_version u32, flags u32, loaded_at u64, object_sha256[32]. */
-const INFO_SIZE = 48;
 
 /** The pin name of a program's link. */
 export function linkPinName(program: ProgramName): string {
@@ -90,8 +96,10 @@ export type Counters = Record<keyof typeof COUNTERS, bigint>;
 export function readCounters(map: BpfMap): Counters {
   const sum = (slot: number): bigint => {
     let total = 0n;
-    for (const v of map.lookupPerCpu(new Uint8Array(new Uint32Array([slot]).buffer)) ?? []) {
-      total += new DataView(v.buffer, v.byteOffset, 8).getBigUint64(0, true);
+    const key = new Uint8Array(COUNTER_KEY_SIZE);
+    new DataView(key.buffer).setUint32(0, slot, true);
+    for (const v of map.lookupPerCpu(key) ?? []) {
+      total += new DataView(v.buffer, v.byteOffset, COUNTER_VALUE_SIZE).getBigUint64(0, true);
     }
     return total;
   };
@@ -108,7 +116,7 @@ export function readPinnedCounters(pinPath: string): Counters {
 /** The info map's content, without loading anything (for `lace doctor`). */
 export function readPinnedInfo(pinPath: string): PinnedInfo | undefined {
   using map = openPinnedMap(pinPath, "info");
-  return decodeInfo(map.lookup(new Uint8Array(4)));
+  return decodeInfo(map.lookup(new Uint8Array(INFO_KEY_SIZE)));
 }
 
 /** One pinned link's state, without loading anything (for `lace doctor`). */
@@ -179,25 +187,27 @@ function removeIfPresent(path: string): boolean {
 
 /** The info map's value for an attach now of the object with this sha256. */
 export function encodeInfo(objectSha256: string, now = Date.now()): Uint8Array {
-  const out = new Uint8Array(INFO_SIZE);
+  const { abi_version, loaded_at, object_sha256 } = INFO_LAYOUT.fields;
+  const out = new Uint8Array(INFO_LAYOUT.size);
   const view = new DataView(out.buffer);
-  view.setUint32(0, ABI_VERSION, true);
-  view.setBigUint64(8, BigInt(now), true);
-  out.set(hexBytes(objectSha256), 16);
+  view.setUint32(abi_version.offset, ABI_VERSION, true);
+  view.setBigUint64(loaded_at.offset, BigInt(now), true);
+  out.set(hexBytes(objectSha256), object_sha256.offset);
   return out;
 }
 
 /** The info map's value read back; undefined when it was never written. */
 export function decodeInfo(bytes: Uint8Array | undefined): PinnedInfo | undefined {
   if (!bytes) return undefined;
+  const { abi_version, loaded_at, object_sha256 } = INFO_LAYOUT.fields;
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const abiVersion = view.getUint32(0, true);
+  const abiVersion = view.getUint32(abi_version.offset, true);
   if (abiVersion === 0) return undefined; // never written
+  const sha = bytes.subarray(object_sha256.offset, object_sha256.offset + object_sha256.size);
   return {
     abiVersion,
-    loadedAt: new Date(Number(view.getBigUint64(8, true))),
-    objectSha256: Array.from(bytes.subarray(16, 48), (b) => b.toString(16).padStart(2, "0"))
-      .join(""),
+    loadedAt: new Date(Number(view.getBigUint64(loaded_at.offset, true))),
+    objectSha256: Array.from(sha, (b) => b.toString(16).padStart(2, "0")).join(""),
   };
 }
 

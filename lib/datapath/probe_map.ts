@@ -28,11 +28,47 @@ export interface ProbeEntry {
 
 export const AF_INET = 2;
 export const AF_INET6 = 10;
-export const KEY_SIZE = 20;
-export const VALUE_SIZE = 8;
+
+/**
+ * A C struct of bpf/lace.h as this codec reads and writes it: its size and
+ * the byte offset and size of each field it touches, by the C field name.
+ * tests/bpf_layout_test.ts checks each one against the BTF of the built object.
+ */
+export interface StructLayout {
+  readonly size: number;
+  readonly fields: Readonly<Record<string, { readonly offset: number; readonly size: number }>>;
+}
+
+/** struct lace_probe_key: family u8, pad u8, port __be16, addr u8[16]. */
+export const KEY_LAYOUT = {
+  size: 20,
+  fields: {
+    family: { offset: 0, size: 1 },
+    port: { offset: 2, size: 2 },
+    addr: { offset: 4, size: 16 },
+  },
+} as const satisfies StructLayout;
+/** struct lace_probe_value: mark u32, network_id u16, flags u16 (reserved). */
+export const VALUE_LAYOUT = {
+  size: 8,
+  fields: { mark: { offset: 0, size: 4 }, network_id: { offset: 4, size: 2 } },
+} as const satisfies StructLayout;
+/** struct lace_info: abi_version u32, flags u32, loaded_at u64, object_sha256 u8[32]. */
+export const INFO_LAYOUT = {
+  size: 48,
+  fields: {
+    abi_version: { offset: 0, size: 4 },
+    loaded_at: { offset: 8, size: 8 },
+    object_sha256: { offset: 16, size: 32 },
+  },
+} as const satisfies StructLayout;
+/** The info map holds one lace_info under the u32 key 0. */
+export const INFO_KEY_SIZE = 4;
+export const KEY_SIZE = KEY_LAYOUT.size;
+export const VALUE_SIZE = VALUE_LAYOUT.size;
 /** Must equal LACE_ABI_VERSION in bpf/lace.h. */
 export const ABI_VERSION = 1;
-/** Must equal LACE_MAX_TARGETS in bpf/lace.h. */
+/** The probe map's max_entries: LACE_MAX_TARGETS in bpf/lace.h. */
 export const MAX_TARGETS = 65536;
 
 /** Counter slots of the per-CPU counters map, as in `enum lace_counter`. */
@@ -43,7 +79,11 @@ export const COUNTERS = {
   connect6Tagged: 3,
   setsockoptFailed: 4,
 } as const;
+/** The counters map's max_entries: LACE_CNT_MAX. */
 export const COUNTER_SLOTS = 8;
+/** Each counter is a u64 per CPU under a u32 key. */
+export const COUNTER_KEY_SIZE = 4;
+export const COUNTER_VALUE_SIZE = 8;
 
 /**
  * Parses an IP address into its 4 or 16 network-order bytes. An IPv4-mapped
@@ -129,39 +169,47 @@ export function encodeKey(key: ProbeKey): Uint8Array {
   if (family !== key.family) {
     throw new TypeError(`Address "${key.address}" is not of family ${key.family}`);
   }
+  const { family: af, port, addr } = KEY_LAYOUT.fields;
   const out = new Uint8Array(KEY_SIZE);
   const view = new DataView(out.buffer);
-  out[0] = family === "ipv4" ? AF_INET : AF_INET6;
-  view.setUint16(2, key.port, false);
-  out.set(bytes, 4);
+  out[af.offset] = family === "ipv4" ? AF_INET : AF_INET6;
+  view.setUint16(port.offset, key.port, false);
+  out.set(bytes, addr.offset);
   return out;
 }
 
 export function decodeKey(bytes: Uint8Array): ProbeKey {
   if (bytes.length !== KEY_SIZE) throw new RangeError(`Probe key must be ${KEY_SIZE} bytes`);
+  const { family: familyField, port, addr } = KEY_LAYOUT.fields;
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const af = bytes[0];
+  const af = bytes[familyField.offset];
   if (af !== AF_INET && af !== AF_INET6) throw new TypeError(`Unknown address family ${af}`);
   const family: Family = af === AF_INET ? "ipv4" : "ipv6";
+  const addressBytes = family === "ipv4" ? 4 : addr.size;
   return {
     family,
-    address: formatAddress(family, bytes.subarray(4, family === "ipv4" ? 8 : 20)),
-    port: view.getUint16(2, false),
+    address: formatAddress(family, bytes.subarray(addr.offset, addr.offset + addressBytes)),
+    port: view.getUint16(port.offset, false),
   };
 }
 
 export function encodeValue(value: ProbeValue): Uint8Array {
+  const { mark, network_id } = VALUE_LAYOUT.fields;
   const out = new Uint8Array(VALUE_SIZE);
   const view = new DataView(out.buffer);
-  view.setUint32(0, value.mark >>> 0, true);
-  view.setUint16(4, value.networkId, true);
+  view.setUint32(mark.offset, value.mark >>> 0, true);
+  view.setUint16(network_id.offset, value.networkId, true);
   return out;
 }
 
 export function decodeValue(bytes: Uint8Array): ProbeValue {
   if (bytes.length !== VALUE_SIZE) throw new RangeError(`Probe value must be ${VALUE_SIZE} bytes`);
+  const { mark, network_id } = VALUE_LAYOUT.fields;
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  return { mark: view.getUint32(0, true), networkId: view.getUint16(4, true) };
+  return {
+    mark: view.getUint32(mark.offset, true),
+    networkId: view.getUint16(network_id.offset, true),
+  };
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * Builds BPF objects for upgrade tests: today's source with extra defines, or
- * another release's source, with exactly the flags of `deno task bpf` (read
- * from deno.json, so the build is defined once).
+ * another release's source, through the script `deno task bpf` runs
+ * (scripts/build_bpf.sh), so the build is defined once.
  */
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -11,20 +11,21 @@ const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export const BPF_DIR = join(ROOT, "bpf");
 
 /**
- * Compiles `source` (a .bpf.c beside its lace.h) into `out` with the flags of
- * `deno task bpf` plus `defines` (e.g. `["LACE_TEST_VARIANT"]`); returns `out`.
+ * Compiles `source` (a .bpf.c beside its lace.h) into `out` as `deno task bpf`
+ * does, plus `defines` (e.g. `["LACE_TEST_VARIANT"]`); returns `out`.
  */
 export async function buildBpfObject(
   opts: { source?: string; out: string; defines?: string[] },
 ): Promise<string> {
   const source = opts.source ?? join(BPF_DIR, "lace.bpf.c");
-  const deno = JSON.parse(await Deno.readTextFile(join(ROOT, "deno.json")));
-  const task = String(deno.tasks.bpf).split(/\s+/);
-  const args = task.slice(1).map((a) =>
-    a === "bpf/lace.bpf.c" ? source : a === "bpf/lace.bpf.o" ? opts.out : a
-  );
-  args.push(`-I${dirname(source)}`, ...(opts.defines ?? []).map((d) => `-D${d}`));
-  const out = await new Deno.Command(task[0], { args, stdout: "piped", stderr: "piped" }).output();
+  const args = [
+    join(ROOT, "scripts/build_bpf.sh"),
+    source,
+    opts.out,
+    `-I${dirname(source)}`,
+    ...(opts.defines ?? []).map((d) => `-D${d}`),
+  ];
+  const out = await new Deno.Command("bash", { args, stdout: "piped", stderr: "piped" }).output();
   if (!out.success) {
     throw new Error(
       `Building BPF object "${opts.out}" from "${source}" failed:\n` +
