@@ -39,7 +39,7 @@ Deno.test("unknown paths are 404 and writes are 405", async () => {
   assert.equal((await get("/metrics", provider(true), "POST")).status, 405);
 });
 
-Deno.test("listenAddress() handles IPv4, names and bracketed IPv6", () => {
+Deno.test("listenAddress() splits IPv4, names and bracketed IPv6, and refuses a missing or too large port", () => {
   assert.deepEqual(listenAddress("127.0.0.1:9808"), { hostname: "127.0.0.1", port: 9808 });
   assert.deepEqual(listenAddress("[::1]:80"), { hostname: "::1", port: 80 });
   assert.deepEqual(listenAddress("localhost:1"), { hostname: "localhost", port: 1 });

@@ -16,9 +16,6 @@ import { PROGRAM_NAMES, type ProgramName, PROGRAMS } from "../datapath/pins.ts";
 export const BPF_F_ALLOW_OVERRIDE = 1;
 export const BPF_F_ALLOW_MULTI = 2;
 
-/** A connect hook, named like the program Lace attaches to it. */
-export type ConnectAttachType = ProgramName;
-
 /** What is attached directly to one cgroup for one attach type. */
 export interface CgroupAttachments {
   flags: number;
@@ -26,12 +23,12 @@ export interface CgroupAttachments {
 }
 
 /** Reads a cgroup's own attachments of a type (BPF_PROG_QUERY without EFFECTIVE). */
-export type AttachQuery = (cgroupDir: string, type: ConnectAttachType) => CgroupAttachments;
+export type AttachQuery = (cgroupDir: string, type: ProgramName) => CgroupAttachments;
 
 /** The cgroup whose exclusive program blocks a multi-attach below it. */
 export interface ExclusiveHolder {
   cgroup: string;
-  attachType: ConnectAttachType;
+  attachType: ProgramName;
   flags: number;
   progIds: number[];
 }
@@ -46,7 +43,7 @@ export function findExclusiveHolder(
   cgroupDir: string,
   rootDir: string,
   query: AttachQuery,
-  types: readonly ConnectAttachType[] = PROGRAM_NAMES,
+  types: readonly ProgramName[] = PROGRAM_NAMES,
 ): ExclusiveHolder | null {
   for (const attachType of types) {
     const own = query(cgroupDir, attachType);
@@ -81,7 +78,7 @@ export function describeExclusiveHolder(target: string, holder: ExclusiveHolder)
  * Reads a cgroup's own attachments through BPF_PROG_QUERY (libbpf
  * bpf_prog_query). Needs the same privileges as attaching.
  */
-export function queryAttachments(cgroupDir: string, type: ConnectAttachType): CgroupAttachments {
+export function queryAttachments(cgroupDir: string, type: ProgramName): CgroupAttachments {
   const fd = openDirectory(cgroupDir);
   try {
     const flags = new Uint32Array(1);
