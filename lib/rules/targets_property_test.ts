@@ -55,7 +55,7 @@ function validPod(random: SeededRandom): { pod: Pod; keys: Set<string>; networkI
         [port, resolved] = [named.name, named.containerPort];
       }
       const handler = random.pick(["httpGet", "tcpSocket", "grpc"]);
-      if (handler === "grpc") [port, resolved] = [resolved, resolved];
+      if (handler === "grpc") port = resolved;
       const action: Record<string, unknown> = { port };
       let where = canonical;
       if (handler !== "grpc" && random.chance(0.2)) {
