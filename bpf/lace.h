@@ -2,7 +2,8 @@
 /*
  * The layout of Lace's probe map and counters, defined once. The agent's
  * codec (lib/datapath/probe_map.ts) mirrors these structs byte for byte; a change here
- * is a change of LACE_ABI_VERSION and of that codec.
+ * is a change of LACE_ABI_VERSION and of that codec (tests/bpf_layout_test.ts
+ * compares the two through the built object's BTF).
  */
 #ifndef LACE_H
 #define LACE_H
