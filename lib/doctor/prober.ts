@@ -11,6 +11,8 @@ import { isIPv4 } from "node:net";
 import { parseAddress } from "../datapath/probe_map.ts";
 import { lines } from "../cli/process.ts";
 import { moduleCommand } from "../cli/self_command.ts";
+import { Errno } from "../datapath/libbpf/errors.ts";
+import { lastErrno, type Libc, libcSymbols } from "../datapath/libbpf/library.ts";
 
 export interface ProbeRequest {
   host: string;
@@ -33,28 +35,9 @@ export interface ProbeResponse {
   error?: string;
 }
 
-const LIBC = {
-  socket: { parameters: ["i32", "i32", "i32"], result: "i32" }, // int socket(int, int, int)
-  connect: { parameters: ["i32", "buffer", "u32"], result: "i32" }, // int connect(int, const struct sockaddr *, socklen_t)
-  poll: { parameters: ["buffer", "u64", "i32"], result: "i32" }, // int poll(struct pollfd *, nfds_t, int)
-  getsockopt: { parameters: ["i32", "i32", "i32", "buffer", "buffer"], result: "i32" }, // int getsockopt(int, int, int, void *, socklen_t *)
-  read: { parameters: ["i32", "buffer", "usize"], result: "isize" }, // ssize_t read(int, void *, size_t)
-  write: { parameters: ["i32", "buffer", "usize"], result: "isize" }, // ssize_t write(int, const void *, size_t)
-  close: { parameters: ["i32"], result: "i32" }, // int close(int)
-  __errno_location: { parameters: [], result: "pointer" }, // int *__errno_location(void)
-} as const satisfies Deno.ForeignLibraryInterface;
-
 const AF_INET = 2, AF_INET6 = 10, SOCK_STREAM = 1, SOCK_NONBLOCK = 0o4000, SOCK_CLOEXEC = 0o2000000;
 const SOL_SOCKET = 1, SO_ERROR = 4, SO_MARK = 36;
 const POLLIN = 1, POLLOUT = 4;
-const EAGAIN = 11,
-  EINPROGRESS = 115,
-  ECONNREFUSED = 111,
-  ENETUNREACH = 101,
-  EHOSTUNREACH = 113,
-  ETIMEDOUT = 110;
-
-type Libc = Deno.DynamicLibrary<typeof LIBC>["symbols"];
 
 function sockaddr(host: string, port: number): { family: number; bytes: Uint8Array } {
   const { family, bytes } = parseAddress(host);
@@ -74,14 +57,10 @@ function sockaddr(host: string, port: number): { family: number; bytes: Uint8Arr
   return { family: AF_INET6, bytes: sa };
 }
 
-function errno(c: Libc): number {
-  return new Deno.UnsafePointerView(c.__errno_location()!).getInt32();
-}
-
 function outcomeOf(err: number): ProbeOutcome {
-  if (err === ECONNREFUSED) return "REFUSED";
-  if (err === ENETUNREACH || err === EHOSTUNREACH) return "NO_ROUTE";
-  if (err === ETIMEDOUT) return "TIMEOUT";
+  if (err === Errno.ECONNREFUSED) return "REFUSED";
+  if (err === Errno.ENETUNREACH || err === Errno.EHOSTUNREACH) return "NO_ROUTE";
+  if (err === Errno.ETIMEDOUT) return "TIMEOUT";
   return "ERROR";
 }
 
@@ -106,13 +85,15 @@ function probeOnce(c: Libc, req: ProbeRequest): ProbeResponse {
   const deadline = Date.now() + req.timeoutMs;
   const { family, bytes } = sockaddr(req.host, req.port);
   const fd = c.socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return { result: "ERROR", error: `socket failed: errno ${errno(c)}` };
+  if (fd < 0) return { result: "ERROR", error: `socket failed: errno ${lastErrno()}` };
   try {
     const rc = c.connect(fd, bytes, bytes.length);
-    const connectErr = rc < 0 ? errno(c) : 0;
+    const connectErr = rc < 0 ? lastErrno() : 0;
     const mark = sockopt(c, fd, SO_MARK) >>> 0;
-    if (connectErr && connectErr !== EINPROGRESS) return { result: outcomeOf(connectErr), mark };
-    if (connectErr === EINPROGRESS) {
+    if (connectErr && connectErr !== Errno.EINPROGRESS) {
+      return { result: outcomeOf(connectErr), mark };
+    }
+    if (connectErr === Errno.EINPROGRESS) {
       if (!waitFor(c, fd, POLLOUT, deadline)) return { result: "TIMEOUT", mark };
       const err = sockopt(c, fd, SO_ERROR);
       if (err) return { result: outcomeOf(err), mark };
@@ -132,7 +113,7 @@ function probeOnce(c: Libc, req: ProbeRequest): ProbeResponse {
       const n = Number(c.read(fd, buf, BigInt(buf.length)));
       if (n > 0) chunks.push(buf.slice(0, n));
       else if (n === 0) break;
-      else if (errno(c) !== EAGAIN) return { result: "ERROR", mark, error: "read failed" };
+      else if (lastErrno() !== Errno.EAGAIN) return { result: "ERROR", mark, error: "read failed" };
       else if (!waitFor(c, fd, POLLIN, deadline)) return { result: "TIMEOUT", mark };
     }
     const text = new TextDecoder().decode(
@@ -154,20 +135,19 @@ function probeOnce(c: Libc, req: ProbeRequest): ProbeResponse {
 
 /** Answers JSON-line probe requests on stdin until stdin closes. */
 export async function runProber(_args: string[]): Promise<void> {
-  const libc = Deno.dlopen("libc.so.6", LIBC);
+  const libc = libcSymbols();
   const out = (o: unknown) => Deno.stdout.write(new TextEncoder().encode(JSON.stringify(o) + "\n"));
   await out({ ready: true, pid: Deno.pid });
   for await (const line of lines(Deno.stdin.readable)) {
     if (!line.trim()) continue;
     let response: ProbeResponse;
     try {
-      response = probeOnce(libc.symbols, JSON.parse(line));
+      response = probeOnce(libc, JSON.parse(line));
     } catch (e) {
       response = { result: "ERROR", error: String(e) };
     }
     await out(response);
   }
-  libc.close();
 }
 
 export interface ProberOptions {

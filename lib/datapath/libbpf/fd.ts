@@ -1,7 +1,7 @@
 /** Plain file descriptors: closing BPF fds, opening cgroup directories and pins, object info. */
 import { BpfError, unwrap } from "./errors.ts";
 import { cString, O_CLOEXEC, O_DIRECTORY, O_RDONLY } from "./ffi.ts";
-import { libbpfSymbols, libcSymbols } from "./library.ts";
+import { lastErrno, libbpfSymbols, libcSymbols } from "./library.ts";
 
 /** Closes a file descriptor; negative values (already closed) are ignored. */
 export function closeFd(fd: number): void {
@@ -13,14 +13,11 @@ export function closeFd(fd: number): void {
  * failure reports open(2)'s own errno (ENOENT, ENOTDIR, EACCES...).
  */
 export function openDirectory(path: string): number {
-  const libc = libcSymbols();
-  const fd = libc.open(cString(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const fd = libcSymbols().open(cString(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) {
-    // FFI calls run on this thread one after the other: nothing else can set errno in between.
-    const errno = new Deno.UnsafePointerView(libc.__errno_location()!).getInt32();
     throw new BpfError(
       `open directory "${path}"`,
-      -errno,
+      -lastErrno(),
       "check that the directory exists and is readable",
     );
   }

@@ -69,12 +69,27 @@ export const LIBBPF_SYMBOLS = {
   libbpf_minor_version: { parameters: [], result: "u32" },
 } as const satisfies Deno.ForeignLibraryInterface;
 
-/** libc calls for the file descriptors libbpf hands out as plain ints. */
+/**
+ * libc calls for the file descriptors libbpf hands out as plain ints, and the
+ * socket calls of the doctor's prober (which reads SO_MARK on its own socket).
+ */
 export const LIBC_SYMBOLS = {
   /** int open(const char *pathname, int flags) */
   open: { parameters: ["buffer", "i32"], result: "i32" },
   /** int close(int fd) */
   close: { parameters: ["i32"], result: "i32" },
+  /** ssize_t read(int fd, void *buf, size_t count) */
+  read: { parameters: ["i32", "buffer", "usize"], result: "isize" },
+  /** ssize_t write(int fd, const void *buf, size_t count) */
+  write: { parameters: ["i32", "buffer", "usize"], result: "isize" },
+  /** int socket(int domain, int type, int protocol) */
+  socket: { parameters: ["i32", "i32", "i32"], result: "i32" },
+  /** int connect(int sockfd, const struct sockaddr *addr, socklen_t addrlen) */
+  connect: { parameters: ["i32", "buffer", "u32"], result: "i32" },
+  /** int poll(struct pollfd *fds, nfds_t nfds, int timeout) */
+  poll: { parameters: ["buffer", "u64", "i32"], result: "i32" },
+  /** int getsockopt(int sockfd, int level, int optname, void *optval, socklen_t *optlen) */
+  getsockopt: { parameters: ["i32", "i32", "i32", "buffer", "buffer"], result: "i32" },
   /** int *__errno_location(void): this thread's errno, read right after a failed call */
   __errno_location: { parameters: [], result: "pointer" },
   /** int vsnprintf(char *str, size_t size, const char *format, va_list ap) */

@@ -55,6 +55,15 @@ export function libcSymbols(): Libc {
 }
 
 /**
+ * This thread's errno, for a libc call that just failed. FFI calls run on this
+ * thread one after the other, so nothing else sets errno in between as long as
+ * this is the next call.
+ */
+export function lastErrno(): number {
+  return new Deno.UnsafePointerView(libcSymbols().__errno_location()!).getInt32();
+}
+
+/**
  * Sends libbpf's own messages (verifier logs, pinning notes) to Lace's log
  * instead of stderr: warnings at warning level, the rest at debug.
  */
