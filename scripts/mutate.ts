@@ -107,11 +107,6 @@ function strykerConfig(
   };
 }
 
-/** The files of `file#function` entries. */
-function files(entries: string[]): string[] {
-  return entries.map((e) => e.split("#")[0]);
-}
-
 async function mutateModule(
   m: MutationModule,
   concurrency: number,
