@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { defaultConfig, markFor } from "../lib/config.ts";
 import { objectSha256 } from "../lib/datapath/bpf_object.ts";
 import { BpfMap } from "../lib/datapath/libbpf/map.ts";
-import { readPinnedInfo } from "../lib/datapath/pins.ts";
+import { readCounterSlot, readPinnedInfo } from "../lib/datapath/pins.ts";
 import { COUNTER_SLOTS } from "../lib/datapath/probe_map.ts";
 import { type AgentProcess, AgentWorld, POD_IPV4, podManifest } from "./helpers/agent_process.ts";
 import { buildBpfObject } from "./helpers/bpf_build.ts";
@@ -36,12 +36,7 @@ async function startAgent(w: AgentWorld, object?: string): Promise<AgentProcess>
 /** Connects counted in the last counter slot, which only the test variant counts. */
 function variantCount(pinPath: string): bigint {
   using counters = BpfMap.openPinned(join(pinPath, "counters"));
-  const slot = new Uint8Array(new Uint32Array([COUNTER_SLOTS - 1]).buffer);
-  let total = 0n;
-  for (const v of counters.lookupPerCpu(slot) ?? []) {
-    total += new DataView(v.buffer, v.byteOffset, 8).getBigUint64(0, true);
-  }
-  return total;
+  return readCounterSlot(counters, COUNTER_SLOTS - 1);
 }
 
 Deno.test({

@@ -92,19 +92,23 @@ export function readPinnedTargets(pinPath: string): ProbeEntry[] {
 /** The per-CPU counters, summed over CPUs, by name. */
 export type Counters = Record<keyof typeof COUNTERS, bigint>;
 
-/** Sums each slot of the per-CPU counters map over every CPU. */
+/** One slot of the per-CPU counters map, summed over every CPU. */
+export function readCounterSlot(map: BpfMap, slot: number): bigint {
+  const key = new Uint8Array(COUNTER_KEY_SIZE);
+  new DataView(key.buffer).setUint32(0, slot, true);
+  let total = 0n;
+  for (const v of map.lookupPerCpu(key) ?? []) {
+    total += new DataView(v.buffer, v.byteOffset, COUNTER_VALUE_SIZE).getBigUint64(0, true);
+  }
+  return total;
+}
+
+/** Every named slot of the per-CPU counters map, each summed over every CPU. */
 export function readCounters(map: BpfMap): Counters {
-  const sum = (slot: number): bigint => {
-    let total = 0n;
-    const key = new Uint8Array(COUNTER_KEY_SIZE);
-    new DataView(key.buffer).setUint32(0, slot, true);
-    for (const v of map.lookupPerCpu(key) ?? []) {
-      total += new DataView(v.buffer, v.byteOffset, COUNTER_VALUE_SIZE).getBigUint64(0, true);
-    }
-    return total;
-  };
   const names = Object.keys(COUNTERS) as (keyof typeof COUNTERS)[];
-  return Object.fromEntries(names.map((name) => [name, sum(COUNTERS[name])])) as Counters;
+  return Object.fromEntries(
+    names.map((name) => [name, readCounterSlot(map, COUNTERS[name])]),
+  ) as Counters;
 }
 
 /** The pinned counters, without loading anything (for `lace doctor`). */
