@@ -5,6 +5,7 @@
  */
 import { formatDuration } from "./duration.ts";
 import { CONFLICT_POLICIES, type ConflictPolicy } from "./rules/conflicts.ts";
+import { MAX_TARGETS } from "./datapath/probe_map.ts";
 
 export interface Config {
   /** This node's name; pods bound elsewhere are ignored. */
@@ -41,6 +42,8 @@ export interface Config {
   cniSocket: string;
   /** What a key claimed by pods of two networks gets: nobody (fail-closed) or the older pod. */
   addressConflict: ConflictPolicy;
+  /** The most probe targets one pod may have in the map; the rest are reported, not written. */
+  maxTargetsPerPod: number;
   logLevel: LogLevel;
   logFormat: "auto" | "json" | "text";
 }
@@ -78,6 +81,9 @@ export function defaultConfig(): Config {
     metricsAddr: "127.0.0.1:9808",
     cniSocket: DEFAULT_CNI_SOCKET,
     addressConflict: "fail-closed",
+    // Two addresses times three probes times ten containers, with room: a pod that needs
+    // more is unusual, and one that wants thousands is trying to fill the map.
+    maxTargetsPerPod: 64,
     logLevel: "info",
     logFormat: "auto",
   };
@@ -227,6 +233,14 @@ export function configProblems(config: Config): string[] {
       b.watchLivenessMs.max,
     ),
   );
+  if (
+    !Number.isInteger(config.maxTargetsPerPod) || config.maxTargetsPerPod < 1 ||
+    config.maxTargetsPerPod > MAX_TARGETS
+  ) {
+    problems.push(
+      `Max targets per pod must be a whole number 1..${MAX_TARGETS} (the map's capacity): ${config.maxTargetsPerPod}`,
+    );
+  }
   if (!CONFLICT_POLICIES.includes(config.addressConflict)) {
     problems.push(
       `Address conflict policy must be one of ${

@@ -59,6 +59,13 @@ Deno.test("validateConfig() names the bad value", () => {
     [{ cniSocket: "relative/path" }, /CNI socket must be an absolute path/],
     [{ hostCgroupRoot: "host" }, /Host root prefix must be an absolute path/],
     [{ networkAnnotation: "bad key!" }, /not a valid annotation key/],
+    [{ maxTargetsPerPod: 0 }, /Max targets per pod must be a whole number 1\.\.65536/],
+    [{ maxTargetsPerPod: 70_000 }, /Max targets per pod .*: 70000/],
+    [{ maxTargetsPerPod: 2.5 }, /Max targets per pod/],
+    [
+      { addressConflict: "newer-wins" as "older-wins" },
+      /Address conflict policy must be one of fail-closed, older-wins/,
+    ],
   ];
   for (const [patch, re] of bad) {
     assert.throws(() => validateConfig({ ...base, ...patch }), (e: Error) => {

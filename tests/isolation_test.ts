@@ -22,36 +22,46 @@ import { privilegedSkipReason } from "./helpers/sim_world.ts";
 const skip = privilegedSkipReason();
 const opts = { ignore: skip !== undefined, sanitizeResources: false, sanitizeOps: false };
 
-/** The world, the test API server and an agent using both, with its CNI socket. */
-async function startWorld(pods: Record<string, unknown>[], extra: string[] = []) {
+/**
+ * The world, the test API server with `pods`, and an agent using both, with its
+ * CNI socket; `dirPods` go to the pods directory, which the agent then also reads.
+ */
+async function startWorld(
+  pods: Record<string, unknown>[],
+  extra: string[] = [],
+  dirPods: Record<string, unknown>[] = [],
+) {
   const w = await AgentWorld.create();
+  let api: TestApiServer | undefined;
   try {
-    const api = await TestApiServer.start({
-      namespaces: ["default", "e2e", "tenant-a", "tenant-b"],
-    });
+    api = await TestApiServer.start({ namespaces: ["default", "e2e", "tenant-a", "tenant-b"] });
     const socket = `${w.podsDir}/cni.sock`;
     // The server gives each pod its own uid, as a real one does: tests read it back.
     for (const pod of pods) {
       (pod.metadata as { uid: string }).uid = api.put(pod as unknown as KubeObject).metadata!.uid!;
     }
+    for (const pod of dirPods) await w.writePod(pod);
     const agent = w.startAgent([
       `--kubeconfig=${await api.writeKubeconfig()}`,
       `--cni-socket=${socket}`,
+      ...(dirPods.length ? [`--pods-dir=${w.podsDir}`] : []),
       ...extra,
     ]);
-    await agent.ready();
+    await agent.ready(60_000);
+    const server = api;
     return {
       w,
-      api,
+      api: server,
       agent,
       socket,
       async [Symbol.asyncDispose]() {
         await w.dispose();
-        await api[Symbol.asyncDispose]();
+        await server[Symbol.asyncDispose]();
       },
     };
   } catch (e) {
     await w.dispose();
+    await api?.[Symbol.asyncDispose]();
     throw e;
   }
 }
@@ -264,5 +274,94 @@ Deno.test({
         : ["alpha", "tenant-a"];
       for (const word of other) assert.ok(!e.message.includes(word), `${word} in "${e.message}"`);
     }
+  },
+});
+
+/** `podManifest` with one more container whose probes use `httpPort` and `tcpPort` too. */
+function withSecondContainer(pod: Record<string, unknown>, httpPort: number, tcpPort: number) {
+  const spec = pod.spec as { containers: Record<string, unknown>[] };
+  spec.containers.push({
+    name: "sidecar",
+    livenessProbe: { httpGet: { path: "/", port: httpPort } },
+    readinessProbe: { tcpSocket: { port: tcpPort } },
+  });
+  return pod;
+}
+
+Deno.test({
+  name: "a pod with more targets than the cap gets its first ones, and other pods all of theirs",
+  ...opts,
+  async fn() {
+    // 8 targets (2 containers x 2 probes x 2 addresses) against a cap of 4.
+    const greedy = withSecondContainer(
+      tenantPod("greedy", "tenant-a", 1, 8080, 9000, "2026-01-01T00:00:00Z"),
+      8082,
+      9002,
+    );
+    const modest = tenantPod("modest", "tenant-b", 2, 8081, 9001, "2026-01-01T00:00:00Z");
+    await using t = await startWorld([greedy, modest], ["--max-targets-per-pod=4"]);
+    const { w, api, agent } = t;
+    for (const host of [POD_IPV4, POD_IPV6]) {
+      // The first container's probes are written; the sidecar's are not.
+      assert.equal((await w.probe(host, 8080, "/")).body, w.podIn(1));
+      assert.equal((await w.probe(host, 9000)).body, w.podIn(1));
+      assert.equal((await w.probe(host, 8082, "/")).result, "NO_ROUTE");
+      assert.equal((await w.probe(host, 9002)).result, "NO_ROUTE");
+      assert.equal((await w.probe(host, 8081, "/")).body, w.podIn(2));
+      assert.equal((await w.probe(host, 9001)).body, w.podIn(2));
+    }
+    await metricReaches(agent, 'lace_probe_targets_unwritten{reason="cap"}', 4);
+    await metricReaches(agent, 'lace_probe_targets{family="ipv4",network="net1"}', 2);
+    await metricReaches(agent, "lace_probe_map_entries", 8);
+    const event = await waitFor(() => events(api, "ProbeTargetsNotWritten")[0], {
+      message: "a ProbeTargetsNotWritten Event",
+    });
+    assert.equal(event.involvedObject.name, "greedy");
+    assert.match(event.message, /8 probe targets and at most 4 per pod/);
+  },
+});
+
+Deno.test({
+  name: "a pod that wants more than the whole map gets a fair share, and other pods all of theirs",
+  ...opts,
+  async fn() {
+    // 700 addresses x 102 probes = 71,400 targets, more than the 65,536-entry map, with the
+    // per-pod cap lifted so that only the map's capacity stands in the way.
+    const ips = Array.from(
+      { length: 700 },
+      (_, i) => `10.200.${Math.floor(i / 250)}.${i % 250 + 1}`,
+    );
+    const flood = podManifest({ name: "flood", networkId: 1, httpPort: 8083, tcpPort: 9003, ips });
+    (flood.spec as { containers: unknown[] }).containers = Array.from({ length: 34 }, (_, c) => ({
+      name: `c${c}`,
+      livenessProbe: { tcpSocket: { port: 30000 + 3 * c } },
+      readinessProbe: { tcpSocket: { port: 30001 + 3 * c } },
+      startupProbe: { tcpSocket: { port: 30002 + 3 * c } },
+    }));
+    const a = tenantPod("alpha", "tenant-a", 1, 8080, 9000, "2026-01-01T00:00:00Z");
+    const b = tenantPod("beta", "tenant-b", 2, 8081, 9001, "2026-01-01T00:00:00Z");
+    await using t = await startWorld([a, b], ["--max-targets-per-pod=65536"], [flood]);
+    const { w, api, agent } = t;
+    for (const host of [POD_IPV4, POD_IPV6]) {
+      assert.equal((await w.probe(host, 8080, "/")).body, w.podIn(1));
+      assert.equal((await w.probe(host, 9001)).body, w.podIn(2));
+    }
+    assert.equal(await agent.metric("lace_probe_map_capacity"), 65536);
+    assert.equal(await agent.metric("lace_probe_map_entries"), 65536);
+    // The cap (here the map's size) stops 71,400 - 65,536 of the flooding pod's targets; its
+    // fair share then leaves room for the other pods' 8 entries, and no write fails.
+    await metricReaches(agent, 'lace_probe_targets_unwritten{reason="cap"}', 71_400 - 65_536);
+    await metricReaches(agent, 'lace_probe_targets_unwritten{reason="map-full"}', 8);
+    await metricReaches(agent, 'lace_probe_targets{family="ipv4",network="net1"}', 65_530);
+    assert.equal(
+      await agent.metric('lace_map_operations_total{op="update",result="error"}'),
+      undefined,
+    );
+    const event = await waitFor(
+      () => events(api, "ProbeTargetsNotWritten").find((e) => /fair share/.test(e.message)),
+      { message: "a ProbeTargetsNotWritten Event for the full map" },
+    );
+    assert.equal(event.involvedObject.name, "flood");
+    assert.match(event.message, /fair share of 65528 of its 65536/);
   },
 });

@@ -10,7 +10,6 @@ import { type Attachment, AttachmentRefusedError } from "../cni/protocol.ts";
 import {
   type AddressClash,
   addressClashes,
-  type Claim,
   type Conflict,
   resolveConflicts,
 } from "../rules/conflicts.ts";
@@ -20,11 +19,11 @@ import type { PodSource } from "../pods/source.ts";
 import {
   canonicalAddress,
   keyId,
+  MAX_TARGETS,
   type ProbeEntry,
   type ProbeStore,
 } from "../datapath/probe_map.ts";
 import {
-  DEFAULT_NETWORK,
   type NetworkMismatch,
   type PodNetwork,
   type PodPlacement,
@@ -34,6 +33,8 @@ import {
   type Skip,
   type Target,
 } from "../rules/targets.ts";
+import { capTargets, failedWrites, shareMap, type Unwritten } from "../rules/share.ts";
+import { callHook, type ProblemHooks, ProblemReporter } from "./problems.ts";
 import {
   type ReconcileInput,
   type ReconcileObserver,
@@ -57,20 +58,16 @@ export type AgentCoreConfig = Pick<
   | "debounceMs"
   | "resyncMs"
   | "addressConflict"
+  | "maxTargetsPerPod"
 >;
 
-export interface AgentCoreOptions {
+/** The hooks of ProblemHooks are each called once per problem while it persists. */
+export interface AgentCoreOptions extends ProblemHooks {
   config: AgentCoreConfig;
   store: ProbeStore;
   sources: PodSource[];
-  /** A problem with one pod's probes, reported once while it persists (for Events). */
-  onSkip?: (skip: Skip) => void;
-  /** A pod that gets no target for a conflicted key, once per pod while it persists (for Events). */
-  onConflict?: (conflict: Conflict, dropped: Claim) => void;
   /** A CNI ADD refused because its address is held by a pod of another network (for Events). */
   onAttachRefused?: (attachment: Attachment, clashes: AddressClash[]) => void;
-  /** A pod whose annotations disagree with the network the node attached it to, once while it persists. */
-  onNetworkMismatch?: (mismatch: NetworkMismatch) => void;
   /** Every reconcile's report (for metrics). */
   observer?: ReconcileObserver;
   timers?: Timers;
@@ -88,6 +85,12 @@ export interface AgentSnapshot {
   skips: Skip[];
   /** Pods whose annotations disagree with the network the node attached them to. */
   mismatches: NetworkMismatch[];
+  /**
+   * Pods some of whose targets are not in the map: over the per-pod cap or
+   * beyond their fair share of a full map (from the computation), or whose
+   * writes failed in the last apply.
+   */
+  unwritten: Unwritten[];
   /** Every pod source has delivered its first full list. */
   synced: boolean;
   /** A reconcile with deletes allowed has completed without errors. */
@@ -106,11 +109,14 @@ export class AgentCore {
     conflicts: [],
     skips: [],
     mismatches: [],
+    unwritten: [],
     synced: false,
     firstFullListApplied: false,
     counts: { pods: 0, targets: 0, conflicts: 0, skips: 0, mismatches: 0 },
   };
-  #reported = new Map<string, Set<string>>();
+  readonly #reporter: ProblemReporter;
+  /** The computation's unwritten targets; the apply step adds its write failures to them. */
+  #unwrittenByRules: Unwritten[] = [];
   /** The rules' result per merged pod object, with the node network it was computed for. */
   readonly #derived = new WeakMap<Pod, { node: PodNetwork | undefined; result: PodTargets }>();
   /**
@@ -122,6 +128,7 @@ export class AgentCore {
 
   constructor(opts: AgentCoreOptions) {
     this.#opts = opts;
+    this.#reporter = new ProblemReporter(opts);
     this.cache = new PodCache({
       nodeName: opts.config.nodeName,
       onChange: (source) => this.runner.trigger(source),
@@ -265,7 +272,7 @@ export class AgentCore {
         holderNetwork: clashes[0].holderNetwork.network || "(default)",
       },
     );
-    this.#call(() => this.#opts.onAttachRefused?.(a, clashes));
+    callHook(() => this.#opts.onAttachRefused?.(a, clashes));
     throw new AttachmentRefusedError(
       `Address ${
         clashes[0].address
@@ -286,10 +293,14 @@ export class AgentCore {
   #compute(): ReconcileInput {
     const { config } = this.#opts;
     const uids = this.cache.uids();
-    // Targets, and the claims of default-network pods, which take part in conflicts only.
+    // Targets, and claims that take part in conflicts but get no entry: those of
+    // default-network pods and those over a pod's cap.
     const all: Target[] = [];
+    const claimsOnly = new Set<Target>();
+    const rank = new Map<Target, number>();
     const skips: Skip[] = [];
     const mismatches: NetworkMismatch[] = [];
+    const unwritten: Unwritten[] = [];
     for (const uid of uids) {
       // Each pod on its own: whatever one pod's objects make throw (a manifest nested
       // thousands of levels deep, a shape nobody foresaw) costs that pod its targets only.
@@ -303,18 +314,32 @@ export class AgentCore {
           derived = { node, result: probeTargetsForPod(pod, config, node) };
           this.#derived.set(pod, derived);
         }
-        all.push(...derived.result.targets, ...(derived.result.claims ?? []));
+        const { writable, over, unwritten: capped } = capTargets(
+          derived.result.targets,
+          config.maxTargetsPerPod,
+        );
+        writable.forEach((t, i) => rank.set(t, i));
+        for (const t of [...over, ...(derived.result.claims ?? [])]) claimsOnly.add(t);
+        all.push(...writable, ...over, ...(derived.result.claims ?? []));
+        if (capped) unwritten.push(capped);
         skips.push(...derived.result.skipped);
         if (derived.result.mismatch) mismatches.push(derived.result.mismatch);
       } catch (error) {
         skips.push(this.#unusable(uid, error));
       }
     }
-    const { targets, conflicts } = resolveConflicts(all, config.addressConflict);
+    const { targets: winners, conflicts } = resolveConflicts(all, config.addressConflict);
+    const { kept, unwritten: overflow } = shareMap(
+      winners.filter((t) => !claimsOnly.has(t)),
+      (t) => rank.get(t) ?? 0,
+      this.#opts.store.capacity ?? MAX_TARGETS,
+    );
+    unwritten.push(...overflow);
     const desired = new Map<string, ProbeEntry>();
     const views: TargetView[] = [];
-    for (const { key, networkId, ...rest } of targets) {
-      if (networkId === DEFAULT_NETWORK.networkId) continue;
+    for (
+      const { key, networkId, ...rest } of kept.sort((a, b) => keyId(a.key) < keyId(b.key) ? -1 : 1)
+    ) {
       const entry = { key, value: { networkId, mark: markFor(config, networkId) } };
       desired.set(keyId(key), entry);
       views.push({ entry, ...rest });
@@ -326,6 +351,7 @@ export class AgentCore {
       conflicts,
       skips,
       mismatches,
+      unwritten,
       synced,
       counts: {
         pods: uids.length,
@@ -335,7 +361,8 @@ export class AgentCore {
         mismatches: mismatches.length,
       },
     };
-    this.#report(skips, conflicts, mismatches);
+    this.#unwrittenByRules = unwritten;
+    this.#reporter.report({ skips, conflicts, mismatches, unwritten });
     // A conflicted key nobody keeps leaves the map even before the first full list: an
     // entry a previous agent wrote for it would deliver probes into another network.
     const withdraw = conflicts.map((c) => c.key).filter((k) => !desired.has(keyId(k)));
@@ -358,68 +385,6 @@ export class AgentCore {
     };
   }
 
-  /**
-   * Calls the hooks for problems not reported before. A pod's probes cannot
-   * change during its life (the spec is immutable there), so "once per uid
-   * while it persists" is once per pod generation; a problem that goes away
-   * and comes back is reported again.
-   */
-  #report(skips: Skip[], conflicts: Conflict[], mismatches: NetworkMismatch[]): void {
-    const now = new Map<string, Set<string>>();
-    const fresh = (uid: string, id: string): boolean => {
-      let set = now.get(uid);
-      if (!set) now.set(uid, set = new Set());
-      set.add(id);
-      return !this.#reported.get(uid)?.has(id);
-    };
-    for (const skip of skips) {
-      const id = `skip|${skip.reason}|${skip.container ?? ""}|${skip.probe ?? ""}|${skip.message}`;
-      if (!fresh(skip.pod.uid, id)) continue;
-      log.warning("Pod {pod}: {message}", {
-        pod: `${skip.pod.namespace}/${skip.pod.name}`,
-        reason: skip.reason,
-        message: skip.message,
-      });
-      this.#call(() => this.#opts.onSkip?.(skip));
-    }
-    for (const c of conflicts) {
-      const pods = (claims: Claim[]) =>
-        claims.map((d) => `${d.pod.namespace}/${d.pod.name} (${d.network || "default"})`);
-      for (const dropped of c.dropped) {
-        const id = `conflict|${keyId(c.key)}|${c.policy}|${c.kept?.pod.uid ?? ""}`;
-        if (!fresh(dropped.pod.uid, id)) continue;
-        log.warning(
-          "Conflict on {key} ({policy}): pod {pod} of network {network} gets no target; claimed by {claimants}, kept by {kept}",
-          {
-            key: keyId(c.key),
-            policy: c.policy,
-            pod: `${dropped.pod.namespace}/${dropped.pod.name}`,
-            network: dropped.network || "(default)",
-            claimants: pods(c.dropped),
-            kept: c.kept ? pods([c.kept])[0] : "nobody",
-          },
-        );
-        this.#call(() => this.#opts.onConflict?.(c, dropped));
-      }
-    }
-    for (const m of mismatches) {
-      if (!fresh(m.pod.uid, `mismatch|${m.node.networkId}|${m.node.network}|${m.annotated}`)) {
-        continue;
-      }
-      log.warning(
-        "Pod {pod}: its annotations say {annotated}, the node attached it to network {network} (id {networkId}); the node's network is used",
-        {
-          pod: `${m.pod.namespace}/${m.pod.name}`,
-          annotated: m.annotated,
-          network: m.node.network,
-          networkId: m.node.networkId,
-        },
-      );
-      this.#call(() => this.#opts.onNetworkMismatch?.(m));
-    }
-    this.#reported = now;
-  }
-
   #observe(report: ReconcileReport): void {
     const clean = !report.error && report.ops.every((o) => o.ok);
     if (report.allowDelete && clean && !this.#snapshot.firstFullListApplied) {
@@ -427,14 +392,14 @@ export class AgentCore {
       this.#snapshot.firstFullListApplied = true;
     }
     this.#snapshot.lastReconcile = report;
-    this.#call(() => this.#opts.observer?.onReconcile?.(report));
-  }
-
-  #call(fn: () => void): void {
-    try {
-      fn();
-    } catch (error) {
-      log.error("Agent hook failed: {error}", { error });
+    if (!report.error) {
+      const failures = failedWrites(
+        report.ops.filter((o) => o.op === "put" && !o.ok),
+        this.#snapshot.targets.map((t) => ({ key: t.entry.key, pod: t.pod })),
+      );
+      this.#snapshot.unwritten = [...this.#unwrittenByRules, ...failures];
+      this.#reporter.reportWriteFailures(failures);
     }
+    callHook(() => this.#opts.observer?.onReconcile?.(report));
   }
 }

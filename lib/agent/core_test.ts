@@ -9,6 +9,7 @@ import type { PodSink, PodSource } from "../pods/source.ts";
 import { keyId, type ProbeEntry } from "../datapath/probe_map.ts";
 import { MemoryProbeStore } from "../../tests/helpers/memory_probe_store.ts";
 import type { NetworkMismatch, Skip } from "../rules/targets.ts";
+import type { Unwritten } from "../rules/share.ts";
 
 const CONFIG: AgentCoreConfig = {
   nodeName: "n1",
@@ -19,6 +20,7 @@ const CONFIG: AgentCoreConfig = {
   debounceMs: 5,
   resyncMs: 60_000,
   addressConflict: "fail-closed",
+  maxTargetsPerPod: 64,
 };
 
 class FakeSource implements PodSource {
@@ -74,13 +76,17 @@ function ids(store: MemoryProbeStore): string[] {
   return store.entries().map((e) => `${keyId(e.key)}=${e.value.networkId}`).sort();
 }
 
-function setup(sourceNames = ["api"], config: Partial<AgentCoreConfig> = {}) {
+function setup(
+  sourceNames = ["api"],
+  config: Partial<AgentCoreConfig> = {},
+  store = new MemoryProbeStore(),
+) {
   const clock = FakeTimers.createClock();
-  const store = new MemoryProbeStore();
   const sources = sourceNames.map((n) => new FakeSource(n));
   const skips: Skip[] = [];
   const conflicts: [Conflict, Claim][] = [];
   const refusals: AddressClash[][] = [];
+  const unwritten: Unwritten[] = [];
   const core = new AgentCore({
     config: { ...CONFIG, ...config },
     store,
@@ -88,6 +94,7 @@ function setup(sourceNames = ["api"], config: Partial<AgentCoreConfig> = {}) {
     onSkip: (s) => skips.push(s),
     onConflict: (c, dropped) => conflicts.push([c, dropped]),
     onAttachRefused: (_a, clashes) => refusals.push(clashes),
+    onUnwritten: (u) => unwritten.push(u),
     timers: {
       setTimeout: (fn, ms) => clock.setTimeout(fn, ms),
       clearTimeout: (id) => clock.clearTimeout(id as number),
@@ -98,7 +105,7 @@ function setup(sourceNames = ["api"], config: Partial<AgentCoreConfig> = {}) {
     await clock.tickAsync(ms);
     await core.runner.idle();
   };
-  return { clock, store, sources, core, skips, conflicts, refusals, settle };
+  return { clock, store, sources, core, skips, conflicts, refusals, unwritten, settle };
 }
 
 Deno.test("AgentCore deletes nothing before every source's first full list", async () => {
@@ -405,4 +412,69 @@ Deno.test("AgentCore tags a pod with the network its CNI attach reported, not it
   await core.removeAttachment("a");
   assert.deepEqual(ids(t.store), ["10.0.0.8:8080=3"]);
   await core.stop();
+});
+
+/** A pod in network `networkId` at `ip` with one TCP readiness probe per port, in this order. */
+function podWithPorts(uid: string, ip: string, networkId: number, ports: number[]): Pod {
+  const p = pod(uid, ip, networkId);
+  p.spec.containers = ports.map((port, i) => ({
+    name: `c${i}`,
+    readinessProbe: { tcpSocket: { port } },
+  }));
+  return p;
+}
+
+Deno.test("AgentCore writes a pod's first targets up to the per-pod cap and reports the rest", async () => {
+  const t = setup(["api"], { maxTargetsPerPod: 2 });
+  await t.core.start();
+  t.sources[0].list(podWithPorts("big", "10.0.0.1", 1, [9003, 9001, 9002]));
+  await t.settle();
+  await t.settle(CONFIG.resyncMs);
+  assert.deepEqual(ids(t.store), ["10.0.0.1:9001=1", "10.0.0.1:9003=1"], "spec order, not key");
+  assert.deepEqual(t.unwritten.map((u) => [u.pod.uid, u.reason, u.count, u.wanted]), [
+    ["big", "cap", 1, 3],
+  ]);
+  assert.deepEqual(t.core.view().unwritten.map((u) => u.reason), ["cap"]);
+  await t.core.stop();
+});
+
+Deno.test("AgentCore shares a small map fairly: a flooding pod is trimmed, the others are written", async () => {
+  const t = setup(["api"], {}, new MemoryProbeStore({ capacity: 10 }));
+  await t.core.start();
+  const flood = Array.from({ length: 30 }, (_, i) => 20000 + i);
+  t.sources[0].list(
+    podWithPorts("flood", "10.0.0.9", 3, flood),
+    podWithPorts("a", "10.0.0.1", 1, [80, 81]),
+    podWithPorts("b", "10.0.0.2", 2, [80]),
+  );
+  await t.settle();
+  const written = ids(t.store);
+  assert.equal(written.length, 10);
+  for (const want of ["10.0.0.1:80=1", "10.0.0.1:81=1", "10.0.0.2:80=2"]) {
+    assert.ok(written.includes(want), `${want} in ${written}`);
+  }
+  assert.equal(t.core.runner.lastReport!.ops.every((o) => o.ok), true, "no write fails");
+  assert.deepEqual(t.unwritten.map((u) => [u.pod.uid, u.reason, u.count]), [
+    ["flood", "map-full", 23],
+  ]);
+  await t.core.stop();
+});
+
+Deno.test("AgentCore reports the pods whose writes a full map refused, once while it lasts", async () => {
+  const store = new MemoryProbeStore({ capacity: 2 });
+  store.put(entry("10.0.0.98", 1, 3)); // a previous agent's entries fill the map;
+  store.put(entry("10.0.0.99", 1, 3)); // deletes wait for every source's full list
+  const t = setup(["api", "dir"], {}, store);
+  await t.core.start();
+  t.sources[0].list(pod("a", "10.0.0.1", 1));
+  await t.settle();
+  await t.settle(600); // the retry
+  assert.deepEqual(t.unwritten.map((u) => [u.pod.uid, u.reason, u.count]), [["a", "map-full", 1]]);
+  assert.deepEqual(t.core.view().unwritten.map((u) => u.reason), ["map-full"]);
+  // The full list frees the stale entries; removes go first, so the put fits at once.
+  t.sources[1].list();
+  await t.settle();
+  assert.deepEqual(ids(t.store), ["10.0.0.1:8080=1"]);
+  assert.deepEqual(t.core.view().unwritten, []);
+  await t.core.stop();
 });

@@ -5,7 +5,9 @@
  */
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { Counters } from "../datapath/pins.ts";
-import { ABI_VERSION } from "../datapath/probe_map.ts";
+import { ABI_VERSION, keyId } from "../datapath/probe_map.ts";
+import type { AgentSnapshot } from "./core.ts";
+import type { ReconcileReport } from "./reconcile.ts";
 import { VERSION } from "../version.ts";
 
 export type ConnectCounters = Pick<
@@ -22,6 +24,7 @@ export class Metrics {
   readonly targetConflicts: Gauge;
   readonly networkMismatches: Gauge;
   readonly attachRefusals: Counter<"reason">;
+  readonly targetsUnwritten: Gauge<"reason">;
   readonly probesIgnored: Gauge<"reason">;
   readonly watchRestarts: Counter;
   readonly attached: Gauge<"program">;
@@ -29,14 +32,45 @@ export class Metrics {
   readonly kubeletLookalikes: Gauge;
   readonly programReplacements: Counter<"program">;
 
-  constructor(readCounters: () => ConnectCounters | undefined) {
+  /**
+   * `readCounters` and `readMap` are called at scrape time; either may return
+   * undefined when the kernel cannot be asked (the sample is then left out).
+   */
+  constructor(
+    readCounters: () => ConnectCounters | undefined,
+    readMap: () => { entries: number; capacity: number } | undefined = () => undefined,
+  ) {
     const registers = [this.registry];
     this.probeTargets = new Gauge({
       name: "lace_probe_targets",
-      help: "Probe targets in the map, by family and network",
+      help:
+        "Probe targets of this node's pods that are in the map as the agent wants them, by family and network",
       labelNames: ["family", "network"],
       registers,
     });
+    this.targetsUnwritten = new Gauge({
+      name: "lace_probe_targets_unwritten",
+      help:
+        "Probe targets of this node's pods that are not in the map, by reason (cap: over --max-targets-per-pod; map-full: beyond a fair share of the map, or the kernel found it full; write-error)",
+      labelNames: ["reason"],
+      registers,
+    });
+    const mapGauge = (name: string, help: string, pick: "entries" | "capacity") =>
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          const map = readMap();
+          if (map) this.set(map[pick]);
+        },
+      });
+    mapGauge(
+      "lace_probe_map_entries",
+      "Entries in the probe map now, read from the kernel at scrape time",
+      "entries",
+    );
+    mapGauge("lace_probe_map_capacity", "How many entries the probe map can hold", "capacity");
     this.reconcileTotal = new Counter({
       name: "lace_reconcile_total",
       help: "Reconciles of the probe map, by result",
@@ -141,6 +175,40 @@ export class Metrics {
       labelNames: ["version", "bpf_abi"],
       registers,
     }).set({ version: VERSION, bpf_abi: String(ABI_VERSION) }, 1);
+  }
+
+  /**
+   * Records one reconcile and the state it left: operations, durations, and
+   * the targets, conflicts and problems of `snapshot`. `lace_probe_targets`
+   * counts what is in the map, so a target whose put failed is left out; a
+   * reconcile that failed as a whole leaves the state gauges as they were.
+   */
+  update(report: ReconcileReport, snapshot: Readonly<AgentSnapshot>): void {
+    this.reconcileTotal.inc({ result: report.error ? "error" : "ok" });
+    this.reconcileDuration.observe(report.durationMs / 1000);
+    for (const op of report.ops) {
+      this.mapOperations.inc({
+        op: op.op === "put" ? "update" : "delete",
+        result: op.ok ? "ok" : "error",
+      });
+    }
+    if (!report.error) {
+      // What is in the map, not what is wanted: a target whose put failed is not counted.
+      const failed = new Set(
+        report.ops.filter((o) => o.op === "put" && !o.ok).map((o) => keyId(o.key)),
+      );
+      this.probeTargets.reset();
+      for (const t of snapshot.targets) {
+        if (failed.has(keyId(t.entry.key))) continue;
+        this.probeTargets.inc({ family: t.entry.key.family, network: t.network });
+      }
+      this.targetsUnwritten.reset();
+      for (const u of snapshot.unwritten) this.targetsUnwritten.inc({ reason: u.reason }, u.count);
+    }
+    this.targetConflicts.set(snapshot.conflicts.length);
+    this.networkMismatches.set(snapshot.mismatches.length);
+    this.probesIgnored.reset();
+    for (const s of snapshot.skips) this.probesIgnored.inc({ reason: s.reason });
   }
 
   /** The exposition text for /metrics. */

@@ -62,6 +62,8 @@ export interface OpResult {
   key: ProbeKey;
   ok: boolean;
   error?: string;
+  /** The errno name of a failed BPF call (E2BIG: the map is full). */
+  code?: string;
 }
 
 /** The outcome of one run, for logs and metrics. */
@@ -268,11 +270,12 @@ export class ReconcileRunner {
         skips: input.skips ?? 0,
       });
       const { put, remove } = diffTargets(input.desired, this.#opts.store.entries(), input);
-      for (const entry of put) {
-        report.ops.push(this.#apply("put", entry.key, () => this.#opts.store.put(entry)));
-      }
+      // Removes first: the room they free may be what a put needs in a full map.
       for (const key of remove) {
         report.ops.push(this.#apply("remove", key, () => this.#opts.store.remove(key)));
+      }
+      for (const entry of put) {
+        report.ops.push(this.#apply("put", entry.key, () => this.#opts.store.put(entry)));
       }
     } catch (error) {
       report.error = error instanceof Error ? error.message : String(error);
@@ -302,7 +305,8 @@ export class ReconcileRunner {
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       log.error("Probe map {op} of {key} failed: {error}", { op, key: keyId(key), error: message });
-      return { op, key, ok: false, error: message };
+      const code = (error as { code?: unknown })?.code;
+      return { op, key, ok: false, error: message, ...(typeof code === "string" ? { code } : {}) };
     }
   }
 }

@@ -47,29 +47,6 @@ function targetViews(snapshot: Readonly<AgentSnapshot>): TargetView[] {
   }));
 }
 
-function updateMetrics(
-  metrics: Metrics,
-  report: ReconcileReport,
-  snapshot: Readonly<AgentSnapshot>,
-): void {
-  metrics.reconcileTotal.inc({ result: report.error ? "error" : "ok" });
-  metrics.reconcileDuration.observe(report.durationMs / 1000);
-  for (const op of report.ops) {
-    metrics.mapOperations.inc({
-      op: op.op === "put" ? "update" : "delete",
-      result: op.ok ? "ok" : "error",
-    });
-  }
-  metrics.probeTargets.reset();
-  for (const t of snapshot.targets) {
-    metrics.probeTargets.inc({ family: t.entry.key.family, network: t.network });
-  }
-  metrics.targetConflicts.set(snapshot.conflicts.length);
-  metrics.networkMismatches.set(snapshot.mismatches.length);
-  metrics.probesIgnored.reset();
-  for (const s of snapshot.skips) metrics.probesIgnored.inc({ reason: s.reason });
-}
-
 /**
  * Starts the agent. Resolves once every part is running (not once ready:
  * readiness needs the kubelet cgroup and a first full pod list, which may
@@ -97,6 +74,13 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
       return datapath.counters();
     } catch (e) {
       log.warning("Reading BPF counters failed: {error}", { error: String(e) });
+      return undefined;
+    }
+  }, () => {
+    try {
+      return { entries: datapath.store.count(), capacity: datapath.store.capacity };
+    } catch (e) {
+      log.warning("Reading the probe map's size failed: {error}", { error: String(e) });
       return undefined;
     }
   });
@@ -139,6 +123,7 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     onSkip: (skip) => events.warn(podObjectRef(skip.pod), "ProbeIgnored", skip.message),
     onConflict: (c, dropped) =>
       events.warn(podObjectRef(dropped.pod), "ProbeTargetConflict", conflictMessage(c, dropped)),
+    onUnwritten: (u) => events.warn(podObjectRef(u.pod), "ProbeTargetsNotWritten", u.message),
     onAttachRefused: (a, clashes) => {
       metrics.attachRefusals.inc({ reason: "address-conflict" });
       events.warn(podObjectRef(a), "AttachRefused", refusalMessage(clashes));
@@ -149,7 +134,7 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
         "NetworkAnnotationMismatch",
         `The pod's annotations say ${m.annotated}, but the node attached it to network "${m.node.network}" (id ${m.node.networkId}): its probe targets use the node's network and the annotations are ignored`,
       ),
-    observer: { onReconcile: (report) => updateMetrics(metrics, report, core.view()) },
+    observer: { onReconcile: (report) => metrics.update(report, core.view()) },
   });
 
   const follower = new CgroupFollower({

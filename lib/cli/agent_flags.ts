@@ -179,6 +179,15 @@ export const agentFlags: readonly FlagSpec<Config>[] = [
     help: "Unix socket the CNI plugin registers attachments on (empty disables it)",
   },
   {
+    name: "max-targets-per-pod",
+    key: "maxTargetsPerPod",
+    value: integer,
+    env: ["LACE_MAX_TARGETS_PER_POD"],
+    metavar: "N",
+    help:
+      "The most probe targets one pod may have in the probe map (1..65536); a pod that wants more is reported",
+  },
+  {
     name: "address-conflict",
     key: "addressConflict",
     value: oneOf(CONFLICT_POLICIES),

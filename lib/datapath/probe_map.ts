@@ -224,4 +224,6 @@ export interface ProbeStore {
   put(entry: ProbeEntry): void;
   /** Removes one entry; a missing key is not an error. */
   remove(key: ProbeKey): void;
+  /** How many entries the store can hold (the kernel map's max_entries); absent: MAX_TARGETS. */
+  readonly capacity?: number;
 }

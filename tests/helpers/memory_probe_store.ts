@@ -10,15 +10,31 @@ import {
   type ProbeStore,
 } from "../../lib/datapath/probe_map.ts";
 
-/** A ProbeStore in memory; it validates keys through the real codec, as the BPF store does. */
+/**
+ * A ProbeStore in memory; it validates keys through the real codec, as the BPF
+ * store does. With a capacity, a put of a new key into a full store fails the
+ * way the kernel's hash map does (E2BIG).
+ */
 export class MemoryProbeStore implements ProbeStore {
   readonly #entries = new Map<string, ProbeEntry>();
+  readonly capacity?: number;
+  constructor(opts: { capacity?: number } = {}) {
+    if (opts.capacity !== undefined) this.capacity = opts.capacity;
+  }
   entries(): ProbeEntry[] {
     return [...this.#entries.values()].map((e) => structuredClone(e));
   }
   put(entry: ProbeEntry): void {
     encodeKey(entry.key);
-    this.#entries.set(keyId(entry.key), structuredClone(entry));
+    const id = keyId(entry.key);
+    if (
+      this.capacity !== undefined && !this.#entries.has(id) && this.#entries.size >= this.capacity
+    ) {
+      throw Object.assign(new Error(`bpf_map_update_elem ${id}: E2BIG (the map is full)`), {
+        code: "E2BIG",
+      });
+    }
+    this.#entries.set(id, structuredClone(entry));
   }
   remove(key: ProbeKey): void {
     this.#entries.delete(keyId(key));

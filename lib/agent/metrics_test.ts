@@ -1,0 +1,76 @@
+import assert from "node:assert/strict";
+import type { AgentSnapshot } from "./core.ts";
+import { Metrics } from "./metrics.ts";
+import type { ReconcileReport } from "./reconcile.ts";
+
+const pod = { namespace: "ns", name: "p", uid: "u" };
+
+function view(address: string, networkId: number) {
+  return {
+    entry: {
+      key: { family: "ipv4" as const, address, port: 80 },
+      value: { networkId, mark: 0x1000 | networkId << 16 },
+    },
+    network: `net${networkId}`,
+    pod,
+    container: "app",
+    probe: "readiness" as const,
+    handler: "tcpSocket" as const,
+  };
+}
+
+const snapshot: AgentSnapshot = {
+  targets: [view("10.0.0.1", 1), view("10.0.0.2", 1), view("10.0.0.3", 2)],
+  conflicts: [],
+  skips: [],
+  mismatches: [],
+  unwritten: [{ pod, reason: "map-full", count: 1, wanted: 3, message: "full" }],
+  synced: true,
+  firstFullListApplied: true,
+  counts: { pods: 1, targets: 3, conflicts: 0, skips: 0, mismatches: 0 },
+};
+
+function report(ops: ReconcileReport["ops"], error?: string): ReconcileReport {
+  return {
+    reason: "test",
+    durationMs: 1,
+    ops,
+    allowDelete: true,
+    desired: 3,
+    conflicts: 0,
+    skips: 0,
+    ...(error ? { error } : {}),
+  };
+}
+
+async function sample(metrics: Metrics, name: string): Promise<number | undefined> {
+  const line = (await metrics.text()).split("\n").find((l) => l.startsWith(name + " "));
+  return line === undefined ? undefined : Number(line.slice(name.length + 1));
+}
+
+Deno.test("Metrics.update() counts in lace_probe_targets only what is in the map", async () => {
+  const metrics = new Metrics(() => undefined);
+  metrics.update(
+    report([{ op: "put", key: snapshot.targets[1].entry.key, ok: false, code: "E2BIG" }]),
+    snapshot,
+  );
+  assert.equal(await sample(metrics, 'lace_probe_targets{family="ipv4",network="net1"}'), 1);
+  assert.equal(await sample(metrics, 'lace_probe_targets{family="ipv4",network="net2"}'), 1);
+  assert.equal(await sample(metrics, 'lace_probe_targets_unwritten{reason="map-full"}'), 1);
+});
+
+Deno.test("Metrics.update() leaves the target gauges alone after a reconcile that failed", async () => {
+  const metrics = new Metrics(() => undefined);
+  metrics.update(report([]), snapshot);
+  metrics.update(report([], "reading the map failed"), { ...snapshot, targets: [] });
+  assert.equal(await sample(metrics, 'lace_probe_targets{family="ipv4",network="net1"}'), 2);
+});
+
+Deno.test("Metrics reads the probe map's entries and capacity at scrape time", async () => {
+  let entries = 5;
+  const metrics = new Metrics(() => undefined, () => ({ entries, capacity: 65536 }));
+  assert.equal(await sample(metrics, "lace_probe_map_entries"), 5);
+  entries = 7;
+  assert.equal(await sample(metrics, "lace_probe_map_entries"), 7);
+  assert.equal(await sample(metrics, "lace_probe_map_capacity"), 65536);
+});

@@ -1,0 +1,156 @@
+/**
+ * Telling operators and pod authors what went wrong with a pod's probes:
+ * each problem is logged and handed to a hook (Events) once while it
+ * persists, never once per reconcile, and again if it goes away and comes
+ * back. The agent core finds the problems; this file only reports them.
+ */
+import { getLogger } from "@logtape/logtape";
+import { keyId } from "../datapath/probe_map.ts";
+import type { Claim, Conflict } from "../rules/conflicts.ts";
+import type { Unwritten } from "../rules/share.ts";
+import type { NetworkMismatch, Skip } from "../rules/targets.ts";
+
+const log = getLogger(["lace", "agent"]);
+
+/** Where each kind of problem goes (Events in the agent); every hook is optional. */
+export interface ProblemHooks {
+  /** A problem with one pod's probes. */
+  onSkip?: (skip: Skip) => void;
+  /** A pod that gets no target for a conflicted key. */
+  onConflict?: (conflict: Conflict, dropped: Claim) => void;
+  /** A pod whose annotations disagree with the network the node attached it to. */
+  onNetworkMismatch?: (mismatch: NetworkMismatch) => void;
+  /** Some of a pod's targets are not in the map (cap, map full, write error). */
+  onUnwritten?: (unwritten: Unwritten) => void;
+}
+
+/** What one reconcile's computation found. */
+export interface Findings {
+  skips: Skip[];
+  conflicts: Conflict[];
+  mismatches: NetworkMismatch[];
+  unwritten: Unwritten[];
+}
+
+/** Calls a hook; a hook that throws is logged, never passed on. */
+export function callHook(fn: () => void): void {
+  try {
+    fn();
+  } catch (error) {
+    log.error("Agent hook failed: {error}", { error });
+  }
+}
+
+function podName(pod: { namespace: string; name: string }): string {
+  return `${pod.namespace}/${pod.name}`;
+}
+
+/** Problems seen in the last round, by pod uid, to report each only when it is new. */
+class Seen {
+  #last = new Map<string, Set<string>>();
+  #now = new Map<string, Set<string>>();
+
+  /** Notes a problem of this round; true when the last round did not have it. */
+  fresh(uid: string, id: string): boolean {
+    let set = this.#now.get(uid);
+    if (!set) this.#now.set(uid, set = new Set());
+    set.add(id);
+    return !this.#last.get(uid)?.has(id);
+  }
+
+  /** Ends the round: what was not seen in it is forgotten. */
+  next(): void {
+    this.#last = this.#now;
+    this.#now = new Map();
+  }
+}
+
+/**
+ * Reports findings once while they persist. A pod's probes cannot change
+ * during its life (the spec is immutable there), so "once per uid while it
+ * persists" is once per pod generation. Findings of the computation and
+ * write failures of the apply step are separate rounds.
+ */
+export class ProblemReporter {
+  readonly #hooks: ProblemHooks;
+  readonly #computed = new Seen();
+  readonly #writes = new Seen();
+
+  constructor(hooks: ProblemHooks) {
+    this.#hooks = hooks;
+  }
+
+  /** Reports what a reconcile's computation found that the last one did not. */
+  report(found: Findings): void {
+    const seen = this.#computed;
+    for (const skip of found.skips) {
+      const id = `skip|${skip.reason}|${skip.container ?? ""}|${skip.probe ?? ""}|${skip.message}`;
+      if (!seen.fresh(skip.pod.uid, id)) continue;
+      log.warning("Pod {pod}: {message}", {
+        pod: podName(skip.pod),
+        reason: skip.reason,
+        message: skip.message,
+      });
+      callHook(() => this.#hooks.onSkip?.(skip));
+    }
+    for (const c of found.conflicts) {
+      const pods = (claims: Claim[]) =>
+        claims.map((d) => `${podName(d.pod)} (${d.network || "default"})`);
+      for (const dropped of c.dropped) {
+        const id = `conflict|${keyId(c.key)}|${c.policy}|${c.kept?.pod.uid ?? ""}`;
+        if (!seen.fresh(dropped.pod.uid, id)) continue;
+        log.warning(
+          "Conflict on {key} ({policy}): pod {pod} of network {network} gets no target; claimed by {claimants}, kept by {kept}",
+          {
+            key: keyId(c.key),
+            policy: c.policy,
+            pod: podName(dropped.pod),
+            network: dropped.network || "(default)",
+            claimants: pods(c.dropped),
+            kept: c.kept ? pods([c.kept])[0] : "nobody",
+          },
+        );
+        callHook(() => this.#hooks.onConflict?.(c, dropped));
+      }
+    }
+    for (const m of found.mismatches) {
+      const id = `mismatch|${m.node.networkId}|${m.node.network}|${m.annotated}`;
+      if (!seen.fresh(m.pod.uid, id)) continue;
+      log.warning(
+        "Pod {pod}: its annotations say {annotated}, the node attached it to network {network} (id {networkId}); the node's network is used",
+        {
+          pod: podName(m.pod),
+          annotated: m.annotated,
+          network: m.node.network,
+          networkId: m.node.networkId,
+        },
+      );
+      callHook(() => this.#hooks.onNetworkMismatch?.(m));
+    }
+    this.#unwritten(seen, found.unwritten);
+    seen.next();
+  }
+
+  /** Reports the pods whose targets the last apply could not write, when new. */
+  reportWriteFailures(unwritten: Unwritten[]): void {
+    this.#unwritten(this.#writes, unwritten);
+    this.#writes.next();
+  }
+
+  #unwritten(seen: Seen, unwritten: Unwritten[]): void {
+    for (const u of unwritten) {
+      if (!seen.fresh(u.pod.uid, `unwritten|${u.reason}`)) continue;
+      log.warning(
+        "Pod {pod}: {count} of {wanted} probe targets not written ({reason}): {message}",
+        {
+          pod: podName(u.pod),
+          count: u.count,
+          wanted: u.wanted,
+          reason: u.reason,
+          message: u.message,
+        },
+      );
+      callHook(() => this.#hooks.onUnwritten?.(u));
+    }
+  }
+}
