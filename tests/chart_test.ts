@@ -63,6 +63,8 @@ helmTest("helm refuses values that break the schema", async (h) => {
     [["node.kubeletCgroup=/sys/fs/cgroup/x"], /additional propert|kubeletCgroup/i],
     [["node.metricsPort=http"], /metricsPort/],
     [["node.markShift=17"], /markShift/],
+    [["node.addressConflict=newer-wins"], /addressConflict/],
+    [["node.maxTargetsPerPod=0"], /maxTargetsPerPod/],
     [["node.probeMark=0x0"], /probeMark/],
     [["node.cni.binDir=opt/cni/bin"], /binDir/],
     [["capabilities={CAP_BPF}"], /capabilities/],
@@ -85,6 +87,20 @@ helmTest(
   async (h) => {
     const stderr = await refusal(h, ["node.kubeletCgroupPath=/run/cgroup2/kubelet"]);
     assert.match(stderr, /must be under \/sys\/fs\/cgroup.*"\/run\/cgroup2\/kubelet"/);
+  },
+);
+
+helmTest(
+  "the DaemonSet passes the conflict policy and the per-pod target cap to the agent",
+  async (h) => {
+    const defaults = agent(await render(h));
+    assert.equal(envOf(defaults, "LACE_ADDRESS_CONFLICT"), "fail-closed");
+    assert.equal(envOf(defaults, "LACE_MAX_TARGETS_PER_POD"), "64");
+    const set = agent(
+      await render(h, ["node.addressConflict=older-wins", "node.maxTargetsPerPod=128"]),
+    );
+    assert.equal(envOf(set, "LACE_ADDRESS_CONFLICT"), "older-wins");
+    assert.equal(envOf(set, "LACE_MAX_TARGETS_PER_POD"), "128");
   },
 );
 
