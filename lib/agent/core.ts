@@ -174,11 +174,6 @@ export class AgentCore {
     await this.runner.stop();
   }
 
-  /** The last computed state; a copy, safe to keep and to change. */
-  snapshot(): AgentSnapshot {
-    return structuredClone(this.view());
-  }
-
   /**
    * The last computed state without copying it, for readers on hot paths
    * (metrics after every reconcile, /readyz, /targets, CNI CHECK): with 10k

@@ -115,11 +115,11 @@ Deno.test("AgentCore deletes nothing before every source's first full list", asy
   t.sources[0].list(pod("a", "10.0.0.1", 1));
   await t.settle();
   assert.deepEqual(ids(t.store), ["10.0.0.1:8080=1", "10.0.0.99:80=3"]);
-  assert.equal(t.core.snapshot().firstFullListApplied, false);
+  assert.equal(t.core.view().firstFullListApplied, false);
   t.sources[1].list();
   await t.settle();
   assert.deepEqual(ids(t.store), ["10.0.0.1:8080=1"]);
-  assert.equal(t.core.snapshot().firstFullListApplied, true);
+  assert.equal(t.core.view().firstFullListApplied, true);
   await t.core.stop();
 });
 
@@ -163,7 +163,7 @@ Deno.test("AgentCore under older-wins keeps the older pod on a conflict, stably,
   assert.deepEqual(ids(t.store), ["10.0.0.5:8080=1"]);
   assert.equal(t.conflicts.length, 1);
   assert.equal(t.conflicts[0][1].pod.uid, "a-new");
-  assert.equal(t.core.snapshot().conflicts.length, 1);
+  assert.equal(t.core.view().conflicts.length, 1);
   await t.core.stop();
 });
 
@@ -256,12 +256,12 @@ Deno.test("AgentCore reports a pod's problem once while it persists", async () =
   await t.core.stop();
 });
 
-Deno.test("AgentCore.snapshot() describes each target's pod and probe", async () => {
+Deno.test("AgentCore.view() describes each target's pod and probe", async () => {
   const t = setup();
   await t.core.start();
   t.sources[0].list(pod("a", "10.0.0.1", 4));
   await t.settle();
-  const snap = t.core.snapshot();
+  const snap = t.core.view();
   assert.equal(snap.synced, true);
   assert.deepEqual(snap.counts, { pods: 1, targets: 1, conflicts: 0, skips: 0, mismatches: 0 });
   const [view] = snap.targets;
@@ -274,20 +274,17 @@ Deno.test("AgentCore.snapshot() describes each target's pod and probe", async ()
   await t.core.stop();
 });
 
-Deno.test("AgentCore.view() shares the current state; snapshot() hands out a copy", async () => {
+Deno.test("AgentCore.view() shares the current state without a copy; a reconcile replaces it", async () => {
   const t = setup();
   await t.core.start();
   t.sources[0].list(pod("a", "10.0.0.1", 4));
   await t.settle();
   const view = t.core.view();
   assert.equal(t.core.view().targets, view.targets, "no copy per call");
-  const copy = t.core.snapshot();
-  assert.notEqual(copy.targets, view.targets);
-  assert.deepEqual(copy.targets, view.targets);
   t.sources[0].list(pod("a", "10.0.0.2", 4));
   await t.settle();
   assert.equal(t.core.view().targets[0].entry.key.address, "10.0.0.2");
-  assert.equal(copy.targets[0].entry.key.address, "10.0.0.1", "a copy does not change later");
+  assert.equal(view.targets[0].entry.key.address, "10.0.0.1", "an earlier view is never changed");
   await t.core.stop();
 });
 
@@ -348,7 +345,7 @@ Deno.test("AgentCore skips a pod nested thousands of levels deep and writes the 
   assert.equal(skip.reason, "malformed");
   assert.equal(`${skip.pod.namespace}/${skip.pod.name}`, "ns/p-hostile");
   assert.match(skip.message, /could not be evaluated/);
-  assert.equal(t.core.snapshot().firstFullListApplied, true);
+  assert.equal(t.core.view().firstFullListApplied, true);
   await t.core.stop();
 });
 

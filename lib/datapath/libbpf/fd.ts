@@ -32,7 +32,7 @@ export type BpfObjectKind = "map" | "prog" | "link" | "btf";
  * (`anon_inode:bpf-map`, `bpf-prog`, `bpf_link`, `btf`); undefined when it is
  * no BPF object. bpf_obj_get opens any pinned kind, so callers check this.
  */
-export function bpfObjectKind(fd: number): BpfObjectKind | undefined {
+function bpfObjectKind(fd: number): BpfObjectKind | undefined {
   const target = Deno.readLinkSync(`/proc/self/fd/${fd}`);
   const kind = /^anon_inode:(?:bpf[-_](map|prog|link)|(btf))$/.exec(target);
   return (kind?.[1] ?? kind?.[2]) as BpfObjectKind | undefined;
