@@ -15,7 +15,6 @@ import { Metrics } from "./metrics.ts";
 import { conflictMessage, refusalMessage } from "../rules/conflicts.ts";
 import type { PodSource } from "../pods/source.ts";
 import { DirPodSource } from "../pods/dir_source.ts";
-import type { ReconcileReport } from "./reconcile.ts";
 import { type EventSink, nodeObjectRef, noopEventSink, podObjectRef } from "../kube/event_sink.ts";
 
 const log = getLogger(["lace", "agent"]);
