@@ -73,6 +73,7 @@ async function timedRun(
   n: number,
   concurrency: number,
   durationOf: (pair: Pair<string>) => number,
+  window?: number,
 ) {
   // One timer per pair: allow all of them.
   const clock = FakeTimers.createClock(0, n * n);
@@ -80,7 +81,7 @@ async function timedRun(
   const done = schedulePairs(directedPairs(names(n)), (e) => e, async (pair) => {
     starts.push(clock.now);
     await new Promise((r) => clock.setTimeout(r, durationOf(pair)));
-  }, { concurrency, exclusive: true });
+  }, { concurrency, exclusive: true, window });
   await clock.runAllAsync();
   await done;
   return { starts, end: clock.now };
@@ -113,14 +114,19 @@ Deno.test("schedulePairs() keeps nodes busy while one path is slow", async () =>
   assert.ok(end <= bound * 1.1, `took ${end} ms, pod-0 alone needs ${bound} ms`);
 });
 
-Deno.test("schedulePairs() stops starting pairs when aborted", async () => {
+Deno.test("schedulePairs() starts no pair after an abort and waits for the running ones", async () => {
   const controller = new AbortController();
-  let started = 0;
+  let started = 0, startedAfterAbort = 0, finished = 0;
   await schedulePairs(directedPairs(names(20)), (e) => e, async () => {
-    if (++started === 10) controller.abort();
+    if (controller.signal.aborted) startedAfterAbort++;
+    started++;
     await new Promise((r) => setTimeout(r, 1));
+    // The abort arrives as a task ends, as a signal handler's would: between starts.
+    if (++finished === 10) controller.abort();
   }, { concurrency: 4, exclusive: true, signal: controller.signal });
-  assert.ok(started < 20 * 19 && started >= 10);
+  assert.equal(startedAfterAbort, 0);
+  assert.ok(started >= 10 && started < 20 * 19, `${started} started`);
+  assert.equal(finished, started, "every started pair settled before the schedule ended");
 });
 
 /** Lets every pending promise reaction run (the schedule is driven by promises only). */
@@ -166,4 +172,53 @@ Deno.test("EndpointLocks takes both locks or none", () => {
   assert.equal(locks.tryAcquire("c", "d"), true);
   locks.release("a", "b");
   assert.equal(locks.tryAcquire("a", "b"), true);
+  assert.equal(locks.isHeld("a"), true);
+  locks.release("a", "b");
+  assert.equal(locks.isHeld("a"), false);
+});
+
+const slowPath = (slow: string) => (p: Pair<string>) => `${p.from}>${p.to}` === slow ? 5000 : 1000;
+
+Deno.test("schedulePairs() lets a node whose next partner is busy take a later pair instead of idling", async () => {
+  // Five nodes, two at a time, one slow path: without taking later pairs the run needs 14 s.
+  assert.equal((await timedRun(5, 2, slowPath("pod-2>pod-3"))).end, 13_000);
+  assert.equal((await timedRun(5, 2, slowPath("pod-3>pod-1"))).end, 13_000);
+});
+
+Deno.test("schedulePairs() in exclusive mode refills its window after each start", async () => {
+  // A two-pair window refilled only once per turn needs 15 s here.
+  assert.equal((await timedRun(6, 3, slowPath("pod-0>pod-1"), 2)).end, 14_000);
+});
+
+/** How many pairs the schedule had pulled from its source when the first task started. */
+async function pulledAtFirstStart(options: { concurrency: number; window?: number }) {
+  let pulled = 0, atFirst = -1;
+  function* source() {
+    for (const pair of directedPairs(names(20))) {
+      pulled++;
+      yield pair;
+    }
+  }
+  await schedulePairs(source(), (e) => e, async () => {
+    if (atFirst < 0) atFirst = pulled;
+    await Promise.resolve();
+  }, { ...options, exclusive: false });
+  return atFirst;
+}
+
+Deno.test("schedulePairs() pulls pairs lazily: a window of 4 × concurrency, at least 64, or as given", async () => {
+  assert.equal(await pulledAtFirstStart({ concurrency: 1 }), 64);
+  assert.equal(await pulledAtFirstStart({ concurrency: 20 }), 80);
+  assert.equal(await pulledAtFirstStart({ concurrency: 1, window: 5 }), 5);
+  assert.equal(await pulledAtFirstStart({ concurrency: 1, window: 0 }), 1);
+});
+
+Deno.test("schedulePairs() fills the concurrency bound from a one-pair window", async () => {
+  let active = 0, maxActive = 0;
+  await schedulePairs(directedPairs(names(4)), (e) => e, async () => {
+    maxActive = Math.max(maxActive, ++active);
+    await new Promise((r) => setTimeout(r, 0));
+    active--;
+  }, { concurrency: 3, exclusive: false, window: 1 });
+  assert.equal(maxActive, 3);
 });
