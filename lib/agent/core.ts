@@ -35,13 +35,16 @@ import {
 } from "../rules/targets.ts";
 import { capTargets, failedWrites, shareMap, type Unwritten } from "../rules/share.ts";
 import { callHook, type ProblemHooks, ProblemReporter } from "./problems.ts";
+import type { Backoff } from "../backoff.ts";
+import { realTimers, type Timers } from "../timers.ts";
 import {
+  reconcile,
+  reconcileFailed,
   type ReconcileInput,
   type ReconcileObserver,
   type ReconcileReport,
-  ReconcileRunner,
-  type Timers,
 } from "./reconcile.ts";
+import { Scheduler } from "./scheduler.ts";
 
 const log = getLogger(["lace", "agent"]);
 
@@ -71,7 +74,8 @@ export interface AgentCoreOptions extends ProblemHooks {
   /** Every reconcile's report (for metrics). */
   observer?: ReconcileObserver;
   timers?: Timers;
-  backoffMs?: { initial: number; max: number };
+  /** Retry delays after failed reconciles; default 500 ms doubling to 30 s. */
+  backoff?: Backoff;
 }
 
 /** One desired map entry and the pod and probe it serves. */
@@ -102,7 +106,8 @@ export interface AgentSnapshot {
 /** Wires sources, cache, rules and runner; see the module comment. */
 export class AgentCore {
   readonly cache: PodCache;
-  readonly runner: ReconcileRunner;
+  /** Decides when to reconcile: gathered triggers, periodic resync, retries. */
+  readonly runner: Scheduler<ReconcileReport>;
   readonly #opts: AgentCoreOptions;
   #snapshot: AgentSnapshot = {
     targets: [],
@@ -134,14 +139,32 @@ export class AgentCore {
       onChange: (source) => this.runner.trigger(source),
     });
     for (const source of opts.sources) this.cache.register(source.name);
-    this.runner = new ReconcileRunner({
-      store: opts.store,
-      compute: () => this.#compute(),
-      debounceMs: opts.config.debounceMs,
-      resyncMs: opts.config.resyncMs,
-      backoffMs: opts.backoffMs,
-      timers: opts.timers,
-      observer: { onReconcile: (report) => this.#observe(report) },
+    const timers = opts.timers ?? realTimers;
+    this.runner = new Scheduler({
+      run: async (reason) => {
+        const report = await reconcile(
+          reason,
+          opts.store,
+          () => this.#compute(),
+          () => timers.now(),
+        );
+        try {
+          this.#observe(report);
+        } catch (error) {
+          log.error("Reconcile observer failed: {error}", { error });
+        }
+        return report;
+      },
+      failed: reconcileFailed,
+      minIntervalMs: opts.config.debounceMs,
+      maxIntervalMs: opts.config.resyncMs,
+      backoff: opts.backoff,
+      timers,
+      onRetry: (delay, attempt) =>
+        log.warning("Reconcile incomplete; retrying in {delay}ms (attempt {attempt})", {
+          delay,
+          attempt,
+        }),
     });
   }
 

@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import FakeTimers from "@sinonjs/fake-timers";
 import { AgentCore, type AgentCoreConfig } from "./core.ts";
 import { markFor } from "../config.ts";
 import type { AddressClash, Claim, Conflict } from "../rules/conflicts.ts";
@@ -8,6 +7,7 @@ import type { Pod } from "../pods/pod.ts";
 import type { PodSink, PodSource } from "../pods/source.ts";
 import { keyId, type ProbeEntry } from "../datapath/probe_map.ts";
 import { MemoryProbeStore } from "../../tests/helpers/memory_probe_store.ts";
+import { fakeTime } from "../../tests/helpers/fake_time.ts";
 import type { NetworkMismatch, Skip } from "../rules/targets.ts";
 import type { Unwritten } from "../rules/share.ts";
 
@@ -81,7 +81,7 @@ function setup(
   config: Partial<AgentCoreConfig> = {},
   store = new MemoryProbeStore(),
 ) {
-  const clock = FakeTimers.createClock();
+  const { clock, timers } = fakeTime();
   const sources = sourceNames.map((n) => new FakeSource(n));
   const skips: Skip[] = [];
   const conflicts: [Conflict, Claim][] = [];
@@ -95,17 +95,13 @@ function setup(
     onConflict: (c, dropped) => conflicts.push([c, dropped]),
     onAttachRefused: (_a, clashes) => refusals.push(clashes),
     onUnwritten: (u) => unwritten.push(u),
-    timers: {
-      setTimeout: (fn, ms) => clock.setTimeout(fn, ms),
-      clearTimeout: (id) => clock.clearTimeout(id as number),
-      now: () => clock.now,
-    },
+    timers,
   });
   const settle = async (ms = CONFIG.debounceMs) => {
     await clock.tickAsync(ms);
     await core.runner.idle();
   };
-  return { clock, store, sources, core, skips, conflicts, refusals, unwritten, settle };
+  return { clock, timers, store, sources, core, skips, conflicts, refusals, unwritten, settle };
 }
 
 Deno.test("AgentCore deletes nothing before every source's first full list", async () => {
@@ -337,7 +333,7 @@ Deno.test("AgentCore skips a pod nested thousands of levels deep and writes the 
   t.sources[0].list(pod("a", "10.0.0.1", 1), deeplyNested("hostile", 20_000));
   t.sources[1].list(pod("z", "10.0.0.2", 2), deeplyNested("hostile", 20_000));
   await t.settle();
-  const report = t.core.runner.lastReport!;
+  const report = t.core.view().lastReconcile!;
   assert.equal(report.error, undefined, "the reconcile as a whole succeeds");
   assert.deepEqual(ids(t.store), ["10.0.0.1:8080=1", "10.0.0.2:8080=2"]);
   const skip = t.skips.find((s) => s.pod.uid === "hostile");
@@ -375,11 +371,7 @@ Deno.test("AgentCore tags a pod with the network its CNI attach reported, not it
     store: t.store,
     sources: t.sources,
     onNetworkMismatch: (m) => mismatches.push(m),
-    timers: {
-      setTimeout: (fn, ms) => t.clock.setTimeout(fn, ms),
-      clearTimeout: (id) => t.clock.clearTimeout(id as number),
-      now: () => t.clock.now,
-    },
+    timers: t.timers,
   });
   await core.start();
   // The pod's author claims network 2; the node attached the pod to network 1.
@@ -450,7 +442,7 @@ Deno.test("AgentCore shares a small map fairly: a flooding pod is trimmed, the o
   for (const want of ["10.0.0.1:80=1", "10.0.0.1:81=1", "10.0.0.2:80=2"]) {
     assert.ok(written.includes(want), `${want} in ${written}`);
   }
-  assert.equal(t.core.runner.lastReport!.ops.every((o) => o.ok), true, "no write fails");
+  assert.equal(t.core.view().lastReconcile!.ops.every((o) => o.ok), true, "no write fails");
   assert.deepEqual(t.unwritten.map((u) => [u.pod.uid, u.reason, u.count]), [
     ["flood", "map-full", 23],
   ]);

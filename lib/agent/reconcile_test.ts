@@ -1,13 +1,7 @@
 import assert from "node:assert/strict";
-import FakeTimers from "@sinonjs/fake-timers";
 import { keyId, type ProbeEntry, type ProbeKey } from "../datapath/probe_map.ts";
 import { MemoryProbeStore } from "../../tests/helpers/memory_probe_store.ts";
-import {
-  diffTargets,
-  type ReconcileInput,
-  type ReconcileReport,
-  ReconcileRunner,
-} from "./reconcile.ts";
+import { diffTargets, reconcile, reconcileFailed } from "./reconcile.ts";
 
 function entry(address: string, port: number, networkId = 1): ProbeEntry {
   return {
@@ -97,151 +91,83 @@ class FlakyStore extends MemoryProbeStore {
   }
 }
 
-function setup(input: () => ReconcileInput | Promise<ReconcileInput>) {
-  const clock = FakeTimers.createClock();
+const now = () => 0;
+
+Deno.test("reconcile() applies the other ops when one fails and reports each", async () => {
   const store = new FlakyStore();
-  const reports: ReconcileReport[] = [];
-  let computes = 0;
-  const runner = new ReconcileRunner({
-    store,
-    compute: () => {
-      computes++;
-      return input();
-    },
-    debounceMs: 10,
-    resyncMs: 60_000,
-    backoffMs: { initial: 100, max: 1000 },
-    observer: { onReconcile: (r) => reports.push(r) },
-    timers: {
-      setTimeout: (fn, ms) => clock.setTimeout(fn, ms),
-      clearTimeout: (id) => clock.clearTimeout(id as number),
-      now: () => clock.now,
-    },
-  });
-  return { clock, store, reports, runner, computes: () => computes };
-}
-
-Deno.test("ReconcileRunner coalesces a burst of triggers into one run after the debounce", async () => {
-  const desired = desiredOf(entry("10.0.0.1", 80));
-  const t = setup(() => ({ desired, allowDelete: true }));
-  t.runner.start();
-  for (let i = 0; i < 50; i++) t.runner.trigger("pod");
-  await t.clock.tickAsync(9);
-  assert.equal(t.computes(), 0);
-  await t.clock.tickAsync(1);
-  await t.runner.idle();
-  assert.equal(t.computes(), 1);
-  assert.equal(t.store.entries().length, 1);
-  assert.match(t.reports[0].reason, /start/);
-  await t.runner.stop();
-});
-
-Deno.test("ReconcileRunner runs once more when triggered during a run, never two at once", async () => {
-  let release: () => void = () => {};
-  let active = 0, maxActive = 0;
-  const t = setup(async () => {
-    active++;
-    maxActive = Math.max(maxActive, active);
-    await new Promise<void>((r) => release = r);
-    active--;
-    return { desired: new Map(), allowDelete: false };
-  });
-  t.runner.start();
-  await t.clock.tickAsync(10);
-  assert.equal(t.computes(), 1);
-  t.runner.trigger("a");
-  t.runner.trigger("b");
-  await t.clock.tickAsync(100);
-  assert.equal(t.computes(), 1, "no second run while the first is still running");
-  release();
-  await t.runner.idle();
-  await t.clock.tickAsync(10);
-  assert.equal(t.computes(), 2);
-  release();
-  await t.runner.idle();
-  assert.equal(maxActive, 1);
-  await t.runner.stop();
-});
-
-Deno.test("ReconcileRunner resync repairs an entry deleted or changed behind its back", async () => {
+  store.failing.add("10.0.0.1:80");
   const desired = desiredOf(entry("10.0.0.1", 80), entry("10.0.0.2", 80));
-  const t = setup(() => ({ desired, allowDelete: true }));
-  t.runner.start();
-  await t.clock.tickAsync(10);
-  await t.runner.idle();
-  t.store.remove(entry("10.0.0.1", 80).key);
-  t.store.put(entry("10.0.0.2", 80, 5));
-  t.store.put(entry("10.9.9.9", 1));
-  await t.clock.tickAsync(60_000);
-  await t.runner.idle();
-  const got = t.store.entries().sort((a, b) => keyId(a.key) < keyId(b.key) ? -1 : 1);
+  const report = await reconcile("test", store, () => ({ desired, allowDelete: true }), now);
+  assert.deepEqual(store.entries().map((e) => keyId(e.key)), ["10.0.0.2:80"]);
+  assert.deepEqual(report.ops.map((o) => [o.op, keyId(o.key), o.ok]), [
+    ["put", "10.0.0.1:80", false],
+    ["put", "10.0.0.2:80", true],
+  ]);
+  assert.match(report.ops[0].error!, /EPERM on 10\.0\.0\.1:80/);
+  assert.equal(reconcileFailed(report), true);
+});
+
+Deno.test("reconcile() reports a failing computation without throwing", async () => {
+  const store = new FlakyStore();
+  const report = await reconcile("test", store, () => {
+    throw new Error("cache unavailable");
+  }, now);
+  assert.equal(report.error, "cache unavailable");
+  assert.deepEqual(report.ops, []);
+  assert.equal(reconcileFailed(report), true);
+});
+
+Deno.test("reconcile() repairs entries deleted, changed or added behind its back", async () => {
+  const store = new FlakyStore();
+  const desired = desiredOf(entry("10.0.0.1", 80), entry("10.0.0.2", 80));
+  const compute = () => ({ desired, allowDelete: true });
+  await reconcile("start", store, compute, now);
+  store.remove(entry("10.0.0.1", 80).key);
+  store.put(entry("10.0.0.2", 80, 5));
+  store.put(entry("10.9.9.9", 1));
+  const report = await reconcile("resync", store, compute, now);
+  const got = store.entries().sort((a, b) => keyId(a.key) < keyId(b.key) ? -1 : 1);
   assert.deepEqual(got, [...desired.values()]);
-  assert.equal(t.reports.at(-1)!.reason, "resync");
-  assert.equal(t.reports.at(-1)!.ops.length, 3);
-  await t.runner.stop();
+  assert.equal(report.ops.length, 3);
+  assert.equal(reconcileFailed(report), false);
 });
 
-Deno.test("ReconcileRunner applies the other ops when one fails, then retries with backoff", async () => {
-  const desired = desiredOf(entry("10.0.0.1", 80), entry("10.0.0.2", 80));
-  const t = setup(() => ({ desired, allowDelete: true }));
-  t.store.failing.add("10.0.0.1:80");
-  t.runner.start();
-  await t.clock.tickAsync(10);
-  await t.runner.idle();
-  assert.deepEqual(t.store.entries().map((e) => keyId(e.key)), ["10.0.0.2:80"]);
-  assert.deepEqual(t.reports[0].ops.map((o) => o.ok), [false, true]);
-  await t.clock.tickAsync(100); // first retry, still failing
-  await t.runner.idle();
-  assert.equal(t.reports.length, 2);
-  t.store.failing.clear();
-  await t.clock.tickAsync(199);
-  assert.equal(t.reports.length, 2, "the second retry waits twice as long");
-  await t.clock.tickAsync(1);
-  await t.runner.idle();
-  assert.equal(t.reports.length, 3);
-  assert.equal(t.store.entries().length, 2);
-  await t.runner.stop();
+Deno.test("reconcile() reports what it reached and how long it took", async () => {
+  let t = 100;
+  const report = await reconcile(
+    "pod",
+    new FlakyStore(),
+    () => {
+      t += 7;
+      return { desired: desiredOf(entry("10.0.0.1", 80)), allowDelete: false, conflicts: 2 };
+    },
+    () => t,
+  );
+  assert.equal(report.reason, "pod");
+  assert.equal(report.durationMs, 7);
+  assert.equal(report.desired, 1);
+  assert.equal(report.conflicts, 2);
+  assert.equal(report.allowDelete, false);
 });
 
-Deno.test("ReconcileRunner reports a failing computation and retries it", async () => {
-  let fail = true;
-  const t = setup(() => {
-    if (fail) throw new Error("cache unavailable");
-    return { desired: desiredOf(entry("10.0.0.1", 80)), allowDelete: true };
-  });
-  t.runner.start();
-  await t.clock.tickAsync(10);
-  await t.runner.idle();
-  assert.equal(t.reports[0].error, "cache unavailable");
-  fail = false;
-  await t.clock.tickAsync(100);
-  await t.runner.idle();
-  assert.equal(t.store.entries().length, 1);
-  await t.runner.stop();
+Deno.test("reconcile() removes before it puts, so a full map has room for the new entry", async () => {
+  const store = new MemoryProbeStore({ capacity: 1 });
+  store.put(entry("10.0.0.1", 80));
+  const report = await reconcile("test", store, () => ({
+    desired: desiredOf(entry("10.0.0.2", 80)),
+    allowDelete: true,
+  }), now);
+  assert.deepEqual(report.ops.map((o) => [o.op, keyId(o.key), o.ok]), [
+    ["remove", "10.0.0.1:80", true],
+    ["put", "10.0.0.2:80", true],
+  ]);
 });
 
-Deno.test("ReconcileRunner.runNow() resolves after the store holds the new entries", async () => {
-  let desired = desiredOf();
-  const t = setup(() => ({ desired, allowDelete: true }));
-  t.runner.start();
-  desired = desiredOf(entry("10.0.0.7", 8080));
-  const report = await t.runner.runNow("cni");
-  assert.equal(report.ops.length, 1);
-  assert.deepEqual(t.store.entries(), [entry("10.0.0.7", 8080)]);
-  await t.runner.stop();
-});
-
-Deno.test("ReconcileRunner.stop() cancels timers and leaves the store as it is", async () => {
-  let desired = desiredOf(entry("10.0.0.1", 80));
-  const t = setup(() => ({ desired, allowDelete: true }));
-  t.runner.start();
-  await t.clock.tickAsync(10);
-  await t.runner.idle();
-  await t.runner.stop();
-  desired = desiredOf();
-  t.runner.trigger();
-  await t.clock.tickAsync(120_000);
-  assert.equal(t.computes(), 1);
-  assert.equal(t.store.entries().length, 1);
-  assert.equal(t.clock.countTimers(), 0);
+Deno.test("reconcile() keeps the errno name of a failed write", async () => {
+  const store = new MemoryProbeStore({ capacity: 0 });
+  const report = await reconcile("test", store, () => ({
+    desired: desiredOf(entry("10.0.0.2", 80)),
+    allowDelete: true,
+  }), now);
+  assert.equal(report.ops[0].code, "E2BIG");
 });

@@ -1,0 +1,35 @@
+/**
+ * Time as a parameter: everything in Lace that waits, retries or expires
+ * takes a `Timers`, so its unit tests run on fake time (a
+ * `@sinonjs/fake-timers` clock through tests/helpers/fake_time.ts) instead of
+ * sleeping.
+ */
+
+/** The timer functions and clock a component uses. */
+export interface Timers {
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(id: unknown): void;
+  /** Milliseconds on a clock that never goes back; only differences mean anything. */
+  now(): number;
+}
+
+/** The process's own timers and monotonic clock. */
+export const realTimers: Timers = {
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (id) => clearTimeout(id as number),
+  now: () => performance.now(),
+};
+
+/** Resolves after `ms` on `timers`, or at once (without error) when `signal` aborts. */
+export function sleep(timers: Timers, ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      timers.clearTimeout(id);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const id = timers.setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
