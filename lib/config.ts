@@ -3,6 +3,7 @@
  * values arrive (flags, environment, chart). Every part of Lace takes a
  * validated `Config`; nothing else reads flags or the environment.
  */
+import { DEFAULT_CNI_SOCKET } from "./cni/protocol.ts";
 import { formatDuration } from "./duration.ts";
 import { CONFLICT_POLICIES, type ConflictPolicy } from "./rules/conflicts.ts";
 import { MAX_TARGETS } from "./datapath/probe_map.ts";
@@ -59,8 +60,6 @@ export const LOG_LEVELS: readonly LogLevel[] = [
 ];
 
 export const DEFAULT_KUBELET_CGROUP = "/sys/fs/cgroup/system.slice/kubelet.service";
-/** Where the agent listens for the CNI plugin, and where the plugin calls it by default. */
-export const DEFAULT_CNI_SOCKET = "/run/lace/cni.sock";
 
 export function defaultConfig(): Config {
   return {

@@ -382,3 +382,9 @@ Deno.test("the CNI plugin's path (main.ts's static imports and the plugin) loads
   assert.ok(reached.some((s) => s.endsWith("/lib/cni/plugin.ts")), "the graph was read");
   assert.deepEqual(reached.filter((s) => s.includes("client-node")), []);
 });
+
+Deno.test("the plugin itself reaches only the CNI folder and the small shared helpers", async () => {
+  // Config, rules and the datapath stay off this path: each plugin call loads it anew.
+  const reached = (await moduleGraph("./plugin.ts", true)).map((s) => s.replace(/^.*\/lib\//, ""));
+  assert.deepEqual(reached.filter((s) => !s.startsWith("cni/")).sort(), ["duration.ts", "json.ts"]);
+});

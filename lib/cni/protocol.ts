@@ -6,6 +6,13 @@
  */
 import { isObject } from "../json.ts";
 
+/**
+ * Where the agent listens for the plugin and where the plugin calls it by
+ * default: the agent's Config and the plugin's network configuration both
+ * default to it.
+ */
+export const DEFAULT_CNI_SOCKET = "/run/lace/cni.sock";
+
 export const PROTOCOL_VERSION = 1;
 /** A request line longer than this is refused: requests are small. */
 export const MAX_LINE_BYTES = 64 * 1024;

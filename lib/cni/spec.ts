@@ -4,8 +4,9 @@
  * result that is passed through. Pure code: no I/O, so every rule and every
  * error code is unit-tested, and the plugin path imports nothing heavy.
  */
-import { DEFAULT_CNI_SOCKET } from "../config.ts";
+import { parseDuration } from "../duration.ts";
 import { isObject } from "../json.ts";
+import { DEFAULT_CNI_SOCKET } from "./protocol.ts";
 
 /** The spec versions this plugin speaks; results before 0.3.0 had another shape. */
 export const SUPPORTED_VERSIONS = ["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"] as const;
@@ -155,12 +156,21 @@ const DEFAULT_TIMEOUT_MS = 1000;
 /** A chained plugin must never hold a pod's sandbox for long. */
 const MAX_TIMEOUT_MS = 30_000;
 
-/** Parses a Go-style duration ("1s", "250ms", "1.5s", "1m") into milliseconds, or NaN. */
-export function parseDuration(text: string): number {
-  const m = /^([0-9]+(?:\.[0-9]+)?)(ms|s|m)$/.exec(text.trim());
-  if (!m) return NaN;
-  const scale = m[2] === "ms" ? 1 : m[2] === "s" ? 1000 : 60_000;
-  return Number(m[1]) * scale;
+/**
+ * The configured timeout in ms, read as Go's time.ParseDuration reads it (CNI
+ * configurations are written for Go plugins): NaN when it is not a duration
+ * string at all; a well-formed one outside the supported range is returned
+ * as is, for the caller to refuse as unsupported rather than invalid.
+ * Surrounding spaces are allowed, unlike in Go: the plugin always allowed
+ * them, and a configuration refused after an upgrade would block pods.
+ */
+function timeoutOf(value: unknown): number {
+  if (typeof value !== "string") return NaN;
+  try {
+    return parseDuration(value.trim());
+  } catch {
+    return NaN;
+  }
 }
 
 /** The cniVersion of a configuration that may be invalid otherwise; "" if there is none. */
@@ -259,8 +269,8 @@ export function parseNetConf(stdin: string, command: Command): NetConf {
     conf.socket = raw.socket;
   }
   if (raw.timeout !== undefined) {
-    const ms = typeof raw.timeout === "string" ? parseDuration(raw.timeout) : NaN;
-    if (!(ms >= 0)) {
+    const ms = timeoutOf(raw.timeout);
+    if (Number.isNaN(ms)) {
       throw invalid(`"timeout" must be a duration such as "1s" or "500ms": ${show(raw.timeout)}`);
     }
     if (ms < 1 || ms > MAX_TIMEOUT_MS) {

@@ -5,7 +5,6 @@ import {
   ERR,
   errorResult,
   parseCniArgs,
-  parseDuration,
   parseEnv,
   parseNetConf,
   passThrough,
@@ -182,13 +181,31 @@ Deno.test("parseNetConf() reports a well-formed but unsupported value with code 
   assert.equal(codeOf(() => parseNetConf(conf({ timeout: "5m" }), "ADD")), 2);
 });
 
-Deno.test("parseDuration() reads Go-style durations in milliseconds", () => {
-  assert.equal(parseDuration("1s"), 1000);
-  assert.equal(parseDuration("1.5s"), 1500);
-  assert.equal(parseDuration("20ms"), 20);
-  assert.equal(parseDuration("1m"), 60000);
-  assert.ok(Number.isNaN(parseDuration("1h")));
-  assert.ok(Number.isNaN(parseDuration("-1s")));
+Deno.test("parseNetConf() reads the timeout as Go's time.ParseDuration does", () => {
+  const timeout = (t: string) => parseNetConf(conf({ timeout: t }), "ADD").timeoutMs;
+  assert.equal(timeout("1s"), 1000);
+  assert.equal(timeout("1.5s"), 1500);
+  assert.equal(timeout("20ms"), 20);
+  assert.equal(timeout("1s500ms"), 1500);
+  assert.equal(timeout("1.s"), 1000);
+  assert.equal(timeout("30s"), 30_000);
+});
+
+Deno.test("parseNetConf() still allows spaces around the timeout, so no configuration that worked fails now", () => {
+  // Go would refuse them; the plugin always trimmed, and a refused configuration blocks pods.
+  assert.equal(parseNetConf(conf({ timeout: " 1.25s " }), "ADD").timeoutMs, 1250);
+});
+
+Deno.test("parseNetConf() refuses a timeout Go reads but the plugin does not support with code 2", () => {
+  for (const t of ["1h", "1m", "2m", "31s", "-1s", "0", "500us"]) {
+    assert.equal(codeOf(() => parseNetConf(conf({ timeout: t }), "ADD")), ERR.unsupportedField, t);
+  }
+});
+
+Deno.test("parseNetConf() refuses a timeout Go cannot read with code 7", () => {
+  for (const t of ["soon", "5", "1", "1d", "", "1sx", "x1s", "ms", "1 s"]) {
+    assert.equal(codeOf(() => parseNetConf(conf({ timeout: t }), "ADD")), ERR.invalidConfig, t);
+  }
 });
 
 const ptpResult = {
@@ -364,14 +381,6 @@ Deno.test("peekVersion() returns a configuration's cniVersion string, else empty
   assert.equal(peekVersion("[]"), "");
   assert.equal(peekVersion("null"), "");
   assert.equal(peekVersion("{"), "");
-});
-
-Deno.test("parseDuration() reads fractions and surrounding spaces, nothing else", () => {
-  assert.equal(parseDuration(" 1.25s "), 1250);
-  assert.equal(parseDuration("2m"), 120_000);
-  for (const bad of ["1sx", "x1s", "1.s", "1", "ms"]) {
-    assert.ok(Number.isNaN(parseDuration(bad)), bad);
-  }
 });
 
 Deno.test("parseEnv() requires CNI_NETNS for CHECK, and only the container id and ifname for DEL", () => {
