@@ -1,15 +1,18 @@
 /**
  * ApiPodSource through the real client-node against the test API server:
  * list then watch, the node field selector, BOOKMARK, 410 Gone, watch errors
- * and an API server that goes away and comes back.
+ * and an API server that goes away and comes back. The source's own waits
+ * (restart backoff, reconnect delays, liveness checks) run on fake time that
+ * the test advances; only the HTTP traffic runs in real time.
  */
 import assert from "node:assert/strict";
-import { ApiPodSource, backoffDelay } from "../lib/pods/api_source.ts";
+import { ApiPodSource } from "../lib/pods/api_source.ts";
 import { loadKubeConfig } from "../lib/kube/client.ts";
 import type { Pod } from "../lib/pods/pod.ts";
 import type { PodSink } from "../lib/pods/source.ts";
 import { type KubeObject, TestApiServer } from "./api_server/mod.ts";
-import { waitFor } from "./helpers/wait.ts";
+import { fakeTime } from "./helpers/fake_time.ts";
+import { waitFor, type WaitOptions } from "./helpers/wait.ts";
 
 const NODE = "node-a";
 
@@ -59,9 +62,13 @@ function serverNames(server: TestApiServer): string[] {
     .map((p) => p.metadata!.name!).sort();
 }
 
+/** Fake time the source's waits see advances by this much between two checks of a condition. */
+const STEP_MS = 10;
+
 async function setup(options: { restarts?: unknown[]; livenessMs?: number } = {}) {
   const server = await TestApiServer.start();
   const kubeConfig = loadKubeConfig({ kubeconfig: await server.writeKubeconfig() });
+  const { clock, timers } = fakeTime();
   const source = new ApiPodSource({
     kubeConfig,
     nodeName: NODE,
@@ -69,12 +76,21 @@ async function setup(options: { restarts?: unknown[]; livenessMs?: number } = {}
     livenessMs: options.livenessMs,
     probeTimeoutMs: 500,
     onRestart: (error) => options.restarts?.push(error),
+    timers,
   });
   const sink = new RecordingSink();
   return {
     server,
     source,
     sink,
+    clock,
+    /** Waits for `condition`, moving the source's fake time on by STEP_MS before each check. */
+    until<T>(condition: () => T, opts: WaitOptions) {
+      return waitFor(async () => {
+        await clock.tickAsync(STEP_MS);
+        return condition();
+      }, opts);
+    },
     async [Symbol.asyncDispose]() {
       await source.stop();
       await server.close();
@@ -89,18 +105,18 @@ Deno.test("the source lists the node's pods first, then delivers watch events", 
   await using t = await setup();
   t.server.put(pod("p1"));
   await t.source.start(t.sink);
-  await waitFor(() => t.sink.lists.length === 1, { message: "the first list" });
+  await t.until(() => t.sink.lists.length === 1, { message: "the first list" });
   assert.deepEqual(t.sink.lists[0].map((p) => p.metadata.name), ["p1"]);
-  await waitFor(() => t.server.watchCount("pods") === 1, { message: "the watch" });
+  await t.until(() => t.server.watchCount("pods") === 1, { message: "the watch" });
   t.server.put(pod("p2"));
-  await waitFor(() => t.sink.names().includes("p2"), { message: "p2 added" });
+  await t.until(() => t.sink.names().includes("p2"), { message: "p2 added" });
   t.server.put(pod("p1", NODE, { status: { phase: "Running", podIPs: [{ ip: "10.0.0.9" }] } }));
-  await waitFor(() => {
+  await t.until(() => {
     const p1 = [...t.sink.pods.values()].find((p) => p.metadata.name === "p1");
     return p1?.status?.podIPs?.[0].ip === "10.0.0.9";
   }, { message: "p1 updated" });
   t.server.remove("v1", "Pod", "default", "p1");
-  await waitFor(() => !t.sink.names().includes("p1"), { message: "p1 removed" });
+  await t.until(() => !t.sink.names().includes("p1"), { message: "p1 removed" });
   assert.deepEqual(t.sink.names(), ["p2"]);
   assert.equal(t.sink.lists.length, 1);
   assert.ok(t.sink.calls.every((c) => c.source === "api"));
@@ -111,10 +127,10 @@ Deno.test("pods bound to other nodes are never delivered", async () => {
   t.server.put(pod("other-1", "node-b"));
   t.server.put(pod("mine-1"));
   await t.source.start(t.sink);
-  await waitFor(() => t.server.watchCount("pods") === 1, { message: "the watch" });
+  await t.until(() => t.server.watchCount("pods") === 1, { message: "the watch" });
   t.server.put(pod("other-2", "node-b"));
   t.server.put(pod("mine-2"));
-  await waitFor(() => t.sink.names().includes("mine-2"), { message: "mine-2" });
+  await t.until(() => t.sink.names().includes("mine-2"), { message: "mine-2" });
   const delivered = t.sink.calls.map((c) => c.detail).join(",");
   assert.doesNotMatch(delivered, /other/);
   assert.deepEqual(t.sink.lists[0].map((p) => p.metadata.name), ["mine-1"]);
@@ -126,9 +142,9 @@ Deno.test("pods from list and watch are plain JSON with string timestamps", asyn
   await using t = await setup();
   t.server.put(pod("p1"));
   await t.source.start(t.sink);
-  await waitFor(() => t.server.watchCount("pods") === 1, { message: "the watch" });
+  await t.until(() => t.server.watchCount("pods") === 1, { message: "the watch" });
   t.server.put(pod("p2"));
-  await waitFor(() => t.sink.names().includes("p2"), { message: "p2" });
+  await t.until(() => t.sink.names().includes("p2"), { message: "p2" });
   for (const p of t.sink.pods.values()) {
     assert.equal(typeof p.metadata.creationTimestamp, "string");
     assert.equal(Object.getPrototypeOf(p), Object.prototype);
@@ -139,23 +155,23 @@ Deno.test("a BOOKMARK advances the resourceVersion the watch resumes from", asyn
   await using t = await setup();
   t.server.put(pod("p1"));
   await t.source.start(t.sink);
-  await waitFor(() => t.server.watchCount("pods") === 1, { message: "the watch" });
+  await t.until(() => t.server.watchCount("pods") === 1, { message: "the watch" });
   // A change the filtered watch never sees moves the server's version past the client's.
   t.server.put(pod("elsewhere", "node-b"));
   const bookmarked = t.server.store.resourceVersion;
   t.server.bookmark();
-  await waitFor(() => t.source.resourceVersion === bookmarked, {
+  await t.until(() => t.source.resourceVersion === bookmarked, {
     message: "the bookmark to arrive",
   });
   // Without the bookmark, resuming from the older version would now get 410 and relist.
   t.server.compact();
   const before = watchRequests(t.server).length;
   t.server.closeWatches({ resource: "pods" });
-  await waitFor(() => watchRequests(t.server).length > before, { message: "a new watch" });
+  await t.until(() => watchRequests(t.server).length > before, { message: "a new watch" });
   const resumed = watchRequests(t.server).at(-1)!;
   assert.equal(resumed.query.get("allowWatchBookmarks"), "true");
   assert.equal(resumed.query.get("resourceVersion"), bookmarked);
-  await waitFor(() => t.server.watchCount("pods") === 1, { message: "the watch" });
+  await t.until(() => t.server.watchCount("pods") === 1, { message: "the watch" });
   assert.equal(t.sink.lists.length, 1);
 });
 
@@ -163,13 +179,13 @@ Deno.test("410 Gone as an ERROR event makes the source relist and converge", asy
   await using t = await setup();
   t.server.put(pod("p1"));
   await t.source.start(t.sink);
-  await waitFor(() => t.server.watchCount("pods") === 1, { message: "the watch" });
+  await t.until(() => t.server.watchCount("pods") === 1, { message: "the watch" });
   t.server.expireWatches("pods");
   // Made before the client reconnects: only the relist can tell it.
   t.server.remove("v1", "Pod", "default", "p1");
   t.server.put(pod("p2"));
-  await waitFor(() => t.sink.lists.length === 2, { message: "the relist" });
-  await waitFor(() => t.sink.names().join() === serverNames(t.server).join(), {
+  await t.until(() => t.sink.lists.length === 2, { message: "the relist" });
+  await t.until(() => t.sink.names().join() === serverNames(t.server).join(), {
     message: "convergence",
   });
   assert.deepEqual(t.sink.names(), ["p2"]);
@@ -180,13 +196,13 @@ Deno.test("a watch that fails with HTTP 500 is restarted with backoff and conver
   await using t = await setup({ restarts });
   t.server.put(pod("p1"));
   await t.source.start(t.sink);
-  await waitFor(() => t.server.watchCount("pods") === 1, { message: "the watch" });
+  await t.until(() => t.server.watchCount("pods") === 1, { message: "the watch" });
   t.server.failNext(3, 500, (r) => r.query.get("watch") === "true");
   t.server.closeWatches({ resource: "pods" });
   t.server.put(pod("p2"));
   t.server.remove("v1", "Pod", "default", "p1");
-  await waitFor(() => t.source.restarts === 3, { message: "three restarts" });
-  await waitFor(() => t.sink.names().join() === "p2", { message: "convergence" });
+  await t.until(() => t.source.restarts === 3, { message: "three restarts" });
+  await t.until(() => t.sink.names().join() === "p2", { message: "convergence" });
   assert.equal(restarts.length, 3);
   assert.equal((restarts[0] as { statusCode?: number }).statusCode, 500);
   assert.equal(t.sink.lists.length, 1, "resuming from the last version needs no relist");
@@ -197,31 +213,36 @@ Deno.test("while the API server is down nothing is replaced, then the source con
   t.server.put(pod("p1"));
   t.server.put(pod("p2"));
   await t.source.start(t.sink);
-  await waitFor(() => t.server.watchCount("pods") === 1, { message: "the watch" });
+  await t.until(() => t.server.watchCount("pods") === 1, { message: "the watch" });
   await t.server.stop();
   t.server.remove("v1", "Pod", "default", "p1");
   t.server.put(pod("p3"));
-  await waitFor(() => t.source.restarts >= 2, { message: "restarts while down" });
+  await t.until(() => t.source.restarts >= 2, { message: "restarts while down" });
   assert.deepEqual(t.sink.names(), ["p1", "p2"], "the source keeps what it had");
   assert.equal(t.sink.lists.length, 1);
   await t.server.restart();
-  await waitFor(() => t.sink.names().join() === "p2,p3", { message: "convergence" });
+  await t.until(() => t.sink.names().join() === "p2,p3", { message: "convergence" });
   assert.equal(t.sink.lists.length, 2, "the removal arrives through a relist");
   assert.ok(t.sink.lists.every((l) => l.length > 0), "never an empty list");
 });
 
 Deno.test("a watch that hangs after its server died is abandoned on a failed liveness probe, then the source converges", async () => {
-  await using t = await setup({ livenessMs: 100 });
+  const livenessMs = 30_000;
+  await using t = await setup({ livenessMs });
   t.server.put(pod("p1"));
   t.server.put(pod("p2"));
   await t.source.start(t.sink);
-  await waitFor(() => t.server.watchCount("pods") === 1, { message: "the watch" });
+  await t.until(() => t.server.watchCount("pods") === 1, { message: "the watch" });
   await t.server.stop({ leaveWatchesHanging: true });
-  await waitFor(() => t.source.restarts >= 1, { message: "the dead watch noticed" });
+  await t.clock.tickAsync(livenessMs / 2);
+  assert.equal(t.source.restarts, 0, "a silent watch is trusted for the liveness interval");
+  // Two intervals: the first check may come just before the watch has been silent for one.
+  await t.clock.tickAsync(2 * livenessMs);
+  await t.until(() => t.source.restarts >= 1, { message: "the dead watch noticed" });
   assert.deepEqual(t.sink.names(), ["p1", "p2"], "the source keeps what it had");
   t.server.remove("v1", "Pod", "default", "p1");
   await t.server.restart();
-  await waitFor(() => t.sink.names().join() === "p2", { message: "convergence" });
+  await t.until(() => t.sink.names().join() === "p2", { message: "convergence" });
 });
 
 Deno.test("a failed first list is retried and never reported as an empty list", async () => {
@@ -229,7 +250,7 @@ Deno.test("a failed first list is retried and never reported as an empty list", 
   t.server.put(pod("p1"));
   t.server.failNext(2, 503, (r) => r.path === "/api/v1/pods" && !r.query.has("watch"));
   await t.source.start(t.sink);
-  await waitFor(() => t.sink.lists.length === 1, { message: "the list" });
+  await t.until(() => t.sink.lists.length === 1, { message: "the list" });
   assert.equal(t.source.restarts, 2);
   assert.deepEqual(t.sink.lists[0].map((p) => p.metadata.name), ["p1"]);
 });
@@ -248,15 +269,15 @@ Deno.test("stop() ends the watch, is idempotent, and nothing is delivered afterw
   try {
     await t.source.start(t.sink);
     await witness.start(witnessSink);
-    await waitFor(() => t.server.watchCount("pods") === 2, { message: "both watches" });
+    await t.until(() => t.server.watchCount("pods") === 2, { message: "both watches" });
     await t.source.stop();
     await t.source.stop();
-    await waitFor(() => t.server.watchCount("pods") === 1, {
+    await t.until(() => t.server.watchCount("pods") === 1, {
       message: "the stopped watch to close",
     });
     const calls = t.sink.calls.length;
     t.server.put(pod("late"));
-    await waitFor(() => witnessSink.names().includes("late"), {
+    await t.until(() => witnessSink.names().includes("late"), {
       message: "the witness to get the late pod",
     });
     assert.equal(t.sink.calls.length, calls);
@@ -264,13 +285,4 @@ Deno.test("stop() ends the watch, is idempotent, and nothing is delivered afterw
   } finally {
     await witness.stop();
   }
-});
-
-Deno.test("backoffDelay doubles up to the cap and jitters within half of it", () => {
-  const backoff = { initialMs: 100, maxMs: 1000 };
-  assert.equal(backoffDelay(1, backoff, () => 1), 100);
-  assert.equal(backoffDelay(1, backoff, () => 0), 50);
-  assert.equal(backoffDelay(3, backoff, () => 1), 400);
-  assert.equal(backoffDelay(10, backoff, () => 1), 1000);
-  assert.equal(backoffDelay(10, backoff, () => 0), 500);
 });

@@ -43,6 +43,7 @@ import {
 } from "./follower_status.ts";
 import { nearestExisting, statCgroupId, watchDirectory } from "./watch.ts";
 import { readMountInfo } from "../mountinfo.ts";
+import { realTimers, type Timers } from "../timers.ts";
 
 const log = getLogger(["lace", "cgroup"]);
 
@@ -87,7 +88,8 @@ export interface FollowerOptions {
   cgroupId?: (dir: string) => bigint | null;
   watch?: (dir: string, onChange: () => void) => { close(): void };
   queryAttachments?: AttachQuery;
-  now?: () => number;
+  /** The periodic check, the burst window of inotify events and the scan interval's clock. */
+  timers?: Timers;
 }
 
 function errorText(e: unknown): string {
@@ -101,7 +103,8 @@ export class CgroupFollower implements Disposable {
   };
   #status: FollowerStatus;
   #listeners = new Set<(s: FollowerStatus) => void>();
-  #timer: ReturnType<typeof setInterval> | undefined;
+  #timer: unknown;
+  #started = false;
   #watcher: { dir: string; handle: { close(): void } } | undefined;
   #lastScan = -Infinity;
   #scanRequested = true;
@@ -130,7 +133,7 @@ export class CgroupFollower implements Disposable {
       cgroupId: statCgroupId,
       watch: watchDirectory,
       queryAttachments,
-      now: () => performance.now(),
+      timers: realTimers,
       ...options,
     };
     if (o.checkIntervalMs > 1000) {
@@ -153,15 +156,24 @@ export class CgroupFollower implements Disposable {
 
   /** Syncs now, then keeps syncing on cgroup changes and every check interval. */
   start(): void {
-    if (this.#timer !== undefined) return;
+    if (this.#started) return;
+    this.#started = true;
     this.sync();
-    this.#timer = setInterval(() => this.sync(), this.#o.checkIntervalMs);
+    this.#scheduleCheck();
+  }
+
+  #scheduleCheck(): void {
+    this.#timer = this.#o.timers.setTimeout(() => {
+      this.#scheduleCheck();
+      this.sync();
+    }, this.#o.checkIntervalMs);
   }
 
   /** Stops watching. Leaves every attachment in place (pins outlive the agent). */
   stop(): void {
-    if (this.#timer !== undefined) clearInterval(this.#timer);
+    if (this.#timer !== undefined) this.#o.timers.clearTimeout(this.#timer);
     this.#timer = undefined;
+    this.#started = false;
     this.#watcher?.handle.close();
     this.#watcher = undefined;
   }
@@ -194,7 +206,7 @@ export class CgroupFollower implements Disposable {
   sync(): FollowerStatus {
     const prev = this.#status;
     const next: FollowerStatus = { ...this.#status, lastError: null };
-    const now = this.#o.now();
+    const now = this.#o.timers.now();
     // With auto and no kubelet yet, look for it more often: it is what we wait for.
     const waitingForKubelet = this.#o.kubeletCgroup === "auto" && this.#status.path === null;
     const scanEvery = waitingForKubelet
@@ -408,9 +420,9 @@ export class CgroupFollower implements Disposable {
     this.#scanRequested = true;
     if (this.#syncQueued) return;
     this.#syncQueued = true;
-    setTimeout(() => {
+    this.#o.timers.setTimeout(() => {
       this.#syncQueued = false;
-      if (this.#timer !== undefined) this.sync();
+      if (this.#started) this.sync();
     }, 0);
   }
 }

@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import FakeTimers from "@sinonjs/fake-timers";
 import {
   type AttachedLink,
   type CgroupAttacher,
@@ -8,6 +7,8 @@ import {
 } from "./follower.ts";
 import type { KubeletProcess, ProcessInfo } from "./kubelet_finder.ts";
 import { kubeletProcess } from "./_kubelet_process_fixture.ts";
+import { realTimers } from "../timers.ts";
+import { fakeTime } from "../../tests/helpers/fake_time.ts";
 
 const MOUNTS = [{ mountPoint: "/sys/fs/cgroup", root: "/", fsType: "cgroup2" }];
 const KUBELET_DIR = "/sys/fs/cgroup/system.slice/kubelet.service";
@@ -72,7 +73,7 @@ class FakeNode implements CgroupAttacher {
         return { close: () => {} };
       },
       queryAttachments: () => ({ flags: 0, progIds: [] }),
-      now: () => 0,
+      timers: { ...realTimers, now: () => 0 },
       ...extra,
     };
   }
@@ -148,24 +149,56 @@ Deno.test("CgroupFollower re-attaches when the cgroup is removed and recreated",
 });
 
 Deno.test("CgroupFollower syncs on an inotify event and on the timer within a second", () => {
-  const clock = FakeTimers.install();
-  try {
-    const node = new FakeNode();
-    const follower = new CgroupFollower(node.options());
-    follower.start();
-    assert.deepEqual(node.watched, ["/sys/fs/cgroup/system.slice"]);
-    node.mkdir(KUBELET_DIR);
-    node.onWatch!();
-    clock.tick(1);
-    assert.equal(follower.status().attached, true);
-    node.rmdir(KUBELET_DIR);
-    node.mkdir(KUBELET_DIR);
-    clock.tick(999);
-    assert.equal(node.attaches.length, 2);
-    follower.stop();
-  } finally {
-    clock.uninstall();
-  }
+  const { clock, timers } = fakeTime();
+  const node = new FakeNode();
+  const follower = new CgroupFollower(node.options({ timers }));
+  follower.start();
+  assert.deepEqual(node.watched, ["/sys/fs/cgroup/system.slice"]);
+  node.mkdir(KUBELET_DIR);
+  node.onWatch!();
+  clock.tick(1);
+  assert.equal(follower.status().attached, true);
+  node.rmdir(KUBELET_DIR);
+  node.mkdir(KUBELET_DIR);
+  clock.tick(999);
+  assert.equal(node.attaches.length, 2);
+  follower.stop();
+  assert.equal(clock.countTimers(), 0);
+});
+
+/** A started follower on fake time over an existing kubelet cgroup, counting its /proc scans. */
+function startedOnFakeTime(extra: Partial<FollowerOptions> = {}) {
+  const { clock, timers } = fakeTime();
+  const node = new FakeNode();
+  node.mkdir(KUBELET_DIR);
+  let scans = 0;
+  const follower = new CgroupFollower(node.options({
+    timers,
+    findKubelets: () => (scans++, node.kubelets),
+    ...extra,
+  }));
+  follower.start();
+  return { clock, node, follower, scans: () => scans };
+}
+
+Deno.test("CgroupFollower gathers a burst of inotify events into one sync", () => {
+  const t = startedOnFakeTime();
+  const before = t.scans();
+  for (let i = 0; i < 20; i++) t.node.onWatch!();
+  t.clock.tick(0);
+  assert.equal(t.scans() - before, 1);
+  t.follower.stop();
+});
+
+Deno.test("CgroupFollower rescans /proc on its scan interval, not on every check", () => {
+  const t = startedOnFakeTime({ checkIntervalMs: 500, scanIntervalMs: 10_000 });
+  t.clock.tick(500); // the first attach asks for one more scan, at the next check
+  const settled = t.scans();
+  t.clock.tick(9_500);
+  assert.equal(t.scans(), settled, "19 checks, no scan");
+  t.clock.tick(500);
+  assert.equal(t.scans(), settled + 1);
+  t.follower.stop();
 });
 
 Deno.test("CgroupFollower watches the nearest existing ancestor of a missing parent", () => {
@@ -321,12 +354,12 @@ Deno.test("CgroupFollower with auto stays on its kubelet's cgroup when another a
   node.mkdir(KUBELET_DIR);
   node.mkdir("/sys/fs/cgroup/user.slice");
   node.kubelets = [kubelet(900, "/system.slice/kubelet.service")];
-  let clock = 0;
-  const follower = new CgroupFollower(node.options({ kubeletCgroup: "auto", now: () => clock }));
+  const { clock, timers } = fakeTime();
+  const follower = new CgroupFollower(node.options({ kubeletCgroup: "auto", timers }));
   follower.sync();
   // The kubelet stops; another root process outside any container names itself kubelet.
   node.kubelets = [kubelet(77, "/user.slice")];
-  clock += 60_000;
+  clock.tick(60_000);
   const s = follower.sync();
   assert.equal(s.path, KUBELET_DIR);
   assert.deepEqual(node.attaches, [KUBELET_DIR]);

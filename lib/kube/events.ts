@@ -9,6 +9,8 @@
  */
 import { V1MicroTime } from "@kubernetes/client-node";
 import { getLogger } from "@logtape/logtape";
+import { backoffDelay } from "../backoff.ts";
+import { realTimers, sleep, type Timers } from "../timers.ts";
 import type { EventSink, ObjectRef } from "./event_sink.ts";
 
 const log = getLogger(["lace", "events"]);
@@ -43,7 +45,10 @@ export interface EventRecorderOptions {
   retries?: number;
   /** First retry delay, doubling, in ms; default 1000. */
   retryDelayMs?: number;
+  /** The wall clock Events are stamped with and rate limits count on; default Date.now. */
   now?: () => number;
+  /** Timers for the retry delays; the process's own by default. */
+  timers?: Timers;
 }
 
 export interface EventStats {
@@ -97,7 +102,8 @@ export class EventRecorder implements EventSink {
   #working?: Promise<void>;
   #stopped = false;
   #sequence = 0;
-  #wake?: () => void;
+  /** Aborted at stop: ends a retry delay at once. */
+  readonly #stopping = new AbortController();
 
   constructor(options: EventRecorderOptions) {
     this.#options = {
@@ -111,6 +117,7 @@ export class EventRecorder implements EventSink {
       retries: 3,
       retryDelayMs: 1000,
       now: Date.now,
+      timers: realTimers,
       ...options,
     };
   }
@@ -134,7 +141,7 @@ export class EventRecorder implements EventSink {
     const left = this.#queue.length;
     this.#queue = [];
     if (left > 0) log.info("Dropped {count} queued Events at shutdown", { count: left });
-    this.#wake?.();
+    this.#stopping.abort();
     await this.#working;
   }
 
@@ -286,15 +293,13 @@ export class EventRecorder implements EventSink {
         const final = (status !== undefined && status >= 400 && status < 500 && status !== 429) ||
           attempt >= this.#options.retries || this.#stopped;
         if (final) throw error;
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(done, this.#options.retryDelayMs * 2 ** attempt);
-          function done() {
-            clearTimeout(timer);
-            resolve();
-          }
-          this.#wake = done;
+        const delayMs = backoffDelay(attempt + 1, {
+          initialMs: this.#options.retryDelayMs,
+          maxMs: Infinity,
         });
-        this.#wake = undefined;
+        await sleep(this.#options.timers, delayMs, this.#stopping.signal);
+        // Stopping cancels retries, as documented: no call after the delay was cut short.
+        if (this.#stopped) throw error;
       }
     }
   }

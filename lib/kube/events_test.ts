@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { V1MicroTime } from "@kubernetes/client-node";
 import { type EventApi, EventRecorder } from "./events.ts";
 import { nodeObjectRef, type ObjectRef } from "./event_sink.ts";
+import { fakeTime } from "../../tests/helpers/fake_time.ts";
 
 const POD: ObjectRef = {
   kind: "Pod",
@@ -131,20 +132,42 @@ Deno.test("recording never waits for the API and a full queue drops Events", asy
   assert.equal((api.calls[0].body.involvedObject as { namespace?: string }).namespace, undefined);
 });
 
-Deno.test("server failures are retried, then counted and logged, never thrown", async () => {
+Deno.test("server failures are retried after a doubling delay, then counted, never thrown", async () => {
   const api = new FakeApi();
+  const { clock, timers } = fakeTime();
   let failures = 2;
   api.fail = () => failures-- > 0 ? 503 : undefined;
-  const events = recorder(api, { retries: 3 });
+  const events = recorder(api, { retries: 3, retryDelayMs: 1000, timers });
   events.warn(POD, "R", "retried");
+  await clock.tickAsync(999);
+  assert.equal(api.calls.length, 1, "the first retry waits the first delay");
+  await clock.tickAsync(1);
+  assert.equal(api.calls.length, 2);
+  await clock.tickAsync(1999);
+  assert.equal(api.calls.length, 2, "the second retry waits twice as long");
+  await clock.tickAsync(1);
   await events.flush();
   assert.equal(events.stats.created, 1);
   assert.equal(api.calls.length, 3);
   api.fail = () => 500;
   events.warn(POD, "R", "given up");
+  await clock.tickAsync(1000 + 2000 + 4000);
   await events.flush();
   assert.equal(events.stats.failed, 1);
   assert.equal(api.calls.length, 3 + 4);
+});
+
+Deno.test("stop() ends a retry delay at once", async () => {
+  const api = new FakeApi();
+  const { clock, timers } = fakeTime();
+  api.fail = () => 503;
+  const events = recorder(api, { retryDelayMs: 60_000, timers });
+  events.warn(POD, "R", "failing");
+  await clock.tickAsync(0);
+  assert.equal(api.calls.length, 1);
+  await events.stop();
+  assert.equal(api.calls.length, 1);
+  assert.equal(clock.countTimers(), 0);
 });
 
 Deno.test("a rejected Event (4xx) is not retried", async () => {

@@ -19,38 +19,23 @@
  */
 import { CoreV1Api, type KubeConfig, ListWatch, VersionApi, Watch } from "@kubernetes/client-node";
 import { getLogger } from "@logtape/logtape";
+import { type Backoff, backoffDelay } from "../backoff.ts";
+import { realTimers, sleep, type Timers } from "../timers.ts";
 import { normalisePod, type Pod, podRef } from "./pod.ts";
 import type { PodSink, PodSource } from "./source.ts";
 
 const log = getLogger(["lace", "api"]);
 
-export interface BackoffOptions {
-  /** First delay after a failure, in ms. */
-  initialMs: number;
-  /** Cap on the delay, in ms. */
-  maxMs: number;
-}
-
-export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 500, maxMs: 30_000 };
-
 /**
- * The delay before restart number `attempt` (1, 2, ...): doubling from
- * `initialMs`, capped at `maxMs`, with "equal jitter" (between half and all of
- * it) so that the agents of many nodes do not hit a recovering API server at once.
+ * Restart delays: "equal jitter" (between half and all of each delay) so that
+ * the agents of many nodes do not hit a recovering API server at once.
  */
-export function backoffDelay(
-  attempt: number,
-  backoff: BackoffOptions,
-  random: () => number = Math.random,
-): number {
-  const base = Math.min(backoff.maxMs, backoff.initialMs * 2 ** Math.max(0, attempt - 1));
-  return base / 2 + random() * (base / 2);
-}
+const DEFAULT_BACKOFF: Backoff = { initialMs: 500, maxMs: 30_000, jitter: 0.5 };
 
 export interface ApiPodSourceOptions {
   kubeConfig: KubeConfig;
   nodeName: string;
-  backoff?: Partial<BackoffOptions>;
+  backoff?: Partial<Backoff>;
   /** Called on each restart after an error: feeds lace_watch_restarts_total. */
   onRestart?: (error: unknown) => void;
   /** A watch with no data (not even a BOOKMARK) for this long is reconnected, in ms. */
@@ -64,6 +49,8 @@ export interface ApiPodSourceOptions {
   /** How long past its server-side timeout a watch may stay open before it counts as dead, in ms. */
   deadlineGraceMs?: number;
   random?: () => number;
+  /** Restart delays, liveness checks and deadlines; the process's own by default. */
+  timers?: Timers;
 }
 
 type WatchDone = (error: unknown) => void;
@@ -82,14 +69,16 @@ interface Watcher {
 export class ApiPodSource implements PodSource {
   readonly name = "api";
   #options: ApiPodSourceOptions;
-  #backoff: BackoffOptions;
+  #backoff: Backoff;
+  #timers: Timers;
   #sink?: PodSink;
   #listWatch?: ListWatch<never>;
   #stopped = false;
   #attempt = 0;
-  #restartTimer?: ReturnType<typeof setTimeout>;
+  #restartTimer?: unknown;
   #controllers = new Set<AbortController>();
-  #sleepers = new Set<() => void>();
+  /** Aborted at stop: wakes client-node's relist delays. */
+  #stopping = new AbortController();
   /** uid → resourceVersion of what the sink was last told, to skip repeats the informer emits. */
   #reported = new Map<string, string>();
   #restarts = 0;
@@ -99,12 +88,13 @@ export class ApiPodSource implements PodSource {
   #lastActivity = 0;
   /** When the current watch should have been ended by the server; 0 when none is open. */
   #watchDeadline = 0;
-  #livenessTimer?: ReturnType<typeof setInterval>;
+  #livenessTimer?: unknown;
   #probing = false;
 
   constructor(options: ApiPodSourceOptions) {
     this.#options = options;
     this.#backoff = { ...DEFAULT_BACKOFF, ...options.backoff };
+    this.#timers = options.timers ?? realTimers;
   }
 
   /** Restarts after an error since start (lace_watch_restarts_total). */
@@ -126,6 +116,7 @@ export class ApiPodSource implements PodSource {
     if (this.#listWatch) return Promise.resolve();
     this.#sink = sink;
     this.#stopped = false;
+    this.#stopping = new AbortController();
     const { kubeConfig, nodeName } = this.#options;
     const core = kubeConfig.makeApiClient(CoreV1Api);
     const fieldSelector = `spec.nodeName=${nodeName}`;
@@ -147,7 +138,10 @@ export class ApiPodSource implements PodSource {
       false,
       undefined,
       fieldSelector,
-      { delayFn: (ms: number) => this.#sleep(Math.min(ms, this.#backoff.maxMs)) },
+      {
+        delayFn: (ms: number) =>
+          sleep(this.#timers, Math.min(ms, this.#backoff.maxMs), this.#stopping.signal),
+      },
     );
     lw.on("add", (object: unknown) => this.#upsert(object));
     lw.on("update", (object: unknown) => this.#upsert(object));
@@ -157,8 +151,8 @@ export class ApiPodSource implements PodSource {
     log.info("Watching pods of node {node}", { node: nodeName });
     const version = kubeConfig.makeApiClient(VersionApi);
     const livenessMs = this.#options.livenessMs ?? 30_000;
-    this.#lastActivity = Date.now();
-    this.#livenessTimer = setInterval(() => this.#checkLiveness(version, livenessMs), livenessMs);
+    this.#lastActivity = this.#timers.now();
+    this.#scheduleLiveness(version, livenessMs);
     this.#run();
     return Promise.resolve();
   }
@@ -166,11 +160,11 @@ export class ApiPodSource implements PodSource {
   async stop(): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
-    clearInterval(this.#livenessTimer);
+    this.#timers.clearTimeout(this.#livenessTimer);
     this.#livenessTimer = undefined;
-    clearTimeout(this.#restartTimer);
+    this.#timers.clearTimeout(this.#restartTimer);
     this.#restartTimer = undefined;
-    for (const wake of this.#sleepers) wake();
+    this.#stopping.abort();
     await this.#listWatch?.stop();
     for (const controller of this.#controllers) controller.abort();
     this.#controllers.clear();
@@ -182,6 +176,15 @@ export class ApiPodSource implements PodSource {
     this.#listWatch?.start().catch((error) => this.#failed(error));
   }
 
+  /** Checks liveness every `livenessMs` until stop (a check still probing skips its turn). */
+  #scheduleLiveness(version: VersionApi, livenessMs: number): void {
+    this.#livenessTimer = this.#timers.setTimeout(() => {
+      if (this.#stopped) return;
+      this.#scheduleLiveness(version, livenessMs);
+      void this.#checkLiveness(version, livenessMs);
+    }, livenessMs);
+  }
+
   /**
    * Runs every `livenessMs`: a watch past its deadline is dead; a silent one
    * gets its server probed, and an unreachable server means the watch is dead
@@ -189,7 +192,7 @@ export class ApiPodSource implements PodSource {
    */
   async #checkLiveness(version: VersionApi, livenessMs: number): Promise<void> {
     if (this.#stopped || this.#restartTimer || this.#probing) return;
-    const now = Date.now();
+    const now = this.#timers.now();
     if (this.#watchDeadline && now > this.#watchDeadline) {
       this.#abandonWatch(
         "the watch stayed open past the timeout the API server was asked to end it at",
@@ -199,21 +202,24 @@ export class ApiPodSource implements PodSource {
     if (now - this.#lastActivity < livenessMs) return;
     this.#probing = true;
     const timeoutMs = this.#options.probeTimeoutMs ?? 5_000;
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let timer: unknown;
     try {
       await Promise.race([
         version.getCode(),
         new Promise((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`no answer in ${timeoutMs} ms`)), timeoutMs);
+          timer = this.#timers.setTimeout(
+            () => reject(new Error(`no answer in ${timeoutMs} ms`)),
+            timeoutMs,
+          );
         }),
       ]);
-      this.#lastActivity = Date.now();
+      this.#lastActivity = this.#timers.now();
     } catch (error) {
       if (!this.#stopped) {
         this.#abandonWatch(`the API server did not answer a liveness probe: ${describe(error)}`);
       }
     } finally {
-      clearTimeout(timer);
+      this.#timers.clearTimeout(timer);
       this.#probing = false;
     }
   }
@@ -231,7 +237,9 @@ export class ApiPodSource implements PodSource {
     if (this.#stopped || this.#restartTimer) return;
     this.#attempt++;
     this.#restarts++;
-    const delayMs = Math.round(backoffDelay(this.#attempt, this.#backoff, this.#options.random));
+    const delayMs = Math.round(
+      backoffDelay(this.#attempt, this.#backoff, this.#options.random ?? Math.random),
+    );
     log.warning("Pod watch failed, restarting in {delayMs} ms (attempt {attempt}): {error}", {
       delayMs,
       attempt: this.#attempt,
@@ -242,7 +250,7 @@ export class ApiPodSource implements PodSource {
     } catch (callbackError) {
       log.error("Watch restart callback failed: {error}", { error: describe(callbackError) });
     }
-    this.#restartTimer = setTimeout(() => {
+    this.#restartTimer = this.#timers.setTimeout(() => {
       this.#restartTimer = undefined;
       if (!this.#stopped) this.#run();
     }, delayMs);
@@ -259,8 +267,8 @@ export class ApiPodSource implements PodSource {
         const generation = ++this.#watchGeneration;
         const current = () => generation === this.#watchGeneration && !this.#stopped;
         const timeoutSeconds = Math.floor(min * (1 + random()));
-        this.#lastActivity = Date.now();
-        this.#watchDeadline = Date.now() + timeoutSeconds * 1000 +
+        this.#lastActivity = this.#timers.now();
+        this.#watchDeadline = this.#timers.now() + timeoutSeconds * 1000 +
           (this.#options.deadlineGraceMs ?? 30_000);
         // done() may run before watch() returns (a refused connection), so hold it in a box.
         const box: { controller?: AbortController } = {};
@@ -269,7 +277,7 @@ export class ApiPodSource implements PodSource {
           { ...query, allowWatchBookmarks: true, timeoutSeconds },
           (phase, object, watchObject) => {
             if (!current()) return;
-            this.#lastActivity = Date.now();
+            this.#lastActivity = this.#timers.now();
             if (phase !== "ERROR") this.#attempt = 0;
             if (phase === "ERROR") {
               log.info("Pod watch ended by the API server: {status}", { status: describe(object) });
@@ -289,18 +297,6 @@ export class ApiPodSource implements PodSource {
         return controller;
       },
     };
-  }
-
-  #sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
-        this.#sleepers.delete(wake);
-        resolve();
-      };
-      const timer = setTimeout(wake, ms);
-      this.#sleepers.add(wake);
-    });
   }
 
   #normalise(object: unknown): Pod | undefined {
