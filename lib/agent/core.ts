@@ -124,6 +124,11 @@ export class AgentCore {
   #unwrittenByRules: Unwritten[] = [];
   /** The rules' result per merged pod object, with the node network it was computed for. */
   readonly #derived = new WeakMap<Pod, { node: PodNetwork | undefined; result: PodTargets }>();
+  /** Where each merged pod object sits (network, addresses), for refusals at attach. */
+  readonly #placed = new WeakMap<
+    Pod,
+    { node: PodNetwork | undefined; placement: PodPlacement | undefined }
+  >();
   /**
    * The network the node attached each pod to, by uid, as the CNI path reported it:
    * authoritative over the pod's annotations, which the pod's author can write.
@@ -263,12 +268,15 @@ export class AgentCore {
     const placements: PodPlacement[] = [];
     for (const uid of this.cache.uids()) {
       try {
-        const placed = podPlacement(
-          this.cache.get(uid)!,
-          this.#opts.config,
-          this.#nodeNetworks.get(uid),
-        );
-        if (placed) placements.push(placed);
+        const pod = this.cache.get(uid)!;
+        const node = this.#nodeNetworks.get(uid);
+        // Cached per merged pod object, as the rules are: an ADD costs a lookup per pod.
+        let placed = this.#placed.get(pod);
+        if (!placed || placed.node !== node) {
+          placed = { node, placement: podPlacement(pod, this.#opts.config, node) };
+          this.#placed.set(pod, placed);
+        }
+        if (placed.placement) placements.push(placed.placement);
       } catch { /* a pod that cannot be evaluated is reported by the reconcile */ }
     }
     const addresses = a.ips.flatMap((ip) => {
@@ -356,7 +364,7 @@ export class AgentCore {
     const desired = new Map<string, ProbeEntry>();
     const views: TargetView[] = [];
     for (
-      const { key, networkId, ...rest } of kept.sort((a, b) => keyId(a.key) < keyId(b.key) ? -1 : 1)
+      const { key, networkId, ...rest } of kept
     ) {
       const entry = { key, value: { networkId, mark: markFor(config, networkId) } };
       desired.set(keyId(key), entry);

@@ -96,10 +96,14 @@ export function resolveConflicts(
   const kept: Target[] = [];
   const conflicts: Conflict[] = [];
   for (const id of [...byKey.keys()].sort()) {
-    const group = byKey.get(id)!.sort(compareClaims);
+    const group = byKey.get(id)!;
+    if (group.length === 1) {
+      kept.push(group[0]);
+      continue;
+    }
+    group.sort(compareClaims);
     const winner = group[0];
-    const networks = new Set(group.map((t) => t.networkId));
-    if (networks.size === 1) {
+    if (group.every((t) => t.networkId === winner.networkId)) {
       kept.push(winner);
     } else if (policy === "older-wins") {
       kept.push(winner);

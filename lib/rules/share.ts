@@ -87,13 +87,15 @@ export function capTargets(
 /**
  * Keeps the winners within the map's capacity by fair shares between pods
  * (`fairShares`); each pod keeps its first targets by `rank` (its rules'
- * order). A pod that loses some is reported as "map-full".
+ * order). A pod that loses some is reported as "map-full". The kept targets
+ * stay in the winners' order.
  */
 export function shareMap(
   winners: Target[],
   rank: (t: Target) => number,
   capacity: number,
 ): { kept: Target[]; unwritten: Unwritten[] } {
+  if (winners.length <= capacity) return { kept: winners, unwritten: [] };
   const byPod = new Map<string, Target[]>();
   for (const t of winners) {
     const list = byPod.get(t.pod.uid);
@@ -102,15 +104,12 @@ export function shareMap(
   }
   const wanted = new Map([...byPod].map(([uid, list]) => [uid, list.length]));
   const allowed = fairShares(wanted, capacity);
-  const kept: Target[] = [];
+  const trimmed = new Set<Target>();
   const unwritten: Unwritten[] = [];
   for (const [uid, list] of byPod) {
     const n = allowed.get(uid)!;
-    if (n >= list.length) {
-      kept.push(...list);
-      continue;
-    }
-    kept.push(...[...list].sort((a, b) => rank(a) - rank(b)).slice(0, n));
+    if (n >= list.length) continue;
+    for (const t of [...list].sort((a, b) => rank(a) - rank(b)).slice(n)) trimmed.add(t);
     unwritten.push({
       pod: list[0].pod,
       reason: "map-full",
@@ -122,6 +121,7 @@ export function shareMap(
         } are not tagged into its network`,
     });
   }
+  const kept = trimmed.size ? winners.filter((t) => !trimmed.has(t)) : winners;
   return { kept, unwritten };
 }
 
