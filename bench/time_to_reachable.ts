@@ -8,9 +8,8 @@
  */
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { uninstall } from "../lib/datapath/pins.ts";
+import { openCurrentMap, uninstall } from "../lib/datapath/pins.ts";
 import { BpfProbeStore } from "../lib/datapath/probe_store.ts";
-import { BpfMap } from "../lib/datapath/libbpf/map.ts";
 import type { ProbeKey } from "../lib/datapath/probe_map.ts";
 import { SimCgroups } from "../lib/demo/cgroup.ts";
 import { AgentProcess } from "./agent_process.ts";
@@ -97,7 +96,7 @@ export async function timeToReachable(
     });
     cleanups.push(() => agent.stop());
     await agent.waitReady();
-    const map = new BpfProbeStore(BpfMap.openPinned(join(pinPath, "probe_targets")));
+    const map = new BpfProbeStore(openCurrentMap(pinPath, "probe_targets"));
     cleanups.push(() => map.close());
     const present = (keys: ProbeKey[]) => keys.every((k) => map.get(k) !== undefined);
 

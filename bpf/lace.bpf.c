@@ -31,6 +31,9 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+/* The map layout this object was built for; the agent reads it from the ELF symbol table. */
+const volatile __u32 lace_abi_version = LACE_ABI_VERSION;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, LACE_MAX_TARGETS);

@@ -4,6 +4,14 @@
  * codec (lib/datapath/probe_map.ts) mirrors these structs byte for byte; a change here
  * is a change of LACE_ABI_VERSION and of that codec (tests/bpf_layout_test.ts
  * compares the two through the built object's BTF).
+ *
+ * Each ABI version's maps are pinned in their own directory (abi<N> under the
+ * pin path), so an upgrade or a rollback that changes the layout creates the
+ * new maps beside the old ones, fills them, swaps the programs through the
+ * links and only then removes the old maps. Fields are only ever appended to
+ * struct lace_probe_value, and zero means "not set": an agent fills the fields
+ * it knows and zeroes the rest, so it can fill a newer layout's map and read
+ * an older one's. The probe key never changes size.
  */
 #ifndef LACE_H
 #define LACE_H

@@ -214,7 +214,9 @@ Deno.test({
     assert.equal(status.code, 0, agent.logs.join("\n"));
     assert.ok(agent.logs.some((l) => l.includes("pinned")), "it says what it leaves in place");
     const pins = [...Deno.readDirSync(w.pinPath)].map((e) => e.name).sort();
-    assert.deepEqual(pins, ["counters", "info", "link_connect4", "link_connect6", "probe_targets"]);
+    assert.deepEqual(pins, ["abi1", "link_connect4", "link_connect6"]);
+    const maps = [...Deno.readDirSync(`${w.pinPath}/abi1`)].map((e) => e.name).sort();
+    assert.deepEqual(maps, ["counters", "info", "probe_targets"]);
     await assertReaches(w, 1, 8080, 9000);
     // With no agent running, `lace targets` reads the pinned map (and knows no pods).
     const fromMap = await laceTargets([
@@ -230,12 +232,23 @@ Deno.test({
 });
 
 Deno.test({
-  name: "lace uninstall detaches Lace's programs and removes its pins, and nothing else",
+  name:
+    "lace uninstall detaches Lace's programs and removes its pins of every layout, and nothing else",
   ...opts,
   async fn() {
     await using w = await AgentWorld.create();
     const agent = await startReadyAgent(w, [podA]);
     assert.equal((await agent.stop("SIGTERM")).code, 0);
+    // Old-layout pins an interrupted migration can leave: flat (the release before layouts
+    // were versioned) and another layout's directory.
+    const { BpfObject } = await import("../lib/datapath/libbpf/object.ts");
+    const { bpfObjectBytes } = await import("../lib/datapath/bpf_object.ts");
+    await Deno.mkdir(`${w.pinPath}/abi7`);
+    for (const dir of [w.pinPath, `${w.pinPath}/abi7`]) {
+      using old = BpfObject.openMemory(bpfObjectBytes());
+      for (const map of ["probe_targets", "counters", "info"]) old.setPinPath(map, `${dir}/${map}`);
+      old.load();
+    }
 
     // Another loader's program on the same cgroup, with its own pins: it must survive.
     const { Datapath } = await import("../lib/datapath/loader.ts");
@@ -265,8 +278,18 @@ Deno.test({
       }).output();
       assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
       const said = new TextDecoder().decode(out.stdout);
-      for (const pin of ["link_connect4", "link_connect6", "probe_targets", "counters", "info"]) {
-        assert.ok(said.includes(`${w.pinPath}/${pin}`), pin);
+      for (
+        const pin of [
+          "link_connect4",
+          "link_connect6",
+          ...["abi1/", "abi7/", ""].flatMap((d) =>
+            ["probe_targets", "counters", "info"].map((m) => d + m)
+          ),
+          "abi1",
+          "abi7",
+        ]
+      ) {
+        assert.ok(said.includes(`${w.pinPath}/${pin}\n`), `${pin} in ${said}`);
       }
       assert.throws(() => Deno.statSync(w.pinPath), Deno.errors.NotFound);
       await waitFor(async () => (await w.probe(POD_IPV4, 8080, "/")).result === "NO_ROUTE", {

@@ -264,7 +264,7 @@ privileged("a map pinned where a link belongs is refused by name, not used as a 
   Deno.mkdirSync(cgroup);
   try {
     using dp = Datapath.open({ pinPath });
-    using counters = BpfMap.openPinned(join(pinPath, "counters"));
+    using counters = BpfMap.openPinned(join(dp.layoutDir, "counters"));
     const linkPin = join(pinPath, linkPinName("connect4"));
     unwrap("bpf_obj_pin", libbpfSymbols().bpf_obj_pin(counters.fd, cString(linkPin)));
     const refused = /The pin ".*\/link_connect4" holds a BPF map, not a link: .*remove that pin/;

@@ -5,14 +5,12 @@
  * simulated node for every result class.
  */
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import { captureConsole } from "./helpers/capture_console.ts";
 import { defaultConfig, markFor } from "../lib/config.ts";
 import { Datapath } from "../lib/datapath/loader.ts";
-import { uninstall } from "../lib/datapath/pins.ts";
+import { openCurrentMap, uninstall } from "../lib/datapath/pins.ts";
 import { runDoctor } from "../lib/doctor/command.ts";
 import { handleRequest, type Readiness, type TargetView } from "../lib/agent/http_server.ts";
-import { BpfMap } from "../lib/datapath/libbpf/map.ts";
 import type { ProbeKey } from "../lib/datapath/probe_map.ts";
 import { randomSuffix, run } from "../lib/cli/process.ts";
 import { POD_IPV4, POD_IPV6, SimNode } from "../lib/demo/netns.ts";
@@ -235,7 +233,7 @@ privileged("doctor reports an agent that is not ready with its reasons", async (
 privileged("doctor reports a pinned program from another build", async () => {
   await using h = await Healthy.create();
   {
-    using info = BpfMap.openPinned(join(h.pinPath, "info"));
+    using info = openCurrentMap(h.pinPath, "info");
     const value = info.lookup(new Uint8Array(4))!;
     value.fill(0xee, 16, 48);
     info.update(new Uint8Array(4), value);

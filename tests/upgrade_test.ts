@@ -5,14 +5,22 @@
  * cgroup. Every connect must stay tagged: the goal is zero untagged connects.
  */
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import { defaultConfig, markFor } from "../lib/config.ts";
-import { objectSha256 } from "../lib/datapath/bpf_object.ts";
-import { BpfMap } from "../lib/datapath/libbpf/map.ts";
-import { readCounterSlot, readPinnedInfo } from "../lib/datapath/pins.ts";
-import { COUNTER_SLOTS } from "../lib/datapath/probe_map.ts";
-import { type AgentProcess, AgentWorld, POD_IPV4, podManifest } from "./helpers/agent_process.ts";
-import { buildBpfObject } from "./helpers/bpf_build.ts";
+import {
+  openCurrentMap,
+  readCounterSlot,
+  readPinnedInfo,
+  readPinnedTargets,
+} from "../lib/datapath/pins.ts";
+import { COUNTER_SLOTS, keyId, type ProbeEntry } from "../lib/datapath/probe_map.ts";
+import {
+  type AgentProcess,
+  AgentWorld,
+  POD_IPV4,
+  POD_IPV6,
+  podManifest,
+} from "./helpers/agent_process.ts";
+import { installPreviousRelease, Releases, sha256Of } from "./helpers/releases.ts";
 import { privilegedSkipReason } from "./helpers/sim_world.ts";
 import { StandInKubelet } from "./helpers/stand_in_kubelet.ts";
 import { waitFor } from "./helpers/wait.ts";
@@ -20,23 +28,82 @@ import { waitFor } from "./helpers/wait.ts";
 const skip = privilegedSkipReason();
 const opts = { ignore: skip !== undefined, sanitizeResources: false, sanitizeOps: false };
 const POD = podManifest({ name: "a", networkId: 1, httpPort: 8080, tcpPort: 9000 });
-const TARGET = { host: POD_IPV4, port: 9000, mark: markFor(defaultConfig(), 1) };
+const MARK = markFor(defaultConfig(), 1);
+const TARGET = { host: POD_IPV4, port: 9000, mark: MARK };
+/** What the map holds for POD, whatever the release. */
+const EXPECTED: ProbeEntry[] = [POD_IPV4, POD_IPV6].flatMap((address) =>
+  [8080, 9000].map((port) => ({
+    key: { family: address === POD_IPV4 ? "ipv4" as const : "ipv6" as const, address, port },
+    value: { networkId: 1, mark: MARK },
+  }))
+);
 
-/** Starts an agent running `object` (default: today's) on w's pods; waits until ready. */
-async function startAgent(w: AgentWorld, object?: string): Promise<AgentProcess> {
-  const agent = w.startAgent(
+/** Starts an agent running `object` (default: today's) on w's pods. */
+function startAgent(w: AgentWorld, object?: string, env: Record<string, string> = {}) {
+  return w.startAgent(
     ["--no-kube-api", `--pods-dir=${w.podsDir}`],
     w.cgroups.kubelet,
-    object ? { LACE_BPF_OBJECT: object } : {},
+    object ? { LACE_BPF_OBJECT: object, ...env } : env,
   );
+}
+
+/** Starts an agent and waits until it is ready (attached, its program in the links). */
+async function startReadyAgent(w: AgentWorld, object?: string): Promise<AgentProcess> {
+  const agent = startAgent(w, object);
   await agent.ready();
   return agent;
 }
 
 /** Connects counted in the last counter slot, which only the test variant counts. */
 function variantCount(pinPath: string): bigint {
-  using counters = BpfMap.openPinned(join(pinPath, "counters"));
+  using counters = openCurrentMap(pinPath, "counters");
   return readCounterSlot(counters, COUNTER_SLOTS - 1);
+}
+
+/** The names under the pin path, and under each layout directory. */
+function pins(pinPath: string): string[] {
+  const out: string[] = [];
+  for (const e of Deno.readDirSync(pinPath)) {
+    out.push(e.name);
+    if (e.isDirectory) {
+      for (const m of Deno.readDirSync(`${pinPath}/${e.name}`)) out.push(`${e.name}/${m.name}`);
+    }
+  }
+  return out.sort();
+}
+
+/** Exactly one layout's maps and the two links. */
+function onlyLayout(abi: number): string[] {
+  return [
+    `abi${abi}`,
+    `abi${abi}/counters`,
+    `abi${abi}/info`,
+    `abi${abi}/probe_targets`,
+    "link_connect4",
+    "link_connect6",
+  ];
+}
+
+function sorted(entries: ProbeEntry[]): string[] {
+  return entries.map((e) => `${keyId(e.key)} ${e.value.networkId} ${e.value.mark}`).sort();
+}
+
+/** Waits until the node runs `object` on layout `abi` alone, with POD's targets. */
+async function converged(w: AgentWorld, object: string, abi: number): Promise<void> {
+  const sha = await sha256Of(object);
+  await waitFor(() => readPinnedInfo(w.pinPath)?.objectSha256 === sha, {
+    message: `the links to run ${object}`,
+  });
+  assert.equal(readPinnedInfo(w.pinPath)?.abiVersion, abi);
+  await waitFor(() => pins(w.pinPath).join() === onlyLayout(abi).join(), {
+    message: `only layout ${abi} pinned (have ${pins(w.pinPath).join(", ")})`,
+  });
+  assert.deepEqual(sorted(readPinnedTargets(w.pinPath)), sorted(EXPECTED));
+}
+
+function assertNoneUntagged(tally: { untagged: number; connects: number; samples: string[] }) {
+  assert.equal(tally.untagged, 0, `untagged connects: ${tally.samples.join(", ")}`);
+  assert.ok(tally.connects > 50, `only ${tally.connects} connects`);
 }
 
 Deno.test({
@@ -45,42 +112,134 @@ Deno.test({
   ...opts,
   async fn() {
     await using w = await AgentWorld.create();
-    const dir = await Deno.makeTempDir({ prefix: "lace-upgrade-" });
-    try {
-      const variant = await buildBpfObject({
-        out: join(dir, "variant.bpf.o"),
-        defines: ["LACE_TEST_VARIANT"],
-      });
-      await w.writePod(POD);
-      const first = await startAgent(w);
-      await using kubelet = new StandInKubelet(w.kubelet, TARGET);
-      await kubelet.connects(20);
+    await using releases = await Releases.create();
+    const variant = await releases.variant();
+    await w.writePod(POD);
+    const first = await startReadyAgent(w);
+    await using kubelet = new StandInKubelet(w.kubelet, TARGET);
+    await kubelet.connects(20);
 
-      // The rolling update: the old agent stops (its pins stay), the new release starts.
-      assert.equal((await first.stop()).code, 0);
-      const next = await startAgent(w, variant);
-      const sha = objectSha256(await Deno.readFile(variant));
-      await waitFor(() => readPinnedInfo(w.pinPath)?.objectSha256 === sha, {
-        message: "the new object recorded in the info map",
-      });
-      assert.equal(await next.metric('lace_program_replacements_total{program="connect4"}'), 1);
-      assert.equal(await next.metric('lace_program_replacements_total{program="connect6"}'), 1);
-      const before = variantCount(w.pinPath);
-      await kubelet.connects(20);
-      assert.ok(variantCount(w.pinPath) >= before + 20n, "the new instructions run");
+    // The rolling update: the old agent stops (its pins stay), the new release starts.
+    assert.equal((await first.stop()).code, 0);
+    const next = await startReadyAgent(w, variant);
+    await converged(w, variant, 1);
+    assert.equal(await next.metric('lace_program_replacements_total{program="connect4"}'), 1);
+    assert.equal(await next.metric('lace_program_replacements_total{program="connect6"}'), 1);
+    const before = variantCount(w.pinPath);
+    await waitFor(() => variantCount(w.pinPath) >= before + 20n, {
+      message: "the new instructions to count the kubelet's connects",
+    });
 
-      // And back: the previous object replaces the variant the same way.
-      assert.equal((await next.stop()).code, 0);
-      const back = await startAgent(w);
-      assert.equal(await back.metric('lace_program_replacements_total{program="connect4"}'), 1);
-      const after = variantCount(w.pinPath);
-      await kubelet.connects(20);
-      assert.equal(variantCount(w.pinPath), after, "the variant no longer runs");
+    // And back: the previous object replaces the variant the same way.
+    assert.equal((await next.stop()).code, 0);
+    const back = await startReadyAgent(w);
+    assert.equal(await back.metric('lace_program_replacements_total{program="connect4"}'), 1);
+    const after = variantCount(w.pinPath);
+    await kubelet.connects(20);
+    assert.equal(variantCount(w.pinPath), after, "the variant no longer runs");
+    assertNoneUntagged(await kubelet.stop());
+  },
+});
 
-      const tally = await kubelet.stop();
-      assert.equal(tally.untagged, 0, `untagged connects: ${tally.samples.join(", ")}`);
-    } finally {
-      await Deno.remove(dir, { recursive: true });
+Deno.test({
+  name:
+    "layout changes migrate up from the previous release and back down, with no untagged connect",
+  ...opts,
+  async fn() {
+    await using w = await AgentWorld.create();
+    await using releases = await Releases.create();
+    const previous = await releases.previous();
+    const next = await releases.nextLayout();
+    const today = new URL("../bpf/lace.bpf.o", import.meta.url).pathname;
+    // A node as the release before left it: maps pinned flat, its program in the links.
+    await installPreviousRelease(w.pinPath, w.cgroups.kubelet, previous, EXPECTED);
+    await w.writePod(POD);
+    await using kubelet = new StandInKubelet(w.kubelet, TARGET);
+    await kubelet.connects(20);
+
+    for (const [object, abi] of [[today, 1], [next, 2], [previous, 1]] as const) {
+      const agent = await startReadyAgent(w, object);
+      await converged(w, object, abi);
+      await kubelet.connects(20);
+      assert.equal((await agent.stop()).code, 0);
     }
+    assertNoneUntagged(await kubelet.stop());
+  },
+});
+
+for (
+  const [step, from, to] of [
+    ["filled", 1, 2],
+    ["swapped-one", 2, 1],
+    ["swapped", 1, 2],
+  ] as const
+) {
+  Deno.test({
+    name: `an agent killed at migration step "${step}" (ABI ${from} to ${to}) ` +
+      "converges on restart: nothing lost, old pins gone, no untagged connect",
+    ...opts,
+    async fn() {
+      await using w = await AgentWorld.create();
+      await using releases = await Releases.create();
+      const objects: Record<number, string> = {
+        1: new URL("../bpf/lace.bpf.o", import.meta.url).pathname,
+        2: await releases.nextLayout(),
+      };
+      await w.writePod(POD);
+      const old = await startReadyAgent(w, objects[from]);
+      await using kubelet = new StandInKubelet(w.kubelet, TARGET);
+      assert.equal((await old.stop()).code, 0);
+
+      const killed = startAgent(w, objects[to], { LACE_TEST_PAUSE_AT: step });
+      await waitFor(() => killed.logs.some((l) => l.includes("Paused at migration step")), {
+        timeout: 20_000,
+        message: `the agent to pause at ${step}`,
+      });
+      await kubelet.connects(20);
+      await killed.stop("SIGKILL");
+      await kubelet.connects(20);
+
+      await startReadyAgent(w, objects[to]);
+      await converged(w, objects[to], to);
+      await kubelet.connects(20);
+      assertNoneUntagged(await kubelet.stop());
+    },
+  });
+}
+
+Deno.test({
+  name: "two agents of different layouts started at once leave the newer layout alone, " +
+    "the older standing by loudly until the newer stops",
+  ...opts,
+  async fn() {
+    await using w = await AgentWorld.create();
+    await using releases = await Releases.create();
+    const today = new URL("../bpf/lace.bpf.o", import.meta.url).pathname;
+    const next = await releases.nextLayout();
+    await w.writePod(POD);
+    const first = await startReadyAgent(w);
+    await using kubelet = new StandInKubelet(w.kubelet, TARGET);
+    assert.equal((await first.stop()).code, 0);
+
+    const older = startAgent(w, today);
+    const newer = startAgent(w, next);
+    await newer.ready();
+    await converged(w, next, 2);
+    await waitFor(async () => {
+      const r = await older.get("/readyz");
+      return r.status === 503 && r.body.includes("stands by");
+    }, { message: "the older agent to report that it stands by" }).catch((e) => {
+      throw new Error(`${e.message}\nolder agent log:\n${older.logs.join("\n")}`);
+    });
+    assert.ok(older.logs.some((l) => l.includes("Standing by")), "the older agent says so");
+    await kubelet.connects(50);
+    assert.equal(pins(w.pinPath).join(), onlyLayout(2).join(), "still one set of pins");
+
+    // The newer agent goes (a rollback): the older one takes over with its own layout.
+    assert.equal((await newer.stop()).code, 0);
+    await older.ready();
+    await converged(w, today, 1);
+    await kubelet.connects(20);
+    assertNoneUntagged(await kubelet.stop());
   },
 });

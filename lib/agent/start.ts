@@ -115,6 +115,7 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
   }
   const nodeRef = nodeObjectRef(config.nodeName || Deno.hostname());
 
+  let desiredApplied = false;
   const core: AgentCore = new AgentCore({
     config,
     store: datapath.store,
@@ -133,7 +134,17 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
         "NetworkAnnotationMismatch",
         `The pod's annotations say ${m.annotated}, but the node attached it to network "${m.node.network}" (id ${m.node.networkId}): its probe targets use the node's network and the annotations are ignored`,
       ),
-    observer: { onReconcile: (report) => metrics.update(report, core.view()) },
+    observer: {
+      onReconcile: (report) => {
+        metrics.update(report, core.view());
+        if (core.view().firstFullListApplied && !desiredApplied) {
+          // The map now holds this agent's own truth: a swap no longer needs the old map.
+          desiredApplied = true;
+          datapath.desiredStateApplied();
+          follower.sync();
+        }
+      },
+    },
   });
 
   const follower = new CgroupFollower({
@@ -143,6 +154,8 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
       attach: (path) => {
         const result = datapath.attach(path);
         for (const r of result.replaced) metrics.programReplacements.inc({ program: r.program });
+        // A layout migration copied the old map over this one: put back what the core wants.
+        if (result.replaced.length) core.runner.trigger("program swap");
         return result;
       },
       links: () => datapath.links(),

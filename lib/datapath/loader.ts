@@ -4,6 +4,13 @@
  * bpf_links, and read back links and counters. Pins outlive the agent: a new
  * start reuses the pinned maps (entries survive) and swaps the program inside
  * the pinned links (no moment without a program).
+ *
+ * Each map layout (the object's ABI version) has its own pin directory. An
+ * agent whose layout differs from the one the links run creates its maps
+ * beside the old ones, fills them (from the old map when it can read it, else
+ * from its first full pod list), swaps its programs through the links, then
+ * removes the old layout's pins. One exclusive lock on the pin path
+ * serialises agents; see layout.ts's decideTakeover for who wins a race.
  */
 import { getLogger } from "@logtape/logtape";
 import { join } from "node:path";
@@ -15,6 +22,17 @@ import { BpfLink } from "./libbpf/link.ts";
 import type { BpfMap } from "./libbpf/map.ts";
 import { BpfObject, type BpfProgram } from "./libbpf/object.ts";
 import { assertCgroup2, assertOnBpffs } from "./mounts.ts";
+import { DirLock } from "./dir_lock.ts";
+import { decideTakeover, layoutDirName, probeMapCodecFits } from "./layout.ts";
+import {
+  copyProbeMap,
+  pauseForTest,
+  PIN_LOCK_TIMEOUT_MS,
+  refuseForeignPin,
+  RunningMaps,
+  takePinLock,
+} from "./migration.ts";
+import { objectAbiVersion } from "./object_abi.ts";
 import {
   type Counters,
   decodeInfo,
@@ -22,12 +40,17 @@ import {
   linkPinName,
   MAP_NAMES,
   openPinnedLink,
+  pathExists,
   type PinnedInfo,
+  pinnedLayouts,
   type PinnedLinkStatus,
   pinnedLinkStatus,
+  pinnedMapId,
   type ProgramName,
   PROGRAMS,
   readCounters,
+  removeIfPresent,
+  removeLayoutPins,
   replacePin,
 } from "./pins.ts";
 import { INFO_KEY_SIZE } from "./probe_map.ts";
@@ -64,14 +87,32 @@ export class Datapath implements Disposable {
   readonly store: BpfProbeStore;
   /** sha256 of the loaded object, written to the info map on attach. */
   readonly objectSha256: string;
+  /** The object's map layout (ABI version), read from its ELF symbols. */
+  readonly abi: number;
+  /** This agent's start (ms), recorded in the info map: the later start wins a same-layout race. */
+  readonly startedAt = Date.now();
+  /** Where this layout's maps are pinned: <pin path>/abi<N>. */
+  readonly layoutDir: string;
   #object: BpfObject;
   #programs: Map<ProgramName, BpfProgram>;
   readonly #progIds = new Map<ProgramName, number>();
   #counters: BpfMap;
   #info: BpfMap;
+  /** A shared lock on layoutDir for this agent's life: says an agent runs this layout. */
+  #liveness: DirLock | undefined;
+  #desiredApplied = false;
+  #standingBy: string | undefined;
 
-  private constructor(pinPath: string, object: BpfObject, sha: string) {
+  private constructor(
+    pinPath: string,
+    layout: { abi: number; dir: string; liveness: DirLock },
+    object: BpfObject,
+    sha: string,
+  ) {
     this.pinPath = pinPath;
+    this.abi = layout.abi;
+    this.layoutDir = layout.dir;
+    this.#liveness = layout.liveness;
     this.#object = object;
     this.objectSha256 = sha;
     this.store = new BpfProbeStore(object.map("probe_targets"));
@@ -90,20 +131,53 @@ export class Datapath implements Disposable {
     assertOnBpffs(pinPath);
     Deno.mkdirSync(pinPath, { recursive: true });
     const bytes = opts.object ?? bpfObjectBytes();
+    const abi = objectAbiVersion(bytes);
+    const dir = join(pinPath, layoutDirName(abi));
+    using _lock = takePinLock(pinPath);
+    Deno.mkdirSync(dir, { recursive: true });
     const object = BpfObject.openMemory(bytes);
+    let liveness: DirLock | undefined;
     try {
-      for (const name of MAP_NAMES) object.setPinPath(name, join(pinPath, name));
+      if (!probeMapCodecFits(object.mapDefinition("probe_targets"))) {
+        throw new Error(
+          `BPF object's probe map layout (${
+            JSON.stringify(object.mapDefinition("probe_targets"))
+          }) is not one this agent can fill: use the object of this release`,
+        );
+      }
+      for (const name of MAP_NAMES) {
+        refuseForeignPin(join(dir, name), name, object, abi);
+        object.setPinPath(name, join(dir, name));
+      }
       object.load();
-      const datapath = new Datapath(pinPath, object, objectSha256(bytes));
-      log.info("Loaded BPF object {sha256} with maps pinned under {pinPath}", {
+      liveness = DirLock.tryTake(dir, "shared", PIN_LOCK_TIMEOUT_MS);
+      if (!liveness) throw new Error(`Cannot take a shared lock on "${dir}"`);
+      const datapath = new Datapath(pinPath, { abi, dir, liveness }, object, objectSha256(bytes));
+      log.info("Loaded BPF object {sha256} (map layout ABI {abi}) with maps pinned under {dir}", {
         sha256: datapath.objectSha256.slice(0, 12),
-        pinPath,
+        abi,
+        dir,
       });
       return datapath;
     } catch (e) {
+      liveness?.close();
       object.close();
       throw e;
     }
+  }
+
+  /**
+   * Tells the datapath its probe map now holds the agent's own desired state
+   * (the first full pod list is applied): from now on it may swap its program
+   * in even over a layout whose map it could not copy.
+   */
+  desiredStateApplied(): void {
+    this.#desiredApplied = true;
+  }
+
+  /** Why this agent leaves the links to another agent's program, or undefined. */
+  get standingBy(): string | undefined {
+    return this.#standingBy;
   }
 
   /**
@@ -116,9 +190,17 @@ export class Datapath implements Disposable {
   attach(cgroupPath: string): AttachResult {
     const id = assertCgroup2(cgroupPath);
     const result: AttachResult = { cgroupId: id, created: [], updated: [], replaced: [] };
+    using _lock = takePinLock(this.pinPath);
+    // Each other program in the links (two after a migration interrupted between the swaps).
+    const foreign = new Set(
+      this.links().filter((l) => l.alive && l.cgroupId === id && !l.current).map((l) => l.progId),
+    );
+    for (const progId of foreign) this.#prepareTakeover(progId);
+    this.#ensurePinned();
     const cgroupFd = openDirectory(cgroupPath);
     try {
       for (const { name, attachType } of PROGRAMS) {
+        if (result.replaced.length === 1) pauseForTest("swapped-one");
         const prog = this.#programs.get(name)!;
         const pin = join(this.pinPath, linkPinName(name));
         using old = openPinnedLink(pin);
@@ -149,7 +231,91 @@ export class Datapath implements Disposable {
       cgroupId: String(id),
       created: result.created,
     });
+    if (this.links().every((l) => l.current)) this.#removeOtherLayouts();
     return result;
+  }
+
+  /**
+   * Before swapping over the program `progId` that another agent put in the
+   * links: decide whether to (layout.ts), and make this agent's probe map hold
+   * what that program's map holds, or refuse while it cannot know what to hold.
+   */
+  #prepareTakeover(progId: number): void {
+    using running = RunningMaps.inspect(progId, this.pinPath);
+    const sameMaps = running.probeMap?.info.id === this.store.mapId;
+    const runningDir = join(this.pinPath, layoutDirName(running.abi));
+    const decision = decideTakeover(this, {
+      abi: running.abi,
+      sameMaps,
+      startedAt: running.info?.loadedAt.getTime() ?? 0,
+      live: !sameMaps && running.abi > 0 && pathExists(runningDir) && DirLock.isHeld(runningDir),
+    });
+    if (!decision.swap) {
+      if (this.#standingBy !== decision.reason) {
+        log.error("Standing by, not swapping this agent's program in: {reason}", {
+          reason: decision.reason,
+        });
+      }
+      this.#standingBy = decision.reason;
+      // One set of pins on the node: the layout the links do not run is not left behind.
+      if (!sameMaps) this.#unpinOwnLayout();
+      throw new Error(`This agent stands by: ${decision.reason}; stop one of the two agents`);
+    }
+    this.#standingBy = undefined;
+    if (sameMaps || this.#desiredApplied) return;
+    const copy = running.probeMap && copyProbeMap(running.probeMap, this.store);
+    if (!copy) {
+      throw new Error(
+        `Pinned links run program id ${progId} on a map layout this agent cannot read ` +
+          `(ABI ${running.abi}): it swaps its program in once its own probe map holds the ` +
+          "first full pod list",
+      );
+    }
+    log.info(
+      "Filled this agent's probe map (ABI {abi}) from program id {progId}'s (ABI {from}): " +
+        "{copied} entries copied, {removed} removed",
+      { abi: this.abi, progId, from: running.abi, ...copy },
+    );
+    pauseForTest("filled");
+  }
+
+  /** Pins this agent's maps in its layout directory again if a newer agent removed them. */
+  #ensurePinned(): void {
+    const maps = { probe_targets: this.store.map, counters: this.#counters, info: this.#info };
+    if (!pathExists(this.layoutDir)) {
+      Deno.mkdirSync(this.layoutDir, { recursive: true });
+      this.#liveness?.close();
+      this.#liveness = DirLock.tryTake(this.layoutDir, "shared", PIN_LOCK_TIMEOUT_MS);
+    }
+    for (const name of MAP_NAMES) {
+      const path = join(this.layoutDir, name);
+      const pinned = pinnedMapId(path);
+      if (pinned === maps[name].info.id) continue;
+      if (pinned !== undefined) removeIfPresent(path);
+      maps[name].pin(path);
+      log.info("Pinned map {name} again at {path}", { name, path });
+    }
+  }
+
+  /** Removes this agent's layout pins when they hold its maps (it stands by for another layout). */
+  #unpinOwnLayout(): void {
+    if (pinnedMapId(join(this.layoutDir, "probe_targets")) !== this.store.mapId) return;
+    const removed = removeLayoutPins({ abi: this.abi, dir: this.layoutDir, unversioned: false });
+    log.warn("Removed this agent's unused layout pins {removed}", { removed });
+  }
+
+  /** Once the links run this agent's programs: removes every other layout's map pins. */
+  #removeOtherLayouts(): void {
+    const others = pinnedLayouts(this.pinPath).filter((l) => l.dir !== this.layoutDir);
+    if (others.length === 0) return;
+    pauseForTest("swapped");
+    for (const layout of others) {
+      const removed = removeLayoutPins(layout);
+      log.info("Removed the pins of map layout ABI {abi}, no longer run: {removed}", {
+        abi: layout.abi,
+        removed,
+      });
+    }
   }
 
   /** Swaps the program of a live link on `cgroupId`; false when a new link is needed. */
@@ -200,11 +366,16 @@ export class Datapath implements Disposable {
   }
 
   #writeInfo(): void {
-    this.#info.update(new Uint8Array(INFO_KEY_SIZE), encodeInfo(this.objectSha256));
+    this.#info.update(
+      new Uint8Array(INFO_KEY_SIZE),
+      encodeInfo(this.objectSha256, this.abi, this.startedAt),
+    );
   }
 
   /** Closes every fd; pinned maps and links stay. Safe to call twice. */
   close(): void {
+    this.#liveness?.close();
+    this.#liveness = undefined;
     this.store.close();
     this.#counters.close();
     this.#info.close();

@@ -3,6 +3,11 @@
  * without loading anything (for `lace targets`, `lace doctor`), replacing a
  * link pin without a gap, and removing them all on uninstall. Only the names
  * listed here are ever removed.
+ *
+ *   <pin path>/link_connect4, link_connect6   the links: one pair, whatever the layout
+ *   <pin path>/abi<N>/probe_targets, counters, info   the maps of map layout N
+ *   <pin path>/probe_targets, counters, info  the maps of the release before layouts
+ *                                             were versioned (layout 1), until migrated
  */
 import { getLogger } from "@logtape/logtape";
 import { join } from "node:path";
@@ -12,7 +17,6 @@ import { BPF_CGROUP_INET4_CONNECT, BPF_CGROUP_INET6_CONNECT } from "./libbpf/ffi
 import { BpfLink } from "./libbpf/link.ts";
 import { BpfMap } from "./libbpf/map.ts";
 import {
-  ABI_VERSION,
   COUNTER_KEY_SIZE,
   COUNTER_VALUE_SIZE,
   COUNTERS,
@@ -20,6 +24,9 @@ import {
   INFO_LAYOUT,
   type ProbeEntry,
 } from "./probe_map.ts";
+import { parseLayoutDir } from "./layout.ts";
+import { UNVERSIONED_ABI } from "./object_abi.ts";
+import { programMapIds } from "./libbpf/program.ts";
 
 const log = getLogger(["lace", "datapath"]);
 
@@ -36,8 +43,16 @@ export type ProgramName = (typeof PROGRAMS)[number]["name"];
 export const PROGRAM_NAMES: readonly ProgramName[] = PROGRAMS.map((p) => p.name);
 /** Lace's maps, pinned so their entries outlive the agent. */
 export const MAP_NAMES = ["probe_targets", "counters", "info"] as const;
-/** Every name Lace pins under its pin path, and nothing else is ever removed. */
+/** Every name Lace pins directly under its pin path, and nothing else is ever removed there. */
 const PIN_NAMES: readonly string[] = [...PROGRAM_NAMES.map(linkPinName), ...MAP_NAMES];
+
+/** One layout's maps as pinned: in abi<N>, or flat under the pin path (unversioned). */
+export interface PinnedLayout {
+  abi: number;
+  dir: string;
+  /** Pinned flat by the release before layouts were versioned. */
+  unversioned: boolean;
+}
 
 /** The pin name of a program's link. */
 export function linkPinName(program: ProgramName): string {
@@ -47,6 +62,7 @@ export function linkPinName(program: ProgramName): string {
 /** What the info map says about the program last attached by a loader. */
 export interface PinnedInfo {
   abiVersion: number;
+  /** When the agent that attached last started (older releases: when it attached). */
   loadedAt: Date;
   objectSha256: string;
 }
@@ -73,6 +89,7 @@ export function uninstall(pinPath: string): string[] {
     const path = join(pinPath, name);
     if (removeIfPresent(path)) removed.push(path);
   }
+  for (const layout of pinnedLayouts(pinPath)) removed.push(...removeLayoutPins(layout));
   try {
     Deno.removeSync(pinPath); // only succeeds when empty
     removed.push(pinPath);
@@ -83,9 +100,63 @@ export function uninstall(pinPath: string): string[] {
   return removed;
 }
 
-/** The probe targets in the pinned map, without loading anything (for `lace targets`). */
+/** Every layout pinned under `pinPath`, newest first; the unversioned one counts as layout 1. */
+export function pinnedLayouts(pinPath: string): PinnedLayout[] {
+  const out: PinnedLayout[] = [];
+  try {
+    for (const e of Deno.readDirSync(pinPath)) {
+      const abi = e.isDirectory ? parseLayoutDir(e.name) : undefined;
+      if (abi !== undefined) out.push({ abi, dir: join(pinPath, e.name), unversioned: false });
+    }
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return [];
+    throw e;
+  }
+  if (MAP_NAMES.some((name) => pathExists(join(pinPath, name)))) {
+    out.push({ abi: UNVERSIONED_ABI, dir: pinPath, unversioned: true });
+  }
+  return out.sort((a, b) => b.abi - a.abi || Number(a.unversioned) - Number(b.unversioned));
+}
+
+/**
+ * Removes one layout's map pins (and its directory when left empty); the
+ * maps go once no program uses them. Returns the paths removed.
+ */
+export function removeLayoutPins(layout: PinnedLayout): string[] {
+  const removed = MAP_NAMES.map((name) => join(layout.dir, name)).filter(removeIfPresent);
+  if (!layout.unversioned) {
+    try {
+      Deno.removeSync(layout.dir); // only succeeds when empty
+      removed.push(layout.dir);
+    } catch {
+      // Not empty (nothing of Lace's) or gone: leave it.
+    }
+  }
+  return removed;
+}
+
+/**
+ * Opens one of Lace's maps as the node runs it: the map of that name used by
+ * the program in the connect4 link, else the pin of the newest layout. For
+ * readers (`lace targets`, `lace doctor`, tests); nothing is loaded.
+ */
+export function openCurrentMap(pinPath: string, name: (typeof MAP_NAMES)[number]): BpfMap {
+  using link = openPinnedLink(join(pinPath, linkPinName("connect4")));
+  const progId = link?.info().progId ?? 0;
+  if (progId !== 0) {
+    for (const id of programMapIds(progId)) {
+      const map = BpfMap.openById(id);
+      if (map.info.name === name) return map;
+      map.close();
+    }
+  }
+  const layout = pinnedLayouts(pinPath).find((l) => pathExists(join(l.dir, name)));
+  return openPinnedMap(layout?.dir ?? pinPath, name);
+}
+
+/** The probe targets in the current map, without loading anything (for `lace targets`). */
 export function readPinnedTargets(pinPath: string): ProbeEntry[] {
-  using store = new BpfProbeStore(openPinnedMap(pinPath, "probe_targets"));
+  using store = new BpfProbeStore(openCurrentMap(pinPath, "probe_targets"));
   return store.entries();
 }
 
@@ -113,13 +184,13 @@ export function readCounters(map: BpfMap): Counters {
 
 /** The pinned counters, without loading anything (for `lace doctor`). */
 export function readPinnedCounters(pinPath: string): Counters {
-  using map = openPinnedMap(pinPath, "counters");
+  using map = openCurrentMap(pinPath, "counters");
   return readCounters(map);
 }
 
 /** The info map's content, without loading anything (for `lace doctor`). */
 export function readPinnedInfo(pinPath: string): PinnedInfo | undefined {
-  using map = openPinnedMap(pinPath, "info");
+  using map = openCurrentMap(pinPath, "info");
   return decodeInfo(map.lookup(new Uint8Array(INFO_KEY_SIZE)));
 }
 
@@ -140,17 +211,28 @@ export function pinnedLinkStatus(pinPath: string, program: ProgramName): PinnedL
   };
 }
 
-function openPinnedMap(pinPath: string, name: string): BpfMap {
-  const path = join(pinPath, name);
+function openPinnedMap(dir: string, name: string): BpfMap {
+  const path = join(dir, name);
   try {
     return BpfMap.openPinned(path);
   } catch (e) {
     if (isErrno(e, "ENOENT")) {
       throw new Error(
-        `No pinned map at "${path}": the agent has not run with --pin-path "${pinPath}" on this node`,
+        `No pinned map at "${path}": the agent has not run with this --pin-path on this node`,
         { cause: e },
       );
     }
+    throw e;
+  }
+}
+
+/** The id of the map pinned at `path`, or undefined when there is none. */
+export function pinnedMapId(path: string): number | undefined {
+  try {
+    using map = BpfMap.openPinned(path);
+    return map.info.id;
+  } catch (e) {
+    if (isErrno(e, "ENOENT")) return undefined;
     throw e;
   }
 }
@@ -177,8 +259,18 @@ export function replacePin(link: BpfLink, path: string): void {
   Deno.renameSync(staging, path);
 }
 
+/** Whether anything (a pin, a directory) is at `path`. */
+export function pathExists(path: string): boolean {
+  try {
+    Deno.lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Removes a file; false when there was none (bpffs answers EPERM, not ENOENT, for dotted names). */
-function removeIfPresent(path: string): boolean {
+export function removeIfPresent(path: string): boolean {
   try {
     Deno.lstatSync(path);
   } catch (e) {
@@ -189,13 +281,20 @@ function removeIfPresent(path: string): boolean {
   return true;
 }
 
-/** The info map's value for an attach now of the object with this sha256. */
-export function encodeInfo(objectSha256: string, now = Date.now()): Uint8Array {
+/**
+ * The info map's value for an attach by an agent that started at `startedAt`
+ * (ms) with the object of this sha256 and map layout `abiVersion`.
+ */
+export function encodeInfo(
+  objectSha256: string,
+  abiVersion: number,
+  startedAt: number,
+): Uint8Array {
   const { abi_version, loaded_at, object_sha256 } = INFO_LAYOUT.fields;
   const out = new Uint8Array(INFO_LAYOUT.size);
   const view = new DataView(out.buffer);
-  view.setUint32(abi_version.offset, ABI_VERSION, true);
-  view.setBigUint64(loaded_at.offset, BigInt(now), true);
+  view.setUint32(abi_version.offset, abiVersion, true);
+  view.setBigUint64(loaded_at.offset, BigInt(startedAt), true);
   out.set(hexBytes(objectSha256), object_sha256.offset);
   return out;
 }

@@ -4,6 +4,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import type { BpfMap } from "./libbpf/map.ts";
+import { probeMapCodecFits } from "./layout.ts";
 import {
   decodeKey,
   decodeValue,
@@ -22,11 +23,15 @@ const log = getLogger(["lace", "datapath"]);
 export class BpfProbeStore implements ProbeStore, Disposable {
   readonly #map: BpfMap;
 
-  /** Wraps an open probe map; refuses a map whose layout is not this codec's. */
+  /**
+   * Wraps an open probe map; refuses a map whose layout this codec cannot read
+   * (a newer layout that only appended value fields is read and filled, the
+   * unknown fields zero).
+   */
   constructor(map: BpfMap) {
-    if (map.info.keySize !== KEY_SIZE || map.info.valueSize !== VALUE_SIZE) {
+    if (!probeMapCodecFits(map.info)) {
       throw new Error(
-        `Probe map "${map.name}" has key/value sizes ${map.info.keySize}/${map.info.valueSize}, expected ${KEY_SIZE}/${VALUE_SIZE}: it was made by another Lace version, remove it with \`lace uninstall\``,
+        `Probe map "${map.name}" has type ${map.info.type} and key/value sizes ${map.info.keySize}/${map.info.valueSize}, this Lace reads a hash map with ${KEY_SIZE}/${VALUE_SIZE} or larger values: it was made by another Lace version, remove it with \`lace uninstall\``,
       );
     }
     this.#map = map;
@@ -37,7 +42,7 @@ export class BpfProbeStore implements ProbeStore, Disposable {
     const out: ProbeEntry[] = [];
     for (const [k, v] of this.#map.entries()) {
       try {
-        out.push({ key: decodeKey(k), value: decodeValue(v) });
+        out.push({ key: decodeKey(k), value: decodeValue(v.subarray(0, VALUE_SIZE)) });
       } catch (error) {
         log.warn("Skipping undecodable probe map entry {key}: {error}", {
           key: Array.from(k, (b) => b.toString(16).padStart(2, "0")).join(""),
@@ -49,7 +54,9 @@ export class BpfProbeStore implements ProbeStore, Disposable {
   }
 
   put(entry: ProbeEntry): void {
-    this.#map.update(encodeKey(entry.key), encodeValue(entry.value));
+    const value = new Uint8Array(this.#map.info.valueSize);
+    value.set(encodeValue(entry.value));
+    this.#map.update(encodeKey(entry.key), value);
   }
 
   remove(key: ProbeKey): void {
@@ -59,12 +66,22 @@ export class BpfProbeStore implements ProbeStore, Disposable {
   /** One entry's value, or undefined. */
   get(key: ProbeKey): ProbeValue | undefined {
     const value = this.#map.lookup(encodeKey(key));
-    return value && decodeValue(value);
+    return value && decodeValue(value.subarray(0, VALUE_SIZE));
   }
 
   /** How many entries the kernel map holds. */
   count(): number {
     return this.#map.keys().length;
+  }
+
+  /** The underlying map (to pin it again). */
+  get map(): BpfMap {
+    return this.#map;
+  }
+
+  /** The kernel's id of the map. */
+  get mapId(): number {
+    return this.#map.info.id;
   }
 
   /** The kernel's capacity of the map. */

@@ -3,7 +3,6 @@
  * (gathered by doctor_snapshot.ts) into checks that each say what is wrong
  * and how to fix it. Tested without root by building snapshots by hand.
  */
-import { join } from "node:path";
 import { isWithin } from "../cgroup/path.ts";
 import type { TargetView } from "../agent/http_server.ts";
 import type { ApiServerProcess, ProcessInfo } from "../cgroup/kubelet_finder.ts";
@@ -102,8 +101,8 @@ export function evaluate(s: NodeSnapshot): Check[] {
     "pinned-map",
     s.mapPinned,
     s.mapPinned
-      ? `probe map pinned at "${join(s.pinPath, "probe_targets")}"`
-      : `no probe map pinned at "${join(s.pinPath, "probe_targets")}"`,
+      ? `probe map pinned under "${s.pinPath}"`
+      : `no probe map pinned under "${s.pinPath}"`,
     START_AGENT,
   ));
   checks.push(...linkChecks(s));

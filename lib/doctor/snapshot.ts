@@ -8,6 +8,8 @@ import { join } from "node:path";
 import { bpfObjectBytes, objectSha256 } from "../datapath/bpf_object.ts";
 import { cgroup2Mounts, mapConfiguredCgroup, mapProcessCgroup } from "../cgroup/path.ts";
 import {
+  pathExists,
+  pinnedLayouts,
   pinnedLinkStatus,
   PROGRAM_NAMES,
   readPinnedCounters,
@@ -37,15 +39,6 @@ function errorOf(e: unknown): { error: string } {
   return { error: e instanceof Error ? e.message : String(e) };
 }
 
-function exists(path: string): boolean {
-  try {
-    Deno.lstatSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** Collects the snapshot the checks evaluate. */
 export async function gatherSnapshot(o: DoctorOptions): Promise<NodeSnapshot> {
   const mounts = o.mounts ?? readMountInfo();
@@ -66,7 +59,14 @@ export async function gatherSnapshot(o: DoctorOptions): Promise<NodeSnapshot> {
   } catch (e) {
     links = errorOf(e);
   }
-  const mapPinned = exists(join(o.pinPath, "probe_targets"));
+  // The maps of any layout: abi<N>/ or, from the release before layouts were versioned, flat.
+  const mapPinned = (() => {
+    try {
+      return pinnedLayouts(o.pinPath).some((l) => pathExists(join(l.dir, "probe_targets")));
+    } catch {
+      return false;
+    }
+  })();
   return {
     pinPath: o.pinPath,
     bpffsMounts: bpffsMountPoints(mounts),
@@ -74,7 +74,7 @@ export async function gatherSnapshot(o: DoctorOptions): Promise<NodeSnapshot> {
     mapPinned,
     links,
     info: guard(() => {
-      if (!exists(join(o.pinPath, "info"))) throw new Error(`no info map under "${o.pinPath}"`);
+      if (!mapPinned) throw new Error(`no info map under "${o.pinPath}"`);
       const i = readPinnedInfo(o.pinPath);
       return i ? { abiVersion: i.abiVersion, objectSha256: i.objectSha256 } : null;
     }),
@@ -179,7 +179,7 @@ export function resolveKubeletCgroup(
   let id: bigint | null = null;
   if (path !== null) {
     id = statCgroupId(path);
-    if (id === null && !exists(path)) error = `kubelet cgroup "${path}" does not exist`;
+    if (id === null && !pathExists(path)) error = `kubelet cgroup "${path}" does not exist`;
   }
   return { configured, path, error, id, kubelets, otherKubelets: distrusted };
 }

@@ -21,6 +21,14 @@ export const LIBBPF_SYMBOLS = {
   bpf_program__fd: { parameters: ["pointer"], result: "i32" },
   /** int bpf_map__fd(const struct bpf_map *map) */
   bpf_map__fd: { parameters: ["pointer"], result: "i32" },
+  /** enum bpf_map_type bpf_map__type(const struct bpf_map *map) */
+  bpf_map__type: { parameters: ["pointer"], result: "u32" },
+  /** __u32 bpf_map__key_size(const struct bpf_map *map) */
+  bpf_map__key_size: { parameters: ["pointer"], result: "u32" },
+  /** __u32 bpf_map__value_size(const struct bpf_map *map) */
+  bpf_map__value_size: { parameters: ["pointer"], result: "u32" },
+  /** __u32 bpf_map__max_entries(const struct bpf_map *map) */
+  bpf_map__max_entries: { parameters: ["pointer"], result: "u32" },
   /** int bpf_map__set_pin_path(struct bpf_map *map, const char *path) */
   bpf_map__set_pin_path: { parameters: ["pointer", "buffer"], result: "i32" },
   /** int bpf_map_update_elem(int fd, const void *key, const void *value, __u64 flags) */
@@ -49,6 +57,10 @@ export const LIBBPF_SYMBOLS = {
   bpf_obj_pin: { parameters: ["i32", "buffer"], result: "i32" },
   /** int bpf_obj_get(const char *pathname) */
   bpf_obj_get: { parameters: ["buffer"], result: "i32" },
+  /** int bpf_prog_get_fd_by_id(__u32 id) */
+  bpf_prog_get_fd_by_id: { parameters: ["u32"], result: "i32" },
+  /** int bpf_map_get_fd_by_id(__u32 id) */
+  bpf_map_get_fd_by_id: { parameters: ["u32"], result: "i32" },
   /** int bpf_obj_get_info_by_fd(int bpf_fd, void *info, __u32 *info_len) */
   bpf_obj_get_info_by_fd: { parameters: ["i32", "buffer", "buffer"], result: "i32" },
   /**
@@ -90,6 +102,8 @@ export const LIBC_SYMBOLS = {
   poll: { parameters: ["buffer", "u64", "i32"], result: "i32" },
   /** int getsockopt(int sockfd, int level, int optname, void *optval, socklen_t *optlen) */
   getsockopt: { parameters: ["i32", "i32", "i32", "buffer", "buffer"], result: "i32" },
+  /** int flock(int fd, int operation) */
+  flock: { parameters: ["i32", "i32"], result: "i32" },
   /** int *__errno_location(void): this thread's errno, read right after a failed call */
   __errno_location: { parameters: [], result: "pointer" },
   /** int vsnprintf(char *str, size_t size, const char *format, va_list ap) */
@@ -103,6 +117,11 @@ export const BPF_CGROUP_INET6_CONNECT = 11;
 export const BPF_LINK_TYPE_CGROUP = 3;
 /** bpf_map_update_elem flags. */
 export const BPF_ANY = 0n;
+/** flock(2) operations. */
+export const LOCK_SH = 1;
+export const LOCK_EX = 2;
+export const LOCK_NB = 4;
+export const LOCK_UN = 8;
 /** open(2) flags. */
 export const O_RDONLY = 0;
 export const O_DIRECTORY = 0o200000;

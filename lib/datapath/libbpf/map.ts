@@ -4,7 +4,7 @@
  * opened from a pin (this wrapper owns it).
  */
 import { BpfError, Errno, isErrno, unwrap } from "./errors.ts";
-import { BPF_ANY } from "./ffi.ts";
+import { BPF_ANY, cString } from "./ffi.ts";
 import { closeFd, objectInfo, openPinnedObject } from "./fd.ts";
 import { libbpfSymbols } from "./library.ts";
 
@@ -57,6 +57,17 @@ export class BpfMap implements Disposable {
     }
   }
 
+  /** Opens a map by its kernel id (e.g. one a running program uses); this wrapper owns the fd. */
+  static openById(id: number): BpfMap {
+    const fd = unwrap(`bpf_map_get_fd_by_id ${id}`, libbpfSymbols().bpf_map_get_fd_by_id(id));
+    try {
+      return new BpfMap(fd, `map id ${id}`, true);
+    } catch (e) {
+      closeFd(fd);
+      throw e;
+    }
+  }
+
   get fd(): number {
     if (this.#fd < 0) throw new Error(`BPF map "${this.name}" is closed`);
     return this.#fd;
@@ -68,6 +79,14 @@ export class BpfMap implements Disposable {
         `Key for map "${this.name}" must be ${this.info.keySize} bytes: ${key.length}`,
       );
     }
+  }
+
+  /** Pins the map at a bpffs path, so it outlives this process. */
+  pin(path: string): void {
+    unwrap(
+      `bpf_obj_pin "${this.name}" "${path}"`,
+      libbpfSymbols().bpf_obj_pin(this.fd, cString(path)),
+    );
   }
 
   /** Inserts or replaces one element. */

@@ -5,7 +5,7 @@
 import { BpfError, unwrap } from "./errors.ts";
 import { cString } from "./ffi.ts";
 import { libbpfSymbols } from "./library.ts";
-import { BpfMap } from "./map.ts";
+import { BpfMap, type MapInfo } from "./map.ts";
 import { objectInfo } from "./fd.ts";
 
 /** A loaded program of an object; its fd belongs to the object. */
@@ -15,6 +15,9 @@ export interface BpfProgram {
   /** The kernel's id and tag of the loaded program. */
   info(): { id: number; tag: string };
 }
+
+/** What an object defines for one map; a pinned map must match it to be reused. */
+export type MapDefinition = Pick<MapInfo, "type" | "keySize" | "valueSize" | "maxEntries">;
 
 export class BpfObject implements Disposable {
   #handle: Deno.PointerObject | null;
@@ -61,6 +64,18 @@ export class BpfObject implements Disposable {
       `bpf_map__set_pin_path "${mapName}" "${path}"`,
       libbpfSymbols().bpf_map__set_pin_path(this.#mapHandle(mapName), cString(path)),
     );
+  }
+
+  /** A map's definition in the object (type, key and value size, capacity), before load. */
+  mapDefinition(name: string): MapDefinition {
+    const map = this.#mapHandle(name);
+    const bpf = libbpfSymbols();
+    return {
+      type: bpf.bpf_map__type(map),
+      keySize: bpf.bpf_map__key_size(map),
+      valueSize: bpf.bpf_map__value_size(map),
+      maxEntries: bpf.bpf_map__max_entries(map),
+    };
   }
 
   /** Creates (or reuses pinned) maps and loads every program into the kernel. */

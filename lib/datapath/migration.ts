@@ -1,0 +1,151 @@
+/**
+ * The pieces of a layout migration the loader strings together: the lock on
+ * the pin path, refusing pins of a layout this object does not have, what the
+ * program in a link runs on (its maps, found by id, and its info), copying a
+ * probe map another layout holds into this agent's, and the test hook that
+ * stops an agent at a chosen step so tests can kill it there.
+ */
+import { getLogger } from "@logtape/logtape";
+import { BpfMap } from "./libbpf/map.ts";
+import { programMapIds } from "./libbpf/program.ts";
+import { layoutMismatch, probeMapCodecFits } from "./layout.ts";
+import { DirLock } from "./dir_lock.ts";
+import type { BpfObject } from "./libbpf/object.ts";
+import { decodeInfo, type PinnedInfo, pinnedLayouts, pinnedMapId } from "./pins.ts";
+import { isErrno } from "./libbpf/errors.ts";
+import { join } from "node:path";
+import { INFO_KEY_SIZE, keyId, type ProbeStore } from "./probe_map.ts";
+import { BpfProbeStore } from "./probe_store.ts";
+
+const log = getLogger(["lace", "datapath"]);
+
+/** The maps a loaded program uses, as far as Lace knows them by name. */
+export class RunningMaps implements Disposable {
+  readonly progId: number;
+  readonly probeMap: BpfMap | undefined;
+  /** What its info map records; undefined when it has none or it was never written. */
+  readonly info: PinnedInfo | undefined;
+
+  private constructor(progId: number, probeMap: BpfMap | undefined, info: PinnedInfo | undefined) {
+    this.progId = progId;
+    this.probeMap = probeMap;
+    this.info = info;
+  }
+
+  /**
+   * Opens the probe map of the program with this id (by map id: the program
+   * holds it even when no pin does) and reads the info map pinned beside it
+   * (programs do not use the info map, so it is found by the probe map's pin).
+   */
+  static inspect(progId: number, pinPath: string): RunningMaps {
+    let probeMap: BpfMap | undefined;
+    for (const id of programMapIds(progId)) {
+      const map = BpfMap.openById(id);
+      if (map.info.name === "probe_targets" && !probeMap) probeMap = map;
+      else map.close();
+    }
+    let info: PinnedInfo | undefined;
+    for (const layout of probeMap ? pinnedLayouts(pinPath) : []) {
+      if (pinnedMapId(join(layout.dir, "probe_targets")) !== probeMap!.info.id) continue;
+      try {
+        using pinned = BpfMap.openPinned(join(layout.dir, "info"));
+        info = decodeInfo(pinned.lookup(new Uint8Array(INFO_KEY_SIZE)));
+      } catch (e) {
+        if (!isErrno(e, "ENOENT")) throw e;
+      }
+      break;
+    }
+    return new RunningMaps(progId, probeMap, info);
+  }
+
+  /** The ABI version its info records, 0 when unknown (older than any layout). */
+  get abi(): number {
+    return this.info?.abiVersion ?? 0;
+  }
+
+  close(): void {
+    this.probeMap?.close();
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}
+
+/**
+ * Makes `to` hold exactly the entries of another layout's probe map `from`
+ * (every key, the value fields this codec knows): the old program's truth,
+ * so the new program tags the same connects from its first one. Returns
+ * undefined, changing nothing, when this codec cannot read `from`.
+ */
+export function copyProbeMap(
+  from: BpfMap,
+  to: ProbeStore,
+): { copied: number; removed: number } | undefined {
+  if (!probeMapCodecFits(from.info)) return undefined;
+  using source = new BpfProbeStore(BpfMap.openById(from.info.id));
+  const entries = source.entries();
+  const wanted = new Set(entries.map((e) => keyId(e.key)));
+  let removed = 0;
+  for (const e of to.entries()) {
+    if (!wanted.has(keyId(e.key))) {
+      to.remove(e.key);
+      removed++;
+    }
+  }
+  for (const e of entries) to.put(e);
+  return { copied: entries.length, removed };
+}
+
+/** Steps of a migration where LACE_TEST_PAUSE_AT can stop the agent. */
+export type PauseStep = "filled" | "swapped-one" | "swapped";
+
+/**
+ * For tests only: when LACE_TEST_PAUSE_AT names this step, logs it and
+ * blocks this process for good, holding what it holds, so a test can kill it
+ * there (kill -9 in the middle of a migration).
+ */
+export function pauseForTest(step: PauseStep): void {
+  if (Deno.env.get("LACE_TEST_PAUSE_AT") !== step) return;
+  log.warn("Paused at migration step {step} (LACE_TEST_PAUSE_AT)", { step });
+  const never = new Int32Array(new SharedArrayBuffer(4));
+  for (;;) Atomics.wait(never, 0, 0);
+}
+
+/** How long an agent waits for another one's migration step to finish. */
+export const PIN_LOCK_TIMEOUT_MS = 10_000;
+
+/** The exclusive lock on the pin path, or an error naming what holds it. */
+export function takePinLock(pinPath: string): DirLock {
+  const lock = DirLock.tryTake(pinPath, "exclusive", PIN_LOCK_TIMEOUT_MS);
+  if (!lock) {
+    throw new Error(
+      `Pin path "${pinPath}" stayed locked by another Lace agent for ${PIN_LOCK_TIMEOUT_MS} ms: ` +
+        "check for a hung agent on this node (lace doctor)",
+    );
+  }
+  return lock;
+}
+
+/**
+ * Refuses a pin at `path` that claims this object's layout directory but
+ * does not have the object's layout for `name`: such a map is never half-used.
+ */
+export function refuseForeignPin(path: string, name: string, object: BpfObject, abi: number): void {
+  let pinned: BpfMap;
+  try {
+    pinned = BpfMap.openPinned(path);
+  } catch (e) {
+    if (isErrno(e, "ENOENT")) return;
+    throw e;
+  }
+  using _ = pinned;
+  const why = layoutMismatch(name, object.mapDefinition(name), pinned.info);
+  if (why) {
+    throw new Error(
+      `Refusing the maps pinned under map layout ABI ${abi}: ${why}. They were made by a ` +
+        "build that did not raise LACE_ABI_VERSION; remove them with `lace uninstall` " +
+        "(the links keep running the old program until then)",
+    );
+  }
+}

@@ -1,0 +1,100 @@
+/**
+ * Other releases' BPF objects for upgrade tests, built into a temp directory:
+ * the release before layouts were versioned (tests/fixtures/bpf_release_n1),
+ * today's source with other instructions (LACE_TEST_VARIANT), and a "next
+ * layout" release (ABI + 1, a probe value with one more field). Also a node as
+ * the release before left it: maps pinned flat beside the links.
+ */
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { BpfLink } from "../../lib/datapath/libbpf/link.ts";
+import { BpfObject } from "../../lib/datapath/libbpf/object.ts";
+import { closeFd, openDirectory } from "../../lib/datapath/libbpf/fd.ts";
+import { encodeInfo, linkPinName, MAP_NAMES, PROGRAMS } from "../../lib/datapath/pins.ts";
+import { objectSha256 } from "../../lib/datapath/bpf_object.ts";
+import { encodeKey, encodeValue, type ProbeEntry } from "../../lib/datapath/probe_map.ts";
+import { BPF_DIR, buildBpfObject } from "./bpf_build.ts";
+
+const RELEASE_N1 = fileURLToPath(new URL("../fixtures/bpf_release_n1", import.meta.url));
+
+/** The objects of the releases an upgrade test moves between, and their sha256s. */
+export class Releases implements AsyncDisposable {
+  readonly dir: string;
+  private constructor(dir: string) {
+    this.dir = dir;
+  }
+
+  static async create(): Promise<Releases> {
+    return new Releases(await Deno.makeTempDir({ prefix: "lace-releases-" }));
+  }
+
+  /** The release before layouts were versioned: ABI 1, no lace_abi_version symbol. */
+  previous(): Promise<string> {
+    return buildBpfObject({
+      source: join(RELEASE_N1, "lace.bpf.c"),
+      out: join(this.dir, "release-n1.bpf.o"),
+    });
+  }
+
+  /** Today's source with other instructions and the same maps. */
+  variant(): Promise<string> {
+    return buildBpfObject({ out: join(this.dir, "variant.bpf.o"), defines: ["LACE_TEST_VARIANT"] });
+  }
+
+  /** A next release that changes the layout: ABI + 1 and one more probe value field. */
+  async nextLayout(): Promise<string> {
+    const src = join(this.dir, "next");
+    await Deno.mkdir(src, { recursive: true });
+    const header = await Deno.readTextFile(join(BPF_DIR, "lace.h"));
+    const abi = Number(/#define LACE_ABI_VERSION (\d+)/.exec(header)?.[1]);
+    const flags = "\t__u16 flags; /* reserved, zero */\n";
+    if (!abi || !header.includes(flags)) {
+      throw new Error("bpf/lace.h changed shape: update tests/helpers/releases.ts nextLayout()");
+    }
+    await Deno.writeTextFile(
+      join(src, "lace.h"),
+      header.replace(`#define LACE_ABI_VERSION ${abi}`, `#define LACE_ABI_VERSION ${abi + 1}`)
+        .replace(flags, `${flags}\t__u32 next_field; /* the next release's, zero here */\n`),
+    );
+    await Deno.copyFile(join(BPF_DIR, "lace.bpf.c"), join(src, "lace.bpf.c"));
+    return buildBpfObject({ source: join(src, "lace.bpf.c"), out: join(this.dir, "next.bpf.o") });
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await Deno.remove(this.dir, { recursive: true });
+  }
+}
+
+/** The sha256 of an object file, as the info map records it. */
+export async function sha256Of(object: string): Promise<string> {
+  return objectSha256(await Deno.readFile(object));
+}
+
+/**
+ * Leaves a node as the release before layouts were versioned did: `object`'s
+ * maps pinned flat under `pinPath`, holding `entries`, its info written, and
+ * both programs attached to `cgroup` through pinned links.
+ */
+export async function installPreviousRelease(
+  pinPath: string,
+  cgroup: string,
+  object: string,
+  entries: ProbeEntry[],
+): Promise<void> {
+  const bytes = await Deno.readFile(object);
+  await Deno.mkdir(pinPath, { recursive: true });
+  using obj = BpfObject.openMemory(bytes);
+  for (const name of MAP_NAMES) obj.setPinPath(name, join(pinPath, name));
+  obj.load();
+  for (const e of entries) obj.map("probe_targets").update(encodeKey(e.key), encodeValue(e.value));
+  obj.map("info").update(new Uint8Array(4), encodeInfo(objectSha256(bytes), 1, Date.now()));
+  const fd = openDirectory(cgroup);
+  try {
+    for (const p of PROGRAMS) {
+      using link = BpfLink.create(obj.program(p.section).fd, fd, p.attachType, p.name);
+      link.pin(join(pinPath, linkPinName(p.name)));
+    }
+  } finally {
+    closeFd(fd);
+  }
+}
