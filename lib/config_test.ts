@@ -8,6 +8,7 @@ import {
   markFor,
   markProblems,
   networkMask,
+  nodeProblems,
   validateConfig,
   validateMark,
 } from "./config.ts";
@@ -249,5 +250,56 @@ Deno.test("validateConfig() takes annotation keys with and without a DNS prefix 
       },
       key,
     );
+  }
+});
+
+Deno.test("defaultConfig() uses the API with in-cluster credentials, no pods directory, local metrics and info logs", () => {
+  const c = defaultConfig();
+  assert.deepEqual(
+    [c.useApi, c.kubeconfig, c.podsDir, c.metricsAddr, c.logLevel, c.logFormat],
+    [true, "", "", "127.0.0.1:9808", "info", "auto"],
+  );
+});
+
+Deno.test("markProblems() refuses 0xffffffff as overlapping, not as too large", () => {
+  assert.deepEqual(markProblems(0xffffffff, 16), [
+    "Probe mark 0xffffffff overlaps the network bits 0xffff0000 (mark shift 16): choose a flag outside them or another shift",
+  ]);
+});
+
+Deno.test("nodeProblems() checks only the settings present, and reports nothing for good ones", () => {
+  assert.deepEqual(nodeProblems({}), []);
+  assert.deepEqual(nodeProblems({ metricsAddr: "127.0.0.1:80", pinPath: "/p" }), []);
+  assert.deepEqual(nodeProblems({ kubeletCgroup: "k" }), [
+    `Kubelet cgroup must be an absolute path or "auto": "k"`,
+  ]);
+});
+
+Deno.test("validateConfig() names the flag of a bad network annotation key and a bad conflict policy", () => {
+  const base = { ...defaultConfig(), nodeName: "n1" };
+  assert.throws(() => validateConfig({ ...base, networkAnnotation: "-x" }), (e: Error) => {
+    assert.deepEqual((e as ConfigError).problems, [
+      `--network-annotation is not a valid annotation key: "-x"`,
+    ]);
+    return true;
+  });
+  assert.throws(
+    // deno-lint-ignore no-explicit-any
+    () => validateConfig({ ...base, addressConflict: "random" as any }),
+    /Address conflict policy must be one of fail-closed, older-wins/,
+  );
+});
+
+Deno.test("validateConfig() takes 1 and 65536 targets per pod and refuses 0 and 65537", () => {
+  const base = { ...defaultConfig(), nodeName: "n1" };
+  validateConfig({ ...base, maxTargetsPerPod: 1 });
+  validateConfig({ ...base, maxTargetsPerPod: 65536 });
+  for (const n of [0, 65537, 1.5]) {
+    assert.throws(() => validateConfig({ ...base, maxTargetsPerPod: n }), (e: Error) => {
+      assert.deepEqual((e as ConfigError).problems, [
+        `Max targets per pod must be a whole number 1..65536 (the map's capacity): ${n}`,
+      ]);
+      return true;
+    });
   }
 });

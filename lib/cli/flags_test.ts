@@ -269,3 +269,58 @@ Deno.test("agentConfig() keeps the ConfigError as the UsageError's cause", () =>
     assert.equal((e.cause as Error).name, "ConfigError");
   }
 });
+
+// The help an operator reads, and the flag and variable names the chart and the docs use:
+// a change to any of them shows here, in review.
+const AGENT_HELP = [
+  "Usage: lace agent [flags]",
+  "",
+  "Run the node agent: watch this node's pods (Kubernetes API and/or a directory of manifests),",
+  "keep the pinned probe map in sync, keep the connect programs attached to the kubelet's",
+  "cgroup, and serve metrics and health. On SIGTERM it stops and leaves the program, links and",
+  "map pinned, so probes keep working until the next agent takes over.",
+  "",
+  "Flags:",
+  "  --node-name NAME             This node's name: only pods bound to it are considered (env LACE_NODE_NAME, NODE_NAME)",
+  "  --kubeconfig FILE            Kubeconfig file (default: in-cluster service account) (env LACE_KUBECONFIG, KUBECONFIG)",
+  "  --kube-api                   Watch pods through the Kubernetes API (--no-kube-api for the directory source alone) (env LACE_KUBE_API)",
+  "  --pods-dir DIR               Directory of Pod manifests (YAML or JSON) to use as a pod source (env LACE_PODS_DIR)",
+  "  --pin-path DIR               bpffs directory holding Lace's pinned maps and links (default /sys/fs/bpf/lace; env LACE_PIN_PATH)",
+  "  --kubelet-cgroup PATH|auto   cgroup v2 directory of the kubelet, or auto to find the kubelet in /proc (default /sys/fs/cgroup/system.slice/kubelet.service; env LACE_KUBELET_CGROUP)",
+  "  --host-cgroup-root DIR       Prefix where the host's filesystem is mounted (e.g. /host in a container) (env LACE_HOST_CGROUP_ROOT)",
+  "  --metrics-addr HOST:PORT     Address of the metrics and health server (/metrics, /healthz, /readyz, /targets) (default 127.0.0.1:9808; env LACE_METRICS_ADDR)",
+  "  --probe-mark MARK            Probe flag bit(s) of the socket mark (default 0x1000; env LACE_PROBE_MARK)",
+  "  --mark-shift N               Left shift of the network id in the socket mark (default 16; env LACE_MARK_SHIFT)",
+  "  --network-annotation KEY     Pod annotation naming the pod's Lace network (default lace.io/network; env LACE_NETWORK_ANNOTATION)",
+  "  --network-id-annotation KEY  Pod annotation holding the pod's network id (1..65535) (default lace.io/network-id; env LACE_NETWORK_ID_ANNOTATION)",
+  "  --debounce DURATION          Delay that gathers a burst of pod events into one reconcile (up to 1m) (default 5ms; env LACE_DEBOUNCE)",
+  "  --resync-interval DURATION   Full resync that repairs drift in the probe map (1s..24h) (default 5m; env LACE_RESYNC_INTERVAL)",
+  "  --watch-liveness DURATION    A pod watch silent this long gets the API server probed; a dead watch is restarted (1s..1h) (default 30s; env LACE_WATCH_LIVENESS)",
+  "  --cni-socket PATH            Unix socket the CNI plugin registers attachments on (empty disables it) (default /run/lace/cni.sock; env LACE_CNI_SOCKET)",
+  "  --max-targets-per-pod N      The most probe targets one pod may have in the probe map (1..65536); a pod that wants more is reported (default 64; env LACE_MAX_TARGETS_PER_POD)",
+  "  --address-conflict POLICY    A probe address and port claimed by pods of two networks: fail-closed tags it for neither, older-wins keeps the older pod's (single-tenant clusters only) (default fail-closed; env LACE_ADDRESS_CONFLICT)",
+  "  --log-level LEVEL            Minimum level logged (default info; env LACE_LOG_LEVEL)",
+  "  --log-format FORMAT          auto: text on a terminal, JSON lines otherwise (default auto; env LACE_LOG_FORMAT)",
+  "  --help                       Show this help",
+].join("\n");
+
+Deno.test("helpText() of lace agent is exactly the reviewed text", () => {
+  assert.equal(helpText(agentCommand), AGENT_HELP);
+});
+
+Deno.test("every log level is accepted by --log-level", () => {
+  for (const level of ["trace", "debug", "info", "warning", "error", "fatal"]) {
+    assert.equal(parse(["--log-level", level]).logLevel, level);
+  }
+});
+
+Deno.test("parseFlags() reports an unknown flag without node's advice on positionals", () => {
+  assert.throws(
+    () => parseFlags(toy, ["--a.b"], {}),
+    new UsageError("lace toy: Unknown option '--a.b'"),
+  );
+});
+
+Deno.test("UsageError is named so", () => {
+  assert.equal(new UsageError("x").name, "UsageError");
+});
