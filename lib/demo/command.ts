@@ -176,6 +176,11 @@ export async function runDemo(args: string[]): Promise<number> {
     cleanups.push(() => node.dispose());
     const cgroups = SimCgroups.create();
     cleanups.push(() => cgroups.dispose());
+    say(
+      `Built namespaces ${
+        [node.netns, ...node.networks.map((n) => n.podNetns)].join(", ")
+      } and cgroup ${cgroups.root}`,
+    );
 
     const pods = demoPods(node.networks);
     for (const pod of pods) {
