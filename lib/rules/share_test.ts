@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { forAll } from "../../tests/helpers/property.ts";
 import { capTargets, failedWrites, fairShares, shareMap } from "./share.ts";
 import type { Target } from "./targets.ts";
 
@@ -101,4 +102,32 @@ Deno.test("failedWrites() tells a full map from other write errors, per pod", ()
   ]);
   assert.match(result[1].message, /EPERM/);
   assert.deepEqual(failedWrites([], all), []);
+});
+
+Deno.test("property: fairShares() fills the capacity max-min fairly over random demands (seeded)", () => {
+  forAll({ seed: 5000, runs: 1000 }, (random) => {
+    const wanted = new Map(
+      Array.from({ length: random.int(0, 8) }, (_, i) => [`u${i}`, random.int(0, 50)]),
+    );
+    const total = [...wanted.values()].reduce((a, b) => a + b, 0);
+    const capacity = random.pick([total, total + 1, Math.max(0, total - 1), random.int(0, 200)]);
+    const allowed = fairShares(wanted, capacity);
+    const given = [...allowed.values()].reduce((a, b) => a + b, 0);
+    assert.equal(given, Math.min(total, capacity), "the map is filled, never overfilled");
+    for (const [uid, n] of allowed) {
+      assert.ok(n >= 0 && n <= wanted.get(uid)!, `${uid}: 0..wanted`);
+      // A trimmed pod gets at least as much as anyone else, give or take the one-entry remainder.
+      if (n < wanted.get(uid)!) {
+        for (const m of allowed.values()) assert.ok(n >= m - 1, `${uid} got ${n}, another ${m}`);
+      }
+    }
+  });
+});
+
+Deno.test("capTargets() writes exactly cap targets and reports one more", () => {
+  const all = targets("a", 4);
+  assert.equal(capTargets(all, 4).unwritten, undefined);
+  const { writable, unwritten } = capTargets(all, 3);
+  assert.equal(writable.length, 3);
+  assert.deepEqual([unwritten?.count, unwritten?.wanted], [1, 4]);
 });

@@ -19,13 +19,14 @@ export const MODULES: MutationModule[] = [
       "lib/rules/targets.ts",
       "lib/rules/conflicts.ts",
       "lib/rules/addresses.ts",
+      "lib/rules/share.ts",
     ],
     // Every test of the folder: the rules' unit, condition and property tests.
     tests: ["lib/rules/"],
   },
   {
     name: "reconcile-diff",
-    // The diff only; the runner around it is tested by its own unit tests.
+    // The diff only; the reconcile step and the scheduler around it have their own tests.
     mutate: ["lib/agent/reconcile.ts#diffTargets"],
     tests: ["lib/agent/reconcile_test.ts"],
   },
