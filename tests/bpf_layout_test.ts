@@ -50,9 +50,20 @@ async function run(command: string, args: string[]): Promise<string> {
   return new TextDecoder().decode(out.stdout);
 }
 
+function exists(path: string): boolean {
+  try {
+    Deno.statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Every BTF type of the built object, by id, as bpftool reads it. */
 async function btf(): Promise<Map<number, BtfType>> {
-  const bpftool = Deno.env.get("BPFTOOL") ?? "bpftool";
+  // Debian installs bpftool in /usr/sbin, which a user's PATH may lack.
+  const bpftool = Deno.env.get("BPFTOOL") ??
+    (exists("/usr/sbin/bpftool") ? "/usr/sbin/bpftool" : "bpftool");
   const { types } = JSON.parse(
     await run(bpftool, ["btf", "dump", "file", OBJECT, "format", "raw", "-j"]),
   ) as { types: BtfType[] };
