@@ -253,30 +253,37 @@ Deno.test({
     assertAgentEvent(event, started);
   });
 
-  await step("a newer pod claiming an older pod's port is a conflict Event", async () => {
-    const a = await core.readNamespacedPod({ namespace: NS, name: "a" });
-    // creationTimestamp has whole seconds: a later second makes "late" the newer pod for sure.
-    const aCreated = new Date(a.metadata!.creationTimestamp!).getTime();
-    await waitFor(() => Date.now() >= aCreated + 1000, {
-      timeout: 10_000,
-      message: "a later second than a's creation",
-    });
-    await startPod(core, podBody({ name: "late", networkId: 2, httpPort: 8080, tcpPort: 9002 }));
-    await waitFor(async () => (await w.probe(POD_IPV4, 9002)).result === "reached", {
-      timeout: 10_000,
-      message: "late's own port",
-    });
-    assert.equal((await w.probe(POD_IPV4, 8080, "/")).body, w.podIn(1), "the older pod keeps it");
-    const event = await eventFor(core, NS, "late", "ProbeTargetConflict");
-    assert.equal(event.type, "Warning");
-    assert.match(event.message ?? "", /e2e\/a/);
-    assertAgentEvent(event, started);
-    await core.deleteNamespacedPod({ namespace: NS, name: "late", gracePeriodSeconds: 0 });
-    await waitFor(async () => (await w.probe(POD_IPV4, 9002)).result === "NO_ROUTE", {
-      timeout: 10_000,
-      message: "late gone",
-    });
-  });
+  await step(
+    "a pod of another network claiming a pod's port takes it from both, with Events",
+    async () => {
+      await startPod(core, podBody({ name: "late", networkId: 2, httpPort: 8080, tcpPort: 9002 }));
+      await waitFor(async () => (await w.probe(POD_IPV4, 9002)).result === "reached", {
+        timeout: 10_000,
+        message: "late's own port",
+      });
+      // Fail closed: the shared address and port is tagged for neither network.
+      await waitFor(async () => (await w.probe(POD_IPV4, 8080, "/")).result === "NO_ROUTE", {
+        timeout: 10_000,
+        message: "8080 tagged for neither pod",
+      });
+      assert.equal((await w.probe(POD_IPV6, 8080, "/")).result, "NO_ROUTE");
+      for (const name of ["late", "a"]) {
+        const event = await eventFor(core, NS, name, "ProbeTargetConflict");
+        assert.equal(event.type, "Warning");
+        assert.match(event.message ?? "", /:8080 .*fail closed/);
+        // Neither pod's namespace nor the other's name: another tenant is never named.
+        assert.doesNotMatch(event.message ?? "", new RegExp(`${NS}|\\blate\\b|"a"`));
+        assertAgentEvent(event, started);
+      }
+      await core.deleteNamespacedPod({ namespace: NS, name: "late", gracePeriodSeconds: 0 });
+      await waitFor(async () =>
+        (await w.probe(POD_IPV4, 9002)).result === "NO_ROUTE" &&
+        (await w.probe(POD_IPV4, 8080, "/")).body === w.podIn(1), {
+        timeout: 10_000,
+        message: "late gone and a's port back in its network",
+      });
+    },
+  );
 
   await step("Events about the Node are stored in the default namespace", async () => {
     const event = await eventFor(core, "default", NODE, "ProbeProgramsAttached");
