@@ -17,7 +17,11 @@ import {
 } from "./helpers/agent_process.ts";
 import { waitFor } from "./helpers/wait.ts";
 import { execPlugin, laceCommand } from "./helpers/cni_runtime.ts";
-import { privilegedSkipReason } from "./helpers/sim_world.ts";
+import { privilegedSkipReason, SimWorld } from "./helpers/sim_world.ts";
+import { AgentCore } from "../lib/agent/core.ts";
+import { defaultConfig } from "../lib/config.ts";
+import type { Pod } from "../lib/pods/pod.ts";
+import type { Skip } from "../lib/rules/targets.ts";
 
 const skip = privilegedSkipReason();
 const opts = { ignore: skip !== undefined, sanitizeResources: false, sanitizeOps: false };
@@ -363,5 +367,51 @@ Deno.test({
     );
     assert.equal(event.involvedObject.name, "flood");
     assert.match(event.message, /fair share of 65528 of its 65536/);
+  },
+});
+
+Deno.test({
+  name: "a pod nested thousands of levels deep among good ones costs that pod alone its targets",
+  ...opts,
+  async fn() {
+    // The agent core in this process on the real datapath, fed by a source that hands over
+    // what an API server would accept (kube-apiserver allows 10,000 levels of nesting).
+    await using w = await SimWorld.create();
+    const hostile = podManifest({ name: "hostile", networkId: 1, httpPort: 8082, tcpPort: 9002 });
+    let inner: Record<string, unknown> = {};
+    (hostile.spec as Record<string, unknown>).extra = inner;
+    for (let i = 0; i < 9_000; i++) inner = (inner.x = {}) as Record<string, unknown>;
+    const pods = [
+      podManifest({ name: "a", networkId: 1, httpPort: 8080, tcpPort: 9000 }),
+      hostile,
+      podManifest({ name: "b", networkId: 2, httpPort: 8081, tcpPort: 9001 }),
+    ] as unknown as Pod[];
+    const skips: Skip[] = [];
+    const core = new AgentCore({
+      config: { ...defaultConfig(), nodeName: "e2e-node", debounceMs: 1 },
+      store: w.datapath.store,
+      sources: [{
+        name: "api",
+        start: (sink) => Promise.resolve(sink.replaceAll("api", pods)),
+        stop: () => Promise.resolve(),
+      }],
+      onSkip: (skip) => skips.push(skip),
+    });
+    await core.start();
+    try {
+      const report = await core.reconcileNow();
+      assert.equal(report.error, undefined, "the reconcile as a whole succeeds");
+      for (const host of [POD_IPV4, POD_IPV6]) {
+        const probe = (port: number) => w.kubelet.probe({ host, port, timeoutMs: 1000 });
+        assert.equal((await probe(9000)).body?.trim(), w.node.network(1).pod);
+        assert.equal((await probe(9001)).body?.trim(), w.node.network(2).pod);
+        assert.equal((await probe(9002)).result, "NO_ROUTE");
+      }
+      const skip = skips.find((s) => s.pod.name === "hostile");
+      assert.equal(skip?.reason, "malformed");
+      assert.match(skip!.message, /could not be evaluated/);
+    } finally {
+      await core.stop();
+    }
   },
 });
