@@ -1,10 +1,12 @@
 /**
- * The agent's small local HTTP server: Prometheus metrics, liveness,
- * readiness and the agent's view of its targets (for `lace targets` and
- * `lace doctor`). Read-only; it changes nothing on the node.
+ * The agent's small HTTP server: Prometheus metrics, liveness, readiness and
+ * the agent's view of its targets (for `lace targets` and `lace doctor`),
+ * on a listener with timeouts and a connection cap (http_listener.ts).
+ * Read-only; it changes nothing on the node.
  */
 import { getLogger } from "@logtape/logtape";
-import { splitHostPort } from "../host_port.ts";
+import { joinHostPort, splitHostPort } from "../host_port.ts";
+import { type HttpListener, type HttpListenerOptions, serveHttp } from "./http_listener.ts";
 
 const log = getLogger(["lace", "http"]);
 
@@ -70,35 +72,45 @@ export async function handleRequest(req: Request, status: StatusProvider): Promi
       });
     case "/targets":
       return Response.json(status.targets());
-    default:
-      return new Response("Not found: try /metrics, /healthz, /readyz or /targets\n", {
-        status: 404,
-      });
   }
+  return new Response("Not found: try /metrics, /healthz, /readyz or /targets\n", { status: 404 });
 }
 
-/** Starts the server; `shutdown()` on the returned handle stops it. */
-export function startHttpServer(addr: string, status: StatusProvider): Deno.HttpServer {
+/** A running server: where it listens, whether it still accepts, and how to stop it. */
+export interface HttpSurface extends HttpListener {
+  /** "host:port" as bound. */
+  readonly addr: string;
+}
+
+/** Starts the server on `addr` (host:port). */
+export function startHttpServer(
+  addr: string,
+  status: StatusProvider,
+  options: Omit<HttpListenerOptions, "name"> = {},
+): HttpSurface {
   const { hostname, port } = listenAddress(addr);
+  let listener: Deno.TcpListener;
   try {
-    return serve(hostname, port, status);
+    listener = Deno.listen({ hostname, port });
   } catch (cause) {
     throw new Error(
       `Cannot serve metrics and health on "${addr}": choose a free --metrics-addr, or an empty one to run without the server`,
       { cause },
     );
   }
-}
-
-function serve(hostname: string, port: number, status: StatusProvider): Deno.HttpServer {
-  return Deno.serve({
-    hostname,
-    port,
-    onListen: (a) =>
-      log.info("Serving metrics and health on {addr}", { addr: `${a.hostname}:${a.port}` }),
-    onError: (e) => {
-      log.error("HTTP handler failed: {error}", { error: String(e) });
-      return new Response("Internal error\n", { status: 500 });
+  const bound = listener.addr as Deno.NetAddr;
+  const shown = joinHostPort(bound.hostname, bound.port);
+  log.info("Serving metrics and health on {addr}", { addr: shown });
+  const served = serveHttp(listener, (req) => handleRequest(req, status), {
+    ...options,
+    name: "http",
+  });
+  return {
+    addr: shown,
+    failure: () => served.failure(),
+    get connections() {
+      return served.connections;
     },
-  }, (req) => handleRequest(req, status));
+    shutdown: () => served.shutdown(),
+  };
 }

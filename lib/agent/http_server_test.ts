@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { handleRequest, listenAddress, type StatusProvider } from "./http_server.ts";
+import {
+  handleRequest,
+  listenAddress,
+  startHttpServer,
+  type StatusProvider,
+} from "./http_server.ts";
 
 function provider(ready: boolean): StatusProvider {
   return {
@@ -32,6 +37,21 @@ Deno.test("/healthz, /metrics and /targets serve their content", async () => {
   assert.equal(await metrics.text(), "lace_up 1\n");
   const targets = await (await get("/targets", provider(true))).json();
   assert.deepEqual(targets[0].address, "10.0.0.1");
+});
+
+Deno.test("startHttpServer() serves metrics and health over its listener", async () => {
+  const server = startHttpServer("127.0.0.1:0", provider(true));
+  try {
+    const metrics = await fetch(`http://${server.addr}/metrics`);
+    assert.equal(metrics.headers.get("content-type"), "text/plain; version=0.0.4");
+    assert.equal(await metrics.text(), "lace_up 1\n");
+    assert.equal(await (await fetch(`http://${server.addr}/healthz`)).text(), "ok\n");
+    const head = await fetch(`http://${server.addr}/metrics`, { method: "HEAD" });
+    assert.equal(head.status, 200);
+    assert.equal(await head.text(), "");
+  } finally {
+    await server.shutdown();
+  }
 });
 
 Deno.test("unknown paths are 404 and writes are 405", async () => {

@@ -27,6 +27,8 @@ export class Metrics {
   readonly targetsUnwritten: Gauge<"reason">;
   readonly probesIgnored: Gauge<"reason">;
   readonly watchRestarts: Counter;
+  readonly acceptErrors: Counter<"listener">;
+  readonly listenerFailing: Gauge<"listener">;
   readonly attached: Gauge<"program">;
   readonly kubeletCgroupMismatch: Gauge;
   readonly kubeletLookalikes: Gauge;
@@ -117,6 +119,18 @@ export class Metrics {
     this.watchRestarts = new Counter({
       name: "lace_watch_restarts_total",
       help: "Restarts of the Kubernetes pod watch after it failed",
+      registers,
+    });
+    this.acceptErrors = new Counter({
+      name: "lace_listener_accept_errors_total",
+      help: "Failed accepts on a listener (http, local, cni), retried with backoff",
+      labelNames: ["listener"],
+      registers,
+    });
+    this.listenerFailing = new Gauge({
+      name: "lace_listener_failing",
+      help: "1 while a listener's accepts keep failing (it takes no connections; not ready)",
+      labelNames: ["listener"],
       registers,
     });
     this.attached = new Gauge({

@@ -180,6 +180,8 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
   };
   follower.onChange(updateAttachMetrics);
 
+  // Listeners whose accepts keep failing (EMFILE…) take no connections: not ready.
+  const listeners: { failure(): string | null }[] = [];
   const readiness = (): Readiness => {
     const reasons = [...follower.readiness().reasons];
     const snap = core.view();
@@ -190,6 +192,10 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
           : "waiting for the first full pod list from every source",
       );
     }
+    for (const l of listeners) {
+      const failure = l.failure();
+      if (failure) reasons.push(failure);
+    }
     return { ready: reasons.length === 0, reasons };
   };
   const targets = () => targetViews(core.view());
@@ -199,21 +205,36 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
   updateAttachMetrics();
   await core.start();
   parts.push(() => core.stop());
+  const status = {
+    readiness,
+    targets,
+    metricsText: () => metrics.text(),
+    metricsContentType: metrics.contentType,
+  };
+  const reporting = (listener: string) => {
+    metrics.listenerFailing.set({ listener }, 0);
+    return {
+      onAcceptError: () => metrics.acceptErrors.inc({ listener }),
+      onFailingChange: (failing: boolean) =>
+        metrics.listenerFailing.set({ listener }, failing ? 1 : 0),
+    };
+  };
   if (config.metricsAddr) {
-    const http = startHttpServer(config.metricsAddr, {
-      readiness,
-      targets,
-      metricsText: () => metrics.text(),
-      metricsContentType: metrics.contentType,
-    });
+    const http = startHttpServer(config.metricsAddr, status, reporting("http"));
     parts.push(() => http.shutdown());
+    listeners.push(http);
   }
   if (config.cniSocket) {
     const { startCniServer } = await import("../cni/server.ts");
     const { cniHandlerFor } = await import("../cni/check.ts");
     // CHECK compares the core's desired targets with the map itself.
-    const cni = await startCniServer(config.cniSocket, cniHandlerFor(core, datapath.store));
+    const cni = await startCniServer(
+      config.cniSocket,
+      cniHandlerFor(core, datapath.store),
+      reporting("cni"),
+    );
     parts.push(() => cni.close());
+    listeners.push(cni);
   }
   log.info("Agent started on node {node} with pod sources {sources}", {
     node: config.nodeName || "(any)",

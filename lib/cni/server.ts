@@ -6,6 +6,9 @@
  * error reply and a log line.
  */
 import { getLogger } from "@logtape/logtape";
+import { AcceptLoop, type Acceptor, safeClose, type Stream, writeAll } from "../accept_loop.ts";
+import { realTimers, type Timers } from "../timers.ts";
+import { listenUnixSocket } from "../unix_socket.ts";
 import { canonicalAddress } from "../datapath/probe_map.ts";
 import {
   type Attachment,
@@ -37,194 +40,208 @@ export interface CniHandler {
 
 export interface CniServer {
   readonly path: string;
+  /** Why the socket takes no connections (accept keeps failing), or null while it works. */
+  failure(): string | null;
   /** Stops listening and removes the socket file if it is still ours; idempotent. */
   close(): Promise<void>;
 }
 
 export interface CniServerOptions {
-  /** A connection idle this long is closed (ms); default 30 s. */
+  /** A connection idle this long between requests is closed (ms); default 30 s. */
   idleMs?: number;
+  /** A request line must arrive whole within this long of its first byte (ms); default 10 s. */
+  lineMs?: number;
+  /** The agent must answer a request within this long, else the reply says retry (ms); 10 s. */
+  requestMs?: number;
+  /** A reply must be written within this long, else the connection is closed (ms); 5 s. */
+  writeMs?: number;
   /** Connections beyond this many at once are refused; default 128. */
   maxConnections?: number;
+  /** Accept failures (reported to metrics; the log line is written regardless). */
+  onAcceptError?(error: unknown): void;
+  onFailingChange?(failing: boolean): void;
+  timers?: Timers;
 }
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-function dirname(path: string): string {
-  const i = path.lastIndexOf("/");
-  return i <= 0 ? "/" : path.slice(0, i);
-}
-
-function statOrNull(path: string): Deno.FileInfo | null {
-  try {
-    return Deno.lstatSync(path);
-  } catch (e) {
-    if (e instanceof Deno.errors.NotFound) return null;
-    throw e;
-  }
-}
-
 /**
- * Listens on `socketPath` for the plugin. The parent directory is created
- * 0700 when missing; the socket is bound under a temporary name, made 0600,
- * and renamed over the path, so a stale socket from a previous agent is
- * replaced atomically and the path is never reachable with looser
- * permissions. A path that exists and is not a socket is an error.
+ * Listens on `socketPath` for the plugin: a root-only socket (see
+ * `listenUnixSocket`), replaced atomically when a stale one is there.
  */
 export async function startCniServer(
   socketPath: string,
   handler: CniHandler,
   options: CniServerOptions = {},
 ): Promise<CniServer> {
-  if (!socketPath.startsWith("/")) {
-    throw new TypeError(`CNI socket path must be absolute: "${socketPath}"`);
-  }
-  const dir = dirname(socketPath);
-  const dirInfo = statOrNull(dir);
-  if (!dirInfo) {
-    await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
-    await Deno.chmod(dir, 0o700);
-  } else if (!dirInfo.isDirectory) {
-    throw new Error(`Parent of the CNI socket is not a directory: "${dir}"`);
-  }
-  const existing = statOrNull(socketPath);
-  if (existing && !existing.isSocket) {
-    throw new Error(
-      `"${socketPath}" exists and is not a socket: remove it or choose another --cni-socket`,
-    );
-  }
-  const temp = `${dir}/.${socketPath.slice(dir.length + 1)}.${Deno.pid}.${
-    crypto.randomUUID().slice(0, 8)
-  }`;
-  const listener = Deno.listen({ transport: "unix", path: temp });
-  let ino: number | null;
-  try {
-    await Deno.chmod(temp, 0o600);
-    await Deno.rename(temp, socketPath);
-    ino = Deno.lstatSync(socketPath).ino;
-  } catch (e) {
-    listener.close();
-    throw new Error(`Cannot create the CNI socket "${socketPath}": ${(e as Error).message}`, {
-      cause: e,
-    });
-  }
-  if (existing) log.info("Replaced the stale CNI socket {path}", { path: socketPath });
-  const idleMs = options.idleMs ?? 30_000;
-  const maxConnections = options.maxConnections ?? 128;
-  const conns = new Set<Deno.Conn>();
-  const tasks = new Set<Promise<void>>();
-  const table = new Attachments();
-  let closed = false;
-
-  const accepting = (async () => {
-    while (!closed) {
-      let conn: Deno.Conn;
-      try {
-        conn = await listener.accept();
-      } catch (e) {
-        if (closed) return;
-        log.error("Accepting on {path} failed: {error}", { path: socketPath, error: String(e) });
-        return;
-      }
-      if (conns.size >= maxConnections) {
-        const reply: Reply = {
-          v: PROTOCOL_VERSION,
-          id: null,
-          ok: false,
-          error: "Too many connections",
-          retry: true,
-        };
-        writeLine(conn, reply).finally(() => safeClose(conn));
-        continue;
-      }
-      conns.add(conn);
-      const task = serveConnection(conn, handler, table, idleMs)
-        .catch((e) => log.warning("CNI connection failed: {error}", { error: String(e) }))
-        .finally(() => {
-          conns.delete(conn);
-          safeClose(conn);
-          tasks.delete(task);
-        });
-      tasks.add(task);
-    }
-  })();
+  const socket = await listenUnixSocket(socketPath, "--cni-socket");
+  const served = serveCni(socket.listener, handler, options);
   log.info("Listening for the CNI plugin on {path}", { path: socketPath });
-
   return {
     path: socketPath,
+    failure: () => served.failure(),
     async close() {
-      if (closed) return;
-      closed = true;
-      safeClose(listener);
       // Another agent may have replaced the socket since; its file is not ours to remove.
-      if (ino !== null && statOrNull(socketPath)?.ino === ino) {
-        try {
-          Deno.removeSync(socketPath);
-        } catch { /* already gone */ }
-      }
-      ino = null;
-      for (const c of conns) safeClose(c);
-      await accepting;
-      await Promise.allSettled([...tasks]);
+      socket.remove();
+      await served.close();
     },
   };
 }
 
-function safeClose(c: { close(): void }): void {
-  try {
-    c.close();
-  } catch { /* already closed */ }
-}
-
-async function writeLine(conn: Deno.Conn, reply: Reply): Promise<void> {
-  const bytes = encoder.encode(JSON.stringify(reply) + "\n");
-  for (let off = 0; off < bytes.length;) off += await conn.write(bytes.subarray(off));
-}
-
-/** Reads request lines until the client closes, is idle too long, or sends garbage. */
-async function serveConnection(
-  conn: Deno.Conn,
+/**
+ * Serves the CNI protocol on connections from `listener`, with every timeout
+ * and the connection cap of `options`; separate from the socket so a test can
+ * pass a listener that fails or connections that stall.
+ */
+export function serveCni(
+  listener: Acceptor<Stream>,
   handler: CniHandler,
-  table: Attachments,
-  idleMs: number,
-): Promise<void> {
-  const buf = new Uint8Array(16 * 1024);
-  let pending = new Uint8Array(0);
-  while (true) {
-    let n: number | null;
-    const timer = setTimeout(() => safeClose(conn), idleMs);
-    try {
-      n = await conn.read(buf);
-    } catch {
-      return; // closed by the idle timer, the client, or close()
-    } finally {
-      clearTimeout(timer);
-    }
-    if (n === null) return;
-    const joined = new Uint8Array(pending.length + n);
-    joined.set(pending);
-    joined.set(buf.subarray(0, n), pending.length);
-    pending = joined;
-    let nl: number;
-    while ((nl = pending.indexOf(10)) >= 0) {
-      const line = decoder.decode(pending.subarray(0, nl));
-      pending = pending.slice(nl + 1);
-      if (line.trim() === "") continue;
-      await writeLine(conn, await handleLine(line, handler, table));
-    }
-    if (pending.length > MAX_LINE_BYTES) {
-      log.warning("CNI client sent a line longer than {max} bytes; closing", {
-        max: MAX_LINE_BYTES,
-      });
-      await writeLine(conn, {
+  options: CniServerOptions = {},
+): { failure(): string | null; close(): Promise<void> } {
+  const timers = options.timers ?? realTimers;
+  const limits = {
+    idleMs: options.idleMs ?? 30_000,
+    lineMs: options.lineMs ?? 10_000,
+    requestMs: options.requestMs ?? 10_000,
+    writeMs: options.writeMs ?? 5_000,
+    timers,
+  };
+  const table = new Attachments();
+  const loop = new AcceptLoop(listener, {
+    name: "cni",
+    maxConnections: options.maxConnections ?? 128,
+    serve: (conn) => serveConnection(conn, handler, table, limits),
+    refuse: (conn) =>
+      writeReply(conn, {
         v: PROTOCOL_VERSION,
         id: null,
         ok: false,
-        error: `Request longer than ${MAX_LINE_BYTES} bytes`,
+        error: "Too many connections",
+        retry: true,
+      }, limits),
+    onAcceptError: options.onAcceptError,
+    onFailingChange: options.onFailingChange,
+    timers,
+  });
+  return { failure: () => loop.failure(), close: () => loop.close() };
+}
+
+type Limits = {
+  idleMs: number;
+  lineMs: number;
+  requestMs: number;
+  writeMs: number;
+  timers: Timers;
+};
+
+function writeReply(conn: Stream, reply: Reply, limits: Limits): Promise<void> {
+  return writeAll(
+    conn,
+    encoder.encode(JSON.stringify(reply) + "\n"),
+    limits.writeMs,
+    limits.timers,
+  );
+}
+
+/** The reply to one line, or a retry reply when the agent takes longer than `requestMs`. */
+async function replyWithin(
+  line: string,
+  handler: CniHandler,
+  table: Attachments,
+  limits: Limits,
+): Promise<Reply> {
+  let timer: unknown;
+  const late = new Promise<Reply>((resolve) => {
+    timer = limits.timers.setTimeout(() => {
+      log.warning("CNI request not answered within {ms} ms; the plugin is told to retry", {
+        ms: limits.requestMs,
       });
-      return;
+      resolve({
+        v: PROTOCOL_VERSION,
+        id: requestId(line),
+        ok: false,
+        error: `The agent did not answer within ${limits.requestMs} ms`,
+        retry: true,
+      });
+    }, limits.requestMs);
+  });
+  try {
+    return await Promise.race([handleLine(line, handler, table), late]);
+  } finally {
+    limits.timers.clearTimeout(timer);
+  }
+}
+
+/**
+ * Reads request lines until the client closes, is idle too long between
+ * requests, takes too long to send one line, stops reading replies, or sends
+ * garbage.
+ */
+async function serveConnection(
+  conn: Stream,
+  handler: CniHandler,
+  table: Attachments,
+  limits: Limits,
+): Promise<void> {
+  const { timers } = limits;
+  const buf = new Uint8Array(16 * 1024);
+  let pending = new Uint8Array(0);
+  // Armed from the first byte of a line until the line is complete (a slow client's deadline).
+  let lineTimer: unknown = null;
+  const disarmLine = () => {
+    if (lineTimer !== null) timers.clearTimeout(lineTimer);
+    lineTimer = null;
+  };
+  try {
+    while (true) {
+      let n: number | null;
+      const idle = pending.length === 0
+        ? timers.setTimeout(() => safeClose(conn), limits.idleMs)
+        : null;
+      try {
+        n = await conn.read(buf);
+      } catch {
+        return; // closed by a timer, the client, or close()
+      } finally {
+        if (idle !== null) timers.clearTimeout(idle);
+      }
+      if (n === null) return;
+      const joined = new Uint8Array(pending.length + n);
+      joined.set(pending);
+      joined.set(buf.subarray(0, n), pending.length);
+      pending = joined;
+      let nl: number;
+      while ((nl = pending.indexOf(10)) >= 0) {
+        disarmLine();
+        const line = decoder.decode(pending.subarray(0, nl));
+        pending = pending.slice(nl + 1);
+        if (line.trim() === "") continue;
+        await writeReply(conn, await replyWithin(line, handler, table, limits), limits);
+      }
+      if (pending.length > MAX_LINE_BYTES) {
+        log.warning("CNI client sent a line longer than {max} bytes; closing", {
+          max: MAX_LINE_BYTES,
+        });
+        await writeReply(conn, {
+          v: PROTOCOL_VERSION,
+          id: null,
+          ok: false,
+          error: `Request longer than ${MAX_LINE_BYTES} bytes`,
+        }, limits);
+        return;
+      }
+      if (pending.length > 0 && lineTimer === null) {
+        lineTimer = timers.setTimeout(() => {
+          log.warning("CNI client did not finish a request line within {ms} ms; closing", {
+            ms: limits.lineMs,
+          });
+          safeClose(conn);
+        }, limits.lineMs);
+      }
     }
+  } finally {
+    disarmLine();
   }
 }
 

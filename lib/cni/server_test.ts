@@ -1,6 +1,9 @@
 import assert from "node:assert/strict";
 import type { Attachment } from "./protocol.ts";
-import { Attachments, type CniHandler, startCniServer } from "./server.ts";
+import type { Stream } from "../accept_loop.ts";
+import { readUntilClosed, scriptedListener } from "../../tests/helpers/fake_listener.ts";
+import { fakeTime } from "../../tests/helpers/fake_time.ts";
+import { Attachments, type CniHandler, serveCni, startCniServer } from "./server.ts";
 
 class FakeAgent implements CniHandler {
   added: Attachment[] = [];
@@ -303,4 +306,101 @@ Deno.test("Attachments.collect() returns the pods of attachments the runtime no 
   }]);
   assert.deepEqual(gone, ["u2"]);
   assert.equal(table.size, 2);
+});
+
+Deno.test("a client that never finishes its request line is closed after the line deadline, and others are served meanwhile", async () => {
+  const dir = await tempDir();
+  const path = `${dir}/cni.sock`;
+  const agent = new FakeAgent();
+  const server = await startCniServer(path, agent, { lineMs: 300, maxConnections: 2 });
+  const slow = await Deno.connect({ transport: "unix", path });
+  try {
+    await slow.write(new TextEncoder().encode('{"v":1,"id":"slow","op":'));
+    const closed = readUntilClosed(slow);
+    const [line] = await exchange(path, request({ op: "add", ref, attachment }));
+    assert.equal(JSON.parse(line).ok, true, "served while the slow client waits");
+    assert.equal(await closed, "", "closed without a reply");
+  } finally {
+    slow.close();
+    await server.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the server tells the plugin to retry when the agent does not answer within the request deadline", async () => {
+  const dir = await tempDir();
+  const path = `${dir}/cni.sock`;
+  const never: CniHandler = {
+    registerAttachment: () => new Promise(() => {}),
+    removeAttachment: () => {},
+  };
+  const server = await startCniServer(path, never, { requestMs: 50 });
+  try {
+    const [line] = await exchange(path, request({ op: "add", ref, attachment }));
+    assert.deepEqual(JSON.parse(line), {
+      v: 1,
+      id: "r1",
+      ok: false,
+      error: "The agent did not answer within 50 ms",
+      retry: true,
+    });
+  } finally {
+    await server.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+/** A client that sends `text` once and then never reads: every write waits until closed. */
+class StalledReader implements Stream {
+  closed = false;
+  #sent = false;
+  readonly #close = Promise.withResolvers<void>();
+  constructor(readonly text: string) {}
+  read(p: Uint8Array): Promise<number | null> {
+    if (this.#sent) return this.#close.promise.then(() => null);
+    this.#sent = true;
+    const bytes = new TextEncoder().encode(this.text);
+    p.set(bytes);
+    return Promise.resolve(bytes.length);
+  }
+  write(): Promise<number> {
+    return this.#close.promise.then(() => Promise.reject(new Error("closed")));
+  }
+  close(): void {
+    this.closed = true;
+    this.#close.resolve();
+  }
+}
+
+Deno.test("serveCni() closes a connection whose client stops reading replies after the write deadline", async () => {
+  const { clock, timers } = fakeTime();
+  const conn = new StalledReader(request({ op: "add", ref, attachment }));
+  const served = serveCni(scriptedListener([conn]), new FakeAgent(), { writeMs: 5000, timers });
+  await clock.tickAsync(4999);
+  assert.equal(conn.closed, false);
+  await clock.tickAsync(1);
+  assert.equal(conn.closed, true);
+  await served.close();
+});
+
+Deno.test("serveCni() keeps accepting after accept errors and says it is failing while they last", async () => {
+  const { clock, timers } = fakeTime();
+  const agent = new FakeAgent();
+  const conn = new StalledReader(request({ op: "add", ref, attachment }));
+  const listener = scriptedListener([conn], 5);
+  const changes: boolean[] = [];
+  const served = serveCni(listener, agent, {
+    timers,
+    onFailingChange: (failing) => changes.push(failing),
+  });
+  await clock.tickAsync(0);
+  assert.equal(served.failure(), null);
+  await clock.tickAsync(50 + 100);
+  assert.match(served.failure() ?? "", /cni listener cannot accept connections/);
+  await clock.tickAsync(200 + 400 + 800);
+  assert.equal(listener.accepts, 7, "5 failed, 1 accepted, 1 waiting");
+  assert.equal(served.failure(), null);
+  assert.deepEqual(changes, [true, false]);
+  assert.deepEqual(agent.added, [attachment], "the connection after the errors is served");
+  await served.close();
 });

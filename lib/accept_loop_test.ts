@@ -1,0 +1,126 @@
+import assert from "node:assert/strict";
+import { scriptedListener } from "../tests/helpers/fake_listener.ts";
+import { fakeTime } from "../tests/helpers/fake_time.ts";
+import { AcceptLoop, type Stream, writeAll } from "./accept_loop.ts";
+
+/** A connection that records whether it was closed; reads and writes wait until then. */
+class FakeConn implements Stream {
+  closed = false;
+  readonly #closedSignal = Promise.withResolvers<void>();
+  read(): Promise<number | null> {
+    return this.#closedSignal.promise.then(() => null);
+  }
+  write(): Promise<number> {
+    return this.#closedSignal.promise.then(() => {
+      throw new Deno.errors.BadResource("closed");
+    });
+  }
+  close(): void {
+    this.closed = true;
+    this.#closedSignal.resolve();
+  }
+}
+
+Deno.test("AcceptLoop retries a failing accept with backoff instead of ending", async () => {
+  const { clock, timers } = fakeTime();
+  const listener = scriptedListener([new FakeConn()], 4);
+  const served: FakeConn[] = [];
+  const loop = new AcceptLoop(listener, {
+    name: "test",
+    maxConnections: 8,
+    backoff: { initialMs: 100, maxMs: 1000 },
+    serve: (c) => (served.push(c), c.read().then(() => {})),
+    timers,
+  });
+  await clock.tickAsync(0);
+  assert.equal(listener.accepts, 1);
+  // 100, 200, 400, 800 ms between the attempts.
+  await clock.tickAsync(99);
+  assert.equal(listener.accepts, 1);
+  await clock.tickAsync(1);
+  assert.equal(listener.accepts, 2);
+  await clock.tickAsync(200 + 400 + 800);
+  assert.equal(listener.accepts, 6);
+  assert.equal(served.length, 1, "the connection after the failures is served");
+  await loop.close();
+});
+
+Deno.test("AcceptLoop reports failing after repeated accept errors, and recovery", async () => {
+  const { clock, timers } = fakeTime();
+  const listener = scriptedListener([new FakeConn()], 3);
+  const changes: boolean[] = [];
+  let errors = 0;
+  const loop = new AcceptLoop(listener, {
+    name: "cni",
+    maxConnections: 8,
+    failingAfter: 3,
+    backoff: { initialMs: 10, maxMs: 10 },
+    serve: (c) => c.read().then(() => {}),
+    onAcceptError: () => errors++,
+    onFailingChange: (f) => changes.push(f),
+    timers,
+  });
+  await clock.tickAsync(0);
+  await clock.tickAsync(10);
+  assert.equal(loop.failure(), null, "two failures are not yet failing");
+  await clock.tickAsync(0);
+  assert.equal(errors, 2);
+  await clock.tickAsync(10);
+  // The third failure: failing until an accept succeeds.
+  assert.equal(errors, 3);
+  assert.match(loop.failure()!, /cni listener cannot accept connections.*Too many open files/);
+  assert.deepEqual(changes, [true]);
+  await clock.tickAsync(10);
+  assert.equal(loop.failure(), null);
+  assert.deepEqual(changes, [true, false]);
+  await loop.close();
+});
+
+Deno.test("AcceptLoop refuses and closes connections beyond the cap; existing ones stay", async () => {
+  const { clock, timers } = fakeTime();
+  const conns = [new FakeConn(), new FakeConn(), new FakeConn()];
+  const listener = scriptedListener([...conns], 0);
+  const refused: FakeConn[] = [];
+  const loop = new AcceptLoop(listener, {
+    name: "test",
+    maxConnections: 2,
+    serve: (c) => c.read().then(() => {}),
+    refuse: (c) => void refused.push(c),
+    timers,
+  });
+  await clock.tickAsync(0);
+  assert.deepEqual(refused, [conns[2]]);
+  assert.equal(conns[2].closed, true);
+  assert.equal(conns[0].closed || conns[1].closed, false);
+  assert.equal(loop.connections, 2);
+  await loop.close();
+  assert.ok(conns.every((c) => c.closed), "close() closes every connection");
+  assert.equal(listener.closed, true);
+});
+
+Deno.test("AcceptLoop.close() ends a loop waiting out its backoff", async () => {
+  const { clock, timers } = fakeTime();
+  const listener = scriptedListener<FakeConn>([], 1);
+  const loop = new AcceptLoop(listener, {
+    name: "test",
+    maxConnections: 1,
+    backoff: { initialMs: 60_000, maxMs: 60_000 },
+    serve: () => Promise.resolve(),
+    timers,
+  });
+  await clock.tickAsync(0);
+  await loop.close();
+  assert.equal(listener.accepts, 1);
+});
+
+Deno.test("writeAll() closes a connection whose peer stops reading after the deadline", async () => {
+  const { clock, timers } = fakeTime();
+  const conn = new FakeConn();
+  const write = writeAll(conn, new Uint8Array(10), 5000, timers);
+  const outcome = write.then(() => "written", (e: Error) => e.message);
+  await clock.tickAsync(4999);
+  assert.equal(conn.closed, false);
+  await clock.tickAsync(1);
+  assert.equal(conn.closed, true);
+  assert.match(await outcome, /not finished within 5000 ms/);
+});

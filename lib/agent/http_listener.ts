@@ -1,0 +1,180 @@
+/**
+ * An HTTP/1.1 server over any listener (TCP on the node, or the local unix
+ * socket) with the limits Deno.serve does not offer: a header timeout (a
+ * client that sends half a head and stops is closed, slow-loris style), an
+ * idle timeout between keep-alive requests, a write timeout, a cap on the
+ * head's size and on the connections open at once, and an accept loop that
+ * survives EMFILE. It serves GET and HEAD without bodies, all the agent needs.
+ */
+import { getLogger } from "@logtape/logtape";
+import { AcceptLoop, type Acceptor, type Stream, writeAll } from "../accept_loop.ts";
+import {
+  errorResponseBytes,
+  headEnd,
+  HttpRequestError,
+  keepsAlive,
+  MAX_HEAD_BYTES,
+  parseRequestHead,
+  responseBytes,
+} from "./http_wire.ts";
+import { realTimers, type Timers } from "../timers.ts";
+
+const log = getLogger(["lace", "http"]);
+
+export interface HttpLimits {
+  /** From a connection's start, or a request's first byte, to the end of its head (ms). */
+  headerTimeoutMs: number;
+  /** Between keep-alive requests before the connection is closed (ms). */
+  idleTimeoutMs: number;
+  /** A response must be written within this long, else the connection is closed (ms). */
+  writeTimeoutMs: number;
+  /** Connections open at once; more are answered 503 and closed. */
+  maxConnections: number;
+}
+
+/** Defaults sized for a scraper every few seconds and a kubelet probe every few seconds. */
+export const DEFAULT_HTTP_LIMITS: HttpLimits = {
+  headerTimeoutMs: 10_000,
+  idleTimeoutMs: 60_000,
+  writeTimeoutMs: 10_000,
+  maxConnections: 64,
+};
+
+export interface HttpListenerOptions extends Partial<HttpLimits> {
+  /** Name in logs, metrics and readiness ("http", "local"). */
+  name: string;
+  onAcceptError?(error: unknown): void;
+  onFailingChange?(failing: boolean): void;
+  timers?: Timers;
+}
+
+export interface HttpListener {
+  /** Why the listener takes no connections, or null while it accepts. */
+  failure(): string | null;
+  /** Connections open now. */
+  readonly connections: number;
+  /** Stops accepting and closes every connection; idempotent. */
+  shutdown(): Promise<void>;
+}
+
+/** Serves `handler` on every connection `listener` accepts, within the limits above. */
+export function serveHttp(
+  listener: Acceptor<Stream>,
+  handler: (req: Request) => Response | Promise<Response>,
+  options: HttpListenerOptions,
+): HttpListener {
+  const limits: HttpLimits = { ...DEFAULT_HTTP_LIMITS, ...withoutUndefined(options) };
+  const timers = options.timers ?? realTimers;
+  const loop = new AcceptLoop(listener, {
+    name: options.name,
+    maxConnections: limits.maxConnections,
+    serve: (conn) => serveConnection(conn, handler, limits, timers, options.name),
+    refuse: (conn) => writeAll(conn, errorResponseBytes(503, "Too many connections"), 1000, timers),
+    onAcceptError: options.onAcceptError,
+    onFailingChange: options.onFailingChange,
+    timers,
+  });
+  return {
+    failure: () => loop.failure(),
+    get connections() {
+      return loop.connections;
+    },
+    shutdown: () => loop.close(),
+  };
+}
+
+function withoutUndefined(o: Partial<HttpLimits>): Partial<HttpLimits> {
+  return Object.fromEntries(
+    (["headerTimeoutMs", "idleTimeoutMs", "writeTimeoutMs", "maxConnections"] as const)
+      .filter((k) => o[k] !== undefined).map((k) => [k, o[k]]),
+  );
+}
+
+async function serveConnection(
+  conn: Stream,
+  handler: (req: Request) => Response | Promise<Response>,
+  limits: HttpLimits,
+  timers: Timers,
+  name: string,
+): Promise<void> {
+  const buf = new Uint8Array(4096);
+  let pending = new Uint8Array(0);
+  let first = true;
+  for (;;) {
+    // One deadline at a time closes the connection: the head's, or the idle wait before it.
+    let deadline: unknown = null;
+    const arm = (ms: number, why: string) => {
+      if (deadline !== null) timers.clearTimeout(deadline);
+      deadline = timers.setTimeout(() => {
+        log.debug("{name}: closing a connection: {why}", { name, why });
+        try {
+          conn.close();
+        } catch { /* already closed */ }
+      }, ms);
+    };
+    if (first || pending.length > 0) {
+      arm(limits.headerTimeoutMs, "no complete request head in time");
+    } else arm(limits.idleTimeoutMs, "idle");
+    let end: number;
+    try {
+      while ((end = headEnd(pending)) < 0) {
+        if (pending.length > MAX_HEAD_BYTES) {
+          await writeAll(
+            conn,
+            errorResponseBytes(431, "Request head too large"),
+            limits.writeTimeoutMs,
+            timers,
+          );
+          return;
+        }
+        const n = await conn.read(buf).catch(() => null);
+        if (n === null) return; // closed by the client or a deadline
+        if (pending.length === 0 && !first) {
+          arm(limits.headerTimeoutMs, "no complete request head in time");
+        }
+        const joined = new Uint8Array(pending.length + n);
+        joined.set(pending);
+        joined.set(buf.subarray(0, n), pending.length);
+        pending = joined;
+      }
+    } finally {
+      if (deadline !== null) timers.clearTimeout(deadline);
+    }
+    first = false;
+    const headBytes = pending.subarray(0, end);
+    pending = pending.slice(end);
+    let head;
+    try {
+      head = parseRequestHead(headBytes);
+    } catch (e) {
+      const status = e instanceof HttpRequestError ? e.status : 400;
+      await writeAll(
+        conn,
+        errorResponseBytes(status, (e as Error).message),
+        limits.writeTimeoutMs,
+        timers,
+      );
+      return;
+    }
+    let keepAlive = keepsAlive(head);
+    let bytes: Uint8Array;
+    try {
+      const res = await handler(
+        new Request(`http://localhost${head.target}`, {
+          method: head.method,
+          headers: head.headers,
+        }),
+      );
+      bytes = responseBytes(res.status, res.headers, new Uint8Array(await res.arrayBuffer()), {
+        head: head.method === "HEAD",
+        keepAlive,
+      });
+    } catch (e) {
+      log.error("{name}: handler failed: {error}", { name, error: String(e) });
+      bytes = errorResponseBytes(500, "Internal error");
+      keepAlive = false;
+    }
+    await writeAll(conn, bytes, limits.writeTimeoutMs, timers);
+    if (!keepAlive) return;
+  }
+}

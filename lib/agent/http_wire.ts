@@ -1,0 +1,133 @@
+/**
+ * The few pieces of HTTP/1.1 the agent's listeners need, as pure functions:
+ * find the end of a request head, parse it, and write a response. The agent
+ * serves only GET and HEAD without bodies, so a request with a body is refused
+ * rather than parsed (nothing to smuggle through).
+ */
+
+/** Largest request head accepted; a scraper's or probe's head is a few hundred bytes. */
+export const MAX_HEAD_BYTES = 16 * 1024;
+
+export interface RequestHead {
+  method: string;
+  /** The request's path with its query (an absolute-form target is reduced to it). */
+  target: string;
+  version: "HTTP/1.0" | "HTTP/1.1";
+  headers: Headers;
+}
+
+/** A request the listener answers with `status` and then closes the connection. */
+export class HttpRequestError extends Error {
+  override name = "HttpRequestError";
+  constructor(readonly status: number, message: string) {
+    super(message);
+  }
+}
+
+/** The offset just past the head's blank line (CRLF CRLF), or -1 while it is incomplete. */
+export function headEnd(bytes: Uint8Array): number {
+  for (let i = 3; i < bytes.length; i++) {
+    if (
+      bytes[i] === 10 && bytes[i - 1] === 13 && bytes[i - 2] === 10 && bytes[i - 3] === 13
+    ) return i + 1;
+  }
+  return -1;
+}
+
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/** Parses a complete request head; throws HttpRequestError with the status to answer. */
+export function parseRequestHead(bytes: Uint8Array): RequestHead {
+  const text = new TextDecoder("latin1").decode(bytes);
+  const lines = text.split("\r\n");
+  while (lines.length > 0 && lines.at(-1) === "") lines.pop();
+  const [method, target, version, ...rest] = (lines.shift() ?? "").split(" ");
+  if (!method || !TOKEN.test(method) || !target || !version || rest.length > 0) {
+    throw new HttpRequestError(400, "Malformed request line");
+  }
+  if (version !== "HTTP/1.1" && version !== "HTTP/1.0") {
+    throw new HttpRequestError(505, `HTTP version not supported: "${version}"`);
+  }
+  const path = requestPath(target);
+  const headers = new Headers();
+  for (const line of lines) {
+    const colon = line.indexOf(":");
+    const name = line.slice(0, colon);
+    if (colon <= 0 || !TOKEN.test(name)) throw new HttpRequestError(400, "Malformed header");
+    try {
+      headers.append(name, line.slice(colon + 1).trim());
+    } catch {
+      throw new HttpRequestError(400, "Malformed header value");
+    }
+  }
+  if (headers.has("transfer-encoding") || Number(headers.get("content-length") ?? "0") !== 0) {
+    throw new HttpRequestError(400, "Request bodies are not accepted");
+  }
+  return { method, target: path, version, headers };
+}
+
+/** The path and query of an origin-form ("/x") or absolute-form ("http://h/x") target. */
+function requestPath(target: string): string {
+  if (target.startsWith("/")) return target;
+  if (/^https?:\/\//i.test(target)) {
+    try {
+      const url = new URL(target);
+      return url.pathname + url.search;
+    } catch { /* reported below */ }
+  }
+  throw new HttpRequestError(400, "Request target must be a path or an http URL");
+}
+
+/** Whether the connection stays open after the response (HTTP/1.1 unless "close"). */
+export function keepsAlive(head: RequestHead): boolean {
+  const connection = (head.headers.get("connection") ?? "").toLowerCase();
+  return head.version === "HTTP/1.1"
+    ? !connection.split(",").some((t) => t.trim() === "close")
+    : connection.split(",").some((t) => t.trim() === "keep-alive");
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  200: "OK",
+  400: "Bad Request",
+  404: "Not Found",
+  405: "Method Not Allowed",
+  408: "Request Timeout",
+  431: "Request Header Fields Too Large",
+  500: "Internal Server Error",
+  503: "Service Unavailable",
+  505: "HTTP Version Not Supported",
+};
+
+/** Serialises a response with its length; the body is left out for HEAD. */
+export function responseBytes(
+  status: number,
+  headers: Headers,
+  body: Uint8Array,
+  opts: { head: boolean; keepAlive: boolean },
+): Uint8Array {
+  let text = `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? "Status"}\r\n`;
+  for (const [name, value] of headers) {
+    if (name !== "content-length" && name !== "connection" && name !== "transfer-encoding") {
+      text += `${name}: ${value}\r\n`;
+    }
+  }
+  text += `content-length: ${body.length}\r\nconnection: ${
+    opts.keepAlive ? "keep-alive" : "close"
+  }\r\n\r\n`;
+  const head = new TextEncoder().encode(text);
+  if (opts.head) return head;
+  const out = new Uint8Array(head.length + body.length);
+  out.set(head);
+  out.set(body, head.length);
+  return out;
+}
+
+/** A short plain-text error response that closes the connection. */
+export function errorResponseBytes(status: number, message: string): Uint8Array {
+  return responseBytes(
+    status,
+    new Headers({ "content-type": "text/plain; charset=utf-8" }),
+    new TextEncoder().encode(`${message}\n`),
+    { head: false, keepAlive: false },
+  );
+}

@@ -1,0 +1,70 @@
+import assert from "node:assert/strict";
+import {
+  headEnd,
+  HttpRequestError,
+  keepsAlive,
+  parseRequestHead,
+  responseBytes,
+} from "./http_wire.ts";
+
+const bytes = (s: string) => new TextEncoder().encode(s);
+
+Deno.test("headEnd() finds the blank line that ends a head, or -1 while incomplete", () => {
+  assert.equal(headEnd(bytes("GET / HTTP/1.1\r\nHost: x\r\n")), -1);
+  assert.equal(headEnd(bytes("GET / HTTP/1.1\r\n\r\nrest")), 18);
+});
+
+Deno.test("parseRequestHead() reads method, path and headers, also from an absolute-form target", () => {
+  const head = parseRequestHead(
+    bytes("GET /metrics?x=1 HTTP/1.1\r\nHost: a\r\nAccept:  */*\r\n\r\n"),
+  );
+  assert.equal(head.method, "GET");
+  assert.equal(head.target, "/metrics?x=1");
+  assert.equal(head.headers.get("accept"), "*/*");
+  assert.equal(
+    parseRequestHead(bytes("GET http://localhost/targets HTTP/1.1\r\n\r\n")).target,
+    "/targets",
+  );
+});
+
+Deno.test("parseRequestHead() refuses malformed heads and any request body with the status to answer", () => {
+  const status = (s: string) => {
+    try {
+      parseRequestHead(bytes(s));
+    } catch (e) {
+      assert.ok(e instanceof HttpRequestError);
+      return e.status;
+    }
+    return 0;
+  };
+  assert.equal(status("GET /\r\n\r\n"), 400);
+  assert.equal(status("GET / HTTP/2.0\r\n\r\n"), 505);
+  assert.equal(status("GET * HTTP/1.1\r\n\r\n"), 400);
+  assert.equal(status("GET / HTTP/1.1\r\nno colon\r\n\r\n"), 400);
+  assert.equal(status("POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\n"), 400);
+  assert.equal(status("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"), 400);
+  assert.equal(status("GET / HTTP/1.1\r\nContent-Length: 0\r\n\r\n"), 0);
+});
+
+Deno.test("keepsAlive() follows the HTTP version and the Connection header", () => {
+  const head = (s: string) => parseRequestHead(bytes(s));
+  assert.equal(keepsAlive(head("GET / HTTP/1.1\r\n\r\n")), true);
+  assert.equal(keepsAlive(head("GET / HTTP/1.1\r\nConnection: close\r\n\r\n")), false);
+  assert.equal(keepsAlive(head("GET / HTTP/1.0\r\n\r\n")), false);
+  assert.equal(keepsAlive(head("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n")), true);
+});
+
+Deno.test("responseBytes() states the length and leaves the body out for HEAD", () => {
+  const text = (head: boolean) =>
+    new TextDecoder().decode(
+      responseBytes(200, new Headers({ "content-type": "text/plain" }), bytes("ok\n"), {
+        head,
+        keepAlive: false,
+      }),
+    );
+  assert.equal(
+    text(false),
+    "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 3\r\nconnection: close\r\n\r\nok\n",
+  );
+  assert.ok(text(true).endsWith("connection: close\r\n\r\n"));
+});

@@ -1,0 +1,84 @@
+/**
+ * A root-only unix socket, created so that its path is never reachable with
+ * looser permissions and a stale socket of a previous agent is replaced in one
+ * step. The CNI socket and the agent's local debug socket both use it.
+ */
+import { getLogger } from "@logtape/logtape";
+
+const log = getLogger(["lace", "listen"]);
+
+export interface UnixSocket {
+  readonly listener: Deno.Listener<Deno.UnixConn, Deno.UnixAddr>;
+  /** Removes the socket file if it is still ours (another agent may have replaced it). */
+  remove(): void;
+}
+
+function dirname(path: string): string {
+  const i = path.lastIndexOf("/");
+  return i <= 0 ? "/" : path.slice(0, i);
+}
+
+function lstatOrNull(path: string): Deno.FileInfo | null {
+  try {
+    return Deno.lstatSync(path);
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return null;
+    throw e;
+  }
+}
+
+/**
+ * Listens on `socketPath`. The parent directory is created 0700 when missing;
+ * the socket is bound under a temporary name, made 0600, and renamed over the
+ * path. A path that exists and is not a socket is an error naming `flag`, the
+ * setting that chose the path.
+ */
+export async function listenUnixSocket(socketPath: string, flag: string): Promise<UnixSocket> {
+  if (!socketPath.startsWith("/")) {
+    throw new TypeError(`${flag} must be an absolute path: "${socketPath}"`);
+  }
+  const dir = dirname(socketPath);
+  const dirInfo = lstatOrNull(dir);
+  if (!dirInfo) {
+    await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
+    await Deno.chmod(dir, 0o700);
+  } else if (!dirInfo.isDirectory) {
+    throw new Error(`Parent of the socket "${socketPath}" is not a directory: fix ${flag}`);
+  }
+  const existing = lstatOrNull(socketPath);
+  if (existing && !existing.isSocket) {
+    throw new Error(
+      `"${socketPath}" exists and is not a socket: remove it or choose another ${flag}`,
+    );
+  }
+  const temp = `${dir}/.${socketPath.slice(dir.length + 1)}.${Deno.pid}.${
+    crypto.randomUUID().slice(0, 8)
+  }`;
+  const listener = Deno.listen({ transport: "unix", path: temp });
+  let ino: number | null;
+  try {
+    await Deno.chmod(temp, 0o600);
+    await Deno.rename(temp, socketPath);
+    ino = Deno.lstatSync(socketPath).ino;
+  } catch (e) {
+    listener.close();
+    try {
+      Deno.removeSync(temp);
+    } catch { /* not created, or already renamed */ }
+    throw new Error(`Cannot create the socket "${socketPath}": ${(e as Error).message}`, {
+      cause: e,
+    });
+  }
+  if (existing) log.info("Replaced the stale socket {path}", { path: socketPath });
+  return {
+    listener,
+    remove() {
+      if (ino !== null && lstatOrNull(socketPath)?.ino === ino) {
+        try {
+          Deno.removeSync(socketPath);
+        } catch { /* already gone */ }
+      }
+      ino = null;
+    },
+  };
+}
