@@ -33,13 +33,21 @@ export function mainCommand(args: string[]): string[] {
 export class AgentProcess {
   readonly child: Deno.ChildProcess;
   readonly metricsAddr: string;
+  /** The agent's local socket (its view, /targets too), in a directory of its own. */
+  readonly agentSocket: string;
   /** performance.now() just before the spawn. */
   readonly spawnedAt: number;
   #stopped: Promise<void> | undefined;
 
-  private constructor(child: Deno.ChildProcess, metricsAddr: string, spawnedAt: number) {
+  private constructor(
+    child: Deno.ChildProcess,
+    metricsAddr: string,
+    agentSocket: string,
+    spawnedAt: number,
+  ) {
     this.child = child;
     this.metricsAddr = metricsAddr;
+    this.agentSocket = agentSocket;
     this.spawnedAt = spawnedAt;
   }
 
@@ -49,6 +57,7 @@ export class AgentProcess {
 
   static start(opts: AgentProcessOptions): AgentProcess {
     const metricsAddr = `127.0.0.1:${freePort()}`;
+    const agentSocket = `${Deno.makeTempDirSync({ prefix: "lace-bench-run-" })}/agent.sock`;
     const args = [
       "agent",
       "--node-name",
@@ -59,6 +68,8 @@ export class AgentProcess {
       opts.kubeletCgroup,
       "--metrics-addr",
       metricsAddr,
+      "--agent-socket",
+      agentSocket,
       "--cni-socket",
       "",
       "--log-level",
@@ -74,7 +85,7 @@ export class AgentProcess {
       stdout: "null",
       stderr: "inherit",
     }).spawn();
-    return new AgentProcess(child, metricsAddr, spawnedAt);
+    return new AgentProcess(child, metricsAddr, agentSocket, spawnedAt);
   }
 
   /** Waits until /readyz answers 200; returns ms from spawn to the first 200 seen. */
@@ -112,6 +123,9 @@ export class AgentProcess {
       }, 10_000);
       await this.child.status;
       clearTimeout(timer);
+      await Deno.remove(this.agentSocket.slice(0, this.agentSocket.lastIndexOf("/")), {
+        recursive: true,
+      }).catch(() => {});
     })();
     return this.#stopped;
   }

@@ -8,6 +8,7 @@
  */
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
+import { getFromAgent } from "../lib/agent/local_client.ts";
 import { uninstall } from "../lib/datapath/pins.ts";
 import { lines } from "../lib/cli/process.ts";
 import { SimCgroups } from "../lib/demo/cgroup.ts";
@@ -138,7 +139,8 @@ export async function footprint(
     pid: apiAgent.pid,
     startupMs: await apiAgent.waitReady(),
   });
-  const targets = (await (await fetch(`http://${apiAgent.metricsAddr}/targets`)).json()).length;
+  const targets = JSON.parse((await getFromAgent(apiAgent.agentSocket, "/targets", 5000)).body)
+    .length;
   const expectedTargets = pods * benchPodKeys(0).length;
   if (targets !== expectedTargets) {
     throw new Error(`The API agent reports ${targets} targets, expected ${expectedTargets}`);

@@ -39,6 +39,11 @@ export interface Config {
   watchLivenessMs: number;
   /** Address of the metrics and health server (host:port); empty disables it. */
   metricsAddr: string;
+  /**
+   * Root-only unix socket serving the agent's full local view (`/targets` too,
+   * for `lace targets` and `lace doctor`); empty disables it.
+   */
+  agentSocket: string;
   /** Unix socket the CNI plugin talks to. */
   cniSocket: string;
   /** What a key claimed by pods of two networks gets: nobody (fail-closed) or the older pod. */
@@ -60,6 +65,8 @@ export const LOG_LEVELS: readonly LogLevel[] = [
 ];
 
 export const DEFAULT_KUBELET_CGROUP = "/sys/fs/cgroup/system.slice/kubelet.service";
+/** Where the agent serves its local view, and where `lace targets` and `lace doctor` ask. */
+export const DEFAULT_AGENT_SOCKET = "/run/lace/agent.sock";
 
 export function defaultConfig(): Config {
   return {
@@ -83,6 +90,7 @@ export function defaultConfig(): Config {
     // Two addresses times three probes times ten containers, with room: a pod that needs
     // more is unusual, and one that wants thousands is trying to fill the map.
     maxTargetsPerPod: 64,
+    agentSocket: DEFAULT_AGENT_SOCKET,
     logLevel: "info",
     logFormat: "auto",
   };
@@ -187,7 +195,7 @@ export const DURATION_BOUNDS = {
 /** The settings every command that touches the node's BPF state shares. */
 export type NodeSettings = Pick<
   Config,
-  "pinPath" | "kubeletCgroup" | "hostCgroupRoot" | "metricsAddr"
+  "pinPath" | "kubeletCgroup" | "hostCgroupRoot" | "metricsAddr" | "agentSocket"
 >;
 
 /** What is wrong with the node settings present in `c` (the others are not checked). */
@@ -206,6 +214,9 @@ export function nodeProblems(c: Partial<NodeSettings>): string[] {
     problems.push(`Host root prefix must be an absolute path or empty: "${c.hostCgroupRoot}"`);
   }
   if (c.metricsAddr) problems.push(listenAddressProblem("Metrics address", c.metricsAddr));
+  if (c.agentSocket && !c.agentSocket.startsWith("/")) {
+    problems.push(`Agent socket must be an absolute path or empty: "${c.agentSocket}"`);
+  }
   return problems.filter((p): p is string => p !== undefined);
 }
 

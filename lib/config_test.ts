@@ -58,6 +58,7 @@ Deno.test("validateConfig() names the bad value", () => {
     [{ metricsAddr: "127.0.0.1:99999" }, /port must be 1\.\.65535/],
     [{ metricsAddr: "127.0.0.1:0" }, /port must be 1\.\.65535/],
     [{ cniSocket: "relative/path" }, /CNI socket must be an absolute path/],
+    [{ agentSocket: "run/agent.sock" }, /Agent socket must be an absolute path or empty/],
     [{ hostCgroupRoot: "host" }, /Host root prefix must be an absolute path/],
     [{ networkAnnotation: "bad key!" }, /not a valid annotation key/],
     [{ maxTargetsPerPod: 0 }, /Max targets per pod must be a whole number 1\.\.65536/],

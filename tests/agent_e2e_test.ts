@@ -104,7 +104,7 @@ Deno.test({
       timeout: 10_000,
       message: "pod b's targets gone",
     });
-    const { body } = await agent.get("/targets");
+    const { body } = await agent.local("/targets");
     const pods = new Set((JSON.parse(body) as { pod: string }[]).map((t) => t.pod));
     assert.deepEqual([...pods], ["e2e/a"]);
     // The series of a network without targets is gone, not stuck at its last value.
@@ -207,7 +207,7 @@ Deno.test({
   async fn() {
     await using w = await AgentWorld.create();
     const agent = await startReadyAgent(w, [podA]);
-    const fromAgent = await laceTargets(["--json", `--metrics-addr=${agent.metricsAddr}`]);
+    const fromAgent = await laceTargets(["--json", `--agent-socket=${agent.agentSocket}`]);
     assert.equal(fromAgent.length, 4);
     assert.ok(fromAgent.every((t) => t.pod === "e2e/a" && t.networkId === 1 && t.mark === 0x11000));
     const status = await agent.stop("SIGTERM");
@@ -222,7 +222,7 @@ Deno.test({
     const fromMap = await laceTargets([
       "--json",
       `--pin-path=${w.pinPath}`,
-      `--metrics-addr=${agent.metricsAddr}`,
+      `--agent-socket=${agent.agentSocket}`,
     ]);
     assert.deepEqual(
       fromMap.map((t) => `${t.family} ${t.address} ${t.port} ${t.networkId} ${t.pod}`).sort(),
@@ -331,5 +331,39 @@ Deno.test({
         now.get(keyId(changed.key))?.networkId === 1;
     }, { timeout: 10_000, message: "the resync to repair the map" });
     await assertReaches(w, 1, 8080, 9000);
+  },
+});
+
+Deno.test({
+  name: "/targets is refused on the node IP and served on the root-only local socket",
+  ...opts,
+  async fn() {
+    await using w = await AgentWorld.create();
+    await w.writePod(podA);
+    // The agent runs in the simulated node's namespace and listens on the node's own address.
+    const nodeIp = "10.99.1.1", port = 9808;
+    const agent = w.startAgent(["--no-kube-api", `--pods-dir=${w.podsDir}`], w.cgroups.kubelet, {
+      netns: w.node.netns,
+      metricsAddr: `${nodeIp}:${port}`,
+    });
+    await agent.ready();
+    // Anyone on the node's network: metrics and health, but no pods, addresses or networks.
+    const fromNetwork = (path: string) =>
+      w.other.probe({ host: nodeIp, port, timeoutMs: 2000, http: path });
+    const targets = await fromNetwork("/targets");
+    assert.equal(targets.httpStatus, 404, JSON.stringify(targets));
+    assert.doesNotMatch(targets.body ?? "", /10\.244|e2e\/a|net1/);
+    for (const path of ["/healthz", "/readyz"]) {
+      assert.equal((await fromNetwork(path)).httpStatus, 200, path);
+    }
+    const metrics = await fromNetwork("/metrics");
+    assert.equal(metrics.httpStatus, 200);
+    assert.match(metrics.body ?? "", /^lace_probe_targets\{/m);
+    // Root on the node: the socket, 0600 in a 0700 directory, has the agent's whole view.
+    assert.equal(Deno.statSync(agent.agentSocket).mode! & 0o777, 0o600);
+    const local = await agent.local("/targets");
+    assert.equal(local.status, 200);
+    const pods = new Set((JSON.parse(local.body) as { pod: string }[]).map((t) => t.pod));
+    assert.deepEqual([...pods], ["e2e/a"]);
   },
 });

@@ -60,6 +60,7 @@ Deno.test({
           pinPath,
           kubeletCgroup: "/sys/fs/cgroup/lace-start-test-absent",
           metricsAddr: `127.0.0.1:${taken.addr.port}`,
+          agentSocket: "",
           cniSocket: "",
         }),
         (e: unknown) => {

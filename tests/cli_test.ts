@@ -86,6 +86,7 @@ const REFUSED: [string, RegExp][] = [
   ["--resync-interval=600h", /--resync-interval must be at most 596h/],
   ["--resync-interval=48h", /Resync interval must be 1s\.\.24h/],
   ["--cni-socket=relative/path", /CNI socket must be an absolute path/],
+  ["--agent-socket=run/agent.sock", /Agent socket must be an absolute path/],
 ];
 
 for (const [flag, message] of REFUSED) {
@@ -133,7 +134,11 @@ Deno.test("lace version prints the version from deno.json", async () => {
 });
 
 Deno.test("lace targets falls back to the pinned map and says clearly when there is none", async () => {
-  const r = await lace(["targets", "--metrics-addr=127.0.0.1:1", "--pin-path=/nonexistent/lace"]);
+  const r = await lace([
+    "targets",
+    "--agent-socket=/nonexistent/lace/agent.sock",
+    "--pin-path=/nonexistent/lace",
+  ]);
   assert.equal(r.code, 1);
   // The first line says what is missing and why; the lines below it are its causes.
   const [first, ...causes] = r.stderr.trim().split("\n");

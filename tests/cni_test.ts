@@ -236,6 +236,7 @@ privileged("ADD registers the pod with the real `lace agent` process over its so
       `--pin-path=${w.pinPath}`,
       `--kubelet-cgroup=${w.cgroups.kubelet}`,
       "--metrics-addr=",
+      "--agent-socket=",
       `--cni-socket=${w.socket}`,
       "--log-format=json",
     ],

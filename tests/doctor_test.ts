@@ -10,7 +10,12 @@ import { defaultConfig, markFor } from "../lib/config.ts";
 import { Datapath } from "../lib/datapath/loader.ts";
 import { openCurrentMap, uninstall } from "../lib/datapath/pins.ts";
 import { runDoctor } from "../lib/doctor/command.ts";
-import { handleRequest, type Readiness, type TargetView } from "../lib/agent/http_server.ts";
+import {
+  type HttpSurface,
+  type Readiness,
+  startLocalServer,
+  type TargetView,
+} from "../lib/agent/http_server.ts";
 import type { ProbeKey } from "../lib/datapath/probe_map.ts";
 import { randomSuffix, run } from "../lib/cli/process.ts";
 import { POD_IPV4, POD_IPV6, SimNode } from "../lib/demo/netns.ts";
@@ -33,28 +38,29 @@ interface DoctorJson {
 /** Runs runDoctor with console output captured. */
 const doctor = (args: string[]) => captureConsole(() => runDoctor(args));
 
-/** A fake agent's health server: ready or not, with the targets it reports. */
+/** A fake agent's local socket: ready or not, with the targets it reports. */
 class FakeAgent implements AsyncDisposable {
   readiness: Readiness = { ready: true, reasons: [] };
   targets: TargetView[] = [];
-  readonly server: Deno.HttpServer<Deno.NetAddr>;
-  constructor() {
-    this.server = Deno.serve(
-      { hostname: "127.0.0.1", port: 0, onListen() {} },
-      (req) =>
-        handleRequest(req, {
-          readiness: () => this.readiness,
-          targets: () => this.targets,
-          metricsText: () => Promise.resolve(""),
-          metricsContentType: "text/plain",
-        }),
-    );
+  server!: HttpSurface;
+  dir = Deno.makeTempDirSync({ prefix: "lace-doctor-agent-" });
+
+  static async create(): Promise<FakeAgent> {
+    const a = new FakeAgent();
+    a.server = await startLocalServer(`${a.dir}/agent.sock`, {
+      readiness: () => a.readiness,
+      targets: () => a.targets,
+      metricsText: () => Promise.resolve(""),
+      metricsContentType: "text/plain",
+    });
+    return a;
   }
   get addr(): string {
-    return `127.0.0.1:${this.server.addr.port}`;
+    return this.server.addr;
   }
   async [Symbol.asyncDispose](): Promise<void> {
-    await this.server.shutdown();
+    await this.server?.shutdown();
+    Deno.removeSync(this.dir, { recursive: true });
   }
 }
 
@@ -63,12 +69,13 @@ class Healthy implements AsyncDisposable {
   tree = CgroupTree.create();
   pinPath = testPinPath();
   datapath = Datapath.open({ pinPath: this.pinPath });
-  agent = new FakeAgent();
+  agent!: FakeAgent;
   kubeletDir = this.tree.mkdir("kubelet.service");
 
   static async create(): Promise<Healthy> {
     const h = new Healthy();
     try {
+      h.agent = await FakeAgent.create();
       await h.tree.fakeKubelet("kubelet.service");
       h.datapath.attach(h.kubeletDir);
       h.register({ family: "ipv4", address: POD_IPV4, port: 8080 }, 1, "default/web", "/healthz");
@@ -92,7 +99,7 @@ class Healthy implements AsyncDisposable {
       this.pinPath,
       "--kubelet-cgroup",
       this.kubeletDir,
-      "--metrics-addr",
+      "--agent-socket",
       this.agent.addr,
       ...extra,
     ];
@@ -104,7 +111,7 @@ class Healthy implements AsyncDisposable {
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
-    await this.agent[Symbol.asyncDispose]();
+    await this.agent?.[Symbol.asyncDispose]();
     this.datapath.close();
     uninstall(this.pinPath);
     await this.tree.dispose();
@@ -215,10 +222,7 @@ privileged("doctor reports a configured kubelet cgroup that does not exist", asy
 
 privileged("doctor reports an agent that does not answer", async () => {
   await using h = await Healthy.create();
-  const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = closed.addr.port;
-  closed.close();
-  const { json } = await h.check(["--metrics-addr", `127.0.0.1:${port}`]);
+  const { json } = await h.check(["--agent-socket", `${h.agent.dir}/nobody-here.sock`]);
   assert.deepEqual(failed(json), ["agent-health"]);
 });
 
@@ -340,7 +344,7 @@ privileged("doctor probes falls back to the pinned map when no agent answers", a
   await withPods(async (node) => {
     const r = await doctor([
       "probes",
-      ...h.args(["--netns", node.netns, "--metrics-addr", ""]),
+      ...h.args(["--netns", node.netns, "--agent-socket", ""]),
     ].filter((a) => a !== "--json"));
     assert.equal(r.code, 0, r.err);
     assert.match(r.out, /^- +1 +10\.244\.1\.10 +8080 +reached +-$/m);

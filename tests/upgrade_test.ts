@@ -43,7 +43,7 @@ function startAgent(w: AgentWorld, object?: string, env: Record<string, string> 
   return w.startAgent(
     ["--no-kube-api", `--pods-dir=${w.podsDir}`],
     w.cgroups.kubelet,
-    object ? { LACE_BPF_OBJECT: object, ...env } : env,
+    { env: object ? { LACE_BPF_OBJECT: object, ...env } : env },
   );
 }
 

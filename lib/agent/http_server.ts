@@ -1,12 +1,16 @@
 /**
- * The agent's small HTTP server: Prometheus metrics, liveness, readiness and
- * the agent's view of its targets (for `lace targets` and `lace doctor`),
- * on a listener with timeouts and a connection cap (http_listener.ts).
- * Read-only; it changes nothing on the node.
+ * The agent's two small HTTP surfaces. The node listener (`--metrics-addr`,
+ * the node's IP in the chart) serves Prometheus metrics, liveness and
+ * readiness, nothing that names a pod, an address or a network. The local
+ * surface, a root-only unix socket (`--agent-socket`), serves the same plus
+ * the agent's view of its targets for `lace targets` and `lace doctor`: who
+ * can read it could map every tenant's pods on the node. Read-only; neither
+ * changes anything on the node.
  */
 import { getLogger } from "@logtape/logtape";
 import { joinHostPort, splitHostPort } from "../host_port.ts";
 import { type HttpListener, type HttpListenerOptions, serveHttp } from "./http_listener.ts";
+import { listenUnixSocket } from "../unix_socket.ts";
 
 const log = getLogger(["lace", "http"]);
 
@@ -52,8 +56,18 @@ export function listenAddress(addr: string): { hostname: string; port: number } 
   return { hostname: host, port: Number(port) };
 }
 
+/**
+ * Which listener a request came in on: "node" (reachable from the network:
+ * metrics and health only) or "local" (root-only socket: everything).
+ */
+export type Surface = "node" | "local";
+
 /** Handles one request; separate from the listener so tests call it directly. */
-export async function handleRequest(req: Request, status: StatusProvider): Promise<Response> {
+export async function handleRequest(
+  req: Request,
+  status: StatusProvider,
+  surface: Surface,
+): Promise<Response> {
   const url = new URL(req.url);
   if (req.method !== "GET" && req.method !== "HEAD") {
     return new Response("Method not allowed\n", { status: 405, headers: { allow: "GET, HEAD" } });
@@ -71,22 +85,30 @@ export async function handleRequest(req: Request, status: StatusProvider): Promi
         headers: { "content-type": status.metricsContentType },
       });
     case "/targets":
-      return Response.json(status.targets());
+      if (surface === "local") return Response.json(status.targets());
+      break;
   }
-  return new Response("Not found: try /metrics, /healthz, /readyz or /targets\n", { status: 404 });
+  return new Response(
+    surface === "local"
+      ? "Not found: try /metrics, /healthz, /readyz or /targets\n"
+      : "Not found: try /metrics, /healthz or /readyz (the agent's view is on its local socket)\n",
+    { status: 404 },
+  );
 }
 
-/** A running server: where it listens, whether it still accepts, and how to stop it. */
+/** A running surface: where it listens, whether it still accepts, and how to stop it. */
 export interface HttpSurface extends HttpListener {
-  /** "host:port" as bound. */
+  /** "host:port" or the socket path. */
   readonly addr: string;
 }
 
-/** Starts the server on `addr` (host:port). */
+type SurfaceOptions = Omit<HttpListenerOptions, "name">;
+
+/** Starts the node listener on `addr` (host:port): metrics and health only. */
 export function startHttpServer(
   addr: string,
   status: StatusProvider,
-  options: Omit<HttpListenerOptions, "name"> = {},
+  options: SurfaceOptions = {},
 ): HttpSurface {
   const { hostname, port } = listenAddress(addr);
   let listener: Deno.TcpListener;
@@ -101,16 +123,41 @@ export function startHttpServer(
   const bound = listener.addr as Deno.NetAddr;
   const shown = joinHostPort(bound.hostname, bound.port);
   log.info("Serving metrics and health on {addr}", { addr: shown });
-  const served = serveHttp(listener, (req) => handleRequest(req, status), {
+  const served = serveHttp(listener, (req) => handleRequest(req, status, "node"), {
     ...options,
     name: "http",
   });
+  return withAddr(served, shown, () => {});
+}
+
+/**
+ * Starts the local surface on a root-only unix socket (0600 in a 0700
+ * directory, replacing a stale one atomically): everything, `/targets` too.
+ */
+export async function startLocalServer(
+  socketPath: string,
+  status: StatusProvider,
+  options: SurfaceOptions = {},
+): Promise<HttpSurface> {
+  const socket = await listenUnixSocket(socketPath, "--agent-socket");
+  log.info("Serving the agent's local view on {path}", { path: socketPath });
+  const served = serveHttp(socket.listener, (req) => handleRequest(req, status, "local"), {
+    ...options,
+    name: "local",
+  });
+  return withAddr(served, socketPath, () => socket.remove());
+}
+
+function withAddr(served: HttpListener, addr: string, cleanup: () => void): HttpSurface {
   return {
-    addr: shown,
+    addr,
     failure: () => served.failure(),
     get connections() {
       return served.connections;
     },
-    shutdown: () => served.shutdown(),
+    async shutdown() {
+      cleanup();
+      await served.shutdown();
+    },
   };
 }

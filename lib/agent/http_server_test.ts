@@ -3,8 +3,11 @@ import {
   handleRequest,
   listenAddress,
   startHttpServer,
+  startLocalServer,
   type StatusProvider,
+  type Surface,
 } from "./http_server.ts";
+import { getFromAgent } from "./local_client.ts";
 
 function provider(ready: boolean): StatusProvider {
   return {
@@ -18,8 +21,8 @@ function provider(ready: boolean): StatusProvider {
   };
 }
 
-const get = (path: string, p: StatusProvider, method = "GET") =>
-  handleRequest(new Request(`http://x${path}`, { method }), p);
+const get = (path: string, p: StatusProvider, method = "GET", surface: Surface = "local") =>
+  handleRequest(new Request(`http://x${path}`, { method }), p, surface);
 
 Deno.test("/readyz answers 503 with the reasons until ready, then 200", async () => {
   const notReady = await get("/readyz", provider(false));
@@ -39,18 +42,44 @@ Deno.test("/healthz, /metrics and /targets serve their content", async () => {
   assert.deepEqual(targets[0].address, "10.0.0.1");
 });
 
-Deno.test("startHttpServer() serves metrics and health over its listener", async () => {
+Deno.test("the node surface answers /targets with 404 and still serves metrics and health", async () => {
+  const refused = await get("/targets", provider(true), "GET", "node");
+  assert.equal(refused.status, 404);
+  assert.doesNotMatch(await refused.text(), /10\.0\.0\.1/);
+  assert.equal((await get("/metrics", provider(true), "GET", "node")).status, 200);
+  assert.equal((await get("/healthz", provider(true), "GET", "node")).status, 200);
+  assert.equal((await get("/readyz", provider(true), "GET", "node")).status, 200);
+});
+
+Deno.test("startHttpServer() on loopback refuses /targets and serves metrics and health", async () => {
   const server = startHttpServer("127.0.0.1:0", provider(true));
   try {
+    const res = await fetch(`http://${server.addr}/targets`);
+    assert.equal(res.status, 404);
+    await res.body?.cancel();
     const metrics = await fetch(`http://${server.addr}/metrics`);
-    assert.equal(metrics.headers.get("content-type"), "text/plain; version=0.0.4");
     assert.equal(await metrics.text(), "lace_up 1\n");
-    assert.equal(await (await fetch(`http://${server.addr}/healthz`)).text(), "ok\n");
-    const head = await fetch(`http://${server.addr}/metrics`, { method: "HEAD" });
-    assert.equal(head.status, 200);
-    assert.equal(await head.text(), "");
+    assert.equal(await (await fetch(`http://${server.addr}/readyz`)).text(), "ok\n");
   } finally {
     await server.shutdown();
+  }
+});
+
+Deno.test("startLocalServer() serves /targets on a socket only root can open, in a 0700 directory", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "lace-local-" });
+  const path = `${dir}/run/agent.sock`;
+  const server = await startLocalServer(path, provider(true));
+  try {
+    assert.equal(Deno.statSync(path).mode! & 0o777, 0o600);
+    assert.equal(Deno.statSync(`${dir}/run`).mode! & 0o777, 0o700);
+    const res = await getFromAgent(path, "/targets", 2000);
+    assert.equal(res.status, 200);
+    assert.equal(JSON.parse(res.body)[0].address, "10.0.0.1");
+    assert.equal((await getFromAgent(path, "/healthz", 2000)).status, 200);
+  } finally {
+    await server.shutdown();
+    assert.throws(() => Deno.lstatSync(path), Deno.errors.NotFound, "the socket is removed");
+    await Deno.remove(dir, { recursive: true });
   }
 });
 

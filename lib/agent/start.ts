@@ -10,7 +10,12 @@ import type { Config } from "../config.ts";
 import { AgentCore, type AgentSnapshot } from "./core.ts";
 import { CgroupFollower } from "../cgroup/follower.ts";
 import { Datapath } from "../datapath/loader.ts";
-import { type Readiness, startHttpServer, type TargetView } from "./http_server.ts";
+import {
+  type Readiness,
+  startHttpServer,
+  startLocalServer,
+  type TargetView,
+} from "./http_server.ts";
 import { Metrics } from "./metrics.ts";
 import { conflictMessage, refusalMessage } from "../rules/conflicts.ts";
 import type { PodSource } from "../pods/source.ts";
@@ -219,10 +224,17 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
         metrics.listenerFailing.set({ listener }, failing ? 1 : 0),
     };
   };
+  // The node listener serves metrics and health only; the pods, addresses and networks the
+  // agent knows are served on the root-only local socket alone.
   if (config.metricsAddr) {
     const http = startHttpServer(config.metricsAddr, status, reporting("http"));
     parts.push(() => http.shutdown());
     listeners.push(http);
+  }
+  if (config.agentSocket) {
+    const local = await startLocalServer(config.agentSocket, status, reporting("local"));
+    parts.push(() => local.shutdown());
+    listeners.push(local);
   }
   if (config.cniSocket) {
     const { startCniServer } = await import("../cni/server.ts");

@@ -59,7 +59,15 @@ export const nodeFlags = {
     value: text,
     env: ["LACE_METRICS_ADDR"],
     metavar: "HOST:PORT",
-    help: "Address of the metrics and health server (/metrics, /healthz, /readyz, /targets)",
+    help: "Address of the metrics and health server (/metrics, /healthz, /readyz only)",
+  },
+  agentSocket: {
+    name: "agent-socket",
+    key: "agentSocket",
+    value: text,
+    env: ["LACE_AGENT_SOCKET"],
+    metavar: "PATH",
+    help: "Root-only unix socket of the agent's local view, /targets included (empty disables it)",
   },
 } as const satisfies { [K in keyof NodeSettings]: Flag<NodeSettings, K> };
 
@@ -118,6 +126,7 @@ export const agentFlags: readonly FlagSpec<Config>[] = [
   nodeFlags.kubeletCgroup,
   nodeFlags.hostCgroupRoot,
   nodeFlags.metricsAddr,
+  nodeFlags.agentSocket,
   {
     name: "probe-mark",
     key: "probeMark",

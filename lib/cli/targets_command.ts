@@ -1,9 +1,11 @@
 /**
  * `lace targets`: what the kubelet's connects are matched against. Asks the
- * running agent first (it knows which pod each target belongs to), and falls
- * back to reading the pinned map when no agent answers.
+ * running agent first, over its root-only local socket (it knows which pod
+ * each target belongs to), and falls back to reading the pinned map when no
+ * agent answers.
  */
 import type { TargetView } from "../agent/http_server.ts";
+import { getFromAgent } from "../agent/local_client.ts";
 import { defaultConfig, nodeProblems } from "../config.ts";
 import { boolean, type CommandSpec, helpText, parseFlags, UsageError } from "./flags.ts";
 import { nodeFlags } from "./agent_flags.ts";
@@ -11,37 +13,33 @@ import { nodeFlags } from "./agent_flags.ts";
 interface TargetsOptions {
   json: boolean;
   pinPath: string;
-  metricsAddr: string;
+  agentSocket: string;
 }
 
 const spec: CommandSpec<TargetsOptions> = {
   name: "targets",
   summary: "List the registered probe targets: family, address, port, network, mark and pod.",
-  usage: "lace targets [--json] [--pin-path DIR] [--metrics-addr HOST:PORT]",
+  usage: "lace targets [--json] [--pin-path DIR] [--agent-socket PATH]",
   flags: [
     { name: "json", key: "json", value: boolean, env: ["LACE_JSON"], help: "Print a JSON array" },
     nodeFlags.pinPath,
-    nodeFlags.metricsAddr,
+    nodeFlags.agentSocket,
   ],
   defaults: () => {
-    const { pinPath, metricsAddr } = defaultConfig();
-    return { json: false, pinPath, metricsAddr };
+    const { pinPath, agentSocket } = defaultConfig();
+    return { json: false, pinPath, agentSocket };
   },
 };
 
-/** Reads the agent's /targets; undefined when no agent answers in time. */
+/** Reads the agent's /targets from its local socket; undefined when no agent answers in time. */
 async function targetsFromAgent(
-  addr: string,
+  socketPath: string,
   timeoutMs = 1000,
 ): Promise<TargetView[] | undefined> {
-  if (!addr) return undefined;
+  if (!socketPath) return undefined;
   try {
-    const res = await fetch(`http://${addr}/targets`, { signal: AbortSignal.timeout(timeoutMs) });
-    if (!res.ok) {
-      await res.body?.cancel();
-      return undefined;
-    }
-    return await res.json() as TargetView[];
+    const res = await getFromAgent(socketPath, "/targets", timeoutMs);
+    return res.status === 200 ? JSON.parse(res.body) as TargetView[] : undefined;
   } catch {
     return undefined;
   }
@@ -53,10 +51,10 @@ async function targetsFromAgent(
  * there, with what to do.
  */
 export async function registeredTargets(
-  metricsAddr: string,
+  agentSocket: string,
   pinPath: string,
 ): Promise<TargetView[]> {
-  const fromAgent = await targetsFromAgent(metricsAddr);
+  const fromAgent = await targetsFromAgent(agentSocket);
   if (fromAgent) return fromAgent;
   const { readPinnedTargets } = await import("../datapath/pins.ts");
   return readPinnedTargets(pinPath).map((e) => ({
@@ -94,7 +92,7 @@ export async function runTargetsCommand(args: string[]): Promise<number> {
   }
   const problems = nodeProblems(options);
   if (problems.length > 0) throw new UsageError(problems.join("\n"));
-  const targets = await registeredTargets(options.metricsAddr, options.pinPath);
+  const targets = await registeredTargets(options.agentSocket, options.pinPath);
   if (options.json) {
     console.log(JSON.stringify(
       targets.map((t) => ({

@@ -215,6 +215,8 @@ export async function runDemo(args: string[]): Promise<number> {
       `--pin-path=${pinPath}`,
       `--kubelet-cgroup=${cgroups.kubelet}`,
       `--metrics-addr=127.0.0.1:${port}`,
+      // The demo must not take a real agent's socket on this machine.
+      "--agent-socket=",
       "--cni-socket=",
       "--log-format=json",
     ]);

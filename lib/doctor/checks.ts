@@ -298,7 +298,7 @@ function agentChecks(s: NodeSnapshot): Check[] {
     healthy
       ? `agent answers on ${a.addr}`
       : a.error ?? `agent's /healthz on ${a.addr} answered ${a.healthz}`,
-    `${START_AGENT}; if it runs, check --metrics-addr (LACE_METRICS_ADDR) matches`,
+    `${START_AGENT}; if it runs, check --agent-socket (LACE_AGENT_SOCKET) matches`,
   ));
   if (healthy) {
     const ready = a.readyz?.status === 200;

@@ -27,7 +27,7 @@ import {
 import { gatherSnapshot, resolveKubeletCgroup } from "./snapshot.ts";
 import { readMountInfo } from "../mountinfo.ts";
 
-interface DoctorOptions extends NodeSettings {
+interface DoctorOptions extends Omit<NodeSettings, "metricsAddr"> {
   json: boolean;
   /** How long `doctor probes` waits for each target. */
   timeoutMs: number;
@@ -44,14 +44,14 @@ const spec: CommandSpec<DoctorOptions> = {
     "`lace doctor probes` connects to every registered target from the kubelet's cgroup\n" +
     "and reports reached, TIMEOUT, REFUSED or NO_ROUTE per target.",
   usage: "lace doctor [probes] [--json] [--pin-path DIR] [--kubelet-cgroup PATH|auto] " +
-    "[--host-cgroup-root DIR] [--metrics-addr HOST:PORT] [--timeout DURATION]",
+    "[--host-cgroup-root DIR] [--agent-socket PATH] [--timeout DURATION]",
   positionals: true,
   flags: [
     { name: "json", key: "json", value: boolean, env: ["LACE_JSON"], help: "Print JSON" },
     nodeFlags.pinPath,
     nodeFlags.kubeletCgroup,
     nodeFlags.hostCgroupRoot,
-    nodeFlags.metricsAddr,
+    nodeFlags.agentSocket,
     {
       name: "timeout",
       key: "timeoutMs",
@@ -69,12 +69,12 @@ const spec: CommandSpec<DoctorOptions> = {
     },
   ],
   defaults: () => {
-    const { pinPath, kubeletCgroup, hostCgroupRoot, metricsAddr } = defaultConfig();
+    const { pinPath, kubeletCgroup, hostCgroupRoot, agentSocket } = defaultConfig();
     return {
       pinPath,
       kubeletCgroup,
       hostCgroupRoot,
-      metricsAddr,
+      agentSocket,
       json: false,
       timeoutMs: 2000,
       netns: "",
@@ -143,7 +143,7 @@ async function doctorProbes(o: {
   pinPath: string;
   kubeletCgroup: string;
   hostCgroupRoot: string;
-  metricsAddr: string;
+  agentSocket: string;
   json: boolean;
   timeoutMs: number;
   netns?: string;
@@ -159,7 +159,7 @@ async function doctorProbes(o: {
   }
   let targets: DoctorTarget[];
   try {
-    targets = (await registeredTargets(o.metricsAddr, o.pinPath)).map((t) => ({
+    targets = (await registeredTargets(o.agentSocket, o.pinPath)).map((t) => ({
       pod: t.pod ?? "",
       networkId: t.networkId,
       network: t.network,

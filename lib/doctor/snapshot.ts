@@ -19,6 +19,7 @@ import {
 import { statCgroupId } from "../cgroup/watch.ts";
 import type { LinkSnapshot, NodeSnapshot } from "./checks.ts";
 import type { TargetView } from "../agent/http_server.ts";
+import { getFromAgent } from "../agent/local_client.ts";
 import { apiServerProcesses, extraProcesses, findKubelets } from "../cgroup/kubelet_finder.ts";
 import { judgeKubelets } from "../cgroup/kubelet_trust.ts";
 import { bpffsMountPoints, type Mount, mountOf, readMountInfo } from "../mountinfo.ts";
@@ -27,7 +28,8 @@ export interface DoctorOptions {
   pinPath: string;
   kubeletCgroup: string;
   hostCgroupRoot: string;
-  metricsAddr: string;
+  /** The agent's local socket, where its health and view are asked for. */
+  agentSocket: string;
   /** For tests: a fixture /proc and mount table. */
   procRoot?: string;
   mounts?: Mount[];
@@ -95,7 +97,7 @@ export async function gatherSnapshot(o: DoctorOptions): Promise<NodeSnapshot> {
       kubelet.path,
       { procRoot: o.procRoot, exclude: kubelet.kubelets.map((k) => k.pid) },
     ),
-    agent: await agentState(o.metricsAddr, o.httpTimeoutMs ?? 1500),
+    agent: await agentState(o.agentSocket, o.httpTimeoutMs ?? 1500),
     mapEntries: mapPinned
       ? guard(() => readPinnedTargets(o.pinPath).length)
       : { error: `no probe map pinned under "${o.pinPath}"` },
@@ -112,29 +114,26 @@ function guard<T>(f: () => T): T | { error: string } {
   }
 }
 
-async function agentState(addr: string, timeoutMs: number): Promise<NodeSnapshot["agent"]> {
+async function agentState(socket: string, timeoutMs: number): Promise<NodeSnapshot["agent"]> {
   const state: NodeSnapshot["agent"] = {
-    addr,
+    addr: socket,
     healthz: null,
     readyz: null,
     targets: null,
     error: null,
   };
-  if (!addr) {
-    state.error = "no --metrics-addr given: cannot ask the agent";
+  if (!socket) {
+    state.error = "no --agent-socket given: cannot ask the agent";
     return state;
   }
-  const get = async (path: string) => {
-    const res = await fetch(`http://${addr}${path}`, { signal: AbortSignal.timeout(timeoutMs) });
-    return { status: res.status, body: await res.text() };
-  };
+  const get = (path: string) => getFromAgent(socket, path, timeoutMs);
   try {
     state.healthz = (await get("/healthz")).status;
     state.readyz = await get("/readyz");
     const t = await get("/targets");
     if (t.status === 200) state.targets = JSON.parse(t.body) as TargetView[];
   } catch (e) {
-    state.error ??= `no agent answers on ${addr}: ${
+    state.error ??= `no agent answers on ${socket}: ${
       e instanceof Error ? e.message.split(":")[0] : String(e)
     }`;
   }

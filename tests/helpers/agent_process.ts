@@ -11,6 +11,7 @@ import { uninstall } from "../../lib/datapath/pins.ts";
 import type { SimCgroups } from "../../lib/demo/cgroup.ts";
 import { POD_IPV4, POD_IPV6, type SimNode } from "../../lib/demo/netns.ts";
 import type { Prober, ProbeResponse } from "../../lib/doctor/prober.ts";
+import { getFromAgent } from "../../lib/agent/local_client.ts";
 import { CleanupStack } from "../../lib/cleanup_stack.ts";
 import { startNodeWithPods, startProbers, testPinPath } from "./sim_world.ts";
 import { waitFor } from "./wait.ts";
@@ -59,29 +60,46 @@ export function podManifest(opts: {
   };
 }
 
+export interface AgentProcessOptions {
+  /** Address of the node listener (metrics and health). */
+  metricsAddr: string;
+  /** The agent's local socket (its full view, /targets too). */
+  agentSocket: string;
+  /** Runs the agent inside this named network namespace (its cgroups stay visible). */
+  netns?: string;
+  /** Adds to the agent's environment (e.g. LACE_BPF_OBJECT for another release's object). */
+  env?: Record<string, string>;
+}
+
 export class AgentProcess {
   readonly #child: Deno.ChildProcess;
   readonly logs: string[] = [];
   readonly #drained: Promise<void>;
   readonly metricsAddr: string;
+  readonly agentSocket: string;
 
-  /** `env` adds to the agent's environment (e.g. LACE_BPF_OBJECT for another release's object). */
-  constructor(args: string[], metricsAddr: string, env: Record<string, string> = {}) {
-    this.metricsAddr = metricsAddr;
-    const child = new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "-A",
-        MAIN,
-        "agent",
-        ...args,
-        `--metrics-addr=${metricsAddr}`,
-        "--log-format=json",
-      ],
+  constructor(args: string[], opts: AgentProcessOptions) {
+    this.metricsAddr = opts.metricsAddr;
+    this.agentSocket = opts.agentSocket;
+    const agent = [
+      Deno.execPath(),
+      "run",
+      "-A",
+      MAIN,
+      "agent",
+      ...args,
+      `--metrics-addr=${opts.metricsAddr}`,
+      `--agent-socket=${opts.agentSocket}`,
+      "--log-format=json",
+    ];
+    // nsenter, not `ip netns exec`: that remounts /sys, and the agent needs the cgroup mounts.
+    const argv = opts.netns ? ["nsenter", `--net=/run/netns/${opts.netns}`, ...agent] : agent;
+    const child = new Deno.Command(argv[0], {
+      args: argv.slice(1),
       stdin: "null",
       stdout: "null",
       stderr: "piped",
-      env: { NO_COLOR: "1", ...env },
+      env: { NO_COLOR: "1", ...opts.env },
     }).spawn();
     this.#child = child;
     this.#drained = (async () => {
@@ -101,6 +119,7 @@ export class AgentProcess {
     return this.#child.pid;
   }
 
+  /** GETs `path` from the node listener (metrics and health only). */
   async get(path: string): Promise<{ status: number; body: string }> {
     const res = await fetch(`http://${this.metricsAddr}${path}`, {
       signal: AbortSignal.timeout(2000),
@@ -108,9 +127,14 @@ export class AgentProcess {
     return { status: res.status, body: await res.text() };
   }
 
-  /** Waits for /readyz to answer 200. */
+  /** GETs `path` from the agent's local socket (everything, /targets too). */
+  local(path: string): Promise<{ status: number; body: string }> {
+    return getFromAgent(this.agentSocket, path, 2000);
+  }
+
+  /** Waits for /readyz on the local socket to answer 200. */
   async ready(deadlineMs = 20_000): Promise<void> {
-    await waitFor(async () => (await this.get("/readyz")).status === 200, {
+    await waitFor(async () => (await this.local("/readyz")).status === 200, {
       timeout: deadlineMs,
       message: "the agent to be ready",
     })
@@ -121,7 +145,7 @@ export class AgentProcess {
 
   /** The value of one metric sample, e.g. `lace_probe_targets{family="ipv4",network="net1"}`. */
   async metric(sample: string): Promise<number | undefined> {
-    const { body } = await this.get("/metrics");
+    const { body } = await this.local("/metrics");
     const line = body.split("\n").find((l) => l.startsWith(sample + " "));
     return line === undefined ? undefined : Number(line.slice(sample.length + 1));
   }
@@ -153,6 +177,8 @@ export class AgentWorld implements AsyncDisposable {
   kubelet!: Prober;
   other!: Prober;
   podsDir!: string;
+  /** Where this world's agents put their local sockets. */
+  runDir!: string;
   pinPath!: string;
   readonly agents: AgentProcess[] = [];
   readonly #cleanups = new CleanupStack("AgentWorld");
@@ -166,6 +192,8 @@ export class AgentWorld implements AsyncDisposable {
       }));
       w.podsDir = await Deno.makeTempDir({ prefix: "lace-e2e-pods-" });
       w.#cleanups.push(() => Deno.remove(w.podsDir, { recursive: true }));
+      w.runDir = await Deno.makeTempDir({ prefix: "lace-e2e-run-" });
+      w.#cleanups.push(() => Deno.remove(w.runDir, { recursive: true }));
       w.pinPath = testPinPath();
       w.#cleanups.push(() => uninstall(w.pinPath));
       ({ kubelet: w.kubelet, other: w.other } = await startProbers(
@@ -180,24 +208,30 @@ export class AgentWorld implements AsyncDisposable {
     }
   }
 
-  /** Starts an agent on this world's pin path and kubelet cgroup. */
+  /**
+   * Starts an agent on this world's pin path and kubelet cgroup, with its own
+   * local socket. `opts.env` adds to its environment (e.g. LACE_BPF_OBJECT for
+   * another release's object); `opts.netns` runs it in that network namespace,
+   * with its node listener on `opts.metricsAddr` there.
+   */
   startAgent(
     extra: string[],
     kubeletCgroup = this.cgroups.kubelet,
-    env: Record<string, string> = {},
+    opts: { env?: Record<string, string>; netns?: string; metricsAddr?: string } = {},
   ): AgentProcess {
-    const agent = new AgentProcess(
-      [
-        "--node-name=e2e-node",
-        `--pin-path=${this.pinPath}`,
-        `--kubelet-cgroup=${kubeletCgroup}`,
-        "--cni-socket=",
-        "--debounce=5ms",
-        ...extra,
-      ],
-      freeLoopbackAddr(),
-      env,
-    );
+    const agent = new AgentProcess([
+      "--node-name=e2e-node",
+      `--pin-path=${this.pinPath}`,
+      `--kubelet-cgroup=${kubeletCgroup}`,
+      "--cni-socket=",
+      "--debounce=5ms",
+      ...extra,
+    ], {
+      metricsAddr: opts.metricsAddr ?? freeLoopbackAddr(),
+      agentSocket: `${this.runDir}/agent-${this.agents.length}.sock`,
+      netns: opts.netns,
+      env: opts.env,
+    });
     this.agents.push(agent);
     return agent;
   }
