@@ -134,7 +134,12 @@ export class AgentProcess {
 
   /** Waits for /readyz on the local socket to answer 200. */
   async ready(deadlineMs = 20_000): Promise<void> {
-    await waitFor(async () => (await this.local("/readyz")).status === 200, {
+    await waitFor(async () => {
+      const { status, body } = await this.local("/readyz");
+      // Not ready says why (e.g. a kubelet cgroup mismatch): keep it for the timeout error.
+      if (status !== 200) throw new Error(`/readyz answered ${status}: ${body.trim()}`);
+      return true;
+    }, {
       timeout: deadlineMs,
       message: "the agent to be ready",
     })

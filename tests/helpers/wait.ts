@@ -18,7 +18,9 @@ export type Truthy<T> = Exclude<T, false | 0 | 0n | "" | null | undefined>;
 /**
  * Polls `condition` until it returns a truthy value, and returns that value.
  * A check that throws counts as not yet; after `timeout` ms the error names
- * `message` and carries the last thrown error as its cause.
+ * `message` and carries the error of the last check as its cause, when the
+ * last check threw (an error from early on, say "connection refused" before a
+ * server was up, would hide why it is still not ready).
  */
 export async function waitFor<T>(
   condition: () => T | Promise<T>,
@@ -30,6 +32,7 @@ export async function waitFor<T>(
     try {
       const value = await condition();
       if (value) return value as Truthy<T>;
+      last = undefined;
     } catch (error) {
       last = error;
     }

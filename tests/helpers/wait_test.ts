@@ -37,3 +37,14 @@ Deno.test("waitFor() fails at the deadline when the condition never holds", asyn
     /^Error: Timed out after 20 ms waiting for nothing$/,
   );
 });
+
+Deno.test("waitFor() names only the last check's error, not one from an earlier check", async () => {
+  let calls = 0;
+  await assert.rejects(
+    waitFor(() => {
+      if (++calls === 1) throw new Error("connection refused");
+      return false;
+    }, { timeout: 20, interval: 5, message: "the server" }),
+    /^Error: Timed out after 20 ms waiting for the server$/,
+  );
+});
