@@ -67,15 +67,20 @@ ensure_go() {
       return
     fi
   done
-  local version=go1.26.8 proxy=${GOPROXY:-https://proxy.golang.org}
+  local version=go1.26.8 proxy=${GOPROXY:-https://proxy.golang.org} arch
+  case "$(uname -m)" in
+    x86_64) arch=amd64 ;;
+    aarch64 | arm64) arch=arm64 ;;
+    *) say "no Go toolchain known for $(uname -m): install Go 1.26+ and run again"; exit 1 ;;
+  esac
   proxy=${proxy%%,*}
   say "installing Go $version from the Go module proxy into $CACHE/go"
   local zip
   zip=$(mktemp)
-  curl -fsSL "$proxy/golang.org/toolchain/@v/v0.0.1-$version.linux-amd64.zip" -o "$zip"
+  curl -fsSL "$proxy/golang.org/toolchain/@v/v0.0.1-$version.linux-$arch.zip" -o "$zip"
   rm -rf "$CACHE/go" "$CACHE/.go-unpack" && mkdir -p "$CACHE/.go-unpack"
   unzip -q "$zip" -d "$CACHE/.go-unpack" && rm -f "$zip"
-  mv "$CACHE/.go-unpack/golang.org/toolchain@v0.0.1-$version.linux-amd64" "$CACHE/go"
+  mv "$CACHE/.go-unpack/golang.org/toolchain@v0.0.1-$version.linux-$arch" "$CACHE/go"
   rm -rf "$CACHE/.go-unpack"
   export PATH="$CACHE/go/bin:$PATH"
 }
