@@ -6,7 +6,10 @@
  */
 import assert from "node:assert/strict";
 import { defaultConfig, markFor } from "../lib/config.ts";
+import { Datapath } from "../lib/datapath/loader.ts";
+import { BpfObject } from "../lib/datapath/libbpf/object.ts";
 import {
+  MAP_NAMES,
   openCurrentMap,
   readCounterSlot,
   readPinnedInfo,
@@ -241,5 +244,29 @@ Deno.test({
     await converged(w, today, 1);
     await kubelet.connects(20);
     assertNoneUntagged(await kubelet.stop());
+  },
+});
+
+Deno.test({
+  name: "maps pinned under this layout's directory with another layout are refused, never used",
+  ...opts,
+  async fn() {
+    await using w = await AgentWorld.create();
+    await using releases = await Releases.create();
+    const today = new URL("../bpf/lace.bpf.o", import.meta.url).pathname;
+    // A build that changed the probe value but not LACE_ABI_VERSION: its maps claim abi1/.
+    const wrong = await releases.nextLayout();
+    await Deno.mkdir(`${w.pinPath}/abi1`, { recursive: true });
+    {
+      using obj = BpfObject.openMemory(await Deno.readFile(wrong));
+      for (const name of MAP_NAMES) obj.setPinPath(name, `${w.pinPath}/abi1/${name}`);
+      obj.load();
+    }
+    const before = pins(w.pinPath);
+    assert.throws(
+      () => Datapath.open({ pinPath: w.pinPath, object: Deno.readFileSync(today) }),
+      /Refusing the maps pinned under map layout ABI 1: pinned map "probe_targets" has valueSize 12, this object's has valueSize 8/,
+    );
+    assert.deepEqual(pins(w.pinPath), before, "nothing pinned, nothing removed");
   },
 });

@@ -34,6 +34,8 @@ export interface NodeSnapshot {
   /** The filesystem type under the pin path (or its nearest existing parent). */
   pinPathFsType: string | null;
   mapPinned: boolean;
+  /** The map layouts (ABI versions) pinned under the pin path, newest first. */
+  layouts: number[];
   links: LinkSnapshot[] | { error: string };
   info: { abiVersion: number; objectSha256: string } | null | { error: string };
   binarySha256: string | { error: string };
@@ -105,6 +107,17 @@ export function evaluate(s: NodeSnapshot): Check[] {
       : `no probe map pinned under "${s.pinPath}"`,
     START_AGENT,
   ));
+  if (s.layouts.length > 1) {
+    checks.push(check(
+      "map-layouts",
+      false,
+      `maps of ${s.layouts.length} layouts are pinned (ABI ${s.layouts.join(", ")}): a migration ` +
+        "is under way, was interrupted, or an agent of another release stands by",
+      "the agent finishes the migration at its next start or cgroup check (within a second); " +
+        "if this stays, check that one release of the agent runs on this node",
+      "warning",
+    ));
+  }
   checks.push(...linkChecks(s));
   checks.push(versionCheck(s));
 

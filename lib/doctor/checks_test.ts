@@ -12,6 +12,7 @@ function healthy(): NodeSnapshot {
     bpffsMounts: ["/sys/fs/bpf"],
     pinPathFsType: "bpf",
     mapPinned: true,
+    layouts: [ABI_VERSION],
     links: ["connect4", "connect6"].map((program) => ({
       program,
       pinned: true,
@@ -111,6 +112,14 @@ Deno.test("evaluate() says which object the node runs and that it is this lace's
     c.message,
     "the node runs BPF object sha256 abababababab (map layout ABI 1): this lace's object",
   );
+});
+
+Deno.test("evaluate() warns while maps of two layouts are pinned, and only then", () => {
+  assert.equal(evaluate(healthy()).find((c) => c.name === "map-layouts"), undefined);
+  const c = byName(evaluate({ ...healthy(), layouts: [2, 1] }), "map-layouts");
+  assert.equal(c.ok, false);
+  assert.equal(c.severity, "warning");
+  assert.match(c.message, /maps of 2 layouts are pinned \(ABI 2, 1\): a migration is under way/);
 });
 
 Deno.test("evaluate() flags a pinned program from another build", () => {

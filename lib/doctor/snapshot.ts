@@ -62,18 +62,20 @@ export async function gatherSnapshot(o: DoctorOptions): Promise<NodeSnapshot> {
     links = errorOf(e);
   }
   // The maps of any layout: abi<N>/ or, from the release before layouts were versioned, flat.
-  const mapPinned = (() => {
+  const layouts = (() => {
     try {
-      return pinnedLayouts(o.pinPath).some((l) => pathExists(join(l.dir, "probe_targets")));
+      return pinnedLayouts(o.pinPath).filter((l) => pathExists(join(l.dir, "probe_targets")));
     } catch {
-      return false;
+      return [];
     }
   })();
+  const mapPinned = layouts.length > 0;
   return {
     pinPath: o.pinPath,
     bpffsMounts: bpffsMountPoints(mounts),
     pinPathFsType: fsTypeAt(o.pinPath, mounts),
     mapPinned,
+    layouts: layouts.map((l) => l.abi),
     links,
     info: guard(() => {
       if (!mapPinned) throw new Error(`no info map under "${o.pinPath}"`);
