@@ -39,7 +39,7 @@ async function startWorld(
   let api: TestApiServer | undefined;
   try {
     api = await TestApiServer.start({ namespaces: ["default", "e2e", "tenant-a", "tenant-b"] });
-    const socket = `${w.podsDir}/cni.sock`;
+    const socket = `${w.podsDir}/run/cni.sock`;
     // The server gives each pod its own uid, as a real one does: tests read it back.
     for (const pod of pods) {
       (pod.metadata as { uid: string }).uid = api.put(pod as unknown as KubeObject).metadata!.uid!;
@@ -124,7 +124,8 @@ function metricReaches(agent: AgentProcess, sample: string, value: number) {
 }
 
 Deno.test({
-  name: "a pod annotated with another network is tagged with the network the node attached it to",
+  name:
+    "a pod annotated with another network is tagged with the network the node attached it to, also after the agent restarts",
   ...opts,
   async fn() {
     // The attacker's pod claims network 2 in its annotations; its node attaches it to network 1.
@@ -170,6 +171,15 @@ Deno.test({
     assert.equal(wrongId.code, 1);
     assert.equal(wrongId.result.code, 100);
     assert.match(wrongId.result.msg, /network id 1, the plugin says 2/);
+    // A restarted agent (an upgrade, a crash) still holds the pod to the node's network.
+    await agent.stop("SIGKILL");
+    const next = w.startAgent([
+      `--kubeconfig=${await api.writeKubeconfig()}`,
+      `--cni-socket=${socket}`,
+    ]);
+    await next.ready();
+    await metricReaches(next, "lace_network_annotation_mismatches", 1);
+    assert.equal((await w.probe(POD_IPV4, 8080, "/")).body, w.podIn(1));
   },
 });
 

@@ -35,6 +35,7 @@ import {
 } from "../rules/targets.ts";
 import { capTargets, failedWrites, shareMap, type Unwritten } from "../rules/share.ts";
 import { callHook, type ProblemHooks, ProblemReporter } from "./problems.ts";
+import type { NodeNetworkStore } from "./node_networks.ts";
 import type { Backoff } from "../backoff.ts";
 import { realTimers, type Timers } from "../timers.ts";
 import {
@@ -71,6 +72,11 @@ export interface AgentCoreOptions extends ProblemHooks {
   sources: PodSource[];
   /** A CNI ADD refused because its address is held by a pod of another network (for Events). */
   onAttachRefused?: (attachment: Attachment, clashes: AddressClash[]) => void;
+  /**
+   * Where the networks the node attached pods to outlive the agent; without
+   * it they are kept in memory only, and a restart forgets them.
+   */
+  nodeNetworkStore?: NodeNetworkStore;
   /** Every reconcile's report (for metrics). */
   observer?: ReconcileObserver;
   timers?: Timers;
@@ -139,6 +145,7 @@ export class AgentCore {
   constructor(opts: AgentCoreOptions) {
     this.#opts = opts;
     this.#reporter = new ProblemReporter(opts);
+    for (const [uid, net] of opts.nodeNetworkStore?.load() ?? []) this.#nodeNetworks.set(uid, net);
     this.cache = new PodCache({
       nodeName: opts.config.nodeName,
       onChange: (source) => this.runner.trigger(source),
@@ -231,6 +238,7 @@ export class AgentCore {
       const known = this.#nodeNetworks.get(a.uid);
       if (known?.network !== a.network || known.networkId !== a.networkId) {
         this.#nodeNetworks.set(a.uid, { network: a.network, networkId: a.networkId });
+        this.#opts.nodeNetworkStore?.save(this.#nodeNetworks);
       }
     }
     const pod: Pod = {
@@ -308,7 +316,7 @@ export class AgentCore {
 
   /** Forgets the CNI view of a pod and reconciles; other sources may still know the pod. */
   async removeAttachment(uid: string): Promise<void> {
-    this.#nodeNetworks.delete(uid);
+    if (this.#nodeNetworks.delete(uid)) this.#opts.nodeNetworkStore?.save(this.#nodeNetworks);
     this.cache.remove(CNI_SOURCE, uid);
     const report = await this.runner.runNow("cni-del");
     if (report.error) {
@@ -371,6 +379,7 @@ export class AgentCore {
       views.push({ entry, ...rest });
     }
     const synced = this.cache.synced;
+    if (synced) this.#forgetGonePods(uids);
     this.#snapshot = {
       ...this.#snapshot,
       targets: views,
@@ -399,6 +408,20 @@ export class AgentCore {
       conflicts: conflicts.length,
       skips: skips.length,
     };
+  }
+
+  /**
+   * Forgets the node's network of pods no source knows any more (deleted while
+   * the agent was away, or without a CNI DEL), once every source has listed.
+   */
+  #forgetGonePods(uids: string[]): void {
+    if (this.#nodeNetworks.size === 0) return;
+    const known = new Set(uids);
+    let changed = false;
+    for (const uid of [...this.#nodeNetworks.keys()]) {
+      if (!known.has(uid)) changed = this.#nodeNetworks.delete(uid) || changed;
+    }
+    if (changed) this.#opts.nodeNetworkStore?.save(this.#nodeNetworks);
   }
 
   /** The skip for a pod whose views could not be merged or evaluated. */

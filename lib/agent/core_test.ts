@@ -8,7 +8,8 @@ import type { PodSink, PodSource } from "../pods/source.ts";
 import { keyId, type ProbeEntry } from "../datapath/probe_map.ts";
 import { MemoryProbeStore } from "../../tests/helpers/memory_probe_store.ts";
 import { fakeTime } from "../../tests/helpers/fake_time.ts";
-import type { NetworkMismatch, Skip } from "../rules/targets.ts";
+import type { NetworkMismatch, PodNetwork, Skip } from "../rules/targets.ts";
+import type { NodeNetworkStore } from "./node_networks.ts";
 import type { Unwritten } from "../rules/share.ts";
 
 const CONFIG: AgentCoreConfig = {
@@ -21,6 +22,16 @@ const CONFIG: AgentCoreConfig = {
   resyncMs: 60_000,
   addressConflict: "fail-closed",
   maxTargetsPerPod: 64,
+};
+
+/** The CNI path's word for pod "a": the node attached it to network 1 at 10.0.0.8. */
+const ATTACHED_TO_NET1 = {
+  namespace: "ns",
+  name: "p-a",
+  uid: "a",
+  ips: ["10.0.0.8"],
+  network: "net1",
+  networkId: 1,
 };
 
 class FakeSource implements PodSource {
@@ -378,14 +389,7 @@ Deno.test("AgentCore tags a pod with the network its CNI attach reported, not it
   t.sources[0].list(pod("a", "10.0.0.8", 2));
   await t.clock.tickAsync(CONFIG.debounceMs);
   await core.runner.idle();
-  await core.registerAttachment({
-    namespace: "ns",
-    name: "p-a",
-    uid: "a",
-    ips: ["10.0.0.8"],
-    network: "net1",
-    networkId: 1,
-  });
+  await core.registerAttachment(ATTACHED_TO_NET1);
   assert.deepEqual(ids(t.store), ["10.0.0.8:8080=1"]);
   assert.equal(mismatches.length, 1);
   assert.equal(mismatches[0].annotated, 'network "net2" (id 2)');
@@ -466,4 +470,33 @@ Deno.test("AgentCore reports the pods whose writes a full map refused, once whil
   assert.deepEqual(ids(t.store), ["10.0.0.1:8080=1"]);
   assert.deepEqual(t.core.view().unwritten, []);
   await t.core.stop();
+});
+
+Deno.test("AgentCore restarted with the same store keeps the node's network over the annotation", async () => {
+  const saved = new Map<string, PodNetwork>();
+  const store: NodeNetworkStore = {
+    load: () => new Map(saved),
+    save: (networks) => {
+      saved.clear();
+      for (const [uid, net] of networks) saved.set(uid, net);
+    },
+  };
+  const withStore = (probes: MemoryProbeStore, sources: PodSource[]) =>
+    new AgentCore({ config: CONFIG, store: probes, sources, nodeNetworkStore: store });
+  const before = withStore(new MemoryProbeStore(), []);
+  await before.registerAttachment(ATTACHED_TO_NET1);
+  await before.stop();
+  assert.deepEqual([...saved], [["a", { network: "net1", networkId: 1 }]]);
+  // The restarted agent knows the pod from the API only, annotated with network 2.
+  const t = setup();
+  const after = withStore(t.store, t.sources);
+  await after.start();
+  t.sources[0].list(pod("a", "10.0.0.8", 2), pod("b", "10.0.0.9", 3));
+  await after.reconcileNow();
+  assert.deepEqual(ids(t.store), ["10.0.0.8:8080=1", "10.0.0.9:8080=3"]);
+  // A pod gone from every source is forgotten.
+  t.sources[0].list(pod("b", "10.0.0.9", 3));
+  await after.reconcileNow();
+  assert.deepEqual([...saved], []);
+  await after.stop();
 });

@@ -17,6 +17,7 @@ import {
   type TargetView,
 } from "./http_server.ts";
 import { Metrics } from "./metrics.ts";
+import { fileNodeNetworkStore } from "./node_networks.ts";
 import { conflictMessage, refusalMessage } from "../rules/conflicts.ts";
 import type { PodSource } from "../pods/source.ts";
 import { DirPodSource } from "../pods/dir_source.ts";
@@ -123,6 +124,14 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
   let desiredApplied = false;
   const core: AgentCore = new AgentCore({
     config,
+    // Beside the CNI socket, in its root-only directory: only the CNI path reports networks.
+    ...(config.cniSocket
+      ? {
+        nodeNetworkStore: fileNodeNetworkStore(
+          `${config.cniSocket.slice(0, config.cniSocket.lastIndexOf("/"))}/node-networks.json`,
+        ),
+      }
+      : {}),
     store: datapath.store,
     sources,
     onSkip: (skip) => events.warn(podObjectRef(skip.pod), "ProbeIgnored", skip.message),
