@@ -248,6 +248,35 @@ Deno.test({
 });
 
 Deno.test({
+  name: "over a layout it cannot read, an agent swaps only once its first full pod list " +
+    "is in its own map, with no untagged connect",
+  ...opts,
+  async fn() {
+    await using w = await AgentWorld.create();
+    await using releases = await Releases.create();
+    const narrow = await releases.narrowValue();
+    const today = new URL("../bpf/lace.bpf.o", import.meta.url).pathname;
+    await installPreviousRelease(w.pinPath, w.cgroups.kubelet, narrow, EXPECTED);
+    await using kubelet = new StandInKubelet(w.kubelet, TARGET);
+    await kubelet.connects(20);
+
+    // The agent cannot copy the old map: it swaps once its own list of POD is in its map.
+    await w.writePod(POD);
+    const agent = startAgent(w, today);
+    await agent.ready();
+    const line = (text: string) => agent.logs.findIndex((l) => l.includes(text));
+    assert.ok(line("cannot read") >= 0, "it says why it waits before swapping");
+    assert.ok(
+      line("First full pod list applied") < line("not this agent's: swapped in"),
+      "the swap comes after its own list is in its map",
+    );
+    await converged(w, today, 1);
+    await kubelet.connects(20);
+    assertNoneUntagged(await kubelet.stop());
+  },
+});
+
+Deno.test({
   name: "maps pinned under this layout's directory with another layout are refused, never used",
   ...opts,
   async fn() {

@@ -60,6 +60,26 @@ export class Releases implements AsyncDisposable {
     return buildBpfObject({ source: join(src, "lace.bpf.c"), out: join(this.dir, "next.bpf.o") });
   }
 
+  /**
+   * A release whose probe value this agent cannot read: only the mark (4
+   * bytes), so its map can be neither copied nor filled by today's codec.
+   */
+  async narrowValue(): Promise<string> {
+    const src = join(this.dir, "narrow");
+    await Deno.mkdir(src, { recursive: true });
+    const header = await Deno.readTextFile(join(BPF_DIR, "lace.h"));
+    const value = /struct lace_probe_value \{[^}]*\};/.exec(header)?.[0];
+    if (!value?.includes("__u32 mark;")) {
+      throw new Error("bpf/lace.h changed shape: update tests/helpers/releases.ts narrowValue()");
+    }
+    await Deno.writeTextFile(
+      join(src, "lace.h"),
+      header.replace(value, "struct lace_probe_value {\n\t__u32 mark;\n};"),
+    );
+    await Deno.copyFile(join(BPF_DIR, "lace.bpf.c"), join(src, "lace.bpf.c"));
+    return buildBpfObject({ source: join(src, "lace.bpf.c"), out: join(this.dir, "narrow.bpf.o") });
+  }
+
   async [Symbol.asyncDispose](): Promise<void> {
     await Deno.remove(this.dir, { recursive: true });
   }
@@ -86,7 +106,13 @@ export async function installPreviousRelease(
   using obj = BpfObject.openMemory(bytes);
   for (const name of MAP_NAMES) obj.setPinPath(name, join(pinPath, name));
   obj.load();
-  for (const e of entries) obj.map("probe_targets").update(encodeKey(e.key), encodeValue(e.value));
+  const probeMap = obj.map("probe_targets");
+  for (const e of entries) {
+    // Its own value layout: today's fields, cut or zero-padded to its size.
+    const value = new Uint8Array(probeMap.info.valueSize);
+    value.set(encodeValue(e.value).subarray(0, value.length));
+    probeMap.update(encodeKey(e.key), value);
+  }
   obj.map("info").update(new Uint8Array(4), encodeInfo(objectSha256(bytes), 1, Date.now()));
   const fd = openDirectory(cgroup);
   try {
