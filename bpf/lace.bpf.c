@@ -84,10 +84,14 @@ static __always_inline void tag(struct bpf_sock_addr *ctx, struct lace_probe_key
 	if (!value)
 		return;
 	mark = value->mark;
-	if (bpf_setsockopt(ctx, SOL_SOCKET, SO_MARK, &mark, sizeof(mark)) == 0)
-		count(tagged_slot);
-	else
+	if (bpf_setsockopt(ctx, SOL_SOCKET, SO_MARK, &mark, sizeof(mark)) != 0) {
 		count(LACE_CNT_SETSOCKOPT_FAILED);
+		return;
+	}
+	count(tagged_slot);
+	/* Shared by every CPU: atomic, no lock; the time is coarse and racy by design. */
+	__sync_fetch_and_add(&value->hits, 1);
+	value->last_hit_ns = bpf_ktime_get_coarse_ns();
 }
 
 SEC("cgroup/connect4")

@@ -16,7 +16,7 @@
 #ifndef LACE_H
 #define LACE_H
 
-#define LACE_ABI_VERSION 1
+#define LACE_ABI_VERSION 2
 
 /* Families as the kernel names them (AF_INET, AF_INET6). */
 #define LACE_AF_INET 2
@@ -37,11 +37,19 @@ struct lace_probe_key {
 	__u8 addr[16];
 };
 
-/* What a matching connect gets: the socket mark, and the network it names. */
+/*
+ * What a matching connect gets: the socket mark, and the network it names.
+ * Since ABI 2 also what the datapath saw: the connects it tagged for this
+ * target and when the last one was (CLOCK_MONOTONIC, coarse, in ns). The
+ * agent writes those two as zero for a new or changed target and never again;
+ * the program updates them without locks (an atomic add, a plain store).
+ */
 struct lace_probe_value {
 	__u32 mark;
 	__u16 network_id;
 	__u16 flags; /* reserved, zero */
+	__u64 hits;
+	__u64 last_hit_ns;
 };
 
 /* Indexes into the per-CPU counters array. */

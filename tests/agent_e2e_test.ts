@@ -128,6 +128,8 @@ async function laceTargets(args: string[]) {
     networkId: number;
     mark: number;
     pod?: string;
+    hits?: number;
+    lastHitAgeSeconds?: number | null;
   }[];
 }
 
@@ -201,6 +203,42 @@ Deno.test({
   },
 });
 
+/** The hits `lace targets --json` reports for host:port. */
+function hitsIn(targets: Awaited<ReturnType<typeof laceTargets>>, host: string, port: number) {
+  const t = targets.find((t) => t.address === host && t.port === port);
+  assert.ok(t, `${host}:${port} is a target`);
+  return { hits: t.hits, age: t.lastHitAgeSeconds };
+}
+
+Deno.test({
+  name: "lace targets counts the kubelet's connects per target and their age, and an agent " +
+    "restart keeps the counts (they live in the pinned map)",
+  ...opts,
+  async fn() {
+    await using w = await AgentWorld.create();
+    const agent = await startReadyAgent(w, [podA]);
+    for (let i = 0; i < 3; i++) await w.probe(POD_IPV4, 9000);
+    // A connect from another cgroup is not the kubelet's: not counted.
+    await w.probe(POD_IPV4, 9000, undefined, "other");
+    const before = await laceTargets(["--json", `--agent-socket=${agent.agentSocket}`]);
+    assert.deepEqual(hitsIn(before, POD_IPV4, 8080), { hits: 0, age: null });
+    const counted = hitsIn(before, POD_IPV4, 9000);
+    assert.equal(counted.hits, 3);
+    assert.ok(
+      counted.age !== null && counted.age !== undefined && counted.age < 30,
+      `age ${counted.age}`,
+    );
+
+    assert.equal((await agent.stop("SIGTERM")).code, 0);
+    const restarted = w.startAgent(["--no-kube-api", `--pods-dir=${w.podsDir}`]);
+    await restarted.ready();
+    await w.probe(POD_IPV4, 9000);
+    const after = await laceTargets(["--json", `--agent-socket=${restarted.agentSocket}`]);
+    assert.equal(hitsIn(after, POD_IPV4, 9000).hits, 4);
+    assert.equal(hitsIn(after, POD_IPV4, 8080).hits, 0);
+  },
+});
+
 Deno.test({
   name: "SIGTERM stops the agent cleanly and leaves the program, links and map pinned",
   ...opts,
@@ -214,8 +252,8 @@ Deno.test({
     assert.equal(status.code, 0, agent.logs.join("\n"));
     assert.ok(agent.logs.some((l) => l.includes("pinned")), "it says what it leaves in place");
     const pins = [...Deno.readDirSync(w.pinPath)].map((e) => e.name).sort();
-    assert.deepEqual(pins, ["abi1", "link_connect4", "link_connect6"]);
-    const maps = [...Deno.readDirSync(`${w.pinPath}/abi1`)].map((e) => e.name).sort();
+    assert.deepEqual(pins, ["abi2", "link_connect4", "link_connect6"]);
+    const maps = [...Deno.readDirSync(`${w.pinPath}/abi2`)].map((e) => e.name).sort();
     assert.deepEqual(maps, ["counters", "info", "probe_targets"]);
     await assertReaches(w, 1, 8080, 9000);
     // With no agent running, `lace targets` reads the pinned map (and knows no pods).
@@ -282,10 +320,10 @@ Deno.test({
         const pin of [
           "link_connect4",
           "link_connect6",
-          ...["abi1/", "abi7/", ""].flatMap((d) =>
+          ...["abi2/", "abi7/", ""].flatMap((d) =>
             ["probe_targets", "counters", "info"].map((m) => d + m)
           ),
-          "abi1",
+          "abi2",
           "abi7",
         ]
       ) {

@@ -246,7 +246,7 @@ privileged("doctor reports a pinned program from another build", async () => {
   assert.deepEqual(failed(json), ["program-version"]);
   assert.match(
     named(json, "program-version").message,
-    /node runs BPF object sha256 eeeeeeeeeeee \(map layout ABI 1\), not this lace's/,
+    /node runs BPF object sha256 eeeeeeeeeeee \(map layout ABI 2\), not this lace's/,
   );
 });
 

@@ -14,8 +14,9 @@ import {
   readCounterSlot,
   readPinnedInfo,
   readPinnedTargets,
+  readPinnedTargetsWithHits,
 } from "../lib/datapath/pins.ts";
-import { COUNTER_SLOTS, keyId, type ProbeEntry } from "../lib/datapath/probe_map.ts";
+import { ABI_VERSION, COUNTER_SLOTS, keyId, type ProbeEntry } from "../lib/datapath/probe_map.ts";
 import {
   type AgentProcess,
   AgentWorld,
@@ -23,7 +24,7 @@ import {
   POD_IPV6,
   podManifest,
 } from "./helpers/agent_process.ts";
-import { installPreviousRelease, Releases, sha256Of } from "./helpers/releases.ts";
+import { installUnversionedRelease, Releases, sha256Of } from "./helpers/releases.ts";
 import { privilegedSkipReason } from "./helpers/sim_world.ts";
 import { StandInKubelet } from "./helpers/stand_in_kubelet.ts";
 import { waitFor } from "./helpers/wait.ts";
@@ -125,7 +126,7 @@ Deno.test({
     // The rolling update: the old agent stops (its pins stay), the new release starts.
     assert.equal((await first.stop()).code, 0);
     const next = await startReadyAgent(w, variant);
-    await converged(w, variant, 1);
+    await converged(w, variant, ABI_VERSION);
     assert.equal(await next.metric('lace_program_replacements_total{program="connect4"}'), 1);
     assert.equal(await next.metric('lace_program_replacements_total{program="connect6"}'), 1);
     const before = variantCount(w.pinPath);
@@ -144,26 +145,65 @@ Deno.test({
   },
 });
 
+const TODAY = new URL("../bpf/lace.bpf.o", import.meta.url).pathname;
+
+/** The hits the map holds for TARGET now (0n when its layout has none). */
+function targetHits(pinPath: string): bigint {
+  const e = readPinnedTargetsWithHits(pinPath).find((e) =>
+    e.key.address === TARGET.host && e.key.port === TARGET.port
+  );
+  return e?.hits.hits ?? 0n;
+}
+
 Deno.test({
-  name:
-    "layout changes migrate up from the previous release and back down, with no untagged connect",
+  name: "the previous release's layout (ABI 1) migrates up to today's (hits) and back down, " +
+    "with no untagged connect",
   ...opts,
   async fn() {
     await using w = await AgentWorld.create();
     await using releases = await Releases.create();
     const previous = await releases.previous();
+    await w.writePod(POD);
+    // A node the previous release runs; the kubelet connects from here on.
+    const first = await startReadyAgent(w, previous);
+    await converged(w, previous, 1);
+    await using kubelet = new StandInKubelet(w.kubelet, TARGET);
+    assert.equal((await first.stop()).code, 0);
+    for (const [object, abi] of [[TODAY, 2], [previous, 1], [TODAY, 2]] as const) {
+      const agent = await startReadyAgent(w, object);
+      await converged(w, object, abi);
+      const before = targetHits(w.pinPath);
+      await kubelet.connects(20);
+      if (abi === 2) assert.ok(targetHits(w.pinPath) >= before + 20n, "today's layout counts hits");
+      assert.equal((await agent.stop()).code, 0);
+    }
+    assertNoneUntagged(await kubelet.stop());
+  },
+});
+
+Deno.test({
+  name: "layout changes migrate up from the release before layouts were versioned to the next " +
+    "layout and back, hits carried over, with no untagged connect",
+  ...opts,
+  async fn() {
+    await using w = await AgentWorld.create();
+    await using releases = await Releases.create();
+    const unversioned = await releases.unversioned();
     const next = await releases.nextLayout();
-    const today = new URL("../bpf/lace.bpf.o", import.meta.url).pathname;
     // A node as the release before left it: maps pinned flat, its program in the links.
-    await installPreviousRelease(w.pinPath, w.cgroups.kubelet, previous, EXPECTED);
+    await installUnversionedRelease(w.pinPath, w.cgroups.kubelet, unversioned, EXPECTED);
     await w.writePod(POD);
     await using kubelet = new StandInKubelet(w.kubelet, TARGET);
     await kubelet.connects(20);
 
-    for (const [object, abi] of [[today, 1], [next, 2], [previous, 1]] as const) {
+    let hits = 0n;
+    for (const [object, abi] of [[TODAY, 2], [next, 3], [TODAY, 2]] as const) {
       const agent = await startReadyAgent(w, object);
       await converged(w, object, abi);
+      assert.ok(targetHits(w.pinPath) >= hits, `hits kept on the way to ABI ${abi}`);
       await kubelet.connects(20);
+      hits = targetHits(w.pinPath);
+      assert.ok(hits >= 20n, `ABI ${abi} counts hits`);
       assert.equal((await agent.stop()).code, 0);
     }
     assertNoneUntagged(await kubelet.stop());
@@ -184,10 +224,7 @@ for (
     async fn() {
       await using w = await AgentWorld.create();
       await using releases = await Releases.create();
-      const objects: Record<number, string> = {
-        1: new URL("../bpf/lace.bpf.o", import.meta.url).pathname,
-        2: await releases.nextLayout(),
-      };
+      const objects: Record<number, string> = { 1: await releases.previous(), 2: TODAY };
       await w.writePod(POD);
       const old = await startReadyAgent(w, objects[from]);
       await using kubelet = new StandInKubelet(w.kubelet, TARGET);
@@ -217,17 +254,16 @@ Deno.test({
   async fn() {
     await using w = await AgentWorld.create();
     await using releases = await Releases.create();
-    const today = new URL("../bpf/lace.bpf.o", import.meta.url).pathname;
-    const next = await releases.nextLayout();
+    const previous = await releases.previous();
     await w.writePod(POD);
     const first = await startReadyAgent(w);
     await using kubelet = new StandInKubelet(w.kubelet, TARGET);
     assert.equal((await first.stop()).code, 0);
 
-    const older = startAgent(w, today);
-    const newer = startAgent(w, next);
+    const older = startAgent(w, previous);
+    const newer = startAgent(w, TODAY);
     await newer.ready();
-    await converged(w, next, 2);
+    await converged(w, TODAY, 2);
     await waitFor(async () => {
       const r = await older.get("/readyz");
       return r.status === 503 && r.body.includes("stands by");
@@ -241,7 +277,7 @@ Deno.test({
     // The newer agent goes (a rollback): the older one takes over with its own layout.
     assert.equal((await newer.stop()).code, 0);
     await older.ready();
-    await converged(w, today, 1);
+    await converged(w, previous, 1);
     await kubelet.connects(20);
     assertNoneUntagged(await kubelet.stop());
   },
@@ -282,19 +318,18 @@ Deno.test({
   async fn() {
     await using w = await AgentWorld.create();
     await using releases = await Releases.create();
-    const today = new URL("../bpf/lace.bpf.o", import.meta.url).pathname;
-    // A build that changed the probe value but not LACE_ABI_VERSION: its maps claim abi1/.
+    // A build that changed the probe value but not LACE_ABI_VERSION: its maps claim abi2/.
     const wrong = await releases.nextLayout();
-    await Deno.mkdir(`${w.pinPath}/abi1`, { recursive: true });
+    await Deno.mkdir(`${w.pinPath}/abi2`, { recursive: true });
     {
       using obj = BpfObject.openMemory(await Deno.readFile(wrong));
-      for (const name of MAP_NAMES) obj.setPinPath(name, `${w.pinPath}/abi1/${name}`);
+      for (const name of MAP_NAMES) obj.setPinPath(name, `${w.pinPath}/abi2/${name}`);
       obj.load();
     }
     const before = pins(w.pinPath);
     assert.throws(
-      () => Datapath.open({ pinPath: w.pinPath, object: Deno.readFileSync(today) }),
-      /Refusing the maps pinned under map layout ABI 1: pinned map "probe_targets" has valueSize 12, this object's has valueSize 8/,
+      () => Datapath.open({ pinPath: w.pinPath, object: Deno.readFileSync(TODAY) }),
+      /Refusing the maps pinned under map layout ABI 2: pinned map "probe_targets" has valueSize 32, this object's has valueSize 24/,
     );
     assert.deepEqual(pins(w.pinPath), before, "nothing pinned, nothing removed");
   },

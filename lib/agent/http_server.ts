@@ -28,6 +28,10 @@ export interface TargetView {
   handler?: string;
   httpPath?: string;
   httpScheme?: string;
+  /** Kubelet connects the datapath tagged for this target (absent: not in the map). */
+  hits?: number;
+  /** Seconds since the last one; null when there was none. */
+  lastHitAgeSeconds?: number | null;
 }
 
 export interface Readiness {

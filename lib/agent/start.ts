@@ -16,6 +16,8 @@ import {
   startLocalServer,
   type TargetView,
 } from "./http_server.ts";
+import { hitsByKey, hitsOf, type HitsView } from "../datapath/hits.ts";
+import { monotonicNowNs } from "../datapath/libbpf/clock.ts";
 import { Metrics } from "./metrics.ts";
 import { fileNodeNetworkStore } from "./node_networks.ts";
 import { conflictMessage, refusalMessage } from "../rules/conflicts.ts";
@@ -35,8 +37,11 @@ export interface RunningAgent {
   stop(): Promise<void>;
 }
 
-/** Turns the core's snapshot into the HTTP view (`/targets`, `lace targets`, doctor). */
-function targetViews(snapshot: Readonly<AgentSnapshot>): TargetView[] {
+/**
+ * Turns the core's snapshot into the HTTP view (`/targets`, `lace targets`,
+ * doctor), with each target's hits as the map holds them now.
+ */
+function targetViews(snapshot: Readonly<AgentSnapshot>, hits: Map<string, HitsView>): TargetView[] {
   return snapshot.targets.map((t) => ({
     family: t.entry.key.family,
     address: t.entry.key.address,
@@ -49,6 +54,7 @@ function targetViews(snapshot: Readonly<AgentSnapshot>): TargetView[] {
     probe: t.probe,
     handler: t.handler,
     ...(t.http ? { httpPath: t.http.path, httpScheme: t.http.scheme } : {}),
+    ...hitsOf(hits, t.entry.key),
   }));
 }
 
@@ -212,7 +218,8 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     }
     return { ready: reasons.length === 0, reasons };
   };
-  const targets = () => targetViews(core.view());
+  const targets = () =>
+    targetViews(core.view(), hitsByKey(datapath.store.entriesWithHits(), monotonicNowNs()));
 
   follower.start();
   parts.push(() => follower.stop());

@@ -9,6 +9,7 @@ import { getFromAgent } from "../agent/local_client.ts";
 import { defaultConfig, nodeProblems } from "../config.ts";
 import { boolean, type CommandSpec, helpText, parseFlags, UsageError } from "./flags.ts";
 import { nodeFlags } from "./agent_flags.ts";
+import { formatDuration } from "../duration.ts";
 
 interface TargetsOptions {
   json: boolean;
@@ -18,7 +19,8 @@ interface TargetsOptions {
 
 const spec: CommandSpec<TargetsOptions> = {
   name: "targets",
-  summary: "List the registered probe targets: family, address, port, network, mark and pod.",
+  summary:
+    "List the registered probe targets: family, address, port, network, mark, pod, and the kubelet connects each tagged (hits, last hit).",
   usage: "lace targets [--json] [--pin-path DIR] [--agent-socket PATH]",
   flags: [
     { name: "json", key: "json", value: boolean, env: ["LACE_JSON"], help: "Print a JSON array" },
@@ -56,14 +58,26 @@ export async function registeredTargets(
 ): Promise<TargetView[]> {
   const fromAgent = await targetsFromAgent(agentSocket);
   if (fromAgent) return fromAgent;
-  const { readPinnedTargets } = await import("../datapath/pins.ts");
-  return readPinnedTargets(pinPath).map((e) => ({
+  const { readPinnedTargetsWithHits } = await import("../datapath/pins.ts");
+  const { hitsView } = await import("../datapath/hits.ts");
+  const { monotonicNowNs } = await import("../datapath/libbpf/clock.ts");
+  const entries = readPinnedTargetsWithHits(pinPath);
+  const now = monotonicNowNs();
+  return entries.map((e) => ({
     family: e.key.family,
     address: e.key.address,
     port: e.key.port,
     networkId: e.value.networkId,
     mark: e.value.mark,
+    ...hitsView(e.hits, now),
   }));
+}
+
+/** "12s ago", "1h2m ago"; "never" when the kubelet never connected; "-" when unknown. */
+export function lastHitText(ageSeconds: number | null | undefined): string {
+  if (ageSeconds === undefined) return "-";
+  if (ageSeconds === null) return "never";
+  return `${formatDuration(Math.floor(ageSeconds) * 1000)} ago`;
 }
 
 /** Renders targets as an aligned table, sorted for stable output. */
@@ -77,8 +91,10 @@ function targetsTable(targets: TargetView[]): string {
     t.network ? `${t.network} (${t.networkId})` : String(t.networkId),
     `0x${t.mark.toString(16)}`,
     t.pod ?? "-",
+    t.hits === undefined ? "-" : String(t.hits),
+    lastHitText(t.lastHitAgeSeconds),
   ]);
-  const header = ["FAMILY", "ADDRESS", "PORT", "NETWORK", "MARK", "POD"];
+  const header = ["FAMILY", "ADDRESS", "PORT", "NETWORK", "MARK", "POD", "HITS", "LAST HIT"];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   return [header, ...rows].map((r) => r.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd())
     .join("\n");
@@ -102,6 +118,7 @@ export async function runTargetsCommand(args: string[]): Promise<number> {
         networkId: t.networkId,
         mark: t.mark,
         ...(t.pod ? { pod: t.pod } : {}),
+        ...(t.hits === undefined ? {} : { hits: t.hits, lastHitAgeSeconds: t.lastHitAgeSeconds }),
       })),
     ));
   } else {

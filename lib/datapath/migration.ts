@@ -14,7 +14,7 @@ import type { BpfObject } from "./libbpf/object.ts";
 import { decodeInfo, type PinnedInfo, pinnedLayouts, pinnedMapId } from "./pins.ts";
 import { isErrno } from "./libbpf/errors.ts";
 import { join } from "node:path";
-import { INFO_KEY_SIZE, keyId, type ProbeStore } from "./probe_map.ts";
+import { INFO_KEY_SIZE, keyId } from "./probe_map.ts";
 import { BpfProbeStore } from "./probe_store.ts";
 
 const log = getLogger(["lace", "datapath"]);
@@ -74,17 +74,18 @@ export class RunningMaps implements Disposable {
 
 /**
  * Makes `to` hold exactly the entries of another layout's probe map `from`
- * (every key, the value fields this codec knows): the old program's truth,
- * so the new program tags the same connects from its first one. Returns
- * undefined, changing nothing, when this codec cannot read `from`.
+ * (every key, the value fields this codec knows, the hits when both layouts
+ * have them): the old program's truth, so the new program tags the same
+ * connects from its first one. Returns undefined, changing nothing, when
+ * this codec cannot read `from`.
  */
 export function copyProbeMap(
   from: BpfMap,
-  to: ProbeStore,
+  to: BpfProbeStore,
 ): { copied: number; removed: number } | undefined {
   if (!probeMapCodecFits(from.info)) return undefined;
   using source = new BpfProbeStore(BpfMap.openById(from.info.id));
-  const entries = source.entries();
+  const entries = source.entriesWithHits();
   const wanted = new Set(entries.map((e) => keyId(e.key)));
   let removed = 0;
   for (const e of to.entries()) {
@@ -93,7 +94,7 @@ export function copyProbeMap(
       removed++;
     }
   }
-  for (const e of entries) to.put(e);
+  for (const e of entries) to.put(e, e.hits);
   return { copied: entries.length, removed };
 }
 

@@ -23,6 +23,7 @@ import {
   INFO_KEY_SIZE,
   INFO_LAYOUT,
   type ProbeEntry,
+  type ProbeEntryWithHits,
 } from "./probe_map.ts";
 import { parseLayoutDir } from "./layout.ts";
 import { UNVERSIONED_ABI } from "./object_abi.ts";
@@ -158,6 +159,12 @@ export function openCurrentMap(pinPath: string, name: (typeof MAP_NAMES)[number]
 export function readPinnedTargets(pinPath: string): ProbeEntry[] {
   using store = new BpfProbeStore(openCurrentMap(pinPath, "probe_targets"));
   return store.entries();
+}
+
+/** The probe targets in the current map with the datapath's hits, without loading anything. */
+export function readPinnedTargetsWithHits(pinPath: string): ProbeEntryWithHits[] {
+  using store = new BpfProbeStore(openCurrentMap(pinPath, "probe_targets"));
+  return store.entriesWithHits();
 }
 
 /** The per-CPU counters, summed over CPUs, by name. */

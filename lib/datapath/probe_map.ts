@@ -26,6 +26,18 @@ export interface ProbeEntry {
   value: ProbeValue;
 }
 
+/** What the datapath saw for one target: the connects it tagged, and when the last one was. */
+export interface ProbeHits {
+  hits: bigint;
+  /** CLOCK_MONOTONIC (coarse) of the last tagged connect, in ns; 0n when none yet. */
+  lastHitNs: bigint;
+}
+
+/** A probe map entry with its hits (zero in layouts older than ABI 2, which had none). */
+export interface ProbeEntryWithHits extends ProbeEntry {
+  hits: ProbeHits;
+}
+
 export const AF_INET = 2;
 export const AF_INET6 = 10;
 
@@ -48,10 +60,19 @@ export const KEY_LAYOUT = {
     addr: { offset: 4, size: 16 },
   },
 } as const satisfies StructLayout;
-/** struct lace_probe_value: mark u32, network_id u16, flags u16 (reserved). */
+/**
+ * struct lace_probe_value: mark u32, network_id u16, flags u16 (reserved),
+ * hits u64, last_hit_ns u64. The agent writes the first fields (VALUE_SIZE,
+ * which every layout shares); the program fills hits and last_hit_ns.
+ */
 export const VALUE_LAYOUT = {
-  size: 8,
-  fields: { mark: { offset: 0, size: 4 }, network_id: { offset: 4, size: 2 } },
+  size: 24,
+  fields: {
+    mark: { offset: 0, size: 4 },
+    network_id: { offset: 4, size: 2 },
+    hits: { offset: 8, size: 8 },
+    last_hit_ns: { offset: 16, size: 8 },
+  },
 } as const satisfies StructLayout;
 /** struct lace_info: abi_version u32, flags u32, loaded_at u64, object_sha256 u8[32]. */
 export const INFO_LAYOUT = {
@@ -65,9 +86,13 @@ export const INFO_LAYOUT = {
 /** The info map holds one lace_info under the u32 key 0. */
 export const INFO_KEY_SIZE = 4;
 export const KEY_SIZE = KEY_LAYOUT.size;
-export const VALUE_SIZE = VALUE_LAYOUT.size;
+/**
+ * The bytes of a probe value the agent writes (mark, network id, flags), the
+ * same in every layout: a map with at least these can be read and filled.
+ */
+export const VALUE_SIZE = 8;
 /** Must equal LACE_ABI_VERSION in bpf/lace.h. */
-export const ABI_VERSION = 1;
+export const ABI_VERSION = 2;
 /** The probe map's max_entries: LACE_MAX_TARGETS in bpf/lace.h. */
 export const MAX_TARGETS = 65536;
 
@@ -210,6 +235,29 @@ export function decodeValue(bytes: Uint8Array): ProbeValue {
     mark: view.getUint32(mark.offset, true),
     networkId: view.getUint16(network_id.offset, true),
   };
+}
+
+/**
+ * Reads the hits of a probe value of any layout: the bytes after the agent's
+ * fields, zero when the value is too short to have them (ABI 1).
+ */
+export function decodeHits(bytes: Uint8Array): ProbeHits {
+  const { hits, last_hit_ns } = VALUE_LAYOUT.fields;
+  if (bytes.length < last_hit_ns.offset + last_hit_ns.size) return { hits: 0n, lastHitNs: 0n };
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return {
+    hits: view.getBigUint64(hits.offset, true),
+    lastHitNs: view.getBigUint64(last_hit_ns.offset, true),
+  };
+}
+
+/** Writes hits into a probe value of a layout that has them (at least VALUE_LAYOUT.size bytes). */
+export function encodeHitsInto(bytes: Uint8Array, value: ProbeHits): void {
+  const { hits, last_hit_ns } = VALUE_LAYOUT.fields;
+  if (bytes.length < VALUE_LAYOUT.size) return;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  view.setBigUint64(hits.offset, value.hits, true);
+  view.setBigUint64(last_hit_ns.offset, value.lastHitNs, true);
 }
 
 /**

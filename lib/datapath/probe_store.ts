@@ -6,12 +6,16 @@ import { getLogger } from "@logtape/logtape";
 import type { BpfMap } from "./libbpf/map.ts";
 import { probeMapCodecFits } from "./layout.ts";
 import {
+  decodeHits,
   decodeKey,
   decodeValue,
+  encodeHitsInto,
   encodeKey,
   encodeValue,
   KEY_SIZE,
   type ProbeEntry,
+  type ProbeEntryWithHits,
+  type ProbeHits,
   type ProbeKey,
   type ProbeStore,
   type ProbeValue,
@@ -39,10 +43,19 @@ export class BpfProbeStore implements ProbeStore, Disposable {
 
   /** Every entry in the kernel map; undecodable entries are logged and skipped. */
   entries(): ProbeEntry[] {
-    const out: ProbeEntry[] = [];
+    return this.entriesWithHits().map(({ key, value }) => ({ key, value }));
+  }
+
+  /** Every entry with the datapath's hits (zero in a layout without them). */
+  entriesWithHits(): ProbeEntryWithHits[] {
+    const out: ProbeEntryWithHits[] = [];
     for (const [k, v] of this.#map.entries()) {
       try {
-        out.push({ key: decodeKey(k), value: decodeValue(v.subarray(0, VALUE_SIZE)) });
+        out.push({
+          key: decodeKey(k),
+          value: decodeValue(v.subarray(0, VALUE_SIZE)),
+          hits: decodeHits(v),
+        });
       } catch (error) {
         log.warn("Skipping undecodable probe map entry {key}: {error}", {
           key: Array.from(k, (b) => b.toString(16).padStart(2, "0")).join(""),
@@ -53,9 +66,14 @@ export class BpfProbeStore implements ProbeStore, Disposable {
     return out;
   }
 
-  put(entry: ProbeEntry): void {
+  /**
+   * Writes one entry; its hits start at zero unless given (a migration
+   * carries them over from the map it copies).
+   */
+  put(entry: ProbeEntry, hits?: ProbeHits): void {
     const value = new Uint8Array(this.#map.info.valueSize);
     value.set(encodeValue(entry.value));
+    if (hits) encodeHitsInto(value, hits);
     this.#map.update(encodeKey(entry.key), value);
   }
 

@@ -110,7 +110,7 @@ Deno.test("evaluate() says which object the node runs and that it is this lace's
   assert.equal(c.ok, true);
   assert.equal(
     c.message,
-    "the node runs BPF object sha256 abababababab (map layout ABI 1): this lace's object",
+    "the node runs BPF object sha256 abababababab (map layout ABI 2): this lace's object",
   );
 });
 
@@ -127,14 +127,14 @@ Deno.test("evaluate() flags a pinned program from another build", () => {
   assert.equal(c.ok, false);
   assert.match(
     c.message,
-    /node runs BPF object sha256 abababababab \(map layout ABI 1\), not this lace's \(sha256 cdcdcdcdcdcd, map layout ABI 1\)/,
+    /node runs BPF object sha256 abababababab \(map layout ABI 2\), not this lace's \(sha256 cdcdcdcdcdcd, map layout ABI 2\)/,
   );
   const old = byName(
     evaluate({ ...healthy(), info: { abiVersion: ABI_VERSION + 1, objectSha256: SHA } }),
     "program-version",
   );
   assert.equal(old.ok, false);
-  assert.match(old.message, /map layout ABI 2\), not this lace's/);
+  assert.match(old.message, /map layout ABI 3\), not this lace's/);
 });
 
 Deno.test("evaluate() reports a missing kubelet cgroup and a kubelet that runs elsewhere", () => {

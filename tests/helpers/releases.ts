@@ -1,6 +1,7 @@
 /**
  * Other releases' BPF objects for upgrade tests, built into a temp directory:
  * the release before layouts were versioned (tests/fixtures/bpf_release_n1),
+ * the previous release, map layout ABI 1 in abi1/ (tests/fixtures/bpf_release_abi1),
  * today's source with other instructions (LACE_TEST_VARIANT), and a "next
  * layout" release (ABI + 1, a probe value with one more field). Also a node as
  * the release before left it: maps pinned flat beside the links.
@@ -16,6 +17,7 @@ import { encodeKey, encodeValue, type ProbeEntry } from "../../lib/datapath/prob
 import { BPF_DIR, buildBpfObject } from "./bpf_build.ts";
 
 const RELEASE_N1 = fileURLToPath(new URL("../fixtures/bpf_release_n1", import.meta.url));
+const RELEASE_ABI1 = fileURLToPath(new URL("../fixtures/bpf_release_abi1", import.meta.url));
 
 /** The objects of the releases an upgrade test moves between, and their sha256s. */
 export class Releases implements AsyncDisposable {
@@ -28,11 +30,19 @@ export class Releases implements AsyncDisposable {
     return new Releases(await Deno.makeTempDir({ prefix: "lace-releases-" }));
   }
 
-  /** The release before layouts were versioned: ABI 1, no lace_abi_version symbol. */
-  previous(): Promise<string> {
+  /** The release before layouts were versioned: ABI 1 pinned flat, no lace_abi_version symbol. */
+  unversioned(): Promise<string> {
     return buildBpfObject({
       source: join(RELEASE_N1, "lace.bpf.c"),
       out: join(this.dir, "release-n1.bpf.o"),
+    });
+  }
+
+  /** The previous release: map layout ABI 1 in abi1/, probe values without hits. */
+  previous(): Promise<string> {
+    return buildBpfObject({
+      source: join(RELEASE_ABI1, "lace.bpf.c"),
+      out: join(this.dir, "release-abi1.bpf.o"),
     });
   }
 
@@ -41,20 +51,20 @@ export class Releases implements AsyncDisposable {
     return buildBpfObject({ out: join(this.dir, "variant.bpf.o"), defines: ["LACE_TEST_VARIANT"] });
   }
 
-  /** A next release that changes the layout: ABI + 1 and one more probe value field. */
+  /** A next release that changes the layout: ABI + 1 and one more probe value field at the end. */
   async nextLayout(): Promise<string> {
     const src = join(this.dir, "next");
     await Deno.mkdir(src, { recursive: true });
     const header = await Deno.readTextFile(join(BPF_DIR, "lace.h"));
     const abi = Number(/#define LACE_ABI_VERSION (\d+)/.exec(header)?.[1]);
-    const flags = "\t__u16 flags; /* reserved, zero */\n";
-    if (!abi || !header.includes(flags)) {
+    const last = "\t__u64 last_hit_ns;\n};\n";
+    if (!abi || !header.includes(last)) {
       throw new Error("bpf/lace.h changed shape: update tests/helpers/releases.ts nextLayout()");
     }
     await Deno.writeTextFile(
       join(src, "lace.h"),
       header.replace(`#define LACE_ABI_VERSION ${abi}`, `#define LACE_ABI_VERSION ${abi + 1}`)
-        .replace(flags, `${flags}\t__u32 next_field; /* the next release's, zero here */\n`),
+        .replace(last, `\t__u64 last_hit_ns;\n\t__u64 next_field; /* the next release's */\n};\n`),
     );
     await Deno.copyFile(join(BPF_DIR, "lace.bpf.c"), join(src, "lace.bpf.c"));
     return buildBpfObject({ source: join(src, "lace.bpf.c"), out: join(this.dir, "next.bpf.o") });
@@ -95,7 +105,7 @@ export async function sha256Of(object: string): Promise<string> {
  * maps pinned flat under `pinPath`, holding `entries`, its info written, and
  * both programs attached to `cgroup` through pinned links.
  */
-export async function installPreviousRelease(
+export async function installUnversionedRelease(
   pinPath: string,
   cgroup: string,
   object: string,

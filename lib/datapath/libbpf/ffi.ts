@@ -102,6 +102,8 @@ export const LIBC_SYMBOLS = {
   poll: { parameters: ["buffer", "u64", "i32"], result: "i32" },
   /** int getsockopt(int sockfd, int level, int optname, void *optval, socklen_t *optlen) */
   getsockopt: { parameters: ["i32", "i32", "i32", "buffer", "buffer"], result: "i32" },
+  /** int clock_gettime(clockid_t clockid, struct timespec *tp) */
+  clock_gettime: { parameters: ["i32", "buffer"], result: "i32" },
   /** int flock(int fd, int operation) */
   flock: { parameters: ["i32", "i32"], result: "i32" },
   /** int *__errno_location(void): this thread's errno, read right after a failed call */
@@ -122,6 +124,8 @@ export const LOCK_SH = 1;
 export const LOCK_EX = 2;
 export const LOCK_NB = 4;
 export const LOCK_UN = 8;
+/** clock_gettime(2) clocks: the one bpf_ktime_get_coarse_ns() reads (coarser). */
+export const CLOCK_MONOTONIC = 1;
 /** open(2) flags. */
 export const O_RDONLY = 0;
 export const O_DIRECTORY = 0o200000;
