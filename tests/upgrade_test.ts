@@ -291,14 +291,13 @@ Deno.test({
     await using w = await AgentWorld.create();
     await using releases = await Releases.create();
     const narrow = await releases.narrowValue();
-    const today = new URL("../bpf/lace.bpf.o", import.meta.url).pathname;
-    await installPreviousRelease(w.pinPath, w.cgroups.kubelet, narrow, EXPECTED);
+    await installUnversionedRelease(w.pinPath, w.cgroups.kubelet, narrow, EXPECTED);
     await using kubelet = new StandInKubelet(w.kubelet, TARGET);
     await kubelet.connects(20);
 
     // The agent cannot copy the old map: it swaps once its own list of POD is in its map.
     await w.writePod(POD);
-    const agent = startAgent(w, today);
+    const agent = startAgent(w, TODAY);
     await agent.ready();
     const line = (text: string) => agent.logs.findIndex((l) => l.includes(text));
     assert.ok(line("cannot read") >= 0, "it says why it waits before swapping");
@@ -306,7 +305,7 @@ Deno.test({
       line("First full pod list applied") < line("not this agent's: swapped in"),
       "the swap comes after its own list is in its map",
     );
-    await converged(w, today, 1);
+    await converged(w, TODAY, ABI_VERSION);
     await kubelet.connects(20);
     assertNoneUntagged(await kubelet.stop());
   },

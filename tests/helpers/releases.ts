@@ -77,7 +77,8 @@ export class Releases implements AsyncDisposable {
   async narrowValue(): Promise<string> {
     const src = join(this.dir, "narrow");
     await Deno.mkdir(src, { recursive: true });
-    const header = await Deno.readTextFile(join(BPF_DIR, "lace.h"));
+    // The previous release's source: it reads no value field but the mark.
+    const header = await Deno.readTextFile(join(RELEASE_ABI1, "lace.h"));
     const value = /struct lace_probe_value \{[^}]*\};/.exec(header)?.[0];
     if (!value?.includes("__u32 mark;")) {
       throw new Error("bpf/lace.h changed shape: update tests/helpers/releases.ts narrowValue()");
@@ -86,7 +87,7 @@ export class Releases implements AsyncDisposable {
       join(src, "lace.h"),
       header.replace(value, "struct lace_probe_value {\n\t__u32 mark;\n};"),
     );
-    await Deno.copyFile(join(BPF_DIR, "lace.bpf.c"), join(src, "lace.bpf.c"));
+    await Deno.copyFile(join(RELEASE_ABI1, "lace.bpf.c"), join(src, "lace.bpf.c"));
     return buildBpfObject({ source: join(src, "lace.bpf.c"), out: join(this.dir, "narrow.bpf.o") });
   }
 
