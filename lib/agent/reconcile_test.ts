@@ -42,6 +42,19 @@ Deno.test("diffTargets() yields nothing when the store already matches", () => {
   });
 });
 
+Deno.test("diffTargets() removes a withdrawn key before deletes are allowed, if held and unwanted", () => {
+  const held = entry("10.0.0.1", 80), wanted = entry("10.0.0.2", 80), other = entry("10.0.0.3", 80);
+  const withdraw = [held.key, wanted.key, entry("10.0.0.4", 80).key];
+  assert.deepEqual(
+    diffTargets(desiredOf(wanted), [held, wanted, other], { allowDelete: false, withdraw }),
+    { put: [], remove: [held.key] },
+  );
+  assert.deepEqual(
+    diffTargets(desiredOf(wanted), [held, wanted, other], { allowDelete: false }).remove,
+    [],
+  );
+});
+
 Deno.test("diffTargets() puts an entry whose mark alone differs", () => {
   // An agent restarted with a new --probe-mark must rewrite every entry.
   const want = entry("10.0.0.1", 80, 7);

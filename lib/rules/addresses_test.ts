@@ -54,3 +54,18 @@ Deno.test("specialAddressReason() names the metadata service for IPv4 link-local
   assert.match(specialAddressReason("link-local", "ipv4"), /metadata service/);
   assert.match(specialAddressReason("link-local", "ipv6"), /fe80::\/10/);
 });
+
+Deno.test("specialAddressReason() says why each kind is never a pod's own address", () => {
+  const cases: [AddressKind, string][] = [
+    ["loopback", "a loopback address is the node itself"],
+    ["unspecified", "an unspecified address reaches the node itself"],
+    ["multicast", "a multicast address names a group, not a pod"],
+    ["broadcast", "the broadcast address names every host on the link, not a pod"],
+  ];
+  for (const [kind, reason] of cases) {
+    assert.equal(specialAddressReason(kind, "ipv4"), reason);
+    assert.equal(specialAddressReason(kind, "ipv6"), reason);
+  }
+  assert.match(specialAddressReason("link-local", "ipv4"), /169\.254\.0\.0\/16/);
+  assert.match(specialAddressReason("link-local", "ipv6"), /fe80::\/10/);
+});

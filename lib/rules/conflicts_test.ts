@@ -245,3 +245,43 @@ Deno.test("refusalMessage() names the address and no other pod", () => {
   assert.match(message, /address 10\.0\.0\.5 is already used/);
   assert.doesNotMatch(message, /holder|net2/);
 });
+
+Deno.test("the conflict policies are fail-closed and older-wins", () => {
+  assert.deepEqual([...CONFLICT_POLICIES], ["fail-closed", "older-wins"]);
+});
+
+Deno.test("addressClashes() sorts by address, then by holder", () => {
+  const clashes = addressClashes(
+    { uid: "new", networkId: 1, addresses: ["10.0.0.5", "10.0.0.6"] },
+    [placement("z", 2, "10.0.0.6"), placement("y", 3, "10.0.0.5"), placement("x", 2, "10.0.0.5")],
+  );
+  assert.deepEqual(clashes.map((c) => `${c.address} ${c.holder.uid}`), [
+    "10.0.0.5 x",
+    "10.0.0.5 y",
+    "10.0.0.6 z",
+  ]);
+});
+
+Deno.test("conflictMessage() brackets an IPv6 address and names the default network", () => {
+  const [c] = resolveConflicts(
+    [target("a", NEW, 0, "fd00::1"), target("b", OLD, 1, "fd00::1")],
+    "fail-closed",
+  )
+    .conflicts;
+  const plain = c.dropped.find((d) => d.networkId === 0)!;
+  assert.equal(
+    conflictMessage(c, plain),
+    "Probe target [fd00::1]:80 is also claimed on this node by a pod of another network: Lace tags it for neither pod (fail closed), so the kubelet's probes of this pod to [fd00::1]:80 are not tagged into the default network until the address is unique on the node",
+  );
+});
+
+Deno.test("refusalMessage() lists each clashing address once", () => {
+  const clashes = addressClashes(
+    { uid: "new", networkId: 1, addresses: ["10.0.0.5", "10.0.0.6"] },
+    [
+      placement("h1", 2, "10.0.0.5"),
+      placement("h2", 3, "10.0.0.5", "10.0.0.6"),
+    ],
+  );
+  assert.match(refusalMessage(clashes), /address 10\.0\.0\.5, 10\.0\.0\.6 is already used/);
+});

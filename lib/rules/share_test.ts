@@ -131,3 +131,33 @@ Deno.test("capTargets() writes exactly cap targets and reports one more", () => 
   assert.equal(writable.length, 3);
   assert.deepEqual([unwritten?.count, unwritten?.wanted], [1, 4]);
 });
+
+Deno.test("fairShares() gives the one-entry remainder by uid, not by demand or input order", () => {
+  assert.deepEqual(shares({ b: 50, a: 100 }, 51), { a: 26, b: 25 });
+  assert.deepEqual(shares({ b: 100, a: 100 }, 3), { a: 2, b: 1 });
+});
+
+Deno.test("shareMap() says how many of a pod's targets it keeps and drops", () => {
+  const { unwritten } = shareMap([...targets("a", 3), ...targets("b", 1)], () => 0, 3);
+  assert.deepEqual(unwritten.map((u) => [u.pod.uid, u.count, u.wanted]), [["a", 1, 3]]);
+  assert.equal(
+    unwritten[0].message,
+    "The probe map (3 entries) cannot hold every pod's targets: this pod gets a fair share of 2 of its 3, and the kubelet's probes to the other 1 are not tagged into its network",
+  );
+});
+
+Deno.test("failedWrites() counts E2BIG and ENOSPC each as a full map, any other code as a write error", () => {
+  const all = targets("a", 3);
+  const failed = (code: string) => failedWrites([{ key: all[0].key, code, error: code }], all);
+  for (const code of ["E2BIG", "ENOSPC"]) {
+    assert.deepEqual(failed(code).map((u) => [u.reason, u.message]), [[
+      "map-full",
+      "The probe map is full: some of this pod's probe targets could not be written, and the kubelet's probes to them are not tagged into its network",
+    ]]);
+  }
+  assert.deepEqual(failed("EPERM").map((u) => [u.reason, u.count, u.wanted]), [[
+    "write-error",
+    1,
+    3,
+  ]]);
+});

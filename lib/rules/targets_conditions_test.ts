@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { keyId } from "../datapath/probe_map.ts";
 import type { Pod } from "../pods/pod.ts";
 import { resolveConflicts } from "./conflicts.ts";
-import { probeTargetsForPod, type Target } from "./targets.ts";
+import { podPlacement, probeTargetsForPod, type Target } from "./targets.ts";
 
 const OPTS = { networkAnnotation: "lace.io/network", networkIdAnnotation: "lace.io/network-id" };
 const NET = { "lace.io/network": "blue", "lace.io/network-id": "7" };
@@ -233,4 +233,46 @@ Deno.test("resolveConflicts() names a pod once however many of its probes claim 
     resolveConflicts(claims, policy).conflicts.map((c) => c.dropped.map((d) => d.pod.uid));
   assert.deepEqual(dropped("older-wins"), [["bb", "ccc"]]);
   assert.deepEqual(dropped("fail-closed"), [["a", "bb", "ccc"]]);
+});
+
+Deno.test("a target names its pod with defaults for a missing namespace, name and uid", () => {
+  const p = pod([tcp(80)]) as unknown as { metadata: Record<string, unknown> };
+  p.metadata = { annotations: NET };
+  assert.deepEqual(run(p as unknown as Pod).targets[0].pod, {
+    namespace: "default",
+    name: "",
+    uid: "",
+  });
+  p.metadata = { annotations: NET, namespace: 3, creationTimestamp: "2026-01-01T00:00:00Z" };
+  assert.deepEqual(run(p as unknown as Pod).targets[0].pod, {
+    namespace: "default",
+    name: "",
+    uid: "",
+    creationTimestamp: "2026-01-01T00:00:00Z",
+  });
+});
+
+Deno.test("a node network differing from the annotations in id alone, or in name alone, is a mismatch", () => {
+  const node = { network: "blue", networkId: 7 };
+  const mismatch = (annotations: Record<string, unknown>) =>
+    probeTargetsForPod(pod([tcp(80)], { annotations }), OPTS, node).mismatch?.annotated;
+  assert.equal(mismatch(NET), undefined);
+  assert.equal(mismatch({ ...NET, "lace.io/network-id": "8" }), 'network "blue" (id 8)');
+  assert.equal(mismatch({ ...NET, "lace.io/network": "red" }), 'network "red" (id 7)');
+});
+
+Deno.test("podPlacement() holds nothing for a pod without a spec, and the node's network otherwise", () => {
+  assert.equal(podPlacement({ metadata: {} } as unknown as Pod, OPTS), undefined);
+  assert.equal(podPlacement(null as unknown as Pod, OPTS), undefined);
+  const placed = podPlacement(pod([tcp(80)]), OPTS, { network: "green", networkId: 3 });
+  assert.deepEqual(placed?.network, { network: "green", networkId: 3 });
+  assert.deepEqual(placed?.addresses.map((a) => a.address), ["10.1.0.5", "fd00::5"]);
+});
+
+Deno.test("a pod IP entry without an address is named as undefined, and a special address is reported once", () => {
+  const r = run(
+    pod([tcp(80)], { status: { podIPs: [{}, { ip: "127.0.0.1" }, { ip: "127.0.0.1" }] } }),
+  );
+  assert.deepEqual(r.skips.map((s) => s.split(":")[0]), ["address", "special-address"]);
+  assert.equal(r.skips[0], "address: Pod IP is not an IP address: undefined");
 });
