@@ -201,6 +201,7 @@ Deno.test({
       const agent = await startReadyAgent(w, object);
       await converged(w, object, abi);
       assert.ok(targetHits(w.pinPath) >= hits, `hits kept on the way to ABI ${abi}`);
+      assert.match((await agent.get("/metrics")).body, new RegExp(`bpf_abi="${abi}"`));
       await kubelet.connects(20);
       hits = targetHits(w.pinPath);
       assert.ok(hits >= 20n, `ABI ${abi} counts hits`);

@@ -41,6 +41,8 @@ export class Metrics {
   constructor(
     readCounters: () => ConnectCounters | undefined,
     readMap: () => { entries: number; capacity: number } | undefined = () => undefined,
+    /** The map layout of the object the agent runs (LACE_BPF_OBJECT may pick another). */
+    bpfAbi = ABI_VERSION,
   ) {
     const registers = [this.registry];
     this.probeTargets = new Gauge({
@@ -188,7 +190,7 @@ export class Metrics {
       help: "Version of the agent and of its BPF map layout",
       labelNames: ["version", "bpf_abi"],
       registers,
-    }).set({ version: VERSION, bpf_abi: String(ABI_VERSION) }, 1);
+    }).set({ version: VERSION, bpf_abi: String(bpfAbi) }, 1);
   }
 
   /**

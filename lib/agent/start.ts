@@ -94,7 +94,7 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
       log.warning("Reading the probe map's size failed: {error}", { error: String(e) });
       return undefined;
     }
-  });
+  }, datapath.abi);
 
   const sources: PodSource[] = [];
   if (config.podsDir) {

@@ -142,14 +142,17 @@ export function removeLayoutPins(layout: PinnedLayout): string[] {
  * readers (`lace targets`, `lace doctor`, tests); nothing is loaded.
  */
 export function openCurrentMap(pinPath: string, name: (typeof MAP_NAMES)[number]): BpfMap {
-  using link = openPinnedLink(join(pinPath, linkPinName("connect4")));
-  const progId = link?.info().progId ?? 0;
-  if (progId !== 0) {
-    for (const id of programMapIds(progId)) {
+  try {
+    using link = openPinnedLink(join(pinPath, linkPinName("connect4")));
+    const progId = link?.info().progId ?? 0;
+    for (const id of progId ? programMapIds(progId) : []) {
       const map = BpfMap.openById(id);
       if (map.info.name === name) return map;
       map.close();
     }
+  } catch (e) {
+    // Opening by id needs CAP_SYS_ADMIN: without it, the pins still say where the maps are.
+    if (!isErrno(e, "EPERM", "EACCES")) throw e;
   }
   const layout = pinnedLayouts(pinPath).find((l) => pathExists(join(l.dir, name)));
   return openPinnedMap(layout?.dir ?? pinPath, name);

@@ -39,6 +39,8 @@ export interface NodeSnapshot {
   links: LinkSnapshot[] | { error: string };
   info: { abiVersion: number; objectSha256: string } | null | { error: string };
   binarySha256: string | { error: string };
+  /** The map layout this lace's object declares; null when the object cannot be read. */
+  binaryAbi: number | null;
   cgroup2Mounts: string[];
   kubeletCgroup: {
     configured: string;
@@ -235,15 +237,14 @@ function versionCheck(s: NodeSnapshot): Check {
       "rebuild: `deno task bpf`",
     );
   }
-  const same = s.info.objectSha256 === s.binarySha256 && s.info.abiVersion === ABI_VERSION;
+  const abi = s.binaryAbi ?? ABI_VERSION;
+  const same = s.info.objectSha256 === s.binarySha256 && s.info.abiVersion === abi;
   return check(
     "program-version",
     same,
     same
       ? `${runs}: this lace's object`
-      : `${runs}, not this lace's (sha256 ${
-        s.binarySha256.slice(0, 12)
-      }, map layout ABI ${ABI_VERSION})`,
+      : `${runs}, not this lace's (sha256 ${s.binarySha256.slice(0, 12)}, map layout ABI ${abi})`,
     fix,
   );
 }

@@ -22,6 +22,7 @@ function healthy(): NodeSnapshot {
     })),
     info: { abiVersion: ABI_VERSION, objectSha256: SHA },
     binarySha256: SHA,
+    binaryAbi: ABI_VERSION,
     cgroup2Mounts: ["/sys/fs/cgroup"],
     kubeletCgroup: { configured: K, path: K, error: null, id: 77n },
     kubelets: [{ pid: 10, comm: "kubelet", cgroupDir: K }],
@@ -120,6 +121,16 @@ Deno.test("evaluate() warns while maps of two layouts are pinned, and only then"
   assert.equal(c.ok, false);
   assert.equal(c.severity, "warning");
   assert.match(c.message, /maps of 2 layouts are pinned \(ABI 2, 1\): a migration is under way/);
+});
+
+Deno.test("evaluate() compares the node's layout with the one this lace's object declares", () => {
+  const next = { ...healthy(), binaryAbi: 2, info: { abiVersion: 2, objectSha256: SHA } };
+  assert.equal(byName(evaluate(next), "program-version").ok, true);
+  const behind = { ...next, info: { abiVersion: 1, objectSha256: SHA } };
+  assert.match(
+    byName(evaluate(behind), "program-version").message,
+    /map layout ABI 1\), not this lace's \(sha256 abababababab, map layout ABI 2\)/,
+  );
 });
 
 Deno.test("evaluate() flags a pinned program from another build", () => {

@@ -6,6 +6,7 @@
  */
 import { join } from "node:path";
 import { bpfObjectBytes, objectSha256 } from "../datapath/bpf_object.ts";
+import { objectAbiVersion } from "../datapath/object_abi.ts";
 import { cgroup2Mounts, mapConfiguredCgroup, mapProcessCgroup } from "../cgroup/path.ts";
 import {
   pathExists,
@@ -83,6 +84,13 @@ export async function gatherSnapshot(o: DoctorOptions): Promise<NodeSnapshot> {
       return i ? { abiVersion: i.abiVersion, objectSha256: i.objectSha256 } : null;
     }),
     binarySha256: guard(() => objectSha256(bpfObjectBytes())),
+    binaryAbi: (() => {
+      try {
+        return objectAbiVersion(bpfObjectBytes());
+      } catch {
+        return null; // binarySha256 says why
+      }
+    })(),
     cgroup2Mounts: v2,
     kubeletCgroup: {
       configured: kubelet.configured,
