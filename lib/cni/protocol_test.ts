@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { parseReply, parseRequest, refKey, requestId } from "./protocol.ts";
+import { AttachmentRefusedError, parseReply, parseRequest, refKey, requestId } from "./protocol.ts";
 
 const ref = { containerId: "c1", ifname: "eth0" };
 const attachment = { namespace: "ns", name: "web", uid: "u1", ips: ["10.0.0.1"] };
@@ -205,4 +205,26 @@ Deno.test("parseReply() keeps problems as text and fills a failure's missing fie
   assert.throws(() => parseReply("nope"), new TypeError("Agent reply is not valid JSON"));
   assert.throws(() => parseReply('{"ok":"yes"}'), new TypeError("Agent reply has no ok field"));
   assert.throws(() => parseReply("[true]"), new TypeError("Agent reply has no ok field"));
+});
+
+Deno.test("AttachmentRefusedError is named and marked as a refusal", () => {
+  const e = new AttachmentRefusedError("taken");
+  assert.deepEqual([e.name, e.refused, e.message], ["AttachmentRefusedError", true, "taken"]);
+});
+
+Deno.test("parseRequest() takes a gc list of 100000 attachments and refuses 100001", () => {
+  const valid = Array.from({ length: 100_000 }, () => ref);
+  const gc = parseRequest(JSON.stringify({ v: 1, id: "a", op: "gc", valid }));
+  assert.equal(gc.op === "gc" && gc.valid.length, 100_000);
+  assert.equal(
+    refusal(JSON.stringify({ v: 1, id: "a", op: "gc", valid: [...valid, ref] })),
+    "valid must be a list of attachments",
+  );
+});
+
+Deno.test("parseRequest() names the ref of an add that has a bad one", () => {
+  assert.equal(
+    refusal(JSON.stringify({ v: 1, id: "a", op: "add", ref: { containerId: "c" }, attachment })),
+    "ref.ifname must be a non-empty string of at most 1024 characters",
+  );
 });

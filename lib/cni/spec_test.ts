@@ -433,3 +433,41 @@ Deno.test("resultAddresses() keeps an address whose interface index names no int
     ["10.0.0.1"],
   );
 });
+
+Deno.test("CniError is named so and has empty details unless given", () => {
+  const e = new CniError(7, "bad");
+  assert.deepEqual([e.name, e.code, e.message, e.details], ["CniError", 7, "bad", ""]);
+  assert.deepEqual(errorResult(e, "1.0.0"), { cniVersion: "1.0.0", code: 7, msg: "bad" });
+});
+
+Deno.test("parseEnv() names an empty command and a bad interface, and defaults absent ids to empty", () => {
+  assert.equal(
+    errorOf(() => parseEnv({})).message,
+    `Unknown CNI_COMMAND "": expected one of ADD, DEL, CHECK, VERSION, GC, STATUS`,
+  );
+  assert.equal(
+    errorOf(() => parseEnv({ ...addEnv, CNI_IFNAME: "a/b" })).message,
+    `Invalid CNI_IFNAME "a/b"`,
+  );
+  const v = parseEnv({ CNI_COMMAND: "VERSION" });
+  assert.deepEqual([v.containerId, v.netns, v.ifname, v.args], ["", "", "", {}]);
+});
+
+Deno.test("parseNetConf() refuses a network id that is neither a number nor a string", () => {
+  for (const networkId of [[12], true, { id: 12 }]) {
+    assert.equal(codeOf(() => parseNetConf(conf({ network: "b", networkId }), "ADD")), 7);
+  }
+});
+
+Deno.test("passThrough() takes a prevResult without a version as already in the configuration's", () => {
+  const ips = [{ address: "10.0.0.1/24", version: "4" }];
+  assert.deepEqual(passThrough({ ips }, "1.0.0"), { cniVersion: "1.0.0", ips });
+});
+
+Deno.test("passThrough() converts a result without ips, and keeps ips entries that are not objects", () => {
+  assert.deepEqual(passThrough({ cniVersion: "0.4.0" }, "1.0.0"), { cniVersion: "1.0.0" });
+  assert.deepEqual(passThrough({ cniVersion: "1.0.0", ips: ["x", {}] }, "0.4.0"), {
+    cniVersion: "0.4.0",
+    ips: ["x", { version: "4" }],
+  });
+});
