@@ -117,6 +117,15 @@ async function mutateModule(
     configPath,
     JSON.stringify(strykerConfig(m, mutate, concurrency), null, 2),
   );
+  // The code Stryker copies into its sandbox is the code as it is now.
+  const commit = await git("rev-parse", "--short", "HEAD");
+  const changed = await git(
+    "status",
+    "--porcelain",
+    "--",
+    ...m.mutate.map((e) => e.split("#")[0]),
+    ...m.tests,
+  );
   const started = Date.now();
   await run([
     "deno",
@@ -128,15 +137,8 @@ async function mutateModule(
     configPath,
   ], root);
   const meta = {
-    commit: await git("rev-parse", "--short", "HEAD"),
-    dirty: (await git(
-      "status",
-      "--porcelain",
-      "--",
-      ...m.mutate.map((e) => e.split("#")[0]),
-      ...m.tests,
-    )) !==
-      "",
+    commit,
+    dirty: changed !== "",
     date: new Date().toISOString().slice(0, 16).replace("T", " ") + " UTC",
     seconds: Math.round((Date.now() - started) / 1000),
     concurrency,
