@@ -278,12 +278,14 @@ Deno.test({
       throw new Error(`${e.message}\nolder agent log:\n${older.logs.join("\n")}`);
     });
     assert.ok(older.logs.some((l) => l.includes("Standing by")), "the older agent says so");
+    assert.equal(await older.metric("lace_standing_by"), 1);
     await kubelet.connects(50);
     assert.equal(pins(w.pinPath).join(), onlyLayout(2).join(), "still one set of pins");
 
     // The newer agent goes (a rollback): the older one takes over with its own layout.
     assert.equal((await newer.stop()).code, 0);
     await older.ready();
+    assert.equal(await older.metric("lace_standing_by"), 0);
     await converged(w, previous, 1);
     await kubelet.connects(20);
     assertNoneUntagged(await kubelet.stop());

@@ -33,6 +33,7 @@ export class Metrics {
   readonly kubeletCgroupMismatch: Gauge;
   readonly kubeletLookalikes: Gauge;
   readonly programReplacements: Counter<"program">;
+  readonly standingBy: Gauge;
 
   /**
    * `readCounters` and `readMap` are called at scrape time; either may return
@@ -157,6 +158,12 @@ export class Metrics {
       help: "Pinned links found running another program (another release or build) and " +
         "swapped in place to this agent's",
       labelNames: ["program"],
+      registers,
+    });
+    this.standingBy = new Gauge({
+      name: "lace_standing_by",
+      help: "1 while this agent leaves Lace's links to a live agent of a newer map layout " +
+        "(or a later start of the same layout) and does not swap its program in",
       registers,
     });
     const counter = (name: string, help: string, pick: (c: ConnectCounters) => [bigint, bigint]) =>

@@ -194,6 +194,7 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     const s = follower.status();
     metrics.kubeletCgroupMismatch.set(s.mismatch ? 1 : 0);
     metrics.kubeletLookalikes.set(s.otherKubelets.length);
+    metrics.standingBy.set(datapath.standingBy ? 1 : 0);
     for (const link of datapath.links()) {
       metrics.attached.set({ program: link.program }, s.attached && link.alive ? 1 : 0);
     }
