@@ -4,6 +4,7 @@
  * in-cluster service account. Imports client-node (about 0.5 s), so callers
  * import this module lazily, only when they talk to the API.
  */
+import { createHash } from "node:crypto";
 import { KubeConfig } from "@kubernetes/client-node";
 import { getLogger } from "@logtape/logtape";
 
@@ -21,6 +22,30 @@ type DispatcherOptions = ReturnType<KubeConfig["createDispatcherOptions"]>;
  * client Lace builds stays on HTTP/1.1.
  */
 export class Http1KubeConfig extends KubeConfig {
+  /** The one dispatcher every request shares while the TLS settings stay the same. */
+  #shared?: { key: string; dispatcher: Dispatcher };
+
+  constructor() {
+    super();
+    // client-node 2.0.1 builds a new undici Agent, so a new TCP+TLS connection, for every
+    // request (a TS-private method, replaced here at run time). Lace's list, watch, liveness
+    // probe and Events share one keep-alive pool instead; a new one is built only when the TLS
+    // material read for a request changes (a rotated client certificate or CA).
+    const self = this as unknown as { createDispatcher: CreateDispatcher };
+    const create = self.createDispatcher.bind(this);
+    self.createDispatcher = (cluster, agentOptions) => {
+      const key = dispatcherKey(this.createDispatcherOptions(cluster, agentOptions));
+      if (this.#shared?.key === key) return this.#shared.dispatcher;
+      const built = create(cluster, agentOptions);
+      if (!built) return built;
+      const old = this.#shared?.dispatcher;
+      this.#shared = { key, dispatcher: built.compose(unboundedWatchBodies) };
+      // close() lets requests in flight (an open watch) finish on the old pool.
+      old?.close().catch(() => {});
+      return this.#shared.dispatcher;
+    };
+  }
+
   override createDispatcherOptions(
     ...args: Parameters<KubeConfig["createDispatcherOptions"]>
   ): DispatcherOptions {
@@ -42,6 +67,39 @@ export class Http1KubeConfig extends KubeConfig {
     }
     return options;
   }
+}
+
+/** The subset of undici's Dispatcher this module uses (client-node's undici, not imported here). */
+interface Dispatcher {
+  compose(interceptor: Interceptor): Dispatcher;
+  close(): Promise<void>;
+}
+type DispatchOptions = { path: string; bodyTimeout?: number | null };
+type Dispatch = (options: DispatchOptions, handler: unknown) => boolean;
+type Interceptor = (dispatch: Dispatch) => Dispatch;
+type CreateDispatcher = (
+  ...args: Parameters<KubeConfig["createDispatcherOptions"]>
+) => Dispatcher | undefined;
+
+/**
+ * A watch response has no body timeout: undici's default (300 s) keeps its
+ * coarse timer ticking twice a second for as long as the watch is open, which
+ * wakes an idle agent. A dead watch is noticed by the pod source's own
+ * liveness check instead.
+ */
+const unboundedWatchBodies: Interceptor = (dispatch) => (options, handler) =>
+  dispatch(
+    /[?&]watch=(true|1)\b/.test(options.path) ? { ...options, bodyTimeout: 0 } : options,
+    handler,
+  );
+
+/** Dispatcher options as a string that changes when any TLS setting (CA, key, certificate) does. */
+function dispatcherKey(options: DispatcherOptions): string {
+  // The holder's own value: JSON.stringify hands a replacer a Buffer already turned into JSON.
+  return JSON.stringify(options, function (this: Record<string, unknown>, key, value) {
+    const own = this[key];
+    return own instanceof Uint8Array ? createHash("sha256").update(own).digest("base64") : value;
+  });
 }
 
 const SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token";

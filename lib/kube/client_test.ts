@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { HttpMethod, RequestContext } from "@kubernetes/client-node";
 import { Http1KubeConfig, loadKubeConfig } from "./client.ts";
 
 function kubeconfig(cluster: Record<string, unknown>, user: Record<string, unknown>): string {
@@ -29,6 +30,30 @@ Deno.test("every client Lace builds refuses HTTP/2, whatever the kubeconfig hold
     assert.equal(options.type, "agent", what);
     assert.equal((options as { connect: { allowH2?: boolean } }).connect.allowH2, false, what);
   }
+});
+
+/** The dispatcher client-node would send one request to `path` through. */
+async function dispatcherFor(kc: Http1KubeConfig, path: string): Promise<unknown> {
+  const context = new RequestContext(`https://127.0.0.1:6443${path}`, HttpMethod.GET);
+  await kc.applySecurityAuthentication(context);
+  return context.getDispatcher();
+}
+
+Deno.test("requests share one connection pool while the TLS settings stay the same", async () => {
+  const kc = new Http1KubeConfig();
+  kc.loadFromString(kubeconfig({ "certificate-authority-data": btoa("ca") }, { token: "t" }));
+  const list = await dispatcherFor(kc, "/api/v1/pods");
+  assert.ok(list);
+  assert.equal(await dispatcherFor(kc, "/api/v1/pods?watch=true"), list);
+  assert.equal(await dispatcherFor(kc, "/version"), list);
+});
+
+Deno.test("a changed CA gets a new connection pool", async () => {
+  const kc = new Http1KubeConfig();
+  kc.loadFromString(kubeconfig({ "certificate-authority-data": btoa("ca") }, { token: "t" }));
+  const before = await dispatcherFor(kc, "/version");
+  kc.loadFromString(kubeconfig({ "certificate-authority-data": btoa("rotated") }, { token: "t" }));
+  assert.notEqual(await dispatcherFor(kc, "/version"), before);
 });
 
 Deno.test("loadKubeConfig() says which source it tried when a file is missing or none is set", () => {
