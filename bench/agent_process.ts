@@ -6,6 +6,7 @@
 import { fileURLToPath } from "node:url";
 import { NODE_NAME } from "./pods.ts";
 import { sleep } from "./system.ts";
+import { v8FlagsArg } from "../lib/v8_flags.ts";
 
 const MAIN = fileURLToPath(new URL("../main.ts", import.meta.url));
 
@@ -25,9 +26,9 @@ export function freePort(): number {
   return port;
 }
 
-/** The command line that runs main.ts with `args` under the same deno. */
+/** The command line that runs main.ts with `args` under the same deno, with Lace's V8 flags. */
 export function mainCommand(args: string[]): string[] {
-  return [Deno.execPath(), "run", "--allow-all", MAIN, ...args];
+  return [Deno.execPath(), "run", "--allow-all", v8FlagsArg(), MAIN, ...args];
 }
 
 export class AgentProcess {

@@ -4,7 +4,8 @@
  * source, and Kubernetes API source against the test API server) beside a
  * bare `deno run` of an empty script and one that only imports the
  * Kubernetes client. Startups are measured one at a time; the idle window is
- * shared by all of them, so they see the same machine.
+ * shared by all of them, so they see the same machine. Every process runs
+ * with Lace's V8 flags (lib/v8_flags.ts), as the agent does on a node.
  */
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
@@ -17,6 +18,7 @@ import { JsonLineChild } from "./json_child.ts";
 import { benchPod, benchPodKeys } from "./pods.ts";
 import { atMost, type FigureResult, fmt, type Goal, type Row } from "./report.ts";
 import { round } from "./stats.ts";
+import { V8_FLAGS, v8FlagsArg } from "../lib/v8_flags.ts";
 import type { CleanupStack } from "../lib/cleanup_stack.ts";
 import { benchPinPath, type ProcSample, sampleProcess, sleep, switchesBetween } from "./system.ts";
 
@@ -45,7 +47,7 @@ interface Baseline {
 async function startBaseline(args: string[]): Promise<Baseline> {
   const t0 = performance.now();
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-all", IDLE, ...args],
+    args: ["run", "--allow-all", v8FlagsArg(), IDLE, ...args],
     stdin: "null",
     stdout: "piped",
     stderr: "inherit",
@@ -95,6 +97,13 @@ export async function footprint(
   const client = await startBaseline(["client-node"]);
   cleanups.push(() => client.stop());
   subjects.push({ name: "denoClientNode", label: "deno run, import client-node only", ...client });
+  const kubeConfigModule = await startBaseline(["kubeconfig-module"]);
+  cleanups.push(() => kubeConfigModule.stop());
+  subjects.push({
+    name: "denoKubeConfigModule",
+    label: "deno run, import client-node's KubeConfig module only",
+    ...kubeConfigModule,
+  });
 
   const cgroups = SimCgroups.create();
   cleanups.push(() => cgroups.dispose());
@@ -186,6 +195,7 @@ export async function footprint(
     goal: m.name.startsWith("agent") ? "RSS ≤ 100 MB, idle CPU ≈ 0" : undefined,
   }));
   rows.push({ measurement: "idle window", value: `${fmt(seconds)} s, after all were ready` });
+  rows.push({ measurement: "V8 flags of every process", value: V8_FLAGS.join(" ") });
   const tickRow = measured.find((m) => m.name === "denoTick")!;
   const goals: Goal[] = [];
   for (const m of measured.filter((x) => x.name.startsWith("agent"))) {
@@ -199,7 +209,9 @@ export async function footprint(
       m.name === "agentApi"
         ? `the Kubernetes client alone costs ${
           fmt(measured.find((x) => x.name === "denoClientNode")!.rssMiB)
-        } MiB RSS in a bare deno (see its row)`
+        } MiB RSS in a bare deno, its KubeConfig module alone ${
+          fmt(measured.find((x) => x.name === "denoKubeConfigModule")!.rssMiB)
+        } MiB (see their rows)`
         : undefined,
     ));
     // A loop that wakes once a second is allowed: compare with deno running just such a timer
@@ -224,6 +236,12 @@ export async function footprint(
     title: "4. Agent footprint",
     rows,
     goals,
-    data: { pods, probesPerPod: 3, idleSeconds: round(seconds, 2), processes: measured },
+    data: {
+      pods,
+      probesPerPod: 3,
+      idleSeconds: round(seconds, 2),
+      v8Flags: V8_FLAGS,
+      processes: measured,
+    },
   };
 }

@@ -1,12 +1,15 @@
 /**
  * The baselines of the footprint figure: a near-empty script that says it is
  * ready and then waits forever; optionally after importing the Kubernetes
- * client (the client's own cost), or with a timer that fires once a second
+ * client (the client's own cost), only the client's KubeConfig module (the
+ * least an agent that talks to the API with it can load: it imports the
+ * client's whole generated API), or with a timer that fires once a second
  * and does nothing (the most an idle agent may wake up).
  *
- *   deno run -A bench/idle.ts [client-node | tick]
+ *   deno run -A bench/idle.ts [client-node | kubeconfig-module | tick]
  */
 if (Deno.args[0] === "client-node") await import("@kubernetes/client-node");
+if (Deno.args[0] === "kubeconfig-module") await import("@kubernetes/client-node/dist/config.js");
 if (Deno.args[0] === "tick") setInterval(() => {}, 1000);
 console.log("ready");
 setTimeout(() => {}, 2 ** 31 - 1);

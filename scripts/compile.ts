@@ -10,6 +10,7 @@
  */
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { v8FlagsArg } from "../lib/v8_flags.ts";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const BPF_OBJECT = "bpf/lace.bpf.o";
@@ -37,11 +38,15 @@ export function parseCompileArgs(args: string[]): CompileOptions {
   return options;
 }
 
-/** The `deno compile` arguments: all permissions, the BPF object embedded, main.ts as entry. */
+/**
+ * The `deno compile` arguments: all permissions, Lace's V8 flags built in, the BPF object
+ * embedded, main.ts as entry.
+ */
 export function compileCommandArgs(options: CompileOptions): string[] {
   return [
     "compile",
     "--allow-all",
+    v8FlagsArg(),
     "--include",
     BPF_OBJECT,
     ...(options.target ? ["--target", options.target] : []),

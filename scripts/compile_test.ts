@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { V8_FLAGS } from "../lib/v8_flags.ts";
 import { compileCommandArgs, denortHint, denortProblem, parseCompileArgs } from "./compile.ts";
 
 Deno.test("parseCompileArgs() defaults to dist/lace and takes --output and --target", () => {
@@ -18,6 +19,12 @@ Deno.test("compileCommandArgs() embeds the BPF object and compiles main.ts", () 
   assert.equal(args[args.indexOf("--include") + 1], "bpf/lace.bpf.o");
   assert.equal(args[args.indexOf("--output") + 1], "dist/lace");
   assert.equal(args.at(-1), "main.ts");
+});
+
+Deno.test("compileCommandArgs() builds Lace's V8 flags into the binary", () => {
+  assert.ok(
+    compileCommandArgs({ output: "dist/lace" }).includes(`--v8-flags=${V8_FLAGS.join(",")}`),
+  );
 });
 
 Deno.test("denortProblem() refuses a missing file and the deno CLI itself", async () => {

@@ -5,6 +5,7 @@
  * with a prober in each, a pods directory and a unique pin path. Everything
  * is removed on dispose, even when a test fails half-way.
  */
+import { v8FlagsArg } from "../../lib/v8_flags.ts";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { uninstall } from "../../lib/datapath/pins.ts";
@@ -85,6 +86,7 @@ export class AgentProcess {
       Deno.execPath(),
       "run",
       "-A",
+      v8FlagsArg(),
       MAIN,
       "agent",
       ...args,

@@ -1,0 +1,18 @@
+/**
+ * V8 settings for Lace as a small, long-lived process: the compiled binary
+ * has them built in (`deno task compile`), the chart and the systemd unit set
+ * them in DENO_V8_FLAGS as well (for a `deno run` of the source), and the
+ * tests and benchmarks start the agent with them.
+ *
+ * A 1 MiB semi-space caps V8's young generation, which otherwise grows to
+ * 16 MiB per semi-space under a burst (the first pod list, 50 netcheck
+ * sessions at once) and is returned only when the memory reducer runs:
+ * measured side by side in bench/RESULTS.md (agent peak RSS, netcheck peak
+ * RSS 100 vs 20 nodes).
+ */
+export const V8_FLAGS: readonly string[] = ["--max-semi-space-size=1"];
+
+/** The flags as one `--v8-flags=` argument of `deno run` or `deno compile`. */
+export function v8FlagsArg(): string {
+  return `--v8-flags=${V8_FLAGS.join(",")}`;
+}
