@@ -5,10 +5,11 @@
  * namespaces, cgroups, pins, processes and sysctls, also on failure and on
  * Ctrl-C.
  *
- *   deno run -A bench/main.ts [--quick] [--only hook,reachable,reconcile,footprint,netcheck]
+ *   deno run -A bench/main.ts [--quick] [--only hook,reachable,reconcile,footprint,netcheck,cni]
  *                             [--json FILE] [--idle-seconds N]
  */
 import { setupLogging } from "../lib/log.ts";
+import { cniPluginFigure } from "./cni_plugin.ts";
 import { footprint } from "./footprint.ts";
 import { hookCost } from "./hook_cost.ts";
 import { netcheckScheduling } from "./netcheck_schedule.ts";
@@ -35,6 +36,7 @@ const FIGURES: {
   { name: "reconcile", title: "3. Reconcile at scale", run: (o, c) => reconcileScale(o, c) },
   { name: "footprint", title: "4. Agent footprint", run: (o, c) => footprint(o, c) },
   { name: "netcheck", title: "5. netcheck scheduling", run: (o, c) => netcheckScheduling(o, c) },
+  { name: "cni", title: "6. CNI plugin", run: (o, c) => cniPluginFigure(o, c) },
 ];
 
 const USAGE = `Usage: deno task bench [--quick] [--only NAMES] [--json FILE] [--idle-seconds N]

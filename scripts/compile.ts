@@ -15,6 +15,7 @@ import { v8FlagsArg } from "../lib/v8_flags.ts";
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const BPF_OBJECT = "bpf/lace.bpf.o";
 const ENTRY = "main.ts";
+const COMMANDS_MODULE = "lib/cli/commands.ts";
 
 /** What a compile run needs: where to write and, optionally, the target triple. */
 export interface CompileOptions {
@@ -49,6 +50,9 @@ export function compileCommandArgs(options: CompileOptions): string[] {
     v8FlagsArg(),
     "--include",
     BPF_OBJECT,
+    // main.ts imports it through a variable (so the CNI plugin's start skips its graph).
+    "--include",
+    COMMANDS_MODULE,
     ...(options.target ? ["--target", options.target] : []),
     "--output",
     options.output,

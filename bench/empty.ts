@@ -1,0 +1,1 @@
+/** The CNI figure's baseline: a `deno run` that does nothing. */
