@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { startCniServer } from "../lib/cni/server.ts";
 import type { CleanupStack } from "../lib/cleanup_stack.ts";
 import { v8FlagsArg } from "../lib/v8_flags.ts";
+import { execPlugin } from "../tests/helpers/cni_runtime.ts";
 import { mainCommand } from "./agent_process.ts";
 import { atMost, type FigureResult, fmt, type Row } from "./report.ts";
 import { median, percentile, round } from "./stats.ts";
@@ -23,25 +24,11 @@ const EMPTY = fileURLToPath(new URL("./empty.ts", import.meta.url));
 
 /** Runs a command with `env` and `stdin`; returns its wall time in ms, or throws on failure. */
 async function timed(cmd: string[], env: Record<string, string>, stdin: string): Promise<number> {
-  const started = performance.now();
-  const child = new Deno.Command(cmd[0], {
-    args: cmd.slice(1),
-    env,
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const writer = child.stdin.getWriter();
-  await writer.write(new TextEncoder().encode(stdin));
-  await writer.close();
-  const out = await child.output();
-  const ms = performance.now() - started;
-  if (out.code !== 0) {
-    throw new Error(
-      `"${cmd.join(" ")}" exited ${out.code}: ${new TextDecoder().decode(out.stderr).trim()}`,
-    );
+  const run = await execPlugin(cmd, env, stdin);
+  if (run.code !== 0) {
+    throw new Error(`"${cmd.join(" ")}" exited ${run.code}: ${run.stderr.trim()}`);
   }
-  return ms;
+  return run.ms;
 }
 
 export async function cniPluginFigure(
