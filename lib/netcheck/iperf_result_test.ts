@@ -109,3 +109,14 @@ Deno.test("firstJsonObject() finds none without a brace, and reads escaped backs
   assert.equal(firstJsonObject('{"a":"\\\\"} x'), '{"a":"\\\\"}');
   assert.equal(firstJsonObject('x{"a":{"b":{}}}}'), '{"a":{"b":{}}}');
 });
+
+Deno.test("parseIperf() refuses an infinite figure and an end without sum_received", () => {
+  const message = "iperf3 output has no end.sum_received.bits_per_second";
+  for (const stdout of ['{"end":{"sum_received":{"bits_per_second":1e999}}}', '{"end":{}}']) {
+    assert.deepEqual(run(0, stdout), { ok: false, message, retryable: false }, stdout);
+  }
+});
+
+Deno.test("firstJsonObject() reads an empty string key", () => {
+  assert.equal(firstJsonObject('{"":1} x'), '{"":1}');
+});

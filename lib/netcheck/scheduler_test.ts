@@ -78,13 +78,16 @@ async function timedRun(
   // One timer per pair: allow all of them.
   const clock = FakeTimers.createClock(0, n * n);
   const starts: number[] = [];
+  let active = 0, maxActive = 0;
   const done = schedulePairs(directedPairs(names(n)), (e) => e, async (pair) => {
     starts.push(clock.now);
+    maxActive = Math.max(maxActive, ++active);
     await new Promise((r) => clock.setTimeout(r, durationOf(pair)));
+    active--;
   }, { concurrency, exclusive: true, window });
   await clock.runAllAsync();
   await done;
-  return { starts, end: clock.now };
+  return { starts, end: clock.now, maxActive };
 }
 
 Deno.test("schedulePairs() runs equal sessions in exactly the 2(N−1) rounds the locks allow", async () => {
@@ -181,8 +184,15 @@ const slowPath = (slow: string) => (p: Pair<string>) => `${p.from}>${p.to}` === 
 
 Deno.test("schedulePairs() lets a node whose next partner is busy take a later pair instead of idling", async () => {
   // Five nodes, two at a time, one slow path: without taking later pairs the run needs 14 s.
-  assert.equal((await timedRun(5, 2, slowPath("pod-2>pod-3"))).end, 13_000);
-  assert.equal((await timedRun(5, 2, slowPath("pod-3>pod-1"))).end, 13_000);
+  for (const slow of ["pod-2>pod-3", "pod-3>pod-1"]) {
+    const { end, maxActive } = await timedRun(5, 2, slowPath(slow));
+    assert.deepEqual([end, maxActive], [13_000, 2], slow);
+  }
+});
+
+Deno.test("schedulePairs() keeps to the concurrency bound while taking later pairs", async () => {
+  // Eight nodes, three at a time, one slow path: later pairs are taken, one at a time.
+  assert.equal((await timedRun(8, 3, slowPath("pod-3>pod-4"))).maxActive, 3);
 });
 
 Deno.test("schedulePairs() in exclusive mode refills its window after each start", async () => {
