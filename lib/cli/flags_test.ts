@@ -325,3 +325,7 @@ Deno.test("parseFlags() reports an unknown flag without node's advice on positio
 Deno.test("UsageError is named so", () => {
   assert.equal(new UsageError("x").name, "UsageError");
 });
+
+Deno.test("parseFlags() names the agent command in its usage errors", () => {
+  assert.throws(() => parse(["--nope"]), new UsageError("lace agent: Unknown option '--nope'"));
+});
