@@ -2,13 +2,16 @@ import assert from "node:assert/strict";
 import { forAll, type SeededRandom } from "../../tests/helpers/property.ts";
 import {
   canonicalAddress,
+  decodeHits,
   decodeKey,
   decodeValue,
+  encodeHitsInto,
   encodeKey,
   encodeValue,
   KEY_SIZE,
   keyId,
   parseAddress,
+  VALUE_LAYOUT,
   VALUE_SIZE,
 } from "./probe_map.ts";
 
@@ -206,4 +209,25 @@ Deno.test("property: random marks and network ids survive encodeValue() and deco
     assert.equal(bytes[4] | (bytes[5] << 8), value.networkId, "network id little-endian");
     assert.deepEqual(decodeValue(bytes), value);
   });
+});
+
+Deno.test("decodeHits() reads hits from 24 bytes on and none from 23", () => {
+  const value = new Uint8Array(VALUE_LAYOUT.size);
+  value[8] = 1;
+  value[16] = 2;
+  assert.deepEqual(decodeHits(value), { hits: 1n, lastHitNs: 2n });
+  assert.deepEqual(decodeHits(value.subarray(0, VALUE_LAYOUT.size - 1)), {
+    hits: 0n,
+    lastHitNs: 0n,
+  });
+});
+
+Deno.test("encodeHitsInto() fills 24 bytes and leaves 23 untouched", () => {
+  const hits = { hits: 0x0102n, lastHitNs: 0x0304n };
+  const value = new Uint8Array(VALUE_LAYOUT.size);
+  encodeHitsInto(value, hits);
+  assert.deepEqual([value[8], value[9], value[16], value[17]], [0x02, 0x01, 0x04, 0x03]);
+  const short = new Uint8Array(VALUE_LAYOUT.size - 1);
+  encodeHitsInto(short, hits);
+  assert.ok(short.every((b) => b === 0));
 });

@@ -33,7 +33,7 @@ export const MODULES: MutationModule[] = [
   {
     name: "probe-map-codec",
     mutate: ["lib/datapath/probe_map.ts"],
-    tests: ["lib/datapath/probe_map_test.ts"],
+    tests: ["lib/datapath/probe_map_test.ts", "lib/datapath/hits_test.ts"],
   },
   {
     name: "cni",
