@@ -11,6 +11,7 @@ import { defaultConfig, markFor } from "../lib/config.ts";
 import { Datapath } from "../lib/datapath/loader.ts";
 import { type ProgramName, uninstall } from "../lib/datapath/pins.ts";
 import { MAX_TARGETS, type ProbeKey } from "../lib/datapath/probe_map.ts";
+import { hostRange, parseCidr, type PodRange } from "../lib/datapath/pod_ranges.ts";
 import { SimCgroups } from "../lib/demo/cgroup.ts";
 import { run } from "../lib/cli/process.ts";
 import { SimNode } from "../lib/demo/netns.ts";
@@ -106,14 +107,21 @@ export async function hookCost(
   }));
   const filler = fillerKeys();
   let entries = 0;
+  // The pod ranges as an agent keeps them: the operator's CIDRs (which the filler addresses lie
+  // in, loopback not) and one host range per pod address, so a non-matching connect pays for
+  // the trie lookup it does on a real node.
+  const ranges: PodRange[] = [parseCidr("10.0.0.0/8", 2), parseCidr("fd00::/8", 2)];
   const fillTo = (size: number) => {
     if (size > 0 && entries === 0) {
       for (const e of matchKeys) datapath.store.put(e);
       entries += matchKeys.length;
     }
     for (; entries < size; entries++) {
-      datapath.store.put({ key: filler.next().value as ProbeKey, value: { networkId: 2, mark } });
+      const key = filler.next().value as ProbeKey;
+      datapath.store.put({ key, value: { networkId: 2, mark } });
+      ranges.push(hostRange(key.address, 2));
     }
+    datapath.unmatched?.syncRanges(ranges);
   };
 
   // Warm up both paths (page faults, first-use costs) before anything is measured.

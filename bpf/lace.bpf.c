@@ -55,6 +55,33 @@ struct {
 	__type(value, struct lace_info);
 } info SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, LACE_MAX_RANGES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct lace_range_key);
+	__type(value, struct lace_range_value);
+} pod_ranges SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LACE_MAX_NETWORKS);
+	__type(key, __u32);
+	__type(value, struct lace_network_counts);
+} network_counts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, LACE_REPORT_RING_BYTES);
+} reports SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lace_report_window);
+} report_window SEC(".maps");
+
 static __always_inline void count(__u32 slot)
 {
 	__u64 *value = bpf_map_lookup_elem(&counters, &slot);
@@ -74,6 +101,62 @@ static __always_inline void count(__u32 slot)
 #define count_variant()
 #endif
 
+static __always_inline void count_network(__u32 network_id, int unmatched)
+{
+	struct lace_network_counts *counts = bpf_map_lookup_elem(&network_counts, &network_id);
+
+	if (!counts)
+		return;
+	__sync_fetch_and_add(&counts->connects, 1);
+	if (unmatched)
+		__sync_fetch_and_add(&counts->unmatched, 1);
+}
+
+/* Whether this CPU may send one more report in the current second. */
+static __always_inline int report_allowed(void)
+{
+	__u32 zero = 0;
+	struct lace_report_window *w = bpf_map_lookup_elem(&report_window, &zero);
+	__u64 now;
+
+	if (!w)
+		return 0;
+	now = bpf_ktime_get_coarse_ns();
+	if (now - w->start_ns >= 1000000000ULL) {
+		w->start_ns = now;
+		w->sent = 0;
+	}
+	if (w->sent >= LACE_REPORTS_PER_SECOND)
+		return 0;
+	w->sent += 1;
+	return 1;
+}
+
+/*
+ * A kubelet connect that matched no target: when its destination lies in a
+ * Lace pod range, count it and report it (rate-limited; a full ring buffer
+ * loses the report, never the connect, which always proceeds untouched).
+ */
+static __always_inline void unmatched(struct lace_probe_key *key)
+{
+	struct lace_range_key rk = { .prefixlen = 8 + 128, .family = key->family };
+	struct lace_range_value *range;
+	struct lace_unmatched_report report = {};
+
+	__builtin_memcpy(rk.addr, key->addr, 16);
+	range = bpf_map_lookup_elem(&pod_ranges, &rk);
+	if (!range)
+		return;
+	count(LACE_CNT_UNMATCHED);
+	count_network(range->network_id, 1);
+	report.family = key->family;
+	report.port = key->port;
+	report.network_id = range->network_id;
+	__builtin_memcpy(report.addr, key->addr, 16);
+	if (!report_allowed() || bpf_ringbuf_output(&reports, &report, sizeof(report), 0) != 0)
+		count(LACE_CNT_REPORTS_DROPPED);
+}
+
 /* Looks the key up and, on a match, marks the socket. */
 static __always_inline void tag(struct bpf_sock_addr *ctx, struct lace_probe_key *key,
 				__u32 tagged_slot)
@@ -81,8 +164,10 @@ static __always_inline void tag(struct bpf_sock_addr *ctx, struct lace_probe_key
 	struct lace_probe_value *value = bpf_map_lookup_elem(&probe_targets, key);
 	__u32 mark;
 
-	if (!value)
+	if (!value) {
+		unmatched(key);
 		return;
+	}
 	mark = value->mark;
 	if (bpf_setsockopt(ctx, SOL_SOCKET, SO_MARK, &mark, sizeof(mark)) != 0) {
 		count(LACE_CNT_SETSOCKOPT_FAILED);
@@ -92,6 +177,7 @@ static __always_inline void tag(struct bpf_sock_addr *ctx, struct lace_probe_key
 	/* Shared by every CPU: atomic, no lock; the time is coarse and racy by design. */
 	__sync_fetch_and_add(&value->hits, 1);
 	value->last_hit_ns = bpf_ktime_get_coarse_ns();
+	count_network(value->network_id, 0);
 }
 
 SEC("cgroup/connect4")

@@ -59,7 +59,63 @@ enum lace_counter {
 	LACE_CNT_CONNECT6_SEEN = 2,
 	LACE_CNT_CONNECT6_TAGGED = 3,
 	LACE_CNT_SETSOCKOPT_FAILED = 4,
+	/* Kubelet connects into a Lace pod range that matched no target. */
+	LACE_CNT_UNMATCHED = 5,
+	/* Reports of those the rate limit or a full ring buffer dropped (the connects went on). */
+	LACE_CNT_REPORTS_DROPPED = 6,
 	LACE_CNT_MAX = 8,
+};
+
+/* Network ids are 1..65535; 0 counts a pod range the operator gave without a network. */
+#define LACE_MAX_NETWORKS 65536
+
+/*
+ * A pod address range of Lace networks: an LPM trie key. prefixlen counts the
+ * family byte's 8 bits plus the address prefix, so IPv4 and IPv6 ranges never
+ * match each other's addresses.
+ */
+struct lace_range_key {
+	__u32 prefixlen;
+	__u8 family;
+	__u8 addr[16];
+};
+
+#define LACE_MAX_RANGES 65536
+
+/* The network a pod range belongs to (0: unknown, an operator's range). */
+struct lace_range_value {
+	__u16 network_id;
+	__u16 flags; /* reserved, zero */
+};
+
+/*
+ * Per-network counts of kubelet connects (tagged or not) and of those that
+ * matched no target, indexed by network id; updated atomically.
+ */
+struct lace_network_counts {
+	__u64 connects;
+	__u64 unmatched;
+};
+
+/* A kubelet connect into a pod range that matched no target, as reported to the agent. */
+struct lace_unmatched_report {
+	__u8 family;
+	__u8 pad;
+	__be16 port;
+	__u16 network_id;
+	__u16 pad2;
+	__u8 addr[16];
+};
+
+/* Reports sent per CPU per second at most; the rest are only counted. */
+#define LACE_REPORTS_PER_SECOND 64
+/* The ring buffer's size in bytes (a power of two, a multiple of the page size). */
+#define LACE_REPORT_RING_BYTES 4096
+
+/* The per-CPU rate limiter of reports. */
+struct lace_report_window {
+	__u64 start_ns;
+	__u64 sent;
 };
 
 /*

@@ -7,6 +7,7 @@ import { DEFAULT_CNI_SOCKET } from "./cni/protocol.ts";
 import { formatDuration } from "./duration.ts";
 import { CONFLICT_POLICIES, type ConflictPolicy } from "./rules/conflicts.ts";
 import { MAX_TARGETS } from "./datapath/probe_map.ts";
+import { parseCidr } from "./datapath/pod_ranges.ts";
 
 export interface Config {
   /** This node's name; pods bound elsewhere are ignored. */
@@ -50,6 +51,11 @@ export interface Config {
   addressConflict: ConflictPolicy;
   /** The most probe targets one pod may have in the map; the rest are reported, not written. */
   maxTargetsPerPod: number;
+  /**
+   * Pod address ranges of Lace networks (CIDRs): a kubelet connect into one
+   * that matches no target is counted and reported.
+   */
+  podCidrs: string[];
   logLevel: LogLevel;
   logFormat: "auto" | "json" | "text";
 }
@@ -90,6 +96,7 @@ export function defaultConfig(): Config {
     // Two addresses times three probes times ten containers, with room: a pod that needs
     // more is unusual, and one that wants thousands is trying to fill the map.
     maxTargetsPerPod: 64,
+    podCidrs: [],
     agentSocket: DEFAULT_AGENT_SOCKET,
     logLevel: "info",
     logFormat: "auto",
@@ -250,6 +257,13 @@ export function configProblems(config: Config): string[] {
     problems.push(
       `Max targets per pod must be a whole number 1..${MAX_TARGETS} (the map's capacity): ${config.maxTargetsPerPod}`,
     );
+  }
+  for (const cidr of config.podCidrs) {
+    try {
+      parseCidr(cidr);
+    } catch (e) {
+      problems.push(`Pod CIDRs: ${(e as Error).message}`);
+    }
   }
   if (!CONFLICT_POLICIES.includes(config.addressConflict)) {
     problems.push(

@@ -4,7 +4,7 @@
  * real kernel deciding where each connect goes.
  */
 import assert from "node:assert/strict";
-import { readPinnedTargets } from "../lib/datapath/pins.ts";
+import { readPinnedCounters, readPinnedTargets } from "../lib/datapath/pins.ts";
 import { keyId } from "../lib/datapath/probe_map.ts";
 import {
   type AgentProcess,
@@ -236,6 +236,76 @@ Deno.test({
     const after = await laceTargets(["--json", `--agent-socket=${restarted.agentSocket}`]);
     assert.equal(hitsIn(after, POD_IPV4, 9000).hits, 4);
     assert.equal(hitsIn(after, POD_IPV4, 8080).hits, 0);
+  },
+});
+
+Deno.test({
+  name: "a kubelet connect to a pod's address on a port that is no target is counted per " +
+    "network, logged with its pod and listed for lace doctor; the connect itself goes on",
+  ...opts,
+  async fn() {
+    await using w = await AgentWorld.create();
+    const agent = await startReadyAgent(w, [podA]);
+    await w.probe(POD_IPV4, 9000);
+    // The pod ranges are written within the agent's first tick; wait until a miss is counted.
+    await waitFor(async () => {
+      assert.equal((await w.probe(POD_IPV4, 8082, "/")).result, "NO_ROUTE");
+      return ((await agent.metric('lace_probe_unmatched_total{network="net1"}')) ?? 0) >= 1;
+    }, { message: "an unmatched connect counted" });
+    await waitFor(
+      () => agent.logs.some((l) => l.includes(`${POD_IPV4}:8082 matched no probe target`)),
+      {
+        message: "the unmatched connect logged",
+      },
+    );
+    const { body } = await agent.local("/unmatched");
+    const recent = JSON.parse(body) as { address: string; port: number; reports: number }[];
+    assert.equal(recent[0].address, POD_IPV4);
+    assert.equal(recent[0].port, 8082);
+    // Tagged connects count as connects of their network, not as misses.
+    assert.ok((await agent.metric('lace_probe_connects_total{network="net1"}'))! >= 1);
+    // A connect from another cgroup is not the kubelet's: not counted.
+    const before = await agent.metric('lace_probe_unmatched_total{network="net1"}') ?? 0;
+    await w.probe(POD_IPV4, 8083, "/", "other");
+    assert.equal(await agent.metric('lace_probe_unmatched_total{network="net1"}') ?? 0, before);
+  },
+});
+
+Deno.test({
+  name: "with the agent frozen, unmatched connects overflow the reports (rate limit, full ring " +
+    "buffer) and lose only reports: every connect is counted, every target stays tagged",
+  ...opts,
+  async fn() {
+    await using w = await AgentWorld.create();
+    const agent = await startReadyAgent(w, [podA]);
+    await waitFor(async () => {
+      await w.probe(POD_IPV4, 8082);
+      return readPinnedCounters(w.pinPath).unmatched >= 1n;
+    }, { message: "the pod ranges written" });
+    const before = readPinnedCounters(w.pinPath);
+    agent.freeze();
+    let misses = 0;
+    try {
+      // More reports than the rate limit (64/s per CPU) and the ring (128 records) let through.
+      const until = Date.now() + 2500;
+      while (Date.now() < until) {
+        for (let port = 20000; port < 20020; port++, misses++) {
+          assert.equal((await w.probe(POD_IPV4, port)).result, "NO_ROUTE");
+        }
+        assert.equal((await w.probe(POD_IPV4, 9000)).result, "reached", "the target stays tagged");
+      }
+    } finally {
+      agent.thaw();
+    }
+    const after = readPinnedCounters(w.pinPath);
+    assert.equal(after.unmatched - before.unmatched, BigInt(misses), "every miss is counted");
+    assert.ok(after.reportsDropped > before.reportsDropped, `only ${misses} misses: none dropped`);
+    // The reports that got through reach the agent once it runs again.
+    await waitFor(async () => {
+      const recent = JSON.parse((await agent.local("/unmatched")).body) as { port: number }[];
+      return recent.some((r) => r.port >= 20000);
+    }, { message: "the agent to read the reports left in the ring" });
+    await assertReaches(w, 1, 8080, 9000);
   },
 });
 

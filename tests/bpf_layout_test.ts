@@ -6,6 +6,13 @@
  * expectations come from the codec's own constants, so a change on either
  * side fails here. Needs the built object (`deno task bpf`) and bpftool, no root.
  */
+import {
+  MAX_NETWORKS,
+  MAX_RANGES,
+  NETWORK_COUNTS_LAYOUT,
+  RANGE_KEY_LAYOUT,
+  RANGE_VALUE_LAYOUT,
+} from "../lib/datapath/pod_ranges.ts";
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import {
@@ -123,6 +130,9 @@ const STRUCTS: [string, StructLayout][] = [
   ["lace_probe_key", KEY_LAYOUT],
   ["lace_probe_value", VALUE_LAYOUT],
   ["lace_info", INFO_LAYOUT],
+  ["lace_range_key", RANGE_KEY_LAYOUT],
+  ["lace_range_value", RANGE_VALUE_LAYOUT],
+  ["lace_network_counts", NETWORK_COUNTS_LAYOUT],
 ];
 
 for (const [name, layout] of STRUCTS) {
@@ -145,6 +155,21 @@ Deno.test("the probe map is a hash of lace_probe_key to lace_probe_value with MA
   assert.equal(map.maxEntries, MAX_TARGETS);
   assert.equal(resolved(map.key).name, "lace_probe_key");
   assert.equal(resolved(map.value).name, "lace_probe_value");
+});
+
+Deno.test("the pod ranges map is an LPM trie of lace_range_key to lace_range_value with MAX_RANGES entries", () => {
+  const map = mapDefinition("pod_ranges");
+  assert.equal(map.type, 11, "BPF_MAP_TYPE_LPM_TRIE");
+  assert.equal(map.maxEntries, MAX_RANGES);
+  assert.equal(resolved(map.key).name, "lace_range_key");
+  assert.equal(resolved(map.value).name, "lace_range_value");
+});
+
+Deno.test("the network counts map is an array of lace_network_counts, one per network id", () => {
+  const map = mapDefinition("network_counts");
+  assert.equal(map.type, 2, "BPF_MAP_TYPE_ARRAY");
+  assert.equal(map.maxEntries, MAX_NETWORKS);
+  assert.equal(resolved(map.value).name, "lace_network_counts");
 });
 
 Deno.test("the counters map is a per-CPU array of COUNTER_SLOTS u64 values under u32 keys", () => {

@@ -104,6 +104,12 @@ helmTest(
   },
 );
 
+helmTest("the DaemonSet passes the pod CIDRs to the agent, comma-separated", async (h) => {
+  assert.equal(envOf(agent(await render(h)), "LACE_POD_CIDRS"), "");
+  const set = agent(await render(h, ["node.podCIDRs={10.244.0.0/16,fd00:10:244::/56}"]));
+  assert.equal(envOf(set, "LACE_POD_CIDRS"), "10.244.0.0/16,fd00:10:244::/56");
+});
+
 helmTest("the DaemonSet passes the default kubelet cgroup to the agent", async (h) => {
   assert.equal(envOf(agent(await render(h)), "LACE_KUBELET_CGROUP"), DEFAULT_KUBELET_CGROUP);
 });

@@ -11,6 +11,7 @@ import { getLogger } from "@logtape/logtape";
 import { joinHostPort, splitHostPort } from "../host_port.ts";
 import { type HttpListener, type HttpListenerOptions, serveHttp } from "./http_listener.ts";
 import { listenUnixSocket } from "../unix_socket.ts";
+import type { UnmatchedView } from "./unmatched.ts";
 
 const log = getLogger(["lace", "http"]);
 
@@ -43,6 +44,8 @@ export interface Readiness {
 export interface StatusProvider {
   readiness(): Readiness;
   targets(): TargetView[];
+  /** Recent kubelet connects into pod ranges that matched no target, newest first. */
+  unmatched?(): UnmatchedView[];
   metricsText(): Promise<string>;
   metricsContentType: string;
 }
@@ -91,10 +94,13 @@ export async function handleRequest(
     case "/targets":
       if (surface === "local") return Response.json(status.targets());
       break;
+    case "/unmatched":
+      if (surface === "local") return Response.json(status.unmatched?.() ?? []);
+      break;
   }
   return new Response(
     surface === "local"
-      ? "Not found: try /metrics, /healthz, /readyz or /targets\n"
+      ? "Not found: try /metrics, /healthz, /readyz, /targets or /unmatched\n"
       : "Not found: try /metrics, /healthz or /readyz (the agent's view is on its local socket)\n",
     { status: 404 },
   );

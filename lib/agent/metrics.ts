@@ -8,6 +8,7 @@ import type { Counters } from "../datapath/pins.ts";
 import { ABI_VERSION, keyId } from "../datapath/probe_map.ts";
 import type { AgentSnapshot } from "./core.ts";
 import type { ReconcileReport } from "./reconcile.ts";
+import type { NetworkConnects } from "./unmatched_watch.ts";
 import { VERSION } from "../version.ts";
 
 export type ConnectCounters = Pick<
@@ -44,6 +45,7 @@ export class Metrics {
     readMap: () => { entries: number; capacity: number } | undefined = () => undefined,
     /** The map layout of the object the agent runs (LACE_BPF_OBJECT may pick another). */
     bpfAbi = ABI_VERSION,
+    readNetworks: () => NetworkConnects[] | undefined = () => undefined,
   ) {
     const registers = [this.registry];
     this.probeTargets = new Gauge({
@@ -191,6 +193,32 @@ export class Metrics {
       "lace_connects_tagged_total",
       "TCP connects tagged with a probe mark (from BPF counters)",
       (c) => [c.connect4Tagged, c.connect6Tagged],
+    );
+    const perNetwork = (name: string, help: string, pick: (n: NetworkConnects) => bigint) =>
+      new Counter({
+        name,
+        help,
+        labelNames: ["network"],
+        registers,
+        // Per network only, never per pod or address: the series are bounded by networks.
+        collect() {
+          const networks = readNetworks();
+          if (!networks) return;
+          this.reset();
+          for (const n of networks) this.inc({ network: n.network }, Number(pick(n)));
+        },
+      });
+    perNetwork(
+      "lace_probe_connects_total",
+      "Kubelet TCP connects into a Lace network: tagged for a target, or into its pod ranges " +
+        'matching none (network "unknown": --pod-cidrs of no known network)',
+      (n) => n.connects,
+    );
+    perNetwork(
+      "lace_probe_unmatched_total",
+      "Kubelet TCP connects into a Lace network's pod ranges that matched no probe target " +
+        "(the probe cannot reach the pod); lace doctor lists the recent ones",
+      (n) => n.unmatched,
     );
     new Gauge({
       name: "lace_build_info",

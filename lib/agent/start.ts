@@ -18,6 +18,8 @@ import {
 } from "./http_server.ts";
 import { hitsByKey, hitsOf, type HitsView } from "../datapath/hits.ts";
 import { monotonicNowNs } from "../datapath/libbpf/clock.ts";
+import { parseCidr } from "../datapath/pod_ranges.ts";
+import { UnmatchedWatch } from "./unmatched_watch.ts";
 import { Metrics } from "./metrics.ts";
 import { fileNodeNetworkStore } from "./node_networks.ts";
 import { conflictMessage, refusalMessage } from "../rules/conflicts.ts";
@@ -80,21 +82,34 @@ export async function startAgent(config: Config): Promise<RunningAgent> {
 async function startParts(config: Config, parts: CleanupStack): Promise<RunningAgent> {
   const datapath = Datapath.open({ pinPath: config.pinPath });
   parts.push(() => datapath.close());
-  const metrics = new Metrics(() => {
-    try {
-      return datapath.counters();
-    } catch (e) {
-      log.warning("Reading BPF counters failed: {error}", { error: String(e) });
-      return undefined;
-    }
-  }, () => {
-    try {
-      return { entries: datapath.store.count(), capacity: datapath.store.capacity };
-    } catch (e) {
-      log.warning("Reading the probe map's size failed: {error}", { error: String(e) });
-      return undefined;
-    }
-  }, datapath.abi);
+  let unmatched: UnmatchedWatch | undefined;
+  const metrics = new Metrics(
+    () => {
+      try {
+        return datapath.counters();
+      } catch (e) {
+        log.warning("Reading BPF counters failed: {error}", { error: String(e) });
+        return undefined;
+      }
+    },
+    () => {
+      try {
+        return { entries: datapath.store.count(), capacity: datapath.store.capacity };
+      } catch (e) {
+        log.warning("Reading the probe map's size failed: {error}", { error: String(e) });
+        return undefined;
+      }
+    },
+    datapath.abi,
+    () => {
+      try {
+        return unmatched?.networkConnects();
+      } catch (e) {
+        log.warning("Reading the per-network connect counts failed: {error}", { error: String(e) });
+        return undefined;
+      }
+    },
+  );
 
   const sources: PodSource[] = [];
   if (config.podsDir) {
@@ -227,9 +242,21 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
   updateAttachMetrics();
   await core.start();
   parts.push(() => core.stop());
+  if (datapath.unmatched) {
+    const watch = new UnmatchedWatch({
+      maps: datapath.unmatched,
+      cidrs: config.podCidrs.map((c) => parseCidr(c)),
+      view: () => core.view(),
+      events,
+    });
+    watch.start();
+    unmatched = watch;
+    parts.push(() => watch.stop());
+  }
   const status = {
     readiness,
     targets,
+    unmatched: () => unmatched?.recent() ?? [],
     metricsText: () => metrics.text(),
     metricsContentType: metrics.contentType,
   };

@@ -24,8 +24,21 @@ import {
   oneOf,
   text,
   UsageError,
+  type ValueParser,
 } from "./flags.ts";
 import { CONFLICT_POLICIES } from "../rules/conflicts.ts";
+import { parseCidr } from "../datapath/pod_ranges.ts";
+
+/** A comma-separated list of CIDRs, each checked; empty text is no range. */
+const cidrList: ValueParser<string[]> = {
+  metavar: "CIDRS",
+  parse: (t) => {
+    const cidrs = t.split(",").map((c) => c.trim()).filter(Boolean);
+    for (const c of cidrs) parseCidr(c);
+    return cidrs;
+  },
+  format: (v) => v.join(","),
+};
 
 /** Flags every command that touches the node's BPF state understands, by the key they set. */
 export const nodeFlags = {
@@ -195,6 +208,15 @@ export const agentFlags: readonly FlagSpec<Config>[] = [
     metavar: "N",
     help:
       "The most probe targets one pod may have in the probe map (1..65536); a pod that wants more is reported",
+  },
+  {
+    name: "pod-cidrs",
+    key: "podCidrs",
+    value: cidrList,
+    env: ["LACE_POD_CIDRS"],
+    metavar: "CIDRS",
+    help:
+      "Pod address ranges of Lace networks, comma-separated (e.g. 10.244.0.0/16,fd00:10:244::/56): a kubelet connect into one that matches no probe target is counted and reported",
   },
   {
     name: "address-conflict",

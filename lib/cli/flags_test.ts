@@ -299,6 +299,7 @@ const AGENT_HELP = [
   "  --watch-liveness DURATION    A pod watch silent this long gets the API server probed; a dead watch is restarted (1s..1h) (default 30s; env LACE_WATCH_LIVENESS)",
   "  --cni-socket PATH            Unix socket the CNI plugin registers attachments on (empty disables it) (default /run/lace/cni.sock; env LACE_CNI_SOCKET)",
   "  --max-targets-per-pod N      The most probe targets one pod may have in the probe map (1..65536); a pod that wants more is reported (default 64; env LACE_MAX_TARGETS_PER_POD)",
+  "  --pod-cidrs CIDRS            Pod address ranges of Lace networks, comma-separated (e.g. 10.244.0.0/16,fd00:10:244::/56): a kubelet connect into one that matches no probe target is counted and reported (env LACE_POD_CIDRS)",
   "  --address-conflict POLICY    A probe address and port claimed by pods of two networks: fail-closed tags it for neither, older-wins keeps the older pod's (single-tenant clusters only) (default fail-closed; env LACE_ADDRESS_CONFLICT)",
   "  --log-level LEVEL            Minimum level logged (default info; env LACE_LOG_LEVEL)",
   "  --log-format FORMAT          auto: text on a terminal, JSON lines otherwise (default auto; env LACE_LOG_FORMAT)",
@@ -328,4 +329,13 @@ Deno.test("UsageError is named so", () => {
 
 Deno.test("parseFlags() names the agent command in its usage errors", () => {
   assert.throws(() => parse(["--nope"]), new UsageError("lace agent: Unknown option '--nope'"));
+});
+
+Deno.test("lace agent --pod-cidrs takes comma-separated CIDRs and refuses one with host bits", () => {
+  const { options } = parseFlags(agentCommand, ["--pod-cidrs=10.244.0.0/16, fd00::/64"], {});
+  assert.deepEqual(options.podCidrs, ["10.244.0.0/16", "fd00::/64"]);
+  assert.throws(
+    () => parseFlags(agentCommand, ["--pod-cidrs=10.244.1.0/16"], {}),
+    /host bits are set/,
+  );
 });

@@ -16,6 +16,7 @@ import { getLogger } from "@logtape/logtape";
 import { join } from "node:path";
 import { bpfObjectBytes, objectSha256 } from "./bpf_object.ts";
 import { BpfProbeStore } from "./probe_store.ts";
+import { UnmatchedMaps } from "./unmatched_maps.ts";
 import { BpfError, Errno, isErrno } from "./libbpf/errors.ts";
 import { closeFd, openDirectory } from "./libbpf/fd.ts";
 import { BpfLink } from "./libbpf/link.ts";
@@ -85,6 +86,8 @@ export interface LinkStatus extends PinnedLinkStatus {
 export class Datapath implements Disposable {
   readonly pinPath: string;
   readonly store: BpfProbeStore;
+  /** Pod ranges, per-network counts and reports; undefined for objects older than them. */
+  readonly unmatched: UnmatchedMaps | undefined;
   /** sha256 of the loaded object, written to the info map on attach. */
   readonly objectSha256: string;
   /** The object's map layout (ABI version), read from its ELF symbols. */
@@ -118,6 +121,7 @@ export class Datapath implements Disposable {
     this.store = new BpfProbeStore(object.map("probe_targets"));
     this.#counters = object.map("counters");
     this.#info = object.map("info");
+    this.unmatched = UnmatchedMaps.of(object);
     this.#programs = new Map(PROGRAMS.map((p) => [p.name, object.program(p.section)]));
   }
 

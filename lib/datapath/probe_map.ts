@@ -103,6 +103,8 @@ export const COUNTERS = {
   connect6Seen: 2,
   connect6Tagged: 3,
   setsockoptFailed: 4,
+  unmatched: 5,
+  reportsDropped: 6,
 } as const;
 /** The counters map's max_entries: LACE_CNT_MAX. */
 export const COUNTER_SLOTS = 8;

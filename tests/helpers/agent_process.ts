@@ -157,6 +157,16 @@ export class AgentProcess {
     return line === undefined ? undefined : Number(line.slice(sample.length + 1));
   }
 
+  /** Freezes the agent (SIGSTOP): the datapath runs on, nothing reads its reports. */
+  freeze(): void {
+    this.#child.kill("SIGSTOP");
+  }
+
+  /** Lets a frozen agent run again (SIGCONT). */
+  thaw(): void {
+    this.#child.kill("SIGCONT");
+  }
+
   /** Sends a signal and waits for the process to end. */
   async stop(signal: Deno.Signal = "SIGTERM"): Promise<Deno.CommandStatus> {
     try {

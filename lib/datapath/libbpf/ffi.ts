@@ -71,6 +71,15 @@ export const LIBBPF_SYMBOLS = {
     parameters: ["i32", "u32", "u32", "buffer", "buffer", "buffer"],
     result: "i32",
   },
+  /**
+   * struct ring_buffer *ring_buffer__new(int map_fd, ring_buffer_sample_fn sample_cb, void *ctx,
+   *                                      const struct ring_buffer_opts *opts)
+   */
+  ring_buffer__new: { parameters: ["i32", "function", "pointer", "pointer"], result: "pointer" },
+  /** int ring_buffer__consume(struct ring_buffer *rb): every record ready now, no waiting */
+  ring_buffer__consume: { parameters: ["pointer"], result: "i32" },
+  /** void ring_buffer__free(struct ring_buffer *rb) */
+  ring_buffer__free: { parameters: ["pointer"], result: "void" },
   /** int libbpf_num_possible_cpus(void) */
   libbpf_num_possible_cpus: { parameters: [], result: "i32" },
   /** libbpf_print_fn_t libbpf_set_print(libbpf_print_fn_t fn); fn NULL silences libbpf */
@@ -111,6 +120,12 @@ export const LIBC_SYMBOLS = {
   /** int vsnprintf(char *str, size_t size, const char *format, va_list ap) */
   vsnprintf: { parameters: ["buffer", "usize", "pointer", "pointer"], result: "i32" },
 } as const satisfies Deno.ForeignLibraryInterface;
+
+/** typedef int (*ring_buffer_sample_fn)(void *ctx, void *data, size_t size) */
+export const RING_BUFFER_SAMPLE_FN = {
+  parameters: ["pointer", "pointer", "usize"],
+  result: "i32",
+} as const satisfies Deno.UnsafeCallbackDefinition;
 
 /** enum bpf_attach_type values Lace uses. */
 export const BPF_CGROUP_INET4_CONNECT = 10;

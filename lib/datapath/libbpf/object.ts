@@ -91,6 +91,11 @@ export class BpfObject implements Disposable {
     return BpfMap.borrow(fd, name);
   }
 
+  /** Whether the object defines a map of this name (older releases lack newer maps). */
+  hasMap(name: string): boolean {
+    return libbpfSymbols().bpf_object__find_map_by_name(this.#ptr, cString(name)) !== null;
+  }
+
   /** A program of the loaded object, by its C function name. */
   program(name: string): BpfProgram {
     const prog = libbpfSymbols().bpf_object__find_program_by_name(this.#ptr, cString(name));

@@ -1,0 +1,120 @@
+/**
+ * The agent's side of kubelet connects that found no target, wired to the
+ * datapath: keeps the pod ranges trie in step with --pod-cidrs and the pods
+ * the agent knows, drains the report ring buffer every few seconds (a poll
+ * with no wait, on this thread), and logs, sends Events and keeps the recent
+ * list through an UnmatchedLedger. Per-network counts for the metrics.
+ */
+import { getLogger } from "@logtape/logtape";
+import type { UnmatchedMaps } from "../datapath/unmatched_maps.ts";
+import type { RingBufferReader } from "../datapath/libbpf/ring_buffer.ts";
+import { type PodRange, rangeId } from "../datapath/pod_ranges.ts";
+import { type EventSink, podObjectRef } from "../kube/event_sink.ts";
+import { realTimers } from "../timers.ts";
+import type { AgentSnapshot } from "./core.ts";
+import {
+  type AddressOwner,
+  desiredRanges,
+  ownersByAddress,
+  UnmatchedLedger,
+  type UnmatchedView,
+} from "./unmatched.ts";
+
+const log = getLogger(["lace", "agent"]);
+
+/** The network label of ranges the operator gave without a network (--pod-cidrs). */
+export const UNKNOWN_NETWORK = "unknown";
+
+/** Kubelet connects into one network, for lace_probe_connects_total and lace_probe_unmatched_total. */
+export interface NetworkConnects {
+  network: string;
+  connects: bigint;
+  unmatched: bigint;
+}
+
+export class UnmatchedWatch {
+  readonly #maps: UnmatchedMaps;
+  readonly #cidrs: readonly PodRange[];
+  readonly #view: () => Readonly<AgentSnapshot>;
+  readonly #events: EventSink;
+  readonly #ledger = new UnmatchedLedger({ timers: realTimers });
+  readonly #reader: RingBufferReader;
+  readonly #intervalMs: number;
+  #applied = "";
+  #owners: Map<string, AddressOwner> | undefined;
+  #timer: ReturnType<typeof setInterval> | undefined;
+
+  constructor(opts: {
+    maps: UnmatchedMaps;
+    cidrs: readonly PodRange[];
+    view: () => Readonly<AgentSnapshot>;
+    events: EventSink;
+    intervalMs?: number;
+  }) {
+    this.#maps = opts.maps;
+    this.#cidrs = opts.cidrs;
+    this.#view = opts.view;
+    this.#events = opts.events;
+    this.#intervalMs = opts.intervalMs ?? 2000;
+    this.#reader = this.#maps.reportReader((report) => {
+      // Built once per drain, only when there is a report.
+      this.#owners ??= ownersByAddress(this.#view().targets);
+      const owner = this.#owners.get(report.key.address);
+      const action = this.#ledger.record(report.key, report.networkId, owner);
+      if (action.log) log.warn(action.log);
+      if (action.event) {
+        this.#events.warn(
+          podObjectRef(action.event.pod),
+          "ProbeTargetMissed",
+          action.event.message,
+        );
+      }
+    }, (error) =>
+      log.warn("Skipping an undecodable unmatched-connect report: {error}", {
+        error: String(error),
+      }));
+  }
+
+  /** Starts the periodic sync and drain; the first runs now. */
+  start(): void {
+    this.tick();
+    this.#timer = setInterval(() => this.tick(), this.#intervalMs);
+  }
+
+  /** Writes the pod ranges when they changed, then hands every report ready now to the ledger. */
+  tick(): void {
+    try {
+      const want = desiredRanges(this.#cidrs, this.#view().targets);
+      const id = want.map(rangeId).sort().join(",");
+      if (id !== this.#applied) {
+        const done = this.#maps.syncRanges(want);
+        this.#applied = id;
+        log.debug("Pod ranges: {put} written, {removed} removed", done);
+      }
+      this.#owners = undefined;
+      this.#reader.consume();
+    } catch (error) {
+      log.warn("Reading unmatched kubelet connects failed: {error}", { error: String(error) });
+    }
+  }
+
+  /** The most recent unmatched destinations, newest first (for `lace doctor`). */
+  recent(): UnmatchedView[] {
+    return this.#ledger.recent();
+  }
+
+  /** Connects per network the agent knows (and the operator's ranges, as "unknown"). */
+  networkConnects(): NetworkConnects[] {
+    const names = new Map<number, string>([[0, UNKNOWN_NETWORK]]);
+    for (const t of this.#view().targets) names.set(t.entry.value.networkId, t.network);
+    return [...this.#maps.networkCounts(names.keys())]
+      .filter(([id, c]) => id !== 0 || c.connects > 0n)
+      .map(([id, c]) => ({ network: names.get(id)!, ...c }));
+  }
+
+  stop(): void {
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#timer = undefined;
+    this.#reader.close();
+  }
+}
