@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { defaultConfig, markFor } from "../lib/config.ts";
 import { Datapath } from "../lib/datapath/loader.ts";
+import { isPresenceDir } from "../lib/datapath/layout.ts";
 import { BpfObject } from "../lib/datapath/libbpf/object.ts";
 import {
   MAP_NAMES,
@@ -64,10 +65,11 @@ function variantCount(pinPath: string): bigint {
   return readCounterSlot(counters, COUNTER_SLOTS - 1);
 }
 
-/** The names under the pin path, and under each layout directory. */
+/** The names under the pin path, and under each layout directory; not running agents' presence. */
 function pins(pinPath: string): string[] {
   const out: string[] = [];
   for (const e of Deno.readDirSync(pinPath)) {
+    if (isPresenceDir(e.name)) continue;
     out.push(e.name);
     if (e.isDirectory) {
       for (const m of Deno.readDirSync(`${pinPath}/${e.name}`)) out.push(`${e.name}/${m.name}`);
@@ -287,6 +289,41 @@ Deno.test({
     await older.ready();
     assert.equal(await older.metric("lace_standing_by"), 0);
     await converged(w, previous, 1);
+    await kubelet.connects(20);
+    assertNoneUntagged(await kubelet.stop());
+  },
+});
+
+Deno.test({
+  name: "two agents of the same layout leave the links to the one that started last, " +
+    "with no swapping back and forth",
+  ...opts,
+  async fn() {
+    await using w = await AgentWorld.create();
+    await using releases = await Releases.create();
+    const variant = await releases.variant();
+    await w.writePod(POD);
+    const earlier = await startReadyAgent(w);
+    await using kubelet = new StandInKubelet(w.kubelet, TARGET);
+    const later = await startReadyAgent(w, variant);
+    await converged(w, variant, 2);
+    await waitFor(async () => (await earlier.metric("lace_standing_by")) === 1, {
+      message: "the earlier agent to stand by",
+    });
+    await kubelet.connects(50);
+    // Still the later agent's program, swapped in once: nobody swapped back.
+    assert.equal(readPinnedInfo(w.pinPath)?.objectSha256, await sha256Of(variant));
+    assert.equal(await later.metric('lace_program_replacements_total{program="connect4"}'), 1);
+    // A counter with no increment has no labelled sample.
+    assert.equal(
+      (await earlier.metric('lace_program_replacements_total{program="connect4"}')) ?? 0,
+      0,
+    );
+    assert.equal((await earlier.get("/readyz")).status, 503);
+
+    assert.equal((await later.stop()).code, 0);
+    await earlier.ready();
+    await converged(w, TODAY, 2);
     await kubelet.connects(20);
     assertNoneUntagged(await kubelet.stop());
   },

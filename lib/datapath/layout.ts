@@ -28,6 +28,19 @@ export function parseLayoutDir(name: string): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
+/**
+ * The directory, under the pin path, an agent that started at `startedAt`
+ * (ms, as its info map records it) keeps locked while it runs.
+ */
+export function presenceDirName(startedAt: number): string {
+  return `agent_${startedAt}`;
+}
+
+/** Whether a name under the pin path is an agent's presence directory. */
+export function isPresenceDir(name: string): boolean {
+  return /^agent_[0-9]{1,16}$/.test(name);
+}
+
 /** Why a pinned map cannot be reused for an object's definition, or undefined when it can. */
 export function layoutMismatch(name: string, want: MapLayout, got: MapLayout): string | undefined {
   const fields = (["type", "keySize", "valueSize", "maxEntries"] as const)
@@ -62,7 +75,7 @@ export interface Running {
   sameMaps: boolean;
   /** When the agent that put it there started, from its info map; 0 when unknown. */
   startedAt: number;
-  /** An agent holds that layout's directory lock: it is alive. */
+  /** The agent that put it there still runs (it holds its layout's or its own lock). */
   live: boolean;
 }
 
@@ -71,13 +84,13 @@ export type Takeover = { swap: true } | { swap: false; reason: string };
 /**
  * Whether this agent swaps its program in over one that another agent put in
  * the links. The newer layout wins while both agents live (a rolling update's
- * overlap, in either start order); an agent of the same layout that started
- * later wins (so two agents never swap back and forth); a program whose agent
- * is gone is always replaced (an upgrade, a rollback, a crash).
+ * overlap, in either start order); a live agent of the same layout that
+ * started later wins (so two agents never swap back and forth); a program
+ * whose agent is gone is always replaced (an upgrade, a rollback, a crash).
  */
 export function decideTakeover(self: Self, running: Running): Takeover {
   if (running.sameMaps) {
-    if (running.startedAt > self.startedAt) {
+    if (running.startedAt > self.startedAt && running.live) {
       return {
         swap: false,
         reason: `an agent of the same map layout (ABI ${self.abi}) that started later ` +

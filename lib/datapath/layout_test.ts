@@ -1,9 +1,11 @@
 import assert from "node:assert/strict";
 import {
   decideTakeover,
+  isPresenceDir,
   layoutDirName,
   layoutMismatch,
   parseLayoutDir,
+  presenceDirName,
   probeMapCodecFits,
   type Running,
 } from "./layout.ts";
@@ -64,4 +66,18 @@ Deno.test("on the same maps, the agent that started later keeps the links", () =
   const d = decideTakeover(self, other({ sameMaps: true, startedAt: 2000, live: true }));
   assert.equal(d.swap, false);
   assert.match(!d.swap ? d.reason : "", /same map layout \(ABI 2\) that started later/);
+});
+
+Deno.test("on the same maps, a later agent that is gone leaves the links to this one", () => {
+  assert.deepEqual(
+    decideTakeover(self, other({ sameMaps: true, startedAt: 2000, live: false })),
+    { swap: true },
+  );
+});
+
+Deno.test("presence directory names are told apart from every other pin name", () => {
+  assert.equal(isPresenceDir(presenceDirName(1764575000123)), true);
+  for (const name of ["agent_", "agent_x", "abi2", "link_connect4", "agent_1/x"]) {
+    assert.equal(isPresenceDir(name), false, name);
+  }
 });

@@ -26,10 +26,14 @@ import { assertCgroup2, assertOnBpffs } from "./mounts.ts";
 import { DirLock } from "./dir_lock.ts";
 import { decideTakeover, layoutDirName, probeMapCodecFits } from "./layout.ts";
 import {
+  agentAlive,
+  claimPresence,
   copyProbeMap,
   pauseForTest,
   PIN_LOCK_TIMEOUT_MS,
   refuseForeignPin,
+  releasePresence,
+  removeStalePresences,
   RunningMaps,
   takePinLock,
 } from "./migration.ts";
@@ -93,7 +97,7 @@ export class Datapath implements Disposable {
   /** The object's map layout (ABI version), read from its ELF symbols. */
   readonly abi: number;
   /** This agent's start (ms), recorded in the info map: the later start wins a same-layout race. */
-  readonly startedAt = Date.now();
+  readonly startedAt: number;
   /** Where this layout's maps are pinned: <pin path>/abi<N>. */
   readonly layoutDir: string;
   #object: BpfObject;
@@ -103,12 +107,15 @@ export class Datapath implements Disposable {
   #info: BpfMap;
   /** A shared lock on layoutDir for this agent's life: says an agent runs this layout. */
   #liveness: DirLock | undefined;
+  /** This agent's own presence lock (<pin path>/agent_<startedAt>): says this agent runs. */
+  #presence: DirLock | undefined;
   #desiredApplied = false;
   #standingBy: string | undefined;
 
   private constructor(
     pinPath: string,
     layout: { abi: number; dir: string; liveness: DirLock },
+    presence: { startedAt: number; lock: DirLock },
     object: BpfObject,
     sha: string,
   ) {
@@ -116,6 +123,8 @@ export class Datapath implements Disposable {
     this.abi = layout.abi;
     this.layoutDir = layout.dir;
     this.#liveness = layout.liveness;
+    this.startedAt = presence.startedAt;
+    this.#presence = presence.lock;
     this.#object = object;
     this.objectSha256 = sha;
     this.store = new BpfProbeStore(object.map("probe_targets"));
@@ -141,7 +150,10 @@ export class Datapath implements Disposable {
     Deno.mkdirSync(dir, { recursive: true });
     const object = BpfObject.openMemory(bytes);
     let liveness: DirLock | undefined;
+    let presence: { startedAt: number; lock: DirLock } | undefined;
     try {
+      removeStalePresences(pinPath);
+      presence = claimPresence(pinPath);
       if (!probeMapCodecFits(object.mapDefinition("probe_targets"))) {
         throw new Error(
           `BPF object's probe map layout (${
@@ -156,7 +168,13 @@ export class Datapath implements Disposable {
       object.load();
       liveness = DirLock.tryTake(dir, "shared", PIN_LOCK_TIMEOUT_MS);
       if (!liveness) throw new Error(`Cannot take a shared lock on "${dir}"`);
-      const datapath = new Datapath(pinPath, { abi, dir, liveness }, object, objectSha256(bytes));
+      const datapath = new Datapath(
+        pinPath,
+        { abi, dir, liveness },
+        presence,
+        object,
+        objectSha256(bytes),
+      );
       log.info("Loaded BPF object {sha256} (map layout ABI {abi}) with maps pinned under {dir}", {
         sha256: datapath.objectSha256.slice(0, 12),
         abi,
@@ -165,6 +183,7 @@ export class Datapath implements Disposable {
       return datapath;
     } catch (e) {
       liveness?.close();
+      if (presence) releasePresence(presence.lock);
       object.close();
       throw e;
     }
@@ -252,7 +271,9 @@ export class Datapath implements Disposable {
       abi: running.abi,
       sameMaps,
       startedAt: running.info?.loadedAt.getTime() ?? 0,
-      live: !sameMaps && running.abi > 0 && pathExists(runningDir) && DirLock.isHeld(runningDir),
+      live: sameMaps
+        ? agentAlive(this.pinPath, running.info?.loadedAt.getTime() ?? 0)
+        : running.abi > 0 && pathExists(runningDir) && DirLock.isHeld(runningDir),
     });
     if (!decision.swap) {
       if (this.#standingBy !== decision.reason) {
@@ -380,6 +401,8 @@ export class Datapath implements Disposable {
   close(): void {
     this.#liveness?.close();
     this.#liveness = undefined;
+    if (this.#presence) releasePresence(this.#presence);
+    this.#presence = undefined;
     this.store.close();
     this.#counters.close();
     this.#info.close();

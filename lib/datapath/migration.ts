@@ -8,7 +8,7 @@
 import { getLogger } from "@logtape/logtape";
 import { BpfMap } from "./libbpf/map.ts";
 import { programMapIds } from "./libbpf/program.ts";
-import { layoutMismatch, probeMapCodecFits } from "./layout.ts";
+import { isPresenceDir, layoutMismatch, presenceDirName, probeMapCodecFits } from "./layout.ts";
 import { DirLock } from "./dir_lock.ts";
 import type { BpfObject } from "./libbpf/object.ts";
 import { decodeInfo, type PinnedInfo, pinnedLayouts, pinnedMapId } from "./pins.ts";
@@ -148,5 +148,56 @@ export function refuseForeignPin(path: string, name: string, object: BpfObject, 
         "build that did not raise LACE_ABI_VERSION; remove them with `lace uninstall` " +
         "(the links keep running the old program until then)",
     );
+  }
+}
+
+/**
+ * Claims this agent's presence directory under the pin path and keeps it
+ * locked for the agent's life: how another agent of the same layout tells
+ * that the agent which put a program in the links still runs. Returns the
+ * start time it is named after (the first free millisecond from now).
+ */
+export function claimPresence(pinPath: string): { startedAt: number; lock: DirLock } {
+  for (let startedAt = Date.now();; startedAt++) {
+    const dir = join(pinPath, presenceDirName(startedAt));
+    try {
+      Deno.mkdirSync(dir);
+    } catch (e) {
+      if (e instanceof Deno.errors.AlreadyExists) continue;
+      throw e;
+    }
+    const lock = DirLock.tryTake(dir, "exclusive");
+    if (lock) return { startedAt, lock };
+  }
+}
+
+/** Whether the agent that started at `startedAt` still runs (holds its presence lock). */
+export function agentAlive(pinPath: string, startedAt: number): boolean {
+  const dir = join(pinPath, presenceDirName(startedAt));
+  try {
+    return DirLock.isHeld(dir);
+  } catch (e) {
+    if (isErrno(e, "ENOENT")) return false;
+    throw e;
+  }
+}
+
+/** Removes the presence directories of agents that are gone (killed without cleaning up). */
+export function removeStalePresences(pinPath: string): void {
+  for (const e of Deno.readDirSync(pinPath)) {
+    if (!e.isDirectory || !isPresenceDir(e.name)) continue;
+    const dir = join(pinPath, e.name);
+    using lock = DirLock.tryTake(dir, "exclusive");
+    if (lock) Deno.removeSync(dir);
+  }
+}
+
+/** Releases and removes this agent's presence directory. */
+export function releasePresence(lock: DirLock): void {
+  lock.close();
+  try {
+    Deno.removeSync(lock.path);
+  } catch {
+    // Gone already (lace uninstall).
   }
 }

@@ -25,7 +25,7 @@ import {
   type ProbeEntry,
   type ProbeEntryWithHits,
 } from "./probe_map.ts";
-import { parseLayoutDir } from "./layout.ts";
+import { isPresenceDir, parseLayoutDir } from "./layout.ts";
 import { UNVERSIONED_ABI } from "./object_abi.ts";
 import { programMapIds } from "./libbpf/program.ts";
 
@@ -91,6 +91,16 @@ export function uninstall(pinPath: string): string[] {
     if (removeIfPresent(path)) removed.push(path);
   }
   for (const layout of pinnedLayouts(pinPath)) removed.push(...removeLayoutPins(layout));
+  // Agents' presence directories (empty; a running agent's goes too: uninstall stops Lace).
+  try {
+    for (const e of Deno.readDirSync(pinPath)) {
+      if (!e.isDirectory || !isPresenceDir(e.name)) continue;
+      Deno.removeSync(join(pinPath, e.name));
+      removed.push(join(pinPath, e.name));
+    }
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
   try {
     Deno.removeSync(pinPath); // only succeeds when empty
     removed.push(pinPath);
