@@ -334,6 +334,10 @@ export class CgroupFollower implements Disposable {
   }
 
   #explainAttachError(path: string, e: unknown): string {
+    // The loader's StandingByError, by name: the follower does not import the datapath.
+    if (e instanceof Error && e.name === "StandingByError") {
+      return `Not attaching to kubelet cgroup "${path}": ${e.message}`;
+    }
     const code = (e as { code?: string }).code;
     if (code === "EPERM") {
       try {

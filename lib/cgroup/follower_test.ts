@@ -9,6 +9,7 @@ import type { KubeletProcess, ProcessInfo } from "./kubelet_finder.ts";
 import { kubeletProcess } from "./_kubelet_process_fixture.ts";
 import { realTimers } from "../timers.ts";
 import { fakeTime } from "../../tests/helpers/fake_time.ts";
+import { StandingByError } from "../datapath/loader.ts";
 
 const MOUNTS = [{ mountPoint: "/sys/fs/cgroup", root: "/", fsType: "cgroup2" }];
 const KUBELET_DIR = "/sys/fs/cgroup/system.slice/kubelet.service";
@@ -286,6 +287,16 @@ Deno.test("CgroupFollower explains EPERM with the ancestor that holds an exclusi
   assert.equal(s.attached, false);
   assert.match(s.lastError!, /EPERM because its ancestor "\/sys\/fs\/cgroup\/system\.slice"/);
   assert.match(s.lastError!, /connect4 program \(id 31\)/);
+});
+
+Deno.test("CgroupFollower reports an agent standing by as not attaching, not as a failed attach", () => {
+  const node = new FakeNode();
+  node.mkdir(KUBELET_DIR);
+  node.attachError = new StandingByError("a live agent runs the newer layout 3");
+  const s = new CgroupFollower(node.options()).sync();
+  assert.equal(s.attached, false);
+  assert.match(s.lastError!, /^Not attaching to kubelet cgroup ".*": This agent stands by: a live/);
+  assert.doesNotMatch(s.lastError!, /Cannot attach/);
 });
 
 Deno.test("CgroupFollower calls onChange only when the status changes", () => {

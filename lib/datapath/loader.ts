@@ -87,6 +87,17 @@ export interface LinkStatus extends PinnedLinkStatus {
   current: boolean;
 }
 
+/**
+ * Thrown by attach while another agent's newer layout runs the links: this
+ * agent is not failing, it waits its turn (the follower reports it as such).
+ */
+export class StandingByError extends Error {
+  override name = "StandingByError";
+  constructor(readonly reason: string) {
+    super(`This agent stands by: ${reason}; stop one of the two agents`);
+  }
+}
+
 export class Datapath implements Disposable {
   readonly pinPath: string;
   readonly store: BpfProbeStore;
@@ -284,7 +295,7 @@ export class Datapath implements Disposable {
       this.#standingBy = decision.reason;
       // One set of pins on the node: the layout the links do not run is not left behind.
       if (!sameMaps) this.#unpinOwnLayout();
-      throw new Error(`This agent stands by: ${decision.reason}; stop one of the two agents`);
+      throw new StandingByError(decision.reason);
     }
     this.#standingBy = undefined;
     if (sameMaps || this.#desiredApplied) return;
