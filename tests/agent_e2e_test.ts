@@ -114,6 +114,27 @@ Deno.test({
   },
 });
 
+/** `lace doctor --json` against w's pins, kubelet cgroup and agent. */
+async function laceDoctor(w: AgentWorld, agent: AgentProcess) {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      new URL("../main.ts", import.meta.url).pathname,
+      "doctor",
+      "--json",
+      `--pin-path=${w.pinPath}`,
+      `--kubelet-cgroup=${w.cgroups.kubelet}`,
+      `--agent-socket=${agent.agentSocket}`,
+    ],
+    stdout: "piped",
+    stderr: "inherit",
+  }).output();
+  return JSON.parse(new TextDecoder().decode(out.stdout)) as {
+    checks: { name: string; ok: boolean; message: string }[];
+  };
+}
+
 async function laceTargets(args: string[]) {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", new URL("../main.ts", import.meta.url).pathname, "targets", ...args],
@@ -262,6 +283,17 @@ Deno.test({
     const recent = JSON.parse(body) as { address: string; port: number; reports: number }[];
     assert.equal(recent[0].address, POD_IPV4);
     assert.equal(recent[0].port, 8082);
+    // lace doctor lists it, and the targets the kubelet never connected to.
+    const doctor = await laceDoctor(w, agent);
+    const unmatched = doctor.checks.find((c) => c.name === "unmatched-connects")!;
+    assert.equal(unmatched.ok, false);
+    assert.match(
+      unmatched.message,
+      new RegExp(`${POD_IPV4.replaceAll(".", "\\.")}:8082 \\(pod e2e/a\\)`),
+    );
+    const hits = doctor.checks.find((c) => c.name === "target-hits")!;
+    assert.match(hits.message, /never connected to: .*:8080 \(e2e\/a, liveness\)/);
+    assert.doesNotMatch(hits.message, new RegExp(`${POD_IPV4.replaceAll(".", "\\.")}:9000 `));
     // Tagged connects count as connects of their network, not as misses.
     assert.ok((await agent.metric('lace_probe_connects_total{network="net1"}'))! >= 1);
     // A connect from another cgroup is not the kubelet's: not counted.

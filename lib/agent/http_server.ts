@@ -29,6 +29,8 @@ export interface TargetView {
   handler?: string;
   httpPath?: string;
   httpScheme?: string;
+  /** The probe's period in seconds (absent: the kubelet's default, 10). */
+  periodSeconds?: number;
   /** Kubelet connects the datapath tagged for this target (absent: not in the map). */
   hits?: number;
   /** Seconds since the last one; null when there was none. */

@@ -56,6 +56,7 @@ function targetViews(snapshot: Readonly<AgentSnapshot>, hits: Map<string, HitsVi
     probe: t.probe,
     handler: t.handler,
     ...(t.http ? { httpPath: t.http.path, httpScheme: t.http.scheme } : {}),
+    ...(t.periodSeconds ? { periodSeconds: t.periodSeconds } : {}),
     ...hitsOf(hits, t.entry.key),
   }));
 }

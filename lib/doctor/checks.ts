@@ -8,6 +8,8 @@ import type { TargetView } from "../agent/http_server.ts";
 import type { ApiServerProcess, ProcessInfo } from "../cgroup/kubelet_finder.ts";
 import type { DistrustedKubelet } from "../cgroup/kubelet_trust.ts";
 import { ABI_VERSION } from "../datapath/probe_map.ts";
+import type { UnmatchedView } from "../agent/unmatched.ts";
+import { keyId } from "../datapath/probe_map.ts";
 
 export interface Check {
   name: string;
@@ -60,6 +62,8 @@ export interface NodeSnapshot {
     healthz: number | null;
     readyz: { status: number; body: string } | null;
     targets: TargetView[] | null;
+    /** Recent kubelet connects into pod ranges that matched no target (the agent's /unmatched). */
+    unmatched: UnmatchedView[] | null;
     error: string | null;
   };
   mapEntries: number | { error: string };
@@ -347,6 +351,8 @@ function agentChecks(s: NodeSnapshot): Check[] {
       "warning",
     ));
   }
+  if (a.targets) out.push(staleTargetsCheck(a.targets));
+  if (a.unmatched) out.push(unmatchedCheck(a.unmatched));
   if (!isError(s.counters)) {
     const c = s.counters;
     const seen = (c.connect4Seen ?? 0n) + (c.connect6Seen ?? 0n);
@@ -364,4 +370,79 @@ function agentChecks(s: NodeSnapshot): Check[] {
     ));
   }
   return out;
+}
+
+/** The kubelet's default probe period (periodSeconds), in seconds. */
+export const DEFAULT_PROBE_PERIOD_S = 10;
+/** A target not connected to within this many of its probe periods is flagged. */
+export const STALE_PERIODS = 3;
+
+/** How one target reads for the on-call: "10.0.0.1:80 (ns/a, readiness)". */
+function targetLabel(t: TargetView): string {
+  const key = keyId({ family: t.family, address: t.address, port: t.port });
+  return t.pod ? `${key} (${t.pod}${t.probe ? `, ${t.probe}` : ""})` : key;
+}
+
+/**
+ * Targets the kubelet has not connected to within STALE_PERIODS of their
+ * probe's period: its probe goes elsewhere (another address or port), or the
+ * kubelet stopped probing. Targets never connected to are listed apart (a pod
+ * that just started, or a probe that never reaches Lace).
+ */
+export function staleTargetsCheck(targets: TargetView[]): Check {
+  const stale: string[] = [];
+  const never: string[] = [];
+  for (const t of targets) {
+    if (t.hits === undefined) continue; // an agent without hits: nothing to judge
+    const limit = STALE_PERIODS * (t.periodSeconds ?? DEFAULT_PROBE_PERIOD_S);
+    if (t.lastHitAgeSeconds === null || t.lastHitAgeSeconds === undefined) {
+      never.push(targetLabel(t));
+    } else if (t.lastHitAgeSeconds > limit) {
+      stale.push(
+        `${targetLabel(t)} last ${Math.floor(t.lastHitAgeSeconds)} s ago (period ${
+          t.periodSeconds ?? DEFAULT_PROBE_PERIOD_S
+        } s)`,
+      );
+    }
+  }
+  const show = (list: string[]) =>
+    list.slice(0, 10).join("; ") + (list.length > 10 ? `; and ${list.length - 10} more` : "");
+  const parts = [
+    ...(stale.length
+      ? [`not connected to within ${STALE_PERIODS} probe periods: ${show(stale)}`]
+      : []),
+    ...(never.length ? [`never connected to: ${show(never)}`] : []),
+  ];
+  return check(
+    "target-hits",
+    parts.length === 0,
+    parts.length === 0
+      ? `the kubelet connected to each of the ${targets.length} targets within ${STALE_PERIODS} probe periods`
+      : `kubelet connects by target: ${parts.join("; ")}`,
+    "a pod that just started has no hit yet; otherwise the kubelet probes another address or " +
+      "port than the target (see unmatched-connects, `lace doctor pod NAMESPACE/NAME`) or no " +
+      "longer probes it",
+    "warning",
+  );
+}
+
+/** Recent kubelet connects into Lace pod ranges that matched no target. */
+export function unmatchedCheck(recent: UnmatchedView[]): Check {
+  const lines = recent.slice(0, 10).map((u) =>
+    `${keyId(u)}${u.pod ? ` (pod ${u.pod})` : ""}, ${u.reports} report${
+      u.reports === 1 ? "" : "s"
+    }, last ${new Date(u.lastSeen).toISOString()}`
+  );
+  return check(
+    "unmatched-connects",
+    recent.length === 0,
+    recent.length === 0
+      ? "no recent kubelet connect into a Lace pod range missed its target"
+      : `recent kubelet connects into Lace pod ranges that matched no target (the probe cannot ` +
+        `reach the pod): ${lines.join("; ")}` +
+        (recent.length > 10 ? `; and ${recent.length - 10} more` : ""),
+    "compare the port with the pod's probes (`lace doctor pod NAMESPACE/NAME`): a port the " +
+      "rules skipped (the pod's ProbeIgnored Event) or an address from a stale pod status",
+    "warning",
+  );
 }

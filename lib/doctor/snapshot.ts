@@ -20,6 +20,7 @@ import {
 import { statCgroupId } from "../cgroup/watch.ts";
 import type { LinkSnapshot, NodeSnapshot } from "./checks.ts";
 import type { TargetView } from "../agent/http_server.ts";
+import type { UnmatchedView } from "../agent/unmatched.ts";
 import { getFromAgent } from "../agent/local_client.ts";
 import { apiServerProcesses, extraProcesses, findKubelets } from "../cgroup/kubelet_finder.ts";
 import { judgeKubelets } from "../cgroup/kubelet_trust.ts";
@@ -130,6 +131,7 @@ async function agentState(socket: string, timeoutMs: number): Promise<NodeSnapsh
     healthz: null,
     readyz: null,
     targets: null,
+    unmatched: null,
     error: null,
   };
   if (!socket) {
@@ -142,6 +144,8 @@ async function agentState(socket: string, timeoutMs: number): Promise<NodeSnapsh
     state.readyz = await get("/readyz");
     const t = await get("/targets");
     if (t.status === 200) state.targets = JSON.parse(t.body) as TargetView[];
+    const u = await get("/unmatched");
+    if (u.status === 200) state.unmatched = JSON.parse(u.body) as UnmatchedView[];
   } catch (e) {
     state.error ??= `no agent answers on ${socket}: ${
       e instanceof Error ? e.message.split(":")[0] : String(e)

@@ -16,6 +16,8 @@ export interface Probe {
   tcpSocket?: { host?: string; port: number | string };
   grpc?: { port: number; service?: string };
   exec?: { command?: string[] };
+  /** How often the kubelet runs the probe, in seconds (default 10). */
+  periodSeconds?: number;
 }
 
 export interface Container {

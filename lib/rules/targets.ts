@@ -31,6 +31,8 @@ export interface Target {
   probe: ProbeKind;
   handler: ProbeHandler;
   http?: { path: string; scheme: string };
+  /** The probe's periodSeconds when the spec sets one (the kubelet's default is 10). */
+  periodSeconds?: number;
 }
 
 export type SkipReason =
@@ -367,6 +369,10 @@ export function probeTargetsForPod(
           probe: kind,
           handler,
         };
+        const period = probe.periodSeconds;
+        if (typeof period === "number" && Number.isInteger(period) && period >= 1) {
+          target.periodSeconds = period;
+        }
         if (handler === "httpGet") {
           target.http = {
             path: str(action.path) || "/",

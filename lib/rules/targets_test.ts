@@ -475,3 +475,20 @@ Deno.test("podPlacement() leaves out host-network and finished pods", () => {
   assert.equal(podPlacement(pod({ phase: "Succeeded" }), OPTS), undefined);
   assert.equal(podPlacement(pod({ phase: "Failed" }), OPTS), undefined);
 });
+
+Deno.test("probeTargetsForPod() keeps a probe's periodSeconds, and leaves out one that is not a whole number ≥ 1", () => {
+  const withPeriod = (periodSeconds: unknown) =>
+    probeTargetsForPod(
+      pod({
+        containers: [{
+          name: "app",
+          livenessProbe: { tcpSocket: { port: 9 }, periodSeconds: periodSeconds as number },
+        }],
+      }),
+      OPTS,
+    ).targets[0].periodSeconds;
+  assert.equal(withPeriod(3), 3);
+  assert.equal(withPeriod(0), undefined);
+  assert.equal(withPeriod(2.5), undefined);
+  assert.equal(withPeriod("5"), undefined);
+});
