@@ -115,13 +115,14 @@ Deno.test({
 });
 
 /** `lace doctor --json` against w's pins, kubelet cgroup and agent. */
-async function laceDoctor(w: AgentWorld, agent: AgentProcess) {
+async function laceDoctor(w: AgentWorld, agent: AgentProcess, sub: string[] = []) {
   const out = await new Deno.Command(Deno.execPath(), {
     args: [
       "run",
       "-A",
       new URL("../main.ts", import.meta.url).pathname,
       "doctor",
+      ...sub,
       "--json",
       `--pin-path=${w.pinPath}`,
       `--kubelet-cgroup=${w.cgroups.kubelet}`,
@@ -130,9 +131,7 @@ async function laceDoctor(w: AgentWorld, agent: AgentProcess) {
     stdout: "piped",
     stderr: "inherit",
   }).output();
-  return JSON.parse(new TextDecoder().decode(out.stdout)) as {
-    checks: { name: string; ok: boolean; message: string }[];
-  };
+  return JSON.parse(new TextDecoder().decode(out.stdout));
 }
 
 async function laceTargets(args: string[]) {
@@ -284,7 +283,9 @@ Deno.test({
     assert.equal(recent[0].address, POD_IPV4);
     assert.equal(recent[0].port, 8082);
     // lace doctor lists it, and the targets the kubelet never connected to.
-    const doctor = await laceDoctor(w, agent);
+    const doctor = await laceDoctor(w, agent) as {
+      checks: { name: string; ok: boolean; message: string }[];
+    };
     const unmatched = doctor.checks.find((c) => c.name === "unmatched-connects")!;
     assert.equal(unmatched.ok, false);
     assert.match(
@@ -338,6 +339,43 @@ Deno.test({
       return recent.some((r) => r.port >= 20000);
     }, { message: "the agent to read the reports left in the ring" });
     await assertReaches(w, 1, 8080, 9000);
+  },
+});
+
+Deno.test({
+  name: "lace doctor pod shows each of the pod's probes with its target, mark, the kubelet's " +
+    "hits and last hit, and one probe sent now through the kubelet's cgroup",
+  ...opts,
+  async fn() {
+    await using w = await AgentWorld.create();
+    const agent = await startReadyAgent(w, [podA, podB]);
+    for (let i = 0; i < 2; i++) await w.probe(POD_IPV4, 9000);
+    const out = await laceDoctor(w, agent, ["pod", "e2e/a", `--netns=${w.node.netns}`]) as {
+      pod: string;
+      probes: {
+        probe: string;
+        target: string;
+        mark: number;
+        hits: number;
+        lastHitAgeSeconds: number | null;
+        result: string;
+        probeMark: number;
+      }[];
+    };
+    assert.equal(out.pod, "e2e/a");
+    assert.deepEqual(out.probes.map((p) => `${p.probe} ${p.target}`).sort(), [
+      `liveness ${POD_IPV4}:8080/healthz`,
+      `liveness [${POD_IPV6}]:8080/healthz`,
+      `readiness ${POD_IPV4}:9000`,
+      `readiness [${POD_IPV6}]:9000`,
+    ]);
+    const tcp4 = out.probes.find((p) => p.target === `${POD_IPV4}:9000`)!;
+    assert.equal(tcp4.hits, 2, "the kubelet's hits, read before the doctor's own probe");
+    assert.ok(tcp4.lastHitAgeSeconds !== null && tcp4.lastHitAgeSeconds < 30);
+    for (const p of out.probes) {
+      assert.equal(p.result, "reached", JSON.stringify(p));
+      assert.equal(p.probeMark, p.mark, "the doctor's probe was tagged like the kubelet's");
+    }
   },
 });
 

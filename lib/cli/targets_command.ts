@@ -34,7 +34,7 @@ const spec: CommandSpec<TargetsOptions> = {
 };
 
 /** Reads the agent's /targets from its local socket; undefined when no agent answers in time. */
-async function targetsFromAgent(
+export async function targetsFromAgent(
   socketPath: string,
   timeoutMs = 1000,
 ): Promise<TargetView[] | undefined> {

@@ -15,7 +15,9 @@ import {
   UsageError,
 } from "../cli/flags.ts";
 import { defaultConfig, durationProblem, nodeProblems, type NodeSettings } from "../config.ts";
-import { registeredTargets } from "../cli/targets_command.ts";
+import { registeredTargets, targetsFromAgent } from "../cli/targets_command.ts";
+import { parsePodName, podRows, podTable, podTargets } from "./pod.ts";
+import type { TargetView } from "../agent/http_server.ts";
 import { type Check, evaluate } from "./checks.ts";
 import {
   allReached,
@@ -42,8 +44,11 @@ const spec: CommandSpec<DoctorOptions> = {
   name: "doctor",
   summary: "Check this node's Lace setup and explain each problem with its fix.\n" +
     "`lace doctor probes` connects to every registered target from the kubelet's cgroup\n" +
-    "and reports reached, TIMEOUT, REFUSED or NO_ROUTE per target.",
-  usage: "lace doctor [probes] [--json] [--pin-path DIR] [--kubelet-cgroup PATH|auto] " +
+    "and reports reached, TIMEOUT, REFUSED or NO_ROUTE per target.\n" +
+    "`lace doctor pod NAMESPACE/NAME` shows one pod's probes with target, mark, hits and\n" +
+    "last hit, and probes each once now from the kubelet's cgroup.",
+  usage:
+    "lace doctor [probes | pod NAMESPACE/NAME] [--json] [--pin-path DIR] [--kubelet-cgroup PATH|auto] " +
     "[--host-cgroup-root DIR] [--agent-socket PATH] [--timeout DURATION]",
   positionals: true,
   flags: [
@@ -95,13 +100,16 @@ export async function runDoctor(args: string[]): Promise<number> {
   let parsed;
   try {
     parsed = parseFlags(spec, args, Deno.env.toObject());
-    const extra = parsed.positionals.filter((p, i) => !(i === 0 && p === "probes"));
+    const [sub, ...rest] = parsed.positionals;
+    const extra = sub === "probes" ? rest : sub === "pod" ? rest.slice(1) : parsed.positionals;
+    if (sub === "pod") parsePodName(rest[0]);
     if (extra.length > 0) {
       throw new UsageError(`lace doctor: unexpected argument "${extra[0]}" (see --help)`);
     }
     const problems = doctorProblems(parsed.options);
     if (problems.length > 0) throw new UsageError(problems.join("\n"));
   } catch (e) {
+    if (e instanceof TypeError) e = new UsageError(e.message);
     if (!(e instanceof UsageError)) throw e;
     for (const line of e.message.split("\n")) {
       console.error(line.startsWith("lace") ? line : `lace doctor: ${line}`);
@@ -116,6 +124,9 @@ export async function runDoctor(args: string[]): Promise<number> {
   const { json, timeoutMs, netns, ...opts } = options;
   if (positionals[0] === "probes") {
     return await doctorProbes({ ...opts, json, timeoutMs, netns: netns || undefined });
+  }
+  if (positionals[0] === "pod") {
+    return await doctorPod(positionals[1], { ...opts, json, timeoutMs, netns: netns || undefined });
   }
   const checks = evaluate(await gatherSnapshot(opts));
   const ok = checks.every((c) => c.ok || c.severity === "warning");
@@ -139,7 +150,70 @@ export function checksText(checks: Check[], ok: boolean): string {
   return out.join("\n");
 }
 
-async function doctorProbes(o: {
+/**
+ * `lace doctor pod NAMESPACE/NAME`: the pod's targets from the running agent
+ * (it alone knows pods), each probed once now from the kubelet's cgroup.
+ */
+async function doctorPod(pod: string, o: ProbeCommandOptions): Promise<number> {
+  const kubelet = resolveKubeletCgroup(o.kubeletCgroup, o.hostCgroupRoot, readMountInfo());
+  if (kubelet.path === null) {
+    console.error(`lace doctor pod: ${kubelet.error ?? "kubelet cgroup not found"}`);
+    return 1;
+  }
+  let targets;
+  try {
+    targets = podTargets(await targetsFromAgent(o.agentSocket) ?? [], pod);
+  } catch (e) {
+    console.error(`lace doctor pod: ${(e as Error).message}`);
+    return 1;
+  }
+  if (targets.length === 0) {
+    console.error(
+      `lace doctor pod: the agent on ${o.agentSocket} has no probe target of pod ${pod}: it is ` +
+        "not on this node, has no Lace network annotations or no tcpSocket/httpGet/grpc probe, " +
+        "or its probes were skipped (kubectl describe pod: ProbeIgnored, ProbeTargetConflict " +
+        "Events); is the agent running?",
+    );
+    return 1;
+  }
+  let reports: ProbeReport[];
+  try {
+    reports = await runProbes({
+      cgroupDir: kubelet.path,
+      targets: targets.map(doctorTarget),
+      timeoutMs: o.timeoutMs,
+      netns: o.netns,
+    });
+  } catch (e) {
+    console.error(`lace doctor pod: ${(e as Error).message}`);
+    return 1;
+  }
+  const rows = podRows(targets, reports);
+  if (o.json) console.log(JSON.stringify({ pod, probes: rows }, null, 2));
+  else {
+    console.log(
+      `Pod ${pod}: its probes as the kubelet runs them, and one probe each now from ` +
+        `the kubelet's cgroup "${kubelet.path}"\n`,
+    );
+    console.log(podTable(rows));
+  }
+  return allReached(reports) ? 0 : 1;
+}
+
+/** What the prober needs of a registered target. */
+function doctorTarget(t: TargetView): DoctorTarget {
+  return {
+    pod: t.pod ?? "",
+    networkId: t.networkId,
+    network: t.network,
+    address: t.address,
+    port: t.port,
+    httpPath: t.httpPath,
+    httpScheme: t.httpScheme,
+  };
+}
+
+interface ProbeCommandOptions {
   pinPath: string;
   kubeletCgroup: string;
   hostCgroupRoot: string;
@@ -147,7 +221,9 @@ async function doctorProbes(o: {
   json: boolean;
   timeoutMs: number;
   netns?: string;
-}): Promise<number> {
+}
+
+async function doctorProbes(o: ProbeCommandOptions): Promise<number> {
   const kubelet = resolveKubeletCgroup(o.kubeletCgroup, o.hostCgroupRoot, readMountInfo());
   if (kubelet.path === null || kubelet.id === null) {
     console.error(
@@ -159,15 +235,7 @@ async function doctorProbes(o: {
   }
   let targets: DoctorTarget[];
   try {
-    targets = (await registeredTargets(o.agentSocket, o.pinPath)).map((t) => ({
-      pod: t.pod ?? "",
-      networkId: t.networkId,
-      network: t.network,
-      address: t.address,
-      port: t.port,
-      httpPath: t.httpPath,
-      httpScheme: t.httpScheme,
-    }));
+    targets = (await registeredTargets(o.agentSocket, o.pinPath)).map(doctorTarget);
   } catch (e) {
     console.error(`lace doctor probes: ${(e as Error).message}`);
     return 1;

@@ -21,10 +21,10 @@ Deno.test("runDoctor() refuses an unknown subcommand and a relative kubelet cgro
   assert.equal((await doctor(["probes", "--timeout", "soon"])).code, 2);
 });
 
-Deno.test("runDoctor() prints help with the probes subcommand and exit code 0", async () => {
+Deno.test("runDoctor() prints help with the probes and pod subcommands and exit code 0", async () => {
   const r = await doctor(["--help"]);
   assert.equal(r.code, 0);
-  assert.match(r.out, /lace doctor \[probes\]/);
+  assert.match(r.out, /lace doctor \[probes \| pod NAMESPACE\/NAME\]/);
   assert.match(r.out, /LACE_KUBELET_CGROUP/);
   assert.doesNotMatch(r.out, /--netns/);
 });
@@ -64,4 +64,10 @@ Deno.test("allReached() and probesTable() summarise probe reports", () => {
   assert.match(table[0], /^POD +NETWORK +ADDRESS +PORT +RESULT +HTTP$/);
   assert.match(table[1], /^a +1 +10\.0\.0\.1 +80 +reached +200$/);
   assert.match(table[2], /^- +2 +fd00::1 +81 +TIMEOUT +-$/);
+});
+
+Deno.test("runDoctor() refuses doctor pod without NAMESPACE/NAME, with exit code 2", async () => {
+  const r = await doctor(["pod", "web"]);
+  assert.equal(r.code, 2);
+  assert.match(r.err, /lace doctor pod needs NAMESPACE\/NAME \(e\.g\. default\/web\), got "web"/);
 });

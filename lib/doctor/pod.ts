@@ -1,0 +1,105 @@
+/**
+ * `lace doctor pod NAMESPACE/NAME`: one pod's probe targets as the agent
+ * registered them (container, probe, handler, target, mark, the kubelet's
+ * hits and last hit, the probe period) beside the result of one probe sent
+ * now through the kubelet's own cgroup. Pure: selection, rows and the table;
+ * command.ts gathers the targets and runs the probes.
+ */
+import type { TargetView } from "../agent/http_server.ts";
+import { lastHitText } from "../cli/targets_command.ts";
+import { keyId } from "../datapath/probe_map.ts";
+import type { ProbeReport } from "./probes.ts";
+
+/** One row of `lace doctor pod`, as --json prints it. */
+export interface PodProbeRow {
+  container: string | null;
+  probe: string | null;
+  handler: string | null;
+  target: string;
+  network: string | null;
+  mark: number;
+  periodSeconds: number | null;
+  /** The kubelet's connects the datapath tagged, read before the doctor's own probe. */
+  hits: number | null;
+  lastHitAgeSeconds: number | null;
+  /** The doctor's probe through the kubelet's cgroup now. */
+  result: ProbeReport["result"];
+  httpStatus: number | null;
+  /** The mark the doctor's probe carried (0: untagged). */
+  probeMark: number | null;
+  error: string | null;
+}
+
+/** Checks "NAMESPACE/NAME"; throws a TypeError saying what is expected. */
+export function parsePodName(text: string | undefined): string {
+  if (!text || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/.test(text)) {
+    throw new TypeError(
+      `lace doctor pod needs NAMESPACE/NAME (e.g. default/web), got ${JSON.stringify(text ?? "")}`,
+    );
+  }
+  return text;
+}
+
+/** The pod's targets, in the order the kubelet's probes read (container, probe, target). */
+export function podTargets(targets: TargetView[], pod: string): TargetView[] {
+  return targets.filter((t) => t.pod === pod).sort((a, b) =>
+    (a.container ?? "").localeCompare(b.container ?? "") ||
+    (a.probe ?? "").localeCompare(b.probe ?? "") || a.family.localeCompare(b.family) ||
+    a.address.localeCompare(b.address) || a.port - b.port
+  );
+}
+
+/** Joins each target with its probe report (same order). */
+export function podRows(targets: TargetView[], reports: ProbeReport[]): PodProbeRow[] {
+  return targets.map((t, i) => {
+    const r = reports[i];
+    return {
+      container: t.container ?? null,
+      probe: t.probe ?? null,
+      handler: t.handler ?? null,
+      target: keyId({ family: t.family, address: t.address, port: t.port }) +
+        (t.httpPath !== undefined ? t.httpPath : ""),
+      network: t.network ?? null,
+      mark: t.mark,
+      periodSeconds: t.periodSeconds ?? null,
+      hits: t.hits ?? null,
+      lastHitAgeSeconds: t.lastHitAgeSeconds ?? null,
+      result: r.result,
+      httpStatus: r.httpStatus,
+      probeMark: r.mark ?? null,
+      error: r.error ?? null,
+    };
+  });
+}
+
+/** The rows as an aligned table. */
+export function podTable(rows: PodProbeRow[]): string {
+  const header = [
+    "CONTAINER",
+    "PROBE",
+    "HANDLER",
+    "TARGET",
+    "NETWORK",
+    "MARK",
+    "PERIOD",
+    "HITS",
+    "LAST HIT",
+    "NOW",
+  ];
+  const cells = rows.map((r) => [
+    r.container ?? "-",
+    r.probe ?? "-",
+    r.handler ?? "-",
+    r.target,
+    r.network ?? "-",
+    `0x${r.mark.toString(16)}`,
+    `${r.periodSeconds ?? 10}s`,
+    r.hits === null ? "-" : String(r.hits),
+    r.hits === null ? "-" : lastHitText(r.lastHitAgeSeconds),
+    r.result + (r.httpStatus !== null ? ` ${r.httpStatus}` : "") +
+    (r.probeMark !== null && r.probeMark !== r.mark ? ` (mark 0x${r.probeMark.toString(16)})` : ""),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
+  return [header, ...cells].map((c) => c.map((x, i) => x.padEnd(widths[i])).join("  ").trimEnd())
+    .join("\n");
+}
