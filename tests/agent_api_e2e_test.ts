@@ -121,3 +121,33 @@ Deno.test({
     assert.equal((await w.probe(POD_IPV4, 8080, "/")).body, w.podIn(1));
   },
 });
+
+Deno.test({
+  name: "a kubelet connect to a pod's address on a port that is no target is a Warning Event " +
+    "on that pod, naming the destination",
+  ...opts,
+  async fn() {
+    await using w = await AgentWorld.create();
+    await using api = await TestApiServer.start({ namespaces: ["default", "e2e"] });
+    api.put(pod({ name: "a", networkId: 1, httpPort: 8080, tcpPort: 9000 }));
+    const agent = w.startAgent([`--kubeconfig=${await api.writeKubeconfig()}`]);
+    await agent.ready();
+    const event = await waitFor(async () => {
+      await w.probe(POD_IPV4, 8081);
+      return api.store.list(api.typeOf({ apiVersion: "v1", kind: "Event" }), {}).items.find((e) =>
+        (e as { reason?: string }).reason === "ProbeTargetMissed"
+      );
+    }, { timeout: 10_000, message: "a ProbeTargetMissed Event" });
+    const ev = event as unknown as {
+      involvedObject: { name: string; namespace: string };
+      type: string;
+      message: string;
+    };
+    assert.deepEqual([ev.involvedObject.namespace, ev.involvedObject.name], ["e2e", "a"]);
+    assert.equal(ev.type, "Warning");
+    assert.match(
+      ev.message,
+      /^the kubelet connected to 10\.244\.1\.10:8081, which is not a probe target of this pod: the probe cannot reach it/,
+    );
+  },
+});
