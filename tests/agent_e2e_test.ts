@@ -305,6 +305,30 @@ Deno.test({
 });
 
 Deno.test({
+  name: "a kubelet connect into an operator's --pod-cidrs range that no known pod holds is " +
+    "counted under network unknown and logged as no pod this agent knows",
+  ...opts,
+  async fn() {
+    await using w = await AgentWorld.create();
+    // The sim node's pod range; .99 is no pod's (the connect finds no route in the sim node).
+    const agent = await startReadyAgent(w, [podA], ["--pod-cidrs=10.244.1.0/24"]);
+    await waitFor(async () => {
+      assert.equal((await w.probe("10.244.1.99", 80)).result, "NO_ROUTE");
+      return ((await agent.metric('lace_probe_unmatched_total{network="unknown"}')) ?? 0) >= 1;
+    }, { message: "the miss counted under network unknown" });
+    await waitFor(
+      () =>
+        agent.logs.some((l) =>
+          l.includes("10.244.1.99:80 matched no probe target") &&
+          l.includes("no pod this agent knows")
+        ),
+      { message: "the miss logged" },
+    );
+    assert.equal(await agent.metric('lace_probe_unmatched_total{network="net1"}'), 0);
+  },
+});
+
+Deno.test({
   name: "with the agent frozen, unmatched connects overflow the reports (rate limit, full ring " +
     "buffer) and lose only reports: every connect is counted, every target stays tagged",
   ...opts,
