@@ -102,14 +102,19 @@ export async function runDoctor(args: string[]): Promise<number> {
     parsed = parseFlags(spec, args, Deno.env.toObject());
     const [sub, ...rest] = parsed.positionals;
     const extra = sub === "probes" ? rest : sub === "pod" ? rest.slice(1) : parsed.positionals;
-    if (sub === "pod") parsePodName(rest[0]);
+    if (sub === "pod") {
+      try {
+        parsePodName(rest[0]);
+      } catch (e) {
+        throw new UsageError((e as Error).message, { cause: e });
+      }
+    }
     if (extra.length > 0) {
       throw new UsageError(`lace doctor: unexpected argument "${extra[0]}" (see --help)`);
     }
     const problems = doctorProblems(parsed.options);
     if (problems.length > 0) throw new UsageError(problems.join("\n"));
   } catch (e) {
-    if (e instanceof TypeError) e = new UsageError(e.message);
     if (!(e instanceof UsageError)) throw e;
     for (const line of e.message.split("\n")) {
       console.error(line.startsWith("lace") ? line : `lace doctor: ${line}`);
