@@ -6,6 +6,7 @@
  * 2(N−1) session times; with concurrency N/2 the concurrency bound is the
  * same. Memory is compared between the two sizes: it must not grow with N.
  */
+import { V8_FLAGS } from "../lib/v8_flags.ts";
 import { fileURLToPath } from "node:url";
 import type { NetcheckWorkerResult } from "./netcheck_worker.ts";
 import { atMost, type FigureResult, fmt, type Goal, type Row } from "./report.ts";
@@ -29,7 +30,8 @@ async function runWorker(
     args: [
       "run",
       "--allow-all",
-      "--v8-flags=--expose-gc",
+      // Lace's own V8 flags, as `lace netcheck` runs with them; gc() for the live-heap samples.
+      `--v8-flags=--expose-gc,${V8_FLAGS.join(",")}`,
       WORKER,
       String(nodes),
       String(sessionMs),
