@@ -177,7 +177,11 @@ export async function footprint(
         Object.values(byThread).reduce((x, y) => x + y, 0) / seconds,
         2,
       ),
-      mainThreadWakeupsPerSecond: round((b.mainThreadSwitches - a.mainThreadSwitches) / seconds, 2),
+      mainThreadSwitchesPerSecond: round(
+        (b.mainThreadSwitches - a.mainThreadSwitches) / seconds,
+        2,
+      ),
+      mainThreadWakeupsPerSecond: round((b.mainThreadWakeups - a.mainThreadWakeups) / seconds, 2),
       wakeupsPerSecondByThread: Object.fromEntries(
         Object.entries(byThread)
           .map(([name, n]) => [name, round(n / seconds, 2)] as const)
@@ -191,7 +195,8 @@ export async function footprint(
     measurement: m.label,
     value: `ready ${fmt(m.startupMs)} ms, RSS ${fmt(m.rssMiB)} MiB (peak ${fmt(m.peakRssMiB)}), ` +
       `idle CPU ${fmt(m.idleCpuPercent)}%, wake-ups/s ${fmt(m.mainThreadWakeupsPerSecond)} ` +
-      `main thread, ${fmt(m.wakeupsPerSecond)} all threads`,
+      `main thread (${fmt(m.mainThreadSwitchesPerSecond)} with preemptions), ` +
+      `${fmt(m.wakeupsPerSecond)} switches/s all threads`,
     goal: m.name.startsWith("agent") ? "RSS ≤ 100 MB, idle CPU ≈ 0" : undefined,
   }));
   rows.push({ measurement: "idle window", value: `${fmt(seconds)} s, after all were ready` });

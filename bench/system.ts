@@ -36,6 +36,12 @@ export interface ProcSample {
   contextSwitches: number;
   /** Context switches of the main thread (the JavaScript event loop). */
   mainThreadSwitches: number;
+  /**
+   * Voluntary context switches of the main thread: each is the event loop
+   * going to sleep, so each is followed by a wake-up. Involuntary switches are
+   * preemptions, which count how busy the machine is, not the process.
+   */
+  mainThreadWakeups: number;
   /** Context switches and name (comm) by thread id, for finding who wakes up. */
   byThread: Record<string, { name: string; switches: number }>;
   threads: number;
@@ -51,7 +57,7 @@ export function sampleProcess(pid: number): ProcSample {
   const cpuSeconds = (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
   const status = Deno.readTextFileSync(`/proc/${pid}/status`);
   const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? 0);
-  let contextSwitches = 0, mainThreadSwitches = 0, threads = 0;
+  let contextSwitches = 0, mainThreadSwitches = 0, mainThreadWakeups = 0, threads = 0;
   const byThread: ProcSample["byThread"] = {};
   for (const task of Deno.readDirSync(`/proc/${pid}/task`)) {
     try {
@@ -61,7 +67,10 @@ export function sampleProcess(pid: number): ProcSample {
       const name = /^Name:\s+(.*)$/m.exec(t)?.[1] ?? "?";
       byThread[task.name] = { name, switches: n };
       contextSwitches += n;
-      if (task.name === String(pid)) mainThreadSwitches = n;
+      if (task.name === String(pid)) {
+        mainThreadSwitches = n;
+        mainThreadWakeups = Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(t)?.[1] ?? 0);
+      }
       threads++;
     } catch {
       // The thread ended between listing and reading.
@@ -73,6 +82,7 @@ export function sampleProcess(pid: number): ProcSample {
     peakRssBytes: kb("VmHWM") * 1024,
     contextSwitches,
     mainThreadSwitches,
+    mainThreadWakeups,
     byThread,
     threads,
   };
