@@ -6,12 +6,14 @@
  *
  * A 1 MiB semi-space caps V8's young generation, which otherwise grows to
  * 16 MiB per semi-space under a burst (the first pod list, 50 netcheck
- * sessions at once) and is returned only when the memory reducer runs; with
- * --optimize-for-size V8 also keeps fewer freed pages and grows the old
- * generation more slowly. Measured side by side in bench/RESULTS.md (agent
- * peak RSS 169 → 144 MiB; netcheck peak RSS 100 vs 20 nodes 1.41× → 1.22×).
+ * sessions at once) and is returned only when the memory reducer runs
+ * (agent peak RSS 169 → 144 MiB side by side, bench/RESULTS.md).
+ * --optimize-for-size was measured and left out: it brings netcheck's peak
+ * RSS 100 vs 20 nodes from 1.34× to 1.22×, but makes an agent with a full map
+ * collect in memory-reducing mode, with pauses of up to 145 ms and /targets
+ * twice as slow.
  */
-export const V8_FLAGS: readonly string[] = ["--max-semi-space-size=1", "--optimize-for-size"];
+export const V8_FLAGS: readonly string[] = ["--max-semi-space-size=1"];
 
 /** The flags as one `--v8-flags=` argument of `deno run` or `deno compile`. */
 export function v8FlagsArg(): string {
