@@ -5,7 +5,7 @@
  * namespaces, cgroups, pins, processes and sysctls, also on failure and on
  * Ctrl-C.
  *
- *   deno run -A bench/main.ts [--quick] [--only hook,reachable,reconcile,footprint,netcheck,cni]
+ *   deno run -A bench/main.ts [--quick] [--only hook,reachable,reconcile,footprint,netcheck,cni,targets]
  *                             [--json FILE] [--idle-seconds N]
  */
 import { setupLogging } from "../lib/log.ts";
@@ -14,6 +14,7 @@ import { footprint } from "./footprint.ts";
 import { hookCost } from "./hook_cost.ts";
 import { netcheckScheduling } from "./netcheck_schedule.ts";
 import { reconcileScale } from "./reconcile_scale.ts";
+import { targetsView } from "./targets_view.ts";
 import { timeToReachable } from "./time_to_reachable.ts";
 import { type FigureFailure, type FigureResult, formatTable } from "./report.ts";
 import { machineInfo } from "./system.ts";
@@ -37,6 +38,7 @@ const FIGURES: {
   { name: "footprint", title: "4. Agent footprint", run: (o, c) => footprint(o, c) },
   { name: "netcheck", title: "5. netcheck scheduling", run: (o, c) => netcheckScheduling(o, c) },
   { name: "cni", title: "6. CNI plugin", run: (o, c) => cniPluginFigure(o, c) },
+  { name: "targets", title: "7. Local view", run: (o, c) => targetsView(o, c) },
 ];
 
 const USAGE = `Usage: deno task bench [--quick] [--only NAMES] [--json FILE] [--idle-seconds N]

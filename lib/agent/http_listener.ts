@@ -9,10 +9,13 @@
 import { getLogger } from "@logtape/logtape";
 import { AcceptLoop, type Acceptor, type Stream, writeAll } from "../accept_loop.ts";
 import {
+  chunkBytes,
+  chunkedHeadBytes,
   errorResponseBytes,
   headEnd,
   HttpRequestError,
   keepsAlive,
+  LAST_CHUNK,
   MAX_HEAD_BYTES,
   parseRequestHead,
   responseBytes,
@@ -90,6 +93,44 @@ function withoutUndefined(o: Partial<HttpLimits>): Partial<HttpLimits> {
   );
 }
 
+/**
+ * Writes a response whose handler asked for a chunked body (a large one made
+ * in pieces, such as /targets): each chunk is written before the next is
+ * made, so the event loop runs between them. Returns false when the
+ * connection broke (or the body failed half-way), which closes it.
+ */
+async function writeChunked(
+  conn: Stream,
+  res: Response,
+  headOnly: boolean,
+  keepAlive: boolean,
+  limits: HttpLimits,
+  timers: Timers,
+): Promise<boolean> {
+  const reader = res.body!.getReader();
+  try {
+    await writeAll(
+      conn,
+      chunkedHeadBytes(res.status, res.headers, { keepAlive }),
+      limits.writeTimeoutMs,
+      timers,
+    );
+    if (headOnly) return true;
+    for (let r = await reader.read(); !r.done; r = await reader.read()) {
+      if (r.value.length > 0) {
+        await writeAll(conn, chunkBytes(r.value), limits.writeTimeoutMs, timers);
+      }
+    }
+    await writeAll(conn, LAST_CHUNK, limits.writeTimeoutMs, timers);
+    return true;
+  } catch (e) {
+    log.debug("A chunked response ended early: {error}", { error: String(e) });
+    return false;
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+}
+
 async function serveConnection(
   conn: Stream,
   handler: (req: Request) => Response | Promise<Response>,
@@ -165,6 +206,13 @@ async function serveConnection(
           headers: head.headers,
         }),
       );
+      if (res.headers.get("transfer-encoding") === "chunked" && res.body) {
+        if (!await writeChunked(conn, res, head.method === "HEAD", keepAlive, limits, timers)) {
+          return;
+        }
+        if (!keepAlive) return;
+        continue;
+      }
       bytes = responseBytes(res.status, res.headers, new Uint8Array(await res.arrayBuffer()), {
         head: head.method === "HEAD",
         keepAlive,

@@ -45,7 +45,8 @@ export interface Readiness {
 
 export interface StatusProvider {
   readiness(): Readiness;
-  targets(): TargetView[];
+  /** Every target, made one by one as /targets writes them (65,536 at a full map). */
+  targets(): Iterable<TargetView> | AsyncIterable<TargetView>;
   /** Recent kubelet connects into pod ranges that matched no target, newest first. */
   unmatched?(): UnmatchedView[];
   metricsText(): Promise<string>;
@@ -94,7 +95,7 @@ export async function handleRequest(
         headers: { "content-type": status.metricsContentType },
       });
     case "/targets":
-      if (surface === "local") return Response.json(status.targets());
+      if (surface === "local") return jsonArrayResponse(status.targets());
       break;
     case "/unmatched":
       if (surface === "local") return Response.json(status.unmatched?.() ?? []);
@@ -106,6 +107,49 @@ export async function handleRequest(
       : "Not found: try /metrics, /healthz or /readyz (the agent's view is on its local socket)\n",
     { status: 404 },
   );
+}
+
+/** Items per chunk of a streamed JSON array: about a millisecond of work each. */
+const ITEMS_PER_CHUNK = 512;
+
+/**
+ * A JSON array written in chunks of `perChunk` items, the event loop running
+ * between chunks: a full map's /targets (65,536 targets, ~15 MB of JSON) would
+ * otherwise block the agent for tens of milliseconds and hold it all at once.
+ */
+export function jsonArrayResponse(
+  items: Iterable<unknown> | AsyncIterable<unknown>,
+  perChunk = ITEMS_PER_CHUNK,
+): Response {
+  const encoder = new TextEncoder();
+  let iterator: Iterator<unknown> | AsyncIterator<unknown> | undefined;
+  let first = true;
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (iterator) await new Promise((resolve) => setTimeout(resolve, 0));
+      iterator ??= Symbol.asyncIterator in items
+        ? items[Symbol.asyncIterator]()
+        : items[Symbol.iterator]();
+      let text = first ? "[" : "";
+      for (let i = 0; i < perChunk; i++) {
+        const next = await iterator.next();
+        if (next.done) {
+          controller.enqueue(encoder.encode(text + "]"));
+          controller.close();
+          return;
+        }
+        text += (first ? "" : ",") + JSON.stringify(next.value);
+        first = false;
+      }
+      controller.enqueue(encoder.encode(text));
+    },
+    cancel() {
+      iterator?.return?.();
+    },
+  });
+  return new Response(body, {
+    headers: { "content-type": "application/json", "transfer-encoding": "chunked" },
+  });
 }
 
 /** A running surface: where it listens, whether it still accepts, and how to stop it. */

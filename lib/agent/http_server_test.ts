@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import {
   handleRequest,
+  jsonArrayResponse,
   listenAddress,
   startHttpServer,
   startLocalServer,
@@ -94,4 +95,52 @@ Deno.test("listenAddress() splits IPv4, names and bracketed IPv6, and refuses a 
   assert.deepEqual(listenAddress("localhost:1"), { hostname: "localhost", port: 1 });
   assert.throws(() => listenAddress("9808"), TypeError);
   assert.throws(() => listenAddress("h:70000"), RangeError);
+});
+
+/** `n` distinct targets, for answers that take many chunks. */
+function manyTargets(n: number) {
+  return Array.from({ length: n }, (_, i) => ({
+    family: "ipv4" as const,
+    address: `10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`,
+    port: 80,
+    networkId: 1,
+    mark: 0x11000,
+  }));
+}
+
+Deno.test("a /targets answer of many chunks arrives whole on a kept-alive socket connection", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "lace-local-" });
+  const path = `${dir}/agent.sock`;
+  const targets = manyTargets(5000);
+  const server = await startLocalServer(path, { ...provider(true), targets: () => targets });
+  try {
+    for (let i = 0; i < 2; i++) {
+      const res = await getFromAgent(path, "/targets", 5000);
+      assert.equal(res.status, 200);
+      assert.deepEqual(JSON.parse(res.body), targets);
+    }
+    assert.equal((await getFromAgent(path, "/healthz", 2000)).status, 200);
+  } finally {
+    await server.shutdown();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("jsonArrayResponse() lets timers run between its chunks", async () => {
+  let fired = false;
+  const res = jsonArrayResponse(manyTargets(2000), 100);
+  setTimeout(() => fired = true, 0);
+  const reader = res.body!.getReader();
+  let chunks = 0;
+  let firedBeforeLast = false;
+  for (let r = await reader.read(); !r.done; r = await reader.read()) {
+    chunks++;
+    if (chunks === 19) firedBeforeLast = fired;
+  }
+  assert.equal(chunks, 21, "2000 items in chunks of 100, and the closing bracket");
+  assert.ok(firedBeforeLast, "a timer set when the answer started ran before its last chunk");
+});
+
+Deno.test("jsonArrayResponse() writes an empty list as []", async () => {
+  assert.deepEqual(await jsonArrayResponse([]).json(), []);
 });

@@ -122,6 +122,40 @@ export function responseBytes(
   return out;
 }
 
+/**
+ * The head of a response whose body follows in chunks (`transfer-encoding:
+ * chunked`), each framed by `chunkBytes`, the last by `LAST_CHUNK`.
+ */
+export function chunkedHeadBytes(
+  status: number,
+  headers: Headers,
+  opts: { keepAlive: boolean },
+): Uint8Array {
+  let text = `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? "Status"}\r\n`;
+  for (const [name, value] of headers) {
+    if (name !== "content-length" && name !== "connection" && name !== "transfer-encoding") {
+      text += `${name}: ${value}\r\n`;
+    }
+  }
+  text += `transfer-encoding: chunked\r\nconnection: ${
+    opts.keepAlive ? "keep-alive" : "close"
+  }\r\n\r\n`;
+  return new TextEncoder().encode(text);
+}
+
+/** One chunk of a chunked body: its size in hex, the bytes, CRLF. */
+export function chunkBytes(data: Uint8Array): Uint8Array {
+  const size = new TextEncoder().encode(`${data.length.toString(16)}\r\n`);
+  const out = new Uint8Array(size.length + data.length + 2);
+  out.set(size);
+  out.set(data, size.length);
+  out.set([13, 10], size.length + data.length);
+  return out;
+}
+
+/** The zero-length chunk that ends a chunked body. */
+export const LAST_CHUNK: Uint8Array = new TextEncoder().encode("0\r\n\r\n");
+
 /** A short plain-text error response that closes the connection. */
 export function errorResponseBytes(status: number, message: string): Uint8Array {
   return responseBytes(

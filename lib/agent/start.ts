@@ -16,7 +16,8 @@ import {
   startLocalServer,
   type TargetView,
 } from "./http_server.ts";
-import { hitsByKey, hitsOf, type HitsView } from "../datapath/hits.ts";
+import { realTimers, sleep } from "../timers.ts";
+import { hitsByKey, hitsByKeyInBatches, hitsOf, type HitsView } from "../datapath/hits.ts";
 import { monotonicNowNs } from "../datapath/libbpf/clock.ts";
 import { parseCidr } from "../datapath/pod_ranges.ts";
 import { UnmatchedWatch } from "./unmatched_watch.ts";
@@ -43,22 +44,27 @@ export interface RunningAgent {
  * Turns the core's snapshot into the HTTP view (`/targets`, `lace targets`,
  * doctor), with each target's hits as the map holds them now.
  */
-function targetViews(snapshot: Readonly<AgentSnapshot>, hits: Map<string, HitsView>): TargetView[] {
-  return snapshot.targets.map((t) => ({
-    family: t.entry.key.family,
-    address: t.entry.key.address,
-    port: t.entry.key.port,
-    networkId: t.entry.value.networkId,
-    mark: t.entry.value.mark,
-    pod: `${t.pod.namespace}/${t.pod.name}`,
-    network: t.network,
-    container: t.container,
-    probe: t.probe,
-    handler: t.handler,
-    ...(t.http ? { httpPath: t.http.path, httpScheme: t.http.scheme } : {}),
-    ...(t.periodSeconds ? { periodSeconds: t.periodSeconds } : {}),
-    ...hitsOf(hits, t.entry.key),
-  }));
+function* targetViews(
+  snapshot: Readonly<AgentSnapshot>,
+  hits: Map<string, HitsView>,
+): Generator<TargetView> {
+  for (const t of snapshot.targets) {
+    yield ({
+      family: t.entry.key.family,
+      address: t.entry.key.address,
+      port: t.entry.key.port,
+      networkId: t.entry.value.networkId,
+      mark: t.entry.value.mark,
+      pod: `${t.pod.namespace}/${t.pod.name}`,
+      network: t.network,
+      container: t.container,
+      probe: t.probe,
+      handler: t.handler,
+      ...(t.http ? { httpPath: t.http.path, httpScheme: t.http.scheme } : {}),
+      ...(t.periodSeconds ? { periodSeconds: t.periodSeconds } : {}),
+      ...hitsOf(hits, t.entry.key),
+    });
+  }
 }
 
 /**
@@ -235,8 +241,20 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     }
     return { ready: reasons.length === 0, reasons };
   };
-  const targets = () =>
-    targetViews(core.view(), hitsByKey(datapath.store.entriesWithHits(), monotonicNowNs()));
+  const targetList = () => [
+    ...targetViews(core.view(), hitsByKey(datapath.store.entriesWithHits(), monotonicNowNs())),
+  ];
+  // /targets: the map is read in batches and the views made as they are written, the event
+  // loop running in between (a full map would otherwise hold it for hundreds of ms).
+  const targets = async function* () {
+    const snapshot = core.view();
+    const hits = await hitsByKeyInBatches(
+      datapath.store.entriesWithHitsBatches(1024),
+      monotonicNowNs(),
+      () => sleep(realTimers, 0),
+    );
+    yield* targetViews(snapshot, hits);
+  };
 
   follower.start();
   parts.push(() => follower.stop());
@@ -304,7 +322,7 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     follower,
     metrics,
     readiness,
-    targets,
+    targets: targetList,
     stop() {
       stopped ??= (async () => {
         log.info("Stopping; the pinned program, links and map stay in place");

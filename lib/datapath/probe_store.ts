@@ -48,8 +48,22 @@ export class BpfProbeStore implements ProbeStore, Disposable {
 
   /** Every entry with the datapath's hits (zero in a layout without them). */
   entriesWithHits(): ProbeEntryWithHits[] {
+    return this.#decoded(this.#map.entries());
+  }
+
+  /**
+   * The entries with their hits in batches of at most `size`, each read from
+   * the kernel when the caller asks for it (see BpfMap.entryBatches): for a
+   * view of a full map that yields to the event loop between batches.
+   */
+  *entriesWithHitsBatches(size: number): Generator<ProbeEntryWithHits[]> {
+    for (const batch of this.#map.entryBatches(size)) yield this.#decoded(batch);
+  }
+
+  /** Decodes raw entries; undecodable ones are logged and skipped. */
+  #decoded(raw: Iterable<[Uint8Array, Uint8Array]>): ProbeEntryWithHits[] {
     const out: ProbeEntryWithHits[] = [];
-    for (const [k, v] of this.#map.entries()) {
+    for (const [k, v] of raw) {
       try {
         out.push({
           key: decodeKey(k),

@@ -158,30 +158,57 @@ export class BpfMap implements Disposable {
   entries(): [Uint8Array, Uint8Array][] {
     if (this.#batchWorks && !PERCPU_TYPES.has(this.info.type)) {
       try {
-        return this.#entriesBatch();
+        return [...this.#lookupBatches(BATCH)].flat();
       } catch (e) {
         if (!isErrno(e, "EINVAL", "ENOTSUPP", "EOPNOTSUPP", "ENOSPC")) throw e;
         this.#batchWorks = !isErrno(e, "EINVAL", "ENOTSUPP", "EOPNOTSUPP");
       }
     }
-    const out: [Uint8Array, Uint8Array][] = [];
+    return [...this.#keyByKeyBatches(Infinity)].flat();
+  }
+
+  /**
+   * The (key, value) pairs in batches of at most `size`, each read when the
+   * caller asks for it, so a caller that yields between batches never holds
+   * the event loop for a whole large map. A batch continues where the last
+   * stopped (the kernel's bucket cursor): an entry changed in between may be
+   * missed or seen twice, which suits a view, not a reconcile.
+   */
+  *entryBatches(size = BATCH): Generator<[Uint8Array, Uint8Array][]> {
+    if (this.#batchWorks && !PERCPU_TYPES.has(this.info.type)) {
+      try {
+        yield* this.#lookupBatches(size);
+        return;
+      } catch (e) {
+        if (!isErrno(e, "EINVAL", "ENOTSUPP", "EOPNOTSUPP", "ENOSPC")) throw e;
+        this.#batchWorks = !isErrno(e, "EINVAL", "ENOTSUPP", "EOPNOTSUPP");
+      }
+    }
+    yield* this.#keyByKeyBatches(size);
+  }
+
+  *#keyByKeyBatches(size: number): Generator<[Uint8Array, Uint8Array][]> {
+    let out: [Uint8Array, Uint8Array][] = [];
     for (const key of this.keys()) {
       const value = this.lookup(key);
       if (value) out.push([key, value]); // deleted between the two calls otherwise
+      if (out.length >= size) {
+        yield out;
+        out = [];
+      }
     }
-    return out;
+    if (out.length > 0) yield out;
   }
 
-  #entriesBatch(): [Uint8Array, Uint8Array][] {
+  *#lookupBatches(size: number): Generator<[Uint8Array, Uint8Array][]> {
     const { keySize, valueSize } = this.info;
-    const keys = new Uint8Array(new ArrayBuffer(keySize * BATCH));
-    const values = new Uint8Array(new ArrayBuffer(valueSize * BATCH));
+    const keys = new Uint8Array(new ArrayBuffer(keySize * size));
+    const values = new Uint8Array(new ArrayBuffer(valueSize * size));
     // The batch token is opaque; a key-sized buffer is large enough for every map type.
     let inBatch: Uint8Array | null = null;
-    const out: [Uint8Array, Uint8Array][] = [];
     for (;;) {
       const outBatch = new Uint8Array(new ArrayBuffer(Math.max(8, keySize)));
-      const count = new Uint32Array([BATCH]);
+      const count = new Uint32Array([size]);
       const rc = libbpfSymbols().bpf_map_lookup_batch(
         this.fd,
         inBatch,
@@ -194,13 +221,15 @@ export class BpfMap implements Disposable {
       if (rc < 0 && rc !== -Errno.ENOENT) {
         throw new BpfError(`bpf_map_lookup_batch "${this.name}"`, rc);
       }
+      const out: [Uint8Array, Uint8Array][] = [];
       for (let i = 0; i < count[0]; i++) {
         out.push([
           keys.slice(i * keySize, (i + 1) * keySize),
           values.slice(i * valueSize, (i + 1) * valueSize),
         ]);
       }
-      if (rc === -Errno.ENOENT) return out; // ENOENT: no more entries
+      if (out.length > 0) yield out;
+      if (rc === -Errno.ENOENT) return; // ENOENT: no more entries
       inBatch = outBatch;
     }
   }
