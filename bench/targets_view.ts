@@ -57,7 +57,8 @@ export async function targetsView(
   const agent = AgentProcess.start({ pinPath: pin, kubeletCgroup: cgroups.kubelet, podsDir });
   cleanups.push(() => agent.stop());
   await agent.waitReady(300_000);
-  await sleep(2000);
+  // Let start-up's collections of the large heap finish before the idle baseline.
+  await sleep(8000);
 
   const curl = (out: string) =>
     new Deno.Command("curl", {

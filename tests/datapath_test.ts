@@ -316,16 +316,3 @@ privileged("a missing libbpf is reported with how to install it", async () => {
     uninstall(pinPath);
   }
 });
-
-privileged(
-  "the map read in batches holds every entry once, no batch larger than asked",
-  async () => {
-    await using w = await SimWorld.create();
-    for (let port = 1; port <= 3000; port++) w.register(ipv4(port), 1);
-    const batches = [...w.datapath.store.entriesWithHitsBatches(1000)];
-    assert.ok(batches.length >= 3, `${batches.length} batches`);
-    assert.ok(batches.every((b) => b.length > 0 && b.length <= 1000));
-    const ports = batches.flat().map((e) => e.key.port).sort((a, b) => a - b);
-    assert.deepEqual(ports, Array.from({ length: 3000 }, (_, i) => i + 1));
-  },
-);

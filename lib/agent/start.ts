@@ -16,8 +16,8 @@ import {
   startLocalServer,
   type TargetView,
 } from "./http_server.ts";
-import { realTimers, sleep } from "../timers.ts";
-import { hitsByKey, hitsByKeyInBatches, hitsOf, type HitsView } from "../datapath/hits.ts";
+import { hitsByKey, hitsOf, type HitsView, hitsView } from "../datapath/hits.ts";
+import type { ProbeKey } from "../datapath/probe_map.ts";
 import { monotonicNowNs } from "../datapath/libbpf/clock.ts";
 import { parseCidr } from "../datapath/pod_ranges.ts";
 import { UnmatchedWatch } from "./unmatched_watch.ts";
@@ -46,7 +46,7 @@ export interface RunningAgent {
  */
 function* targetViews(
   snapshot: Readonly<AgentSnapshot>,
-  hits: Map<string, HitsView>,
+  hitsOfKey: (key: ProbeKey) => HitsView,
 ): Generator<TargetView> {
   for (const t of snapshot.targets) {
     yield ({
@@ -62,7 +62,7 @@ function* targetViews(
       handler: t.handler,
       ...(t.http ? { httpPath: t.http.path, httpScheme: t.http.scheme } : {}),
       ...(t.periodSeconds ? { periodSeconds: t.periodSeconds } : {}),
-      ...hitsOf(hits, t.entry.key),
+      ...hitsOfKey(t.entry.key),
     });
   }
 }
@@ -241,19 +241,15 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     }
     return { ready: reasons.length === 0, reasons };
   };
-  const targetList = () => [
-    ...targetViews(core.view(), hitsByKey(datapath.store.entriesWithHits(), monotonicNowNs())),
-  ];
-  // /targets: the map is read in batches and the views made as they are written, the event
-  // loop running in between (a full map would otherwise hold it for hundreds of ms).
-  const targets = async function* () {
-    const snapshot = core.view();
-    const hits = await hitsByKeyInBatches(
-      datapath.store.entriesWithHitsBatches(1024),
-      monotonicNowNs(),
-      () => sleep(realTimers, 0),
-    );
-    yield* targetViews(snapshot, hits);
+  const targetList = () => {
+    const hits = hitsByKey(datapath.store.entriesWithHits(), monotonicNowNs());
+    return [...targetViews(core.view(), (key) => hitsOf(hits, key))];
+  };
+  // /targets: each target's hits looked up as its view is written, so a full map's answer is
+  // made a chunk at a time (the event loop running in between) and nothing of it is held.
+  const targets = () => {
+    const nowNs = monotonicNowNs();
+    return targetViews(core.view(), (key) => hitsView(datapath.store.hits(key), nowNs));
   };
 
   follower.start();

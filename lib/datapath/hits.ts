@@ -28,24 +28,6 @@ export function hitsByKey(entries: ProbeEntryWithHits[], nowNs: bigint): Map<str
   return new Map(entries.map((e) => [keyId(e.key), hitsView(e.hits, nowNs)]));
 }
 
-/**
- * hitsByKey over a map read in batches, waiting on `pause` after each: a
- * full map (65,536 entries) takes a few hundred milliseconds to read and
- * decode, which must not hold the agent's event loop at a stretch.
- */
-export async function hitsByKeyInBatches(
-  batches: Iterable<ProbeEntryWithHits[]>,
-  nowNs: bigint,
-  pause: () => Promise<void>,
-): Promise<Map<string, HitsView>> {
-  const byKey = new Map<string, HitsView>();
-  for (const batch of batches) {
-    for (const e of batch) byKey.set(keyId(e.key), hitsView(e.hits, nowNs));
-    await pause();
-  }
-  return byKey;
-}
-
 /** The hits of `key` in `byKey`, or none when the map does not hold it. */
 export function hitsOf(byKey: Map<string, HitsView>, key: ProbeKey): HitsView {
   return byKey.get(keyId(key)) ?? { hits: 0, lastHitAgeSeconds: null };

@@ -51,15 +51,6 @@ export class BpfProbeStore implements ProbeStore, Disposable {
     return this.#decoded(this.#map.entries());
   }
 
-  /**
-   * The entries with their hits in batches of at most `size`, each read from
-   * the kernel when the caller asks for it (see BpfMap.entryBatches): for a
-   * view of a full map that yields to the event loop between batches.
-   */
-  *entriesWithHitsBatches(size: number): Generator<ProbeEntryWithHits[]> {
-    for (const batch of this.#map.entryBatches(size)) yield this.#decoded(batch);
-  }
-
   /** Decodes raw entries; undecodable ones are logged and skipped. */
   #decoded(raw: Iterable<[Uint8Array, Uint8Array]>): ProbeEntryWithHits[] {
     const out: ProbeEntryWithHits[] = [];
@@ -99,6 +90,12 @@ export class BpfProbeStore implements ProbeStore, Disposable {
   get(key: ProbeKey): ProbeValue | undefined {
     const value = this.#map.lookup(encodeKey(key));
     return value && decodeValue(value.subarray(0, VALUE_SIZE));
+  }
+
+  /** One entry's hits (zero when the map does not hold it, or its layout has none). */
+  hits(key: ProbeKey): ProbeHits {
+    const value = this.#map.lookup(encodeKey(key));
+    return value ? decodeHits(value) : { hits: 0n, lastHitNs: 0n };
   }
 
   /** How many entries the kernel map holds. */

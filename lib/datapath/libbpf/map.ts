@@ -167,26 +167,6 @@ export class BpfMap implements Disposable {
     return [...this.#keyByKeyBatches(Infinity)].flat();
   }
 
-  /**
-   * The (key, value) pairs in batches of at most `size`, each read when the
-   * caller asks for it, so a caller that yields between batches never holds
-   * the event loop for a whole large map. A batch continues where the last
-   * stopped (the kernel's bucket cursor): an entry changed in between may be
-   * missed or seen twice, which suits a view, not a reconcile.
-   */
-  *entryBatches(size = BATCH): Generator<[Uint8Array, Uint8Array][]> {
-    if (this.#batchWorks && !PERCPU_TYPES.has(this.info.type)) {
-      try {
-        yield* this.#lookupBatches(size);
-        return;
-      } catch (e) {
-        if (!isErrno(e, "EINVAL", "ENOTSUPP", "EOPNOTSUPP", "ENOSPC")) throw e;
-        this.#batchWorks = !isErrno(e, "EINVAL", "ENOTSUPP", "EOPNOTSUPP");
-      }
-    }
-    yield* this.#keyByKeyBatches(size);
-  }
-
   *#keyByKeyBatches(size: number): Generator<[Uint8Array, Uint8Array][]> {
     let out: [Uint8Array, Uint8Array][] = [];
     for (const key of this.keys()) {
