@@ -304,3 +304,14 @@ Deno.test("validateConfig() takes 1 and 65536 targets per pod and refuses 0 and 
     });
   }
 });
+
+Deno.test("validateConfig() names a pod CIDR with host bits set", () => {
+  const base = { ...defaultConfig(), nodeName: "n1" };
+  validateConfig({ ...base, podCidrs: ["10.244.0.0/16"] });
+  assert.throws(() => validateConfig({ ...base, podCidrs: ["10.244.1.0/16"] }), (e: Error) => {
+    assert.deepEqual((e as ConfigError).problems, [
+      `Pod CIDRs: Invalid CIDR "10.244.1.0/16": host bits are set (did you mean 10.244.0.0/16?)`,
+    ]);
+    return true;
+  });
+});

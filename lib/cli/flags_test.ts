@@ -339,3 +339,10 @@ Deno.test("lace agent --pod-cidrs takes comma-separated CIDRs and refuses one wi
     /host bits are set/,
   );
 });
+
+Deno.test("lace agent --pod-cidrs skips empty items between commas", () => {
+  assert.deepEqual(parse(["--pod-cidrs=10.244.0.0/16,,fd00::/64,"]).podCidrs, [
+    "10.244.0.0/16",
+    "fd00::/64",
+  ]);
+});
