@@ -252,15 +252,16 @@ export async function hookCost(
       rows.push({
         measurement: `BPF ns/connect, ${label(family, match)} (by map entries)`,
         value: cells.map((c) => `${sizeLabel(c.entries)}: ${fmt(c.ns)}`).join(", "),
-        goal: cells.some((c) => c.entries === 10_000) ? "≤ 150 ns at 10k" : undefined,
+        goal: cells.some((c) => c.entries === MAX_TARGETS) ? "≤ 150 ns at 64k" : undefined,
       });
     }
   }
-  const at10k = perConnect.filter((c) => c.entries === 10_000);
-  if (at10k.length) {
-    const worst = at10k.reduce((a, b) => (b.ns > a.ns ? b : a));
+  // Judged at a full map, the worst case (issue 16; it was 10k before).
+  const atFull = perConnect.filter((c) => c.entries === MAX_TARGETS);
+  if (atFull.length) {
+    const worst = atFull.reduce((a, b) => (b.ns > a.ns ? b : a));
     goals.push({
-      ...atMost("hook", "BPF cost per connect at 10k entries (worst case)", worst.ns, 150, "ns"),
+      ...atMost("hook", "BPF cost per connect at a full map (worst case)", worst.ns, 150, "ns"),
       measured: `${fmt(worst.ns)} ns (${label(worst.family, worst.match)})`,
     });
   }

@@ -214,7 +214,7 @@ export async function reconcileScale(
       "reconcile",
       `full resync, ${label}, none changed: wall time (median)`,
       u.medianMs,
-      100,
+      50,
       "ms",
       slowReason(u.medianMs, u.mapReadMedianMs),
     ),
@@ -254,7 +254,7 @@ export async function reconcileScale(
         value: `${fmt(u.medianMs)} ms median (max ${fmt(u.maxMs)}), ${
           Math.max(...u.writes)
         } map writes`,
-        goal: "≤ 100 ms, 0 writes",
+        goal: "≤ 50 ms, 0 writes",
       },
       {
         measurement: "  of which reading the map / writing it (medians)",
