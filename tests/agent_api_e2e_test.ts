@@ -137,7 +137,7 @@ Deno.test({
       return api.store.list(api.typeOf({ apiVersion: "v1", kind: "Event" }), {}).items.find((e) =>
         (e as { reason?: string }).reason === "ProbeTargetMissed"
       );
-    }, { timeout: 10_000, message: "a ProbeTargetMissed Event" });
+    }, { timeout: 15_000, message: "a ProbeTargetMissed Event" });
     const ev = event as unknown as {
       involvedObject: { name: string; namespace: string };
       type: string;

@@ -275,7 +275,8 @@ Deno.test({
     await waitFor(
       () => agent.logs.some((l) => l.includes(`${POD_IPV4}:8082 matched no probe target`)),
       {
-        message: "the unmatched connect logged",
+        timeout: 15_000,
+        message: "the unmatched connect logged (reports are read every 5 s)",
       },
     );
     const { body } = await agent.local("/unmatched");
@@ -322,7 +323,7 @@ Deno.test({
           l.includes("10.244.1.99:80 matched no probe target") &&
           l.includes("no pod this agent knows")
         ),
-      { message: "the miss logged" },
+      { timeout: 15_000, message: "the miss logged (reports are read every 5 s)" },
     );
     assert.equal(await agent.metric('lace_probe_unmatched_total{network="net1"}'), 0);
   },
@@ -361,7 +362,7 @@ Deno.test({
     await waitFor(async () => {
       const recent = JSON.parse((await agent.local("/unmatched")).body) as { port: number }[];
       return recent.some((r) => r.port >= 20000);
-    }, { message: "the agent to read the reports left in the ring" });
+    }, { timeout: 15_000, message: "the agent to read the reports left in the ring" });
     await assertReaches(w, 1, 8080, 9000);
   },
 });

@@ -179,6 +179,8 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     observer: {
       onReconcile: (report) => {
         metrics.update(report, core.view());
+        // New pods' addresses reach the pod ranges with their targets, not at the next drain.
+        unmatched?.syncRanges();
         if (core.view().firstFullListApplied && !desiredApplied) {
           // The map now holds this agent's own truth: a swap no longer needs the old map.
           desiredApplied = true;

@@ -1,8 +1,9 @@
 /**
  * The agent's side of kubelet connects that found no target, wired to the
  * datapath: keeps the pod ranges trie in step with --pod-cidrs and the pods
- * the agent knows, drains the report ring buffer every few seconds (a poll
- * with no wait, on this thread), and logs, sends Events and keeps the recent
+ * the agent knows (after each reconcile, and at each drain), drains the
+ * report ring buffer every 5 s (a poll with no wait, on this thread: one
+ * wake-up per drain; the counts are the kernel's, exact between drains), and logs, sends Events and keeps the recent
  * list through an UnmatchedLedger. Per-network counts for the metrics.
  */
 import { getLogger } from "@logtape/logtape";
@@ -55,7 +56,7 @@ export class UnmatchedWatch {
     this.#cidrs = opts.cidrs;
     this.#view = opts.view;
     this.#events = opts.events;
-    this.#intervalMs = opts.intervalMs ?? 2000;
+    this.#intervalMs = opts.intervalMs ?? 5000;
     this.#reader = this.#maps.reportReader((report) => {
       // Built once per drain, only when there is a report.
       this.#owners ??= ownersByAddress(this.#view().targets);
@@ -81,16 +82,24 @@ export class UnmatchedWatch {
     this.#timer = setInterval(() => this.tick(), this.#intervalMs);
   }
 
-  /** Writes the pod ranges when they changed, then hands every report ready now to the ledger. */
-  tick(): void {
+  /** Writes the pod ranges when the agent's targets changed them. */
+  syncRanges(): void {
     try {
       const want = desiredRanges(this.#cidrs, this.#view().targets);
-      const id = want.map(rangeId).sort().join(",");
-      if (id !== this.#applied) {
-        const done = this.#maps.syncRanges(want);
-        this.#applied = id;
-        log.debug("Pod ranges: {put} written, {removed} removed", done);
-      }
+      const id = want.map(rangeId).join(",");
+      if (id === this.#applied) return;
+      const done = this.#maps.syncRanges(want);
+      this.#applied = id;
+      log.debug("Pod ranges: {put} written, {removed} removed", done);
+    } catch (error) {
+      log.warn("Writing the pod ranges failed: {error}", { error: String(error) });
+    }
+  }
+
+  /** Writes the pod ranges when they changed, then hands every report ready now to the ledger. */
+  tick(): void {
+    this.syncRanges();
+    try {
       this.#owners = undefined;
       this.#reader.consume();
     } catch (error) {
