@@ -276,3 +276,11 @@ Deno.test("a pod IP entry without an address is named as undefined, and a specia
   assert.deepEqual(r.skips.map((s) => s.split(":")[0]), ["address", "special-address"]);
   assert.equal(r.skips[0], "address: Pod IP is not an IP address: undefined");
 });
+
+Deno.test("a probe's periodSeconds of 1 is kept and 0 is left out", () => {
+  const period = (periodSeconds: number) =>
+    run(pod([{ name: "app", readinessProbe: { tcpSocket: { port: 80 }, periodSeconds } }]))
+      .targets[0].periodSeconds;
+  assert.equal(period(1), 1);
+  assert.equal(period(0), undefined);
+});
