@@ -3,7 +3,14 @@ import type { Attachment } from "./protocol.ts";
 import type { Stream } from "../accept_loop.ts";
 import { readUntilClosed, scriptedListener } from "../../tests/helpers/fake_listener.ts";
 import { fakeTime } from "../../tests/helpers/fake_time.ts";
-import { Attachments, type CniHandler, serveCni, startCniServer } from "./server.ts";
+import {
+  Attachments,
+  type CniHandler,
+  type CniServer,
+  type CniServerOptions,
+  serveCni,
+  startCniServer,
+} from "./server.ts";
 
 class FakeAgent implements CniHandler {
   added: Attachment[] = [];
@@ -19,8 +26,36 @@ class FakeAgent implements CniHandler {
   }
 }
 
-async function tempDir(): Promise<string> {
-  return await Deno.makeTempDir({ prefix: "lace-cni-" });
+/** A fresh directory for one test, removed with all it holds when disposed. */
+async function tempDir(): Promise<AsyncDisposable & { path: string }> {
+  const path = await Deno.makeTempDir({ prefix: "lace-cni-" });
+  return { path, [Symbol.asyncDispose]: () => Deno.remove(path, { recursive: true }) };
+}
+
+/**
+ * A server for `handler` on `cni.sock` in a fresh directory; disposing it
+ * closes the server, then removes the directory, so a failing test leaks neither.
+ */
+async function cniServer(
+  handler: CniHandler = new FakeAgent(),
+  options: CniServerOptions = {},
+): Promise<AsyncDisposable & { path: string; server: CniServer }> {
+  const dir = await tempDir();
+  const path = `${dir.path}/cni.sock`;
+  try {
+    const server = await startCniServer(path, handler, options);
+    return {
+      path,
+      server,
+      async [Symbol.asyncDispose]() {
+        await server.close();
+        await dir[Symbol.asyncDispose]();
+      },
+    };
+  } catch (e) {
+    await dir[Symbol.asyncDispose]();
+    throw e;
+  }
 }
 
 /** A raw client: writes `text`, then reads `lines` reply lines (or until the server closes). */
@@ -48,25 +83,26 @@ function request(extra: Record<string, unknown>): string {
 }
 
 Deno.test("startCniServer() creates a missing parent directory 0700 and the socket 0600", async () => {
-  const dir = await tempDir();
-  const path = `${dir}/run/lace/cni.sock`;
+  await using dir = await tempDir();
+  const path = `${dir.path}/run/lace/cni.sock`;
   const server = await startCniServer(path, new FakeAgent());
   try {
     assert.ok(Deno.lstatSync(path).isSocket);
     assert.equal(Deno.statSync(path).mode! & 0o777, 0o600);
-    assert.equal(Deno.statSync(`${dir}/run/lace`).mode! & 0o777, 0o700);
-    assert.deepEqual([...Deno.readDirSync(`${dir}/run/lace`)].map((e) => e.name), ["cni.sock"]);
+    assert.equal(Deno.statSync(`${dir.path}/run/lace`).mode! & 0o777, 0o700);
+    assert.deepEqual([...Deno.readDirSync(`${dir.path}/run/lace`)].map((e) => e.name), [
+      "cni.sock",
+    ]);
   } finally {
     await server.close();
-    await Deno.remove(dir, { recursive: true });
   }
 });
 
 Deno.test("startCniServer() replaces a stale socket file", async () => {
-  const dir = await tempDir();
-  const path = `${dir}/cni.sock`;
-  const stale = Deno.listen({ transport: "unix", path: `${dir}/old.sock` });
-  Deno.renameSync(`${dir}/old.sock`, path);
+  await using dir = await tempDir();
+  const path = `${dir.path}/cni.sock`;
+  const stale = Deno.listen({ transport: "unix", path: `${dir.path}/old.sock` });
+  Deno.renameSync(`${dir.path}/old.sock`, path);
   stale.close();
   const agent = new FakeAgent();
   const server = await startCniServer(path, agent);
@@ -76,116 +112,82 @@ Deno.test("startCniServer() replaces a stale socket file", async () => {
     assert.equal(agent.added.length, 1);
   } finally {
     await server.close();
-    await Deno.remove(dir, { recursive: true });
   }
 });
 
 Deno.test("startCniServer() refuses a path that is not a socket", async () => {
-  const dir = await tempDir();
-  try {
-    Deno.writeTextFileSync(`${dir}/cni.sock`, "keep me");
-    await assert.rejects(
-      () => startCniServer(`${dir}/cni.sock`, new FakeAgent()),
-      /exists and is not a socket/,
-    );
-    assert.equal(Deno.readTextFileSync(`${dir}/cni.sock`), "keep me");
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  await using dir = await tempDir();
+  const path = `${dir.path}/cni.sock`;
+  Deno.writeTextFileSync(path, "keep me");
+  await assert.rejects(() => startCniServer(path, new FakeAgent()), /exists and is not a socket/);
+  assert.equal(Deno.readTextFileSync(path), "keep me");
 });
 
 Deno.test("close() removes the socket, but not one a newer server put there", async () => {
-  const dir = await tempDir();
-  const path = `${dir}/cni.sock`;
-  try {
-    const first = await startCniServer(path, new FakeAgent());
-    await first.close();
-    assert.throws(() => Deno.lstatSync(path), Deno.errors.NotFound);
-    const old = await startCniServer(path, new FakeAgent());
-    const agent = new FakeAgent();
-    const newer = await startCniServer(path, agent);
-    await old.close();
-    await old.close();
-    const [line] = await exchange(path, request({ op: "add", ref, attachment }));
-    assert.equal(JSON.parse(line).ok, true);
-    assert.equal(agent.added.length, 1);
-    await newer.close();
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  await using dir = await tempDir();
+  const path = `${dir.path}/cni.sock`;
+  const first = await startCniServer(path, new FakeAgent());
+  await first.close();
+  assert.throws(() => Deno.lstatSync(path), Deno.errors.NotFound);
+  const old = await startCniServer(path, new FakeAgent());
+  const agent = new FakeAgent();
+  const newer = await startCniServer(path, agent);
+  await old.close();
+  await old.close();
+  const [line] = await exchange(path, request({ op: "add", ref, attachment }));
+  assert.equal(JSON.parse(line).ok, true);
+  assert.equal(agent.added.length, 1);
+  await newer.close();
 });
 
 Deno.test("the server answers bad requests with errors and keeps serving", async () => {
-  const dir = await tempDir();
-  const path = `${dir}/cni.sock`;
   const agent = new FakeAgent();
-  const server = await startCniServer(path, agent);
-  try {
-    const bad = [
-      "{not json\n",
-      "[]\n",
-      JSON.stringify({ v: 2, id: "x", op: "add" }) + "\n",
-      request({ op: "explode" }),
-      request({ op: "add", ref }),
-      request({ op: "add", ref, attachment: { ...attachment, ips: ["not-an-ip"] } }),
-      request({ op: "add", ref, attachment: { ...attachment, uid: "" } }),
-      request({ op: "add", ref, attachment: { ...attachment, network: "b", networkId: 0 } }),
-      request({ op: "del", ref: { containerId: "c1" } }),
-      request({ op: "gc", valid: "all" }),
-    ];
-    const replies = await exchange(
-      path,
-      bad.join("") + request({ op: "add", ref, attachment }),
-      11,
-    );
-    assert.equal(replies.length, 11);
-    for (const r of replies.slice(0, 10).map((l) => JSON.parse(l))) {
-      assert.equal(r.ok, false);
-      assert.equal(typeof r.error, "string");
-    }
-    assert.equal(JSON.parse(replies[0]).id, null);
-    assert.equal(JSON.parse(replies[5]).id, "r1");
-    assert.match(JSON.parse(replies[5]).error, /not-an-ip/);
-    assert.equal(JSON.parse(replies[10]).ok, true);
-    assert.deepEqual(agent.added, [attachment]);
-  } finally {
-    await server.close();
-    await Deno.remove(dir, { recursive: true });
+  await using cni = await cniServer(agent);
+  const bad = [
+    "{not json\n",
+    "[]\n",
+    JSON.stringify({ v: 2, id: "x", op: "add" }) + "\n",
+    request({ op: "explode" }),
+    request({ op: "add", ref }),
+    request({ op: "add", ref, attachment: { ...attachment, ips: ["not-an-ip"] } }),
+    request({ op: "add", ref, attachment: { ...attachment, uid: "" } }),
+    request({ op: "add", ref, attachment: { ...attachment, network: "b", networkId: 0 } }),
+    request({ op: "del", ref: { containerId: "c1" } }),
+    request({ op: "gc", valid: "all" }),
+  ];
+  const replies = await exchange(
+    cni.path,
+    bad.join("") + request({ op: "add", ref, attachment }),
+    11,
+  );
+  assert.equal(replies.length, 11);
+  for (const r of replies.slice(0, 10).map((l) => JSON.parse(l))) {
+    assert.equal(r.ok, false);
+    assert.equal(typeof r.error, "string");
   }
+  assert.equal(JSON.parse(replies[0]).id, null);
+  assert.equal(JSON.parse(replies[5]).id, "r1");
+  assert.match(JSON.parse(replies[5]).error, /not-an-ip/);
+  assert.equal(JSON.parse(replies[10]).ok, true);
+  assert.deepEqual(agent.added, [attachment]);
 });
 
 Deno.test("the server canonicalises addresses before calling the agent", async () => {
-  const dir = await tempDir();
-  const path = `${dir}/cni.sock`;
   const agent = new FakeAgent();
-  const server = await startCniServer(path, agent);
-  try {
-    const a = { ...attachment, ips: ["FD70:0:0::5", "::ffff:10.70.0.5"] };
-    await exchange(path, request({ op: "add", ref, attachment: a }));
-    assert.deepEqual(agent.added[0].ips, ["fd70::5", "10.70.0.5"]);
-  } finally {
-    await server.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+  await using cni = await cniServer(agent);
+  const a = { ...attachment, ips: ["FD70:0:0::5", "::ffff:10.70.0.5"] };
+  await exchange(cni.path, request({ op: "add", ref, attachment: a }));
+  assert.deepEqual(agent.added[0].ips, ["fd70::5", "10.70.0.5"]);
 });
 
 Deno.test("the server closes a connection that sends an over-long line", async () => {
-  const dir = await tempDir();
-  const path = `${dir}/cni.sock`;
-  const server = await startCniServer(path, new FakeAgent());
-  try {
-    const replies = await exchange(path, "x".repeat(200 * 1024), 2);
-    assert.equal(replies.length, 1);
-    assert.match(JSON.parse(replies[0]).error, /longer than/);
-  } finally {
-    await server.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+  await using cni = await cniServer();
+  const replies = await exchange(cni.path, "x".repeat(200 * 1024), 2);
+  assert.equal(replies.length, 1);
+  assert.match(JSON.parse(replies[0]).error, /longer than/);
 });
 
 Deno.test("the server survives a client that leaves before its reply", async () => {
-  const dir = await tempDir();
-  const path = `${dir}/cni.sock`;
   const started = Promise.withResolvers<void>();
   const release = Promise.withResolvers<void>();
   const handler: CniHandler = {
@@ -195,92 +197,62 @@ Deno.test("the server survives a client that leaves before its reply", async () 
     },
     removeAttachment: () => {},
   };
-  const server = await startCniServer(path, handler);
+  await using cni = await cniServer(handler);
   try {
-    const conn = await Deno.connect({ transport: "unix", path });
+    const conn = await Deno.connect({ transport: "unix", path: cni.path });
     await conn.write(new TextEncoder().encode(request({ op: "add", ref, attachment })));
     await started.promise;
     conn.close();
     release.resolve();
-    const [line] = await exchange(path, request({ op: "del", ref, uid: "u1" }));
+    const [line] = await exchange(cni.path, request({ op: "del", ref, uid: "u1" }));
     assert.equal(JSON.parse(line).ok, true);
   } finally {
+    // Released before the server closes, which waits for the handler.
     release.resolve();
-    await server.close();
-    await Deno.remove(dir, { recursive: true });
   }
 });
 
 Deno.test("the server reports a failing agent, with retry when the agent asks for it", async () => {
-  const dir = await tempDir();
-  const path = `${dir}/cni.sock`;
   const agent = new FakeAgent();
   agent.fail = Object.assign(new Error("Probe map is full"), { retry: true });
-  const server = await startCniServer(path, agent);
-  try {
-    const [line] = await exchange(path, request({ op: "add", ref, attachment }));
-    assert.deepEqual(JSON.parse(line), {
-      v: 1,
-      id: "r1",
-      ok: false,
-      error: "Probe map is full",
-      retry: true,
-    });
-  } finally {
-    await server.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+  await using cni = await cniServer(agent);
+  const [line] = await exchange(cni.path, request({ op: "add", ref, attachment }));
+  assert.deepEqual(JSON.parse(line), {
+    v: 1,
+    id: "r1",
+    ok: false,
+    error: "Probe map is full",
+    retry: true,
+  });
 });
 
 Deno.test("CHECK without a check handler is an error reply", async () => {
-  const dir = await tempDir();
-  const path = `${dir}/cni.sock`;
-  const server = await startCniServer(path, new FakeAgent());
-  try {
-    const [line] = await exchange(path, request({ op: "check", ref, attachment }));
-    assert.match(JSON.parse(line).error, /cannot check/);
-  } finally {
-    await server.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+  await using cni = await cniServer();
+  const [line] = await exchange(cni.path, request({ op: "check", ref, attachment }));
+  assert.match(JSON.parse(line).error, /cannot check/);
 });
 
 Deno.test("the server refuses connections beyond its limit with retry", async () => {
-  const dir = await tempDir();
-  const path = `${dir}/cni.sock`;
-  const server = await startCniServer(path, new FakeAgent(), { maxConnections: 1 });
-  const held = await Deno.connect({ transport: "unix", path });
-  try {
-    // The held connection is served once the server has answered on it.
-    await held.write(new TextEncoder().encode(request({ op: "del", ref })));
-    await held.read(new Uint8Array(1024));
-    const [line] = await exchange(path, "");
-    assert.equal(JSON.parse(line).retry, true);
-  } finally {
-    held.close();
-    await server.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+  await using cni = await cniServer(new FakeAgent(), { maxConnections: 1 });
+  using held = await Deno.connect({ transport: "unix", path: cni.path });
+  // The held connection is served once the server has answered on it.
+  await held.write(new TextEncoder().encode(request({ op: "del", ref })));
+  await held.read(new Uint8Array(1024));
+  const [line] = await exchange(cni.path, "");
+  assert.equal(JSON.parse(line).retry, true);
 });
 
 Deno.test("DEL removes the pod by uid, or by the sandbox that added it", async () => {
-  const dir = await tempDir();
-  const path = `${dir}/cni.sock`;
   const agent = new FakeAgent();
-  const server = await startCniServer(path, agent);
-  try {
-    await exchange(path, request({ op: "add", ref, attachment }));
-    await exchange(path, request({ op: "del", ref }));
-    await exchange(path, request({ op: "del", ref }));
-    await exchange(
-      path,
-      request({ op: "del", ref: { containerId: "c9", ifname: "eth0" }, uid: "u9" }),
-    );
-    assert.deepEqual(agent.removed, ["u1", "u9"]);
-  } finally {
-    await server.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+  await using cni = await cniServer(agent);
+  await exchange(cni.path, request({ op: "add", ref, attachment }));
+  await exchange(cni.path, request({ op: "del", ref }));
+  await exchange(cni.path, request({ op: "del", ref }));
+  await exchange(
+    cni.path,
+    request({ op: "del", ref: { containerId: "c9", ifname: "eth0" }, uid: "u9" }),
+  );
+  assert.deepEqual(agent.removed, ["u1", "u9"]);
 });
 
 Deno.test("Attachments ignores a late DEL of a pod's replaced sandbox", () => {
@@ -309,45 +281,30 @@ Deno.test("Attachments.collect() returns the pods of attachments the runtime no 
 });
 
 Deno.test("a client that never finishes its request line is closed after the line deadline, and others are served meanwhile", async () => {
-  const dir = await tempDir();
-  const path = `${dir}/cni.sock`;
   const agent = new FakeAgent();
-  const server = await startCniServer(path, agent, { lineMs: 300, maxConnections: 2 });
-  const slow = await Deno.connect({ transport: "unix", path });
-  try {
-    await slow.write(new TextEncoder().encode('{"v":1,"id":"slow","op":'));
-    const closed = readUntilClosed(slow);
-    const [line] = await exchange(path, request({ op: "add", ref, attachment }));
-    assert.equal(JSON.parse(line).ok, true, "served while the slow client waits");
-    assert.equal(await closed, "", "closed without a reply");
-  } finally {
-    slow.close();
-    await server.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+  await using cni = await cniServer(agent, { lineMs: 300, maxConnections: 2 });
+  using slow = await Deno.connect({ transport: "unix", path: cni.path });
+  await slow.write(new TextEncoder().encode('{"v":1,"id":"slow","op":'));
+  const closed = readUntilClosed(slow);
+  const [line] = await exchange(cni.path, request({ op: "add", ref, attachment }));
+  assert.equal(JSON.parse(line).ok, true, "served while the slow client waits");
+  assert.equal(await closed, "", "closed without a reply");
 });
 
 Deno.test("the server tells the plugin to retry when the agent does not answer within the request deadline", async () => {
-  const dir = await tempDir();
-  const path = `${dir}/cni.sock`;
   const never: CniHandler = {
     registerAttachment: () => new Promise(() => {}),
     removeAttachment: () => {},
   };
-  const server = await startCniServer(path, never, { requestMs: 50 });
-  try {
-    const [line] = await exchange(path, request({ op: "add", ref, attachment }));
-    assert.deepEqual(JSON.parse(line), {
-      v: 1,
-      id: "r1",
-      ok: false,
-      error: "The agent did not answer within 50 ms",
-      retry: true,
-    });
-  } finally {
-    await server.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+  await using cni = await cniServer(never, { requestMs: 50 });
+  const [line] = await exchange(cni.path, request({ op: "add", ref, attachment }));
+  assert.deepEqual(JSON.parse(line), {
+    v: 1,
+    id: "r1",
+    ok: false,
+    error: "The agent did not answer within 50 ms",
+    retry: true,
+  });
 });
 
 /** A client that sends `text` once and then never reads: every write waits until closed. */
