@@ -3,6 +3,7 @@
  * the directory source, a kubelet-like prober in the kubelet cgroup, and the
  * real kernel deciding where each connect goes.
  */
+import { join } from "node:path";
 import assert from "node:assert/strict";
 import { readPinnedCounters, readPinnedTargets } from "../lib/datapath/pins.ts";
 import { keyId } from "../lib/datapath/probe_map.ts";
@@ -78,6 +79,25 @@ Deno.test({
     }
     // A port no probe uses is not tagged, even from the kubelet.
     assert.equal((await w.probe(POD_IPV4, 8082, "/")).result, "NO_ROUTE");
+  },
+});
+
+Deno.test({
+  name:
+    "a pod in a YAML manifest is registered: the agent loads its YAML parser with the first one",
+  ...opts,
+  async fn() {
+    await using w = await AgentWorld.create();
+    await startReadyAgent(w, [podA]);
+    // JSON is YAML too: the .yaml name is what sends the file through the YAML parser.
+    const tmp = join(w.podsDir, ".b.tmp");
+    await Deno.writeTextFile(tmp, JSON.stringify(podB));
+    await Deno.rename(tmp, join(w.podsDir, "b.yaml"));
+    await waitFor(async () => (await w.probe(POD_IPV4, 8081, "/")).result === "reached", {
+      timeout: 10_000,
+      message: "the YAML manifest's pod reachable",
+    });
+    await assertReaches(w, 2, 8081, 9001);
   },
 });
 

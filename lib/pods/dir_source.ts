@@ -5,7 +5,6 @@
  */
 import { resolve } from "node:path";
 import { getLogger } from "@logtape/logtape";
-import { parseAllDocuments } from "yaml";
 import { normalisePod, type Pod } from "./pod.ts";
 import type { PodSink, PodSource } from "./source.ts";
 import { readManifestFile, UnusableManifestError } from "./manifest_file.ts";
@@ -38,6 +37,22 @@ const tooDeep = (index: number) =>
 const isStackOverflow = (e: unknown) => e instanceof RangeError || /call stack/i.test(String(e));
 
 /**
+ * The YAML parser, loaded with the first YAML manifest: the agent on the API
+ * alone (the chart's default) or on JSON files never pays its ~8 MB of RSS.
+ */
+let yaml: typeof import("yaml") | undefined;
+
+/** Loads the YAML parser parseManifests() needs for `.yaml`/`.yml` files; idempotent. */
+export async function loadYamlParser(): Promise<void> {
+  yaml ??= await import("yaml");
+}
+
+/** Whether parseManifests() reads `file` as YAML (else as JSON). */
+function isYamlFile(file: string): boolean {
+  return !/\.json$/i.test(file);
+}
+
+/**
  * Extracts the Pod objects from one manifest file's text: single Pods, several
  * YAML documents, and `List`/`PodList` objects with `items` (items without a
  * `kind` are pods, as in an API list). Other kinds are ignored. Throws
@@ -49,7 +64,7 @@ const isStackOverflow = (e: unknown) => e instanceof RangeError || /call stack/i
 export function parseManifests(text: string, file: string): { pods: Pod[]; problems: string[] } {
   const values: unknown[] = [];
   const problems: string[] = [];
-  if (/\.json$/i.test(file)) {
+  if (!isYamlFile(file)) {
     try {
       values.push(JSON.parse(text));
     } catch (error) {
@@ -59,7 +74,8 @@ export function parseManifests(text: string, file: string): { pods: Pod[]; probl
   } else {
     let docs;
     try {
-      docs = parseAllDocuments(text);
+      if (!yaml) throw new Error("The YAML parser is not loaded: call loadYamlParser() first");
+      docs = yaml.parseAllDocuments(text);
     } catch (error) {
       // The parser catches most overflows itself (below); one that escapes it ends the file.
       if (!isStackOverflow(error)) throw error;
@@ -309,6 +325,7 @@ export class DirPodSource implements PodSource {
       return;
     }
     try {
+      if (isYamlFile(name)) await loadYamlParser();
       const { pods, problems } = parseManifests(text, path);
       for (const problem of problems) log.warning("Skipped: {problem}", { problem });
       this.#lastGood.set(name, pods);

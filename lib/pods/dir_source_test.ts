@@ -5,12 +5,15 @@ import { resetSync } from "@logtape/logtape";
 import { setupLogging } from "../log.ts";
 import {
   DirPodSource,
+  loadYamlParser,
   MAX_MANIFEST_DEPTH,
   nestedDeeperThan,
   parseManifests,
 } from "./dir_source.ts";
 import { MAX_MANIFEST_BYTES, readManifestFile, UnusableManifestError } from "./manifest_file.ts";
 import { waitFor } from "../../tests/helpers/wait.ts";
+
+await loadYamlParser();
 
 function podYaml(uid: string, node?: string): string {
   return [
