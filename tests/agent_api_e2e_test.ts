@@ -8,19 +8,15 @@ import assert from "node:assert/strict";
 import { readPinnedTargets } from "../lib/datapath/pins.ts";
 import { TestApiServer } from "./api_server/mod.ts";
 import type { KubeObject } from "./api_server/mod.ts";
-import { AgentWorld, POD_IPV4, podManifest } from "./helpers/agent_process.ts";
-import { privilegedSkipReason } from "./helpers/sim_world.ts";
+import { agentTestOptions, AgentWorld, POD_IPV4, podManifest } from "./helpers/agent_process.ts";
 import { waitFor } from "./helpers/wait.ts";
-
-const skip = privilegedSkipReason();
-const opts = { ignore: skip !== undefined, sanitizeResources: false, sanitizeOps: false };
 
 const pod = (p: Parameters<typeof podManifest>[0]) => podManifest(p) as unknown as KubeObject;
 
 Deno.test({
   name:
     "pods from the API become probe targets, an older-wins conflict is an Event, and deletes are applied",
-  ...opts,
+  ...agentTestOptions,
   async fn() {
     await using w = await AgentWorld.create();
     await using api = await TestApiServer.start({ namespaces: ["default", "e2e"] });
@@ -89,7 +85,7 @@ Deno.test({
 
 Deno.test({
   name: "an API outage leaves the map as it is, and the agent converges after the API returns",
-  ...opts,
+  ...agentTestOptions,
   async fn() {
     await using w = await AgentWorld.create();
     await using api = await TestApiServer.start({ namespaces: ["default", "e2e"] });
@@ -125,7 +121,7 @@ Deno.test({
 Deno.test({
   name: "a kubelet connect to a pod's address on a port that is no target is a Warning Event " +
     "on that pod, naming the destination",
-  ...opts,
+  ...agentTestOptions,
   async fn() {
     await using w = await AgentWorld.create();
     await using api = await TestApiServer.start({ namespaces: ["default", "e2e"] });

@@ -9,17 +9,15 @@ import { readPinnedCounters, readPinnedTargets } from "../lib/datapath/pins.ts";
 import { keyId } from "../lib/datapath/probe_map.ts";
 import {
   type AgentProcess,
+  agentTestOptions,
   AgentWorld,
+  POD_A,
   POD_IPV4,
   POD_IPV6,
   podManifest,
 } from "./helpers/agent_process.ts";
-import { privilegedSkipReason } from "./helpers/sim_world.ts";
 import { waitFor } from "./helpers/wait.ts";
 
-const skip = privilegedSkipReason();
-const opts = { ignore: skip !== undefined, sanitizeResources: false, sanitizeOps: false };
-const podA = podManifest({ name: "a", networkId: 1, httpPort: 8080, tcpPort: 9000 });
 const podB = podManifest({ name: "b", networkId: 2, httpPort: 8081, tcpPort: 9001 });
 
 /** Every probe of a pod manifest's container, on both addresses: [host, port, http path?]. */
@@ -63,10 +61,10 @@ async function startReadyAgent(
 
 Deno.test({
   name: "the agent registers every probe of the directory's pods across overlapping networks",
-  ...opts,
+  ...agentTestOptions,
   async fn() {
     await using w = await AgentWorld.create();
-    await startReadyAgent(w, [podA, podB]);
+    await startReadyAgent(w, [POD_A, podB]);
     await assertReaches(w, 1, 8080, 9000);
     await assertReaches(w, 2, 8081, 9001);
     for (const [host, port, http] of [...probesOf(8080, 9000), ...probesOf(8081, 9001)]) {
@@ -85,10 +83,10 @@ Deno.test({
 Deno.test({
   name:
     "a pod in a YAML manifest is registered: the agent loads its YAML parser with the first one",
-  ...opts,
+  ...agentTestOptions,
   async fn() {
     await using w = await AgentWorld.create();
-    await startReadyAgent(w, [podA]);
+    await startReadyAgent(w, [POD_A]);
     // JSON is YAML too: the .yaml name is what sends the file through the YAML parser.
     const tmp = join(w.podsDir, ".b.tmp");
     await Deno.writeTextFile(tmp, JSON.stringify(podB));
@@ -103,10 +101,10 @@ Deno.test({
 
 Deno.test({
   name: "a pod added to the directory becomes reachable and a removed one loses its targets",
-  ...opts,
+  ...agentTestOptions,
   async fn() {
     await using w = await AgentWorld.create();
-    const agent = await startReadyAgent(w, [podA]);
+    const agent = await startReadyAgent(w, [POD_A]);
     const sample = 'lace_probe_targets{family="ipv4",network="net2"}';
     assert.equal(await agent.metric(sample), undefined);
 
@@ -176,10 +174,10 @@ async function laceTargets(args: string[]) {
 Deno.test({
   name:
     "after kill -9 probes keep working, and a restarted agent removes stale entries with no gap",
-  ...opts,
+  ...agentTestOptions,
   async fn() {
     await using w = await AgentWorld.create();
-    const first = await startReadyAgent(w, [podA, podB]);
+    const first = await startReadyAgent(w, [POD_A, podB]);
     await first.stop("SIGKILL");
     await assertReaches(w, 1, 8080, 9000);
     await assertReaches(w, 2, 8081, 9001);
@@ -215,10 +213,10 @@ Deno.test({
 
 Deno.test({
   name: "/readyz waits for the kubelet cgroup to exist, then the agent attaches and is ready",
-  ...opts,
+  ...agentTestOptions,
   async fn() {
     await using w = await AgentWorld.create();
-    await w.writePod(podA);
+    await w.writePod(POD_A);
     const late = `${w.cgroups.root}/late-kubelet`;
     const agent = w.startAgent(["--no-kube-api", `--pods-dir=${w.podsDir}`], late);
     try {
@@ -253,10 +251,10 @@ function hitsIn(targets: Awaited<ReturnType<typeof laceTargets>>, host: string, 
 Deno.test({
   name: "lace targets counts the kubelet's connects per target and their age, and an agent " +
     "restart keeps the counts (they live in the pinned map)",
-  ...opts,
+  ...agentTestOptions,
   async fn() {
     await using w = await AgentWorld.create();
-    const agent = await startReadyAgent(w, [podA]);
+    const agent = await startReadyAgent(w, [POD_A]);
     for (let i = 0; i < 3; i++) await w.probe(POD_IPV4, 9000);
     // A connect from another cgroup is not the kubelet's: not counted.
     await w.probe(POD_IPV4, 9000, undefined, "other");
@@ -282,10 +280,10 @@ Deno.test({
 Deno.test({
   name: "a kubelet connect to a pod's address on a port that is no target is counted per " +
     "network, logged with its pod and listed for lace doctor; the connect itself goes on",
-  ...opts,
+  ...agentTestOptions,
   async fn() {
     await using w = await AgentWorld.create();
-    const agent = await startReadyAgent(w, [podA]);
+    const agent = await startReadyAgent(w, [POD_A]);
     await w.probe(POD_IPV4, 9000);
     // The pod ranges are written within the agent's first tick; wait until a miss is counted.
     await waitFor(async () => {
@@ -328,11 +326,11 @@ Deno.test({
 Deno.test({
   name: "a kubelet connect into an operator's --pod-cidrs range that no known pod holds is " +
     "counted under network unknown and logged as no pod this agent knows",
-  ...opts,
+  ...agentTestOptions,
   async fn() {
     await using w = await AgentWorld.create();
     // The sim node's pod range; .99 is no pod's (the connect finds no route in the sim node).
-    const agent = await startReadyAgent(w, [podA], ["--pod-cidrs=10.244.1.0/24"]);
+    const agent = await startReadyAgent(w, [POD_A], ["--pod-cidrs=10.244.1.0/24"]);
     await waitFor(async () => {
       assert.equal((await w.probe("10.244.1.99", 80)).result, "NO_ROUTE");
       return ((await agent.metric('lace_probe_unmatched_total{network="unknown"}')) ?? 0) >= 1;
@@ -352,10 +350,10 @@ Deno.test({
 Deno.test({
   name: "with the agent frozen, unmatched connects overflow the reports (rate limit, full ring " +
     "buffer) and lose only reports: every connect is counted, every target stays tagged",
-  ...opts,
+  ...agentTestOptions,
   async fn() {
     await using w = await AgentWorld.create();
-    const agent = await startReadyAgent(w, [podA]);
+    const agent = await startReadyAgent(w, [POD_A]);
     await waitFor(async () => {
       await w.probe(POD_IPV4, 8082);
       return readPinnedCounters(w.pinPath).unmatched >= 1n;
@@ -390,10 +388,10 @@ Deno.test({
 Deno.test({
   name: "lace doctor pod shows each of the pod's probes with its target, mark, the kubelet's " +
     "hits and last hit, and one probe sent now through the kubelet's cgroup",
-  ...opts,
+  ...agentTestOptions,
   async fn() {
     await using w = await AgentWorld.create();
-    const agent = await startReadyAgent(w, [podA, podB]);
+    const agent = await startReadyAgent(w, [POD_A, podB]);
     for (let i = 0; i < 2; i++) await w.probe(POD_IPV4, 9000);
     const out = await laceDoctor(w, agent, ["pod", "e2e/a", `--netns=${w.node.netns}`]) as {
       pod: string;
@@ -426,10 +424,10 @@ Deno.test({
 
 Deno.test({
   name: "SIGTERM stops the agent cleanly and leaves the program, links and map pinned",
-  ...opts,
+  ...agentTestOptions,
   async fn() {
     await using w = await AgentWorld.create();
-    const agent = await startReadyAgent(w, [podA]);
+    const agent = await startReadyAgent(w, [POD_A]);
     const fromAgent = await laceTargets(["--json", `--agent-socket=${agent.agentSocket}`]);
     assert.equal(fromAgent.length, 4);
     assert.ok(fromAgent.every((t) => t.pod === "e2e/a" && t.networkId === 1 && t.mark === 0x11000));
@@ -457,10 +455,10 @@ Deno.test({
 Deno.test({
   name:
     "lace uninstall detaches Lace's programs and removes its pins of every layout, and nothing else",
-  ...opts,
+  ...agentTestOptions,
   async fn() {
     await using w = await AgentWorld.create();
-    const agent = await startReadyAgent(w, [podA]);
+    const agent = await startReadyAgent(w, [POD_A]);
     assert.equal((await agent.stop("SIGTERM")).code, 0);
     // Old-layout pins an interrupted migration can leave: flat (the release before layouts
     // were versioned) and another layout's directory.
@@ -533,10 +531,10 @@ Deno.test({
 
 Deno.test({
   name: "the periodic resync repairs an entry deleted or changed behind the agent's back",
-  ...opts,
+  ...agentTestOptions,
   async fn() {
     await using w = await AgentWorld.create();
-    await startReadyAgent(w, [podA], ["--resync-interval=1s"]);
+    await startReadyAgent(w, [POD_A], ["--resync-interval=1s"]);
     const { Datapath } = await import("../lib/datapath/loader.ts");
     const entries = readPinnedTargets(w.pinPath);
     const victim = entries.find((e) => e.key.family === "ipv4" && e.key.port === 8080)!;
@@ -559,10 +557,10 @@ Deno.test({
 
 Deno.test({
   name: "/targets is refused on the node IP and served on the root-only local socket",
-  ...opts,
+  ...agentTestOptions,
   async fn() {
     await using w = await AgentWorld.create();
-    await w.writePod(podA);
+    await w.writePod(POD_A);
     // The agent runs in the simulated node's namespace and listens on the node's own address.
     const nodeIp = "10.99.1.1", port = 9808;
     const agent = w.startAgent(["--no-kube-api", `--pods-dir=${w.podsDir}`], w.cgroups.kubelet, {

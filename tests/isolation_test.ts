@@ -10,6 +10,7 @@ import { TestApiServer } from "./api_server/mod.ts";
 import type { KubeObject } from "./api_server/mod.ts";
 import {
   type AgentProcess,
+  agentTestOptions,
   AgentWorld,
   POD_IPV4,
   POD_IPV6,
@@ -17,14 +18,11 @@ import {
 } from "./helpers/agent_process.ts";
 import { waitFor } from "./helpers/wait.ts";
 import { execPlugin, laceCommand } from "./helpers/cni_runtime.ts";
-import { privilegedSkipReason, SimWorld } from "./helpers/sim_world.ts";
+import { SimWorld } from "./helpers/sim_world.ts";
 import { AgentCore } from "../lib/agent/core.ts";
 import { defaultConfig } from "../lib/config.ts";
 import type { Pod } from "../lib/pods/pod.ts";
 import type { Skip } from "../lib/rules/targets.ts";
-
-const skip = privilegedSkipReason();
-const opts = { ignore: skip !== undefined, sanitizeResources: false, sanitizeOps: false };
 
 /**
  * The world, the test API server with `pods`, and an agent using both, with its
@@ -126,7 +124,7 @@ function metricReaches(agent: AgentProcess, sample: string, value: number) {
 Deno.test({
   name:
     "a pod annotated with another network is tagged with the network the node attached it to, also after the agent restarts",
-  ...opts,
+  ...agentTestOptions,
   async fn() {
     // The attacker's pod claims network 2 in its annotations; its node attaches it to network 1.
     const liar = podManifest({ name: "liar", networkId: 2, httpPort: 8080, tcpPort: 9000 });
@@ -199,7 +197,7 @@ function tenantPod(
 
 Deno.test({
   name: "a CNI ADD bringing an address another network's pod holds on the node is refused",
-  ...opts,
+  ...agentTestOptions,
   async fn() {
     const holder = tenantPod("holder", "tenant-a", 2, 8080, 9000, "2026-01-01T00:00:00Z");
     // The newcomer's spec is known (bound to the node) but it has no address yet.
@@ -240,7 +238,7 @@ Deno.test({
 Deno.test({
   name:
     "an address and port claimed by two networks is tagged for neither, also after a restart from older-wins",
-  ...opts,
+  ...agentTestOptions,
   async fn() {
     const alpha = tenantPod("alpha-pod", "tenant-a", 1, 8080, 9000, "2026-01-01T00:00:00Z");
     const beta = tenantPod("beta-pod", "tenant-b", 2, 8080, 9001, "2026-01-02T00:00:00Z");
@@ -304,7 +302,7 @@ function withSecondContainer(pod: Record<string, unknown>, httpPort: number, tcp
 
 Deno.test({
   name: "a pod with more targets than the cap gets its first ones, and other pods all of theirs",
-  ...opts,
+  ...agentTestOptions,
   async fn() {
     // 8 targets (2 containers x 2 probes x 2 addresses) against a cap of 4.
     const greedy = withSecondContainer(
@@ -337,7 +335,7 @@ Deno.test({
 
 Deno.test({
   name: "a pod that wants more than the whole map gets a fair share, and other pods all of theirs",
-  ...opts,
+  ...agentTestOptions,
   async fn() {
     // 700 addresses x 102 probes = 71,400 targets, more than the 65,536-entry map, with the
     // per-pod cap lifted so that only the map's capacity stands in the way.
@@ -382,7 +380,7 @@ Deno.test({
 
 Deno.test({
   name: "a pod nested thousands of levels deep among good ones costs that pod alone its targets",
-  ...opts,
+  ...agentTestOptions,
   async fn() {
     // The agent core in this process on the real datapath, fed by a source that hands over
     // what an API server would accept (kube-apiserver allows 10,000 levels of nesting).

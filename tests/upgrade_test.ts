@@ -20,22 +20,19 @@ import {
 import { ABI_VERSION, COUNTER_SLOTS, keyId, type ProbeEntry } from "../lib/datapath/probe_map.ts";
 import {
   type AgentProcess,
+  agentTestOptions,
   AgentWorld,
+  POD_A,
   POD_IPV4,
   POD_IPV6,
-  podManifest,
 } from "./helpers/agent_process.ts";
 import { installUnversionedRelease, Releases, sha256Of } from "./helpers/releases.ts";
-import { privilegedSkipReason } from "./helpers/sim_world.ts";
 import { StandInKubelet } from "./helpers/stand_in_kubelet.ts";
 import { waitFor } from "./helpers/wait.ts";
 
-const skip = privilegedSkipReason();
-const opts = { ignore: skip !== undefined, sanitizeResources: false, sanitizeOps: false };
-const POD = podManifest({ name: "a", networkId: 1, httpPort: 8080, tcpPort: 9000 });
 const MARK = markFor(defaultConfig(), 1);
 const TARGET = { host: POD_IPV4, port: 9000, mark: MARK };
-/** What the map holds for POD, whatever the release. */
+/** What the map holds for POD_A, whatever the release. */
 const EXPECTED: ProbeEntry[] = [POD_IPV4, POD_IPV6].flatMap((address) =>
   [8080, 9000].map((port) => ({
     key: { family: address === POD_IPV4 ? "ipv4" as const : "ipv6" as const, address, port },
@@ -94,7 +91,7 @@ function sorted(entries: ProbeEntry[]): string[] {
   return entries.map((e) => `${keyId(e.key)} ${e.value.networkId} ${e.value.mark}`).sort();
 }
 
-/** Waits until the node runs `object` on layout `abi` alone, with POD's targets. */
+/** Waits until the node runs `object` on layout `abi` alone, with POD_A's targets. */
 async function converged(w: AgentWorld, object: string, abi: number): Promise<void> {
   const sha = await sha256Of(object);
   await waitFor(() => readPinnedInfo(w.pinPath)?.objectSha256 === sha, {
@@ -112,21 +109,37 @@ function assertNoneUntagged(tally: { untagged: number; connects: number; samples
   assert.ok(tally.connects > 50, `only ${tally.connects} connects`);
 }
 
+/** The end of every upgrade: 20 more connects, then none of the kubelet's went untagged. */
+async function assertLastConnectsTagged(kubelet: StandInKubelet): Promise<void> {
+  await kubelet.connects(20);
+  assertNoneUntagged(await kubelet.stop());
+}
+
+/** Stops `agent` as a rolling update does and asserts that it exited cleanly. */
+async function stopCleanly(agent: AgentProcess): Promise<void> {
+  assert.equal((await agent.stop()).code, 0);
+}
+
+/** The node before the change under test: POD_A written, an agent running `object` on it. */
+async function nodeRunning(w: AgentWorld, object?: string): Promise<AgentProcess> {
+  await w.writePod(POD_A);
+  return await startReadyAgent(w, object);
+}
+
 Deno.test({
   name:
     "an agent with new instructions on the same maps swaps its program in, with no untagged connect",
-  ...opts,
+  ...agentTestOptions,
   async fn() {
     await using w = await AgentWorld.create();
     await using releases = await Releases.create();
     const variant = await releases.variant();
-    await w.writePod(POD);
-    const first = await startReadyAgent(w);
+    const first = await nodeRunning(w);
     await using kubelet = new StandInKubelet(w.kubelet, TARGET);
     await kubelet.connects(20);
 
     // The rolling update: the old agent stops (its pins stay), the new release starts.
-    assert.equal((await first.stop()).code, 0);
+    await stopCleanly(first);
     const next = await startReadyAgent(w, variant);
     await converged(w, variant, ABI_VERSION);
     assert.equal(await next.metric('lace_program_replacements_total{program="connect4"}'), 1);
@@ -137,7 +150,7 @@ Deno.test({
     });
 
     // And back: the previous object replaces the variant the same way.
-    assert.equal((await next.stop()).code, 0);
+    await stopCleanly(next);
     const back = await startReadyAgent(w);
     assert.equal(await back.metric('lace_program_replacements_total{program="connect4"}'), 1);
     const after = variantCount(w.pinPath);
@@ -160,17 +173,16 @@ function targetHits(pinPath: string): bigint {
 Deno.test({
   name: "the previous release's layout (ABI 1) migrates up to today's (hits) and back down, " +
     "with no untagged connect",
-  ...opts,
+  ...agentTestOptions,
   async fn() {
     await using w = await AgentWorld.create();
     await using releases = await Releases.create();
     const previous = await releases.previous();
-    await w.writePod(POD);
     // A node the previous release runs; the kubelet connects from here on.
-    const first = await startReadyAgent(w, previous);
+    const first = await nodeRunning(w, previous);
     await converged(w, previous, 1);
     await using kubelet = new StandInKubelet(w.kubelet, TARGET);
-    assert.equal((await first.stop()).code, 0);
+    await stopCleanly(first);
     for (const [object, abi] of [[TODAY, 2], [previous, 1], [TODAY, 2]] as const) {
       const agent = await startReadyAgent(w, object);
       await converged(w, object, abi);
@@ -182,7 +194,7 @@ Deno.test({
           message: "today's layout to count hits",
         });
       }
-      assert.equal((await agent.stop()).code, 0);
+      await stopCleanly(agent);
     }
     assertNoneUntagged(await kubelet.stop());
   },
@@ -191,7 +203,7 @@ Deno.test({
 Deno.test({
   name: "layout changes migrate up from the release before layouts were versioned to the next " +
     "layout and back, hits carried over, with no untagged connect",
-  ...opts,
+  ...agentTestOptions,
   async fn() {
     await using w = await AgentWorld.create();
     await using releases = await Releases.create();
@@ -199,7 +211,7 @@ Deno.test({
     const next = await releases.nextLayout();
     // A node as the release before left it: maps pinned flat, its program in the links.
     await installUnversionedRelease(w.pinPath, w.cgroups.kubelet, unversioned, EXPECTED);
-    await w.writePod(POD);
+    await w.writePod(POD_A);
     await using kubelet = new StandInKubelet(w.kubelet, TARGET);
     await kubelet.connects(20);
 
@@ -213,7 +225,7 @@ Deno.test({
       hits = await waitFor(() => targetHits(w.pinPath) >= 20n && targetHits(w.pinPath), {
         message: `ABI ${abi} to count hits`,
       });
-      assert.equal((await agent.stop()).code, 0);
+      await stopCleanly(agent);
     }
     assertNoneUntagged(await kubelet.stop());
   },
@@ -229,15 +241,14 @@ for (
   Deno.test({
     name: `an agent killed at migration step "${step}" (ABI ${from} to ${to}) ` +
       "converges on restart: nothing lost, old pins gone, no untagged connect",
-    ...opts,
+    ...agentTestOptions,
     async fn() {
       await using w = await AgentWorld.create();
       await using releases = await Releases.create();
       const objects: Record<number, string> = { 1: await releases.previous(), 2: TODAY };
-      await w.writePod(POD);
-      const old = await startReadyAgent(w, objects[from]);
+      const old = await nodeRunning(w, objects[from]);
       await using kubelet = new StandInKubelet(w.kubelet, TARGET);
-      assert.equal((await old.stop()).code, 0);
+      await stopCleanly(old);
 
       const killed = startAgent(w, objects[to], { LACE_TEST_PAUSE_AT: step });
       await waitFor(() => killed.logs.some((l) => l.includes("Paused at migration step")), {
@@ -250,8 +261,7 @@ for (
 
       await startReadyAgent(w, objects[to]);
       await converged(w, objects[to], to);
-      await kubelet.connects(20);
-      assertNoneUntagged(await kubelet.stop());
+      await assertLastConnectsTagged(kubelet);
     },
   });
 }
@@ -259,15 +269,14 @@ for (
 Deno.test({
   name: "two agents of different layouts started at once leave the newer layout alone, " +
     "the older standing by loudly until the newer stops",
-  ...opts,
+  ...agentTestOptions,
   async fn() {
     await using w = await AgentWorld.create();
     await using releases = await Releases.create();
     const previous = await releases.previous();
-    await w.writePod(POD);
-    const first = await startReadyAgent(w);
+    const first = await nodeRunning(w);
     await using kubelet = new StandInKubelet(w.kubelet, TARGET);
-    assert.equal((await first.stop()).code, 0);
+    await stopCleanly(first);
 
     const older = startAgent(w, previous);
     const newer = startAgent(w, TODAY);
@@ -285,25 +294,23 @@ Deno.test({
     assert.equal(pins(w.pinPath).join(), onlyLayout(2).join(), "still one set of pins");
 
     // The newer agent goes (a rollback): the older one takes over with its own layout.
-    assert.equal((await newer.stop()).code, 0);
+    await stopCleanly(newer);
     await older.ready();
     assert.equal(await older.metric("lace_standing_by"), 0);
     await converged(w, previous, 1);
-    await kubelet.connects(20);
-    assertNoneUntagged(await kubelet.stop());
+    await assertLastConnectsTagged(kubelet);
   },
 });
 
 Deno.test({
   name: "two agents of the same layout leave the links to the one that started last, " +
     "with no swapping back and forth",
-  ...opts,
+  ...agentTestOptions,
   async fn() {
     await using w = await AgentWorld.create();
     await using releases = await Releases.create();
     const variant = await releases.variant();
-    await w.writePod(POD);
-    const earlier = await startReadyAgent(w);
+    const earlier = await nodeRunning(w);
     await using kubelet = new StandInKubelet(w.kubelet, TARGET);
     const later = await startReadyAgent(w, variant);
     await converged(w, variant, 2);
@@ -321,18 +328,17 @@ Deno.test({
     );
     assert.equal((await earlier.get("/readyz")).status, 503);
 
-    assert.equal((await later.stop()).code, 0);
+    await stopCleanly(later);
     await earlier.ready();
     await converged(w, TODAY, 2);
-    await kubelet.connects(20);
-    assertNoneUntagged(await kubelet.stop());
+    await assertLastConnectsTagged(kubelet);
   },
 });
 
 Deno.test({
   name: "over a layout it cannot read, an agent swaps only once its first full pod list " +
     "is in its own map, with no untagged connect",
-  ...opts,
+  ...agentTestOptions,
   async fn() {
     await using w = await AgentWorld.create();
     await using releases = await Releases.create();
@@ -341,8 +347,8 @@ Deno.test({
     await using kubelet = new StandInKubelet(w.kubelet, TARGET);
     await kubelet.connects(20);
 
-    // The agent cannot copy the old map: it swaps once its own list of POD is in its map.
-    await w.writePod(POD);
+    // The agent cannot copy the old map: it swaps once its own list of POD_A is in its map.
+    await w.writePod(POD_A);
     const agent = startAgent(w, TODAY);
     await agent.ready();
     const line = (text: string) => agent.logs.findIndex((l) => l.includes(text));
@@ -352,14 +358,13 @@ Deno.test({
       "the swap comes after its own list is in its map",
     );
     await converged(w, TODAY, ABI_VERSION);
-    await kubelet.connects(20);
-    assertNoneUntagged(await kubelet.stop());
+    await assertLastConnectsTagged(kubelet);
   },
 });
 
 Deno.test({
   name: "maps pinned under this layout's directory with another layout are refused, never used",
-  ...opts,
+  ...agentTestOptions,
   async fn() {
     await using w = await AgentWorld.create();
     await using releases = await Releases.create();

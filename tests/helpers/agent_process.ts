@@ -14,13 +14,24 @@ import { POD_IPV4, POD_IPV6, type SimNode } from "../../lib/demo/netns.ts";
 import type { Prober, ProbeResponse } from "../../lib/doctor/prober.ts";
 import { getFromAgent } from "../../lib/agent/local_client.ts";
 import { CleanupStack } from "../../lib/cleanup_stack.ts";
-import { startNodeWithPods, startProbers, testPinPath } from "./sim_world.ts";
+import { privilegedSkipReason, startNodeWithPods, startProbers, testPinPath } from "./sim_world.ts";
 import { waitFor } from "./wait.ts";
 
 export { POD_IPV4, POD_IPV6 };
 export const HTTP_PORTS = [8080, 8081, 8082, 8083];
 export const TCP_PORTS = [9000, 9001, 9002, 9003];
 const MAIN = fileURLToPath(new URL("../../main.ts", import.meta.url));
+
+/**
+ * `Deno.test` options for tests that run agent processes on the simulated
+ * node: skipped unless root; the world's processes and sockets outlive a
+ * single test step, so the resource and op sanitizers are off.
+ */
+export const agentTestOptions = {
+  ignore: privilegedSkipReason() !== undefined,
+  sanitizeResources: false,
+  sanitizeOps: false,
+};
 
 /** A pod manifest in one of the simulated networks, as the API returns it. */
 export function podManifest(opts: {
@@ -60,6 +71,9 @@ export function podManifest(opts: {
       : { phase: "Pending" },
   };
 }
+
+/** Pod "a" in network 1 (http 8080, tcp 9000): the pod most agent tests probe. */
+export const POD_A = podManifest({ name: "a", networkId: 1, httpPort: 8080, tcpPort: 9000 });
 
 export interface AgentProcessOptions {
   /** Address of the node listener (metrics and health). */
