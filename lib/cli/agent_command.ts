@@ -5,14 +5,11 @@
 import { getLogger } from "@logtape/logtape";
 import { setupLogging } from "../log.ts";
 import { agentCommand, agentConfig } from "./agent_flags.ts";
-import { helpText, parseFlags } from "./flags.ts";
+import { parseCommand } from "./flags.ts";
 
 export async function runAgentCommand(args: string[]): Promise<number> {
-  const { options, help } = parseFlags(agentCommand, args, Deno.env.toObject());
-  if (help) {
-    console.log(helpText(agentCommand));
-    return 0;
-  }
+  const options = parseCommand(agentCommand, args);
+  if (options === null) return 0;
   const config = agentConfig(options);
   setupLogging(config.logLevel, config.logFormat);
   const log = getLogger(["lace", "agent"]);

@@ -10,6 +10,7 @@ import {
   ConfigError,
   defaultConfig,
   LOG_LEVELS,
+  nodeProblems,
   type NodeSettings,
   validateConfig,
 } from "../config.ts";
@@ -22,6 +23,7 @@ import {
   integer,
   mark,
   oneOf,
+  parseCommand,
   text,
   UsageError,
   type ValueParser,
@@ -39,6 +41,21 @@ const cidrList: ValueParser<string[]> = {
   },
   format: (v) => v.join(","),
 };
+
+/**
+ * Parses a command that touches the node's BPF state, as `parseCommand`
+ * does, then checks its node settings: every problem at once, in one UsageError.
+ */
+export function parseNodeCommand<O extends Partial<NodeSettings>>(
+  command: CommandSpec<O>,
+  args: string[],
+): O | null {
+  const options = parseCommand(command, args);
+  if (options === null) return null;
+  const problems = nodeProblems(options);
+  if (problems.length > 0) throw new UsageError(problems.join("\n"));
+  return options;
+}
 
 /** Flags every command that touches the node's BPF state understands, by the key they set. */
 export const nodeFlags = {

@@ -206,6 +206,20 @@ export function parseFlags<O>(
   return { options, positionals: parsed.positionals, help: parsed.values.help === true };
 }
 
+/**
+ * Parses a command's `args` (reading the environment for flags not given);
+ * on `--help` prints the command's help and returns null, for the caller to
+ * exit 0.
+ */
+export function parseCommand<O>(command: CommandSpec<O>, args: string[]): O | null {
+  const { options, help } = parseFlags(command, args, Deno.env.toObject());
+  if (help) {
+    console.log(helpText(command));
+    return null;
+  }
+  return options;
+}
+
 function defaultText<O, K extends keyof O>(flag: Flag<O, K>, defaults: O): string {
   return flag.value.format(defaults[flag.key]);
 }

@@ -6,9 +6,9 @@
  */
 import type { TargetView } from "../agent/http_server.ts";
 import { getFromAgent } from "../agent/local_client.ts";
-import { defaultConfig, nodeProblems } from "../config.ts";
-import { boolean, type CommandSpec, helpText, parseFlags, UsageError } from "./flags.ts";
-import { nodeFlags } from "./agent_flags.ts";
+import { defaultConfig } from "../config.ts";
+import { boolean, type CommandSpec } from "./flags.ts";
+import { nodeFlags, parseNodeCommand } from "./agent_flags.ts";
 import { formatDuration } from "../duration.ts";
 
 interface TargetsOptions {
@@ -101,13 +101,8 @@ function targetsTable(targets: TargetView[]): string {
 }
 
 export async function runTargetsCommand(args: string[]): Promise<number> {
-  const { options, help } = parseFlags(spec, args, Deno.env.toObject());
-  if (help) {
-    console.log(helpText(spec));
-    return 0;
-  }
-  const problems = nodeProblems(options);
-  if (problems.length > 0) throw new UsageError(problems.join("\n"));
+  const options = parseNodeCommand(spec, args);
+  if (options === null) return 0;
   const targets = await registeredTargets(options.agentSocket, options.pinPath);
   if (options.json) {
     console.log(JSON.stringify(

@@ -5,9 +5,9 @@
  * Run it after stopping the agent; a running agent would keep its own
  * references until it exits.
  */
-import { defaultConfig, nodeProblems, type NodeSettings } from "../config.ts";
-import { type CommandSpec, helpText, parseFlags, UsageError } from "./flags.ts";
-import { nodeFlags } from "./agent_flags.ts";
+import { defaultConfig, type NodeSettings } from "../config.ts";
+import type { CommandSpec } from "./flags.ts";
+import { nodeFlags, parseNodeCommand } from "./agent_flags.ts";
 
 const spec: CommandSpec<Pick<NodeSettings, "pinPath">> = {
   name: "uninstall",
@@ -19,13 +19,8 @@ const spec: CommandSpec<Pick<NodeSettings, "pinPath">> = {
 };
 
 export async function runUninstallCommand(args: string[]): Promise<number> {
-  const { options, help } = parseFlags(spec, args, Deno.env.toObject());
-  if (help) {
-    console.log(helpText(spec));
-    return 0;
-  }
-  const problems = nodeProblems(options);
-  if (problems.length > 0) throw new UsageError(problems.join("\n"));
+  const options = parseNodeCommand(spec, args);
+  if (options === null) return 0;
   const { uninstall } = await import("../datapath/pins.ts");
   const removed = uninstall(options.pinPath);
   console.log(

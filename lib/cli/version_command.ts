@@ -1,7 +1,7 @@
 /** `lace version`: the agent's version, its BPF map layout and its runtime. */
 import { ABI_VERSION } from "../datapath/probe_map.ts";
 import { VERSION } from "../version.ts";
-import { boolean, type CommandSpec, helpText, parseFlags } from "./flags.ts";
+import { boolean, type CommandSpec, parseCommand } from "./flags.ts";
 
 const spec: CommandSpec<{ json: boolean }> = {
   name: "version",
@@ -12,11 +12,8 @@ const spec: CommandSpec<{ json: boolean }> = {
 };
 
 export function runVersionCommand(args: string[]): Promise<number> {
-  const { options, help } = parseFlags(spec, args, Deno.env.toObject());
-  if (help) {
-    console.log(helpText(spec));
-    return Promise.resolve(0);
-  }
+  const options = parseCommand(spec, args);
+  if (options === null) return Promise.resolve(0);
   const info = { version: VERSION, bpfAbi: ABI_VERSION, deno: Deno.version.deno };
   console.log(
     options.json

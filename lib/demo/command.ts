@@ -7,14 +7,7 @@
  * reaches none of them, and removes everything it made (also on Ctrl-C).
  */
 import { join } from "node:path";
-import {
-  boolean,
-  type CommandSpec,
-  helpText,
-  integer,
-  parseFlags,
-  UsageError,
-} from "../cli/flags.ts";
+import { boolean, type CommandSpec, integer, parseCommand, UsageError } from "../cli/flags.ts";
 import { SimCgroups } from "./cgroup.ts";
 import { randomSuffix } from "../cli/process.ts";
 import { POD_IPV4, POD_IPV6, SimNode } from "./netns.ts";
@@ -132,11 +125,8 @@ async function probeAll(prober: Prober, pods: DemoPod[], from: "kubelet" | "othe
 
 /** Runs the demo; returns 0 when every kubelet probe reached its own pod and no other process reached any. */
 export async function runDemo(args: string[]): Promise<number> {
-  const { options, help } = parseFlags(spec, args, Deno.env.toObject());
-  if (help) {
-    console.log(helpText(spec));
-    return 0;
-  }
+  const options = parseCommand(spec, args);
+  if (options === null) return 0;
   const count = options.networks;
   if (count < 1 || count > 8) {
     throw new UsageError(`--networks must be 1..8: ${count}`);
