@@ -8,13 +8,12 @@
 import { v8FlagsArg } from "../../lib/v8_flags.ts";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { uninstall } from "../../lib/datapath/pins.ts";
 import type { SimCgroups } from "../../lib/demo/cgroup.ts";
 import { POD_IPV4, POD_IPV6, type SimNode } from "../../lib/demo/netns.ts";
 import type { Prober, ProbeResponse } from "../../lib/doctor/prober.ts";
 import { getFromAgent } from "../../lib/agent/local_client.ts";
 import { CleanupStack } from "../../lib/cleanup_stack.ts";
-import { privilegedSkipReason, startNodeWithPods, startProbers, testPinPath } from "./sim_world.ts";
+import { privilegedSkipReason, startSimNode } from "./sim_world.ts";
 import { waitFor } from "./wait.ts";
 
 export { POD_IPV4, POD_IPV6 };
@@ -217,21 +216,14 @@ export class AgentWorld implements AsyncDisposable {
   static async create(): Promise<AgentWorld> {
     const w = new AgentWorld();
     try {
-      ({ node: w.node, cgroups: w.cgroups } = await startNodeWithPods(w.#cleanups, {
-        httpPorts: HTTP_PORTS,
-        tcpPorts: TCP_PORTS,
-      }));
+      Object.assign(
+        w,
+        await startSimNode(w.#cleanups, { httpPorts: HTTP_PORTS, tcpPorts: TCP_PORTS }),
+      );
       w.podsDir = await Deno.makeTempDir({ prefix: "lace-e2e-pods-" });
       w.#cleanups.push(() => Deno.remove(w.podsDir, { recursive: true }));
       w.runDir = await Deno.makeTempDir({ prefix: "lace-e2e-run-" });
       w.#cleanups.push(() => Deno.remove(w.runDir, { recursive: true }));
-      w.pinPath = testPinPath();
-      w.#cleanups.push(() => uninstall(w.pinPath));
-      ({ kubelet: w.kubelet, other: w.other } = await startProbers(
-        w.#cleanups,
-        w.node.netns,
-        w.cgroups,
-      ));
       return w;
     } catch (e) {
       await w.dispose();

@@ -71,6 +71,24 @@ export async function startProbers(
   return { kubelet, other };
 }
 
+/**
+ * What every simulated world stands on: the node with its pods (see
+ * `startNodeWithPods`), a unique pin path uninstalled on cleanup, and a
+ * prober in the kubelet and the "other" cgroup. Each part's removal goes on `cleanups`.
+ */
+export async function startSimNode(
+  cleanups: CleanupStack,
+  ports: { httpPorts: number[]; tcpPorts: number[] },
+): Promise<
+  { node: SimNode; cgroups: SimCgroups; pinPath: string; kubelet: Prober; other: Prober }
+> {
+  const { node, cgroups } = await startNodeWithPods(cleanups, ports);
+  const pinPath = testPinPath();
+  cleanups.push(() => uninstall(pinPath));
+  const probers = await startProbers(cleanups, node.netns, cgroups);
+  return { node, cgroups, pinPath, ...probers };
+}
+
 export class SimWorld implements AsyncDisposable {
   node!: SimNode;
   cgroups!: SimCgroups;
@@ -84,20 +102,13 @@ export class SimWorld implements AsyncDisposable {
   static async create(): Promise<SimWorld> {
     const w = new SimWorld();
     try {
-      ({ node: w.node, cgroups: w.cgroups } = await startNodeWithPods(w.#cleanups, {
-        httpPorts: HTTP_PORTS,
-        tcpPorts: TCP_PORTS,
-      }));
-      w.pinPath = testPinPath();
-      w.#cleanups.push(() => uninstall(w.pinPath));
+      Object.assign(
+        w,
+        await startSimNode(w.#cleanups, { httpPorts: HTTP_PORTS, tcpPorts: TCP_PORTS }),
+      );
       w.datapath = Datapath.open({ pinPath: w.pinPath });
       w.#cleanups.push(() => w.datapath.close());
       w.datapath.attach(w.cgroups.kubelet);
-      ({ kubelet: w.kubelet, other: w.other } = await startProbers(
-        w.#cleanups,
-        w.node.netns,
-        w.cgroups,
-      ));
       return w;
     } catch (e) {
       await w.dispose();
