@@ -29,7 +29,7 @@ import {
 import { privilegedSkipReason } from "../helpers/sim_world.ts";
 import { type ControlPlane, startControlPlane } from "./fixture.ts";
 import { applyObjects, helmTemplate } from "./helm.ts";
-import { controlPlaneUnavailableReason, helmAvailable } from "./tools.ts";
+import { controlPlaneTestOptions, controlPlaneUnavailableReason, helmAvailable } from "./tools.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 async function unavailableReason(): Promise<string | undefined> {
@@ -159,9 +159,7 @@ const unsafeLines = (agent: AgentProcess, ignore: [number, number][] = []) =>
 
 Deno.test({
   name: "lace agent follows the real API server as the chart's ServiceAccount",
-  ignore: unavailable !== undefined,
-  sanitizeOps: false,
-  sanitizeResources: false,
+  ...controlPlaneTestOptions(unavailable),
 }, async (t) => {
   const started = Date.now();
   await using cp = await startControlPlane();

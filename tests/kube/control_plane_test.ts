@@ -17,12 +17,11 @@ import {
   Watch,
 } from "@kubernetes/client-node";
 import { startControlPlane } from "./fixture.ts";
-import { controlPlaneUnavailableReason } from "./tools.ts";
+import { controlPlaneTestOptions, controlPlaneUnavailableReason } from "./tools.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 const unavailable = await controlPlaneUnavailableReason();
 if (unavailable) console.warn(`Skipping control-plane tests: ${unavailable}`);
-const ignore = unavailable !== undefined;
 
 function podOn(name: string, nodeName: string): V1Pod {
   return {
@@ -59,9 +58,7 @@ async function statusOf(promise: Promise<unknown>): Promise<number> {
 
 Deno.test({
   name: "the real API server serves what the agent relies on",
-  ignore,
-  sanitizeOps: false,
-  sanitizeResources: false,
+  ...controlPlaneTestOptions(unavailable),
 }, async (t) => {
   await using cp = await startControlPlane();
   const admin = cp.adminConfig();
@@ -226,9 +223,7 @@ Deno.test({
 
 Deno.test({
   name: "stopping and restarting the API server keeps its URL and its data",
-  ignore,
-  sanitizeOps: false,
-  sanitizeResources: false,
+  ...controlPlaneTestOptions(unavailable),
 }, async () => {
   await using cp = await startControlPlane();
   const core = cp.adminConfig().makeApiClient(CoreV1Api);

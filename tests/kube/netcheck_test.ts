@@ -37,7 +37,7 @@ import { podState } from "../../lib/netcheck/readiness.ts";
 import { EXIT_ERROR, runChecks } from "../../lib/netcheck/run.ts";
 import { startControlPlane } from "./fixture.ts";
 import { applyObjects } from "./helm.ts";
-import { controlPlaneUnavailableReason } from "./tools.ts";
+import { controlPlaneTestOptions, controlPlaneUnavailableReason } from "./tools.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 const unavailable = await controlPlaneUnavailableReason();
@@ -105,9 +105,7 @@ async function createProbePod(
 
 Deno.test({
   name: "the netcheck adapter works against the real API server with the documented RBAC",
-  ignore: unavailable !== undefined,
-  sanitizeOps: false,
-  sanitizeResources: false,
+  ...controlPlaneTestOptions(unavailable),
 }, async (t) => {
   await using cp = await startControlPlane();
   const admin = cp.adminConfig();

@@ -20,7 +20,7 @@ import {
 import { Http1KubeConfig } from "../../lib/kube/client.ts";
 import { type ControlPlane, startControlPlane } from "./fixture.ts";
 import { applyObjects, helmTemplate } from "./helm.ts";
-import { chartOnControlPlaneUnavailableReason } from "./tools.ts";
+import { chartOnControlPlaneUnavailableReason, controlPlaneTestOptions } from "./tools.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 const policyTemplates = [
@@ -136,9 +136,7 @@ async function aggregateClusterRole(
 
 Deno.test({
   name: "only the configured writer can set, change or remove a pod's network annotations",
-  ignore: unavailable !== undefined,
-  sanitizeOps: false,
-  sanitizeResources: false,
+  ...controlPlaneTestOptions(unavailable),
 }, async (t) => {
   await using cp = await startControlPlane();
   const admin = cp.adminConfig();
@@ -270,9 +268,7 @@ Deno.test({
 
 Deno.test({
   name: "a tenant with edit cannot aim the API server's proxy at an address of its choosing",
-  ignore: unavailable !== undefined,
-  sanitizeOps: false,
-  sanitizeResources: false,
+  ...controlPlaneTestOptions(unavailable),
 }, async (t) => {
   await using cp = await startControlPlane();
   const rbac = cp.adminConfig().makeApiClient(RbacAuthorizationV1Api);

@@ -79,3 +79,12 @@ export async function chartOnControlPlaneUnavailableReason(): Promise<string | u
   if (!(await helmAvailable())) return "helm is not built; run scripts/build_k8s_tools.sh";
   return undefined;
 }
+
+/**
+ * `Deno.test` options for a test on the control plane: skipped when
+ * `unavailable` gives a reason; the API server's clients and processes outlive
+ * single steps, so the op and resource sanitizers are off.
+ */
+export function controlPlaneTestOptions(unavailable: string | undefined) {
+  return { ignore: unavailable !== undefined, sanitizeOps: false, sanitizeResources: false };
+}

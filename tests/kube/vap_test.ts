@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { ApiException, CoreV1Api, type V1Container, type V1Pod } from "@kubernetes/client-node";
 import { startControlPlane } from "./fixture.ts";
 import { applyObjects, helmTemplate } from "./helm.ts";
-import { chartOnControlPlaneUnavailableReason } from "./tools.ts";
+import { chartOnControlPlaneUnavailableReason, controlPlaneTestOptions } from "./tools.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 const policyTemplates = [
@@ -58,9 +58,7 @@ async function admit(core: CoreV1Api, namespace: string, body: V1Pod) {
 
 Deno.test({
   name: "the chart's admission policy rejects probes that set host outside the host network",
-  ignore: unavailable !== undefined,
-  sanitizeOps: false,
-  sanitizeResources: false,
+  ...controlPlaneTestOptions(unavailable),
 }, async (t) => {
   await using cp = await startControlPlane();
   const core = cp.adminConfig().makeApiClient(CoreV1Api);
