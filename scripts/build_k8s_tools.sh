@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
-# Builds the real Kubernetes control plane used by the end-to-end tests (tests/kube/) from
-# their Go modules, pinned in tests/k8s/go.mod, and caches the binaries outside the repository:
+# Builds the real Kubernetes control plane and node used by the end-to-end tests (tests/kube/,
+# tests/node/) from their Go modules, pinned in tests/k8s/go.mod and tests/containerd/go.mod,
+# and caches the binaries outside the repository:
 #   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/kube-apiserver-<version>/kube-apiserver
 #   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/etcd-<version>/etcd
 #   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/helm-<version>/helm
+#   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/kubelet-<version>/kubelet
+#   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/kube-controller-manager-<version>/kube-controller-manager
+#   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/kube-scheduler-<version>/kube-scheduler
+#   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/agnhost-<version>/agnhost       (static)
+#   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/pause-<version>/pause           (static, from C)
+#   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/containerd-<version>/{containerd,containerd-shim-runc-v2,ctr}
 # A binary already in the cache is reused, so only the first run on a machine pays (about
-# 10-20 minutes on 2 cores for kube-apiserver). Safe to run concurrently and repeatedly.
+# 10-20 minutes on 2 cores for everything). Safe to run concurrently and repeatedly.
 #
-# Usage: scripts/build_k8s_tools.sh [kube-apiserver|etcd|helm ...]   (default: all three)
+# Usage: scripts/build_k8s_tools.sh [kube-apiserver|etcd|helm|kubelet|agnhost|pause|containerd ...]
+#        (default: all)
 set -euo pipefail
 
 HELM_VERSION=v3.22.0
@@ -60,17 +68,58 @@ build() {
   echo "build_k8s_tools: built $name $version in $((SECONDS - start)) s at $dest/$name"
 }
 
-build_kube_apiserver() {
-  local version=$1 minor
+# Linker flags that stamp a Kubernetes binary with its release, as the release build does.
+version_ldflags() {
+  local version=$1 minor pkg
   minor=$(echo "$version" | cut -d. -f2)
   local ldflags="-s -w"
   for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ldflags+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
     ldflags+=" -X $pkg.gitTreeState=clean"
   done
+  echo "$ldflags"
+}
+
+build_kube_apiserver() {
+  local version=$1
   (cd "$module_dir" && GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0 \
-    go build -trimpath -ldflags="$ldflags" -o "$out/kube-apiserver" \
+    go build -trimpath -ldflags="$(version_ldflags "$version")" -o "$out/kube-apiserver" \
     k8s.io/kubernetes/cmd/kube-apiserver)
+}
+
+# A command of k8s.io/kubernetes (kubelet, kube-controller-manager, kube-scheduler), stamped with
+# its release like kube-apiserver.
+build_kube_command() {
+  local name=$1 version=$2
+  (cd "$module_dir" && GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0 \
+    go build -trimpath -ldflags="$(version_ldflags "$version")" -o "$out/$name" \
+    "k8s.io/kubernetes/cmd/$name")
+}
+
+# agnhost, the Kubernetes test image's server, static so that it runs alone in an image.
+build_agnhost() {
+  (cd "$module_dir" && GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0 \
+    go build -trimpath -ldflags="-s -w" -o "$out/agnhost" k8s.io/kubernetes/test/images/agnhost)
+}
+
+# The pause container from the kubernetes module's own C source, static like upstream's.
+build_pause() {
+  local version=$1 src
+  src="$(cd "$module_dir" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause/linux/pause.c"
+  cc -Os -Wall -Werror -static -DVERSION="lace-$version" -o "$out/pause" "$src"
+  strip "$out/pause"
+}
+
+# containerd 2 with its runc shim and ctr, pinned in tests/containerd/go.mod. no_btrfs: the
+# btrfs snapshotter needs C headers the node does not use.
+build_containerd() {
+  local version=$1 cmd
+  local ldflags="-s -w -X github.com/containerd/containerd/v2/version.Version=$version"
+  for cmd in containerd containerd-shim-runc-v2 ctr; do
+    (cd "$repo/tests/containerd" && GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0 \
+      go build -trimpath -tags no_btrfs -ldflags="$ldflags" -o "$out/$cmd" \
+      "github.com/containerd/containerd/v2/cmd/$cmd") || return 1
+  done
 }
 
 build_etcd() {
@@ -79,7 +128,10 @@ build_etcd() {
 }
 
 targets=("$@")
-if [ ${#targets[@]} -eq 0 ]; then targets=(etcd helm kube-apiserver); fi
+if [ ${#targets[@]} -eq 0 ]; then
+  targets=(etcd helm kube-apiserver pause containerd kubelet kube-controller-manager kube-scheduler
+    agnhost)
+fi
 total=$SECONDS
 for target in "${targets[@]}"; do
   case $target in
@@ -91,6 +143,23 @@ for target in "${targets[@]}"; do
       v=$(module_version go.etcd.io/etcd/server/v3)
       build etcd "$v" build_etcd
       ;;
+    kubelet | kube-controller-manager | kube-scheduler)
+      v=$(module_version k8s.io/kubernetes)
+      build "$target" "$v" build_kube_command "$target" "$v"
+      ;;
+    agnhost)
+      v=$(module_version k8s.io/kubernetes)
+      build agnhost "$v" build_agnhost
+      ;;
+    pause)
+      v=$(module_version k8s.io/kubernetes)
+      build pause "$v" build_pause "$v"
+      ;;
+    containerd)
+      v=$(cd "$repo/tests/containerd" && GOFLAGS=-mod=mod go list -m -f '{{.Version}}' \
+        github.com/containerd/containerd/v2)
+      build containerd "$v" build_containerd "$v"
+      ;;
     # The one helm recipe (same cache path; stamps the Kubernetes version helm renders for).
     helm)
       start=$SECONDS
@@ -98,7 +167,8 @@ for target in "${targets[@]}"; do
       echo "build_k8s_tools: helm $HELM_VERSION ready in $((SECONDS - start)) s"
       ;;
     *)
-      echo "build_k8s_tools: unknown tool \"$target\"; use kube-apiserver, etcd or helm" >&2
+      echo "build_k8s_tools: unknown tool \"$target\"; use kube-apiserver, etcd, helm, kubelet," \
+        "kube-controller-manager, kube-scheduler, agnhost, pause or containerd" >&2
       exit 2
       ;;
   esac

@@ -2,7 +2,8 @@
 # Installs what a fresh Debian 12 machine lacks to build, run and test Lace,
 # and builds the BPF object. Idempotent: a second run only checks.
 #   scripts/setup.sh          runtime + build needs (the demo)
-#   scripts/setup.sh --tests  also the test tools (helm, kube-apiserver, etcd)
+#   scripts/setup.sh --tests  also the test tools (helm, kube-apiserver, etcd, and the real node:
+#                             kubelet, containerd, runc, the controller manager and scheduler)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -86,6 +87,17 @@ ensure_go() {
 }
 
 if $want_tests; then
+  # The real node's runtime (tests/node/): Debian's runc under containerd; socat relays the
+  # node namespace's API server to the test process.
+  node_packages=()
+  for p in runc socat; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || node_packages+=("$p")
+  done
+  if [ ${#node_packages[@]} -gt 0 ]; then
+    say "installing Debian packages for the node tests: ${node_packages[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${node_packages[@]}" >/dev/null
+  fi
   ensure_go
   bash scripts/build_k8s_tools.sh
 fi

@@ -8,4 +8,10 @@ import (
 	// etcd at the release Kubernetes itself pins and tests with.
 	_ "go.etcd.io/etcd/server/v3"
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	// The node (tests/node/): the kubelet; the controller manager and scheduler that turn a
+	// DaemonSet into a pod bound to the node; agnhost for the test pods.
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubelet"
+	_ "k8s.io/kubernetes/test/images/agnhost"
 )

@@ -93,7 +93,7 @@ export async function makePki(dir: string): Promise<Pki> {
     "basicConstraints=CA:FALSE",
     "keyUsage=critical,digitalSignature,keyEncipherment",
     "extendedKeyUsage=serverAuth",
-    "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc",
+    "subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes.default.svc",
   ]);
   await issue(dir, "admin", "/O=system:masters/CN=lace-test-admin", [
     "basicConstraints=CA:FALSE",

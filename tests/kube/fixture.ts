@@ -72,6 +72,17 @@ export interface ControlPlaneOptions {
   apiServerFlags?: string[];
   /** Keep the run's directory (logs, data) after close(); also LACE_KEEP_CONTROL_PLANE=1. */
   keepDir?: boolean;
+  /**
+   * A command prefix etcd and kube-apiserver run under, e.g. nsenter into a node's network
+   * namespace (tests/node/); their loopback ports are then the namespace's.
+   */
+  spawnPrefix?: string[];
+  /**
+   * Called with each loopback port etcd and kube-apiserver will listen on, before they start,
+   * so that a caller whose processes run in another namespace can relay it to the test's
+   * loopback (the fixture's own readiness checks connect from the test process).
+   */
+  exposePort?: (port: number) => Promise<void>;
 }
 
 /** A free TCP port on 127.0.0.1 (the kernel picks it; released just before use). */
@@ -247,9 +258,15 @@ export async function startControlPlane(
       key: pki.adminKeyPem,
     });
     const client = httpClient;
+    const prefix = options.spawnPrefix ?? [];
+    const spawn = (command: string, args: string[], log: string) =>
+      prefix.length
+        ? ManagedProcess.spawn(prefix[0], [...prefix.slice(1), command, ...args], log)
+        : ManagedProcess.spawn(command, args, log);
     const etcdUrl = `http://127.0.0.1:${freePort()}`;
     const etcdPort = Number(new URL(etcdUrl).port);
-    etcd = await ManagedProcess.spawn(tools.etcd, etcdArgs(dir, etcdPort, freePort()), etcdLog);
+    await options.exposePort?.(etcdPort);
+    etcd = await spawn(tools.etcd, etcdArgs(dir, etcdPort, freePort()), etcdLog);
     const etcdProcess = etcd;
     await waitUntil(
       "etcd",
@@ -264,6 +281,7 @@ export async function startControlPlane(
     );
 
     const port = freePort();
+    await options.exposePort?.(port);
     const url = `https://127.0.0.1:${port}`;
     const args = [...apiServerArgs(pki, dir, port, etcdUrl), ...(options.apiServerFlags ?? [])];
     const startApiServer = async () => {
@@ -271,7 +289,7 @@ export async function startControlPlane(
       await Deno.writeTextFile(apiLog, `--- start at ${new Date().toISOString()} ---\n`, {
         append: true,
       });
-      const process = await ManagedProcess.spawn(tools.kubeApiServer, args, apiLog);
+      const process = await spawn(tools.kubeApiServer, args, apiLog);
       api = process;
       await waitUntil(
         "kube-apiserver",

@@ -21,10 +21,14 @@ function pinnedVersion(goMod: string, module: string): string {
   return match[1];
 }
 
+function toolsCache(): string {
+  return Deno.env.get("LACE_TOOLS_CACHE") ??
+    `${Deno.env.get("HOME") ?? "/root"}/.cache/lace/tools`;
+}
+
 /** Paths of kube-apiserver, etcd and helm as scripts/build_k8s_tools.sh caches them. */
 export async function toolPaths(): Promise<ToolPaths> {
-  const cache = Deno.env.get("LACE_TOOLS_CACHE") ??
-    `${Deno.env.get("HOME") ?? "/root"}/.cache/lace/tools`;
+  const cache = toolsCache();
   const goMod = await Deno.readTextFile(`${repoRoot}tests/k8s/go.mod`);
   const script = await Deno.readTextFile(`${repoRoot}scripts/build_k8s_tools.sh`);
   const helmVersion = script.match(/^HELM_VERSION=(\S+)/m)?.[1];
@@ -36,6 +40,43 @@ export async function toolPaths(): Promise<ToolPaths> {
       `${cache}/kube-apiserver-${kube}/kube-apiserver`,
     etcd: Deno.env.get("LACE_ETCD") ?? `${cache}/etcd-${etcd}/etcd`,
     helm: Deno.env.get("LACE_HELM") ?? `${cache}/helm-${helmVersion}/helm`,
+  };
+}
+
+/** The binaries of the real node (tests/node/) as scripts/build_k8s_tools.sh caches them. */
+export interface NodeToolPaths {
+  kubelet: string;
+  kubeControllerManager: string;
+  kubeScheduler: string;
+  containerd: string;
+  /** containerd's runc shim, which must come first on containerd's PATH. */
+  containerdShim: string;
+  ctr: string;
+  pause: string;
+  agnhost: string;
+}
+
+/** Paths of the node's binaries for the versions tests/k8s and tests/containerd pin. */
+export async function nodeToolPaths(): Promise<NodeToolPaths> {
+  const cache = toolsCache();
+  const kube = pinnedVersion(
+    await Deno.readTextFile(`${repoRoot}tests/k8s/go.mod`),
+    "k8s.io/kubernetes",
+  );
+  const containerdMod = await Deno.readTextFile(`${repoRoot}tests/containerd/go.mod`);
+  const containerd = `${cache}/containerd-${
+    pinnedVersion(containerdMod, "github.com/containerd/containerd/v2")
+  }`;
+  const kubeTool = (name: string) => `${cache}/${name}-${kube}/${name}`;
+  return {
+    kubelet: kubeTool("kubelet"),
+    kubeControllerManager: kubeTool("kube-controller-manager"),
+    kubeScheduler: kubeTool("kube-scheduler"),
+    containerd: `${containerd}/containerd`,
+    containerdShim: `${containerd}/containerd-shim-runc-v2`,
+    ctr: `${containerd}/ctr`,
+    pause: kubeTool("pause"),
+    agnhost: kubeTool("agnhost"),
   };
 }
 
@@ -63,6 +104,30 @@ export async function controlPlaneUnavailableReason(): Promise<string | undefine
     await new Deno.Command("openssl", { args: ["version"], stdout: "null" }).output();
   } catch {
     return "openssl is not installed; it makes the control plane's certificates";
+  }
+  return undefined;
+}
+
+/**
+ * Why the real node cannot start here, or undefined when it can: the control plane's reason,
+ * a node binary not built, or a host program missing (runc, socat, nsenter, unshare).
+ */
+export async function nodeUnavailableReason(): Promise<string | undefined> {
+  if (Deno.uid?.() !== 0) return "the node needs root (namespaces, cgroups, mounts)";
+  const control = await controlPlaneUnavailableReason();
+  if (control) return control;
+  if (!(await helmAvailable())) return `helm is not built; run scripts/build_k8s_tools.sh`;
+  for (const path of Object.values(await nodeToolPaths())) {
+    if (!(await isExecutable(path))) {
+      return `"${path}" is not built; run scripts/build_k8s_tools.sh`;
+    }
+  }
+  for (const program of ["runc", "socat", "nsenter", "unshare"]) {
+    const found = await new Deno.Command("sh", {
+      args: ["-c", `command -v ${program}`],
+      stdout: "null",
+    }).output();
+    if (!found.success) return `${program} is not installed; run scripts/setup.sh --tests`;
   }
   return undefined;
 }

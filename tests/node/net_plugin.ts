@@ -1,0 +1,179 @@
+/**
+ * `lace-testnet`, the real node's pod network plugin (a CNI plugin run by containerd): attaches
+ * each pod to one of several isolated networks, chosen by the pod's label
+ * `lace-test.io/network`, allocating from the SAME range in every network, so pods on this node
+ * share addresses. It writes `lace.io/network` and `lace.io/network-id` on the pod as the
+ * trusted writer (the node's network plugin, as in production), and its result is the
+ * prevResult of the chained `lace` plugin. The node side of each network (a bridge, a routing
+ * table selected by the mark contract) is made by tests/node/node.ts.
+ *
+ * Run by a launcher as `deno run --allow-all net_plugin.ts` with CNI_* in the environment.
+ */
+import { run } from "../../lib/cli/process.ts";
+
+interface Network {
+  name: string;
+  id: number;
+  bridge: string;
+}
+
+interface Conf {
+  cniVersion: string;
+  networks: Network[];
+  subnet4: string;
+  subnet6: string;
+  stateDir: string;
+  apiServer: string;
+  caFile: string;
+  certFile: string;
+  keyFile: string;
+}
+
+const NETWORK_LABEL = "lace-test.io/network";
+/** Host addresses .10 and up of the /24 (and ::a and up of the /64). */
+const FIRST_HOST = 10;
+
+function fail(code: number, msg: string): never {
+  console.log(JSON.stringify({ cniVersion: "1.0.0", code, msg }));
+  Deno.exit(1);
+}
+
+function cniArgs(): Record<string, string> {
+  const args: Record<string, string> = {};
+  for (const pair of (Deno.env.get("CNI_ARGS") ?? "").split(";")) {
+    const eq = pair.indexOf("=");
+    if (eq > 0) args[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return args;
+}
+
+async function api(conf: Conf, method: string, path: string, body?: unknown): Promise<unknown> {
+  const client = Deno.createHttpClient({
+    caCerts: [await Deno.readTextFile(conf.caFile)],
+    cert: await Deno.readTextFile(conf.certFile),
+    key: await Deno.readTextFile(conf.keyFile),
+  });
+  try {
+    const response = await fetch(`${conf.apiServer}${path}`, {
+      method,
+      client,
+      headers: body === undefined ? {} : { "content-type": "application/merge-patch+json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await response.text();
+    if (!response.ok) throw new Error(`${method} ${path}: HTTP ${response.status} ${text}`);
+    return JSON.parse(text);
+  } finally {
+    client.close();
+  }
+}
+
+/** Allocations of one network: container id → host index, in a file locked while used. */
+async function withAllocations<T>(
+  conf: Conf,
+  network: string,
+  change: (allocations: Record<string, number>) => T,
+): Promise<T> {
+  await Deno.mkdir(conf.stateDir, { recursive: true });
+  const path = `${conf.stateDir}/${network}.json`;
+  const file = await Deno.open(path, { read: true, write: true, create: true });
+  try {
+    await file.lock(true);
+    const text = await Deno.readTextFile(path);
+    const allocations: Record<string, number> = text ? JSON.parse(text) : {};
+    const result = change(allocations);
+    await Deno.writeTextFile(path, JSON.stringify(allocations));
+    return result;
+  } finally {
+    file.close();
+  }
+}
+
+function hostName(containerId: string): string {
+  return `lt${containerId.slice(0, 12)}`;
+}
+
+function prefix4(subnet: string): string {
+  return subnet.split("/")[0].split(".").slice(0, 3).join(".");
+}
+
+async function add(conf: Conf, containerId: string, netns: string, ifname: string) {
+  const args = cniArgs();
+  const namespace = args.K8S_POD_NAMESPACE, name = args.K8S_POD_NAME;
+  if (!namespace || !name) fail(4, "CNI_ARGS has no K8S_POD_NAMESPACE and K8S_POD_NAME");
+  const pod = await api(conf, "GET", `/api/v1/namespaces/${namespace}/pods/${name}`) as {
+    metadata: { labels?: Record<string, string> };
+  };
+  const wanted = pod.metadata.labels?.[NETWORK_LABEL];
+  const network = conf.networks.find((n) => n.name === wanted);
+  if (!network) fail(7, `pod ${namespace}/${name} has no valid ${NETWORK_LABEL} label`);
+  const index = await withAllocations(conf, network.name, (allocations) => {
+    if (allocations[containerId] !== undefined) return allocations[containerId];
+    const used = new Set(Object.values(allocations));
+    let next = FIRST_HOST;
+    while (used.has(next)) next++;
+    if (next > 250) fail(11, `network ${network.name} is full`);
+    allocations[containerId] = next;
+    return next;
+  });
+  const v4 = `${prefix4(conf.subnet4)}.${index}`;
+  const v6 = `${conf.subnet6.split("/")[0].replace(/::$/, "::")}${index.toString(16)}`;
+  const host = hostName(containerId);
+  const inPod = (cmd: string[]) => run(["nsenter", `--net=${netns}`, "--", ...cmd]);
+  await run(["ip", "link", "del", host]).catch(() => {});
+  await run(["ip", "link", "add", host, "type", "veth", "peer", "name", ifname, "netns", netns]);
+  await run(["ip", "link", "set", host, "master", network.bridge, "up"]);
+  await inPod(["sysctl", "-qw", `net.ipv6.conf.${ifname}.accept_dad=0`]).catch(() => {});
+  await inPod(["ip", "addr", "add", `${v4}/24`, "dev", ifname]);
+  await inPod(["ip", "addr", "add", `${v6}/64`, "dev", ifname, "nodad"]);
+  await inPod(["ip", "link", "set", ifname, "up"]);
+  // Everything leaves through eth0 on-link: the node's address of this network answers ARP/ND.
+  await inPod(["ip", "route", "add", "default", "dev", ifname]);
+  await inPod(["ip", "-6", "route", "add", "default", "dev", ifname]);
+  const mac = (await inPod(["cat", `/sys/class/net/${ifname}/address`])).trim();
+  await api(conf, "PATCH", `/api/v1/namespaces/${namespace}/pods/${name}`, {
+    metadata: {
+      annotations: { "lace.io/network": network.name, "lace.io/network-id": String(network.id) },
+    },
+  });
+  console.log(JSON.stringify({
+    cniVersion: conf.cniVersion,
+    interfaces: [{ name: host }, { name: ifname, mac, sandbox: netns }],
+    ips: [{ address: `${v4}/24`, interface: 1 }, { address: `${v6}/64`, interface: 1 }],
+  }));
+}
+
+async function del(conf: Conf, containerId: string) {
+  for (const network of conf.networks) {
+    await withAllocations(conf, network.name, (allocations) => {
+      delete allocations[containerId];
+    });
+  }
+  await run(["ip", "link", "del", hostName(containerId)]).catch(() => {});
+  console.log("{}");
+}
+
+const conf = JSON.parse(await new Response(Deno.stdin.readable).text()) as Conf;
+const command = Deno.env.get("CNI_COMMAND");
+const containerId = Deno.env.get("CNI_CONTAINERID") ?? "";
+try {
+  switch (command) {
+    case "ADD":
+      await add(conf, containerId, Deno.env.get("CNI_NETNS") ?? "", Deno.env.get("CNI_IFNAME")!);
+      break;
+    case "DEL":
+      await del(conf, containerId);
+      break;
+    case "VERSION":
+      console.log(JSON.stringify({
+        cniVersion: "1.0.0",
+        supportedVersions: ["0.4.0", "1.0.0", "1.1.0"],
+      }));
+      break;
+    default:
+      // CHECK, GC and STATUS: nothing to verify or collect in this test network.
+      break;
+  }
+} catch (error) {
+  fail(999, `lace-testnet ${command} failed: ${error}`);
+}

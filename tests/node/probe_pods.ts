@@ -1,0 +1,86 @@
+/**
+ * The test pods of the real node: agnhost servers in one of the node's networks, probed by the
+ * kubelet with every kind of probe Lace tags: httpGet on a named port, tcpSocket, grpc, and a
+ * sidecar's startup probe, with liveness on all. The HTTP probes ask for a path that names the
+ * pod (`/echo?msg=<pod>`), which agnhost logs, so a test can tell which pod answered each probe.
+ */
+import type { V1Pod } from "@kubernetes/client-node";
+import { IMAGES } from "./images.ts";
+
+export const PROBE_NAMESPACE = "probes";
+
+export interface ProbePodOptions {
+  name: string;
+  node: string;
+  network: string;
+  /**
+   * Added to every port. Pods that share an address need distinct ports: the kubelet's
+   * connection carries only (address, port), so that pair names one pod on the node.
+   */
+  portOffset: number;
+}
+
+/** The message in every HTTP probe path of this pod, as agnhost logs it. */
+export function probeMessage(pod: string, container: string): string {
+  return `probe-${pod}-${container}`;
+}
+
+/** A pod whose containers pass their probes only if the kubelet reaches this very pod. */
+export function probePod(o: ProbePodOptions): V1Pod {
+  const http = 8080 + o.portOffset, side = 8082 + o.portOffset, grpc = 5000 + o.portOffset;
+  // Two seconds for agnhost to listen after its container starts: a probe before that is
+  // refused (by the right pod), which the kubelet reports as Unhealthy like any failure.
+  const often = { initialDelaySeconds: 2, periodSeconds: 1, timeoutSeconds: 1 };
+  const liveness = { initialDelaySeconds: 2, periodSeconds: 2, timeoutSeconds: 1 };
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: {
+      name: o.name,
+      namespace: PROBE_NAMESPACE,
+      labels: { "lace-test.io/network": o.network },
+    },
+    spec: {
+      nodeName: o.node,
+      terminationGracePeriodSeconds: 1,
+      automountServiceAccountToken: false,
+      enableServiceLinks: false,
+      initContainers: [{
+        name: "sidecar",
+        image: IMAGES.agnhost,
+        imagePullPolicy: "Never",
+        args: ["netexec", `--http-port=${side}`, "--udp-port=-1"],
+        restartPolicy: "Always",
+        ports: [{ name: "side", containerPort: side }],
+        startupProbe: {
+          httpGet: { path: `/echo?msg=${probeMessage(o.name, "sidecar")}`, port: "side" },
+          ...often,
+          failureThreshold: 5,
+        },
+        livenessProbe: { tcpSocket: { port: side }, ...liveness },
+      }],
+      containers: [
+        {
+          name: "server",
+          image: IMAGES.agnhost,
+          imagePullPolicy: "Never",
+          args: ["netexec", `--http-port=${http}`, "--udp-port=-1"],
+          ports: [{ name: "http", containerPort: http }],
+          readinessProbe: {
+            httpGet: { path: `/echo?msg=${probeMessage(o.name, "server")}`, port: "http" },
+            ...often,
+          },
+          livenessProbe: { tcpSocket: { port: http }, ...liveness },
+        },
+        {
+          name: "grpc",
+          image: IMAGES.agnhost,
+          imagePullPolicy: "Never",
+          args: ["grpc-health-checking", `--port=${grpc}`, `--http-port=${8081 + o.portOffset}`],
+          readinessProbe: { grpc: { port: grpc }, ...often },
+          livenessProbe: { grpc: { port: grpc }, ...liveness },
+        },
+      ],
+    },
+  };
+}

@@ -1,0 +1,264 @@
+/**
+ * Lace on a real node (tests/node/node.ts): the chart installed by the real helm, the agent
+ * started by the real kubelet from the lace image, and the kubelet's own probes of pods in three
+ * isolated networks that share their addresses. The node is brought up once for the file; each
+ * step shows one behaviour, in the order a user meets them. Prints what it measured.
+ */
+import { AppsV1Api, CoreV1Api, type V1Pod } from "@kubernetes/client-node";
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { nodeUnavailableReason, toolPaths } from "../kube/tools.ts";
+import { laceLauncher } from "./images.ts";
+import { NETWORKS, type Node, startNode } from "./node.ts";
+import { PROBE_NAMESPACE, probeMessage, probePod } from "./probe_pods.ts";
+
+const reason = await nodeUnavailableReason();
+const chart = new URL("../../deploy/helm/lace", import.meta.url).pathname;
+const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function waitFor<T>(what: string, check: () => Promise<T | undefined>, timeoutMs: number) {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await check();
+      if (value) return value;
+    } catch (error) {
+      last = error;
+    }
+    await delay(250);
+  }
+  throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what} ${last ?? ""}`);
+}
+
+async function helm(node: Node, args: string[]): Promise<string> {
+  const { helm } = await toolPaths();
+  const home = join(node.dir, "helm-home");
+  const out = await new Deno.Command(helm, {
+    args: [...args, "--kubeconfig", node.controlPlane.kubeconfigPath],
+    stdout: "piped",
+    stderr: "piped",
+    env: {
+      HELM_CACHE_HOME: `${home}/cache`,
+      HELM_CONFIG_HOME: `${home}/config`,
+      HELM_DATA_HOME: `${home}/data`,
+    },
+  }).output();
+  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+  if (!out.success) throw new Error(`helm ${args.join(" ")} failed: ${text}`);
+  return text;
+}
+
+function isReady(pod: V1Pod): boolean {
+  return pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
+}
+
+function restarts(pod: V1Pod): number {
+  const statuses = [
+    ...(pod.status?.containerStatuses ?? []),
+    ...(pod.status?.initContainerStatuses ?? []),
+  ];
+  return statuses.reduce((sum, s) => sum + s.restartCount, 0);
+}
+
+/** The text of a container's log file as the kubelet writes it under podLogsDir. */
+async function containerLog(node: Node, pod: V1Pod, container: string): Promise<string> {
+  const dir = join(
+    node.dir,
+    "pod-logs",
+    `${pod.metadata!.namespace}_${pod.metadata!.name}_${pod.metadata!.uid}`,
+    container,
+  );
+  let text = "";
+  for await (const entry of Deno.readDir(dir)) {
+    text += await Deno.readTextFile(join(dir, entry.name));
+  }
+  return text;
+}
+
+async function createProbePods(core: CoreV1Api, node: Node, prefix: string) {
+  const specs = NETWORKS.map((network, index) =>
+    probePod({
+      name: `${prefix}-${network.name}`,
+      node: node.name,
+      network: network.name,
+      portOffset: 100 * index,
+    })
+  );
+  const created = new Map<string, number>();
+  for (const pod of specs) {
+    await core.createNamespacedPod({ namespace: PROBE_NAMESPACE, body: pod });
+    created.set(pod.metadata!.name!, performance.now());
+  }
+  return created;
+}
+
+async function deletePods(core: CoreV1Api, names: Iterable<string>) {
+  for (const name of names) {
+    await core.deleteNamespacedPod({ name, namespace: PROBE_NAMESPACE, gracePeriodSeconds: 0 })
+      .catch(() => {});
+  }
+  await waitFor("the probe pods to be gone", async () => {
+    const list = await core.listNamespacedPod({ namespace: PROBE_NAMESPACE });
+    return list.items.length === 0;
+  }, 60_000);
+}
+
+Deno.test({
+  name:
+    "Lace on a real node: the chart's agent makes the kubelet's probes reach pods in isolated networks",
+  ignore: reason !== undefined,
+  sanitizeOps: false,
+  sanitizeResources: false,
+}, async (t) => {
+  const start = performance.now();
+  await using node = await startNode();
+  console.log(
+    `node up in ${Math.round(performance.now() - start)} ms: ${JSON.stringify(node.timings)}`,
+  );
+  const config = node.controlPlane.adminConfig();
+  const core = config.makeApiClient(CoreV1Api);
+  const apps = config.makeApiClient(AppsV1Api);
+  const onFailure = async (error: unknown) => {
+    console.error(await node.logs(40));
+    throw error;
+  };
+
+  await t.step(
+    "helm install brings up the agent's DaemonSet pod, Ready, with the CNI plugin installed",
+    async () => {
+      const began = performance.now();
+      await helm(node, [
+        "install",
+        "lace",
+        chart,
+        "--namespace",
+        "lace-system",
+        "--create-namespace",
+        "--set",
+        "image.repository=lace.test/lace",
+        "--set",
+        "image.tag=dev",
+        "--set",
+        `node.kubeletCgroupPath=${node.kubeletCgroup}`,
+      ]);
+      const ds = await apps.readNamespacedDaemonSet({ name: "lace", namespace: "lace-system" });
+      assert.equal(ds.spec?.template.spec?.containers[0].image, "lace.test/lace:dev");
+      const pod = await waitFor("the agent pod to be Ready", async () => {
+        const list = await core.listNamespacedPod({ namespace: "lace-system" });
+        return list.items.find((p) => p.spec?.nodeName === node.name && isReady(p));
+      }, 120_000).catch(onFailure);
+      console.log(`agent pod Ready ${Math.round(performance.now() - began)} ms after helm install`);
+      assert.equal(pod.metadata?.ownerReferences?.[0]?.kind, "DaemonSet");
+      const installed = await node.exec(["cat", "/opt/cni/bin/lace"]);
+      assert.equal(installed, laceLauncher(), "the init container installed the lace launcher");
+    },
+  );
+
+  await t.step(
+    "pods in three networks sharing their addresses pass every probe, each answered by its own pod",
+    async () => {
+      await node.controlPlane.createNamespace(PROBE_NAMESPACE).catch(() => {});
+      const created = await createProbePods(core, node, "lace");
+      const readyAfter: Record<string, number> = {};
+      const pods = await waitFor("every probe pod to be Ready", async () => {
+        const list = await core.listNamespacedPod({ namespace: PROBE_NAMESPACE });
+        for (const pod of list.items) {
+          const name = pod.metadata!.name!;
+          if (isReady(pod) && readyAfter[name] === undefined) {
+            readyAfter[name] = Math.round(performance.now() - created.get(name)!);
+          }
+        }
+        return list.items.length === created.size && list.items.every(isReady)
+          ? list.items
+          : undefined;
+      }, 120_000).catch(onFailure);
+      console.log(`creation to Ready, with Lace (ms): ${JSON.stringify(readyAfter)}`);
+
+      // The same IPv4 and IPv6 address in every network. The kubelet probes status.podIP, of the
+      // node's primary family: IPv4 on this node.
+      const addresses = new Set(pods.map((p) => p.status?.podIPs?.map((ip) => ip.ip).join(",")));
+      assert.deepEqual([...addresses], ["10.244.1.10,fd00:244::a"]);
+      const events = await core.listNamespacedEvent({ namespace: PROBE_NAMESPACE });
+      const unhealthy = events.items.filter((e) => e.reason === "Unhealthy");
+      assert.deepEqual(unhealthy.map((e) => `${e.involvedObject.name}: ${e.message}`), []);
+      for (const pod of pods) assert.equal(restarts(pod), 0, `${pod.metadata!.name} restarted`);
+
+      // Every HTTP probe reached its own pod and no other: agnhost logs each path it serves.
+      const perPod: Record<string, number> = {};
+      for (const pod of pods) {
+        const name = pod.metadata!.name!;
+        for (const container of ["server", "sidecar"]) {
+          const message = probeMessage(name, container);
+          // The runtime writes container logs shortly after the fact.
+          const log = await waitFor(
+            `${name}/${container} to log a probe of its own`,
+            async () => {
+              const text = await containerLog(node, pod, container);
+              return text.includes(message) ? text : undefined;
+            },
+            15_000,
+          ).catch(async (error) => {
+            console.error(await containerLog(node, pod, container).catch(String));
+            throw error;
+          });
+          const own = log.split(message).length - 1;
+          perPod[`${name}/${container}`] = own;
+          for (const other of pods) {
+            if (other === pod) continue;
+            assert.ok(
+              !log.includes(probeMessage(other.metadata!.name!, container)),
+              `${name}/${container} answered a probe meant for ${other.metadata!.name}`,
+            );
+          }
+        }
+      }
+      console.log(`HTTP probes answered per pod/container: ${JSON.stringify(perPod)}`);
+    },
+  );
+
+  await t.step("other processes on the node reach none of the pods' addresses", async () => {
+    for (const address of ["10.244.1.10", "fd00:244::a"]) {
+      const result = await node.execResult([
+        "timeout",
+        "3",
+        "bash",
+        "-c",
+        `exec 3<>/dev/tcp/${address}/8080`,
+      ]);
+      assert.notEqual(result.code, 0, `a process outside the kubelet reached ${address}:8080`);
+    }
+    // The kubelet still reaches them meanwhile: every pod stays Ready.
+    const list = await core.listNamespacedPod({ namespace: PROBE_NAMESPACE });
+    assert.ok(list.items.every(isReady));
+  });
+
+  await t.step(
+    "without the agent the same pods never become Ready and liveness restarts them",
+    async () => {
+      const old = await core.listNamespacedPod({ namespace: PROBE_NAMESPACE });
+      await deletePods(core, old.items.map((p) => p.metadata!.name!));
+      await helm(node, ["uninstall", "lace", "--namespace", "lace-system", "--wait"]);
+      await waitFor("the agent pod to be gone", async () => {
+        const list = await core.listNamespacedPod({ namespace: "lace-system" });
+        return list.items.length === 0;
+      }, 60_000);
+      // Pins outlive the agent on purpose; `lace uninstall` is how an operator removes them.
+      await node.exec(["/opt/cni/bin/lace", "uninstall"]);
+      const created = await createProbePods(core, node, "control");
+      const restarted = await waitFor("liveness to restart the control pods", async () => {
+        const list = await core.listNamespacedPod({ namespace: PROBE_NAMESPACE });
+        assert.ok(!list.items.some(isReady), "a pod became Ready without the agent");
+        return list.items.length === created.size && list.items.every((p) => restarts(p) > 0)
+          ? list.items
+          : undefined;
+      }, 60_000).catch(onFailure);
+      console.log(
+        `without Lace: no pod Ready, restarts ${
+          JSON.stringify(Object.fromEntries(restarted.map((p) => [p.metadata!.name, restarts(p)])))
+        }`,
+      );
+      await deletePods(core, created.keys());
+    },
+  );
+});
