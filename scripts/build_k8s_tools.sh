@@ -106,7 +106,9 @@ build_agnhost() {
 build_pause() {
   local version=$1 src
   src="$(cd "$module_dir" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause/linux/pause.c"
-  cc -Os -Wall -Werror -static -DVERSION="lace-$version" -o "$out/pause" "$src"
+  local compiler
+  compiler=$(command -v cc || command -v clang)
+  "$compiler" -Os -Wall -Werror -static -DVERSION="lace-$version" -o "$out/pause" "$src"
   strip "$out/pause"
 }
 

@@ -25,15 +25,19 @@ packages=(clang llvm unzip curl libbpf-dev libbpf1 bpftool iproute2 nftables ipe
 # package would conflict with that Node.js.
 command -v npm >/dev/null 2>&1 || packages+=(npm)
 
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  say "installing Debian packages: ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+# Installs the Debian packages given that are not installed yet.
+install_missing() {
+  local missing=() p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    say "installing Debian packages: ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+}
+install_missing "${packages[@]}"
 
 # Deno comes from npm (the package ships the binary), pinned.
 deno="$CACHE/node_modules/.bin/deno"
@@ -89,15 +93,7 @@ ensure_go() {
 if $want_tests; then
   # The real node's runtime (tests/node/): Debian's runc under containerd; socat relays the
   # node namespace's API server to the test process.
-  node_packages=()
-  for p in runc socat; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || node_packages+=("$p")
-  done
-  if [ ${#node_packages[@]} -gt 0 ]; then
-    say "installing Debian packages for the node tests: ${node_packages[*]}"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${node_packages[@]}" >/dev/null
-  fi
+  install_missing runc socat
   ensure_go
   bash scripts/build_k8s_tools.sh
 fi

@@ -10,24 +10,10 @@
  * Run by a launcher as `deno run --allow-all net_plugin.ts` with CNI_* in the environment.
  */
 import { run } from "../../lib/cli/process.ts";
+import type { ConflistSettings } from "./node_config.ts";
 
-interface Network {
-  name: string;
-  id: number;
-  bridge: string;
-}
-
-interface Conf {
-  cniVersion: string;
-  networks: Network[];
-  subnet4: string;
-  subnet6: string;
-  stateDir: string;
-  apiServer: string;
-  caFile: string;
-  certFile: string;
-  keyFile: string;
-}
+/** The plugin's entry of the conflist (node_config.ts writes it), with the spec's version. */
+type Conf = ConflistSettings & { cniVersion: string };
 
 const NETWORK_LABEL = "lace-test.io/network";
 /** Host addresses .10 and up of the /24 (and ::a and up of the /64). */

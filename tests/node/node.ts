@@ -61,6 +61,8 @@ export interface Node {
   exec(cmd: string[]): Promise<string>;
   /** The same, but returns the whole result without throwing. */
   execResult(cmd: string[]): Promise<Deno.CommandOutput>;
+  /** Stops the kubelet, removes and re-creates its cgroup, starts it again (as systemd does). */
+  restartKubelet(): Promise<void>;
   /** Logs of the node's processes, for a failure message. */
   logs(maxLines?: number): Promise<string>;
   /** Measured start-up phases in ms. */
@@ -125,16 +127,25 @@ async function killCgroups(dirs: string[]): Promise<void> {
   }
 }
 
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number) {
+/**
+ * Polls check every 250 ms until it returns a truthy value, which it returns; throws after
+ * timeoutMs with the last error check threw. For the node's start and the tests on it.
+ */
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined | false>,
+  timeoutMs: number,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < deadline) {
     try {
-      if (await check()) return;
+      const value = await check();
+      if (value) return value;
     } catch (error) {
       last = error;
     }
-    await delay(200);
+    await delay(250);
   }
   throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}: ${last ?? ""}`);
 }
@@ -305,7 +316,7 @@ export async function startNode(): Promise<Node & AsyncDisposable> {
       env: Record<string, string> = {},
     ) => {
       const log = join(dir, `${label}.log`);
-      logFiles.push(log);
+      if (!logFiles.includes(log)) logFiles.push(log);
       const joins = [`echo $$ > ${pidsRoot}/node/cgroup.procs`];
       if (extraCgroup) joins.push(`echo $$ > ${extraCgroup}/cgroup.procs`);
       const envArgs = Object.entries(env).map(([k, v]) => `${k}=${v}`);
@@ -499,7 +510,7 @@ export async function startNode(): Promise<Node & AsyncDisposable> {
         healthzPort: 10248,
       }),
     );
-    await spawnInNode("kubelet", [
+    const kubeletArgs = [
       tools.kubelet,
       `--config=${kubeletYaml}`,
       `--kubeconfig=${plane.kubeconfigPath}`,
@@ -507,7 +518,15 @@ export async function startNode(): Promise<Node & AsyncDisposable> {
       `--hostname-override=${name}`,
       `--node-ip=${NODE_IP}`,
       "--v=2",
-    ], kubeletCgroup);
+    ];
+    let kubelet = await spawnInNode("kubelet", kubeletArgs, kubeletCgroup);
+    // As systemd restarts a unit: the process stops, its cgroup goes, a new one is made.
+    const restartKubelet = async () => {
+      await kubelet.stop(10_000);
+      await Deno.remove(kubeletCgroup);
+      await Deno.mkdir(kubeletCgroup);
+      kubelet = await spawnInNode("kubelet", kubeletArgs, kubeletCgroup);
+    };
     const core = plane.adminConfig().makeApiClient(CoreV1Api);
     await waitFor(`node ${name} to be Ready`, async () => {
       const node = await core.readNode({ name });
@@ -529,6 +548,7 @@ export async function startNode(): Promise<Node & AsyncDisposable> {
       kubeletCgroup,
       exec,
       execResult,
+      restartKubelet,
       logs,
       timings,
       close,
