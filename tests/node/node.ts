@@ -18,7 +18,7 @@ import { CoreV1Api } from "@kubernetes/client-node";
 import { parse } from "yaml";
 import { join } from "node:path";
 import { randomSuffix, run } from "../../lib/cli/process.ts";
-import { CleanupStack } from "../helpers/cleanup_stack.ts";
+import { CleanupStack } from "../../lib/cleanup_stack.ts";
 import { type ControlPlane, startControlPlane } from "../kube/fixture.ts";
 import { ManagedProcess, tail } from "../kube/_process.ts";
 import { nodeToolPaths } from "../kube/tools.ts";
