@@ -34,16 +34,16 @@ function cniArgs(): Record<string, string> {
 }
 
 async function api(conf: Conf, method: string, path: string, body?: unknown): Promise<unknown> {
-  const client = Deno.createHttpClient({
-    caCerts: [await Deno.readTextFile(conf.caFile)],
-    cert: await Deno.readTextFile(conf.certFile),
-    key: await Deno.readTextFile(conf.keyFile),
-  });
+  const client = Deno.createHttpClient({ caCerts: [await Deno.readTextFile(conf.caFile)] });
+  const token = (await Deno.readTextFile(conf.tokenFile)).trim();
   try {
     const response = await fetch(`${conf.apiServer}${path}`, {
       method,
       client,
-      headers: body === undefined ? {} : { "content-type": "application/merge-patch+json" },
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { "content-type": "application/merge-patch+json" }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await response.text();

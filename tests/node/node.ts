@@ -14,8 +14,7 @@
  * close() kills every process in those cgroups, then removes cgroups, the namespaces and the
  * run's directory; a failed start does the same.
  */
-import { CoreV1Api } from "@kubernetes/client-node";
-import { parse } from "yaml";
+import { CoreV1Api, RbacAuthorizationV1Api } from "@kubernetes/client-node";
 import { join } from "node:path";
 import { randomSuffix, run } from "../../lib/cli/process.ts";
 import { CleanupStack } from "../../lib/cleanup_stack.ts";
@@ -151,6 +150,38 @@ export async function waitFor<T>(
 }
 
 /**
+ * A token of kube-system/lace-cni, the network plugin's ServiceAccount (the chart's default
+ * admissionPolicy.networkAnnotationWriters), allowed to read and annotate pods.
+ */
+async function networkPluginToken(plane: ControlPlane): Promise<string> {
+  const config = plane.adminConfig();
+  const core = config.makeApiClient(CoreV1Api);
+  const rbac = config.makeApiClient(RbacAuthorizationV1Api);
+  await core.createNamespacedServiceAccount({
+    namespace: "kube-system",
+    body: { metadata: { name: "lace-cni" } },
+  });
+  await rbac.createClusterRole({
+    body: {
+      metadata: { name: "lace-test-cni" },
+      rules: [{ apiGroups: [""], resources: ["pods"], verbs: ["get", "patch"] }],
+    },
+  });
+  await rbac.createClusterRoleBinding({
+    body: {
+      metadata: { name: "lace-test-cni" },
+      roleRef: {
+        apiGroup: "rbac.authorization.k8s.io",
+        kind: "ClusterRole",
+        name: "lace-test-cni",
+      },
+      subjects: [{ kind: "ServiceAccount", name: "lace-cni", namespace: "kube-system" }],
+    },
+  });
+  return await plane.serviceAccountToken("kube-system", "lace-cni", 4 * 3600);
+}
+
+/**
  * Brings up the node and waits until it is Ready in the API. Its result is AsyncDisposable;
  * any failure on the way tears down what was made and rethrows with the node's logs.
  */
@@ -256,11 +287,12 @@ export async function startNode(): Promise<Node & AsyncDisposable> {
     const laceTree = join(imagesDir, "lace-rootfs");
     mark("images");
 
-    // The mount namespace, held by one process in the node's cgroup.
+    // The node's mount and PID namespaces, held by one process (pid 1 of the node) in the node's
+    // cgroup. Its own PID namespace keeps the machine's other processes out of the hostPID agent's
+    // sight (another test's fake kubelet), and takes every node process down with pid 1.
     const cniBin = "/opt/cni/bin";
     const holderScript = [
       "set -e",
-      `echo $$ > ${pidsRoot}/node/cgroup.procs`,
       // Shared inside this namespace only (it starts private): containerd wants host-to-container
       // mounts on shared or slave mounts.
       "mount --make-rshared /",
@@ -269,19 +301,27 @@ export async function startNode(): Promise<Node & AsyncDisposable> {
       "mount -t tmpfs -o mode=755 lace-node-opt /opt",
       `mkdir -p ${cniBin} ${LACE_IMAGE_HOME}`,
       `mount --bind ${laceTree}${LACE_IMAGE_HOME} ${LACE_IMAGE_HOME}`,
-      "exec sleep infinity",
+      // pid 1 of the node: reaps the runtime's orphans (shims, containers) as init does.
+      "exec bash -c 'while :; do sleep 3600 & wait; done'",
     ].join("\n");
     const holderLog = join(dir, "holder.log");
     logFiles.push(holderLog);
     const holder = await ManagedProcess.spawn(
-      "nsenter",
+      "sh",
       [
+        "-c",
+        `echo $$ > ${pidsRoot}/node/cgroup.procs && exec "$@"`,
+        "sh",
+        "nsenter",
         `--net=/run/netns/${netns}`,
         "--",
         "unshare",
         "--mount",
         "--propagation",
         "private",
+        "--pid",
+        "--fork",
+        "--mount-proc",
         "--",
         "sh",
         "-c",
@@ -289,16 +329,28 @@ export async function startNode(): Promise<Node & AsyncDisposable> {
       ],
       holderLog,
     );
-    cleanup.push(() => holder.stop(1000));
-    // Ready once its last mount is there (its log is written only in chunks).
-    await waitFor("the node's mount namespace", async () => {
+    let nodeInit = 0;
+    // Killing the node's pid 1 kills every process in its PID namespace.
+    cleanup.push(async () => {
+      if (nodeInit) {
+        try {
+          Deno.kill(nodeInit, "SIGKILL");
+        } catch {
+          // Already gone.
+        }
+      }
+      await holder.stop(1000);
+    });
+    // unshare forks the node's pid 1; ready once its last mount is there.
+    await waitFor("the node's namespaces", async () => {
       if (holder.exited) throw new Error(`holder exited: ${await tail(holderLog)}`);
-      const mounts = await Deno.readTextFile(`/proc/${holder.pid}/mountinfo`);
+      const children = await Deno.readTextFile(`/proc/${holder.pid}/task/${holder.pid}/children`);
+      nodeInit = Number(children.trim().split(" ")[0]);
+      if (!nodeInit) return false;
+      const mounts = await Deno.readTextFile(`/proc/${nodeInit}/mountinfo`);
       return mounts.includes(` ${LACE_IMAGE_HOME} `);
     }, 10_000);
-    const hostPid = holder.pid;
-    // setpriv → nsenter → unshare → sh: the sh is the holder's last exec, same pid.
-    const nsArgs = [`--target=${hostPid}`, "--mount", "--net"];
+    const nsArgs = [`--target=${nodeInit}`, "--mount", "--net", "--pid"];
     const inNode = (cmd: string[]) => ["nsenter", ...nsArgs, "--", ...cmd];
     const execResult = (cmd: string[]) =>
       new Deno.Command(inNode(cmd)[0], {
@@ -317,7 +369,11 @@ export async function startNode(): Promise<Node & AsyncDisposable> {
     ) => {
       const log = join(dir, `${label}.log`);
       if (!logFiles.includes(log)) logFiles.push(log);
-      const joins = [`echo $$ > ${pidsRoot}/node/cgroup.procs`];
+      // nsenter forks into the PID namespace and does not pass signals on: each process gets a
+      // cgroup of its own, through which it is stopped.
+      const own = join(pidsRoot, "node", label);
+      await Deno.mkdir(own, { recursive: true });
+      const joins = [`echo $$ > ${own}/cgroup.procs`];
       if (extraCgroup) joins.push(`echo $$ > ${extraCgroup}/cgroup.procs`);
       const envArgs = Object.entries(env).map(([k, v]) => `${k}=${v}`);
       const process = await ManagedProcess.spawn(
@@ -325,8 +381,20 @@ export async function startNode(): Promise<Node & AsyncDisposable> {
         ["-c", `${joins.join(" && ")} && exec "$@"`, "sh", ...inNode(["env", ...envArgs, ...cmd])],
         log,
       );
-      cleanup.push(() => process.stop(5000));
-      return process;
+      const stop = async () => {
+        for (const pid of await cgroupPids(own)) {
+          try {
+            Deno.kill(pid, "SIGTERM");
+          } catch {
+            // Exited meanwhile.
+          }
+        }
+        await waitFor(`${label} to stop`, async () => (await cgroupPids(own)).length === 0, 10_000)
+          .catch(() => killCgroups([own]));
+        await process.stop(1000);
+      };
+      cleanup.push(stop);
+      return { stop };
     };
 
     // The control plane inside the node's network namespace, relayed to the test's loopback.
@@ -375,17 +443,11 @@ export async function startNode(): Promise<Node & AsyncDisposable> {
       `add table ip lace_node; add chain ip lace_node out { type nat hook output priority -100; }; ` +
       `add rule ip lace_node out ip daddr 10.96.0.1 tcp dport 443 dnat to 127.0.0.1:${port}`,
     ]);
-    const kubeconfig = parse(plane.kubeconfig) as {
-      users: { user: Record<string, string> }[];
-    };
     const caFile = await writeFile(join(dir, "ca.pem"), plane.caPem);
-    const certFile = await writeFile(
-      join(dir, "admin.pem"),
-      atob(kubeconfig.users[0].user["client-certificate-data"]),
-    );
-    const keyFile = await writeFile(
-      join(dir, "admin-key.pem"),
-      atob(kubeconfig.users[0].user["client-key-data"]),
+    // The network plugin's identity: the chart's default networkAnnotationWriters.
+    const tokenFile = await writeFile(
+      join(dir, "lace-cni.token"),
+      await networkPluginToken(plane),
       0o600,
     );
     mark("control plane");
@@ -491,8 +553,7 @@ export async function startNode(): Promise<Node & AsyncDisposable> {
         stateDir: join(dir, "ipam"),
         apiServer: plane.url,
         caFile,
-        certFile,
-        keyFile,
+        tokenFile,
         laceSocket: "/run/lace/cni.sock",
       }),
     );
@@ -522,7 +583,7 @@ export async function startNode(): Promise<Node & AsyncDisposable> {
     let kubelet = await spawnInNode("kubelet", kubeletArgs, kubeletCgroup);
     // As systemd restarts a unit: the process stops, its cgroup goes, a new one is made.
     const restartKubelet = async () => {
-      await kubelet.stop(10_000);
+      await kubelet.stop();
       await Deno.remove(kubeletCgroup);
       await Deno.mkdir(kubeletCgroup);
       kubelet = await spawnInNode("kubelet", kubeletArgs, kubeletCgroup);

@@ -119,11 +119,13 @@ export interface ConflistSettings {
   subnet4: string;
   subnet6: string;
   stateDir: string;
-  /** API access of the network plugin, the trusted writer of the network annotations. */
+  /**
+   * API access of the network plugin, the trusted writer of the network annotations: a token of
+   * the identity the chart's admission policy lets write them.
+   */
   apiServer: string;
   caFile: string;
-  certFile: string;
-  keyFile: string;
+  tokenFile: string;
   laceSocket: string;
 }
 
@@ -142,8 +144,7 @@ export function conflist(s: ConflistSettings): string {
           stateDir: s.stateDir,
           apiServer: s.apiServer,
           caFile: s.caFile,
-          certFile: s.certFile,
-          keyFile: s.keyFile,
+          tokenFile: s.tokenFile,
         },
         { type: "lace", socket: s.laceSocket, timeout: "2s" },
       ],

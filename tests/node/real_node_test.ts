@@ -186,6 +186,14 @@ Deno.test({
   const apps = config.makeApiClient(AppsV1Api);
   const onFailure = async (error: unknown) => {
     console.error(await node.logs(40));
+    for await (const entry of Deno.readDir(join(node.dir, "pod-logs"))) {
+      if (!entry.name.startsWith("lace-system_")) continue;
+      const agent = join(node.dir, "pod-logs", entry.name, "agent");
+      for await (const file of Deno.readDir(agent)) {
+        const text = await Deno.readTextFile(join(agent, file.name));
+        console.error(`--- agent log ${entry.name}/${file.name} ---\n${text.slice(-6000)}`);
+      }
+    }
     throw error;
   };
 
