@@ -5,7 +5,7 @@
  */
 import { join } from "node:path";
 import { cgroup2MountPoints, readMountInfo } from "../mountinfo.ts";
-import { randomSuffix } from "../cli/process.ts";
+import { claimSuffix } from "./leftovers.ts";
 
 export class SimCgroups implements Disposable {
   readonly mount: string;
@@ -24,7 +24,7 @@ export class SimCgroups implements Disposable {
   static create(): SimCgroups {
     const mount = cgroup2MountPoints(readMountInfo())[0];
     if (!mount) throw new Error("No cgroup2 mount in /proc/self/mountinfo: mount cgroup v2 first");
-    const cg = new SimCgroups(mount, join(mount, `lace-sim-${randomSuffix()}`));
+    const cg = new SimCgroups(mount, join(mount, `lace-sim-${claimSuffix()}`));
     Deno.mkdirSync(cg.root);
     try {
       Deno.mkdirSync(cg.kubelet);

@@ -9,7 +9,8 @@
 import { join } from "node:path";
 import { boolean, type CommandSpec, integer, parseCommand, UsageError } from "../cli/flags.ts";
 import { SimCgroups } from "./cgroup.ts";
-import { randomSuffix } from "../cli/process.ts";
+import { claimSuffix, sweepAbandoned } from "./leftovers.ts";
+import { CleanupStack } from "../cleanup_stack.ts";
 import { POD_IPV4, POD_IPV6, SimNode } from "./netns.ts";
 import { PodServer } from "./pod_server.ts";
 import { Prober, type ProbeResponse } from "../doctor/prober.ts";
@@ -138,18 +139,12 @@ export async function runDemo(args: string[]): Promise<number> {
     return 1;
   }
 
-  const cleanups: (() => Promise<void> | void)[] = [];
+  const cleanups = new CleanupStack("demo");
   let cleaning: Promise<void> | undefined;
   const cleanup = () =>
-    cleaning ??= (async () => {
-      for (const fn of cleanups.reverse()) {
-        try {
-          await fn();
-        } catch (e) {
-          say(`cleanup: ${(e as Error).message}`);
-        }
-      }
-    })();
+    cleaning ??= cleanups.runAll().then((errors) => {
+      for (const e of errors) say(`cleanup: ${e instanceof Error ? e.message : e}`);
+    });
   const onSignal = () => {
     say("\nInterrupted: cleaning up");
     cleanup().finally(() => Deno.exit(130));
@@ -157,7 +152,9 @@ export async function runDemo(args: string[]): Promise<number> {
   Deno.addSignalListener("SIGINT", onSignal);
   Deno.addSignalListener("SIGTERM", onSignal);
   try {
-    const sfx = randomSuffix();
+    // What an earlier demo or test run left when it was killed (SIGKILL runs no clean-up).
+    for (const what of await sweepAbandoned()) say(`Removed ${what}, left by a killed run`);
+    const sfx = claimSuffix();
     const networks = Array.from({ length: count }, (_, i) => i + 1);
     say(
       `Building a simulated node with ${count} overlay networks (pods at ${POD_IPV4} and ${POD_IPV6} in each)`,

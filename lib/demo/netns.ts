@@ -6,7 +6,8 @@
  * Lace data plane does; its main table has no route to any pod. Everything
  * lives in namespaces created here; nothing touches the root namespace.
  */
-import { randomSuffix, run } from "../cli/process.ts";
+import { run } from "../cli/process.ts";
+import { claimSuffix } from "./leftovers.ts";
 
 export const POD_IPV4 = "10.244.1.10";
 export const POD_IPV6 = "fd00:244::10";
@@ -39,7 +40,7 @@ export class SimNode implements AsyncDisposable {
   /** Builds the node; on any failure removes what it made and rethrows. */
   static async create(opts: SimNodeOptions): Promise<SimNode> {
     const shift = opts.markShift ?? 16;
-    const sfx = randomSuffix();
+    const sfx = claimSuffix();
     const node = new SimNode(`lace-node-${sfx}`);
     try {
       await node.#addNetns(node.netns);

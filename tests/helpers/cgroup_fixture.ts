@@ -6,7 +6,7 @@
  */
 import { join } from "node:path";
 import { cgroup2MountPoints, readMountInfo } from "../../lib/mountinfo.ts";
-import { randomSuffix } from "../../lib/cli/process.ts";
+import { claimSuffix } from "../../lib/demo/leftovers.ts";
 import { waitFor } from "./wait.ts";
 
 export class CgroupTree implements AsyncDisposable {
@@ -25,7 +25,7 @@ export class CgroupTree implements AsyncDisposable {
   static create(): CgroupTree {
     const mount = cgroup2MountPoints(readMountInfo())[0];
     if (!mount) throw new Error("No cgroup2 mount in /proc/self/mountinfo");
-    const root = join(mount, `lace-cgtest-${randomSuffix()}`);
+    const root = join(mount, `lace-cgtest-${claimSuffix()}`);
     Deno.mkdirSync(root);
     const bin = Deno.makeTempDirSync({ prefix: "lace-fake-kubelet-" });
     // Searchable by everyone: a fake kubelet may run as another user.

@@ -16,6 +16,7 @@ import { uninstall } from "../../lib/datapath/pins.ts";
 import { DirPodSource } from "../../lib/pods/dir_source.ts";
 import { SimCgroups } from "../../lib/demo/cgroup.ts";
 import { randomSuffix, run } from "../../lib/cli/process.ts";
+import { claimSuffix } from "../../lib/demo/leftovers.ts";
 import { SimNode } from "../../lib/demo/netns.ts";
 import { PodServer } from "../../lib/demo/pod_server.ts";
 import type { Prober } from "../../lib/doctor/prober.ts";
@@ -166,7 +167,7 @@ export class CniWorld implements AsyncDisposable {
   /** A pod known to the pod source (as the API knows a bound pod) with its own netns. */
   async makePod(name: string): Promise<TestPod> {
     const uid = crypto.randomUUID();
-    const netns = `lace-cnipod-${randomSuffix()}`;
+    const netns = `lace-cnipod-${claimSuffix()}`;
     await run(["ip", "netns", "add", netns]);
     this.#cleanups.push(() => run(["ip", "netns", "del", netns]).catch(() => {}));
     await run(["ip", "-n", netns, "link", "set", "lo", "up"]);

@@ -10,7 +10,7 @@ import { uninstall } from "../../lib/datapath/pins.ts";
 import { bpffsMountPoints, readMountInfo } from "../../lib/mountinfo.ts";
 import type { ProbeKey } from "../../lib/datapath/probe_map.ts";
 import { SimCgroups } from "../../lib/demo/cgroup.ts";
-import { randomSuffix } from "../../lib/cli/process.ts";
+import { claimSuffix } from "../../lib/demo/leftovers.ts";
 import { POD_IPV4, POD_IPV6, SimNode } from "../../lib/demo/netns.ts";
 import { PodServer } from "../../lib/demo/pod_server.ts";
 import { Prober } from "../../lib/doctor/prober.ts";
@@ -30,7 +30,7 @@ export function privilegedSkipReason(): string | undefined {
 export function testPinPath(): string {
   const bpffs = bpffsMountPoints(readMountInfo())[0];
   if (!bpffs) throw new Error("bpffs is not mounted: run `mount -t bpf bpf /sys/fs/bpf`");
-  return `${bpffs}/lace-test-${randomSuffix()}`;
+  return `${bpffs}/lace-test-${claimSuffix()}`;
 }
 
 /**
