@@ -24,28 +24,28 @@ export function diffTargets(
 ): { put: ProbeEntry[]; remove: ProbeKey[] } {
   const have = new Map<string, ProbeEntry>();
   for (const entry of current) have.set(keyId(entry.key), entry);
-  const put: ProbeEntry[] = [];
-  const remove: ProbeKey[] = [];
+  // Kept with their ids, so sorting compares strings already made (not two keyIds per compare).
+  const put: [string, ProbeEntry][] = [];
+  const remove: [string, ProbeKey][] = [];
   for (const [id, want] of desired) {
     const got = have.get(id);
     if (
       !got || got.value.mark !== want.value.mark || got.value.networkId !== want.value.networkId
     ) {
-      put.push(want);
+      put.push([id, want]);
     }
   }
   if (opts.allowDelete) {
-    for (const [id, got] of have) if (!desired.has(id)) remove.push(got.key);
+    for (const [id, got] of have) if (!desired.has(id)) remove.push([id, got.key]);
   } else {
     for (const key of opts.withdraw ?? []) {
-      const got = have.get(keyId(key));
-      if (got && !desired.has(keyId(key))) remove.push(got.key);
+      const id = keyId(key);
+      const got = have.get(id);
+      if (got && !desired.has(id)) remove.push([id, got.key]);
     }
   }
-  const byKey = (a: ProbeKey, b: ProbeKey) => (keyId(a) < keyId(b) ? -1 : 1);
-  put.sort((a, b) => byKey(a.key, b.key));
-  remove.sort(byKey);
-  return { put, remove };
+  const byId = (a: [string, unknown], b: [string, unknown]) => (a[0] < b[0] ? -1 : 1);
+  return { put: put.sort(byId).map(([, e]) => e), remove: remove.sort(byId).map(([, k]) => k) };
 }
 
 /** What one reconcile should reach; computed afresh for every run. */
