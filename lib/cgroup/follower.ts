@@ -36,11 +36,11 @@ import { type DistrustedKubelet, judgeKubelets } from "./kubelet_trust.ts";
 import {
   followerReadiness,
   type FollowerStatus,
-  type KubeletMismatch,
   type NodeEventSink,
   statusKey,
   StatusReporter,
 } from "./follower_status.ts";
+import { kubeletMismatch, otherKubelets, placeKubelets } from "./kubelet_placement.ts";
 import { nearestExisting, statCgroupId, watchDirectory } from "./watch.ts";
 import { readMountInfo } from "../mountinfo.ts";
 import { realTimers, type Timers } from "../timers.ts";
@@ -238,7 +238,7 @@ export class CgroupFollower implements Disposable {
       next.path = null;
       next.lastError = errorText(e);
     }
-    const placed = this.#placeTrusted(mounts);
+    const placed = placeKubelets(this.#trusted, mounts, this.#o.hostCgroupRoot);
     const kubelet = placed.find((k) => next.path !== null && isWithin(k.dir, next.path))?.k ??
       this.#trusted[0];
     next.kubelet = kubelet
@@ -254,8 +254,8 @@ export class CgroupFollower implements Disposable {
       this.#attachIfNeeded(next.path, next);
       this.#watch(nearestExisting(dirname(next.path), (d) => this.#o.cgroupId(d) !== null));
     }
-    next.mismatch = this.#mismatch(next.path, placed);
-    next.otherKubelets = this.#otherKubelets(next.path, placed, next.mismatch);
+    next.mismatch = kubeletMismatch(next.path, placed, this.#o.cgroupId);
+    next.otherKubelets = otherKubelets(next.path, placed, next.mismatch, this.#distrusted);
     if (this.#scanDue && next.path !== null && next.cgroupId !== null) {
       this.#scanDue = false;
       try {
@@ -351,59 +351,6 @@ export class CgroupFollower implements Disposable {
       }
     }
     return `Cannot attach to kubelet cgroup "${path}": ${errorText(e)}`;
-  }
-
-  /** The trusted kubelets with their cgroup directories on this machine's cgroup2 mount. */
-  #placeTrusted(mounts: MountPoint[]): { k: KubeletProcess; dir: string }[] {
-    return this.#trusted.map((k) => {
-      try {
-        return { k, dir: mapProcessCgroup(k.cgroup!, mounts, this.#o.hostCgroupRoot) };
-      } catch {
-        return { k, dir: k.cgroup ?? "" };
-      }
-    });
-  }
-
-  /**
-   * A trusted kubelet outside the cgroup the programs are on, when none runs inside it (in
-   * auto too: the kubelet moved after the follower settled). Distrusted processes never count:
-   * telling the operator to follow one would hand the hook to whoever named it.
-   */
-  #mismatch(
-    path: string | null,
-    placed: { k: KubeletProcess; dir: string }[],
-  ): KubeletMismatch | null {
-    if (path === null || placed.length === 0) return null;
-    const pathId = this.#o.cgroupId(path);
-    // Programs on a cgroup apply to all cgroups below it.
-    const inside = ({ dir }: { dir: string }) =>
-      dir !== "" && (isWithin(dir, path) || (pathId !== null && this.#o.cgroupId(dir) === pathId));
-    if (placed.some(inside)) return null;
-    const { k, dir } = placed[0];
-    return { kubeletPid: k.pid, kubeletComm: k.comm, kubeletCgroup: dir || "unknown" };
-  }
-
-  /**
-   * Kubelet-looking processes that are not followed: every distrusted one, and trusted ones
-   * outside the cgroup the programs are on (a second kubelet), except the one already
-   * reported as the mismatch.
-   */
-  #otherKubelets(
-    path: string | null,
-    placed: { k: KubeletProcess; dir: string }[],
-    mismatch: KubeletMismatch | null,
-  ): DistrustedKubelet[] {
-    const second = placed
-      .filter(({ k, dir }) =>
-        path !== null && !isWithin(dir, path) && k.pid !== mismatch?.kubeletPid
-      )
-      .map(({ k }) => ({
-        pid: k.pid,
-        comm: k.comm,
-        cgroup: k.cgroup,
-        reason: `a second kubelet outside the kubelet cgroup "${path}"`,
-      }));
-    return [...this.#distrusted, ...second].sort((a, b) => a.pid - b.pid);
   }
 
   #watch(dir: string | null): void {
