@@ -23,16 +23,9 @@ import {
   type ProbeEntry,
   type ProbeStore,
 } from "../datapath/probe_map.ts";
-import {
-  type NetworkMismatch,
-  type PodNetwork,
-  type PodPlacement,
-  podPlacement,
-  type PodTargets,
-  probeTargetsForPod,
-  type Skip,
-  type Target,
-} from "../rules/targets.ts";
+import { type PodTargets, probeTargetsForPod, type Skip, type Target } from "../rules/targets.ts";
+import type { NetworkMismatch, PodNetwork } from "../rules/pod_network.ts";
+import { type PodPlacement, podPlacement } from "../rules/placement.ts";
 import { capTargets, failedWrites, shareMap, type Unwritten } from "../rules/share.ts";
 import { callHook, type ProblemHooks, ProblemReporter } from "./problems.ts";
 import type { NodeNetworkStore } from "./node_networks.ts";

@@ -8,7 +8,8 @@ import type { PodSink, PodSource } from "../pods/source.ts";
 import { keyId, type ProbeEntry } from "../datapath/probe_map.ts";
 import { MemoryProbeStore } from "../../tests/helpers/memory_probe_store.ts";
 import { fakeTime } from "../../tests/helpers/fake_time.ts";
-import type { NetworkMismatch, PodNetwork, Skip } from "../rules/targets.ts";
+import type { NetworkMismatch, PodNetwork } from "../rules/pod_network.ts";
+import type { Skip } from "../rules/targets.ts";
 import type { NodeNetworkStore } from "./node_networks.ts";
 import type { Unwritten } from "../rules/share.ts";
 

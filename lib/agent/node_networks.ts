@@ -7,7 +7,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { isObject } from "../json.ts";
-import type { PodNetwork } from "../rules/targets.ts";
+import type { PodNetwork } from "../rules/pod_network.ts";
 
 const log = getLogger(["lace", "agent"]);
 

@@ -8,7 +8,8 @@ import { getLogger } from "@logtape/logtape";
 import { keyId } from "../datapath/probe_map.ts";
 import type { Claim, Conflict } from "../rules/conflicts.ts";
 import type { Unwritten } from "../rules/share.ts";
-import type { NetworkMismatch, Skip } from "../rules/targets.ts";
+import type { NetworkMismatch } from "../rules/pod_network.ts";
+import type { Skip } from "../rules/targets.ts";
 
 const log = getLogger(["lace", "agent"]);
 

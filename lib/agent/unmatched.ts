@@ -8,7 +8,7 @@
  */
 import { keyId, type ProbeKey } from "../datapath/probe_map.ts";
 import { hostRange, type PodRange, rangeText } from "../datapath/pod_ranges.ts";
-import type { PodIdentity } from "../rules/targets.ts";
+import type { PodIdentity } from "../rules/pod_fields.ts";
 import type { Timers } from "../timers.ts";
 import type { TargetView } from "./core.ts";
 

@@ -6,7 +6,10 @@
  * order, so the agent never flaps between two pods.
  */
 import { keyId, type ProbeKey } from "../datapath/probe_map.ts";
-import type { PodIdentity, PodNetwork, PodPlacement, Target } from "./targets.ts";
+import type { PodIdentity } from "./pod_fields.ts";
+import type { PodNetwork } from "./pod_network.ts";
+import type { PodPlacement } from "./placement.ts";
+import type { Target } from "./targets.ts";
 
 /**
  * What happens to a key claimed by pods of two or more networks (the default

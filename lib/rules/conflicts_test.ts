@@ -7,7 +7,8 @@ import {
   refusalMessage,
   resolveConflicts,
 } from "./conflicts.ts";
-import type { PodPlacement, Target } from "./targets.ts";
+import type { PodPlacement } from "./placement.ts";
+import type { Target } from "./targets.ts";
 
 function target(
   uid: string,

@@ -4,7 +4,8 @@
  * counts in, counts out.
  */
 import { keyId, type ProbeKey } from "../datapath/probe_map.ts";
-import type { PodIdentity, Target } from "./targets.ts";
+import type { PodIdentity } from "./pod_fields.ts";
+import type { Target } from "./targets.ts";
 
 /**
  * How many targets each pod may write when together they want more than

@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import { keyId } from "../datapath/probe_map.ts";
 import type { Pod } from "../pods/pod.ts";
 import { resolveConflicts } from "./conflicts.ts";
-import { podPlacement, probeTargetsForPod, type Target } from "./targets.ts";
+import { podPlacement } from "./placement.ts";
+import { probeTargetsForPod, type Target } from "./targets.ts";
 
 const OPTS = { networkAnnotation: "lace.io/network", networkIdAnnotation: "lace.io/network-id" };
 const NET = { "lace.io/network": "blue", "lace.io/network-id": "7" };

@@ -2,10 +2,11 @@
  * Property tests of the rules, seeded and reproducible (a failure prints the
  * seed that replays it): random valid pods get exactly the targets their
  * probes ask for and no skip, and conflict resolution keeps one target per key
- * whatever order the pods come in.
+ * whatever order the pods come in. Pods with junk at every level never make
+ * the rules throw, and every target they yield is valid.
  */
 import assert from "node:assert/strict";
-import { forAll, type SeededRandom } from "../../tests/helpers/property.ts";
+import { forAll, SeededRandom } from "../../tests/helpers/property.ts";
 import { canonicalAddress, keyId } from "../datapath/probe_map.ts";
 import type { Pod } from "../pods/pod.ts";
 import { CONFLICT_POLICIES, resolveConflicts } from "./conflicts.ts";
@@ -154,4 +155,102 @@ Deno.test("property: resolveConflicts() keeps at most one target per key, whatev
       }
     }
   });
+});
+
+function generatedPod(rand: () => number): unknown {
+  const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)];
+  const junk = [undefined, null, 0, -1, "", "x", [], {}, true, 1.5, "1e3", NaN];
+  // Mostly well-formed values, with junk mixed in at every level.
+  const pj = (xs: unknown[]): unknown => rand() < 0.08 ? pick(junk) : pick(xs);
+  const port = () => pj([80, 0, 65535, 65536, -3, 8.5, "http", "9000", ""]);
+  const host = () => pj([undefined, "", "10.0.0.1", "fd00::1", "evil"]);
+  const probe = () =>
+    pj([
+      undefined,
+      { httpGet: { port: port(), host: host(), path: pick([undefined, "/x", 3]) } },
+      { tcpSocket: { port: port(), host: host() } },
+      { grpc: { port: port() } },
+      { exec: { command: ["x"] } },
+      { httpGet: null, tcpSocket: { port: port() } },
+    ]);
+  const container = () =>
+    pj([
+      {
+        name: pick(["a", "b", "", undefined]),
+        ports: pick([undefined, [], [{ name: "http", containerPort: port() }], "x", [null]]),
+        livenessProbe: probe(),
+        readinessProbe: probe(),
+        startupProbe: probe(),
+        restartPolicy: pick([undefined, "Always", "Never"]),
+      },
+    ]);
+  const list = <T>(f: () => T) => Array.from({ length: Math.floor(rand() * 4) }, f);
+  const ip = () =>
+    pj([
+      "10.0.0.1",
+      "10.0.0.2",
+      "fd00::1",
+      "FD00:0::2",
+      "::ffff:10.0.0.3",
+      "300.1.1.1",
+      "fe80::1%eth0",
+    ]);
+  return pj([
+    {
+      metadata: pj([
+        {
+          name: "p",
+          namespace: pick(["ns", undefined]),
+          uid: pick(["u", undefined, 3]),
+          annotations: pj([
+            undefined,
+            {
+              "lace.io/network": "n",
+              "lace.io/network-id": pick(["1", "65535", "0", "x", "99999"]),
+            },
+            { "lace.io/network-id": "5" },
+            { "lace.io/network": 5, "lace.io/network-id": 5 },
+          ]),
+        },
+      ]),
+      spec: pj([
+        {
+          containers: pj([list(container)]),
+          initContainers: pj([list(container)]),
+          hostNetwork: pick([undefined, false, true, "true"]),
+        },
+      ]),
+      status: pj([
+        {
+          phase: pick([undefined, "Running", "Failed", "Succeeded", 3]),
+          podIP: ip(),
+          podIPs: pj([undefined, list(() => ({ ip: ip() })), list(ip)]),
+        },
+      ]),
+    },
+  ]);
+}
+
+Deno.test("probeTargetsForPod() never throws and yields only valid targets over generated pods", () => {
+  const random = new SeededRandom(42);
+  const rand = () => random.next();
+  let produced = 0;
+  for (let i = 0; i < 20_000; i++) {
+    const input = generatedPod(rand);
+    const { targets, skipped } = probeTargetsForPod(input as Pod, OPTS);
+    const seen = new Set<string>();
+    for (const t of targets) {
+      produced++;
+      assert.ok(Number.isInteger(t.key.port) && t.key.port >= 1 && t.key.port <= 65535);
+      assert.ok(Number.isInteger(t.networkId) && t.networkId >= 1 && t.networkId <= 65535);
+      assert.deepEqual(canonicalAddress(t.key.address), {
+        family: t.key.family,
+        address: t.key.address,
+      });
+      assert.ok(!seen.has(keyId(t.key)), `duplicate key ${keyId(t.key)}`);
+      seen.add(keyId(t.key));
+    }
+    for (const s of skipped) assert.ok(s.message.length > 0);
+  }
+  assert.ok(produced > 100, `the generator should produce some valid targets, got ${produced}`);
 });

@@ -17,6 +17,10 @@ export const MODULES: MutationModule[] = [
     name: "rules",
     mutate: [
       "lib/rules/targets.ts",
+      "lib/rules/pod_fields.ts",
+      "lib/rules/pod_network.ts",
+      "lib/rules/probe_port.ts",
+      "lib/rules/placement.ts",
       "lib/rules/conflicts.ts",
       "lib/rules/addresses.ts",
       "lib/rules/share.ts",

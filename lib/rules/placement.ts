@@ -1,0 +1,44 @@
+/**
+ * Where a live pod sits on this node: its network and its own addresses,
+ * whatever its probes are.
+ */
+import type { Pod } from "../pods/pod.ts";
+import type { ProbeKey } from "../datapath/probe_map.ts";
+import { isObject } from "../json.ts";
+import { type Loose, podAddresses, type PodIdentity, podIdentity } from "./pod_fields.ts";
+import { DEFAULT_NETWORK, type PodNetwork, podNetwork, type TargetOptions } from "./pod_network.ts";
+
+/** Where a live pod sits on this node: its network (undefined when unknown) and its addresses. */
+export interface PodPlacement {
+  pod: PodIdentity;
+  network: PodNetwork | undefined;
+  addresses: ProbeKey[];
+}
+
+/**
+ * The network and the addresses of a pod that holds them on this node now,
+ * or undefined for a pod that holds none: on the host network, or finished
+ * (Succeeded/Failed). The network is `node` when the node attached the pod,
+ * else the annotations', else DEFAULT_NETWORK; undefined when the annotations
+ * are malformed. Addresses as in probeTargetsForPod (ports are 0).
+ */
+export function podPlacement(
+  pod: Pod,
+  opts: TargetOptions,
+  node?: PodNetwork,
+): PodPlacement | undefined {
+  const p: Loose = pod;
+  if (!isObject<Loose>(p) || !isObject<Loose>(p.spec)) return undefined;
+  const status = p.status;
+  const phase = isObject<Loose>(status) ? status.phase : undefined;
+  if (p.spec.hostNetwork === true || phase === "Succeeded" || phase === "Failed") return undefined;
+  const annotations = isObject<Loose>(p.metadata) && isObject<Loose>(p.metadata.annotations)
+    ? p.metadata.annotations
+    : {};
+  const net = node ?? podNetwork(annotations, opts) ?? DEFAULT_NETWORK;
+  return {
+    pod: podIdentity(pod),
+    network: typeof net === "string" ? undefined : net,
+    addresses: podAddresses(status).addresses,
+  };
+}

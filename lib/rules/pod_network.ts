@@ -1,0 +1,65 @@
+/**
+ * A pod's network: the Lace network named by its annotations (or given by the
+ * node), or the default network of pods without one.
+ */
+import type { PodIdentity } from "./pod_fields.ts";
+
+/** A Lace network: its name and its id (1..65535), the id going into the mark. */
+export interface PodNetwork {
+  network: string;
+  networkId: number;
+}
+
+/**
+ * The pod's annotations name another network than the node attached it to
+ * (or a malformed one): the node's network is used, and this is reported.
+ */
+export interface NetworkMismatch {
+  pod: PodIdentity;
+  /** The network the node attached the pod to, which its targets get. */
+  node: PodNetwork;
+  /** What the annotations say, for the report. */
+  annotated: string;
+}
+
+/**
+ * The host-reachable default network of pods without a Lace network: never in
+ * a mark, but a network all the same when two pods claim one address.
+ */
+export const DEFAULT_NETWORK: Readonly<PodNetwork> = { network: "", networkId: 0 };
+
+/** The annotation keys that name a pod's network and its id. */
+export interface TargetOptions {
+  networkAnnotation: string;
+  networkIdAnnotation: string;
+}
+
+/**
+ * Parses the network annotations. Both absent: the pod is on the host-reachable
+ * default network (null, not a problem). Lace writes both together, so one
+ * without the other, or an id that is not decimal 1..65535, is malformed.
+ */
+export function podNetwork(
+  annotations: Record<string, unknown>,
+  opts: TargetOptions,
+): PodNetwork | null | string {
+  const name = annotations[opts.networkAnnotation];
+  const id = annotations[opts.networkIdAnnotation];
+  if (name === undefined && id === undefined) return null;
+  if (typeof id !== "string") {
+    return `Annotation ${opts.networkIdAnnotation} is missing or not a string while ${opts.networkAnnotation} is set: the pod's network is unknown`;
+  }
+  if (typeof name !== "string" || name === "") {
+    return `Annotation ${opts.networkAnnotation} is missing or empty while ${opts.networkIdAnnotation} is "${id}": the pod's network is unknown`;
+  }
+  const networkId = /^[0-9]{1,5}$/.test(id) ? Number(id) : NaN;
+  if (!(networkId >= 1 && networkId <= 65535)) {
+    return `Annotation ${opts.networkIdAnnotation} must be a decimal number 1..65535: "${id}"`;
+  }
+  return { network: name, networkId };
+}
+
+/** Whether a parsed annotation (or its error message) names exactly the network `b`. */
+export function sameNetwork(a: PodNetwork | string, b: PodNetwork): boolean {
+  return typeof a !== "string" && a.networkId === b.networkId && a.network === b.network;
+}

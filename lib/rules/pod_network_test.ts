@@ -1,0 +1,76 @@
+import assert from "node:assert/strict";
+import { keyId } from "../datapath/probe_map.ts";
+import { OPTS, pod } from "./_pod_fixture.ts";
+import { probeTargetsForPod } from "./targets.ts";
+
+Deno.test("probeTargetsForPod() uses configured annotation keys", () => {
+  const p = pod({ annotations: { "x.io/net": "red", "x.io/id": "12" } });
+  const { targets } = probeTargetsForPod(p, {
+    networkAnnotation: "x.io/net",
+    networkIdAnnotation: "x.io/id",
+  });
+  assert.equal(targets[0].networkId, 12);
+  assert.equal(targets[0].network, "red");
+});
+
+const NODE_NET = { network: "green", networkId: 1 };
+
+Deno.test("probeTargetsForPod() tags every target with the node's network, not the annotation's", () => {
+  const p = pod({ ips: ["10.1.0.5", "fd00::5"] }); // annotated blue/7
+  const { targets, mismatch } = probeTargetsForPod(p, OPTS, NODE_NET);
+  assert.deepEqual(targets.map((t) => [t.network, t.networkId]), [["green", 1], ["green", 1]]);
+  assert.deepEqual(mismatch, {
+    pod: { namespace: "shop", name: "web", uid: "u1", creationTimestamp: "2026-01-01T00:00:00Z" },
+    node: NODE_NET,
+    annotated: 'network "blue" (id 7)',
+  });
+});
+
+Deno.test("probeTargetsForPod() reports no mismatch when the annotations agree with the node", () => {
+  const p = pod({ annotations: { "lace.io/network": "green", "lace.io/network-id": "1" } });
+  const { targets, mismatch } = probeTargetsForPod(p, OPTS, NODE_NET);
+  assert.equal(targets[0].networkId, 1);
+  assert.equal(mismatch, undefined);
+});
+
+Deno.test("probeTargetsForPod() reports a network name that disagrees even when the id agrees", () => {
+  const p = pod({ annotations: { "lace.io/network": "blue", "lace.io/network-id": "1" } });
+  const { targets, mismatch } = probeTargetsForPod(p, OPTS, NODE_NET);
+  assert.equal(targets[0].network, "green");
+  assert.equal(mismatch?.annotated, 'network "blue" (id 1)');
+});
+
+Deno.test("probeTargetsForPod() uses the node's network for a pod without annotations, silently", () => {
+  const { targets, mismatch, skipped } = probeTargetsForPod(
+    pod({ annotations: null }),
+    OPTS,
+    NODE_NET,
+  );
+  assert.equal(targets[0].networkId, 1);
+  assert.equal(mismatch, undefined);
+  assert.deepEqual(skipped, []);
+});
+
+Deno.test("probeTargetsForPod() reports malformed annotations as a mismatch when the node knows the network", () => {
+  const p = pod({ annotations: { "lace.io/network": "blue", "lace.io/network-id": "0x2" } });
+  const { targets, mismatch, skipped } = probeTargetsForPod(p, OPTS, NODE_NET);
+  assert.equal(targets[0].networkId, 1);
+  assert.match(mismatch!.annotated, /must be a decimal number/);
+  assert.deepEqual(skipped, []);
+});
+
+Deno.test("probeTargetsForPod() gives a default-network pod claims, not targets, and nothing to report", () => {
+  const p = pod({
+    annotations: null,
+    ips: ["10.1.0.5", "127.0.0.1"],
+    containers: [{
+      name: "app",
+      readinessProbe: { httpGet: { port: 8080 } },
+      livenessProbe: { tcpSocket: { port: "nope" } },
+    }],
+  });
+  const { targets, skipped, claims } = probeTargetsForPod(p, OPTS);
+  assert.deepEqual(targets, []);
+  assert.deepEqual(skipped, []);
+  assert.deepEqual(claims?.map((c) => [keyId(c.key), c.networkId]), [["10.1.0.5:8080", 0]]);
+});
