@@ -1,11 +1,6 @@
 import assert from "node:assert/strict";
-import {
-  type Check,
-  evaluate,
-  type NodeSnapshot,
-  staleTargetsCheck,
-  unmatchedCheck,
-} from "./checks.ts";
+import type { Check, NodeSnapshot } from "./check.ts";
+import { evaluate } from "./checks.ts";
 import { ABI_VERSION } from "../datapath/probe_map.ts";
 
 const K = "/sys/fs/cgroup/system.slice/kubelet.service";
@@ -243,52 +238,4 @@ Deno.test("evaluate() names the API server processes that share the kubelet cgro
   assert.match(c.message, /pods\/proxy, services\/proxy/);
   assert.match(c.fix, /chain the lace CNI plugin, keep the admission policy on/);
   assert.equal(evaluate(healthy()).some((x) => x.name === "api-server-in-kubelet-cgroup"), false);
-});
-
-const target = (port: number, age: number | null, periodSeconds?: number) => ({
-  family: "ipv4" as const,
-  address: "10.0.0.1",
-  port,
-  networkId: 1,
-  mark: 0x11000,
-  pod: "ns/a",
-  probe: "readiness",
-  hits: age === null ? 0 : 5,
-  lastHitAgeSeconds: age,
-  ...(periodSeconds ? { periodSeconds } : {}),
-});
-
-Deno.test("staleTargetsCheck() passes while every target was connected to within 3 probe periods", () => {
-  const c = staleTargetsCheck([target(80, 29), target(81, 5, 2)]);
-  assert.equal(c.ok, true);
-  assert.equal(c.severity, "warning");
-});
-
-Deno.test("staleTargetsCheck() flags a target silent for more than 3 of its probe periods, and one never connected to", () => {
-  const c = staleTargetsCheck([target(80, 31), target(81, 7, 2), target(82, null), target(83, 1)]);
-  assert.equal(c.ok, false);
-  assert.match(
-    c.message,
-    /not connected to within 3 probe periods: 10\.0\.0\.1:80 \(ns\/a, readiness\) last 31 s ago \(period 10 s\); 10\.0\.0\.1:81 .* \(period 2 s\)/,
-  );
-  assert.match(c.message, /never connected to: 10\.0\.0\.1:82 \(ns\/a, readiness\)/);
-  assert.doesNotMatch(c.message, /:83/);
-});
-
-Deno.test("unmatchedCheck() lists recent unmatched connects with their pod", () => {
-  assert.equal(unmatchedCheck([]).ok, true);
-  const c = unmatchedCheck([{
-    family: "ipv4",
-    address: "10.244.1.10",
-    port: 8081,
-    networkId: 1,
-    pod: "ns/a",
-    reports: 2,
-    lastSeen: Date.UTC(2026, 11, 1, 3, 0, 0),
-  }]);
-  assert.equal(c.ok, false);
-  assert.match(
-    c.message,
-    /10\.244\.1\.10:8081 \(pod ns\/a\), 2 reports, last 2026-12-01T03:00:00\.000Z/,
-  );
 });

@@ -18,7 +18,8 @@ import { defaultConfig, durationProblem, nodeProblems, type NodeSettings } from 
 import { registeredTargets, targetsFromAgent } from "../cli/targets_command.ts";
 import { parsePodName, podRows, podTable, podTargets } from "./pod.ts";
 import type { TargetView } from "../agent/http_server.ts";
-import { type Check, evaluate } from "./checks.ts";
+import type { Check } from "./check.ts";
+import { evaluate } from "./checks.ts";
 import {
   allReached,
   type DoctorTarget,

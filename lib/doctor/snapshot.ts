@@ -18,7 +18,7 @@ import {
   readPinnedTargets,
 } from "../datapath/pins.ts";
 import { statCgroupId } from "../cgroup/watch.ts";
-import type { LinkSnapshot, NodeSnapshot } from "./checks.ts";
+import type { LinkSnapshot, NodeSnapshot } from "./check.ts";
 import type { TargetView } from "../agent/http_server.ts";
 import type { UnmatchedView } from "../agent/unmatched.ts";
 import { getFromAgent } from "../agent/local_client.ts";

@@ -1,0 +1,150 @@
+/**
+ * The doctor's checks of the running agent: health, readiness, the probe targets it knows
+ * against the map, which targets the kubelet stopped reaching, and tagged connects.
+ */
+import type { TargetView } from "../agent/http_server.ts";
+import type { UnmatchedView } from "../agent/unmatched.ts";
+import { keyId } from "../datapath/probe_map.ts";
+import { type Check, check, isError, type NodeSnapshot, START_AGENT } from "./check.ts";
+
+/** The agent's health, readiness, targets and counters, in reading order. */
+export function agentChecks(s: NodeSnapshot): Check[] {
+  const a = s.agent;
+  const out: Check[] = [];
+  const healthy = a.healthz === 200;
+  out.push(check(
+    "agent-health",
+    healthy,
+    healthy
+      ? `agent answers on ${a.addr}`
+      : a.error ?? `agent's /healthz on ${a.addr} answered ${a.healthz}`,
+    `${START_AGENT}; if it runs, check --agent-socket (LACE_AGENT_SOCKET) matches`,
+  ));
+  if (healthy) {
+    const ready = a.readyz?.status === 200;
+    out.push(check(
+      "agent-ready",
+      ready,
+      ready ? "agent is ready" : `agent is not ready: ${a.readyz?.body.trim() || "no answer"}`,
+      "see the reasons above and the agent's log (`journalctl -u lace-agent` or kubectl logs)",
+    ));
+  }
+  if (isError(s.mapEntries)) {
+    out.push(
+      check(
+        "probe-targets",
+        false,
+        `cannot read the probe map: ${s.mapEntries.error}`,
+        START_AGENT,
+        "warning",
+      ),
+    );
+  } else {
+    const agentCount = a.targets?.length;
+    const agrees = agentCount === undefined || agentCount === s.mapEntries;
+    out.push(check(
+      "probe-targets",
+      s.mapEntries > 0 && agrees,
+      `${s.mapEntries} probe targets in the map` +
+        (agentCount === undefined ? "" : `, ${agentCount} known to the agent`),
+      s.mapEntries === 0
+        ? "no pod on this node has a Lace network with probes: check the pods' network annotations"
+        : "the agent repairs drift on its next resync; if it persists, check its log",
+      "warning",
+    ));
+  }
+  if (a.targets) out.push(staleTargetsCheck(a.targets));
+  if (a.unmatched) out.push(unmatchedCheck(a.unmatched));
+  if (!isError(s.counters)) {
+    const c = s.counters;
+    const seen = (c.connect4Seen ?? 0n) + (c.connect6Seen ?? 0n);
+    const tagged = (c.connect4Tagged ?? 0n) + (c.connect6Tagged ?? 0n);
+    const failed = c.setsockoptFailed ?? 0n;
+    out.push(check(
+      "tagged-connects",
+      failed === 0n && (seen > 0n || isError(s.mapEntries) || s.mapEntries === 0),
+      `${tagged} of ${seen} connects from the kubelet cgroup tagged` +
+        (failed > 0n ? `, ${failed} setsockopt failures` : ""),
+      failed > 0n
+        ? "the kernel refused SO_MARK: check the kernel log and that the program is current"
+        : "no connect seen from the kubelet cgroup: the kubelet does not run in it (see above)",
+      "warning",
+    ));
+  }
+  return out;
+}
+
+/** The kubelet's default probe period (periodSeconds), in seconds. */
+export const DEFAULT_PROBE_PERIOD_S = 10;
+/** A target not connected to within this many of its probe periods is flagged. */
+export const STALE_PERIODS = 3;
+
+/** How one target reads for the on-call: "10.0.0.1:80 (ns/a, readiness)". */
+function targetLabel(t: TargetView): string {
+  const key = keyId({ family: t.family, address: t.address, port: t.port });
+  return t.pod ? `${key} (${t.pod}${t.probe ? `, ${t.probe}` : ""})` : key;
+}
+
+/**
+ * Targets the kubelet has not connected to within STALE_PERIODS of their
+ * probe's period: its probe goes elsewhere (another address or port), or the
+ * kubelet stopped probing. Targets never connected to are listed apart (a pod
+ * that just started, or a probe that never reaches Lace).
+ */
+export function staleTargetsCheck(targets: TargetView[]): Check {
+  const stale: string[] = [];
+  const never: string[] = [];
+  for (const t of targets) {
+    if (t.hits === undefined) continue; // an agent without hits: nothing to judge
+    const limit = STALE_PERIODS * (t.periodSeconds ?? DEFAULT_PROBE_PERIOD_S);
+    if (t.lastHitAgeSeconds === null || t.lastHitAgeSeconds === undefined) {
+      never.push(targetLabel(t));
+    } else if (t.lastHitAgeSeconds > limit) {
+      stale.push(
+        `${targetLabel(t)} last ${Math.floor(t.lastHitAgeSeconds)} s ago (period ${
+          t.periodSeconds ?? DEFAULT_PROBE_PERIOD_S
+        } s)`,
+      );
+    }
+  }
+  const show = (list: string[]) =>
+    list.slice(0, 10).join("; ") + (list.length > 10 ? `; and ${list.length - 10} more` : "");
+  const parts = [
+    ...(stale.length
+      ? [`not connected to within ${STALE_PERIODS} probe periods: ${show(stale)}`]
+      : []),
+    ...(never.length ? [`never connected to: ${show(never)}`] : []),
+  ];
+  return check(
+    "target-hits",
+    parts.length === 0,
+    parts.length === 0
+      ? `the kubelet connected to each of the ${targets.length} targets within ${STALE_PERIODS} probe periods`
+      : `kubelet connects by target: ${parts.join("; ")}`,
+    "a pod that just started has no hit yet; otherwise the kubelet probes another address or " +
+      "port than the target (see unmatched-connects, `lace doctor pod NAMESPACE/NAME`) or no " +
+      "longer probes it",
+    "warning",
+  );
+}
+
+/** Recent kubelet connects into Lace pod ranges that matched no target. */
+export function unmatchedCheck(recent: UnmatchedView[]): Check {
+  const lines = recent.slice(0, 10).map((u) =>
+    `${keyId(u)}${u.pod ? ` (pod ${u.pod})` : ""}, ${u.reports} report${
+      u.reports === 1 ? "" : "s"
+    }, last ${new Date(u.lastSeen).toISOString()}`
+  );
+  return check(
+    "unmatched-connects",
+    recent.length === 0,
+    recent.length === 0
+      ? "no recent kubelet connect into a Lace pod range missed its target"
+      : `recent kubelet connects into Lace pod ranges that matched no target (the probe cannot ` +
+        `reach the pod): ${lines.join("; ")}` +
+        (recent.length > 10 ? `; and ${recent.length - 10} more` : ""),
+    "compare the port with the pod's probes (`lace doctor pod NAMESPACE/NAME`): a port the " +
+      "rules skipped (the pod's ProbeIgnored Event) or an address from a stale pod status",
+    "warning",
+  );
+}

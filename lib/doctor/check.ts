@@ -1,0 +1,91 @@
+/**
+ * What `lace doctor`'s checks read (a snapshot of the node, gathered by snapshot.ts) and what
+ * each yields (a Check that says what is wrong and how to fix it), with the helpers every
+ * check file builds them with.
+ */
+import type { TargetView } from "../agent/http_server.ts";
+import type { ApiServerProcess, ProcessInfo } from "../cgroup/kubelet_finder.ts";
+import type { DistrustedKubelet } from "../cgroup/kubelet_trust.ts";
+import type { UnmatchedView } from "../agent/unmatched.ts";
+
+export interface Check {
+  name: string;
+  ok: boolean;
+  message: string;
+  /** What to do; empty when ok. */
+  fix: string;
+  /** "error" checks decide the exit code; "warning" ones only inform. */
+  severity: "error" | "warning";
+}
+
+export interface LinkSnapshot {
+  program: string;
+  pinned: boolean;
+  alive: boolean;
+  cgroupId: bigint;
+  progId: number;
+}
+
+/** Everything the checks look at; each field holds a value or why it could not be read. */
+export interface NodeSnapshot {
+  pinPath: string;
+  bpffsMounts: string[];
+  /** The filesystem type under the pin path (or its nearest existing parent). */
+  pinPathFsType: string | null;
+  mapPinned: boolean;
+  /** The map layouts (ABI versions) pinned under the pin path, newest first. */
+  layouts: number[];
+  links: LinkSnapshot[] | { error: string };
+  info: { abiVersion: number; objectSha256: string } | null | { error: string };
+  binarySha256: string | { error: string };
+  /** The map layout this lace's object declares; null when the object cannot be read. */
+  binaryAbi: number | null;
+  cgroup2Mounts: string[];
+  kubeletCgroup: {
+    configured: string;
+    path: string | null;
+    error: string | null;
+    id: bigint | null;
+  };
+  /** The kubelet processes that may be trusted as the kubelet (kubelet_trust.ts), best first. */
+  kubelets: { pid: number; comm: string; cgroupDir: string }[];
+  /** Kubelet-looking processes that may not, with why. */
+  otherKubelets: DistrustedKubelet[];
+  extraProcesses: ProcessInfo[];
+  /** Processes in the kubelet cgroup that serve the Kubernetes API (k3s server, kubelite …). */
+  apiServers: ApiServerProcess[];
+  agent: {
+    addr: string;
+    healthz: number | null;
+    readyz: { status: number; body: string } | null;
+    targets: TargetView[] | null;
+    /** Recent kubelet connects into pod ranges that matched no target (the agent's /unmatched). */
+    unmatched: UnmatchedView[] | null;
+    error: string | null;
+  };
+  mapEntries: number | { error: string };
+  counters: Record<string, bigint> | { error: string };
+  /** A cgroup directory by id (to say where a link really is), or null. */
+  cgroupPathOf: (id: bigint) => string | null;
+}
+
+/** Whether a snapshot field holds why it could not be read instead of a value. */
+export function isError(v: unknown): v is { error: string } {
+  return typeof v === "object" && v !== null && "error" in v;
+}
+
+/** One check; `fix` is dropped when it passes. */
+export function check(
+  name: string,
+  ok: boolean,
+  message: string,
+  fix = "",
+  severity: Check["severity"] = "error",
+): Check {
+  return { name, ok, message, fix: ok ? "" : fix, severity };
+}
+
+/** The fix for anything only a running agent creates. */
+export const START_AGENT =
+  "start the agent (`lace agent`, the lace-agent systemd unit or the Helm " +
+  "chart's DaemonSet) with the same --pin-path";
