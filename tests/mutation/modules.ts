@@ -42,7 +42,13 @@ export const MODULES: MutationModule[] = [
   {
     name: "cni",
     mutate: ["lib/cni/spec.ts", "lib/cni/protocol.ts"],
-    tests: ["lib/cni/spec_test.ts", "lib/cni/protocol_test.ts"],
+    tests: [
+      "lib/cni/spec_test.ts",
+      "lib/cni/spec_env_test.ts",
+      "lib/cni/spec_netconf_test.ts",
+      "lib/cni/spec_result_test.ts",
+      "lib/cni/protocol_test.ts",
+    ],
   },
   {
     name: "netcheck",
