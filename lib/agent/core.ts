@@ -5,28 +5,16 @@
  * It keeps a snapshot of what it decided for the HTTP endpoint and the CLI.
  */
 import { getLogger } from "@logtape/logtape";
-import { type Config, markFor } from "../config.ts";
-import { type Attachment, AttachmentRefusedError } from "../cni/protocol.ts";
-import {
-  type AddressClash,
-  addressClashes,
-  type Conflict,
-  resolveConflicts,
-} from "../rules/conflicts.ts";
+import type { Config } from "../config.ts";
+import type { Attachment } from "../cni/protocol.ts";
+import type { AddressClash, Conflict } from "../rules/conflicts.ts";
 import type { Pod } from "../pods/pod.ts";
 import { PodCache } from "../pods/cache.ts";
 import type { PodSource } from "../pods/source.ts";
-import {
-  canonicalAddress,
-  keyId,
-  MAX_TARGETS,
-  type ProbeEntry,
-  type ProbeStore,
-} from "../datapath/probe_map.ts";
-import { type PodTargets, probeTargetsForPod, type Skip, type Target } from "../rules/targets.ts";
+import { keyId, MAX_TARGETS, type ProbeStore } from "../datapath/probe_map.ts";
+import type { Skip } from "../rules/targets.ts";
 import type { NetworkMismatch, PodNetwork } from "../rules/pod_network.ts";
-import { type PodPlacement, podPlacement } from "../rules/placement.ts";
-import { capTargets, failedWrites, shareMap, type Unwritten } from "../rules/share.ts";
+import { failedWrites, type Unwritten } from "../rules/share.ts";
 import { callHook, type ProblemHooks, ProblemReporter } from "./problems.ts";
 import type { NodeNetworkStore } from "./node_networks.ts";
 import type { Backoff } from "../backoff.ts";
@@ -38,6 +26,8 @@ import {
   type ReconcileObserver,
   type ReconcileReport,
 } from "./reconcile.ts";
+import { desiredState, type RulesMemo, type TargetView } from "./desired_state.ts";
+import { type PlacementMemo, refuseClashingAttachment } from "./attachment_clashes.ts";
 import { Scheduler } from "./scheduler.ts";
 
 const log = getLogger(["lace", "agent"]);
@@ -75,11 +65,6 @@ export interface AgentCoreOptions extends ProblemHooks {
   timers?: Timers;
   /** Retry delays after failed reconciles; default 500 ms doubling to 30 s. */
   backoff?: Backoff;
-}
-
-/** One desired map entry and the pod and probe it serves. */
-export interface TargetView extends Omit<Target, "key" | "networkId"> {
-  entry: ProbeEntry;
 }
 
 export interface AgentSnapshot {
@@ -122,12 +107,9 @@ export class AgentCore {
   /** The computation's unwritten targets; the apply step adds its write failures to them. */
   #unwrittenByRules: Unwritten[] = [];
   /** The rules' result per merged pod object, with the node network it was computed for. */
-  readonly #derived = new WeakMap<Pod, { node: PodNetwork | undefined; result: PodTargets }>();
+  readonly #derived: RulesMemo = new WeakMap();
   /** Where each merged pod object sits (network, addresses), for refusals at attach. */
-  readonly #placed = new WeakMap<
-    Pod,
-    { node: PodNetwork | undefined; placement: PodPlacement | undefined }
-  >();
+  readonly #placed: PlacementMemo = new WeakMap();
   /**
    * The network the node attached each pod to, by uid, as the CNI path reported it:
    * authoritative over the pod's annotations, which the pod's author can write.
@@ -226,7 +208,13 @@ export class AgentCore {
    * entries was not written.
    */
   async registerAttachment(a: Attachment): Promise<void> {
-    this.#refuseClashes(a);
+    refuseClashingAttachment(a, {
+      pods: this.cache,
+      nodeNetworks: this.#nodeNetworks,
+      config: this.#opts.config,
+      memo: this.#placed,
+      onRefused: this.#opts.onAttachRefused,
+    });
     if (a.network !== undefined && a.networkId !== undefined) {
       const known = this.#nodeNetworks.get(a.uid);
       if (known?.network !== a.network || known.networkId !== a.networkId) {
@@ -255,58 +243,6 @@ export class AgentCore {
     }
   }
 
-  /**
-   * Refuses an attachment that brings an address a live pod of another network
-   * already holds on this node: the kubelet's probes of either pod could be
-   * delivered into the other's network. Throws AttachmentRefusedError, which
-   * the CNI server turns into a refusal that fails the ADD (the runtime
-   * retries, and the address manager picks another address). Refuses only on
-   * what the agent knows: no network in the ADD, or a holder whose network is
-   * unknown, is no refusal.
-   */
-  #refuseClashes(a: Attachment): void {
-    if (a.networkId === undefined) return;
-    const placements: PodPlacement[] = [];
-    for (const uid of this.cache.uids()) {
-      try {
-        const pod = this.cache.get(uid)!;
-        const node = this.#nodeNetworks.get(uid);
-        // Cached per merged pod object, as the rules are: an ADD costs a lookup per pod.
-        let placed = this.#placed.get(pod);
-        if (!placed || placed.node !== node) {
-          placed = { node, placement: podPlacement(pod, this.#opts.config, node) };
-          this.#placed.set(pod, placed);
-        }
-        if (placed.placement) placements.push(placed.placement);
-      } catch { /* a pod that cannot be evaluated is reported by the reconcile */ }
-    }
-    const addresses = a.ips.flatMap((ip) => {
-      try {
-        return [canonicalAddress(ip).address];
-      } catch {
-        return [];
-      }
-    });
-    const clashes = addressClashes({ uid: a.uid, networkId: a.networkId, addresses }, placements);
-    if (clashes.length === 0) return;
-    log.warning(
-      "Refused the CNI ADD of pod {pod} (network {network}): address {address} is held by pod {holder} of network {holderNetwork}",
-      {
-        pod: `${a.namespace}/${a.name}`,
-        network: a.network,
-        address: clashes[0].address,
-        holder: `${clashes[0].holder.namespace}/${clashes[0].holder.name}`,
-        holderNetwork: clashes[0].holderNetwork.network || "(default)",
-      },
-    );
-    callHook(() => this.#opts.onAttachRefused?.(a, clashes));
-    throw new AttachmentRefusedError(
-      `Address ${
-        clashes[0].address
-      } is already used on this node by a pod of another network: the kubelet's probes could be delivered into the wrong network, so this attachment is refused; retry with another address (node-local pod addresses must be unique across networks)`,
-    );
-  }
-
   /** Forgets the CNI view of a pod and reconciles; other sources may still know the pod. */
   async removeAttachment(uid: string): Promise<void> {
     if (this.#nodeNetworks.delete(uid)) this.#opts.nodeNetworkStore?.save(this.#nodeNetworks);
@@ -320,57 +256,14 @@ export class AgentCore {
   #compute(): ReconcileInput {
     const { config } = this.#opts;
     const uids = this.cache.uids();
-    // Targets, and claims that take part in conflicts but get no entry: those of
-    // default-network pods and those over a pod's cap.
-    const all: Target[] = [];
-    const claimsOnly = new Set<Target>();
-    const rank = new Map<Target, number>();
-    const skips: Skip[] = [];
-    const mismatches: NetworkMismatch[] = [];
-    const unwritten: Unwritten[] = [];
-    for (const uid of uids) {
-      // Each pod on its own: whatever one pod's objects make throw (a manifest nested
-      // thousands of levels deep, a shape nobody foresaw) costs that pod its targets only.
-      try {
-        const pod = this.cache.get(uid)!;
-        const node = this.#nodeNetworks.get(uid);
-        // The cache hands back the same object until the pod changes, so the rules run
-        // once per pod change rather than once per pod per reconcile.
-        let derived = this.#derived.get(pod);
-        if (!derived || derived.node !== node) {
-          derived = { node, result: probeTargetsForPod(pod, config, node) };
-          this.#derived.set(pod, derived);
-        }
-        const { writable, over, unwritten: capped } = capTargets(
-          derived.result.targets,
-          config.maxTargetsPerPod,
-        );
-        writable.forEach((t, i) => rank.set(t, i));
-        for (const t of [...over, ...(derived.result.claims ?? [])]) claimsOnly.add(t);
-        all.push(...writable, ...over, ...(derived.result.claims ?? []));
-        if (capped) unwritten.push(capped);
-        skips.push(...derived.result.skipped);
-        if (derived.result.mismatch) mismatches.push(derived.result.mismatch);
-      } catch (error) {
-        skips.push(this.#unusable(uid, error));
-      }
-    }
-    const { targets: winners, conflicts } = resolveConflicts(all, config.addressConflict);
-    const { kept, unwritten: overflow } = shareMap(
-      winners.filter((t) => !claimsOnly.has(t)),
-      (t) => rank.get(t) ?? 0,
-      this.#opts.store.capacity ?? MAX_TARGETS,
-    );
-    unwritten.push(...overflow);
-    const desired = new Map<string, ProbeEntry>();
-    const views: TargetView[] = [];
-    for (
-      const { key, networkId, ...rest } of kept
-    ) {
-      const entry = { key, value: { networkId, mark: markFor(config, networkId) } };
-      desired.set(keyId(key), entry);
-      views.push({ entry, ...rest });
-    }
+    const { desired, views, conflicts, skips, mismatches, unwritten, withdraw } = desiredState({
+      uids,
+      pods: this.cache,
+      nodeNetworks: this.#nodeNetworks,
+      config,
+      capacity: this.#opts.store.capacity ?? MAX_TARGETS,
+      memo: this.#derived,
+    });
     const synced = this.cache.synced;
     if (synced) this.#forgetGonePods(uids);
     this.#snapshot = {
@@ -391,9 +284,6 @@ export class AgentCore {
     };
     this.#unwrittenByRules = unwritten;
     this.#reporter.report({ skips, conflicts, mismatches, unwritten });
-    // A conflicted key nobody keeps leaves the map even before the first full list: an
-    // entry a previous agent wrote for it would deliver probes into another network.
-    const withdraw = conflicts.map((c) => c.key).filter((k) => !desired.has(keyId(k)));
     return {
       desired,
       allowDelete: synced,
@@ -415,16 +305,6 @@ export class AgentCore {
       if (!known.has(uid)) changed = this.#nodeNetworks.delete(uid) || changed;
     }
     if (changed) this.#opts.nodeNetworkStore?.save(this.#nodeNetworks);
-  }
-
-  /** The skip for a pod whose views could not be merged or evaluated. */
-  #unusable(uid: string, error: unknown): Skip {
-    const reason = error instanceof Error ? error.message : String(error);
-    return {
-      pod: this.cache.identity(uid) ?? { namespace: "", name: "", uid },
-      reason: "malformed",
-      message: `The pod could not be evaluated and gets no probe targets: ${reason}`,
-    };
   }
 
   #observe(report: ReconcileReport): void {

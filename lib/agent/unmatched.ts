@@ -10,7 +10,7 @@ import { keyId, type ProbeKey } from "../datapath/probe_map.ts";
 import { hostRange, type PodRange, rangeText } from "../datapath/pod_ranges.ts";
 import type { PodIdentity } from "../rules/pod_fields.ts";
 import type { Timers } from "../timers.ts";
-import type { TargetView } from "./core.ts";
+import type { TargetView } from "./desired_state.ts";
 
 /** The ranges the datapath should hold: `cidrs` (network 0) and each known pod address. */
 export function desiredRanges(

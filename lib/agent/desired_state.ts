@@ -1,0 +1,135 @@
+/**
+ * What the probe map should hold, derived from the pods the cache knows:
+ * the rules per pod, the per-pod cap, conflicts between pods, then the fair
+ * share of a full map. Pure: no I/O and no clock; AgentCore runs it on every
+ * reconcile and keeps the result as its snapshot.
+ */
+import { type Config, markFor } from "../config.ts";
+import { type Conflict, resolveConflicts } from "../rules/conflicts.ts";
+import type { Pod } from "../pods/pod.ts";
+import type { PodCache } from "../pods/cache.ts";
+import { keyId, type ProbeEntry, type ProbeKey } from "../datapath/probe_map.ts";
+import { type PodTargets, probeTargetsForPod, type Skip, type Target } from "../rules/targets.ts";
+import type { NetworkMismatch, PodNetwork } from "../rules/pod_network.ts";
+import { capTargets, shareMap, type Unwritten } from "../rules/share.ts";
+
+/** One desired map entry and the pod and probe it serves. */
+export interface TargetView extends Omit<Target, "key" | "networkId"> {
+  entry: ProbeEntry;
+}
+
+/** The settings the computation reads. */
+export type DesiredStateConfig = Pick<
+  Config,
+  | "networkAnnotation"
+  | "networkIdAnnotation"
+  | "probeMark"
+  | "markShift"
+  | "addressConflict"
+  | "maxTargetsPerPod"
+>;
+
+/** The rules' result per merged pod object, with the node network it was computed for. */
+export type RulesMemo = WeakMap<Pod, { node: PodNetwork | undefined; result: PodTargets }>;
+
+export interface DesiredStateInput {
+  /** The pods to evaluate, by uid, as the cache lists them. */
+  uids: string[];
+  pods: Pick<PodCache, "get" | "identity">;
+  /** The network the node attached each pod to, by uid (authoritative over annotations). */
+  nodeNetworks: ReadonlyMap<string, PodNetwork>;
+  config: DesiredStateConfig;
+  /** How many entries the map holds. */
+  capacity: number;
+  /** Kept across calls so the rules run once per pod change. */
+  memo: RulesMemo;
+}
+
+export interface DesiredState {
+  /** The map's desired entries by key id. */
+  desired: Map<string, ProbeEntry>;
+  views: TargetView[];
+  conflicts: Conflict[];
+  skips: Skip[];
+  mismatches: NetworkMismatch[];
+  /** Targets over a pod's cap or beyond its fair share of a full map. */
+  unwritten: Unwritten[];
+  /** Conflicted keys nobody keeps: they leave the map even before the first full list. */
+  withdraw: ProbeKey[];
+}
+
+/**
+ * Computes the map's desired entries from the pods: each pod's targets (in
+ * the network the node attached it to, when known), capped per pod, then
+ * conflicts resolved across pods, then the survivors shared fairly when the
+ * map cannot hold them all. A pod that cannot be evaluated costs only its own
+ * targets and is reported as a skip.
+ */
+export function desiredState(input: DesiredStateInput): DesiredState {
+  const { uids, pods, nodeNetworks, config, memo } = input;
+  // Targets, and claims that take part in conflicts but get no entry: those of
+  // default-network pods and those over a pod's cap.
+  const all: Target[] = [];
+  const claimsOnly = new Set<Target>();
+  const rank = new Map<Target, number>();
+  const skips: Skip[] = [];
+  const mismatches: NetworkMismatch[] = [];
+  const unwritten: Unwritten[] = [];
+  for (const uid of uids) {
+    // Each pod on its own: whatever one pod's objects make throw (a manifest nested
+    // thousands of levels deep, a shape nobody foresaw) costs that pod its targets only.
+    try {
+      const pod = pods.get(uid)!;
+      const node = nodeNetworks.get(uid);
+      // The cache hands back the same object until the pod changes, so the rules run
+      // once per pod change rather than once per pod per reconcile.
+      let derived = memo.get(pod);
+      if (!derived || derived.node !== node) {
+        derived = { node, result: probeTargetsForPod(pod, config, node) };
+        memo.set(pod, derived);
+      }
+      const { writable, over, unwritten: capped } = capTargets(
+        derived.result.targets,
+        config.maxTargetsPerPod,
+      );
+      writable.forEach((t, i) => rank.set(t, i));
+      for (const t of [...over, ...(derived.result.claims ?? [])]) claimsOnly.add(t);
+      all.push(...writable, ...over, ...(derived.result.claims ?? []));
+      if (capped) unwritten.push(capped);
+      skips.push(...derived.result.skipped);
+      if (derived.result.mismatch) mismatches.push(derived.result.mismatch);
+    } catch (error) {
+      skips.push(unusable(pods, uid, error));
+    }
+  }
+  const { targets: winners, conflicts } = resolveConflicts(all, config.addressConflict);
+  const { kept, unwritten: overflow } = shareMap(
+    winners.filter((t) => !claimsOnly.has(t)),
+    (t) => rank.get(t) ?? 0,
+    input.capacity,
+  );
+  unwritten.push(...overflow);
+  const desired = new Map<string, ProbeEntry>();
+  const views: TargetView[] = [];
+  for (
+    const { key, networkId, ...rest } of kept
+  ) {
+    const entry = { key, value: { networkId, mark: markFor(config, networkId) } };
+    desired.set(keyId(key), entry);
+    views.push({ entry, ...rest });
+  }
+  // A conflicted key nobody keeps leaves the map even before the first full list: an
+  // entry a previous agent wrote for it would deliver probes into another network.
+  const withdraw = conflicts.map((c) => c.key).filter((k) => !desired.has(keyId(k)));
+  return { desired, views, conflicts, skips, mismatches, unwritten, withdraw };
+}
+
+/** The skip for a pod whose views could not be merged or evaluated. */
+function unusable(pods: Pick<PodCache, "identity">, uid: string, error: unknown): Skip {
+  const reason = error instanceof Error ? error.message : String(error);
+  return {
+    pod: pods.identity(uid) ?? { namespace: "", name: "", uid },
+    reason: "malformed",
+    message: `The pod could not be evaluated and gets no probe targets: ${reason}`,
+  };
+}

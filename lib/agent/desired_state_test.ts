@@ -1,0 +1,139 @@
+import assert from "node:assert/strict";
+import { desiredState, type DesiredStateConfig, type RulesMemo } from "./desired_state.ts";
+import { markFor } from "../config.ts";
+import type { Pod } from "../pods/pod.ts";
+import { keyId } from "../datapath/probe_map.ts";
+import type { PodNetwork } from "../rules/pod_network.ts";
+
+const CONFIG: DesiredStateConfig = {
+  networkAnnotation: "lace.io/network",
+  networkIdAnnotation: "lace.io/network-id",
+  probeMark: 0x1000,
+  markShift: 16,
+  addressConflict: "fail-closed",
+  maxTargetsPerPod: 64,
+};
+
+/** A running pod at `ip` in network `networkId` (none: the default network) with one TCP readiness probe per port. */
+function pod(uid: string, ip: string, networkId: number | undefined, ports = [8080]): Pod {
+  return {
+    metadata: {
+      name: `p-${uid}`,
+      namespace: "ns",
+      uid,
+      creationTimestamp: "2026-01-01T00:00:00Z",
+      annotations: networkId
+        ? { "lace.io/network": `net${networkId}`, "lace.io/network-id": String(networkId) }
+        : undefined,
+    },
+    spec: {
+      nodeName: "n1",
+      containers: ports.map((port, i) => ({
+        name: `c${i}`,
+        readinessProbe: { tcpSocket: { port } },
+      })),
+    },
+    status: { phase: "Running", podIPs: [{ ip }] },
+  };
+}
+
+/** desiredState over these pods; a uid mapped to an Error makes the cache throw for it. */
+function compute(
+  pods: (Pod | [string, Error])[],
+  opts: {
+    nodeNetworks?: Map<string, PodNetwork>;
+    capacity?: number;
+    config?: Partial<DesiredStateConfig>;
+    memo?: RulesMemo;
+  } = {},
+) {
+  const byUid = new Map(
+    pods.map((p) => Array.isArray(p) ? p : [p.metadata.uid, p] as [string, Pod | Error]),
+  );
+  return desiredState({
+    uids: [...byUid.keys()],
+    pods: {
+      get(uid) {
+        const p = byUid.get(uid);
+        if (p instanceof Error) throw p;
+        return p;
+      },
+      identity: (uid) => ({ namespace: "ns", name: `p-${uid}`, uid }),
+    },
+    nodeNetworks: opts.nodeNetworks ?? new Map(),
+    config: { ...CONFIG, ...opts.config },
+    capacity: opts.capacity ?? 1000,
+    memo: opts.memo ?? new WeakMap(),
+  });
+}
+
+Deno.test("desiredState() gives each entry the mark of its pod's network", () => {
+  const state = compute([pod("a", "10.0.0.1", 1), pod("b", "10.0.0.2", 2)]);
+  assert.deepEqual(
+    [...state.desired.values()].map((e) => [keyId(e.key), e.value.networkId, e.value.mark]),
+    [["10.0.0.1:8080", 1, markFor(CONFIG, 1)], ["10.0.0.2:8080", 2, markFor(CONFIG, 2)]],
+  );
+  assert.deepEqual(state.views.map((v) => v.pod.uid), ["a", "b"]);
+});
+
+Deno.test("desiredState() puts a pod in the network the node attached it to, not its annotation's", () => {
+  const state = compute([pod("a", "10.0.0.1", 1)], {
+    nodeNetworks: new Map([["a", { network: "net2", networkId: 2 }]]),
+  });
+  assert.deepEqual([...state.desired.values()].map((e) => e.value.networkId), [2]);
+  assert.deepEqual(state.mismatches.map((m) => m.pod.uid), ["a"]);
+});
+
+Deno.test("desiredState() withdraws a key two networks claim under fail-closed", () => {
+  const state = compute([pod("a", "10.0.0.5", 1), pod("b", "10.0.0.5", 2)]);
+  assert.equal(state.desired.size, 0);
+  assert.equal(state.conflicts.length, 1);
+  assert.deepEqual(state.withdraw.map(keyId), ["10.0.0.5:8080"]);
+});
+
+Deno.test("desiredState() counts a default-network pod's probe as a claim but writes no entry for it", () => {
+  const state = compute([pod("plain", "10.0.0.5", undefined), pod("lace", "10.0.0.5", 2)]);
+  assert.equal(state.desired.size, 0);
+  assert.deepEqual(state.conflicts[0].dropped.map((c) => c.pod.uid).sort(), ["lace", "plain"]);
+});
+
+Deno.test("desiredState() skips a pod that cannot be evaluated and keeps the others' entries", () => {
+  const state = compute([["bad", new Error("views disagree")], pod("a", "10.0.0.1", 1)]);
+  assert.deepEqual([...state.desired.keys()], ["10.0.0.1:8080"]);
+  assert.equal(state.skips.length, 1);
+  assert.equal(state.skips[0].reason, "malformed");
+  assert.deepEqual(state.skips[0].pod, { namespace: "ns", name: "p-bad", uid: "bad" });
+  assert.match(state.skips[0].message, /could not be evaluated.*views disagree/);
+});
+
+Deno.test("desiredState() writes a pod's first targets up to the cap and reports the rest", () => {
+  const state = compute([pod("big", "10.0.0.1", 1, [9003, 9001, 9002])], {
+    config: { maxTargetsPerPod: 2 },
+  });
+  assert.deepEqual([...state.desired.keys()].sort(), ["10.0.0.1:9001", "10.0.0.1:9003"]);
+  assert.deepEqual(state.unwritten.map((u) => [u.reason, u.count, u.wanted]), [["cap", 1, 3]]);
+});
+
+Deno.test("desiredState() trims the pod that floods a full map and keeps the others", () => {
+  const flood = Array.from({ length: 30 }, (_, i) => 20000 + i);
+  const state = compute(
+    [pod("flood", "10.0.0.9", 3, flood), pod("a", "10.0.0.1", 1, [80, 81])],
+    { capacity: 10 },
+  );
+  assert.equal(state.desired.size, 10);
+  assert.ok(state.desired.has("10.0.0.1:80") && state.desired.has("10.0.0.1:81"));
+  assert.deepEqual(state.unwritten.map((u) => [u.pod.uid, u.reason, u.count]), [
+    ["flood", "map-full", 22],
+  ]);
+});
+
+Deno.test("desiredState() runs the rules again for a pod only when its node network changes", () => {
+  const memo: RulesMemo = new WeakMap();
+  const a = pod("a", "10.0.0.1", 1);
+  compute([a], { memo });
+  const first = memo.get(a);
+  compute([a], { memo });
+  assert.equal(memo.get(a), first, "same pod object, same network: the memo is reused");
+  compute([a], { memo, nodeNetworks: new Map([["a", { network: "net2", networkId: 2 }]]) });
+  assert.notEqual(memo.get(a), first);
+});
