@@ -29,7 +29,7 @@ export const IMAGES = {
 /**
  * Where the lace image keeps Deno, the source and the npm cache. The launcher copied to the
  * node's CNI bin directory by the chart's init container refers to these paths, so the node
- * provides them too (tests/node/node.ts mounts the same tree there).
+ * provides them too (tests/node/namespaces.ts mounts the same tree there).
  */
 export const LACE_IMAGE_HOME = "/opt/lace";
 

@@ -5,7 +5,7 @@
  * share addresses. It writes `lace.io/network` and `lace.io/network-id` on the pod as the
  * trusted writer (the node's network plugin, as in production), and its result is the
  * prevResult of the chained `lace` plugin. The node side of each network (a bridge, a routing
- * table selected by the mark contract) is made by tests/node/node.ts.
+ * table selected by the mark contract) is made by tests/node/network.ts.
  *
  * Run by a launcher as `deno run --allow-all net_plugin.ts` with CNI_* in the environment.
  */

@@ -9,7 +9,9 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { nodeUnavailableReason, toolPaths } from "../kube/tools.ts";
 import { laceLauncher } from "./images.ts";
-import { NETWORKS, type Node, startNode, waitFor } from "./node.ts";
+import { type Node, startNode } from "./node.ts";
+import { NETWORKS } from "./network.ts";
+import { waitFor } from "./wait.ts";
 import type { TargetView } from "../../lib/agent/http_server.ts";
 import { PROBE_NAMESPACE, probeMessage, probePod } from "./probe_pods.ts";
 

@@ -1,0 +1,70 @@
+/**
+ * The real node's cgroups: the v1 controllers the kubelet's pods use, the unified (v2) hierarchy
+ * the kubelet's own directory lives in, and the teardown that empties and removes them.
+ */
+import { join } from "node:path";
+import { delay } from "./wait.ts";
+
+/** The cgroup v1 controllers the node's pods get a directory in. */
+export const V1_CONTROLLERS = [
+  "cpu",
+  "cpuacct",
+  "cpuset",
+  "memory",
+  "devices",
+  "freezer",
+  "blkio",
+  "pids",
+];
+export const CGROUP_V1 = "/sys/fs/cgroup";
+export const CGROUP_V2 = "/sys/fs/cgroup/unified";
+
+/** Pids in a cgroup directory and every cgroup below it. */
+export async function cgroupPids(dir: string): Promise<number[]> {
+  const pids: number[] = [];
+  const walk = async (path: string) => {
+    try {
+      const text = await Deno.readTextFile(join(path, "cgroup.procs"));
+      for (const line of text.split("\n")) if (line) pids.push(Number(line));
+      for await (const entry of Deno.readDir(path)) {
+        if (entry.isDirectory) await walk(join(path, entry.name));
+      }
+    } catch {
+      // Gone meanwhile.
+    }
+  };
+  await walk(dir);
+  return pids;
+}
+
+/** Removes a cgroup directory tree, deepest first; cgroupfs refuses rm -r. */
+export async function removeCgroupTree(dir: string): Promise<void> {
+  try {
+    for await (const entry of Deno.readDir(dir)) {
+      if (entry.isDirectory) await removeCgroupTree(join(dir, entry.name));
+    }
+    await Deno.remove(dir);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+}
+
+/** SIGKILLs every process in the cgroups until none is left (or throws after 20 s). */
+export async function killCgroups(dirs: string[]): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (true) {
+    const pids = (await Promise.all(dirs.map(cgroupPids))).flat();
+    if (pids.length === 0) return;
+    if (Date.now() > deadline) {
+      throw new Error(`Processes ${pids.join(", ")} of the node survived SIGKILL for 20 s`);
+    }
+    for (const pid of pids) {
+      try {
+        Deno.kill(pid, "SIGKILL");
+      } catch {
+        // Exited meanwhile.
+      }
+    }
+    await delay(100);
+  }
+}

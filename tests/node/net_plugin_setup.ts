@@ -1,0 +1,86 @@
+/**
+ * The real node's pod network as the runtime finds it: the test network plugin (net_plugin.ts)
+ * behind a launcher in the node's CNI directory, its identity in the cluster, and the conflist
+ * that chains it with `lace`.
+ */
+import { CoreV1Api, RbacAuthorizationV1Api } from "@kubernetes/client-node";
+import { join } from "node:path";
+import type { ControlPlane } from "../kube/fixture.ts";
+import type { NodeNamespaces } from "./namespaces.ts";
+import { NETWORKS, POD_SUBNET4, POD_SUBNET6 } from "./network.ts";
+import { conflist } from "./node_config.ts";
+
+/**
+ * A token of kube-system/lace-cni, the network plugin's ServiceAccount (the chart's default
+ * admissionPolicy.networkAnnotationWriters), allowed to read and annotate pods.
+ */
+export async function networkPluginToken(plane: ControlPlane): Promise<string> {
+  const config = plane.adminConfig();
+  const core = config.makeApiClient(CoreV1Api);
+  const rbac = config.makeApiClient(RbacAuthorizationV1Api);
+  await core.createNamespacedServiceAccount({
+    namespace: "kube-system",
+    body: { metadata: { name: "lace-cni" } },
+  });
+  await rbac.createClusterRole({
+    body: {
+      metadata: { name: "lace-test-cni" },
+      rules: [{ apiGroups: [""], resources: ["pods"], verbs: ["get", "patch"] }],
+    },
+  });
+  await rbac.createClusterRoleBinding({
+    body: {
+      metadata: { name: "lace-test-cni" },
+      roleRef: {
+        apiGroup: "rbac.authorization.k8s.io",
+        kind: "ClusterRole",
+        name: "lace-test-cni",
+      },
+      subjects: [{ kind: "ServiceAccount", name: "lace-cni", namespace: "kube-system" }],
+    },
+  });
+  return await plane.serviceAccountToken("kube-system", "lace-cni", 4 * 3600);
+}
+
+export interface NetPluginOptions {
+  /** The run's directory: the launcher and the plugin's IPAM state go there. */
+  dir: string;
+  node: NodeNamespaces;
+  /** The CNI plugins' directory inside the node. */
+  cniBin: string;
+  /** The CNI configuration directory containerd reads. */
+  netConf: string;
+  apiServer: string;
+  caFile: string;
+  /** The network plugin's token (networkPluginToken) in a file. */
+  tokenFile: string;
+}
+
+/** Installs our plugin's launcher in the node, then writes the conflist naming it and `lace`. */
+export async function installNetPlugin(o: NetPluginOptions): Promise<void> {
+  const deno = Deno.execPath();
+  const plugin = new URL("./net_plugin.ts", import.meta.url).pathname;
+  const pluginHome = join(o.dir, "plugin");
+  await Deno.mkdir(pluginHome);
+  const launcher = join(pluginHome, "lace-testnet");
+  await Deno.writeTextFile(
+    launcher,
+    `#!/bin/sh\nexec ${deno} run --allow-all --no-prompt --quiet --no-lock ${plugin}\n`,
+    { mode: 0o755 },
+  );
+  await o.node.exec(["cp", launcher, `${o.cniBin}/lace-testnet`]);
+  await Deno.writeTextFile(
+    join(o.netConf, "10-lace-test.conflist"),
+    conflist({
+      networks: NETWORKS,
+      subnet4: POD_SUBNET4,
+      subnet6: POD_SUBNET6,
+      stateDir: join(o.dir, "ipam"),
+      apiServer: o.apiServer,
+      caFile: o.caFile,
+      tokenFile: o.tokenFile,
+      laceSocket: "/run/lace/cni.sock",
+    }),
+    { mode: 0o644 },
+  );
+}

@@ -1,0 +1,86 @@
+/**
+ * The real node's network namespace: loopback for the control plane, an uplink veth pair whose
+ * both ends are inside (the kubelet needs a default route to find its node IP; nothing leaves),
+ * and per pod network a bridge plus a routing table that only the mark contract selects.
+ */
+import { run } from "../../lib/cli/process.ts";
+import type { CleanupStack } from "../../lib/cleanup_stack.ts";
+import type { NetworkSetting } from "./node_config.ts";
+
+/** The three isolated pod networks; every one allocates from the same ranges. */
+export const NETWORKS: NetworkSetting[] = [
+  { name: "red", id: 1, bridge: "lnet1" },
+  { name: "green", id: 2, bridge: "lnet2" },
+  { name: "blue", id: 3, bridge: "lnet3" },
+];
+export const POD_SUBNET4 = "10.244.1.0/24";
+export const POD_SUBNET6 = "fd00:244::/64";
+export const NODE_IP = "10.200.0.1";
+const UPLINK_PEER = "10.200.0.2";
+const PROBE_FLAG = 0x1000;
+const MARK_SHIFT = 16;
+
+/**
+ * Creates the network namespace `netns` with loopback, the uplink and every network's node side
+ * (bridge, routing table, mark rule); its deletion goes on `cleanup` first.
+ */
+export async function createNodeNetwork(netns: string, cleanup: CleanupStack): Promise<void> {
+  await run(["ip", "netns", "add", netns]);
+  cleanup.push(() => run(["ip", "netns", "del", netns]));
+  const ipn = (...args: string[]) => run(["ip", "-n", netns, ...args]);
+  const sysctl = (kv: string) =>
+    run(["nsenter", `--net=/run/netns/${netns}`, "--", "sysctl", "-qw", kv]);
+  await ipn("link", "set", "lo", "up");
+  for (
+    const kv of [
+      "net.ipv4.conf.all.rp_filter=0",
+      "net.ipv4.conf.default.rp_filter=0",
+      "net.ipv6.conf.all.accept_dad=0",
+      "net.ipv6.conf.default.accept_dad=0",
+    ]
+  ) await sysctl(kv);
+  await ipn("link", "add", "uplink0", "type", "veth", "peer", "name", "uplink1");
+  await ipn("addr", "add", `${NODE_IP}/24`, "dev", "uplink0");
+  await ipn("addr", "add", `${UPLINK_PEER}/24`, "dev", "uplink1");
+  await ipn("addr", "add", "fd00:200::1/64", "dev", "uplink0", "nodad");
+  await ipn("link", "set", "uplink0", "up");
+  await ipn("link", "set", "uplink1", "up");
+  await ipn("route", "add", "default", "via", UPLINK_PEER, "dev", "uplink0");
+  for (const network of NETWORKS) {
+    const table = String(100 + network.id);
+    const nodeV4 = `10.99.${network.id}.1`, nodeV6 = `fd99::${network.id}`;
+    await ipn("link", "add", network.bridge, "type", "bridge");
+    await ipn("addr", "add", `${nodeV4}/32`, "dev", network.bridge);
+    await ipn("addr", "add", `${nodeV6}/128`, "dev", network.bridge, "nodad");
+    await ipn("link", "set", network.bridge, "up");
+    await ipn("route", "add", POD_SUBNET4, "dev", network.bridge, "src", nodeV4, "table", table);
+    await ipn(
+      "-6",
+      "route",
+      "add",
+      POD_SUBNET6,
+      "dev",
+      network.bridge,
+      "src",
+      nodeV6,
+      "table",
+      table,
+    );
+    // The README's mark contract: network bits select the table, whatever else is set.
+    const value = (PROBE_FLAG | (network.id << MARK_SHIFT)) >>> 0;
+    const mask = (PROBE_FLAG | (0xffff << MARK_SHIFT)) >>> 0;
+    for (const family of ["-4", "-6"]) {
+      await ipn(
+        family,
+        "rule",
+        "add",
+        "fwmark",
+        `0x${value.toString(16)}/0x${mask.toString(16)}`,
+        "lookup",
+        table,
+        "priority",
+        "100",
+      );
+    }
+  }
+}
