@@ -1,0 +1,153 @@
+/**
+ * What the real-node test reads and does to the probe pods (probe_pods.ts) through the API and the
+ * kubelet's log files: readiness, restarts, failed probes, which pod answered, the agent's targets.
+ */
+import type { CoreV1Api, V1Pod } from "@kubernetes/client-node";
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import type { TargetView } from "../../lib/agent/http_server.ts";
+import { NETWORKS } from "./network.ts";
+import type { Node } from "./node.ts";
+import { PROBE_NAMESPACE, probeMessage, probePod } from "./probe_pods.ts";
+import { waitFor } from "./wait.ts";
+
+/** Whether the pod's Ready condition is True. */
+export function isReady(pod: V1Pod): boolean {
+  return pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
+}
+
+/** Restarts of all the pod's containers, init containers included. */
+export function restarts(pod: V1Pod): number {
+  const statuses = [
+    ...(pod.status?.containerStatuses ?? []),
+    ...(pod.status?.initContainerStatuses ?? []),
+  ];
+  return statuses.reduce((sum, s) => sum + s.restartCount, 0);
+}
+
+/** The text of a container's log file as the kubelet writes it under podLogsDir. */
+export async function containerLog(node: Node, pod: V1Pod, container: string): Promise<string> {
+  const dir = join(
+    node.dir,
+    "pod-logs",
+    `${pod.metadata!.namespace}_${pod.metadata!.name}_${pod.metadata!.uid}`,
+    container,
+  );
+  let text = "";
+  for await (const entry of Deno.readDir(dir)) {
+    text += await Deno.readTextFile(join(dir, entry.name));
+  }
+  return text;
+}
+
+/** Unhealthy events and restarted containers of the probe pods, except those in `except`. */
+export async function failedProbes(
+  core: CoreV1Api,
+  except: Set<string> = new Set(),
+): Promise<string[]> {
+  const events = await core.listNamespacedEvent({ namespace: PROBE_NAMESPACE });
+  const failures = events.items
+    .filter((e) => e.reason === "Unhealthy" && !except.has(e.involvedObject.name!))
+    .map((e) => `${e.involvedObject.name}: ${e.message}`);
+  const pods = await core.listNamespacedPod({ namespace: PROBE_NAMESPACE });
+  for (const pod of pods.items) {
+    if (!except.has(pod.metadata!.name!) && restarts(pod) > 0) {
+      failures.push(`${pod.metadata!.name}: ${restarts(pod)} restarts`);
+    }
+  }
+  return failures;
+}
+
+/** The agent pod on the node once it is Ready, other than the pod with uid `not`. */
+export async function readyAgentPod(core: CoreV1Api, node: Node, not?: string): Promise<V1Pod> {
+  return await waitFor("a Ready agent pod", async () => {
+    const list = await core.listNamespacedPod({ namespace: "lace-system" });
+    return list.items.find((p) =>
+      p.spec?.nodeName === node.name && p.metadata?.uid !== not && isReady(p) &&
+      !p.metadata?.deletionTimestamp
+    );
+  }, 120_000);
+}
+
+/**
+ * Creates one probe pod in a network, waits until it is Ready, prints how long that took, and
+ * checks that no probe failed meanwhile, its own included.
+ */
+export async function newPodBecomesReady(
+  core: CoreV1Api,
+  node: Node,
+  name: string,
+  network: number,
+  after: string,
+) {
+  const began = performance.now();
+  await core.createNamespacedPod({
+    namespace: PROBE_NAMESPACE,
+    body: probePod({
+      name,
+      node: node.name,
+      network: NETWORKS[network].name,
+      portOffset: 100 * network,
+    }),
+  });
+  let running: number | undefined;
+  await waitFor(`pod ${name} to be Ready`, async () => {
+    const pod = await core.readNamespacedPod({ name, namespace: PROBE_NAMESPACE });
+    if (running === undefined && pod.status?.phase === "Running") {
+      running = Math.round(performance.now() - began);
+    }
+    return isReady(pod);
+  }, 90_000);
+  console.log(
+    `${after}: new pod Ready in ${Math.round(performance.now() - began)} ms ` +
+      `(Running after ${running} ms)`,
+  );
+  assert.deepEqual(await failedProbes(core), []);
+}
+
+/** The probe targets the agent reports (`lace targets --json` on the node). */
+export async function agentTargets(node: Node): Promise<TargetView[]> {
+  const out = await node.exec([
+    "/opt/cni/bin/lace",
+    "targets",
+    "--json",
+  ]);
+  return JSON.parse(out) as TargetView[];
+}
+
+/** The number of probes of its own a pod's server container has logged so far. */
+export async function ownProbes(node: Node, core: CoreV1Api, name: string): Promise<number> {
+  const pod = await core.readNamespacedPod({ name, namespace: PROBE_NAMESPACE });
+  const log = await containerLog(node, pod, "server");
+  return log.split(probeMessage(name, "server")).length - 1;
+}
+
+/** Creates a probe pod `${prefix}-<network>` in each network; returns each one's creation time. */
+export async function createProbePods(core: CoreV1Api, node: Node, prefix: string) {
+  const specs = NETWORKS.map((network, index) =>
+    probePod({
+      name: `${prefix}-${network.name}`,
+      node: node.name,
+      network: network.name,
+      portOffset: 100 * index,
+    })
+  );
+  const created = new Map<string, number>();
+  for (const pod of specs) {
+    await core.createNamespacedPod({ namespace: PROBE_NAMESPACE, body: pod });
+    created.set(pod.metadata!.name!, performance.now());
+  }
+  return created;
+}
+
+/** Deletes the probe pods at once and waits until the probe namespace holds none. */
+export async function deletePods(core: CoreV1Api, names: Iterable<string>) {
+  for (const name of names) {
+    await core.deleteNamespacedPod({ name, namespace: PROBE_NAMESPACE, gracePeriodSeconds: 0 })
+      .catch(() => {});
+  }
+  await waitFor("the probe pods to be gone", async () => {
+    const list = await core.listNamespacedPod({ namespace: PROBE_NAMESPACE });
+    return list.items.length === 0;
+  }, 60_000);
+}
