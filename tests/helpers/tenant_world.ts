@@ -1,0 +1,84 @@
+/**
+ * The tenant-isolation tests' world: the real agent process on the simulated node (two overlay
+ * networks whose pods share one IPv4 and one IPv6 address) fed by the repository's test API
+ * server, and what the tests read back from it (Events, metrics).
+ */
+import { TestApiServer } from "../api_server/mod.ts";
+import type { KubeObject } from "../api_server/mod.ts";
+import { type AgentProcess, AgentWorld, podManifest } from "./agent_process.ts";
+import { waitFor } from "./wait.ts";
+
+/**
+ * The world, the test API server with `pods`, and an agent using both, with its
+ * CNI socket; `dirPods` go to the pods directory, which the agent then also reads.
+ */
+export async function startTenantWorld(
+  pods: Record<string, unknown>[],
+  extra: string[] = [],
+  dirPods: Record<string, unknown>[] = [],
+) {
+  const w = await AgentWorld.create();
+  let api: TestApiServer | undefined;
+  try {
+    api = await TestApiServer.start({ namespaces: ["default", "e2e", "tenant-a", "tenant-b"] });
+    const socket = `${w.podsDir}/run/cni.sock`;
+    // The server gives each pod its own uid, as a real one does: tests read it back.
+    for (const pod of pods) {
+      (pod.metadata as { uid: string }).uid = api.put(pod as unknown as KubeObject).metadata!.uid!;
+    }
+    for (const pod of dirPods) await w.writePod(pod);
+    const agent = w.startAgent([
+      `--kubeconfig=${await api.writeKubeconfig()}`,
+      `--cni-socket=${socket}`,
+      ...(dirPods.length ? [`--pods-dir=${w.podsDir}`] : []),
+      ...extra,
+    ]);
+    await agent.ready(60_000);
+    const server = api;
+    return {
+      w,
+      api: server,
+      agent,
+      socket,
+      async [Symbol.asyncDispose]() {
+        await w.dispose();
+        await server[Symbol.asyncDispose]();
+      },
+    };
+  } catch (e) {
+    await w.dispose();
+    await api?.[Symbol.asyncDispose]();
+    throw e;
+  }
+}
+
+/** The Events the agent recorded with this reason. */
+export function eventsWithReason(api: TestApiServer, reason: string) {
+  return api.store.list(api.typeOf({ apiVersion: "v1", kind: "Event" }), {}).items
+    .filter((e) => (e as { reason?: string }).reason === reason) as unknown as {
+      involvedObject: { name: string; namespace: string };
+      type: string;
+      message: string;
+    }[];
+}
+
+/** Waits for the agent's metric sample to reach `value`. */
+export function metricReaches(agent: AgentProcess, sample: string, value: number) {
+  return waitFor(async () => (await agent.metric(sample)) === value, {
+    message: `${sample} = ${value}`,
+  });
+}
+
+/** A pod of `networkId` in namespace `namespace`, at the simulated pods' shared addresses. */
+export function tenantPod(
+  name: string,
+  namespace: string,
+  networkId: number,
+  httpPort: number,
+  tcpPort: number,
+  created: string,
+) {
+  const pod = podManifest({ name, networkId, httpPort, tcpPort, created });
+  (pod.metadata as { namespace: string }).namespace = namespace;
+  return pod;
+}
