@@ -334,7 +334,7 @@ export class CgroupFollower implements Disposable {
   }
 
   #explainAttachError(path: string, e: unknown): string {
-    // The loader's StandingByError, by name: the follower does not import the datapath.
+    // The datapath's StandingByError (takeover.ts), by name: the follower does not import the datapath.
     if (e instanceof Error && e.name === "StandingByError") {
       return `Not attaching to kubelet cgroup "${path}": ${e.message}`;
     }

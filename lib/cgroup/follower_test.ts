@@ -9,7 +9,7 @@ import type { KubeletProcess, ProcessInfo } from "./kubelet_finder.ts";
 import { kubeletProcess } from "./_kubelet_process_fixture.ts";
 import { realTimers } from "../timers.ts";
 import { fakeTime } from "../../tests/helpers/fake_time.ts";
-import { StandingByError } from "../datapath/loader.ts";
+import { StandingByError } from "../datapath/takeover.ts";
 
 const MOUNTS = [{ mountPoint: "/sys/fs/cgroup", root: "/", fsType: "cgroup2" }];
 const KUBELET_DIR = "/sys/fs/cgroup/system.slice/kubelet.service";

@@ -9,32 +9,28 @@
  * agent whose layout differs from the one the links run creates its maps
  * beside the old ones, fills them (from the old map when it can read it, else
  * from its first full pod list), swaps its programs through the links, then
- * removes the old layout's pins. One exclusive lock on the pin path
- * serialises agents; see layout.ts's decideTakeover for who wins a race.
+ * removes the old layout's pins (takeover.ts). One exclusive lock on the pin
+ * path serialises agents; see layout.ts's decideTakeover for who wins a race.
  */
 import { getLogger } from "@logtape/logtape";
 import { join } from "node:path";
 import { bpfObjectBytes, objectSha256 } from "./bpf_object.ts";
 import { BpfProbeStore } from "./probe_store.ts";
 import { UnmatchedMaps } from "./unmatched_maps.ts";
-import { BpfError, Errno, isErrno } from "./libbpf/errors.ts";
+import { createLink, updateInPlace } from "./cgroup_link.ts";
 import { closeFd, openDirectory } from "./libbpf/fd.ts";
-import { BpfLink } from "./libbpf/link.ts";
 import type { BpfMap } from "./libbpf/map.ts";
 import { BpfObject, type BpfProgram } from "./libbpf/object.ts";
 import { assertCgroup2, assertOnBpffs } from "./mounts.ts";
 import { DirLock } from "./dir_lock.ts";
-import { decideTakeover, layoutDirName, probeMapCodecFits } from "./layout.ts";
+import { layoutDirName, probeMapCodecFits } from "./layout.ts";
 import {
-  agentAlive,
   claimPresence,
-  copyProbeMap,
   pauseForTest,
   PIN_LOCK_TIMEOUT_MS,
   refuseForeignPin,
   releasePresence,
   removeStalePresences,
-  RunningMaps,
   takePinLock,
 } from "./migration.ts";
 import { objectAbiVersion } from "./object_abi.ts";
@@ -47,7 +43,6 @@ import {
   openPinnedLink,
   pathExists,
   type PinnedInfo,
-  pinnedLayouts,
   type PinnedLinkStatus,
   pinnedLinkStatus,
   pinnedMapId,
@@ -55,10 +50,10 @@ import {
   PROGRAMS,
   readCounters,
   removeIfPresent,
-  removeLayoutPins,
   replacePin,
 } from "./pins.ts";
 import { INFO_KEY_SIZE } from "./probe_map.ts";
+import { LayoutTakeover } from "./takeover.ts";
 
 const log = getLogger(["lace", "datapath"]);
 
@@ -87,17 +82,6 @@ export interface LinkStatus extends PinnedLinkStatus {
   current: boolean;
 }
 
-/**
- * Thrown by attach while another agent's newer layout runs the links: this
- * agent is not failing, it waits its turn (the follower reports it as such).
- */
-export class StandingByError extends Error {
-  override name = "StandingByError";
-  constructor(readonly reason: string) {
-    super(`This agent stands by: ${reason}; stop one of the two agents`);
-  }
-}
-
 export class Datapath implements Disposable {
   readonly pinPath: string;
   readonly store: BpfProbeStore;
@@ -120,8 +104,7 @@ export class Datapath implements Disposable {
   #liveness: DirLock | undefined;
   /** This agent's own presence lock (<pin path>/agent_<startedAt>): says this agent runs. */
   #presence: DirLock | undefined;
-  #desiredApplied = false;
-  #standingBy: string | undefined;
+  readonly #takeover: LayoutTakeover;
 
   private constructor(
     pinPath: string,
@@ -143,6 +126,13 @@ export class Datapath implements Disposable {
     this.#info = object.map("info");
     this.unmatched = UnmatchedMaps.of(object);
     this.#programs = new Map(PROGRAMS.map((p) => [p.name, object.program(p.section)]));
+    this.#takeover = new LayoutTakeover({
+      pinPath,
+      abi: this.abi,
+      layoutDir: this.layoutDir,
+      startedAt: this.startedAt,
+      store: this.store,
+    });
   }
 
   /**
@@ -206,12 +196,12 @@ export class Datapath implements Disposable {
    * in even over a layout whose map it could not copy.
    */
   desiredStateApplied(): void {
-    this.#desiredApplied = true;
+    this.#takeover.desiredStateApplied();
   }
 
   /** Why this agent leaves the links to another agent's program, or undefined. */
   get standingBy(): string | undefined {
-    return this.#standingBy;
+    return this.#takeover.standingBy;
   }
 
   /**
@@ -229,7 +219,7 @@ export class Datapath implements Disposable {
     const foreign = new Set(
       this.links().filter((l) => l.alive && l.cgroupId === id && !l.current).map((l) => l.progId),
     );
-    for (const progId of foreign) this.#prepareTakeover(progId);
+    for (const progId of foreign) this.#takeover.prepare(progId);
     this.#ensurePinned();
     const cgroupFd = openDirectory(cgroupPath);
     try {
@@ -239,7 +229,7 @@ export class Datapath implements Disposable {
         const pin = join(this.pinPath, linkPinName(name));
         using old = openPinnedLink(pin);
         const before = old?.info().progId;
-        if (old && this.#updateInPlace(old, prog, id)) {
+        if (old && updateInPlace(old, prog, id)) {
           result.updated.push(name);
           if (before !== this.#progId(name)) {
             result.replaced.push({ program: name, fromProgId: before ?? 0 });
@@ -265,54 +255,8 @@ export class Datapath implements Disposable {
       cgroupId: String(id),
       created: result.created,
     });
-    if (this.links().every((l) => l.current)) this.#removeOtherLayouts();
+    if (this.links().every((l) => l.current)) this.#takeover.removeOtherLayouts();
     return result;
-  }
-
-  /**
-   * Before swapping over the program `progId` that another agent put in the
-   * links: decide whether to (layout.ts), and make this agent's probe map hold
-   * what that program's map holds, or refuse while it cannot know what to hold.
-   */
-  #prepareTakeover(progId: number): void {
-    using running = RunningMaps.inspect(progId, this.pinPath);
-    const sameMaps = running.probeMap?.info.id === this.store.mapId;
-    const runningDir = join(this.pinPath, layoutDirName(running.abi));
-    const decision = decideTakeover(this, {
-      abi: running.abi,
-      sameMaps,
-      startedAt: running.info?.loadedAt.getTime() ?? 0,
-      live: sameMaps
-        ? agentAlive(this.pinPath, running.info?.loadedAt.getTime() ?? 0)
-        : running.abi > 0 && pathExists(runningDir) && DirLock.isHeld(runningDir),
-    });
-    if (!decision.swap) {
-      if (this.#standingBy !== decision.reason) {
-        log.error("Standing by, not swapping this agent's program in: {reason}", {
-          reason: decision.reason,
-        });
-      }
-      this.#standingBy = decision.reason;
-      // One set of pins on the node: the layout the links do not run is not left behind.
-      if (!sameMaps) this.#unpinOwnLayout();
-      throw new StandingByError(decision.reason);
-    }
-    this.#standingBy = undefined;
-    if (sameMaps || this.#desiredApplied) return;
-    const copy = running.probeMap && copyProbeMap(running.probeMap, this.store);
-    if (!copy) {
-      throw new Error(
-        `Pinned links run program id ${progId} on a map layout this agent cannot read ` +
-          `(ABI ${running.abi}): it swaps its program in once its own probe map holds the ` +
-          "first full pod list",
-      );
-    }
-    log.info(
-      "Filled this agent's probe map (ABI {abi}) from program id {progId}'s (ABI {from}): " +
-        "{copied} entries copied, {removed} removed",
-      { abi: this.abi, progId, from: running.abi, ...copy },
-    );
-    pauseForTest("filled");
   }
 
   /** Pins this agent's maps in its layout directory again if a newer agent removed them. */
@@ -330,48 +274,6 @@ export class Datapath implements Disposable {
       if (pinned !== undefined) removeIfPresent(path);
       maps[name].pin(path);
       log.info("Pinned map {name} again at {path}", { name, path });
-    }
-  }
-
-  /** Removes this agent's layout pins when they hold its maps (it stands by for another layout). */
-  #unpinOwnLayout(): void {
-    if (pinnedMapId(join(this.layoutDir, "probe_targets")) !== this.store.mapId) return;
-    const removed = removeLayoutPins({ abi: this.abi, dir: this.layoutDir, unversioned: false });
-    log.warn("Removed this agent's unused layout pins {removed}", { removed });
-  }
-
-  /** Once the links run this agent's programs: removes every other layout's map pins. */
-  #removeOtherLayouts(): void {
-    const others = pinnedLayouts(this.pinPath).filter((l) => l.dir !== this.layoutDir);
-    if (others.length === 0) return;
-    pauseForTest("swapped");
-    for (const layout of others) {
-      const removed = removeLayoutPins(layout);
-      log.info("Removed the pins of map layout ABI {abi}, no longer run: {removed}", {
-        abi: layout.abi,
-        removed,
-      });
-    }
-  }
-
-  /** Swaps the program of a live link on `cgroupId`; false when a new link is needed. */
-  #updateInPlace(link: BpfLink, prog: BpfProgram, cgroupId: bigint): boolean {
-    const info = link.info();
-    if (info.cgroupId === 0n || info.cgroupId !== cgroupId) {
-      log.info("Pinned link {link} is on cgroup id {old}, not {cgroupId}: replacing it", {
-        link: link.label,
-        old: String(info.cgroupId),
-        cgroupId: String(cgroupId),
-      });
-      return false;
-    }
-    try {
-      link.update(prog.fd);
-      return true;
-    } catch (e) {
-      if (!isErrno(e, "ENOLINK")) throw e;
-      log.info("Pinned link {link} lost its cgroup: replacing it", { link: link.label });
-      return false;
     }
   }
 
@@ -422,21 +324,5 @@ export class Datapath implements Disposable {
 
   [Symbol.dispose](): void {
     this.close();
-  }
-}
-
-function createLink(prog: BpfProgram, cgroupFd: number, attachType: number, label: string) {
-  try {
-    return BpfLink.create(prog.fd, cgroupFd, attachType, label);
-  } catch (e) {
-    if (isErrno(e, "EPERM")) {
-      throw new BpfError(
-        `bpf_link_create ${label}`,
-        -Errno.EPERM,
-        "run as root (CAP_BPF and CAP_NET_ADMIN); if already root, this cgroup or an ancestor " +
-          "holds a program attached without BPF_F_ALLOW_MULTI, which forbids more programs below it",
-      );
-    }
-    throw e;
   }
 }

@@ -1,9 +1,10 @@
 /**
- * The pieces of a layout migration the loader strings together: the lock on
- * the pin path, refusing pins of a layout this object does not have, what the
- * program in a link runs on (its maps, found by id, and its info), copying a
- * probe map another layout holds into this agent's, and the test hook that
- * stops an agent at a chosen step so tests can kill it there.
+ * The pieces of a layout migration the loader and takeover.ts string
+ * together: the lock on the pin path, refusing pins of a layout this object
+ * does not have, what the program in a link runs on (its maps, found by id,
+ * and its info), copying a probe map another layout holds into this agent's,
+ * and the test hook that stops an agent at a chosen step so tests can kill it
+ * there.
  */
 import { getLogger } from "@logtape/logtape";
 import { BpfMap } from "./libbpf/map.ts";
