@@ -11,7 +11,7 @@ import { CGROUP_V1, killCgroups, removeCgroupTree, V1_CONTROLLERS } from "./cgro
 import { IMAGES } from "./images.ts";
 import type { NodeNamespaces } from "./namespaces.ts";
 import { containerdConfig } from "./node_config.ts";
-import { waitFor } from "./wait.ts";
+import { waitFor } from "../helpers/wait.ts";
 
 export interface ContainerdOptions {
   tools: NodeToolPaths;
@@ -84,10 +84,10 @@ export async function startContainerd(o: ContainerdOptions): Promise<Containerd>
     PATH: `${shimDir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`,
   });
   const ctr = (...args: string[]) => o.node.exec([tools.ctr, "--address", socket, ...args]);
-  await waitFor("containerd", async () => {
+  await waitFor(async () => {
     await ctr("version");
     return true;
-  }, 30_000);
+  }, { timeout: 30_000, interval: 250, message: "containerd" });
   return { socket, ctr };
 }
 

@@ -10,7 +10,7 @@ import type { CleanupStack } from "../../lib/cleanup_stack.ts";
 import { ManagedProcess, tail } from "../kube/_process.ts";
 import { cgroupPids, killCgroups } from "./cgroups.ts";
 import { LACE_IMAGE_HOME } from "./images.ts";
-import { waitFor } from "./wait.ts";
+import { waitFor } from "../helpers/wait.ts";
 
 export interface NodeNamespacesOptions {
   /** The node's network namespace (under /run/netns). */
@@ -103,14 +103,14 @@ export async function enterNodeNamespaces(o: NodeNamespacesOptions): Promise<Nod
     await holder.stop(1000);
   });
   // unshare forks the node's pid 1; ready once its last mount is there.
-  await waitFor("the node's namespaces", async () => {
+  await waitFor(async () => {
     if (holder.exited) throw new Error(`holder exited: ${await tail(holderLog)}`);
     const children = await Deno.readTextFile(`/proc/${holder.pid}/task/${holder.pid}/children`);
     nodeInit = Number(children.trim().split(" ")[0]);
     if (!nodeInit) return false;
     const mounts = await Deno.readTextFile(`/proc/${nodeInit}/mountinfo`);
     return mounts.includes(` ${LACE_IMAGE_HOME} `);
-  }, 10_000);
+  }, { timeout: 10_000, interval: 250, message: "the node's namespaces" });
   const nsArgs = [`--target=${nodeInit}`, "--mount", "--net", "--pid"];
   const inNode = (cmd: string[]) => ["nsenter", ...nsArgs, "--", ...cmd];
   const execResult = (cmd: string[]) =>
@@ -149,7 +149,11 @@ export async function enterNodeNamespaces(o: NodeNamespacesOptions): Promise<Nod
           // Exited meanwhile.
         }
       }
-      await waitFor(`${label} to stop`, async () => (await cgroupPids(own)).length === 0, 10_000)
+      await waitFor(async () => (await cgroupPids(own)).length === 0, {
+        timeout: 10_000,
+        interval: 250,
+        message: `${label} to stop`,
+      })
         .catch(() => killCgroups([own]));
       await process.stop(1000);
     };

@@ -28,7 +28,7 @@ import { enterNodeNamespaces } from "./namespaces.ts";
 import { installNetPlugin, networkPluginToken } from "./net_plugin_setup.ts";
 import { createNodeNetwork, NODE_IP } from "./network.ts";
 import { kubeletConfig } from "./node_config.ts";
-import { waitFor } from "./wait.ts";
+import { waitFor } from "../helpers/wait.ts";
 
 export interface Node {
   readonly name: string;
@@ -138,10 +138,10 @@ export async function startNode(): Promise<Node & AsyncDisposable> {
         join(dir, `relay-${port}-host.log`),
       );
       relays.push(nodeSide, hostSide);
-      await waitFor(`relay socket ${socket}`, async () => {
+      await waitFor(async () => {
         await Deno.stat(socket);
         return true;
-      }, 5000);
+      }, { timeout: 5000, interval: 250, message: `relay socket ${socket}` });
     };
     cleanup.push(async () => {
       for (const relay of relays) await relay.stop(1000);
@@ -244,11 +244,11 @@ export async function startNode(): Promise<Node & AsyncDisposable> {
       kubelet = await node.spawn("kubelet", kubeletArgs, kubeletCgroup);
     };
     const core = plane.adminConfig().makeApiClient(CoreV1Api);
-    await waitFor(`node ${name} to be Ready`, async () => {
+    await waitFor(async () => {
       const node = await core.readNode({ name });
       return node.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ??
         false;
-    }, 90_000);
+    }, { timeout: 90_000, interval: 250, message: `node ${name} to be Ready` });
     mark("kubelet ready");
 
     const logs = async (maxLines = 40) => {

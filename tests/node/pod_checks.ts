@@ -9,7 +9,7 @@ import type { TargetView } from "../../lib/agent/http_server.ts";
 import { NETWORKS } from "./network.ts";
 import type { Node } from "./node.ts";
 import { PROBE_NAMESPACE, probeMessage, probePod } from "./probe_pods.ts";
-import { waitFor } from "./wait.ts";
+import { waitFor } from "../helpers/wait.ts";
 
 /** Whether the pod's Ready condition is True. */
 export function isReady(pod: V1Pod): boolean {
@@ -60,13 +60,13 @@ export async function failedProbes(
 
 /** The agent pod on the node once it is Ready, other than the pod with uid `not`. */
 export async function readyAgentPod(core: CoreV1Api, node: Node, not?: string): Promise<V1Pod> {
-  return await waitFor("a Ready agent pod", async () => {
+  return await waitFor(async () => {
     const list = await core.listNamespacedPod({ namespace: "lace-system" });
     return list.items.find((p) =>
       p.spec?.nodeName === node.name && p.metadata?.uid !== not && isReady(p) &&
       !p.metadata?.deletionTimestamp
     );
-  }, 120_000);
+  }, { timeout: 120_000, interval: 250, message: "a Ready agent pod" });
 }
 
 /**
@@ -91,13 +91,13 @@ export async function newPodBecomesReady(
     }),
   });
   let running: number | undefined;
-  await waitFor(`pod ${name} to be Ready`, async () => {
+  await waitFor(async () => {
     const pod = await core.readNamespacedPod({ name, namespace: PROBE_NAMESPACE });
     if (running === undefined && pod.status?.phase === "Running") {
       running = Math.round(performance.now() - began);
     }
     return isReady(pod);
-  }, 90_000);
+  }, { timeout: 90_000, interval: 250, message: `pod ${name} to be Ready` });
   console.log(
     `${after}: new pod Ready in ${Math.round(performance.now() - began)} ms ` +
       `(Running after ${running} ms)`,
@@ -146,8 +146,8 @@ export async function deletePods(core: CoreV1Api, names: Iterable<string>) {
     await core.deleteNamespacedPod({ name, namespace: PROBE_NAMESPACE, gracePeriodSeconds: 0 })
       .catch(() => {});
   }
-  await waitFor("the probe pods to be gone", async () => {
+  await waitFor(async () => {
     const list = await core.listNamespacedPod({ namespace: PROBE_NAMESPACE });
     return list.items.length === 0;
-  }, 60_000);
+  }, { timeout: 60_000, interval: 250, message: "the probe pods to be gone" });
 }

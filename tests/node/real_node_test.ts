@@ -11,7 +11,7 @@ import { nodeUnavailableReason, toolPaths } from "../kube/tools.ts";
 import { laceLauncher } from "./images.ts";
 import { type Node, startNode } from "./node.ts";
 import { NETWORKS } from "./network.ts";
-import { waitFor } from "./wait.ts";
+import { waitFor } from "../helpers/wait.ts";
 import type { TargetView } from "../../lib/agent/http_server.ts";
 import {
   agentTargets,
@@ -113,10 +113,12 @@ Deno.test({
       ]);
       const ds = await apps.readNamespacedDaemonSet({ name: "lace", namespace: "lace-system" });
       assert.equal(ds.spec?.template.spec?.containers[0].image, "lace.test/lace:dev");
-      const pod = await waitFor("the agent pod to be Ready", async () => {
+      const pod = await waitFor(async () => {
         const list = await core.listNamespacedPod({ namespace: "lace-system" });
         return list.items.find((p) => p.spec?.nodeName === node.name && isReady(p));
-      }, 120_000).catch(onFailure);
+      }, { timeout: 120_000, interval: 250, message: "the agent pod to be Ready" }).catch(
+        onFailure,
+      );
       console.log(`agent pod Ready ${Math.round(performance.now() - began)} ms after helm install`);
       assert.equal(pod.metadata?.ownerReferences?.[0]?.kind, "DaemonSet");
       const installed = await node.exec(["cat", "/opt/cni/bin/lace"]);
@@ -130,7 +132,7 @@ Deno.test({
       await node.controlPlane.createNamespace(PROBE_NAMESPACE).catch(() => {});
       const created = await createProbePods(core, node, "lace");
       const readyAfter: Record<string, number> = {};
-      const pods = await waitFor("every probe pod to be Ready", async () => {
+      const pods = await waitFor(async () => {
         const list = await core.listNamespacedPod({ namespace: PROBE_NAMESPACE });
         for (const pod of list.items) {
           const name = pod.metadata!.name!;
@@ -141,7 +143,9 @@ Deno.test({
         return list.items.length === created.size && list.items.every(isReady)
           ? list.items
           : undefined;
-      }, 120_000).catch(onFailure);
+      }, { timeout: 120_000, interval: 250, message: "every probe pod to be Ready" }).catch(
+        onFailure,
+      );
       console.log(`creation to Ready, with Lace (ms): ${JSON.stringify(readyAfter)}`);
 
       // The same IPv4 and IPv6 address in every network. The kubelet probes status.podIP, of the
@@ -160,14 +164,14 @@ Deno.test({
         for (const container of ["server", "sidecar"]) {
           const message = probeMessage(name, container);
           // The runtime writes container logs shortly after the fact.
-          const log = await waitFor(
-            `${name}/${container} to log a probe of its own`,
-            async () => {
-              const text = await containerLog(node, pod, container);
-              return text.includes(message) ? text : undefined;
-            },
-            15_000,
-          ).catch(async (error) => {
+          const log = await waitFor(async () => {
+            const text = await containerLog(node, pod, container);
+            return text.includes(message) ? text : undefined;
+          }, {
+            timeout: 15_000,
+            interval: 250,
+            message: `${name}/${container} to log a probe of its own`,
+          }).catch(async (error) => {
             console.error(await containerLog(node, pod, container).catch(String));
             throw error;
           });
@@ -227,11 +231,11 @@ Deno.test({
       const before = await ownProbes(node, core, "lace-red");
       await node.restartKubelet();
       // Probes resumed: the restarted kubelet reached the pod again, more than once.
-      await waitFor(
-        "the restarted kubelet to probe again",
-        async () => (await ownProbes(node, core, "lace-red")) >= before + 3,
-        60_000,
-      );
+      await waitFor(async () => (await ownProbes(node, core, "lace-red")) >= before + 3, {
+        timeout: 60_000,
+        interval: 250,
+        message: "the restarted kubelet to probe again",
+      });
       assert.deepEqual(await failedProbes(core), []);
       await newPodBecomesReady(core, node, "after-kubelet-restart", 2, "after kubelet restart");
     },
@@ -260,26 +264,26 @@ Deno.test({
 
   await t.step("a pod created while the agent is down becomes Ready once it is back", async () => {
     await upgrade("--set", "nodeSelector.lace-test/agent=off");
-    await waitFor("the agent pod to be gone", async () => {
+    await waitFor(async () => {
       const list = await core.listNamespacedPod({ namespace: "lace-system" });
       return list.items.length === 0;
-    }, 60_000);
+    }, { timeout: 60_000, interval: 250, message: "the agent pod to be gone" });
     const name = "while-agent-down";
     await core.createNamespacedPod({
       namespace: PROBE_NAMESPACE,
       body: probePod({ name, node: node.name, network: NETWORKS[2].name, portOffset: 200 }),
     });
     // Probed and failing: the kubelet's connections to it are not tagged.
-    await waitFor("the pod's first failed probe", async () => {
+    await waitFor(async () => {
       const failures = await failedProbes(core);
       return failures.some((f) => f.startsWith(`${name}:`));
-    }, 60_000);
+    }, { timeout: 60_000, interval: 250, message: "the pod's first failed probe" });
     const back = performance.now();
     await upgrade();
     await readyAgentPod(core, node);
-    await waitFor(`pod ${name} to be Ready`, async () => {
+    await waitFor(async () => {
       return isReady(await core.readNamespacedPod({ name, namespace: PROBE_NAMESPACE }));
-    }, 60_000);
+    }, { timeout: 60_000, interval: 250, message: `pod ${name} to be Ready` });
     console.log(
       `pod made while the agent was down: Ready ${
         Math.round(performance.now() - back)
@@ -295,7 +299,11 @@ Deno.test({
     const before = await agentTargets(node);
     assert.ok(owned(before), JSON.stringify(before));
     await core.deleteNamespacedPod({ name, namespace: PROBE_NAMESPACE, gracePeriodSeconds: 0 });
-    await waitFor("its targets to go", async () => !owned(await agentTargets(node)), 30_000);
+    await waitFor(async () => !owned(await agentTargets(node)), {
+      timeout: 30_000,
+      interval: 250,
+      message: "its targets to go",
+    });
   });
 
   await t.step(
@@ -304,20 +312,22 @@ Deno.test({
       const old = await core.listNamespacedPod({ namespace: PROBE_NAMESPACE });
       await deletePods(core, old.items.map((p) => p.metadata!.name!));
       await helm(node, ["uninstall", "lace", "--namespace", "lace-system", "--wait"]);
-      await waitFor("the agent pod to be gone", async () => {
+      await waitFor(async () => {
         const list = await core.listNamespacedPod({ namespace: "lace-system" });
         return list.items.length === 0;
-      }, 60_000);
+      }, { timeout: 60_000, interval: 250, message: "the agent pod to be gone" });
       // Pins outlive the agent on purpose; `lace uninstall` is how an operator removes them.
       await node.exec(["/opt/cni/bin/lace", "uninstall"]);
       const created = await createProbePods(core, node, "control");
-      const restarted = await waitFor("liveness to restart the control pods", async () => {
+      const restarted = await waitFor(async () => {
         const list = await core.listNamespacedPod({ namespace: PROBE_NAMESPACE });
         assert.ok(!list.items.some(isReady), "a pod became Ready without the agent");
         return list.items.length === created.size && list.items.every((p) => restarts(p) > 0)
           ? list.items
           : undefined;
-      }, 60_000).catch(onFailure);
+      }, { timeout: 60_000, interval: 250, message: "liveness to restart the control pods" }).catch(
+        onFailure,
+      );
       console.log(
         `without Lace: no pod Ready, restarts ${
           JSON.stringify(Object.fromEntries(restarted.map((p) => [p.metadata!.name, restarts(p)])))
