@@ -9,6 +9,7 @@
 import { getLogger } from "@logtape/logtape";
 import { type Backoff, backoffDelay } from "./backoff.ts";
 import { realTimers, type Timers } from "./timers.ts";
+import { errorText } from "./error_text.ts";
 
 const log = getLogger(["lace", "listen"]);
 
@@ -117,7 +118,7 @@ export class AcceptLoop<C extends { close(): void }> {
 
   async #failed(error: unknown): Promise<void> {
     this.#failures++;
-    this.#lastError = error instanceof Error ? error.message : String(error);
+    this.#lastError = errorText(error);
     const delay = backoffDelay(
       this.#failures,
       this.#opts.backoff ?? { initialMs: 50, maxMs: 5000 },

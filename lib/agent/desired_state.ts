@@ -12,6 +12,7 @@ import { keyId, type ProbeEntry, type ProbeKey } from "../datapath/probe_map.ts"
 import { type PodTargets, probeTargetsForPod, type Skip, type Target } from "../rules/targets.ts";
 import type { NetworkMismatch, PodNetwork } from "../rules/pod_network.ts";
 import { capTargets, shareMap, type Unwritten } from "../rules/share.ts";
+import { errorText } from "../error_text.ts";
 
 /** One desired map entry and the pod and probe it serves. */
 export interface TargetView extends Omit<Target, "key" | "networkId"> {
@@ -126,7 +127,7 @@ export function desiredState(input: DesiredStateInput): DesiredState {
 
 /** The skip for a pod whose views could not be merged or evaluated. */
 function unusable(pods: Pick<PodCache, "identity">, uid: string, error: unknown): Skip {
-  const reason = error instanceof Error ? error.message : String(error);
+  const reason = errorText(error);
   return {
     pod: pods.identity(uid) ?? { namespace: "", name: "", uid },
     reason: "malformed",

@@ -6,6 +6,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { keyId, type ProbeEntry, type ProbeKey, type ProbeStore } from "../datapath/probe_map.ts";
+import { errorText } from "../error_text.ts";
 
 const log = getLogger(["lace", "reconcile"]);
 
@@ -125,7 +126,7 @@ export async function reconcile(
     for (const key of remove) report.ops.push(apply("remove", key, () => store.remove(key)));
     for (const entry of put) report.ops.push(apply("put", entry.key, () => store.put(entry)));
   } catch (error) {
-    report.error = error instanceof Error ? error.message : String(error);
+    report.error = errorText(error);
     log.error("Reconcile failed ({reason}): {error}", { reason, error: report.error });
   }
   report.durationMs = now() - started;
@@ -145,7 +146,7 @@ function apply(op: "put" | "remove", key: ProbeKey, fn: () => void): OpResult {
     fn();
     return { op, key, ok: true };
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorText(error);
     log.error("Probe map {op} of {key} failed: {error}", { op, key: keyId(key), error: message });
     const code = (error as { code?: unknown })?.code;
     return { op, key, ok: false, error: message, ...(typeof code === "string" ? { code } : {}) };

@@ -44,6 +44,7 @@ import { kubeletMismatch, otherKubelets, placeKubelets } from "./kubelet_placeme
 import { nearestExisting, statCgroupId, watchDirectory } from "./watch.ts";
 import { readMountInfo } from "../mountinfo.ts";
 import { realTimers, type Timers } from "../timers.ts";
+import { errorText } from "../error_text.ts";
 
 const log = getLogger(["lace", "cgroup"]);
 
@@ -90,10 +91,6 @@ export interface FollowerOptions {
   queryAttachments?: AttachQuery;
   /** The periodic check, the burst window of inotify events and the scan interval's clock. */
   timers?: Timers;
-}
-
-function errorText(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
 }
 
 export class CgroupFollower implements Disposable {

@@ -3,6 +3,7 @@
  * because the hint that says what to do is often in a cause (a pod source
  * that failed to start wraps the reason its directory cannot be read).
  */
+import { errorText } from "../error_text.ts";
 
 /** The message of `error` and of every cause below it, one per line. */
 export function errorChain(error: unknown): string {
@@ -11,7 +12,7 @@ export function errorChain(error: unknown): string {
   const walk = (e: unknown, indent: string, prefix: string) => {
     if (seen.has(e)) return;
     seen.add(e);
-    lines.push(`${indent}${prefix}${e instanceof Error ? e.message : String(e)}`);
+    lines.push(`${indent}${prefix}${errorText(e)}`);
     if (e instanceof AggregateError) {
       for (const inner of e.errors) walk(inner, `${indent}  `, "- ");
     }

@@ -25,6 +25,7 @@ import { getFromAgent } from "../agent/local_client.ts";
 import { apiServerProcesses, extraProcesses, findKubelets } from "../cgroup/kubelet_finder.ts";
 import { judgeKubelets } from "../cgroup/kubelet_trust.ts";
 import { bpffsMountPoints, type Mount, mountOf, readMountInfo } from "../mountinfo.ts";
+import { errorText } from "../error_text.ts";
 
 export interface DoctorOptions {
   pinPath: string;
@@ -40,7 +41,7 @@ export interface DoctorOptions {
 }
 
 function errorOf(e: unknown): { error: string } {
-  return { error: e instanceof Error ? e.message : String(e) };
+  return { error: errorText(e) };
 }
 
 /** Collects the snapshot the checks evaluate. */

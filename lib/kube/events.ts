@@ -12,6 +12,7 @@ import { getLogger } from "@logtape/logtape";
 import { backoffDelay } from "../backoff.ts";
 import { realTimers, sleep, type Timers } from "../timers.ts";
 import type { EventSink, ObjectRef } from "./event_sink.ts";
+import { errorText } from "../error_text.ts";
 
 const log = getLogger(["lace", "events"]);
 
@@ -195,7 +196,7 @@ export class EventRecorder implements EventSink {
           reason: event.reason,
           kind: event.object.kind,
           name: event.object.name,
-          error: error instanceof Error ? error.message : String(error),
+          error: errorText(error),
         });
       }
     }

@@ -19,6 +19,7 @@ import { abortableSleep, SetupError, waitForProbePods } from "./readiness.ts";
 import { formatBps, type PathSink, type RunOutcome } from "./report.ts";
 import { schedulePairs } from "./scheduler.ts";
 import { type PathResult, Summary } from "./summary.ts";
+import { errorText } from "../error_text.ts";
 
 const log = getLogger(["lace", "netcheck"]);
 
@@ -287,7 +288,7 @@ function describeError(e: unknown): string {
       detail || (e as Error).message
     }${hint}`;
   }
-  return e instanceof Error ? e.message : String(e);
+  return errorText(e);
 }
 
 function ns(options: NetcheckOptions): string {

@@ -6,6 +6,7 @@
 import { getLogger } from "@logtape/logtape";
 import { normalisePod, type Pod } from "./pod.ts";
 import type { PodSink } from "./source.ts";
+import { errorText } from "../error_text.ts";
 
 const log = getLogger(["lace", "pods"]);
 
@@ -187,7 +188,7 @@ export class PodCache implements PodSink {
     } catch (error) {
       log.warning("Skipped a malformed pod from {source}: {error}", {
         source,
-        error: error instanceof Error ? error.message : String(error),
+        error: errorText(error),
       });
       return undefined;
     }
