@@ -76,7 +76,11 @@ export async function targetsView(
       stderr: "piped",
     }).output();
   const idle = await healthzLatencies(agent.agentSocket, sleep(3000));
-  const body = join(podsDir, "targets.json");
+  // Not in the pods directory: the agent watches it, and each write of a 14 MiB file there made
+  // it re-read the directory while the transfer was being timed.
+  const outDir = await Deno.makeTempDir({ prefix: "lace-bench-targets-" });
+  cleanups.push(() => Deno.remove(outDir, { recursive: true }));
+  const body = join(outDir, "targets.json");
   const transfers: number[] = [];
   const during: number[] = [];
   for (let run = 0; run < (opts.quick ? 2 : 5); run++) {

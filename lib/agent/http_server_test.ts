@@ -141,6 +141,12 @@ Deno.test("jsonArrayResponse() lets timers run between its chunks", async () => 
   assert.ok(firedBeforeLast, "a timer set when the answer started ran before its last chunk");
 });
 
+Deno.test("jsonArrayResponse() writes, byte for byte, the document JSON.stringify writes", async () => {
+  const targets = [...manyTargets(1234), { ...manyTargets(1)[0], pod: 'ns/\u2028"q"', hits: 0 }];
+  const streamed = await jsonArrayResponse(targets, 100).text();
+  assert.equal(streamed, JSON.stringify(targets));
+});
+
 Deno.test("jsonArrayResponse() writes an empty list as []", async () => {
   assert.deepEqual(await jsonArrayResponse([]).json(), []);
 });

@@ -1,0 +1,89 @@
+import assert from "node:assert/strict";
+import type { UnmatchedMaps } from "../datapath/unmatched_maps.ts";
+import type { PodRange } from "../datapath/pod_ranges.ts";
+import { noopEventSink } from "../kube/event_sink.ts";
+import type { AgentSnapshot } from "./core.ts";
+import type { TargetView } from "./desired_state.ts";
+import { UnmatchedWatch } from "./unmatched_watch.ts";
+
+const target = (address: string): TargetView => ({
+  entry: { key: { family: "ipv4", address, port: 80 }, value: { networkId: 1, mark: 1 } },
+  network: "net1",
+  pod: { namespace: "ns", name: "a", uid: "uid-a" },
+  container: "c",
+  probe: "readiness",
+  handler: "tcpSocket",
+});
+
+/** A targets list that counts how often it is walked. */
+function countedTargets(addresses: string[]): { list: TargetView[]; walks: () => number } {
+  const list = addresses.map(target);
+  let walks = 0;
+  const values = list[Symbol.iterator].bind(list);
+  list[Symbol.iterator] = () => {
+    walks++;
+    return values();
+  };
+  return { list, walks: () => walks };
+}
+
+/** The watch on maps that record each write of the ranges and have no reports. */
+function watchOf(view: () => Readonly<AgentSnapshot>) {
+  const writes: PodRange[][] = [];
+  const maps = {
+    syncRanges(want: PodRange[]) {
+      writes.push(want);
+      return { put: want.length, removed: 0 };
+    },
+    reportReader: () => ({ consume() {}, close() {} }),
+  } as unknown as UnmatchedMaps;
+  const watch = new UnmatchedWatch({ maps, cidrs: [], view, events: noopEventSink });
+  return { watch, writes };
+}
+
+Deno.test("the watch works the pod ranges out again only when the agent's targets list changes", () => {
+  const first = countedTargets(["10.0.0.1", "10.0.0.2"]);
+  let snapshot = { targets: first.list } as AgentSnapshot;
+  const { watch, writes } = watchOf(() => snapshot);
+  watch.tick();
+  watch.tick();
+  watch.syncRanges();
+  assert.equal(first.walks(), 1, "the same list was walked once");
+  assert.equal(writes.length, 1);
+
+  const second = countedTargets(["10.0.0.3"]);
+  snapshot = { targets: second.list } as AgentSnapshot;
+  watch.tick();
+  assert.equal(second.walks(), 1);
+  assert.deepEqual(writes.map((w) => w.map((r) => r.address)), [
+    ["10.0.0.1", "10.0.0.2"],
+    ["10.0.0.3"],
+  ]);
+  watch.stop();
+});
+
+Deno.test("the watch writes the pod ranges again at the next tick after a failed write", () => {
+  const { list } = countedTargets(["10.0.0.1"]);
+  let fail = true;
+  const attempts: PodRange[][] = [];
+  const maps = {
+    syncRanges(want: PodRange[]) {
+      attempts.push(want);
+      if (fail) throw new Error("map update failed");
+      return { put: want.length, removed: 0 };
+    },
+    reportReader: () => ({ consume() {}, close() {} }),
+  } as unknown as UnmatchedMaps;
+  const watch = new UnmatchedWatch({
+    maps,
+    cidrs: [],
+    view: () => ({ targets: list }) as AgentSnapshot,
+    events: noopEventSink,
+  });
+  watch.tick();
+  fail = false;
+  watch.tick();
+  watch.tick();
+  assert.equal(attempts.length, 2, "retried once, then up to date");
+  watch.stop();
+});
