@@ -23,12 +23,16 @@ export class ManagedProcess {
 
   private constructor(child: Deno.ChildProcess, logFile: Deno.FsFile) {
     this.#child = child;
-    const log = logFile.writable.getWriter();
+    // Straight to the file: FsFile.writable holds what it is given until it is closed, and a
+    // failure message reads the log while the process still runs.
     const copy = async (stream: ReadableStream<Uint8Array>) => {
-      for await (const chunk of stream) await log.write(chunk);
+      for await (const chunk of stream) {
+        let rest = chunk;
+        while (rest.length > 0) rest = rest.subarray(await logFile.write(rest));
+      }
     };
     this.#output = Promise.allSettled([copy(child.stdout), copy(child.stderr)])
-      .finally(() => log.close().catch(() => {}));
+      .finally(() => logFile.close());
     this.#status = child.status.then((status) => (this.#exited = status));
   }
 
