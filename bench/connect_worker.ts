@@ -33,7 +33,7 @@ const LIBC = {
 } as const satisfies Deno.ForeignLibraryInterface;
 
 const AF_INET = 2, AF_INET6 = 10, SOCK_STREAM = 1, SOCK_CLOEXEC = 0o2000000;
-const SOL_SOCKET = 1, SO_LINGER = 13;
+const SOL_SOCKET = 1, SO_LINGER = 13, SO_MARK = 36;
 const O_RDONLY = 0, O_CLOEXEC = 0o2000000, CLONE_NEWNET = 0x40000000;
 
 type Family = "ipv4" | "ipv6";
@@ -43,6 +43,11 @@ export interface ConnectRequest {
   family: Family;
   port: number;
   count: number;
+  /**
+   * SO_MARK to set on each socket before its connect (not timed): a socket
+   * outside the kubelet's cgroup then takes the route a tagged probe takes.
+   */
+  mark?: number;
 }
 
 export interface ConnectResponse {
@@ -129,10 +134,14 @@ function main(): Promise<void> {
     // Sockets take the cgroup of the task that creates them.
     Deno.writeTextFileSync(`${req.cgroup}/cgroup.procs`, String(Deno.pid));
     const sa = sockaddr(req.family, req.port);
+    const mark = req.mark ? new Uint8Array(new Uint32Array([req.mark]).buffer) : undefined;
     let total = 0;
     const times = new Float64Array(req.count);
     for (let i = 0; i < req.count; i++) {
       const fd = check(c.socket(afOf(req.family), SOCK_STREAM | SOCK_CLOEXEC, 0), "socket");
+      if (mark) {
+        check(c.setsockopt(fd, SOL_SOCKET, SO_MARK, mark, mark.length), "setsockopt SO_MARK");
+      }
       const t0 = performance.now();
       const rc = c.connect(fd, sa, sa.length);
       const t1 = performance.now();

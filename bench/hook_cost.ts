@@ -4,10 +4,19 @@
  * from the kubelet cgroup, for matching and non-matching destinations at
  * several map sizes; then the same cost seen from user space, as the ratio of
  * connect() time in the kubelet cgroup (programs attached) to a sibling cgroup
- * without them, in interleaved rounds. Every connect goes the way a probe
- * does: from the node's namespace over a veth into a pod's namespace, the pod
- * answering (a matching one through its network's fwmark route, the others
- * through the node's main table to the same pod).
+ * without them, in interleaved rounds with the statistics off. Every connect
+ * goes the way a probe does: from the node's namespace over a veth into a
+ * pod's namespace, the pod answering. Both sides take the same route into the
+ * same pod: a non-matching connect through the node's main table, a matching
+ * one through its network's fwmark table (the sibling's socket gets the same
+ * mark by setsockopt before its connect, outside the timed call).
+ *
+ * In the same rounds, three more comparisons against the same sibling say
+ * what the ratio is made of: a second plain sibling (the noise floor: what
+ * "no difference" measures), a sibling with a program that returns at once
+ * (what the kernel charges for running any connect program), and one with a
+ * program that only looks the destination up and marks it (the least a
+ * tagging program does; bench/hook_programs.ts).
  */
 import { fileURLToPath } from "node:url";
 import { defaultConfig, markFor } from "../lib/config.ts";
@@ -17,8 +26,10 @@ import { MAX_TARGETS, type ProbeKey } from "../lib/datapath/probe_map.ts";
 import { hostRange, parseCidr, type PodRange } from "../lib/datapath/pod_ranges.ts";
 import { SimCgroups } from "../lib/demo/cgroup.ts";
 import { run } from "../lib/cli/process.ts";
-import { POD_IPV4, POD_IPV6, SimNode } from "../lib/demo/netns.ts";
-import type { ConnectResponse } from "./connect_worker.ts";
+import { POD_IPV4, POD_IPV6, SimNode, simNodeAddresses } from "../lib/demo/netns.ts";
+import type { ConnectRequest, ConnectResponse } from "./connect_worker.ts";
+import { connectRatios, type RatioResult } from "./connect_ratio.ts";
+import { loadBenchPrograms } from "./hook_programs.ts";
 import { JsonLineChild } from "./json_child.ts";
 import { atMost, type FigureResult, fmt, type Goal, type Row } from "./report.ts";
 import { median, round } from "./stats.ts";
@@ -30,6 +41,30 @@ const FAMILIES: Family[] = ["ipv4", "ipv6"];
 const PROGRAM: Record<Family, ProgramName> = { ipv4: "connect4", ipv6: "connect6" };
 const POD_ADDRESS: Record<Family, string> = { ipv4: POD_IPV4, ipv6: POD_IPV6 };
 const STATS_SYSCTL = "kernel.bpf_stats_enabled";
+
+/** One side of a connect batch, as the worker takes it. */
+type Side = Omit<ConnectRequest, "count">;
+
+/** What each cell's ratio compares against the plain sibling. */
+const COMPARISONS = ["lace", "lookup", "noop", "floor"] as const;
+type Comparison = (typeof COMPARISONS)[number];
+const COMPARISON_LABEL: Record<Comparison, string> = {
+  lace: "kubelet (Lace)",
+  lookup: "lookup + mark only",
+  noop: "no-op program",
+  floor: "second sibling",
+};
+
+/** The cheaper programs of bench/hook_programs.ts. */
+const FLOOR_PROGRAMS = ["noop", "lookup"] as const;
+type FloorProgram = (typeof FLOOR_PROGRAMS)[number];
+
+interface RatioCell extends RatioResult {
+  family: Family;
+  match: boolean;
+  comparison: Comparison;
+  connectsPerRound: number;
+}
 
 export interface HookCostOptions {
   quick: boolean;
@@ -79,21 +114,30 @@ export async function hookCost(
 
   const node = await SimNode.create({ networks: [1] });
   cleanups.push(() => node.dispose());
-  // The pod is reachable unmarked too (the node's main table, same veth): the sibling cgroup's
-  // and the non-matching connects take the same path into the same pod as a tagged one.
+  // The pod is reachable unmarked too (the node's main table, same veth), for the non-matching
+  // connects. With the same source address as the network's table gives: without one, IPv6
+  // picks a source per connect and an unmarked connect costs 0.15 µs more than a marked one.
   const pod = node.networks[0];
-  await run(["ip", "-n", node.netns, "route", "add", `${POD_IPV4}/32`, "dev", `vn${pod.id}`]);
-  await run([
-    "ip",
-    "-n",
-    node.netns,
-    "-6",
-    "route",
-    "add",
-    `${POD_IPV6}/128`,
-    "dev",
-    `vn${pod.id}`,
-  ]);
+  const src = simNodeAddresses(pod.id);
+  const mainRoutes = [
+    ["-4", `${POD_IPV4}/32`, src.ipv4],
+    ["-6", `${POD_IPV6}/128`, src.ipv6],
+  ];
+  for (const [flag, to, from] of mainRoutes) {
+    await run([
+      "ip",
+      "-n",
+      node.netns,
+      flag,
+      "route",
+      "add",
+      to,
+      "dev",
+      `vn${pod.id}`,
+      "src",
+      from,
+    ]);
+  }
   const cgroups = SimCgroups.create();
   cleanups.push(() => cgroups.dispose());
   const pinPath = benchPinPath();
@@ -102,6 +146,8 @@ export async function hookCost(
   cleanups.push(() => datapath.close());
   datapath.attach(cgroups.kubelet);
   const progIds = Object.fromEntries(datapath.links().map((l) => [l.program, l.progId]));
+  const programs = await loadBenchPrograms(cgroups, cleanups);
+  const sibling2 = cgroups.child("bench-sibling2");
 
   // nsenter, not `ip netns exec`: that one remounts /sys, hiding the cgroup tree the worker moves in.
   const worker = await JsonLineChild.spawn("connect worker", [
@@ -117,8 +163,11 @@ export async function hookCost(
   ]);
   cleanups.push(() => worker.close());
   const ports = worker.ready.ports as Record<Family, [number, number]>;
-  const connects = (cgroup: string, family: Family, port: number, count: number) =>
-    worker.request<ConnectResponse>({ cgroup, family, port, count });
+  const connects = async (side: Side, count: number): Promise<ConnectResponse> => {
+    const res = await worker.request<ConnectResponse>({ ...side, count });
+    if (res.error) throw new Error(`Connects from "${side.cgroup}" failed: ${res.error}`);
+    return res;
+  };
 
   // The first port of each family is registered as a probe target, the second is not.
   const mark = markFor(defaultConfig(), 1);
@@ -132,24 +181,41 @@ export async function hookCost(
   // in, loopback not) and one host range per pod address, so a non-matching connect pays for
   // the trie lookup it does on a real node.
   const ranges: PodRange[] = [parseCidr("10.0.0.0/8", 2), parseCidr("fd00::/8", 2)];
+  // The lookup-only program gets the same targets in its own map, so it looks up alike.
+  const stores = [datapath.store, programs.lookup.datapath.store];
   const fillTo = (size: number) => {
     if (size > 0 && entries === 0) {
-      for (const e of matchKeys) datapath.store.put(e);
+      for (const e of matchKeys) for (const store of stores) store.put(e);
       entries += matchKeys.length;
     }
     for (; entries < size; entries++) {
       const key = filler.next().value as ProbeKey;
-      datapath.store.put({ key, value: { networkId: 2, mark } });
+      for (const store of stores) store.put({ key, value: { networkId: 2, mark } });
       ranges.push(hostRange(key.address, 2));
     }
     datapath.unmatched?.syncRanges(ranges);
   };
+  const port = (family: Family, match: boolean) => ports[family][match ? 0 : 1];
 
-  // Warm up both paths (page faults, first-use costs) before anything is measured.
-  await connects(cgroups.kubelet, "ipv4", ports.ipv4[1], 200);
-  await connects(cgroups.other, "ipv4", ports.ipv4[1], 200);
+  // Warm up every path (page faults, first-use costs) before anything is measured.
+  for (const cgroup of [cgroups.kubelet, cgroups.other, sibling2, programs.noop.cgroup]) {
+    await connects({ cgroup, family: "ipv4", port: port("ipv4", false) }, 200);
+  }
 
-  setSysctl(STATS_SYSCTL, "1", cleanups);
+  /** The kernel's run time per run of one program over `count` connects from `side`. */
+  const bpfNsPerConnect = async (id: number, side: Side, count: number) => {
+    const before = await progStats(id);
+    await connects(side, count);
+    const after = await progStats(id);
+    const runs = after.runCnt - before.runCnt;
+    if (runs <= 0) {
+      throw new Error(
+        `Program ${id} did not run during ${count} connects: is it attached to "${side.cgroup}"`,
+      );
+    }
+    return { ns: (after.runTimeNs - before.runTimeNs) / runs, runs };
+  };
+
   const perConnect: {
     entries: number;
     family: Family;
@@ -157,7 +223,12 @@ export async function hookCost(
     ns: number;
     runs: number;
   }[] = [];
+  /** The cheaper programs' statistics at the ratio's map size, beside Lace's. */
+  const floorStats: { program: FloorProgram; family: Family; match: boolean; ns: number }[] = [];
+  let ratios: RatioCell[] = [];
+  let statsDuringRatios = false;
   const key = (family: Family, match: boolean) => `${family}/${match}`;
+  setSysctl(STATS_SYSCTL, "1", cleanups);
   for (const size of sizes) {
     fillTo(size);
     const cells = FAMILIES.flatMap((family) =>
@@ -166,23 +237,22 @@ export async function hookCost(
     const samples = new Map(
       cells.map((c) => [key(c.family, c.match), { ns: [] as number[], runs: 0 }]),
     );
+    const floorSamples = new Map<string, number[]>();
     for (let r = 0; r < statRounds; r++) {
       for (const { family, match } of cells) {
-        const id = progIds[PROGRAM[family]];
-        const before = await progStats(id);
-        await connects(cgroups.kubelet, family, ports[family][match ? 0 : 1], statCount);
-        const after = await progStats(id);
-        const dCnt = after.runCnt - before.runCnt;
-        if (dCnt <= 0) {
-          throw new Error(
-            `The ${
-              PROGRAM[family]
-            } program did not run during ${statCount} connects: is it attached to "${cgroups.kubelet}"`,
-          );
-        }
+        const side = { cgroup: cgroups.kubelet, family, port: port(family, match) };
+        const got = await bpfNsPerConnect(progIds[PROGRAM[family]], side, statCount);
         const cell = samples.get(key(family, match))!;
-        cell.ns.push((after.runTimeNs - before.runTimeNs) / dCnt);
-        cell.runs += dCnt;
+        cell.ns.push(got.ns);
+        cell.runs += got.runs;
+        if (size !== ratioSize) continue;
+        for (const name of FLOOR_PROGRAMS) {
+          const p = programs[name];
+          const s = { cgroup: p.cgroup, family, port: port(family, match) };
+          const k = `${name}/${key(family, match)}`;
+          const ns = (await bpfNsPerConnect(p.progIds[PROGRAM[family]], s, statCount)).ns;
+          floorSamples.set(k, [...(floorSamples.get(k) ?? []), ns]);
+        }
       }
     }
     for (const { family, match } of cells) {
@@ -194,50 +264,61 @@ export async function hookCost(
         ns: round(median(cell.ns), 1),
         runs: cell.runs,
       });
+      for (const program of FLOOR_PROGRAMS) {
+        const ns = floorSamples.get(`${program}/${key(family, match)}`);
+        if (ns) floorStats.push({ program, family, match, ns: round(median(ns), 1) });
+      }
     }
+    if (size !== ratioSize) continue;
+    // The ratio is taken the way a node runs: without the statistics' own cost (two clock
+    // reads per run). Another process may turn them on meanwhile: the run times say so.
+    setSysctl(STATS_SYSCTL, "0", cleanups);
+    const before = await Promise.all(FAMILIES.map((f) => progStats(progIds[PROGRAM[f]])));
+    ratios = await measureRatios();
+    const after = await Promise.all(FAMILIES.map((f) => progStats(progIds[PROGRAM[f]])));
+    statsDuringRatios = after.some((a, i) => a.runTimeNs !== before[i].runTimeNs);
+    setSysctl(STATS_SYSCTL, "1", cleanups);
   }
   const tagged = datapath.counters();
 
-  // The ratio is taken the way a node runs: without the statistics' own cost.
-  setSysctl(STATS_SYSCTL, "0", cleanups);
-  fillTo(ratioSize);
-  const ratios: {
-    family: Family;
-    match: boolean;
-    ratio: number;
-    kubeletNs: number;
-    otherNs: number;
-    rounds: number;
-    connectsPerRound: number;
-  }[] = [];
-  for (const family of FAMILIES) {
-    for (const match of [false, true]) {
-      const port = ports[family][match ? 0 : 1];
-      const k: number[] = [], o: number[] = [], q: number[] = [];
-      for (let r = 0; r < ratioRounds; r++) {
-        // Alternate which cgroup goes first, so neither gets the warmer caches every time.
-        const order = r % 2 === 0
-          ? [cgroups.kubelet, cgroups.other]
-          : [cgroups.other, cgroups.kubelet];
-        const got: Record<string, number> = {};
-        for (const cg of order) {
-          const res = await connects(cg, family, port, ratioCount);
-          got[cg] = res.medianNs;
-        }
-        k.push(got[cgroups.kubelet]);
-        o.push(got[cgroups.other]);
-        q.push(got[cgroups.kubelet] / got[cgroups.other]);
-      }
-      ratios.push({
+  /**
+   * Every cell (family × matching or not) compares four cgroups against the same plain
+   * sibling, in the same interleaved rounds. In a matching cell, every side whose program
+   * does not mark the socket has it marked beforehand, so all take the same route.
+   */
+  async function measureRatios(): Promise<RatioCell[]> {
+    const cells = FAMILIES.flatMap((family) => [false, true].map((match) => ({ family, match })));
+    const sides = (family: Family, match: boolean) => {
+      const side = (cgroup: string, tags: boolean): Side => ({
+        cgroup,
         family,
-        match,
-        ratio: round(median(q), 4),
-        kubeletNs: Math.round(median(k)),
-        otherNs: Math.round(median(o)),
-        rounds: ratioRounds,
-        connectsPerRound: ratioCount,
+        port: port(family, match),
+        ...(match && !tags ? { mark } : {}),
       });
-    }
+      return {
+        sibling: side(cgroups.other, false),
+        versus: {
+          lace: side(cgroups.kubelet, true),
+          lookup: side(programs.lookup.cgroup, programs.lookup.tags),
+          noop: side(programs.noop.cgroup, programs.noop.tags),
+          floor: side(sibling2, false),
+        } satisfies Record<Comparison, Side>,
+      };
+    };
+    const pairs = cells.flatMap(({ family, match }) => {
+      const { sibling, versus } = sides(family, match);
+      return COMPARISONS.map((c) => ({
+        cell: { family, match, comparison: c },
+        a: versus[c],
+        b: sibling,
+      }));
+    });
+    const results = await connectRatios(
+      pairs,
+      ratioRounds,
+      async (side) => (await connects(side, ratioCount)).medianNs,
+    );
+    return pairs.map((p, i) => ({ ...p.cell, ...results[i], connectsPerRound: ratioCount }));
   }
 
   const label = (family: Family, match: boolean) =>
@@ -256,6 +337,24 @@ export async function hookCost(
       });
     }
   }
+  const statOf = (program: FloorProgram, family: Family, match: boolean) =>
+    floorStats.find((s) => s.program === program && s.family === family && s.match === match)
+      ?.ns ?? NaN;
+  const laceStat = (family: Family, match: boolean) =>
+    perConnect.find((c) => c.entries === ratioSize && c.family === family && c.match === match)
+      ?.ns ?? NaN;
+  rows.push({
+    measurement: `BPF ns/connect at ${
+      sizeLabel(ratioSize)
+    }: ${COMPARISON_LABEL.noop} / ${COMPARISON_LABEL.lookup} / Lace`,
+    value: FAMILIES.flatMap((family) =>
+      [false, true].map((match) =>
+        `${label(family, match)} ${fmt(statOf("noop", family, match))} / ${
+          fmt(statOf("lookup", family, match))
+        } / ${fmt(laceStat(family, match))}`
+      )
+    ).join(", "),
+  });
   // Judged at a full map, the worst case (issue 16; it was 10k before).
   const atFull = perConnect.filter((c) => c.entries === MAX_TARGETS);
   if (atFull.length) {
@@ -265,22 +364,39 @@ export async function hookCost(
       measured: `${fmt(worst.ns)} ns (${label(worst.family, worst.match)})`,
     });
   }
-  for (const r of ratios) {
+  const ratioOf = (c: Comparison, family: Family, match: boolean) =>
+    ratios.find((r) => r.comparison === c && r.family === family && r.match === match)!;
+  for (const family of FAMILIES) {
+    for (const match of [false, true]) {
+      const r = ratioOf("lace", family, match);
+      rows.push({
+        measurement: `connect() into a pod, kubelet/sibling cgroup, ${label(family, match)}, ${
+          sizeLabel(ratioSize)
+        } entries`,
+        value: `${r.ratio.toFixed(4)} (${fmt(r.aNs / 1000)} µs vs ${fmt(r.bNs / 1000)} µs)`,
+        goal: "≤ 1.01",
+      });
+    }
+  }
+  for (const c of ["floor", "noop", "lookup"] as const) {
     rows.push({
-      measurement: `connect() into a pod, kubelet/sibling cgroup, ${label(r.family, r.match)}, ${
-        sizeLabel(ratioSize)
-      } entries`,
-      value: `${r.ratio.toFixed(4)} (${fmt(r.kubeletNs / 1000)} µs vs ${fmt(r.otherNs / 1000)} µs)`,
-      goal: "≤ 1.01",
+      measurement: `  same rounds, ${COMPARISON_LABEL[c]}/sibling`,
+      value: FAMILIES.flatMap((family) =>
+        [false, true].map((match) =>
+          `${label(family, match)} ${ratioOf(c, family, match).ratio.toFixed(4)}`
+        )
+      ).join(", "),
     });
   }
-  const worstRatio = ratios.reduce((a, b) => (b.ratio > a.ratio ? b : a));
-  // What the program's own cost (kernel statistics above) predicts for the ratio.
-  const bpfNs =
-    perConnect.find((c) =>
-      c.entries === ratioSize && c.family === worstRatio.family && c.match === worstRatio.match
-    )?.ns ?? NaN;
-  const predicted = round(1 + bpfNs / worstRatio.otherNs, 4);
+  const spread = ratios.filter((r) => r.comparison === "floor");
+  rows.push({
+    measurement: "  one round's spread, second sibling/sibling (quartiles)",
+    value: spread.map((r) => `${r.q1.toFixed(3)}–${r.q3.toFixed(3)}`).join(", ") +
+      ` over ${ratioRounds} rounds of ${ratioCount} connects a side`,
+  });
+  const laceRatios = ratios.filter((r) => r.comparison === "lace");
+  const worstRatio = laceRatios.reduce((a, b) => (b.ratio > a.ratio ? b : a));
+  const at = (c: Comparison) => ratioOf(c, worstRatio.family, worstRatio.match).ratio.toFixed(4);
   goals.push({
     ...atMost(
       "hook",
@@ -290,12 +406,14 @@ export async function hookCost(
       "",
     ),
     measured: `${worstRatio.ratio.toFixed(4)} (${label(worstRatio.family, worstRatio.match)})`,
-    ...(worstRatio.ratio <= 1.01 ? {} : {
-      reason: predicted > 1.01
-        ? `a connect() into the pod takes only ${fmt(worstRatio.otherNs / 1000)} µs here, so the ` +
-          `program's own ${fmt(bpfNs)} ns alone predict ${predicted.toFixed(4)}`
-        : `the program's own ${fmt(bpfNs)} ns predict ${predicted.toFixed(4)}: the rest is ` +
-          "noise between rounds or cost outside the program",
+    ...(worstRatio.ratio <= 1.01 && !statsDuringRatios ? {} : {
+      reason: (statsDuringRatios
+        ? "BPF statistics were on during the ratio rounds (another process enabled them), " +
+          "so every program's ratio includes their cost; "
+        : "") +
+        `in the same rounds a second plain sibling measured ${at("floor")}, a program that ` +
+        `returns at once ${at("noop")}, one that only looks up and marks ${at("lookup")} ` +
+        `(a connect() takes ${fmt(worstRatio.bNs / 1000)} µs here)`,
     }),
   });
   return {
@@ -307,8 +425,11 @@ export async function hookCost(
       perConnect,
       statConnectsPerCell: statCount * statRounds,
       statRounds,
+      floorStats,
       ratios,
       ratioEntries: ratioSize,
+      siblingMarkedWhenMatching: true,
+      statsDuringRatios,
       counters: {
         connect4Seen: Number(tagged.connect4Seen),
         connect4Tagged: Number(tagged.connect4Tagged),

@@ -12,6 +12,8 @@ export class SimCgroups implements Disposable {
   readonly root: string;
   readonly kubelet: string;
   readonly other: string;
+  /** Further siblings made by child(), removed by dispose() before kubelet and other. */
+  readonly #children: string[] = [];
 
   private constructor(mount: string, root: string) {
     this.mount = mount;
@@ -36,9 +38,17 @@ export class SimCgroups implements Disposable {
     return cg;
   }
 
+  /** Creates one more sibling of kubelet and other, `<root>/<name>`; dispose() removes it. */
+  child(name: string): string {
+    const dir = join(this.root, name);
+    Deno.mkdirSync(dir);
+    this.#children.push(dir);
+    return dir;
+  }
+
   /** Moves any remaining process to the cgroup2 root, then removes the cgroups. */
   dispose(): void {
-    for (const dir of [this.kubelet, this.other, this.root]) {
+    for (const dir of [...this.#children, this.kubelet, this.other, this.root]) {
       try {
         for (const pid of Deno.readTextFileSync(join(dir, "cgroup.procs")).split("\n")) {
           if (!pid) continue;

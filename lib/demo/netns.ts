@@ -12,6 +12,11 @@ import { claimSuffix } from "./leftovers.ts";
 export const POD_IPV4 = "10.244.1.10";
 export const POD_IPV6 = "fd00:244::10";
 
+/** The node's own addresses on its veth into network `id`: the source of its routes there. */
+export function simNodeAddresses(id: number): { ipv4: string; ipv6: string } {
+  return { ipv4: `10.99.${id}.1`, ipv6: `fd99::${id.toString(16)}` };
+}
+
 export interface SimNetwork {
   /** Network id, as in the mark. */
   id: number;
@@ -79,7 +84,7 @@ export class SimNode implements AsyncDisposable {
 
   async #wire(net: SimNetwork, shift: number): Promise<void> {
     const n = this.netns, p = net.podNetns, dev = `vn${net.id}`;
-    const nodeV4 = `10.99.${net.id}.1`, nodeV6 = `fd99::${net.id.toString(16)}`;
+    const { ipv4: nodeV4, ipv6: nodeV6 } = simNodeAddresses(net.id);
     await run([
       "ip",
       "-n",
