@@ -42,17 +42,21 @@ export class Progress {
   #draw(): void {
     const { out } = this;
     const fraction = this.#total === 0 ? 1 : this.#done / this.#total;
-    const text = `${this.#label}: ${this.#done}/${this.#total}` +
-      (this.#failed ? ` (${this.#failed} failed)` : "");
     if (out.isTerminal) {
       const filled = Math.round(fraction * BAR);
-      out.write(`\r\x1b[2K[${"#".repeat(filled)}${".".repeat(BAR - filled)}] ${text}`);
+      out.write(`\r\x1b[2K[${"#".repeat(filled)}${".".repeat(BAR - filled)}] ${this.#text()}`);
       return;
     }
+    // Off a terminal most ticks print nothing: the line is made only when it is written.
     const tenth = Math.floor(fraction * 10);
     if (tenth !== this.#lastTenth) {
       this.#lastTenth = tenth;
-      out.write(`${text}\n`);
+      out.write(`${this.#text()}\n`);
     }
+  }
+
+  #text(): string {
+    return `${this.#label}: ${this.#done}/${this.#total}` +
+      (this.#failed ? ` (${this.#failed} failed)` : "");
   }
 }

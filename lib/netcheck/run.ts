@@ -132,12 +132,13 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
     const concurrency = options.concurrency;
 
     progress.start("Connectivity", pairCount(endpoints.length));
+    const timeoutArg = `--timeout=${options.connectTimeoutMs}ms`;
     await schedulePairs(directedPairs(endpoints), key, async (pair) => {
       const started = Date.now();
       const result = await cluster.exec(ns, pair.from.pod, "connect", [
         "/agnhost",
         "connect",
-        `--timeout=${options.connectTimeoutMs}ms`,
+        timeoutArg,
         joinHostPort(pair.to.address, CONNECT_PORT),
       ], { timeoutMs: options.connectTimeoutMs + 30_000, signal });
       if (signal?.aborted) return;
@@ -160,8 +161,10 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
     if (!options.skipBandwidth && !signal?.aborted) {
       const connected = function* () {
         for (const pair of directedPairs(endpoints)) {
-          if (failedConnect.has(pathKey(pair))) summary.skipBandwidth(pair.from.node, pair.to.node);
-          else yield pair;
+          // No key string per pair when every connect succeeded (the usual run).
+          if (failedConnect.size > 0 && failedConnect.has(pathKey(pair))) {
+            summary.skipBandwidth(pair.from.node, pair.to.node);
+          } else yield pair;
         }
       };
       progress.start("Bandwidth", pairCount(endpoints.length) - failedConnect.size);

@@ -88,6 +88,7 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
     const name = (manifest.metadata as { name: string }).name;
     if (this.daemonSets.has(name)) this.daemonSetPatches++;
     this.daemonSets.set(name, manifest);
+    this.#podNodes = undefined;
     this.#lists = 0;
     return Promise.resolve();
   }
@@ -98,6 +99,7 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
 
   deleteDaemonSet(_namespace: string, name: string): Promise<void> {
     this.daemonSets.delete(name);
+    this.#podNodes = undefined;
     return Promise.resolve();
   }
 
@@ -105,15 +107,32 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
     return `${ds}-${node.name}`;
   }
 
+  /**
+   * Pod name → node, made once per set of DaemonSets: a per-exec scan that
+   * built every pod's name made the memory figure (bench/netcheck_worker.ts)
+   * measure this stand-in's garbage, O(nodes) per session, not netcheck's.
+   */
+  #podNodes: Map<string, FakeNode> | undefined;
+  #addressNodes: Map<string, FakeNode> | undefined;
+
   #nodeOfPod(pod: string): FakeNode | undefined {
-    for (const ds of this.daemonSets.keys()) {
-      if (pod.startsWith(`${ds}-`)) return this.nodes.find((n) => pod === this.#podName(ds, n));
+    if (!this.#podNodes) {
+      this.#podNodes = new Map();
+      for (const ds of this.daemonSets.keys()) {
+        for (const n of this.nodes) this.#podNodes.set(this.#podName(ds, n), n);
+      }
     }
-    return undefined;
+    return this.#podNodes.get(pod);
   }
 
   #nodeOfAddress(address: string): FakeNode | undefined {
-    return this.nodes.find((n) => n.ipv4 === address || n.ipv6 === address);
+    if (!this.#addressNodes) {
+      this.#addressNodes = new Map();
+      for (const n of [...this.nodes].reverse()) {
+        for (const a of [n.ipv4, n.ipv6]) if (a) this.#addressNodes.set(a, n);
+      }
+    }
+    return this.#addressNodes.get(address);
   }
 
   listPods(_namespace: string, _labelSelector: string): Promise<ProbePod[]> {
