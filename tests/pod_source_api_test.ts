@@ -245,6 +245,23 @@ Deno.test("a watch that hangs after its server died is abandoned on a failed liv
   await t.until(() => t.sink.names().join() === "p2", { message: "convergence" });
 });
 
+Deno.test("a watch whose connection breaks is restarted at once, long before a liveness check", async () => {
+  // Liveness checks far beyond the test: only the broken connection itself can be noticed.
+  const restarts: unknown[] = [];
+  await using t = await setup({ livenessMs: 3_600_000, restarts });
+  t.server.put(pod("p1"));
+  await t.source.start(t.sink);
+  await t.until(() => t.server.watchCount("pods") === 1, { message: "the watch" });
+  // Under Deno the watch's body neither ends nor fails when its connection breaks; the pool's
+  // handler is told, and the KubeConfig passes that on to the source.
+  assert.equal(t.server.closeWatches({ error: true }), 1);
+  await t.until(() => t.source.restarts >= 1, { message: "the broken watch noticed" });
+  assert.match(String(restarts[0]), /the watch's connection failed/);
+  t.server.put(pod("p2"));
+  await t.until(() => t.sink.names().join() === "p1,p2", { message: "the new watch's pod" });
+  assert.equal(t.sink.lists.length, 1, "resumed from the last version, no relist");
+});
+
 Deno.test("a failed first list is retried and never reported as an empty list", async () => {
   await using t = await setup();
   t.server.put(pod("p1"));

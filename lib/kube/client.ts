@@ -24,6 +24,7 @@ type DispatcherOptions = ReturnType<KubeConfig["createDispatcherOptions"]>;
 export class Http1KubeConfig extends KubeConfig {
   /** The one dispatcher every request shares while the TLS settings stay the same. */
   #shared?: { key: string; dispatcher: Dispatcher };
+  #watchFailureListeners = new Set<WatchFailureListener>();
 
   constructor() {
     super();
@@ -39,11 +40,35 @@ export class Http1KubeConfig extends KubeConfig {
       const built = create(cluster, agentOptions);
       if (!built) return built;
       const old = this.#shared?.dispatcher;
-      this.#shared = { key, dispatcher: built.compose(unboundedWatchBodies) };
+      const interceptor = watchInterceptor((error) => this.#watchFailed(error));
+      this.#shared = { key, dispatcher: built.compose(interceptor) };
       // close() lets requests in flight (an open watch) finish on the old pool.
       old?.close().catch(() => {});
       return this.#shared.dispatcher;
     };
+  }
+
+  /**
+   * Calls `listener` when the connection of an open watch fails under it (the API server went
+   * away), which under Deno the watch itself never reports: see watchInterceptor. Returns the
+   * function that unregisters it.
+   */
+  onWatchFailure(listener: WatchFailureListener): () => void {
+    this.#watchFailureListeners.add(listener);
+    return () => this.#watchFailureListeners.delete(listener);
+  }
+
+  #watchFailed(error: unknown): void {
+    // Later, not inside undici's callback: a listener restarts the watch, which aborts requests.
+    queueMicrotask(() => {
+      for (const listener of this.#watchFailureListeners) {
+        try {
+          listener(error);
+        } catch (listenerError) {
+          log.error("A watch failure listener failed: {error}", { error: listenerError });
+        }
+      }
+    });
   }
 
   override createDispatcherOptions(
@@ -75,23 +100,57 @@ interface Dispatcher {
   close(): Promise<void>;
 }
 type DispatchOptions = { path: string; bodyTimeout?: number | null };
-type Dispatch = (options: DispatchOptions, handler: unknown) => boolean;
+type Dispatch = (options: DispatchOptions, handler: object) => boolean;
 type Interceptor = (dispatch: Dispatch) => Dispatch;
 type CreateDispatcher = (
   ...args: Parameters<KubeConfig["createDispatcherOptions"]>
 ) => Dispatcher | undefined;
 
+/** Told that an open watch's connection failed; the error is undici's (e.g. UND_ERR_SOCKET). */
+export type WatchFailureListener = (error: unknown) => void;
+
 /**
- * A watch response has no body timeout: undici's default (300 s) keeps its
- * coarse timer ticking twice a second for as long as the watch is open, which
- * wakes an idle agent. A dead watch is noticed by the pod source's own
- * liveness check instead.
+ * What the shared pool does to watch requests (`?watch=true`):
+ *
+ * - No body timeout: undici's default (300 s) keeps its coarse timer ticking twice a second for
+ *   as long as the watch is open, which wakes an idle agent. A dead watch is noticed by the two
+ *   points below and by the pod source's own liveness check.
+ * - Failures reported to `failed`. Under Deno 2.9 a response body whose connection closed (the
+ *   API server stopped or restarted) neither ends nor errors: undici's fetch never settles the
+ *   stream, so client-node's watch never calls its done callback and the watch looks merely
+ *   quiet. The dispatcher's handler is told, though (onResponseError with UND_ERR_SOCKET), so
+ *   the handler is wrapped to pass that on. Aborts and timeouts are the client's own doing, not
+ *   failures, and are not reported.
  */
-const unboundedWatchBodies: Interceptor = (dispatch) => (options, handler) =>
-  dispatch(
-    /[?&]watch=(true|1)\b/.test(options.path) ? { ...options, bodyTimeout: 0 } : options,
-    handler,
-  );
+function watchInterceptor(failed: WatchFailureListener): Interceptor {
+  return (dispatch) => (options, handler) => {
+    if (!/[?&]watch=(true|1)\b/.test(options.path)) return dispatch(options, handler);
+    return dispatch({ ...options, bodyTimeout: 0 }, reportingFailures(handler, failed));
+  };
+}
+
+/** `handler` as it is, but its error callbacks (undici's new and old names) also call `failed`. */
+export function reportingFailures<T extends object>(handler: T, failed: WatchFailureListener): T {
+  return new Proxy(handler, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target);
+      if (typeof value !== "function") return value;
+      // Bound to the handler itself: undici's handlers keep their state in private fields.
+      if (property !== "onResponseError" && property !== "onError") return value.bind(target);
+      return (...args: unknown[]) => {
+        const error = args[args.length - 1];
+        if (!isOwnAbort(error)) failed(error);
+        return value.apply(target, args);
+      };
+    },
+  });
+}
+
+/** Whether a request ended because the client aborted it or timed it out, not the connection. */
+function isOwnAbort(error: unknown): boolean {
+  const { name, code } = (error ?? {}) as { name?: unknown; code?: unknown };
+  return name === "AbortError" || name === "TimeoutError" || code === "UND_ERR_ABORTED";
+}
 
 /** Dispatcher options as a string that changes when any TLS setting (CA, key, certificate) does. */
 function dispatcherKey(options: DispatcherOptions): string {

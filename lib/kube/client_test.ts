@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { HttpMethod, RequestContext } from "@kubernetes/client-node";
-import { Http1KubeConfig, loadKubeConfig } from "./client.ts";
+import { Http1KubeConfig, loadKubeConfig, reportingFailures } from "./client.ts";
 
 function kubeconfig(cluster: Record<string, unknown>, user: Record<string, unknown>): string {
   return JSON.stringify({
@@ -137,4 +137,42 @@ Deno.test("loadKubeConfig() returns an HTTP/1.1-only config for a kubeconfig fil
   } finally {
     await Deno.remove(path);
   }
+});
+
+/** A handler in undici's style: state in a private field, errors by either callback name. */
+class PrivateStateHandler {
+  #seen: string[] = [];
+  onResponseStart(_controller: unknown, status: number) {
+    this.#seen.push(`start ${status}`);
+  }
+  onResponseError(_controller: unknown, error: Error) {
+    this.#seen.push(`error ${error.message}`);
+  }
+  onError(error: Error) {
+    this.#seen.push(`old error ${error.message}`);
+  }
+  get seen() {
+    return this.#seen;
+  }
+}
+
+Deno.test("a watch handler's connection failures are reported, and the handler still gets every call", () => {
+  const reported: unknown[] = [];
+  const handler = reportingFailures(new PrivateStateHandler(), (e) => reported.push(e));
+  const socket = Object.assign(new Error("other side closed"), { code: "UND_ERR_SOCKET" });
+  handler.onResponseStart(null, 200);
+  handler.onResponseError(null, socket);
+  handler.onError(new Error("reset"));
+  assert.deepEqual(handler.seen, ["start 200", "error other side closed", "old error reset"]);
+  assert.deepEqual(reported.map((e) => (e as Error).message), ["other side closed", "reset"]);
+});
+
+Deno.test("a watch the client aborted or timed out is not reported as a failed connection", () => {
+  const reported: unknown[] = [];
+  const handler = reportingFailures(new PrivateStateHandler(), (e) => reported.push(e));
+  handler.onResponseError(null, new DOMException("aborted", "AbortError"));
+  handler.onResponseError(null, new DOMException("timed out", "TimeoutError"));
+  handler.onError(Object.assign(new Error("aborted"), { code: "UND_ERR_ABORTED" }));
+  assert.deepEqual(reported, []);
+  assert.equal(handler.seen.length, 3, "the handler itself still hears of them");
 });

@@ -12,9 +12,12 @@
  * Under Deno 2.9, a watch whose server went away may neither end nor fail
  * (undici's response body hangs after the connection closed, and aborting it
  * does not end it either), so client-node never calls the watch's done
- * callback. The source therefore checks liveness itself: a watch that is
- * silent for `livenessMs` triggers one cheap GET /version, and a failed probe,
- * or a watch still open past the timeout the server was asked to end it at,
+ * callback. The source therefore notices a dead watch itself, three ways:
+ * the KubeConfig's connection pool reports a watch connection that failed
+ * (Http1KubeConfig.onWatchFailure: at once, the usual case of an API server
+ * that stopped or restarted); a watch silent for `livenessMs` gets one cheap
+ * GET /version, and a failed probe means the watch is dead; a watch still
+ * open past the timeout the server was asked to end it at is dead. Each
  * abandons that watch and restarts from the last resourceVersion.
  */
 import { CoreV1Api, type KubeConfig, ListWatch, VersionApi, Watch } from "@kubernetes/client-node";
@@ -55,6 +58,11 @@ export interface ApiPodSourceOptions {
 
 type WatchDone = (error: unknown) => void;
 
+/** What a KubeConfig may offer to report failed watch connections (Http1KubeConfig does). */
+interface WatchFailures {
+  onWatchFailure(listener: (error: unknown) => void): () => void;
+}
+
 /** The subset of Watch that ListWatch calls. */
 interface Watcher {
   watch(
@@ -90,6 +98,7 @@ export class ApiPodSource implements PodSource {
   #watchDeadline = 0;
   #livenessTimer?: unknown;
   #probing = false;
+  #unsubscribeWatchFailures?: () => void;
 
   constructor(options: ApiPodSourceOptions) {
     this.#options = options;
@@ -153,6 +162,9 @@ export class ApiPodSource implements PodSource {
     const livenessMs = this.#options.livenessMs ?? 30_000;
     this.#lastActivity = this.#timers.now();
     this.#scheduleLiveness(version, livenessMs);
+    this.#unsubscribeWatchFailures = (kubeConfig as Partial<WatchFailures>).onWatchFailure?.(
+      (error) => this.#watchConnectionFailed(error),
+    );
     this.#run();
     return Promise.resolve();
   }
@@ -160,6 +172,8 @@ export class ApiPodSource implements PodSource {
   async stop(): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
+    this.#unsubscribeWatchFailures?.();
+    this.#unsubscribeWatchFailures = undefined;
     this.#timers.clearTimeout(this.#livenessTimer);
     this.#livenessTimer = undefined;
     this.#timers.clearTimeout(this.#restartTimer);
@@ -222,6 +236,13 @@ export class ApiPodSource implements PodSource {
       this.#timers.clearTimeout(timer);
       this.#probing = false;
     }
+  }
+
+  /** The pool saw an open watch's connection fail: that watch will never end by itself. */
+  #watchConnectionFailed(error: unknown): void {
+    // No watch open (a list or a restart delay in progress): nothing to abandon.
+    if (this.#stopped || this.#restartTimer || !this.#watchDeadline) return;
+    this.#abandonWatch(`the watch's connection failed: ${describe(error)}`);
   }
 
   /** Gives up on the current watch (its callbacks are ignored from now on) and restarts. */
