@@ -17,6 +17,11 @@ export const V1_CONTROLLERS = [
   "pids",
 ];
 export const CGROUP_V1 = "/sys/fs/cgroup";
+/**
+ * Every hierarchy runc makes a container's cgroup in: the v1 controllers, the named `systemd`
+ * one and the unified tree, each a directory under CGROUP_V1.
+ */
+export const CONTAINER_HIERARCHIES = [...V1_CONTROLLERS, "systemd", "unified"];
 export const CGROUP_V2 = "/sys/fs/cgroup/unified";
 
 /** Pids in a cgroup directory and every cgroup below it. */

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { run } from "../../lib/cli/process.ts";
 import type { CleanupStack } from "../../lib/cleanup_stack.ts";
 import type { NodeToolPaths } from "../kube/tools.ts";
-import { CGROUP_V1, killCgroups, removeCgroupTree, V1_CONTROLLERS } from "./cgroups.ts";
+import { CGROUP_V1, CONTAINER_HIERARCHIES, killCgroups, removeCgroupTree } from "./cgroups.ts";
 import { IMAGES } from "./images.ts";
 import type { NodeNamespaces } from "./namespaces.ts";
 import { containerdConfig } from "./node_config.ts";
@@ -70,12 +70,12 @@ export async function startContainerd(o: ContainerdOptions): Promise<Containerd>
       }
     }
     const dirs = [...ids].flatMap((id) =>
-      V1_CONTROLLERS.map((c) => join(CGROUP_V1, c, "k8s.io", id))
+      CONTAINER_HIERARCHIES.map((c) => join(CGROUP_V1, c, "k8s.io", id))
     );
     await killCgroups(dirs);
     for (const cgroup of dirs) await removeCgroupTree(cgroup);
     // The shared parent goes only when no other runtime's container is left in it.
-    for (const c of V1_CONTROLLERS) {
+    for (const c of CONTAINER_HIERARCHIES) {
       await Deno.remove(join(CGROUP_V1, c, "k8s.io")).catch(() => {});
     }
   });

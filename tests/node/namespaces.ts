@@ -82,6 +82,9 @@ export async function enterNodeNamespaces(o: NodeNamespacesOptions): Promise<Nod
       "private",
       "--pid",
       "--fork",
+      // The node's pid 1 dies with unshare, so a test killed outright (setpriv's pdeathsig reaches
+      // unshare) takes every process of the node, containers included, with it.
+      "--kill-child",
       "--mount-proc",
       "--",
       "sh",
