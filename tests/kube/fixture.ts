@@ -83,6 +83,11 @@ export interface ControlPlaneOptions {
    * loopback (the fixture's own readiness checks connect from the test process).
    */
   exposePort?: (port: number) => Promise<void>;
+  /**
+   * The API server reaches kubelets (exec, logs) at their InternalIP with the admin client
+   * certificate, which a kubelet trusting the CA accepts (tests/node/ with several nodes).
+   */
+  kubeletClient?: boolean;
 }
 
 /** A free TCP port on 127.0.0.1 (the kernel picks it; released just before use). */
@@ -283,7 +288,18 @@ export async function startControlPlane(
     const port = freePort();
     await options.exposePort?.(port);
     const url = `https://127.0.0.1:${port}`;
-    const args = [...apiServerArgs(pki, dir, port, etcdUrl), ...(options.apiServerFlags ?? [])];
+    const kubeletClient = options.kubeletClient
+      ? [
+        `--kubelet-client-certificate=${pki.adminCert}`,
+        `--kubelet-client-key=${pki.adminKey}`,
+        "--kubelet-preferred-address-types=InternalIP",
+      ]
+      : [];
+    const args = [
+      ...apiServerArgs(pki, dir, port, etcdUrl),
+      ...kubeletClient,
+      ...(options.apiServerFlags ?? []),
+    ];
     const startApiServer = async () => {
       if (api && !api.exited) throw new Error("kube-apiserver is already running");
       await Deno.writeTextFile(apiLog, `--- start at ${new Date().toISOString()} ---\n`, {

@@ -3,6 +3,7 @@
  * the kubelet's own directory lives in, and the teardown that empties and removes them.
  */
 import { join } from "node:path";
+import type { CleanupStack } from "../../lib/cleanup_stack.ts";
 import { delay } from "./wait.ts";
 
 /** The cgroup v1 controllers the node's pods get a directory in. */
@@ -72,4 +73,37 @@ export async function killCgroups(dirs: string[]): Promise<void> {
     }
     await delay(100);
   }
+}
+
+/** The cgroups of one node (see makeNodeCgroups). */
+export interface NodeCgroups {
+  /** The node's pids cgroup; every node process goes in a cgroup under `${pidsRoot}/node`. */
+  pidsRoot: string;
+  /** The kubelet's own cgroup v2 directory (the chart's node.kubeletCgroupPath). */
+  kubeletCgroup: string;
+}
+
+/**
+ * Makes the node `name`'s cgroups: its processes' pids cgroup and the kubelet's own v2
+ * directory (the pods' `/name` in the v1 controllers is the kubelet's to make). Killing every
+ * process in them, then removing them all, goes on `cleanup`.
+ */
+export async function makeNodeCgroups(
+  name: string,
+  cleanup: CleanupStack,
+): Promise<NodeCgroups> {
+  const pidsRoot = join(CGROUP_V1, "pids", name);
+  const v2Root = join(CGROUP_V2, name);
+  const kubeletCgroup = join(v2Root, "kubelet");
+  await Deno.mkdir(join(pidsRoot, "node"), { recursive: true });
+  await Deno.mkdir(kubeletCgroup, { recursive: true });
+  cleanup.push(async () => {
+    for (const controller of V1_CONTROLLERS) {
+      await removeCgroupTree(join(CGROUP_V1, controller, name));
+    }
+    await removeCgroupTree(v2Root);
+  });
+  const allCgroups = [...V1_CONTROLLERS.map((c) => join(CGROUP_V1, c, name)), v2Root];
+  cleanup.push(() => killCgroups(allCgroups));
+  return { pidsRoot, kubeletCgroup };
 }

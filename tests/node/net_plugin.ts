@@ -1,7 +1,7 @@
 /**
  * `lace-testnet`, the real node's pod network plugin (a CNI plugin run by containerd): attaches
  * each pod to one of several isolated networks, chosen by the pod's label
- * `lace-test.io/network`, allocating from the SAME range in every network, so pods on this node
+ * `lace-test.io/network` (or by its namespace where the conflist names one), allocating from the SAME range in every network, so pods on this node
  * share addresses. It writes `lace.io/network` and `lace.io/network-id` on the pod as the
  * trusted writer (the node's network plugin, as in production), and its result is the
  * prevResult of the chained `lace` plugin. The node side of each network (a bridge, a routing
@@ -90,7 +90,7 @@ async function add(conf: Conf, containerId: string, netns: string, ifname: strin
   const pod = await api(conf, "GET", `/api/v1/namespaces/${namespace}/pods/${name}`) as {
     metadata: { labels?: Record<string, string> };
   };
-  const wanted = pod.metadata.labels?.[NETWORK_LABEL];
+  const wanted = pod.metadata.labels?.[NETWORK_LABEL] ?? conf.namespaceNetworks?.[namespace];
   const network = conf.networks.find((n) => n.name === wanted);
   if (!network) fail(7, `pod ${namespace}/${name} has no valid ${NETWORK_LABEL} label`);
   const index = await withAllocations(conf, network.name, (allocations) => {

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import type { ControlPlane } from "../kube/fixture.ts";
 import type { NodeNamespaces } from "./namespaces.ts";
 import { NETWORKS, POD_SUBNET4, POD_SUBNET6 } from "./network.ts";
-import { conflist } from "./node_config.ts";
+import { conflist, type ConflistSettings } from "./node_config.ts";
 
 /**
  * A token of kube-system/lace-cni, the network plugin's ServiceAccount (the chart's default
@@ -54,9 +54,17 @@ export interface NetPluginOptions {
   caFile: string;
   /** The network plugin's token (networkPluginToken) in a file. */
   tokenFile: string;
+  /**
+   * Settings other than the first node's defaults (its pod ranges, `lace` chained); a
+   * `laceSocket` of undefined chains no `lace` plugin.
+   */
+  overrides?: Partial<ConflistSettings>;
 }
 
-/** Installs our plugin's launcher in the node, then writes the conflist naming it and `lace`. */
+/**
+ * Installs our plugin's launcher in the node, then writes the conflist naming it and (unless
+ * overridden) `lace`.
+ */
 export async function installNetPlugin(o: NetPluginOptions): Promise<void> {
   const deno = Deno.execPath();
   const plugin = new URL("./net_plugin.ts", import.meta.url).pathname;
@@ -80,6 +88,7 @@ export async function installNetPlugin(o: NetPluginOptions): Promise<void> {
       caFile: o.caFile,
       tokenFile: o.tokenFile,
       laceSocket: "/run/lace/cni.sock",
+      ...o.overrides,
     }),
     { mode: 0o644 },
   );

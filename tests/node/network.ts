@@ -20,11 +20,27 @@ const UPLINK_PEER = "10.200.0.2";
 const PROBE_FLAG = 0x1000;
 const MARK_SHIFT = 16;
 
+/** The node's IPv4 address on a network's bridge: the source of its routes into that network. */
+export function bridgeAddress4(network: NetworkSetting): string {
+  return `10.99.${network.id}.1`;
+}
+
+/** A node's pod address ranges, the same in each of its networks. */
+export interface PodSubnets {
+  v4: string;
+  v6: string;
+}
+
 /**
  * Creates the network namespace `netns` with loopback, the uplink and every network's node side
- * (bridge, routing table, mark rule); its deletion goes on `cleanup` first.
+ * (bridge, routing table, mark rule) for the pod ranges `subnets`; its deletion goes on
+ * `cleanup` first.
  */
-export async function createNodeNetwork(netns: string, cleanup: CleanupStack): Promise<void> {
+export async function createNodeNetwork(
+  netns: string,
+  cleanup: CleanupStack,
+  subnets: PodSubnets = { v4: POD_SUBNET4, v6: POD_SUBNET6 },
+): Promise<void> {
   await run(["ip", "netns", "add", netns]);
   cleanup.push(() => run(["ip", "netns", "del", netns]));
   const ipn = (...args: string[]) => run(["ip", "-n", netns, ...args]);
@@ -48,17 +64,17 @@ export async function createNodeNetwork(netns: string, cleanup: CleanupStack): P
   await ipn("route", "add", "default", "via", UPLINK_PEER, "dev", "uplink0");
   for (const network of NETWORKS) {
     const table = String(100 + network.id);
-    const nodeV4 = `10.99.${network.id}.1`, nodeV6 = `fd99::${network.id}`;
+    const nodeV4 = bridgeAddress4(network), nodeV6 = `fd99::${network.id}`;
     await ipn("link", "add", network.bridge, "type", "bridge");
     await ipn("addr", "add", `${nodeV4}/32`, "dev", network.bridge);
     await ipn("addr", "add", `${nodeV6}/128`, "dev", network.bridge, "nodad");
     await ipn("link", "set", network.bridge, "up");
-    await ipn("route", "add", POD_SUBNET4, "dev", network.bridge, "src", nodeV4, "table", table);
+    await ipn("route", "add", subnets.v4, "dev", network.bridge, "src", nodeV4, "table", table);
     await ipn(
       "-6",
       "route",
       "add",
-      POD_SUBNET6,
+      subnets.v6,
       "dev",
       network.bridge,
       "src",

@@ -14,20 +14,18 @@
  * close() kills every process in those cgroups, then removes cgroups, the namespaces and the
  * run's directory; a failed start does the same.
  */
-import { CoreV1Api } from "@kubernetes/client-node";
 import { join } from "node:path";
-import { randomSuffix, run } from "../../lib/cli/process.ts";
-import { CleanupStack } from "../../lib/cleanup_stack.ts";
+import { run } from "../../lib/cli/process.ts";
 import { type ControlPlane, startControlPlane } from "../kube/fixture.ts";
-import { ManagedProcess, tail } from "../kube/_process.ts";
+import { ManagedProcess } from "../kube/_process.ts";
 import { nodeToolPaths } from "../kube/tools.ts";
-import { CGROUP_V1, CGROUP_V2, killCgroups, removeCgroupTree, V1_CONTROLLERS } from "./cgroups.ts";
-import { importImages, startContainerd } from "./containerd.ts";
-import { buildImages } from "./images.ts";
+import { makeNodeCgroups } from "./cgroups.ts";
+import { buildImages, type IMAGES } from "./images.ts";
 import { enterNodeNamespaces } from "./namespaces.ts";
-import { installNetPlugin, networkPluginToken } from "./net_plugin_setup.ts";
+import { networkPluginToken } from "./net_plugin_setup.ts";
 import { createNodeNetwork, NODE_IP } from "./network.ts";
-import { kubeletConfig } from "./node_config.ts";
+import { startNodeRuntime } from "./node_runtime.ts";
+import { beginNodeStart } from "./node_start.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 export interface Node {
@@ -46,7 +44,24 @@ export interface Node {
   logs(maxLines?: number): Promise<string>;
   /** Measured start-up phases in ms. */
   readonly timings: Record<string, number>;
+  /** The image archives the node imported, for another node to import too. */
+  readonly images: Record<keyof typeof IMAGES, string>;
+  /** The lace image's tree (mounted at LACE_IMAGE_HOME in the node). */
+  readonly laceTree: string;
+  /** The cluster CA and the network plugin's token, in files. */
+  readonly caFile: string;
+  readonly tokenFile: string;
   close(): Promise<void>;
+}
+
+export interface NodeOptions {
+  /**
+   * The first node of several (tests/node/second_node.ts joins another): the API server execs
+   * into pods through each kubelet at its node IP with a client certificate the kubelets trust;
+   * pods in these namespaces join the named network without a label; no `lace` plugin is
+   * chained, as no agent runs.
+   */
+  cluster?: { namespaceNetworks: Record<string, string> };
 }
 
 async function writeFile(path: string, text: string, mode = 0o644): Promise<string> {
@@ -58,21 +73,10 @@ async function writeFile(path: string, text: string, mode = 0o644): Promise<stri
  * Brings up the node and waits until it is Ready in the API. Its result is AsyncDisposable;
  * any failure on the way tears down what was made and rethrows with the node's logs.
  */
-export async function startNode(): Promise<Node & AsyncDisposable> {
+export async function startNode(options: NodeOptions = {}): Promise<Node & AsyncDisposable> {
   const tools = await nodeToolPaths();
-  const sfx = randomSuffix();
-  const name = `lace-knode-${sfx}`;
-  const dir = await Deno.makeTempDir({ prefix: `${name}-` });
-  const cleanup = new CleanupStack(`node ${name}`);
-  const timings: Record<string, number> = {};
-  const logFiles: string[] = [];
-  let phase = performance.now();
-  const mark = (what: string) => {
-    const now = performance.now();
-    timings[what] = Math.round(now - phase);
-    phase = now;
-  };
-  cleanup.push(() => Deno.remove(dir, { recursive: true }).catch(() => {}));
+  const start = await beginNodeStart();
+  const { name, dir, cleanup, timings, logFiles, mark } = start;
   let controlPlane: ControlPlane | undefined;
 
   try {
@@ -82,19 +86,7 @@ export async function startNode(): Promise<Node & AsyncDisposable> {
     mark("network");
 
     // Cgroups: the node's processes, the pods' root, the kubelet's own v2 directory.
-    const pidsRoot = join(CGROUP_V1, "pids", name);
-    const v2Root = join(CGROUP_V2, name);
-    const kubeletCgroup = join(v2Root, "kubelet");
-    await Deno.mkdir(join(pidsRoot, "node"), { recursive: true });
-    await Deno.mkdir(kubeletCgroup, { recursive: true });
-    cleanup.push(async () => {
-      for (const controller of V1_CONTROLLERS) {
-        await removeCgroupTree(join(CGROUP_V1, controller, name));
-      }
-      await removeCgroupTree(v2Root);
-    });
-    const allCgroups = [...V1_CONTROLLERS.map((c) => join(CGROUP_V1, c, name)), v2Root];
-    cleanup.push(() => killCgroups(allCgroups));
+    const { pidsRoot, kubeletCgroup } = await makeNodeCgroups(name, cleanup);
 
     // Images and the lace tree the node also mounts at LACE_IMAGE_HOME.
     const imagesDir = join(dir, "images");
@@ -149,6 +141,7 @@ export async function startNode(): Promise<Node & AsyncDisposable> {
     controlPlane = await startControlPlane({
       spawnPrefix: ["nsenter", `--net=/run/netns/${netns}`, "--"],
       exposePort,
+      kubeletClient: options.cluster !== undefined,
     });
     const plane = controlPlane;
     cleanup.push(() => plane.close());
@@ -193,69 +186,30 @@ export async function startNode(): Promise<Node & AsyncDisposable> {
       "--v=1",
     ]);
 
-    // containerd, with our shim first on its PATH and Debian's runc.
-    const netConf = join(dir, "net.d");
-    await Deno.mkdir(netConf);
-    const containerd = await startContainerd({ tools, dir, netConf, cniBin, node, cleanup });
-    const socket = containerd.socket;
-    mark("containerd");
-    await importImages(containerd, Object.values(images));
-    mark("image import");
-
-    // The pod network: our plugin's launcher, then the conflist naming it and `lace`.
-    await installNetPlugin({
+    const { restartKubelet } = await startNodeRuntime({
+      name,
       dir,
+      tools,
       node,
+      cleanup,
+      plane,
+      images: Object.values(images),
       cniBin,
-      netConf,
-      apiServer: plane.url,
       caFile,
       tokenFile,
+      kubeletCgroup,
+      nodeIp: NODE_IP,
+      ...(options.cluster && {
+        kubeletAddress: NODE_IP,
+        clientCAFile: caFile,
+        namespaceNetworks: options.cluster.namespaceNetworks,
+        noAgent: true,
+      }),
+      mark,
     });
 
-    // The kubelet, alone in its cgroup v2 directory.
-    const kubeletDir = join(dir, "kubelet");
-    await Deno.mkdir(kubeletDir);
-    const kubeletYaml = await writeFile(
-      join(dir, "kubelet.yaml"),
-      kubeletConfig({
-        runtimeSocket: socket,
-        cgroupRoot: `/${name}`,
-        podLogsDir: join(dir, "pod-logs"),
-        port: 10250,
-        healthzPort: 10248,
-      }),
-    );
-    const kubeletArgs = [
-      tools.kubelet,
-      `--config=${kubeletYaml}`,
-      `--kubeconfig=${plane.kubeconfigPath}`,
-      `--root-dir=${kubeletDir}`,
-      `--hostname-override=${name}`,
-      `--node-ip=${NODE_IP}`,
-      "--v=2",
-    ];
-    let kubelet = await node.spawn("kubelet", kubeletArgs, kubeletCgroup);
-    // As systemd restarts a unit: the process stops, its cgroup goes, a new one is made.
-    const restartKubelet = async () => {
-      await kubelet.stop();
-      await Deno.remove(kubeletCgroup);
-      await Deno.mkdir(kubeletCgroup);
-      kubelet = await node.spawn("kubelet", kubeletArgs, kubeletCgroup);
-    };
-    const core = plane.adminConfig().makeApiClient(CoreV1Api);
-    await waitFor(async () => {
-      const node = await core.readNode({ name });
-      return node.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ??
-        false;
-    }, { timeout: 90_000, interval: 250, message: `node ${name} to be Ready` });
-    mark("kubelet ready");
-
-    const logs = async (maxLines = 40) => {
-      const parts = [await plane.logs(maxLines)];
-      for (const file of logFiles) parts.push(`--- ${file} ---\n${await tail(file, maxLines)}`);
-      return parts.join("\n");
-    };
+    const logs = async (maxLines = 40) =>
+      `${await plane.logs(maxLines)}\n${await start.logs(maxLines)}`;
     const close = () => cleanup.run();
     return {
       name,
@@ -267,12 +221,15 @@ export async function startNode(): Promise<Node & AsyncDisposable> {
       restartKubelet,
       logs,
       timings,
+      images,
+      laceTree,
+      caFile,
+      tokenFile,
       close,
       [Symbol.asyncDispose]: close,
     };
   } catch (error) {
-    let logs = "";
-    for (const file of logFiles) logs += `--- ${file} ---\n${await tail(file, 30)}\n`;
+    let logs = `${await start.logs(30)}\n`;
     if (controlPlane) logs += await controlPlane.logs(20).catch(() => "");
     if (Deno.env.get("LACE_KEEP_NODE") === "1") {
       console.warn(`Keeping ${dir} for inspection (processes are stopped)`);

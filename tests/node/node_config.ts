@@ -60,6 +60,13 @@ export interface KubeletSettings {
   /** Port of the kubelet's server in the node's namespace. */
   port: number;
   healthzPort: number;
+  /**
+   * Where the kubelet's server listens (default 127.0.0.1): the node IP when the API server,
+   * in another namespace, execs into its pods.
+   */
+  address?: string;
+  /** CA whose client certificates the kubelet accepts (the API server's, for exec). */
+  clientCAFile?: string;
 }
 
 /**
@@ -79,12 +86,16 @@ export function kubeletConfig(s: KubeletSettings): string {
     failSwapOn: false,
     containerRuntimeEndpoint: `unix://${s.runtimeSocket}`,
     podLogsDir: s.podLogsDir,
-    address: "127.0.0.1",
+    address: s.address ?? "127.0.0.1",
     port: s.port,
     readOnlyPort: 0,
     healthzBindAddress: "127.0.0.1",
     healthzPort: s.healthzPort,
-    authentication: { anonymous: { enabled: false }, webhook: { enabled: false } },
+    authentication: {
+      anonymous: { enabled: false },
+      webhook: { enabled: false },
+      ...(s.clientCAFile ? { x509: { clientCAFile: s.clientCAFile } } : {}),
+    },
     authorization: { mode: "AlwaysAllow" },
     // No DNS on this node: pods get an empty resolv.conf rather than the machine's.
     resolvConf: "",
@@ -126,10 +137,16 @@ export interface ConflistSettings {
   apiServer: string;
   caFile: string;
   tokenFile: string;
-  laceSocket: string;
+  /** The agent's CNI socket; absent on a node without the agent: no `lace` plugin is chained. */
+  laceSocket?: string;
+  /**
+   * Network of a pod without the network label, by its namespace (netcheck's pods on a
+   * multi-node cluster); pods elsewhere still need the label.
+   */
+  namespaceNetworks?: Record<string, string>;
 }
 
-/** The conflist: Lace's test network plugin, then the real chained `lace` plugin. */
+/** The conflist: Lace's test network plugin, then the real chained `lace` plugin if any. */
 export function conflist(s: ConflistSettings): string {
   return JSON.stringify(
     {
@@ -145,8 +162,9 @@ export function conflist(s: ConflistSettings): string {
           apiServer: s.apiServer,
           caFile: s.caFile,
           tokenFile: s.tokenFile,
+          ...(s.namespaceNetworks ? { namespaceNetworks: s.namespaceNetworks } : {}),
         },
-        { type: "lace", socket: s.laceSocket, timeout: "2s" },
+        ...(s.laceSocket ? [{ type: "lace", socket: s.laceSocket, timeout: "2s" }] : []),
       ],
     },
     null,

@@ -1,0 +1,150 @@
+/**
+ * A second real node joined to the first (tests/node/node.ts started with `cluster`): its own
+ * network, mount and PID namespaces and cgroups, its own containerd and kubelet registered with
+ * the first node's API server, and only what `lace netcheck` needs (no controller manager,
+ * scheduler or agent). The nodes are joined by the links of node_link.ts: the kubelet reaches the
+ * API server over the control link through a relay at the same loopback port as in the first
+ * node (so the same kubeconfig works), and the API server reaches the kubelet at its node IP on
+ * that link. close() tears down everything made here, also after a failed start.
+ */
+import { join } from "node:path";
+import { ManagedProcess } from "../kube/_process.ts";
+import { nodeToolPaths } from "../kube/tools.ts";
+import { waitFor } from "../helpers/wait.ts";
+import { makeNodeCgroups } from "./cgroups.ts";
+import { enterNodeNamespaces } from "./namespaces.ts";
+import { createNodeNetwork, POD_SUBNET4, type PodSubnets } from "./network.ts";
+import type { NetworkSetting } from "./node_config.ts";
+import type { Node } from "./node.ts";
+import { CONTROL_LINK, linkNodes, setOneWayCut, setPodLink } from "./node_link.ts";
+import { startNodeRuntime } from "./node_runtime.ts";
+import { beginNodeStart } from "./node_start.ts";
+
+/** The second node's pod ranges, beside the first node's POD_SUBNET4 / POD_SUBNET6. */
+export const SECOND_SUBNETS: PodSubnets = { v4: "10.244.2.0/24", v6: "fd00:245::/64" };
+
+export interface SecondNode {
+  readonly name: string;
+  /** Measured start-up phases in ms. */
+  readonly timings: Record<string, number>;
+  /** Takes the pod link between the two nodes down (false) or up again (true). */
+  setPodLink(up: boolean): Promise<void>;
+  /**
+   * Drops (true) or lets through again (false) new connections from this node's pods to the
+   * first node's; the other direction keeps working.
+   */
+  cutTowardsFirst(cut: boolean): Promise<void>;
+  /** Runs a command inside the node's namespaces and returns its stdout. */
+  exec(cmd: string[]): Promise<string>;
+  /** Logs of the node's processes, for a failure message. */
+  logs(maxLines?: number): Promise<string>;
+  close(): Promise<void>;
+}
+
+export interface SecondNodeOptions {
+  /** The network pods join by their namespace; the one the links route between the nodes. */
+  network: NetworkSetting;
+  /** Namespaces whose pods join `network` without a label (as the first node's `cluster`). */
+  namespaces: string[];
+}
+
+/**
+ * Starts the second node, links it to `first` and waits until it is Ready in the API. Any
+ * failure tears down what was made and rethrows with the node's logs.
+ */
+export async function joinSecondNode(
+  first: Node,
+  options: SecondNodeOptions,
+): Promise<SecondNode & AsyncDisposable> {
+  const tools = await nodeToolPaths();
+  const { name, dir, cleanup, timings, logFiles, mark, logs } = await beginNodeStart();
+  const firstEnd = { netns: first.name, subnet4: POD_SUBNET4 };
+  const secondEnd = { netns: name, subnet4: SECOND_SUBNETS.v4 };
+
+  try {
+    await createNodeNetwork(name, cleanup, SECOND_SUBNETS);
+    await linkNodes(firstEnd, secondEnd, options.network);
+    mark("network");
+    const { pidsRoot, kubeletCgroup } = await makeNodeCgroups(name, cleanup);
+    const cniBin = "/opt/cni/bin";
+    // The lace tree is only mounted (the holder expects it); no agent runs here.
+    const node = await enterNodeNamespaces({
+      netns: name,
+      dir,
+      pidsRoot,
+      laceTree: first.laceTree,
+      cniBin,
+      cleanup,
+      logFiles,
+    });
+
+    // The API server's port, relayed over the control link: the first node's side listens on
+    // its link address, this node's on its loopback, so the first node's kubeconfig holds.
+    const port = new URL(first.controlPlane.url).port;
+    const relayLog = join(dir, "api-relay-first.log");
+    logFiles.push(relayLog);
+    const firstSide = await ManagedProcess.spawn("nsenter", [
+      `--net=/run/netns/${first.name}`,
+      "--",
+      "socat",
+      `TCP-LISTEN:${port},bind=${CONTROL_LINK.first},reuseaddr,fork`,
+      `TCP:127.0.0.1:${port}`,
+    ], relayLog);
+    cleanup.push(() => firstSide.stop(1000));
+    await node.spawn("api-relay", [
+      "socat",
+      `TCP-LISTEN:${port},bind=127.0.0.1,reuseaddr,fork`,
+      `TCP:${CONTROL_LINK.first}:${port}`,
+    ]);
+    await waitFor(async () => {
+      const probe = await node.execResult([
+        "socat",
+        "-u",
+        "OPEN:/dev/null",
+        `TCP:127.0.0.1:${port}`,
+      ]);
+      return probe.success;
+    }, { timeout: 10_000, interval: 250, message: "the API server relay over the control link" });
+    mark("control link");
+
+    const images = [first.images.pause, first.images.agnhost, first.images.iperf3];
+    await startNodeRuntime({
+      name,
+      dir,
+      tools,
+      node,
+      cleanup,
+      plane: first.controlPlane,
+      images,
+      cniBin,
+      caFile: first.caFile,
+      tokenFile: first.tokenFile,
+      kubeletCgroup,
+      nodeIp: CONTROL_LINK.second,
+      kubeletAddress: CONTROL_LINK.second,
+      clientCAFile: first.caFile,
+      subnets: SECOND_SUBNETS,
+      namespaceNetworks: Object.fromEntries(
+        options.namespaces.map((n) => [n, options.network.name]),
+      ),
+      noAgent: true,
+      mark,
+    });
+
+    const close = () => cleanup.run();
+    return {
+      name,
+      timings,
+      setPodLink: (up) => setPodLink(firstEnd, secondEnd, up),
+      cutTowardsFirst: (cut) => setOneWayCut(secondEnd, firstEnd, options.network, cut),
+      exec: node.exec,
+      logs,
+      close,
+      [Symbol.asyncDispose]: close,
+    };
+  } catch (error) {
+    const text = await logs(30);
+    await cleanup.run().catch((e) => console.error(e));
+    throw new Error(`The second node did not start: ${error}\n${text}`, { cause: error });
+  }
+}
