@@ -3,7 +3,19 @@
  * agent (tests run several); the BPF counters are read at scrape time, so a
  * scrape costs one per-CPU map lookup and nothing runs between scrapes.
  */
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { Counter, Gauge, Histogram, Registry } from "prom-client";
+// The four classes Lace uses, from their own files: prom-client's index also loads its push
+// gateway, default metrics and cluster aggregator (node:http, https, zlib, cluster, perf_hooks),
+// about 5 MiB of RSS in every agent for nothing it uses (bench/RESULTS.md).
+import counterClass from "prom-client/lib/counter.js";
+import gaugeClass from "prom-client/lib/gauge.js";
+import histogramClass from "prom-client/lib/histogram.js";
+import registryClass from "prom-client/lib/registry.js";
+
+const CounterClass = counterClass as typeof Counter;
+const GaugeClass = gaugeClass as typeof Gauge;
+const HistogramClass = histogramClass as typeof Histogram;
+const RegistryClass = registryClass as typeof Registry;
 import type { Counters } from "../datapath/pins.ts";
 import { ABI_VERSION, keyId } from "../datapath/probe_map.ts";
 import type { AgentSnapshot } from "./core.ts";
@@ -17,7 +29,7 @@ export type ConnectCounters = Pick<
 >;
 
 export class Metrics {
-  readonly registry = new Registry();
+  readonly registry = new RegistryClass();
   readonly probeTargets: Gauge<"family" | "network">;
   readonly reconcileTotal: Counter<"result">;
   readonly reconcileDuration: Histogram;
@@ -48,14 +60,14 @@ export class Metrics {
     readNetworks: () => NetworkConnects[] | undefined = () => undefined,
   ) {
     const registers = [this.registry];
-    this.probeTargets = new Gauge({
+    this.probeTargets = new GaugeClass({
       name: "lace_probe_targets",
       help:
         "Probe targets of this node's pods that are in the map as the agent wants them, by family and network",
       labelNames: ["family", "network"],
       registers,
     });
-    this.targetsUnwritten = new Gauge({
+    this.targetsUnwritten = new GaugeClass({
       name: "lace_probe_targets_unwritten",
       help:
         "Probe targets of this node's pods that are not in the map, by reason (cap: over --max-targets-per-pod; map-full: beyond a fair share of the map, or the kernel found it full; write-error)",
@@ -63,7 +75,7 @@ export class Metrics {
       registers,
     });
     const mapGauge = (name: string, help: string, pick: "entries" | "capacity") =>
-      new Gauge({
+      new GaugeClass({
         name,
         help,
         registers,
@@ -78,98 +90,98 @@ export class Metrics {
       "entries",
     );
     mapGauge("lace_probe_map_capacity", "How many entries the probe map can hold", "capacity");
-    this.reconcileTotal = new Counter({
+    this.reconcileTotal = new CounterClass({
       name: "lace_reconcile_total",
       help: "Reconciles of the probe map, by result",
       labelNames: ["result"],
       registers,
     });
-    this.reconcileDuration = new Histogram({
+    this.reconcileDuration = new HistogramClass({
       name: "lace_reconcile_duration_seconds",
       help: "Time one reconcile took, from reading the map to the last write",
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
       registers,
     });
-    this.mapOperations = new Counter({
+    this.mapOperations = new CounterClass({
       name: "lace_map_operations_total",
       help: "Writes to the probe map, by operation (update, delete) and result (ok, error)",
       labelNames: ["op", "result"],
       registers,
     });
-    this.targetConflicts = new Gauge({
+    this.targetConflicts = new GaugeClass({
       name: "lace_target_conflicts",
       help:
         "Probe addresses and ports claimed by pods of more than one network on this node (fail-closed: tagged for none; older-wins: for the older pod)",
       registers,
     });
-    this.attachRefusals = new Counter({
+    this.attachRefusals = new CounterClass({
       name: "lace_cni_add_refusals_total",
       help:
         "CNI ADDs the agent refused, by reason (address-conflict: a pod of another network holds the address)",
       labelNames: ["reason"],
       registers,
     });
-    this.networkMismatches = new Gauge({
+    this.networkMismatches = new GaugeClass({
       name: "lace_network_annotation_mismatches",
       help:
         "Pods whose network annotations disagree with the network the node attached them to (the node's is used)",
       registers,
     });
-    this.probesIgnored = new Gauge({
+    this.probesIgnored = new GaugeClass({
       name: "lace_probes_ignored",
       help: "Probes that get no target, by reason",
       labelNames: ["reason"],
       registers,
     });
-    this.watchRestarts = new Counter({
+    this.watchRestarts = new CounterClass({
       name: "lace_watch_restarts_total",
       help: "Restarts of the Kubernetes pod watch after it failed",
       registers,
     });
-    this.acceptErrors = new Counter({
+    this.acceptErrors = new CounterClass({
       name: "lace_listener_accept_errors_total",
       help: "Failed accepts on a listener (http, local, cni), retried with backoff",
       labelNames: ["listener"],
       registers,
     });
-    this.listenerFailing = new Gauge({
+    this.listenerFailing = new GaugeClass({
       name: "lace_listener_failing",
       help: "1 while a listener's accepts keep failing (it takes no connections; not ready)",
       labelNames: ["listener"],
       registers,
     });
-    this.attached = new Gauge({
+    this.attached = new GaugeClass({
       name: "lace_attached",
       help: "1 when the program is attached to the kubelet cgroup through a live link",
       labelNames: ["program"],
       registers,
     });
-    this.kubeletCgroupMismatch = new Gauge({
+    this.kubeletCgroupMismatch = new GaugeClass({
       name: "lace_kubelet_cgroup_mismatch",
       help: "1 when a kubelet process runs outside the cgroup the programs are attached to",
       registers,
     });
-    this.kubeletLookalikes = new Gauge({
+    this.kubeletLookalikes = new GaugeClass({
       name: "lace_kubelet_lookalikes",
       help: "Kubelet-looking processes not followed (in a container or pod cgroup, another " +
         "mount namespace, not root, or a second kubelet elsewhere)",
       registers,
     });
-    this.programReplacements = new Counter({
+    this.programReplacements = new CounterClass({
       name: "lace_program_replacements_total",
       help: "Pinned links found running another program (another release or build) and " +
         "swapped in place to this agent's",
       labelNames: ["program"],
       registers,
     });
-    this.standingBy = new Gauge({
+    this.standingBy = new GaugeClass({
       name: "lace_standing_by",
       help: "1 while this agent leaves Lace's links to a live agent of a newer map layout " +
         "(or a later start of the same layout) and does not swap its program in",
       registers,
     });
     const counter = (name: string, help: string, pick: (c: ConnectCounters) => [bigint, bigint]) =>
-      new Counter({
+      new CounterClass({
         name,
         help,
         labelNames: ["family"],
@@ -195,7 +207,7 @@ export class Metrics {
       (c) => [c.connect4Tagged, c.connect6Tagged],
     );
     const perNetwork = (name: string, help: string, pick: (n: NetworkConnects) => bigint) =>
-      new Counter({
+      new CounterClass({
         name,
         help,
         labelNames: ["network"],
@@ -220,7 +232,7 @@ export class Metrics {
         "(the probe cannot reach the pod); lace doctor lists the recent ones",
       (n) => n.unmatched,
     );
-    new Gauge({
+    new GaugeClass({
       name: "lace_build_info",
       help: "Version of the agent and of its BPF map layout",
       labelNames: ["version", "bpf_abi"],

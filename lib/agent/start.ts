@@ -130,7 +130,9 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     const { ApiPodSource } = await import("../pods/api_source.ts");
     const { loadKubeConfig } = await import("../kube/client.ts");
     const { EventRecorder } = await import("../kube/events.ts");
-    const { CoreV1Api } = await import("@kubernetes/client-node");
+    const { ObjectCoreV1Api: CoreV1Api } = await import(
+      "@kubernetes/client-node/dist/gen/types/ObjectParamAPI.js"
+    );
     const kubeConfig = loadKubeConfig({ kubeconfig: config.kubeconfig });
     sources.push(
       new ApiPodSource({

@@ -5,7 +5,7 @@
  * import this module lazily, only when they talk to the API.
  */
 import { createHash } from "node:crypto";
-import { KubeConfig } from "@kubernetes/client-node";
+import { KubeConfig } from "@kubernetes/client-node/dist/config.js";
 import { getLogger } from "@logtape/logtape";
 
 const log = getLogger(["lace", "kube"]);
