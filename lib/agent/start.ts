@@ -21,6 +21,7 @@ import type { ProbeKey } from "../datapath/probe_map.ts";
 import { monotonicNowNs } from "../datapath/libbpf/clock.ts";
 import { parseCidr } from "../datapath/pod_ranges.ts";
 import { UnmatchedWatch } from "./unmatched_watch.ts";
+import { trimMallocHeap } from "./malloc_trim.ts";
 import { Metrics } from "./metrics.ts";
 import { fileNodeNetworkStore } from "./node_networks.ts";
 import { conflictMessage, refusalMessage } from "../rules/conflicts.ts";
@@ -152,6 +153,10 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
   const nodeRef = nodeObjectRef(config.nodeName || Deno.hostname());
 
   let desiredApplied = false;
+  let trimTimer: number | undefined;
+  parts.push(() => {
+    if (trimTimer !== undefined) clearTimeout(trimTimer);
+  });
   const core: AgentCore = new AgentCore({
     config,
     // Beside the CNI socket, in its root-only directory: only the CNI path reports networks.
@@ -188,6 +193,11 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
           desiredApplied = true;
           datapath.desiredStateApplied();
           follower.sync();
+          // Start-up is over: the C heap's freed memory goes back to the kernel now, and once
+          // more after the compilations and collections that follow it.
+          trimMallocHeap();
+          trimTimer = Number(setTimeout(() => trimMallocHeap(), 30_000));
+          Deno.unrefTimer(trimTimer);
         }
       },
     },

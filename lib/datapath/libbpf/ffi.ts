@@ -119,6 +119,8 @@ export const LIBC_SYMBOLS = {
   __errno_location: { parameters: [], result: "pointer" },
   /** int vsnprintf(char *str, size_t size, const char *format, va_list ap) */
   vsnprintf: { parameters: ["buffer", "usize", "pointer", "pointer"], result: "i32" },
+  /** int malloc_trim(size_t pad): hands the heap's free pages back to the kernel */
+  malloc_trim: { parameters: ["usize"], result: "i32" },
 } as const satisfies Deno.ForeignLibraryInterface;
 
 /** typedef int (*ring_buffer_sample_fn)(void *ctx, void *data, size_t size) */
