@@ -131,9 +131,7 @@ static __always_inline void count_network(__u32 network_id, int unmatched)
 	counts = bpf_map_lookup_elem(&network_counts, &network_id);
 	if (!counts)
 		return;
-	__sync_fetch_and_add(&counts->connects, 1);
-	if (unmatched)
-		__sync_fetch_and_add(&counts->unmatched, 1);
+	__sync_fetch_and_add(unmatched ? &counts->unmatched : &counts->tagged, 1);
 }
 
 /* Whether this CPU may send one more report in the current second. */

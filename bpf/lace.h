@@ -89,11 +89,13 @@ struct lace_range_value {
 };
 
 /*
- * Per-network counts of kubelet connects (tagged or not) and of those that
- * matched no target, indexed by network id; updated atomically.
+ * Per-network counts of kubelet connects, indexed by network id: those tagged
+ * for one of its targets and those into its pod ranges that matched no target
+ * (its connects are the sum, so each connect costs one atomic add, not two).
+ * The map is not pinned: each object reads only its own.
  */
 struct lace_network_counts {
-	__u64 connects;
+	__u64 tagged;
 	__u64 unmatched;
 };
 

@@ -9,6 +9,7 @@ import { defaultConfig, markFor } from "../lib/config.ts";
 import { Datapath } from "../lib/datapath/loader.ts";
 import { statCgroupId } from "../lib/cgroup/watch.ts";
 import { linkPinName, uninstall } from "../lib/datapath/pins.ts";
+import { hostRange } from "../lib/datapath/pod_ranges.ts";
 import { BpfLink } from "../lib/datapath/libbpf/link.ts";
 import { BpfMap } from "../lib/datapath/libbpf/map.ts";
 import { unwrap } from "../lib/datapath/libbpf/errors.ts";
@@ -147,6 +148,26 @@ privileged("the counters count connects seen and tagged per family", async () =>
   assert.equal(end.connect6Tagged - start.connect6Tagged, 1n);
   assert.equal(end.setsockoptFailed, 0n);
 });
+
+privileged(
+  "a network counts each kubelet connect once: tagged for its target or unmatched in its range",
+  async () => {
+    await using w = await SimWorld.create();
+    w.register(ipv4(TCP_PORTS[0]), 1);
+    w.datapath.unmatched!.syncRanges([hostRange(POD_IPV4, 1)]);
+    await w.kubelet.probe({ host: POD_IPV4, port: TCP_PORTS[0], timeoutMs: TIMEOUT });
+    for (let i = 0; i < 2; i++) {
+      await w.kubelet.probe({ host: POD_IPV4, port: TCP_PORTS[2], timeoutMs: TIMEOUT });
+    }
+    // Neither another cgroup's connect nor one outside every range counts.
+    await w.other.probe({ host: POD_IPV4, port: TCP_PORTS[2], timeoutMs: TIMEOUT });
+    await w.kubelet.probe({ host: POD_IPV6, port: TCP_PORTS[2], timeoutMs: TIMEOUT });
+    assert.deepEqual(w.datapath.unmatched!.networkCounts([1]).get(1), {
+      connects: 3n,
+      unmatched: 2n,
+    });
+  },
+);
 
 privileged(
   "pinned map and links keep tagging with no agent running, and a restart reuses them",

@@ -29,10 +29,10 @@ export const RANGE_VALUE_LAYOUT = {
   size: 4,
   fields: { network_id: { offset: 0, size: 2 } },
 } as const satisfies StructLayout;
-/** struct lace_network_counts: connects u64, unmatched u64. */
+/** struct lace_network_counts: tagged u64, unmatched u64. */
 export const NETWORK_COUNTS_LAYOUT = {
   size: 16,
-  fields: { connects: { offset: 0, size: 8 }, unmatched: { offset: 8, size: 8 } },
+  fields: { tagged: { offset: 0, size: 8 }, unmatched: { offset: 8, size: 8 } },
 } as const satisfies StructLayout;
 /** struct lace_unmatched_report: family u8, pad, port __be16, network_id u16, pad, addr u8[16]. */
 export const REPORT_LAYOUT = {
@@ -176,13 +176,15 @@ export function decodeReport(bytes: Uint8Array): UnmatchedReport {
   };
 }
 
-/** Decodes one network's counts. */
+/**
+ * Decodes one network's counts. The program counts each connect once, as
+ * tagged or as unmatched (one atomic add per connect); its connects are both.
+ */
 export function decodeNetworkCounts(bytes: Uint8Array): { connects: bigint; unmatched: bigint } {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  return {
-    connects: view.getBigUint64(NETWORK_COUNTS_LAYOUT.fields.connects.offset, true),
-    unmatched: view.getBigUint64(NETWORK_COUNTS_LAYOUT.fields.unmatched.offset, true),
-  };
+  const tagged = view.getBigUint64(NETWORK_COUNTS_LAYOUT.fields.tagged.offset, true);
+  const unmatched = view.getBigUint64(NETWORK_COUNTS_LAYOUT.fields.unmatched.offset, true);
+  return { connects: tagged + unmatched, unmatched };
 }
 
 /** What to write and remove so the trie holds exactly `want`. */

@@ -1,11 +1,13 @@
 import assert from "node:assert/strict";
 import {
+  decodeNetworkCounts,
   decodeRange,
   decodeReport,
   diffRanges,
   encodeRangeKey,
   encodeRangeValue,
   hostRange,
+  NETWORK_COUNTS_LAYOUT,
   parseCidr,
   REPORT_LAYOUT,
 } from "./pod_ranges.ts";
@@ -58,6 +60,14 @@ Deno.test("decodeReport() reads the destination in network order and the network
     networkId: 3,
   });
   assert.throws(() => decodeReport(bytes.subarray(0, 10)), RangeError);
+});
+
+Deno.test("decodeNetworkCounts() counts a network's connects as its tagged plus its unmatched", () => {
+  const bytes = new Uint8Array(NETWORK_COUNTS_LAYOUT.size);
+  const view = new DataView(bytes.buffer);
+  view.setBigUint64(NETWORK_COUNTS_LAYOUT.fields.tagged.offset, 5n, true);
+  view.setBigUint64(NETWORK_COUNTS_LAYOUT.fields.unmatched.offset, 3n, true);
+  assert.deepEqual(decodeNetworkCounts(bytes), { connects: 8n, unmatched: 3n });
 });
 
 Deno.test("diffRanges() writes what is new or moved to another network and removes what is gone", () => {
