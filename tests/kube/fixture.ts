@@ -353,9 +353,13 @@ export async function startControlPlane(
       async createNamespace(name) {
         const core = adminConfig().makeApiClient(CoreV1Api);
         await core.createNamespace({ body: { metadata: { name } } });
+        // Without a controller manager nobody else makes it; with one (the real node) it may
+        // have already.
         await core.createNamespacedServiceAccount({
           namespace: name,
           body: { metadata: { name: "default" } },
+        }).catch((error) => {
+          if ((error as { code?: number }).code !== 409) throw error;
         });
       },
       async serviceAccountToken(namespace, name, expirationSeconds = 3600) {

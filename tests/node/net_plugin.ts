@@ -16,6 +16,8 @@ import type { ConflistSettings } from "./node_config.ts";
 type Conf = ConflistSettings & { cniVersion: string };
 
 const NETWORK_LABEL = "lace-test.io/network";
+/** "ipv6" gives the pod an IPv6 address only (probe_pods.ts FAMILY_LABEL); else both families. */
+const FAMILY_LABEL = "lace-test.io/family";
 /** Host addresses .10 and up of the /24 (and ::a and up of the /64). */
 const FIRST_HOST = 10;
 
@@ -91,6 +93,7 @@ async function add(conf: Conf, containerId: string, netns: string, ifname: strin
     metadata: { labels?: Record<string, string> };
   };
   const wanted = pod.metadata.labels?.[NETWORK_LABEL] ?? conf.namespaceNetworks?.[namespace];
+  const ipv6Only = pod.metadata.labels?.[FAMILY_LABEL] === "ipv6";
   const network = conf.networks.find((n) => n.name === wanted);
   if (!network) fail(7, `pod ${namespace}/${name} has no valid ${NETWORK_LABEL} label`);
   const index = await withAllocations(conf, network.name, (allocations) => {
@@ -110,11 +113,11 @@ async function add(conf: Conf, containerId: string, netns: string, ifname: strin
   await run(["ip", "link", "add", host, "type", "veth", "peer", "name", ifname, "netns", netns]);
   await run(["ip", "link", "set", host, "master", network.bridge, "up"]);
   await inPod(["sysctl", "-qw", `net.ipv6.conf.${ifname}.accept_dad=0`]).catch(() => {});
-  await inPod(["ip", "addr", "add", `${v4}/24`, "dev", ifname]);
+  if (!ipv6Only) await inPod(["ip", "addr", "add", `${v4}/24`, "dev", ifname]);
   await inPod(["ip", "addr", "add", `${v6}/64`, "dev", ifname, "nodad"]);
   await inPod(["ip", "link", "set", ifname, "up"]);
   // Everything leaves through eth0 on-link: the node's address of this network answers ARP/ND.
-  await inPod(["ip", "route", "add", "default", "dev", ifname]);
+  if (!ipv6Only) await inPod(["ip", "route", "add", "default", "dev", ifname]);
   await inPod(["ip", "-6", "route", "add", "default", "dev", ifname]);
   const mac = (await inPod(["cat", `/sys/class/net/${ifname}/address`])).trim();
   await api(conf, "PATCH", `/api/v1/namespaces/${namespace}/pods/${name}`, {
@@ -125,7 +128,10 @@ async function add(conf: Conf, containerId: string, netns: string, ifname: strin
   console.log(JSON.stringify({
     cniVersion: conf.cniVersion,
     interfaces: [{ name: host }, { name: ifname, mac, sandbox: netns }],
-    ips: [{ address: `${v4}/24`, interface: 1 }, { address: `${v6}/64`, interface: 1 }],
+    ips: [
+      ...(ipv6Only ? [] : [{ address: `${v4}/24`, interface: 1 }]),
+      { address: `${v6}/64`, interface: 1 },
+    ],
   }));
 }
 

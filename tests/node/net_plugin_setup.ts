@@ -42,6 +42,26 @@ export async function networkPluginToken(plane: ControlPlane): Promise<string> {
   return await plane.serviceAccountToken("kube-system", "lace-cni", 4 * 3600);
 }
 
+const CONFLIST = "10-lace-test.conflist";
+
+/**
+ * Takes the chained `lace` plugin out of the conflist in `netConf`; returns the function that puts
+ * it back. Each version is written beside and renamed over the conflist: containerd rereads its
+ * CNI directory on a rename (it ignores the creation of a file), never seeing half a file.
+ */
+export async function unchainLace(netConf: string): Promise<() => Promise<void>> {
+  const path = join(netConf, CONFLIST);
+  const original = await Deno.readTextFile(path);
+  const list = JSON.parse(original) as { plugins: { type: string }[] };
+  list.plugins = list.plugins.filter((plugin) => plugin.type !== "lace");
+  const replace = async (text: string) => {
+    await Deno.writeTextFile(`${path}.next`, text, { mode: 0o644 });
+    await Deno.rename(`${path}.next`, path);
+  };
+  await replace(JSON.stringify(list, null, 2));
+  return () => replace(original);
+}
+
 export interface NetPluginOptions {
   /** The run's directory: the launcher and the plugin's IPAM state go there. */
   dir: string;
@@ -78,7 +98,7 @@ export async function installNetPlugin(o: NetPluginOptions): Promise<void> {
   );
   await o.node.exec(["cp", launcher, `${o.cniBin}/lace-testnet`]);
   await Deno.writeTextFile(
-    join(o.netConf, "10-lace-test.conflist"),
+    join(o.netConf, CONFLIST),
     conflist({
       networks: NETWORKS,
       subnet4: POD_SUBNET4,

@@ -122,14 +122,23 @@ export async function ownProbes(node: Node, core: CoreV1Api, name: string): Prom
   return log.split(probeMessage(name, "server")).length - 1;
 }
 
-/** Creates a probe pod `${prefix}-<network>` in each network; returns each one's creation time. */
-export async function createProbePods(core: CoreV1Api, node: Node, prefix: string) {
+/**
+ * Creates a probe pod `${prefix}-<network>` in each network (IPv6-only ones with `family`);
+ * returns each one's creation time.
+ */
+export async function createProbePods(
+  core: CoreV1Api,
+  node: Node,
+  prefix: string,
+  family?: "ipv6",
+) {
   const specs = NETWORKS.map((network, index) =>
     probePod({
       name: `${prefix}-${network.name}`,
       node: node.name,
       network: network.name,
       portOffset: 100 * index,
+      family,
     })
   );
   const created = new Map<string, number>();
@@ -150,4 +159,37 @@ export async function deletePods(core: CoreV1Api, names: Iterable<string>) {
     const list = await core.listNamespacedPod({ namespace: PROBE_NAMESPACE });
     return list.items.length === 0;
   }, { timeout: 60_000, interval: 250, message: "the probe pods to be gone" });
+}
+
+/**
+ * Waits until every pod `created` names (probe namespace) is Ready; returns them and how long
+ * each took from its creation.
+ */
+export async function waitUntilReady(core: CoreV1Api, created: Map<string, number>) {
+  const readyAfter: Record<string, number> = {};
+  const pods = await waitFor(async () => {
+    const list = await core.listNamespacedPod({ namespace: PROBE_NAMESPACE });
+    const mine = list.items.filter((p) => created.has(p.metadata!.name!));
+    for (const pod of mine) {
+      const name = pod.metadata!.name!;
+      if (isReady(pod) && readyAfter[name] === undefined) {
+        readyAfter[name] = Math.round(performance.now() - created.get(name)!);
+      }
+    }
+    return mine.length === created.size && mine.every(isReady) ? mine : undefined;
+  }, { timeout: 120_000, interval: 250, message: `pods ${[...created.keys()]} to be Ready` });
+  return { pods, readyAfter };
+}
+
+/** Everything the agent pods on the node have logged so far, oldest pod first. */
+export async function agentLog(node: Node): Promise<string> {
+  let text = "";
+  for await (const entry of Deno.readDir(join(node.dir, "pod-logs"))) {
+    if (!entry.name.startsWith("lace-system_")) continue;
+    const dir = join(node.dir, "pod-logs", entry.name, "agent");
+    for await (const file of Deno.readDir(dir)) {
+      text += await Deno.readTextFile(join(dir, file.name));
+    }
+  }
+  return text;
 }

@@ -18,7 +18,15 @@ export interface ProbePodOptions {
    * connection carries only (address, port), so that pair names one pod on the node.
    */
   portOffset: number;
+  /**
+   * "ipv6": the network plugin gives the pod an IPv6 address only, so status.podIP, which the
+   * kubelet probes, is IPv6 on this IPv4-primary node (a dual-stack pod's would be IPv4).
+   */
+  family?: "ipv6";
 }
+
+/** The pod label the test network plugin reads for ProbePodOptions.family. */
+export const FAMILY_LABEL = "lace-test.io/family";
 
 /** The message in every HTTP probe path of this pod, as agnhost logs it. */
 export function probeMessage(pod: string, container: string): string {
@@ -38,7 +46,10 @@ export function probePod(o: ProbePodOptions): V1Pod {
     metadata: {
       name: o.name,
       namespace: PROBE_NAMESPACE,
-      labels: { "lace-test.io/network": o.network },
+      labels: {
+        "lace-test.io/network": o.network,
+        ...(o.family ? { [FAMILY_LABEL]: o.family } : {}),
+      },
     },
     spec: {
       nodeName: o.node,

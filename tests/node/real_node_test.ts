@@ -4,7 +4,7 @@
  * isolated networks that share their addresses. The node is brought up once for the file; each
  * step shows one behaviour, in the order a user meets them. Prints what it measured.
  */
-import { AppsV1Api, CoreV1Api } from "@kubernetes/client-node";
+import { AppsV1Api, CoreV1Api, type V1Pod } from "@kubernetes/client-node";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { nodeUnavailableReason, toolPaths } from "../kube/tools.ts";
@@ -14,6 +14,7 @@ import { NETWORKS } from "./network.ts";
 import { waitFor } from "../helpers/wait.ts";
 import type { TargetView } from "../../lib/agent/http_server.ts";
 import {
+  agentLog,
   agentTargets,
   containerLog,
   createProbePods,
@@ -24,7 +25,9 @@ import {
   ownProbes,
   readyAgentPod,
   restarts,
+  waitUntilReady,
 } from "./pod_checks.ts";
+import { unchainLace } from "./net_plugin_setup.ts";
 import { PROBE_NAMESPACE, probeMessage, probePod } from "./probe_pods.ts";
 
 const reason = await nodeUnavailableReason();
@@ -127,31 +130,28 @@ Deno.test({
   );
 
   await t.step(
-    "pods in three networks sharing their addresses pass every probe, each answered by its own pod",
+    "pods in three networks sharing their addresses pass every probe over IPv4 and IPv6, each answered by its own pod",
     async () => {
-      await node.controlPlane.createNamespace(PROBE_NAMESPACE).catch(() => {});
-      const created = await createProbePods(core, node, "lace");
-      const readyAfter: Record<string, number> = {};
-      const pods = await waitFor(async () => {
-        const list = await core.listNamespacedPod({ namespace: PROBE_NAMESPACE });
-        for (const pod of list.items) {
-          const name = pod.metadata!.name!;
-          if (isReady(pod) && readyAfter[name] === undefined) {
-            readyAfter[name] = Math.round(performance.now() - created.get(name)!);
-          }
-        }
-        return list.items.length === created.size && list.items.every(isReady)
-          ? list.items
-          : undefined;
-      }, { timeout: 120_000, interval: 250, message: "every probe pod to be Ready" }).catch(
-        onFailure,
+      await node.controlPlane.createNamespace(PROBE_NAMESPACE);
+      // Dual-stack pods first: the kubelet probes status.podIP, of the node's primary family,
+      // IPv4 here. Then IPv6-only pods, whose status.podIP, so every probe, is IPv6. One set at a
+      // time, so each set takes the same host number in every network.
+      const dual = await waitUntilReady(core, await createProbePods(core, node, "lace"))
+        .catch(onFailure);
+      console.log(
+        `creation to Ready, with Lace, IPv4 probes (ms): ${JSON.stringify(dual.readyAfter)}`,
       );
-      console.log(`creation to Ready, with Lace (ms): ${JSON.stringify(readyAfter)}`);
-
-      // The same IPv4 and IPv6 address in every network. The kubelet probes status.podIP, of the
-      // node's primary family: IPv4 on this node.
-      const addresses = new Set(pods.map((p) => p.status?.podIPs?.map((ip) => ip.ip).join(",")));
-      assert.deepEqual([...addresses], ["10.244.1.10,fd00:244::a"]);
+      const v6 = await waitUntilReady(core, await createProbePods(core, node, "lace6", "ipv6"))
+        .catch(onFailure);
+      console.log(
+        `creation to Ready, with Lace, IPv6 probes (ms): ${JSON.stringify(v6.readyAfter)}`,
+      );
+      const addresses = (pods: V1Pod[]) => [
+        ...new Set(pods.map((p) => p.status?.podIPs?.map((ip) => ip.ip).join(","))),
+      ];
+      assert.deepEqual(addresses(dual.pods), ["10.244.1.10,fd00:244::a"]);
+      assert.deepEqual(addresses(v6.pods), ["fd00:244::b"]);
+      const pods = [...dual.pods, ...v6.pods];
       const events = await core.listNamespacedEvent({ namespace: PROBE_NAMESPACE });
       const unhealthy = events.items.filter((e) => e.reason === "Unhealthy");
       assert.deepEqual(unhealthy.map((e) => `${e.involvedObject.name}: ${e.message}`), []);
@@ -187,11 +187,58 @@ Deno.test({
         }
       }
       console.log(`HTTP probes answered per pod/container: ${JSON.stringify(perPod)}`);
+      // The IPv6 probes went through Lace's IPv6 targets: they were hit.
+      const hit = (await agentTargets(node)).filter((t) =>
+        t.family === "ipv6" && t.address === "fd00:244::b" && (t.hits ?? 0) > 0
+      );
+      assert.equal(new Set(hit.map((t) => t.pod)).size, 3, JSON.stringify(hit));
+    },
+  );
+
+  await t.step(
+    "without the chained plugin a new pod still becomes Ready, from the API's pod status alone",
+    async () => {
+      // The agent then learns the pod's address only when the kubelet reports it to the API
+      // server; the kubelet may probe before that, and such probes fail (Unhealthy events).
+      const namespace = "probes-api-only";
+      await node.controlPlane.createNamespace(namespace);
+      const restore = await unchainLace(join(node.dir, "net.d"));
+      const name = "api-only";
+      const began = performance.now();
+      try {
+        const body = probePod({
+          name,
+          node: node.name,
+          network: NETWORKS[1].name,
+          portOffset: 100,
+        });
+        body.metadata!.namespace = namespace;
+        await core.createNamespacedPod({ namespace, body });
+        await waitFor(async () => isReady(await core.readNamespacedPod({ name, namespace })), {
+          timeout: 120_000,
+          interval: 250,
+          message: `pod ${name} to be Ready`,
+        }).catch(onFailure);
+      } finally {
+        await restore();
+      }
+      const readyMs = Math.round(performance.now() - began);
+      // The measurement is only honest if the plugin really was out of the chain.
+      assert.doesNotMatch(await agentLog(node), new RegExp(`CNI ADD registered ..${namespace}/`));
+      const events = await core.listNamespacedEvent({ namespace });
+      const failed = events.items.filter((e) => e.reason === "Unhealthy")
+        .reduce((sum, e) => sum + (e.count ?? 1), 0);
+      console.log(
+        `creation to Ready without the CNI path: ${readyMs} ms, ${failed} failed probes before ` +
+          `(with it: the steps above and below, no failed probe)`,
+      );
+      assert.deepEqual(await failedProbes(core), [], "the other pods were not disturbed");
+      await core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 });
     },
   );
 
   await t.step("other processes on the node reach none of the pods' addresses", async () => {
-    for (const address of ["10.244.1.10", "fd00:244::a"]) {
+    for (const address of ["10.244.1.10", "fd00:244::a", "fd00:244::b"]) {
       const result = await node.execResult([
         "timeout",
         "3",
@@ -314,7 +361,10 @@ Deno.test({
       }, { timeout: 60_000, interval: 250, message: "the agent pod to be gone" });
       // Pins outlive the agent on purpose; `lace uninstall` is how an operator removes them.
       await node.exec(["/opt/cni/bin/lace", "uninstall"]);
-      const created = await createProbePods(core, node, "control");
+      const created = new Map([
+        ...await createProbePods(core, node, "control"),
+        ...await createProbePods(core, node, "control6", "ipv6"),
+      ]);
       const restarted = await waitFor(async () => {
         const list = await core.listNamespacedPod({ namespace: PROBE_NAMESPACE });
         assert.ok(!list.items.some(isReady), "a pod became Ready without the agent");
