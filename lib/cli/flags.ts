@@ -75,12 +75,6 @@ export const boolean: ValueParser<boolean> = {
   format: () => "",
 };
 
-/** A boolean flag whose presence turns an option off (`--no-progress` sets progress false). */
-export const inverted: ValueParser<boolean> = {
-  ...boolean,
-  parse: (t) => !boolean.parse(t),
-};
-
 /** A whole number in decimal. */
 export const integer: ValueParser<number> = {
   metavar: "N",
@@ -171,6 +165,10 @@ export function parseFlags<O>(
     help: { type: "boolean" },
   };
   for (const f of command.flags) {
+    // parseArgs reads `--no-x` as "x off" only: a flag named no-x could never be given.
+    if (f.value.boolean && f.name.startsWith("no-")) {
+      throw new TypeError(`lace ${command.name}: name boolean flag --${f.name} without "no-"`);
+    }
     argOptions[f.name] = { type: f.value.boolean ? "boolean" : "string" };
   }
   let parsed;

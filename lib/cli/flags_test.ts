@@ -6,7 +6,6 @@ import {
   duration,
   helpText,
   integer,
-  inverted,
   mark,
   oneOf,
   parseFlags,
@@ -157,8 +156,6 @@ Deno.test("the boolean parser reads true/false, 1/0, yes/no, on/off in any case,
   for (const t of ["1", "true", "TRUE", "yes", "On"]) assert.equal(boolean.parse(t), true, t);
   for (const t of ["0", "false", "No", "off"]) assert.equal(boolean.parse(t), false, t);
   assert.throws(() => boolean.parse("maybe"), new Error(`must be true or false: "maybe"`));
-  assert.equal(inverted.parse("true"), false);
-  assert.equal(inverted.parse("off"), true);
 });
 
 Deno.test("the integer parser takes only decimal digits", () => {
@@ -345,4 +342,15 @@ Deno.test("lace agent --pod-cidrs skips empty items between commas", () => {
     "10.244.0.0/16",
     "fd00::/64",
   ]);
+});
+
+Deno.test("a boolean flag named no-x is refused when parsing: parseArgs could never set it", () => {
+  const spec: CommandSpec<{ quiet: boolean }> = {
+    name: "x",
+    summary: "",
+    usage: "lace x",
+    flags: [{ name: "no-quiet", key: "quiet", value: boolean, help: "" }],
+    defaults: () => ({ quiet: false }),
+  };
+  assert.throws(() => parseFlags(spec, [], {}), /--no-quiet without "no-"/);
 });

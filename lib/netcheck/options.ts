@@ -9,7 +9,6 @@ import {
   type CommandSpec,
   duration,
   integer,
-  inverted,
   oneOf,
   parseFlags,
   text,
@@ -272,10 +271,10 @@ export const netcheckCommand: CommandSpec<NetcheckOptions> = {
       help: "Also write a JUnit XML report with every path",
     },
     {
-      name: "no-progress",
+      name: "progress",
       key: "progress",
-      value: inverted,
-      help: "Print no progress bar, only progress lines",
+      value: boolean,
+      help: "Show a progress bar on a terminal (--no-progress for progress lines only)",
     },
   ],
 };

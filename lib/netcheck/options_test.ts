@@ -74,3 +74,9 @@ Deno.test("parseBandwidth() understands decimal unit suffixes", () => {
   assert.equal(parseBandwidth("2000"), 2000);
   assert.equal(parseBandwidth("1Gbps"), 1e9);
 });
+
+Deno.test("--no-progress turns the progress bar off; --progress and the default keep it", () => {
+  assert.equal(parseNetcheckArgs(["--no-progress"], {})!.progress, false);
+  assert.equal(parseNetcheckArgs(["--progress"], {})!.progress, true);
+  assert.equal(parseNetcheckArgs([], {})!.progress, true);
+});
