@@ -154,16 +154,30 @@ static __always_inline int report_allowed(void)
 	return 1;
 }
 
+/* Sends one report of an unmatched connect; false when the ring buffer is full. */
+static __always_inline int send_report(struct lace_probe_key *key, __u16 network_id)
+{
+	struct lace_unmatched_report report = {
+		.family = key->family,
+		.port = key->port,
+		.network_id = network_id,
+	};
+
+	__builtin_memcpy(report.addr, key->addr, 16);
+	return bpf_ringbuf_output(&reports, &report, sizeof(report), 0) == 0;
+}
+
 /*
  * A kubelet connect that matched no target: when its destination lies in a
  * Lace pod range, count it and report it (rate-limited; a full ring buffer
- * loses the report, never the connect, which always proceeds untouched).
+ * loses the report, never the connect, which always proceeds untouched). The
+ * report is only built when the limit lets it go: past it, a flood of such
+ * connects is only counted.
  */
 static __always_inline void unmatched(struct lace_probe_key *key)
 {
 	struct lace_range_key rk = { .prefixlen = 8 + 128, .family = key->family };
 	struct lace_range_value *range;
-	struct lace_unmatched_report report = {};
 
 	if (bench_lookup_only())
 		return;
@@ -173,11 +187,7 @@ static __always_inline void unmatched(struct lace_probe_key *key)
 		return;
 	count(LACE_CNT_UNMATCHED);
 	count_network(range->network_id, 1);
-	report.family = key->family;
-	report.port = key->port;
-	report.network_id = range->network_id;
-	__builtin_memcpy(report.addr, key->addr, 16);
-	if (!report_allowed() || bpf_ringbuf_output(&reports, &report, sizeof(report), 0) != 0)
+	if (!report_allowed() || !send_report(key, range->network_id))
 		count(LACE_CNT_REPORTS_DROPPED);
 }
 
