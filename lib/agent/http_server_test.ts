@@ -128,7 +128,7 @@ Deno.test("a /targets answer of many chunks arrives whole on a kept-alive socket
 
 Deno.test("jsonArrayResponse() lets timers run between its chunks", async () => {
   let fired = false;
-  const res = jsonArrayResponse(manyTargets(2000), 100);
+  const res = jsonArrayResponse(manyTargets(2000), 100, 100);
   setTimeout(() => fired = true, 0);
   const reader = res.body!.getReader();
   let chunks = 0;
@@ -143,8 +143,20 @@ Deno.test("jsonArrayResponse() lets timers run between its chunks", async () => 
 
 Deno.test("jsonArrayResponse() writes, byte for byte, the document JSON.stringify writes", async () => {
   const targets = [...manyTargets(1234), { ...manyTargets(1)[0], pod: 'ns/\u2028"q"', hits: 0 }];
-  const streamed = await jsonArrayResponse(targets, 100).text();
-  assert.equal(streamed, JSON.stringify(targets));
+  for (const [perChunk, perPiece] of [[100, 100], [100, 7], [512, 64], [1, 1]]) {
+    const streamed = await jsonArrayResponse(targets, perChunk, perPiece).text();
+    assert.equal(streamed, JSON.stringify(targets), `chunks of ${perChunk}, pieces of ${perPiece}`);
+  }
+});
+
+Deno.test("jsonArrayResponse() hands a chunk over in pieces of at most perPiece items", async () => {
+  const reader = jsonArrayResponse(manyTargets(300), 100, 40).body!.getReader();
+  const counts: number[] = [];
+  for (let r = await reader.read(); !r.done; r = await reader.read()) {
+    counts.push(new TextDecoder().decode(r.value).split('"family"').length - 1);
+  }
+  // Three chunks of 40 + 40 + 20, then the closing bracket alone.
+  assert.deepEqual(counts, [40, 40, 20, 40, 40, 20, 40, 40, 20, 0]);
 });
 
 Deno.test("jsonArrayResponse() writes an empty list as []", async () => {
