@@ -31,7 +31,7 @@ async function runWorker(
       "run",
       "--allow-all",
       // Lace's own V8 flags, as `lace netcheck` runs with them; gc() for the live-heap samples.
-      `--v8-flags=--expose-gc,${V8_FLAGS.join(",")}`,
+      `--v8-flags=${[...new Set(["--expose-gc", ...V8_FLAGS])].join(",")}`,
       WORKER,
       String(nodes),
       String(sessionMs),

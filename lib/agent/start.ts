@@ -193,8 +193,10 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
           desiredApplied = true;
           datapath.desiredStateApplied();
           follower.sync();
-          // Start-up is over: the C heap's freed memory goes back to the kernel now, and once
-          // more after the compilations and collections that follow it.
+          // Start-up is over: its garbage is collected now (gc() is there with Lace's V8 flags,
+          // lib/v8_flags.ts), not later in the middle of serving a request, and the C heap's
+          // freed memory goes back to the kernel now and once more after what follows start-up.
+          (globalThis as { gc?: () => void }).gc?.();
           trimMallocHeap();
           trimTimer = Number(setTimeout(() => trimMallocHeap(), 30_000));
           Deno.unrefTimer(trimTimer);
