@@ -104,6 +104,13 @@ export async function footprint(
     label: "deno run, import client-node's KubeConfig module only",
     ...kubeConfigModule,
   });
+  const watchModule = await startBaseline(["watch-module"]);
+  cleanups.push(() => watchModule.stop());
+  subjects.push({
+    name: "denoWatchModule",
+    label: "deno run, import client-node's Watch module only",
+    ...watchModule,
+  });
 
   const cgroups = SimCgroups.create();
   cleanups.push(() => cgroups.dispose());
@@ -199,6 +206,21 @@ export async function footprint(
       `${fmt(m.wakeupsPerSecond)} switches/s all threads`,
     goal: m.name.startsWith("agent") ? "RSS ≤ 100 MB, idle CPU ≈ 0" : undefined,
   }));
+  // What an agent on client-node's KubeConfig costs before it holds anything for the API: the
+  // KubeConfig module in a bare deno plus what the agent costs beyond a bare deno without the
+  // client (the pods-directory agent). Both load some of the same node modules, so this is a
+  // little more than their union.
+  const rssOf = (name: string) => measured.find((x) => x.name === name)?.rssMiB ?? NaN;
+  const sumMiB = round(
+    rssOf("denoKubeConfigModule") + rssOf("agentDir") - rssOf("bareDeno"),
+    1,
+  );
+  rows.push({
+    measurement: "KubeConfig module + the agent's own share (pods-directory agent − empty)",
+    value: `${fmt(rssOf("denoKubeConfigModule"))} + (${fmt(rssOf("agentDir"))} − ${
+      fmt(rssOf("bareDeno"))
+    }) = ${fmt(sumMiB)} MiB = ${fmt(round((sumMiB * MiB) / 1e6, 1))} MB`,
+  });
   rows.push({ measurement: "idle window", value: `${fmt(seconds)} s, after all were ready` });
   rows.push({ measurement: "V8 flags of every process", value: V8_FLAGS.join(" ") });
   const tickRow = measured.find((m) => m.name === "denoTick")!;
@@ -215,8 +237,10 @@ export async function footprint(
         ? `the Kubernetes client alone costs ${
           fmt(measured.find((x) => x.name === "denoClientNode")!.rssMiB)
         } MiB RSS in a bare deno, its KubeConfig module alone ${
-          fmt(measured.find((x) => x.name === "denoKubeConfigModule")!.rssMiB)
-        } MiB (see their rows)`
+          fmt(rssOf("denoKubeConfigModule"))
+        } MiB, and with the agent's own share (pods-directory agent − empty script) ${
+          fmt(round((sumMiB * MiB) / 1e6, 1))
+        } MB before anything for the API (see their rows)`
         : undefined,
     ));
     // A loop that wakes once a second is allowed: compare with deno running just such a timer
