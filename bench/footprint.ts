@@ -88,29 +88,24 @@ export async function footprint(
   }).output();
   await (await startBaseline(["client-node"])).stop();
 
-  const bare = await startBaseline([]);
-  cleanups.push(() => bare.stop());
-  subjects.push({ name: "bareDeno", label: "deno run, empty script", ...bare });
-  const tick = await startBaseline(["tick"]);
-  cleanups.push(() => tick.stop());
-  subjects.push({ name: "denoTick", label: "deno run, 1 Hz empty timer", ...tick });
-  const client = await startBaseline(["client-node"]);
-  cleanups.push(() => client.stop());
-  subjects.push({ name: "denoClientNode", label: "deno run, import client-node only", ...client });
-  const kubeConfigModule = await startBaseline(["kubeconfig-module"]);
-  cleanups.push(() => kubeConfigModule.stop());
-  subjects.push({
-    name: "denoKubeConfigModule",
-    label: "deno run, import client-node's KubeConfig module only",
-    ...kubeConfigModule,
-  });
-  const watchModule = await startBaseline(["watch-module"]);
-  cleanups.push(() => watchModule.stop());
-  subjects.push({
-    name: "denoWatchModule",
-    label: "deno run, import client-node's Watch module only",
-    ...watchModule,
-  });
+  // The baselines, each a `deno run` of bench/idle.ts with its argument.
+  for (
+    const [name, label, args] of [
+      ["bareDeno", "deno run, empty script", []],
+      ["denoTick", "deno run, 1 Hz empty timer", ["tick"]],
+      ["denoClientNode", "deno run, import client-node only", ["client-node"]],
+      [
+        "denoKubeConfigModule",
+        "deno run, import client-node's KubeConfig module only",
+        ["kubeconfig-module"],
+      ],
+      ["denoWatchModule", "deno run, import client-node's Watch module only", ["watch-module"]],
+    ] as const
+  ) {
+    const baseline = await startBaseline([...args]);
+    cleanups.push(() => baseline.stop());
+    subjects.push({ name, label, ...baseline });
+  }
 
   const cgroups = SimCgroups.create();
   cleanups.push(() => cgroups.dispose());
