@@ -33,3 +33,20 @@ export function sleep(timers: Timers, ms: number, signal?: AbortSignal): Promise
     signal?.addEventListener("abort", done, { once: true });
   });
 }
+
+/**
+ * Settles as `promise` does, or rejects with Error(`${what} got no answer in ${ms} ms`) once
+ * `ms` pass on `timers` first. The promise itself runs on: there is nothing to cancel it with.
+ */
+export function within<T>(
+  timers: Timers,
+  promise: Promise<T>,
+  ms: number,
+  what: string,
+): Promise<T> {
+  let id: unknown;
+  const expired = new Promise<never>((_, reject) => {
+    id = timers.setTimeout(() => reject(new Error(`${what} got no answer in ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, expired]).finally(() => timers.clearTimeout(id));
+}

@@ -75,6 +75,7 @@ async function setup(options: { restarts?: unknown[]; livenessMs?: number } = {}
     backoff: { initialMs: 10, maxMs: 50 },
     livenessMs: options.livenessMs,
     probeTimeoutMs: 500,
+    listTimeoutMs: 2_000,
     onRestart: (error) => options.restarts?.push(error),
     timers,
   });
@@ -260,6 +261,38 @@ Deno.test("a watch whose connection breaks is restarted at once, long before a l
   t.server.put(pod("p2"));
   await t.until(() => t.sink.names().join() === "p1,p2", { message: "the new watch's pod" });
   assert.equal(t.sink.lists.length, 1, "resumed from the last version, no relist");
+});
+
+Deno.test("a list whose answer never ends is given up after its timeout and made again", async () => {
+  const restarts: unknown[] = [];
+  await using t = await setup({ restarts });
+  t.server.put(pod("p1"));
+  // The first list's headers arrive, its body never ends: a server that died mid-answer, as
+  // Deno's fetch sees it.
+  let hung = 0;
+  let body: ReadableStreamDefaultController | undefined;
+  const remove = t.server.addHandler((request) => {
+    const url = new URL(request.url);
+    if (url.pathname !== "/api/v1/pods" || url.searchParams.has("watch") || hung++ > 0) return;
+    const stream = new ReadableStream({
+      start(controller) {
+        body = controller;
+        controller.enqueue(new TextEncoder().encode("{"));
+      },
+    });
+    return new Response(stream, { headers: { "content-type": "application/json" } });
+  });
+  try {
+    await t.source.start(t.sink);
+    await t.until(() => t.sink.lists.length === 1, { message: "the second list" });
+  } finally {
+    remove();
+    // The server's shutdown waits for every answer to end.
+    body?.close();
+  }
+  assert.equal(hung, 2, "the hung list, then the one that answered");
+  assert.match(String(restarts[0]), /the pod list got no answer in 2000 ms/);
+  assert.deepEqual(t.sink.names(), ["p1"]);
 });
 
 Deno.test("a failed first list is retried and never reported as an empty list", async () => {

@@ -31,7 +31,7 @@ import {
 } from "@kubernetes/client-node/dist/gen/types/ObjectParamAPI.js";
 import { getLogger } from "@logtape/logtape";
 import { type Backoff, backoffDelay } from "../backoff.ts";
-import { realTimers, sleep, type Timers } from "../timers.ts";
+import { realTimers, sleep, type Timers, within } from "../timers.ts";
 import { normalisePod, type Pod, podRef } from "./pod.ts";
 import type { PodSink, PodSource } from "./source.ts";
 
@@ -57,6 +57,11 @@ export interface ApiPodSourceOptions {
   livenessMs?: number;
   /** How long the liveness probe may take before the API counts as unreachable, in ms. */
   probeTimeoutMs?: number;
+  /**
+   * How long the pod list may take before it counts as lost, in ms: under Deno a response whose
+   * server died mid-answer never ends, and a lost list would stop the source for good.
+   */
+  listTimeoutMs?: number;
   /** How long past its server-side timeout a watch may stay open before it counts as dead, in ms. */
   deadlineGraceMs?: number;
   random?: () => number;
@@ -143,8 +148,14 @@ export class ApiPodSource implements PodSource {
     // hung stream, so the liveness check below, not this timer, is what notices a dead watch.
     (watch as unknown as { requestTimeoutMs: number }).requestTimeoutMs =
       this.#options.inactivityMs ?? 300_000;
+    const listTimeoutMs = this.#options.listTimeoutMs ?? 60_000;
     const listFn = async () => {
-      const list = await core.listPodForAllNamespaces({ fieldSelector });
+      const list = await within(
+        this.#timers,
+        core.listPodForAllNamespaces({ fieldSelector }),
+        listTimeoutMs,
+        "the pod list",
+      );
       this.#deliverList(list.items);
       return list;
     };
@@ -223,25 +234,15 @@ export class ApiPodSource implements PodSource {
     }
     if (now - this.#lastActivity < livenessMs) return;
     this.#probing = true;
-    const timeoutMs = this.#options.probeTimeoutMs ?? 5_000;
-    let timer: unknown;
     try {
-      await Promise.race([
-        version.getCode(),
-        new Promise((_, reject) => {
-          timer = this.#timers.setTimeout(
-            () => reject(new Error(`no answer in ${timeoutMs} ms`)),
-            timeoutMs,
-          );
-        }),
-      ]);
+      const timeoutMs = this.#options.probeTimeoutMs ?? 5_000;
+      await within(this.#timers, version.getCode(), timeoutMs, "GET /version");
       this.#lastActivity = this.#timers.now();
     } catch (error) {
       if (!this.#stopped) {
         this.#abandonWatch(`the API server did not answer a liveness probe: ${describe(error)}`);
       }
     } finally {
-      this.#timers.clearTimeout(timer);
       this.#probing = false;
     }
   }
