@@ -120,6 +120,13 @@ async function add(conf: Conf, containerId: string, netns: string, ifname: strin
   if (!ipv6Only) await inPod(["ip", "route", "add", "default", "dev", ifname]);
   await inPod(["ip", "-6", "route", "add", "default", "dev", ifname]);
   const mac = (await inPod(["cat", `/sys/class/net/${ifname}/address`])).trim();
+  // Addresses are reused: the node may still hold the previous holder's MAC for this one (the
+  // kubelet probed it), and would send the new pod's first probes to a gone interface until the
+  // entry aged out. A real bridge plugin announces the new MAC (gratuitous ARP); forgetting the
+  // old one has the same effect.
+  for (const address of ipv6Only ? [v6] : [v4, v6]) {
+    await run(["ip", "neigh", "flush", "to", address, "dev", network.bridge]);
+  }
   await api(conf, "PATCH", `/api/v1/namespaces/${namespace}/pods/${name}`, {
     metadata: {
       annotations: { "lace.io/network": network.name, "lace.io/network-id": String(network.id) },
