@@ -10,7 +10,7 @@
 import { V1MicroTime } from "@kubernetes/client-node/dist/types.js";
 import { getLogger } from "@logtape/logtape";
 import { backoffDelay } from "../backoff.ts";
-import { realTimers, sleep, type Timers } from "../timers.ts";
+import { realTimers, sleep, type Timers, within } from "../timers.ts";
 import type { EventSink, ObjectRef } from "./event_sink.ts";
 import { errorText } from "../error_text.ts";
 
@@ -46,6 +46,12 @@ export interface EventRecorderOptions {
   retries?: number;
   /** First retry delay, doubling, in ms; default 1000. */
   retryDelayMs?: number;
+  /**
+   * How long one request may take before it counts as failed (and is retried), in ms; default
+   * 30 000. Under Deno a response whose server died mid-answer never ends: without a limit
+   * one such request would stop every Event after it.
+   */
+  requestTimeoutMs?: number;
   /** The wall clock Events are stamped with and rate limits count on; default Date.now. */
   now?: () => number;
   /** Timers for the retry delays; the process's own by default. */
@@ -117,6 +123,7 @@ export class EventRecorder implements EventSink {
       cacheSize: 4096,
       retries: 3,
       retryDelayMs: 1000,
+      requestTimeoutMs: 30_000,
       now: Date.now,
       timers: realTimers,
       ...options,
@@ -288,7 +295,12 @@ export class EventRecorder implements EventSink {
   async #retrying<T>(call: () => Promise<T>): Promise<T> {
     for (let attempt = 0;; attempt++) {
       try {
-        return await call();
+        return await within(
+          this.#options.timers,
+          call(),
+          this.#options.requestTimeoutMs,
+          "the Event request",
+        );
       } catch (error) {
         const status = statusOf(error);
         const final = (status !== undefined && status >= 400 && status < 500 && status !== 429) ||

@@ -157,6 +157,25 @@ Deno.test("server failures are retried after a doubling delay, then counted, nev
   assert.equal(api.calls.length, 3 + 4);
 });
 
+Deno.test("a request that never answers is given up after its timeout and retried", async () => {
+  const api = new FakeApi();
+  const { clock, timers } = fakeTime();
+  // The first request hangs for good (a server that died mid-answer, as Deno's fetch sees it).
+  api.gate = new Promise(() => {});
+  const events = recorder(api, { retryDelayMs: 1000, requestTimeoutMs: 30_000, timers });
+  events.warn(POD, "R", "hung once");
+  await clock.tickAsync(29_999);
+  assert.equal(api.calls.length, 1);
+  api.gate = undefined;
+  await clock.tickAsync(1 + 1000);
+  await events.flush();
+  assert.equal(api.calls.length, 2, "retried after the timeout and the first delay");
+  assert.equal(events.stats.created, 1);
+  events.warn(POD, "R2", "and the queue moves on");
+  await events.flush();
+  assert.equal(events.stats.created, 2);
+});
+
 Deno.test("stop() ends a retry delay at once", async () => {
   const api = new FakeApi();
   const { clock, timers } = fakeTime();
