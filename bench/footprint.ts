@@ -100,6 +100,11 @@ export async function footprint(
         ["kubeconfig-module"],
       ],
       ["denoWatchModule", "deno run, import client-node's Watch module only", ["watch-module"]],
+      [
+        "denoLaceClient",
+        "deno run, import the client as the agent does (its bundle)",
+        ["lace-client"],
+      ],
     ] as const
   ) {
     const baseline = await startBaseline([...args]);
@@ -201,18 +206,15 @@ export async function footprint(
       `${fmt(m.wakeupsPerSecond)} switches/s all threads`,
     goal: m.name.startsWith("agent") ? "RSS ≤ 100 MB, idle CPU ≈ 0" : undefined,
   }));
-  // What an agent on client-node's KubeConfig costs before it holds anything for the API: the
-  // KubeConfig module in a bare deno plus what the agent costs beyond a bare deno without the
+  // What an agent on the client costs before it holds anything for the API: the client as the
+  // agent loads it, in a bare deno, plus what the agent costs beyond a bare deno without the
   // client (the pods-directory agent). Both load some of the same node modules, so this is a
   // little more than their union.
   const rssOf = (name: string) => measured.find((x) => x.name === name)?.rssMiB ?? NaN;
-  const sumMiB = round(
-    rssOf("denoKubeConfigModule") + rssOf("agentDir") - rssOf("bareDeno"),
-    1,
-  );
+  const sumMiB = round(rssOf("denoLaceClient") + rssOf("agentDir") - rssOf("bareDeno"), 1);
   rows.push({
-    measurement: "KubeConfig module + the agent's own share (pods-directory agent − empty)",
-    value: `${fmt(rssOf("denoKubeConfigModule"))} + (${fmt(rssOf("agentDir"))} − ${
+    measurement: "the client's bundle + the agent's own share (pods-directory agent − empty)",
+    value: `${fmt(rssOf("denoLaceClient"))} + (${fmt(rssOf("agentDir"))} − ${
       fmt(rssOf("bareDeno"))
     }) = ${fmt(sumMiB)} MiB = ${fmt(round((sumMiB * MiB) / 1e6, 1))} MB`,
   });
@@ -233,6 +235,8 @@ export async function footprint(
           fmt(measured.find((x) => x.name === "denoClientNode")!.rssMiB)
         } MiB RSS in a bare deno, its KubeConfig module alone ${
           fmt(rssOf("denoKubeConfigModule"))
+        } MiB, the agent's bundle of it ${
+          fmt(rssOf("denoLaceClient"))
         } MiB, and with the agent's own share (pods-directory agent − empty script) ${
           fmt(round((sumMiB * MiB) / 1e6, 1))
         } MB before anything for the API (see their rows)`

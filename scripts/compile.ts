@@ -1,5 +1,6 @@
 /**
- * `deno task compile`: builds the single `lace` binary with the BPF object embedded.
+ * `deno task compile`: builds the single `lace` binary with the BPF object and the Kubernetes
+ * client's bundle (built first when it is missing or stale, scripts/bundle.ts) embedded.
  *
  *   deno task compile [--output PATH] [--target TRIPLE]
  *
@@ -11,6 +12,7 @@
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { v8FlagsArg } from "../lib/v8_flags.ts";
+import { buildBundle, CLIENT_NODE_BUNDLE } from "./bundle.ts";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const BPF_OBJECT = "bpf/lace.bpf.o";
@@ -53,6 +55,9 @@ export function compileCommandArgs(options: CompileOptions): string[] {
     // main.ts imports it through a variable (so the CNI plugin's start skips its graph).
     "--include",
     COMMANDS_MODULE,
+    // lib/kube/k8s.ts imports the Kubernetes client's bundle by a computed URL.
+    "--include",
+    CLIENT_NODE_BUNDLE,
     ...(options.target ? ["--target", options.target] : []),
     "--output",
     options.output,
@@ -114,6 +119,13 @@ async function main(args: string[]): Promise<number> {
     console.error(
       `compile: BPF object "${BPF_OBJECT}" not found: build it first with deno task bpf`,
     );
+    return 1;
+  }
+
+  try {
+    await buildBundle({ output: CLIENT_NODE_BUNDLE, force: false });
+  } catch (error) {
+    console.error(`compile: the Kubernetes client's bundle: ${(error as Error).message}`);
     return 1;
   }
 

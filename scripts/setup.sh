@@ -59,7 +59,10 @@ say "building the BPF object"
 "$deno" task -q bpf
 
 say "caching dependencies from the lockfile"
-"$deno" install -q --entrypoint main.ts lib/cli/commands.ts >/dev/null  # commands.ts: main.ts imports it by a variable
+"$deno" install -q --entrypoint main.ts lib/cli/commands.ts lib/kube/client_node.ts >/dev/null  # both imported by a variable
+
+say "bundling the parts of the Kubernetes client Lace uses"
+"$deno" task -q bundle
 
 # Go builds the Kubernetes test tools (tests/k8s/go.mod wants 1.26); Debian 12's golang is
 # too old. Without a recent enough Go, take the toolchain from the Go module proxy, where the

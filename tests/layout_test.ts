@@ -67,3 +67,48 @@ Deno.test("no product file under lib/ or main.ts imports from tests/ or a sim fo
   );
   assert.deepEqual(offenders, []);
 });
+
+/** The specifiers of a source's value imports (not `import type`, not inline `type` names only). */
+function valueImportSpecifiers(source: string): string[] {
+  const pattern =
+    /(?:^|[\s;}])(import|export)(\s+type)?\s([^"'`;]*?)\sfrom\s*["']([^"']+)["']|\bimport\(\s*["']([^"']+)["']\s*\)/gm;
+  const out: string[] = [];
+  for (const m of source.matchAll(pattern)) {
+    if (m[5]) {
+      out.push(m[5]);
+      continue;
+    }
+    if (m[2]) continue;
+    // `import { type A, type B } from ...` brings no value either.
+    const names = m[3].replace(/^\{|\}$/g, "").split(",").map((n) => n.trim()).filter(Boolean);
+    if (names.length > 0 && names.every((n) => n.startsWith("type "))) continue;
+    out.push(m[4]);
+  }
+  return out;
+}
+
+Deno.test("valueImportSpecifiers() leaves out type-only imports", () => {
+  const source = [
+    `import type * as k8s from "@kubernetes/client-node";`,
+    `import { type A, type B } from "pkg-a";`,
+    `import { type C, D } from "pkg-b";`,
+    `export { E } from "pkg-c";`,
+    `const m = await import("pkg-d");`,
+  ].join("\n");
+  assert.deepEqual(valueImportSpecifiers(source), ["pkg-b", "pkg-c", "pkg-d"]);
+});
+
+Deno.test("only lib/kube/client_node.ts imports client-node's values: one copy of the client", () => {
+  const offenders: string[] = [];
+  let seen = 0;
+  for (const file of productFiles(join(ROOT, "lib"))) {
+    const path = relative(ROOT, file);
+    for (const spec of valueImportSpecifiers(Deno.readTextFileSync(file))) {
+      if (!spec.startsWith("@kubernetes/client-node")) continue;
+      seen++;
+      if (path !== "lib/kube/client_node.ts") offenders.push(`${path} imports ${spec}`);
+    }
+  }
+  assert(seen > 0, "client_node.ts's imports were not found: the scan proves nothing");
+  assert.deepEqual(offenders, []);
+});

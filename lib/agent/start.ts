@@ -131,9 +131,8 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     const { ApiPodSource } = await import("../pods/api_source.ts");
     const { loadKubeConfig } = await import("../kube/client.ts");
     const { EventRecorder } = await import("../kube/events.ts");
-    const { ObjectCoreV1Api: CoreV1Api } = await import(
-      "@kubernetes/client-node/dist/gen/types/ObjectParamAPI.js"
-    );
+    const { CoreV1Api, clientNodeOrigin } = await import("../kube/k8s.ts");
+    log.debug("Kubernetes client loaded from its {origin}", { origin: clientNodeOrigin });
     const kubeConfig = loadKubeConfig({ kubeconfig: config.kubeconfig });
     sources.push(
       new ApiPodSource({

@@ -1,11 +1,12 @@
 /**
  * The Kubernetes client setup the agent and `lace netcheck` share: a
  * KubeConfig from `--kubeconfig`, else the KUBECONFIG variable, else the
- * in-cluster service account. Imports client-node (about 0.5 s), so callers
- * import this module lazily, only when they talk to the API.
+ * in-cluster service account. Loads the Kubernetes client (lib/kube/k8s.ts,
+ * about 0.3 s), so callers import this module lazily, only when they talk to
+ * the API.
  */
 import { createHash } from "node:crypto";
-import { KubeConfig } from "@kubernetes/client-node/dist/config.js";
+import { KubeConfig } from "./k8s.ts";
 import { getLogger } from "@logtape/logtape";
 
 const log = getLogger(["lace", "kube"]);

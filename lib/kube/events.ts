@@ -7,7 +7,7 @@
  * that one worker drains, so reconcile never waits for the API; drops and
  * failures are counted and logged, never thrown.
  */
-import { V1MicroTime } from "@kubernetes/client-node/dist/types.js";
+import { V1MicroTime } from "./k8s.ts";
 import { getLogger } from "@logtape/logtape";
 import { backoffDelay } from "../backoff.ts";
 import { realTimers, sleep, type Timers, within } from "../timers.ts";

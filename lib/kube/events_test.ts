@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { V1MicroTime } from "@kubernetes/client-node";
+import { V1MicroTime } from "./k8s.ts";
 import { type EventApi, EventRecorder } from "./events.ts";
 import { nodeObjectRef, type ObjectRef } from "./event_sink.ts";
 import { fakeTime } from "../../tests/helpers/fake_time.ts";

@@ -1,10 +1,11 @@
 /**
- * NetcheckCluster over @kubernetes/client-node. client-node is imported
- * lazily (it costs about half a second and 90 MB), so only a run that talks
- * to a cluster pays for it. Every call maps to one RBAC verb listed in
+ * NetcheckCluster over @kubernetes/client-node. The client (lib/kube/k8s.ts)
+ * is loaded lazily (it costs about a third of a second and tens of MB), so
+ * only a run that talks to a cluster pays for it. Every call maps to one RBAC verb listed in
  * docs/netcheck.md.
  */
 import type * as k8s from "@kubernetes/client-node";
+import type { ClientNode } from "../kube/k8s.ts";
 import { Writable } from "node:stream";
 import {
   ConflictError,
@@ -14,8 +15,6 @@ import {
   type NetcheckCluster,
   type ProbePod,
 } from "./cluster.ts";
-
-type ClientNode = typeof k8s;
 
 function statusOf(e: unknown): number | undefined {
   const code = (e as { code?: unknown })?.code;
@@ -287,8 +286,8 @@ export class ClientNodeCluster implements NetcheckCluster {
  * client-node only now.
  */
 export async function connectCluster(kubeconfig: string): Promise<ClientNodeCluster> {
-  const lib = await import("@kubernetes/client-node");
   const { loadKubeConfig } = await import("../kube/client.ts");
+  const lib = await import("../kube/k8s.ts");
   let path = kubeconfig;
   const home = Deno.env.get("HOME");
   if (

@@ -20,15 +20,7 @@
  * open past the timeout the server was asked to end it at is dead. Each
  * abandons that watch and restarts from the last resourceVersion.
  */
-// client-node's own modules, not its index: the index also loads exec, attach, port-forward,
-// cp, top and metrics, which the agent never uses.
-import type { KubeConfig } from "@kubernetes/client-node/dist/config.js";
-import { ListWatch } from "@kubernetes/client-node/dist/cache.js";
-import { Watch } from "@kubernetes/client-node/dist/watch.js";
-import {
-  ObjectCoreV1Api as CoreV1Api,
-  ObjectVersionApi as VersionApi,
-} from "@kubernetes/client-node/dist/gen/types/ObjectParamAPI.js";
+import { CoreV1Api, type KubeConfig, ListWatch, VersionApi, Watch } from "../kube/k8s.ts";
 import { getLogger } from "@logtape/logtape";
 import { type Backoff, backoffDelay } from "../backoff.ts";
 import { realTimers, sleep, type Timers, within } from "../timers.ts";

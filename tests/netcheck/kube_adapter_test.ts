@@ -5,7 +5,7 @@
  * whose API calls stay within the documented RBAC.
  */
 import assert from "node:assert/strict";
-import * as k8s from "@kubernetes/client-node";
+import * as k8s from "../../lib/kube/k8s.ts";
 import { loadKubeConfig } from "../../lib/kube/client.ts";
 import { ClientNodeCluster } from "../../lib/netcheck/kube_adapter.ts";
 import { acquireLease } from "../../lib/netcheck/lease_lock.ts";
