@@ -127,7 +127,8 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
   }
   let events: EventSink = noopEventSink;
   if (config.useApi) {
-    // Loaded only here: the Kubernetes client alone costs ~100 MB of RSS (bench/RESULTS.md).
+    // Loaded only here: the Kubernetes client costs ~30 MiB of RSS as its bundle, ~70 without
+    // (bench/RESULTS.md, figure 4).
     const { ApiPodSource } = await import("../pods/api_source.ts");
     const { loadKubeConfig } = await import("../kube/client.ts");
     const { EventRecorder } = await import("../kube/events.ts");
