@@ -332,19 +332,14 @@ Deno.test("AgentCore.stop() stops the sources and leaves the store in place", as
 /** A pod whose spec carries an object nested `depth` levels deep. */
 function deeplyNested(uid: string, depth: number): Pod {
   const hostile = pod(uid, "10.0.0.66", 1);
-  const nest = () => {
-    let inner: Record<string, unknown> = {};
-    const root = inner;
-    for (let i = 0; i < depth; i++) inner = (inner.x = {}) as Record<string, unknown>;
-    return root;
-  };
-  // Once where Lace never reads (dropped when the pod is normalised), once in a probe it keeps.
-  (hostile.spec as Record<string, unknown>).extra = nest();
-  hostile.spec.containers[0].livenessProbe = { exec: nest() as { command?: string[] } };
+  let inner: Record<string, unknown> = {};
+  const root = inner;
+  for (let i = 0; i < depth; i++) inner = (inner.x = {}) as Record<string, unknown>;
+  (hostile.spec as Record<string, unknown>).extra = root;
   return hostile;
 }
 
-Deno.test("AgentCore handles a pod nested thousands of levels deep like any other and writes every target", async () => {
+Deno.test("AgentCore skips a pod nested thousands of levels deep and writes the others' targets", async () => {
   const t = setup(["api", "dir"]);
   await t.core.start();
   t.sources[0].list(pod("a", "10.0.0.1", 1), deeplyNested("hostile", 20_000));
@@ -352,10 +347,12 @@ Deno.test("AgentCore handles a pod nested thousands of levels deep like any othe
   await t.settle();
   const report = t.core.view().lastReconcile!;
   assert.equal(report.error, undefined, "the reconcile as a whole succeeds");
-  // The nesting is never walked recursively (normalised without recursion, merged without a
-  // deep copy), so the pod's own readiness probe gets its target and its exec probe none.
-  assert.deepEqual(ids(t.store), ["10.0.0.1:8080=1", "10.0.0.2:8080=2", "10.0.0.66:8080=1"]);
-  assert.equal(t.skips.filter((s) => s.pod.uid === "hostile").length, 0);
+  assert.deepEqual(ids(t.store), ["10.0.0.1:8080=1", "10.0.0.2:8080=2"]);
+  const skip = t.skips.find((s) => s.pod.uid === "hostile");
+  assert.ok(skip, "the hostile pod is reported");
+  assert.equal(skip.reason, "malformed");
+  assert.equal(`${skip.pod.namespace}/${skip.pod.name}`, "ns/p-hostile");
+  assert.match(skip.message, /could not be evaluated/);
   assert.equal(t.core.view().firstFullListApplied, true);
   await t.core.stop();
 });

@@ -57,8 +57,29 @@ export function podRef(pod: Pod): string {
   return `${pod.metadata.namespace}/${pod.metadata.name}`;
 }
 
+import { nestedDeeperThan } from "../json.ts";
+
 /** Pods normalisePod made: frozen, so they can be shared by every holder without a copy. */
 const NORMALISED = new WeakSet<object>();
+/** Normalised pods whose source nested deeper than MAX_POD_DEPTH: see normalisePod. */
+const TOO_DEEP = new WeakSet<object>();
+
+/**
+ * How deep a pod's JSON may nest and still be evaluated: far beyond any real
+ * pod (a few tens of levels), well below where a recursive copy of it would
+ * overflow the stack (kube-apiserver accepts 10,000).
+ */
+export const MAX_POD_DEPTH = 1000;
+
+/**
+ * Throws TypeError for a pod normalisePod marked as nested too deeply. Such a
+ * pod stays known by its identity, so it can be reported, but gets no targets.
+ */
+export function assertNotTooDeep(pod: Pod): void {
+  if (TOO_DEEP.has(pod)) {
+    throw new TypeError(`Pod is nested more than ${MAX_POD_DEPTH} levels deep`);
+  }
+}
 
 /** The fields of each level Lace reads (the Pod interface above); the rest is dropped. */
 const METADATA_FIELDS = [
@@ -117,7 +138,8 @@ function deepFreeze(root: object): void {
  * statuses are most of its size, and a node holds one copy per pod for as long
  * as the pod lives); their values are kept as they are, for the rules to check.
  * The result is frozen and handed back as it is when normalised again, so a
- * source and the cache share one copy.
+ * source and the cache share one copy. A pod nested deeper than MAX_POD_DEPTH
+ * (in any field, kept or not) is marked for assertNotTooDeep.
  */
 export function normalisePod(input: unknown): Pod {
   if (typeof input === "object" && input !== null && NORMALISED.has(input)) return input as Pod;
@@ -147,5 +169,6 @@ export function normalisePod(input: unknown): Pod {
   if (Object.hasOwn(pod, "status")) out.status = pick(pod.status, STATUS_FIELDS);
   deepFreeze(out);
   NORMALISED.add(out);
+  if (nestedDeeperThan(pod, MAX_POD_DEPTH)) TOO_DEEP.add(out);
   return out as unknown as Pod;
 }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { normalisePod } from "./pod.ts";
+import { assertNotTooDeep, MAX_POD_DEPTH, normalisePod } from "./pod.ts";
 
 const full = {
   apiVersion: "v1",
@@ -85,6 +85,20 @@ Deno.test("normalisePod() freezes a deeply nested probe without overflowing the 
     spec: { containers: [{ name: "c", livenessProbe: { exec: deep } }] },
   });
   assert.ok(Object.isFrozen(pod.spec.containers[0].livenessProbe!.exec));
+});
+
+Deno.test("normalisePod() marks a pod nested too deeply, even in a field it drops", () => {
+  const nest = (depth: number) => {
+    let deep: unknown = {};
+    for (let i = 0; i < depth; i++) deep = { a: deep };
+    return deep;
+  };
+  const base = { metadata: { name: "x", uid: "u" }, spec: { containers: [] } };
+  const hostile = normalisePod({ ...base, spec: { containers: [], extra: nest(MAX_POD_DEPTH) } });
+  assert.equal(Object.hasOwn(hostile.spec, "extra"), false);
+  assert.throws(() => assertNotTooDeep(hostile), TypeError);
+  assertNotTooDeep(normalisePod({ ...base, spec: { containers: [], extra: nest(20) } }));
+  assertNotTooDeep(normalisePod(full));
 });
 
 Deno.test("normalisePod() still refuses a pod without name, uid or containers list", () => {
