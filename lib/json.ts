@@ -7,3 +7,15 @@
 export function isObject<V = unknown>(value: unknown): value is Record<string, V> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
+
+/** True when `value` nests objects or arrays more than `limit` levels deep; never recurses. */
+export function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== "object") continue;
+    if (depth > limit) return true;
+    for (const child of Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return false;
+}

@@ -8,7 +8,7 @@ import { type Config, markFor } from "../config.ts";
 import { type Conflict, resolveConflicts } from "../rules/conflicts.ts";
 import type { Pod } from "../pods/pod.ts";
 import type { PodCache } from "../pods/cache.ts";
-import { keyId, type ProbeEntry, type ProbeKey } from "../datapath/probe_map.ts";
+import { keyId, type ProbeEntry, type ProbeKey, type ProbeValue } from "../datapath/probe_map.ts";
 import { type PodTargets, probeTargetsForPod, type Skip, type Target } from "../rules/targets.ts";
 import type { NetworkMismatch, PodNetwork } from "../rules/pod_network.ts";
 import { capTargets, shareMap, type Unwritten } from "../rules/share.ts";
@@ -30,8 +30,16 @@ export type DesiredStateConfig = Pick<
   | "maxTargetsPerPod"
 >;
 
-/** The rules' result per merged pod object, with the node network it was computed for. */
-export type RulesMemo = WeakMap<Pod, { node: PodNetwork | undefined; result: PodTargets }>;
+/**
+ * The rules' result per merged pod object, with the node network it was
+ * computed for, and the views of its targets (made on first use, one per
+ * target of `result.targets`, in its order): a pod that does not change keeps
+ * its views and entries from one reconcile to the next.
+ */
+export type RulesMemo = WeakMap<
+  Pod,
+  { node: PodNetwork | undefined; result: PodTargets; views?: TargetView[] }
+>;
 
 export interface DesiredStateInput {
   /** The pods to evaluate, by uid, as the cache lists them. */
@@ -73,6 +81,7 @@ export function desiredState(input: DesiredStateInput): DesiredState {
   const all: Target[] = [];
   const claimsOnly = new Set<Target>();
   const rank = new Map<Target, number>();
+  const viewOf = new Map<Target, TargetView>();
   const skips: Skip[] = [];
   const mismatches: NetworkMismatch[] = [];
   const unwritten: Unwritten[] = [];
@@ -93,7 +102,12 @@ export function desiredState(input: DesiredStateInput): DesiredState {
         derived.result.targets,
         config.maxTargetsPerPod,
       );
-      writable.forEach((t, i) => rank.set(t, i));
+      derived.views ??= targetViews(derived.result.targets, config);
+      const views = derived.views;
+      writable.forEach((t, i) => {
+        rank.set(t, i);
+        viewOf.set(t, views[i]);
+      });
       for (const t of [...over, ...(derived.result.claims ?? [])]) claimsOnly.add(t);
       all.push(...writable, ...over, ...(derived.result.claims ?? []));
       if (capped) unwritten.push(capped);
@@ -112,17 +126,41 @@ export function desiredState(input: DesiredStateInput): DesiredState {
   unwritten.push(...overflow);
   const desired = new Map<string, ProbeEntry>();
   const views: TargetView[] = [];
-  for (
-    const { key, networkId, ...rest } of kept
-  ) {
-    const entry = { key, value: { networkId, mark: markFor(config, networkId) } };
-    desired.set(keyId(key), entry);
-    views.push({ entry, ...rest });
+  for (const t of kept) {
+    const view = viewOf.get(t)!;
+    desired.set(keyId(t.key), view.entry);
+    views.push(view);
   }
   // A conflicted key nobody keeps leaves the map even before the first full list: an
   // entry a previous agent wrote for it would deliver probes into another network.
   const withdraw = conflicts.map((c) => c.key).filter((k) => !desired.has(keyId(k)));
   return { desired, views, conflicts, skips, mismatches, unwritten, withdraw };
+}
+
+/**
+ * One pod's targets as views with their map entries. Targets of one network
+ * share one value; each view is one object literal of a fixed shape (no
+ * properties added later), as the snapshot holds one per target at a full map.
+ */
+export function targetViews(targets: Target[], config: DesiredStateConfig): TargetView[] {
+  const values = new Map<number, ProbeValue>();
+  return targets.map((t) => {
+    let value = values.get(t.networkId);
+    if (!value) {
+      value = Object.freeze({ networkId: t.networkId, mark: markFor(config, t.networkId) });
+      values.set(t.networkId, value);
+    }
+    const entry: ProbeEntry = { key: t.key, value };
+    const { network, pod, container, probe, handler, http, periodSeconds } = t;
+    if (http) {
+      return periodSeconds === undefined
+        ? { entry, network, pod, container, probe, handler, http }
+        : { entry, network, pod, container, probe, handler, periodSeconds, http };
+    }
+    return periodSeconds === undefined
+      ? { entry, network, pod, container, probe, handler }
+      : { entry, network, pod, container, probe, handler, periodSeconds };
+  });
 }
 
 /** The skip for a pod whose views could not be merged or evaluated. */

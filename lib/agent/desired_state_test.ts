@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { desiredState, type DesiredStateConfig, type RulesMemo } from "./desired_state.ts";
+import {
+  desiredState,
+  type DesiredStateConfig,
+  type RulesMemo,
+  targetViews,
+} from "./desired_state.ts";
 import { markFor } from "../config.ts";
 import type { Pod } from "../pods/pod.ts";
 import { keyId } from "../datapath/probe_map.ts";
@@ -136,4 +141,67 @@ Deno.test("desiredState() runs the rules again for a pod only when its node netw
   assert.equal(memo.get(a), first, "same pod object, same network: the memo is reused");
   compute([a], { memo, nodeNetworks: new Map([["a", { network: "net2", networkId: 2 }]]) });
   assert.notEqual(memo.get(a), first);
+});
+
+Deno.test("desiredState() hands back the same views and entries while a pod does not change", () => {
+  const memo: RulesMemo = new WeakMap();
+  const a = pod("a", "10.0.0.1", 1, [8080, 9000]);
+  const first = compute([a], { memo });
+  const again = compute([a], { memo });
+  assert.equal(again.views.length, 2);
+  again.views.forEach((v, i) => assert.equal(v, first.views[i]));
+  assert.equal(again.desired.get(keyId(again.views[0].entry.key)), first.views[0].entry);
+  const moved = compute([pod("a", "10.0.0.2", 1, [8080, 9000])], { memo });
+  assert.notEqual(moved.views[0], first.views[0], "a changed pod gets new views");
+});
+
+Deno.test("targetViews() shares one frozen value per network and copies each target's fields", () => {
+  const views = compute([pod("a", "10.0.0.1", 3, [8080, 9000])]).views;
+  assert.equal(views[0].entry.value, views[1].entry.value);
+  assert.ok(Object.isFrozen(views[0].entry.value));
+  assert.deepEqual(views[0].entry.value, { networkId: 3, mark: markFor(CONFIG, 3) });
+  const direct = targetViews(
+    [{
+      key: { family: "ipv4", address: "10.0.0.9", port: 80 },
+      networkId: 4,
+      network: "net4",
+      pod: { namespace: "ns", name: "p", uid: "u" },
+      container: "c",
+      probe: "liveness",
+      handler: "httpGet",
+      http: { path: "/", scheme: "HTTP" },
+      periodSeconds: 3,
+    }],
+    CONFIG,
+  );
+  assert.deepEqual(direct, [{
+    entry: {
+      key: { family: "ipv4", address: "10.0.0.9", port: 80 },
+      value: { networkId: 4, mark: markFor(CONFIG, 4) },
+    },
+    network: "net4",
+    pod: { namespace: "ns", name: "p", uid: "u" },
+    container: "c",
+    probe: "liveness",
+    handler: "httpGet",
+    http: { path: "/", scheme: "HTTP" },
+    periodSeconds: 3,
+  }]);
+  const [plain] = targetViews([{
+    key: { family: "ipv6", address: "fd00::1", port: 81 },
+    networkId: 4,
+    network: "net4",
+    pod: { namespace: "ns", name: "p", uid: "u" },
+    container: "c",
+    probe: "readiness",
+    handler: "tcpSocket",
+  }], CONFIG);
+  assert.deepEqual(Object.keys(plain), [
+    "entry",
+    "network",
+    "pod",
+    "container",
+    "probe",
+    "handler",
+  ]);
 });

@@ -4,7 +4,7 @@
  * never erases what another source said.
  */
 import { getLogger } from "@logtape/logtape";
-import { normalisePod, type Pod } from "./pod.ts";
+import { assertNotTooDeep, normalisePod, type Pod } from "./pod.ts";
 import type { PodSink } from "./source.ts";
 import { errorText } from "../error_text.ts";
 
@@ -31,19 +31,22 @@ function hasIPs(pod: Pod): boolean {
  * The addresses come from the best source that has any, because the CNI path
  * knows them before the API. The network the node attached the pod to is not
  * part of any view: the agent core holds it apart, so no source can forge it.
+ * Views are normalised, hence frozen: the merge shares their parts, and is the
+ * best view itself when that view has the addresses too (or none has any).
+ * Throws for a view nested too deeply (assertNotTooDeep): that pod is then
+ * reported and gets no targets.
  */
 function mergePodViews(views: Pod[]): Pod {
+  views.forEach(assertNotTooDeep);
   const [best] = views;
-  const merged: Pod = structuredClone(best);
   const withIPs = views.find(hasIPs);
-  if (withIPs && withIPs !== best) {
-    merged.status = { ...merged.status };
-    delete merged.status.podIP;
-    delete merged.status.podIPs;
-    if (withIPs.status?.podIP) merged.status.podIP = withIPs.status.podIP;
-    if (withIPs.status?.podIPs) merged.status.podIPs = structuredClone(withIPs.status.podIPs);
-  }
-  return merged;
+  if (!withIPs || withIPs === best) return best;
+  const status: NonNullable<Pod["status"]> = { ...best.status };
+  delete status.podIP;
+  delete status.podIPs;
+  if (withIPs.status?.podIP) status.podIP = withIPs.status.podIP;
+  if (withIPs.status?.podIPs) status.podIPs = withIPs.status.podIPs;
+  return Object.freeze({ ...best, status: Object.freeze(status) });
 }
 
 /**
@@ -60,9 +63,6 @@ export class PodCache implements PodSink {
   readonly #priority: string[];
   /** Merged views by uid, dropped whenever one of that uid's views changes. */
   readonly #merged = new Map<string, Pod>();
-  /** Normalised pods by the object a source handed in: a source that re-sends the same
-   * object (the directory source for files that did not change) costs no work. */
-  readonly #normalised = new WeakMap<object, Pod>();
 
   constructor(opts: PodCacheOptions = {}) {
     this.#opts = opts;
@@ -177,11 +177,9 @@ export class PodCache implements PodSink {
     return [...this.#bySource.keys()].sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : 1));
   }
 
+  /** A source that re-sends a normalised pod (the directory source for files that did not
+   * change) costs no work: normalisePod hands it back as it is. */
   #accept(source: string, input: unknown): Pod | undefined {
-    const known = typeof input === "object" && input !== null
-      ? this.#normalised.get(input)
-      : undefined;
-    if (known) return known;
     let pod: Pod;
     try {
       pod = normalisePod(input);
@@ -201,7 +199,6 @@ export class PodCache implements PodSink {
       });
       return undefined;
     }
-    if (typeof input === "object" && input !== null) this.#normalised.set(input, pod);
     return pod;
   }
 

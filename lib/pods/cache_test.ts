@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { Pod } from "./pod.ts";
+import { normalisePod, type Pod } from "./pod.ts";
 import { PodCache } from "./cache.ts";
 
 function pod(uid: string, over: Partial<Pod["metadata"]> = {}, extra: Partial<Pod> = {}): Pod {
@@ -99,11 +99,36 @@ Deno.test("PodCache.get() returns the same object until one of the pod's views c
   assert.notEqual(cache.get("b"), b1);
   assert.deepEqual(cache.get("b")!.metadata.annotations, { x: "1" });
   cache.upsert("cni", pod("a", { annotations: { "lace.io/network": "n" } }));
-  assert.notEqual(cache.get("a"), a1, "a new view of the pod makes a new merge");
+  assert.equal(cache.get("a"), a1, "a view without addresses changes nothing in the merge");
+  cache.upsert("cni", pod("a", {}, { status: { podIPs: [{ ip: "10.0.0.5" }] } }));
+  assert.notEqual(cache.get("a"), a1, "a view with the addresses makes a new merge");
+  assert.deepEqual(cache.get("a")!.status, { podIPs: [{ ip: "10.0.0.5" }] });
   // An identical relist is not a change.
   const same = [pod("a")];
   c2.replaceAll("api", same);
   c2.replaceAll("api", [pod("a")]);
   c2.replaceAll("api", same);
   assert.deepEqual(changes, ["api"]);
+});
+
+Deno.test("PodCache keeps one copy of a pod: a normalised pod is stored as it is and merged alone", () => {
+  const cache = new PodCache();
+  const view = normalisePod(pod("a", {}, { status: { podIP: "10.0.0.6" } }));
+  cache.replaceAll("dir", [view]);
+  assert.equal(cache.get("a"), view);
+  cache.upsert("cni", pod("a", {}, { status: { podIPs: [{ ip: "10.0.0.7" }] } }));
+  assert.equal(cache.get("a"), view, "the best view has addresses: it is the merge");
+});
+
+Deno.test("PodCache's merge of two views is frozen and leaves both views as they were", () => {
+  const cache = new PodCache();
+  const api = normalisePod(pod("a", {}, { status: { phase: "Pending" } }));
+  const cni = normalisePod(pod("a", {}, { status: { podIPs: [{ ip: "10.0.0.5" }] } }));
+  cache.upsert("api", api);
+  cache.upsert("cni", cni);
+  const merged = cache.get("a")!;
+  assert.ok(Object.isFrozen(merged) && Object.isFrozen(merged.status));
+  assert.deepEqual(merged.status, { phase: "Pending", podIPs: [{ ip: "10.0.0.5" }] });
+  assert.deepEqual(api.status, { phase: "Pending" });
+  assert.deepEqual(cni.status, { podIPs: [{ ip: "10.0.0.5" }] });
 });

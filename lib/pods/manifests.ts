@@ -6,6 +6,9 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { normalisePod, type Pod } from "./pod.ts";
+import { nestedDeeperThan } from "../json.ts";
+
+export { nestedDeeperThan };
 
 // The directory source's category: these lines come from reading its files.
 const log = getLogger(["lace", "pods", "dir"]);
@@ -16,18 +19,6 @@ const log = getLogger(["lace", "pods", "dir"]);
  * thousands of levels overflow the stack of recursive code downstream.
  */
 export const MAX_MANIFEST_DEPTH = 64;
-
-/** True when `value` nests objects or arrays more than `limit` levels deep; never recurses. */
-export function nestedDeeperThan(value: unknown, limit: number): boolean {
-  const stack: [unknown, number][] = [[value, 1]];
-  while (stack.length > 0) {
-    const [v, depth] = stack.pop()!;
-    if (v === null || typeof v !== "object") continue;
-    if (depth > limit) return true;
-    for (const child of Object.values(v)) stack.push([child, depth + 1]);
-  }
-  return false;
-}
 
 const tooDeep = (index: number) =>
   `document ${index + 1}: nested more than ${MAX_MANIFEST_DEPTH} levels deep, skipped`;
