@@ -106,7 +106,9 @@ export function desiredState(input: DesiredStateInput): DesiredState {
       const views = derived.views;
       writable.forEach((t, i) => {
         rank.set(t, i);
-        viewOf.set(t, views[i]);
+        // capTargets keeps a prefix of the rules' order, so views[i] is t's; should that ever
+        // change, a view made for t itself keeps each entry its own target's key and network.
+        viewOf.set(t, views[i]?.entry.key === t.key ? views[i] : targetViews([t], config)[0]);
       });
       for (const t of [...over, ...(derived.result.claims ?? [])]) claimsOnly.add(t);
       all.push(...writable, ...over, ...(derived.result.claims ?? []));

@@ -4,6 +4,7 @@
  * client-node's informer mixes class instances (Date fields) with plain watch
  * JSON (string timestamps).
  */
+import { nestedDeeperThan } from "../json.ts";
 
 export interface ContainerPort {
   name?: string;
@@ -56,8 +57,6 @@ export interface Pod {
 export function podRef(pod: Pod): string {
   return `${pod.metadata.namespace}/${pod.metadata.name}`;
 }
-
-import { nestedDeeperThan } from "../json.ts";
 
 /** Pods normalisePod made: frozen, so they can be shared by every holder without a copy. */
 const NORMALISED = new WeakSet<object>();
