@@ -109,7 +109,7 @@ export async function handleRequest(
   );
 }
 
-/** Items per chunk of a streamed JSON array: about a millisecond of work each. */
+/** Items per chunk of a streamed JSON array, at most. */
 const ITEMS_PER_CHUNK = 512;
 /**
  * Items per piece of a chunk, each encoded on its own: ~15 KB of text. A whole
@@ -119,18 +119,33 @@ const ITEMS_PER_CHUNK = 512;
  * heap (pauses of 20–80 ms) in the middle of a transfer.
  */
 const ITEMS_PER_PIECE = 64;
+/**
+ * Work per chunk, at most, in ms. An item's cost depends on the machine (each
+ * /targets item reads its hits from the BPF map, a system call): 512 of them
+ * took about 1 ms on one machine and 9 ms on another, where the kernel's
+ * return-stack mitigation makes every system call several times dearer.
+ */
+const CHUNK_MS = 4;
+
+/** How long jsonArrayResponse() works before it lets the event loop run, and its clock. */
+export interface ChunkBudget {
+  ms: number;
+  now: () => number;
+}
 
 /**
- * A JSON array written in chunks of `perChunk` items, the event loop running
- * between chunks: a full map's /targets (65,536 targets, ~15 MB of JSON) would
- * otherwise block the agent for tens of milliseconds and hold it all at once.
- * Each chunk is enqueued in pieces of `perPiece` items, so that no string it
- * makes outlives the young generation.
+ * A JSON array written in chunks, the event loop running between chunks: a
+ * full map's /targets (65,536 targets, ~15 MB of JSON) would otherwise block
+ * the agent for tens of milliseconds and hold it all at once. A chunk ends
+ * after `perChunk` items or `budget.ms` of work, whichever comes first. Each
+ * chunk is enqueued in pieces of `perPiece` items, so that no string it makes
+ * outlives the young generation.
  */
 export function jsonArrayResponse(
   items: Iterable<unknown> | AsyncIterable<unknown>,
   perChunk = ITEMS_PER_CHUNK,
   perPiece = ITEMS_PER_PIECE,
+  budget: ChunkBudget = { ms: CHUNK_MS, now: () => performance.now() },
 ): Response {
   const encoder = new TextEncoder();
   let iterator: Iterator<unknown> | AsyncIterator<unknown> | undefined;
@@ -141,6 +156,7 @@ export function jsonArrayResponse(
       iterator ??= Symbol.asyncIterator in items
         ? items[Symbol.asyncIterator]()
         : items[Symbol.iterator]();
+      const began = budget.now();
       let text = first ? "[" : "";
       for (let i = 1; i <= perChunk; i++) {
         const next = await iterator.next();
@@ -151,12 +167,13 @@ export function jsonArrayResponse(
         }
         text += (first ? "" : ",") + JSON.stringify(next.value);
         first = false;
+        if (i < perChunk && budget.now() - began >= budget.ms) break;
         if (i % perPiece === 0 && i < perChunk) {
           controller.enqueue(encoder.encode(text));
           text = "";
         }
       }
-      controller.enqueue(encoder.encode(text));
+      if (text) controller.enqueue(encoder.encode(text));
     },
     cancel() {
       iterator?.return?.();

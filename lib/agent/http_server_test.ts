@@ -126,9 +126,12 @@ Deno.test("a /targets answer of many chunks arrives whole on a kept-alive socket
   }
 });
 
+/** Chunks by item count alone, however slow the machine. */
+const NO_TIME_LIMIT = { ms: Infinity, now: () => 0 };
+
 Deno.test("jsonArrayResponse() lets timers run between its chunks", async () => {
   let fired = false;
-  const res = jsonArrayResponse(manyTargets(2000), 100, 100);
+  const res = jsonArrayResponse(manyTargets(2000), 100, 100, NO_TIME_LIMIT);
   setTimeout(() => fired = true, 0);
   const reader = res.body!.getReader();
   let chunks = 0;
@@ -150,7 +153,7 @@ Deno.test("jsonArrayResponse() writes, byte for byte, the document JSON.stringif
 });
 
 Deno.test("jsonArrayResponse() hands a chunk over in pieces of at most perPiece items", async () => {
-  const reader = jsonArrayResponse(manyTargets(300), 100, 40).body!.getReader();
+  const reader = jsonArrayResponse(manyTargets(300), 100, 40, NO_TIME_LIMIT).body!.getReader();
   const counts: number[] = [];
   for (let r = await reader.read(); !r.done; r = await reader.read()) {
     counts.push(new TextDecoder().decode(r.value).split('"family"').length - 1);
@@ -161,4 +164,20 @@ Deno.test("jsonArrayResponse() hands a chunk over in pieces of at most perPiece 
 
 Deno.test("jsonArrayResponse() writes an empty list as []", async () => {
   assert.deepEqual(await jsonArrayResponse([]).json(), []);
+});
+
+Deno.test("jsonArrayResponse() ends a chunk once its time budget is spent", async () => {
+  // A clock that advances 1 ms per reading: with a 3 ms budget a chunk holds 3 items.
+  let t = 0;
+  const budget = { ms: 3, now: () => t++ };
+  const reader = jsonArrayResponse(manyTargets(10), 100, 100, budget).body!.getReader();
+  const counts: number[] = [];
+  let text = "";
+  for (let r = await reader.read(); !r.done; r = await reader.read()) {
+    const piece = new TextDecoder().decode(r.value);
+    text += piece;
+    counts.push(piece.split('"family"').length - 1);
+  }
+  assert.deepEqual(counts, [3, 3, 3, 1]);
+  assert.equal(text, JSON.stringify(manyTargets(10)));
 });
