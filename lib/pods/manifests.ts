@@ -8,8 +8,6 @@ import { getLogger } from "@logtape/logtape";
 import { normalisePod, type Pod } from "./pod.ts";
 import { nestedDeeperThan } from "../json.ts";
 
-export { nestedDeeperThan };
-
 // The directory source's category: these lines come from reading its files.
 const log = getLogger(["lace", "pods", "dir"]);
 

@@ -1,10 +1,6 @@
 import assert from "node:assert/strict";
-import {
-  loadYamlParser,
-  MAX_MANIFEST_DEPTH,
-  nestedDeeperThan,
-  parseManifests,
-} from "./manifests.ts";
+import { nestedDeeperThan } from "../json.ts";
+import { loadYamlParser, MAX_MANIFEST_DEPTH, parseManifests } from "./manifests.ts";
 import {
   deepJson,
   deepYamlBlock,
