@@ -138,6 +138,8 @@ Deno.test({
       await w.probe(POD_IPV4, 8082);
       return readPinnedCounters(w.pinPath).unmatched >= 1n;
     }, { message: "the pod ranges written" });
+    const first = await w.probe(POD_IPV4, 9000);
+    assert.ok(first.result === "reached" && first.mark, `untagged: ${JSON.stringify(first)}`);
     const before = readPinnedCounters(w.pinPath);
     agent.freeze();
     let misses = 0;
@@ -148,7 +150,11 @@ Deno.test({
         for (let port = 20000; port < 20020; port++, misses++) {
           assert.equal((await w.probe(POD_IPV4, port)).result, "NO_ROUTE");
         }
-        assert.equal((await w.probe(POD_IPV4, 9000)).result, "reached", "the target stays tagged");
+        // Tagged: its mark, and a connection made into the pod's network, where no other route
+        // leads (a pod server that drops one connection after accepting it is not the hook's).
+        const tagged = await w.probe(POD_IPV4, 9000);
+        const connected = tagged.result === "reached" || /^read failed/.test(tagged.error ?? "");
+        assert.ok(connected && tagged.mark === first.mark, `not tagged: ${JSON.stringify(tagged)}`);
       }
     } finally {
       agent.thaw();

@@ -11,7 +11,7 @@ import { isIPv4 } from "node:net";
 import { parseAddress } from "../datapath/probe_map.ts";
 import { lines } from "../cli/process.ts";
 import { moduleCommand } from "../cli/self_command.ts";
-import { Errno } from "../datapath/libbpf/errors.ts";
+import { Errno, errnoName } from "../datapath/libbpf/errors.ts";
 import { lastErrno, type Libc, libcSymbols } from "../datapath/libbpf/library.ts";
 
 export interface ProbeRequest {
@@ -57,6 +57,13 @@ function sockaddr(host: string, port: number): { family: number; bytes: Uint8Arr
   return { family: AF_INET6, bytes: sa };
 }
 
+/** An ERROR outcome says which call failed and its errno name; the named outcomes need no more. */
+function withErrno(response: ProbeResponse, call: string, err: number): ProbeResponse {
+  return response.result === "ERROR"
+    ? { ...response, error: `${call} failed: ${errnoName(err)}` }
+    : response;
+}
+
 function outcomeOf(err: number): ProbeOutcome {
   if (err === Errno.ECONNREFUSED) return "REFUSED";
   if (err === Errno.ENETUNREACH || err === Errno.EHOSTUNREACH) return "NO_ROUTE";
@@ -85,18 +92,18 @@ function probeOnce(c: Libc, req: ProbeRequest): ProbeResponse {
   const deadline = Date.now() + req.timeoutMs;
   const { family, bytes } = sockaddr(req.host, req.port);
   const fd = c.socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return { result: "ERROR", error: `socket failed: errno ${lastErrno()}` };
+  if (fd < 0) return { result: "ERROR", error: `socket failed: ${errnoName(lastErrno())}` };
   try {
     const rc = c.connect(fd, bytes, bytes.length);
     const connectErr = rc < 0 ? lastErrno() : 0;
     const mark = sockopt(c, fd, SO_MARK) >>> 0;
     if (connectErr && connectErr !== Errno.EINPROGRESS) {
-      return { result: outcomeOf(connectErr), mark };
+      return withErrno({ result: outcomeOf(connectErr), mark }, "connect", connectErr);
     }
     if (connectErr === Errno.EINPROGRESS) {
       if (!waitFor(c, fd, POLLOUT, deadline)) return { result: "TIMEOUT", mark };
       const err = sockopt(c, fd, SO_ERROR);
-      if (err) return { result: outcomeOf(err), mark };
+      if (err) return withErrno({ result: outcomeOf(err), mark }, "connect", err);
     }
     if (req.connectOnly) return { result: "reached", mark };
     if (req.http !== undefined) {
@@ -113,8 +120,13 @@ function probeOnce(c: Libc, req: ProbeRequest): ProbeResponse {
       const n = Number(c.read(fd, buf, BigInt(buf.length)));
       if (n > 0) chunks.push(buf.slice(0, n));
       else if (n === 0) break;
-      else if (lastErrno() !== Errno.EAGAIN) return { result: "ERROR", mark, error: "read failed" };
-      else if (!waitFor(c, fd, POLLIN, deadline)) return { result: "TIMEOUT", mark };
+      else {
+        const err = lastErrno();
+        if (err !== Errno.EAGAIN) {
+          return { result: "ERROR", mark, error: `read failed: ${errnoName(err)}` };
+        }
+        if (!waitFor(c, fd, POLLIN, deadline)) return { result: "TIMEOUT", mark };
+      }
     }
     const text = new TextDecoder().decode(
       chunks.reduce((a, b) => new Uint8Array([...a, ...b]), new Uint8Array()),
