@@ -106,9 +106,9 @@ export function desiredState(input: DesiredStateInput): DesiredState {
       const views = derived.views;
       writable.forEach((t, i) => {
         rank.set(t, i);
-        // capTargets keeps a prefix of the rules' order, so views[i] is t's; should that ever
-        // change, a view made for t itself keeps each entry its own target's key and network.
-        viewOf.set(t, views[i]?.entry.key === t.key ? views[i] : targetViews([t], config)[0]);
+        // capTargets writes a prefix of the rules' targets, so views[i] is t's (tested: a capped
+        // pod's views name its written targets).
+        viewOf.set(t, views[i]);
       });
       for (const t of [...over, ...(derived.result.claims ?? [])]) claimsOnly.add(t);
       all.push(...writable, ...over, ...(derived.result.claims ?? []));

@@ -117,6 +117,12 @@ Deno.test("desiredState() writes a pod's first targets up to the cap and reports
   });
   assert.deepEqual([...state.desired.keys()].sort(), ["10.0.0.1:9001", "10.0.0.1:9003"]);
   assert.deepEqual(state.unwritten.map((u) => [u.reason, u.count, u.wanted]), [["cap", 1, 3]]);
+  // Each view is its own target's: the container that probes that port, the entry written for it.
+  assert.deepEqual(state.views.map((v) => [v.container, v.entry.key.port]).sort(), [
+    ["c0", 9003],
+    ["c1", 9001],
+  ]);
+  for (const v of state.views) assert.equal(state.desired.get(keyId(v.entry.key)), v.entry);
 });
 
 Deno.test("desiredState() trims the pod that floods a full map and keeps the others", () => {
@@ -160,25 +166,9 @@ Deno.test("targetViews() shares one frozen value per network and copies each tar
   assert.equal(views[0].entry.value, views[1].entry.value);
   assert.ok(Object.isFrozen(views[0].entry.value));
   assert.deepEqual(views[0].entry.value, { networkId: 3, mark: markFor(CONFIG, 3) });
-  const direct = targetViews(
-    [{
-      key: { family: "ipv4", address: "10.0.0.9", port: 80 },
-      networkId: 4,
-      network: "net4",
-      pod: { namespace: "ns", name: "p", uid: "u" },
-      container: "c",
-      probe: "liveness",
-      handler: "httpGet",
-      http: { path: "/", scheme: "HTTP" },
-      periodSeconds: 3,
-    }],
-    CONFIG,
-  );
-  assert.deepEqual(direct, [{
-    entry: {
-      key: { family: "ipv4", address: "10.0.0.9", port: 80 },
-      value: { networkId: 4, mark: markFor(CONFIG, 4) },
-    },
+  const http = {
+    key: { family: "ipv4", address: "10.0.0.9", port: 80 },
+    networkId: 4,
     network: "net4",
     pod: { namespace: "ns", name: "p", uid: "u" },
     container: "c",
@@ -186,13 +176,16 @@ Deno.test("targetViews() shares one frozen value per network and copies each tar
     handler: "httpGet",
     http: { path: "/", scheme: "HTTP" },
     periodSeconds: 3,
+  } as const;
+  const { key, networkId, ...rest } = http;
+  assert.deepEqual(targetViews([http], CONFIG), [{
+    entry: { key, value: { networkId, mark: markFor(CONFIG, 4) } },
+    ...rest,
   }]);
+  const { http: _, periodSeconds: __, ...tcp } = http;
   const [plain] = targetViews([{
+    ...tcp,
     key: { family: "ipv6", address: "fd00::1", port: 81 },
-    networkId: 4,
-    network: "net4",
-    pod: { namespace: "ns", name: "p", uid: "u" },
-    container: "c",
     probe: "readiness",
     handler: "tcpSocket",
   }], CONFIG);
