@@ -55,7 +55,7 @@ Deno.test({
   async fn() {
     await using w = await AgentWorld.create();
     const agent = await startReadyAgent(w, [POD_A]);
-    const sample = 'lace_probe_targets{family="ipv4",network="net2"}';
+    const sample = 'lace_probe_targets{family="ipv4",network_id="2"}';
     assert.equal(await agent.metric(sample), undefined);
 
     await w.writePod(POD_B);
@@ -77,7 +77,7 @@ Deno.test({
     assert.deepEqual([...pods], ["e2e/a"]);
     // The series of a network without targets is gone, not stuck at its last value.
     assert.equal(await agent.metric(sample), undefined);
-    assert.equal(await agent.metric('lace_probe_targets{family="ipv4",network="net1"}'), 2);
+    assert.equal(await agent.metric('lace_probe_targets{family="ipv4",network_id="1"}'), 2);
     await assertReaches(w, 1, 8080, 9000);
   },
 });

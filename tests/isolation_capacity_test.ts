@@ -52,7 +52,7 @@ Deno.test({
       assert.equal((await w.probe(host, 9001)).body, w.podIn(2));
     }
     await metricReaches(agent, 'lace_probe_targets_unwritten{reason="cap"}', 4);
-    await metricReaches(agent, 'lace_probe_targets{family="ipv4",network="net1"}', 2);
+    await metricReaches(agent, 'lace_probe_targets{family="ipv4",network_id="1"}', 2);
     await metricReaches(agent, "lace_probe_map_entries", 8);
     const event = await waitFor(() => eventsWithReason(api, "ProbeTargetsNotWritten")[0], {
       message: "a ProbeTargetsNotWritten Event",
@@ -93,7 +93,7 @@ Deno.test({
     // fair share then leaves room for the other pods' 8 entries, and no write fails.
     await metricReaches(agent, 'lace_probe_targets_unwritten{reason="cap"}', 71_400 - 65_536);
     await metricReaches(agent, 'lace_probe_targets_unwritten{reason="map-full"}', 8);
-    await metricReaches(agent, 'lace_probe_targets{family="ipv4",network="net1"}', 65_530);
+    await metricReaches(agent, 'lace_probe_targets{family="ipv4",network_id="1"}', 65_530);
     assert.equal(
       await agent.metric('lace_map_operations_total{op="update",result="error"}'),
       undefined,

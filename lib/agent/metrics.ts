@@ -2,6 +2,9 @@
  * The agent's Prometheus metrics, all prefixed `lace_`. One registry per
  * agent (tests run several); the BPF counters are read at scrape time, so a
  * scrape costs one per-CPU map lookup and nothing runs between scrapes.
+ * They are served on the node's IP, which every pod can reach: no label names a
+ * pod, an address or a network (networks appear by id, `network_id`); the
+ * names stay on the root-only local socket (issue 24, finding 4).
  */
 import type { Counter, Gauge, Histogram, Registry } from "prom-client";
 // The four classes Lace uses, from their own files: prom-client's index also loads its push
@@ -30,7 +33,7 @@ export type ConnectCounters = Pick<
 
 export class Metrics {
   readonly registry = new RegistryClass();
-  readonly probeTargets: Gauge<"family" | "network">;
+  readonly probeTargets: Gauge<"family" | "network_id">;
   readonly reconcileTotal: Counter<"result">;
   readonly reconcileDuration: Histogram;
   readonly mapOperations: Counter<"op" | "result">;
@@ -63,8 +66,8 @@ export class Metrics {
     this.probeTargets = new GaugeClass({
       name: "lace_probe_targets",
       help:
-        "Probe targets of this node's pods that are in the map as the agent wants them, by family and network",
-      labelNames: ["family", "network"],
+        "Probe targets of this node's pods that are in the map as the agent wants them, by family and network id",
+      labelNames: ["family", "network_id"],
       registers,
     });
     this.targetsUnwritten = new GaugeClass({
@@ -210,20 +213,20 @@ export class Metrics {
       new CounterClass({
         name,
         help,
-        labelNames: ["network"],
+        labelNames: ["network_id"],
         registers,
         // Per network only, never per pod or address: the series are bounded by networks.
         collect() {
           const networks = readNetworks();
           if (!networks) return;
           this.reset();
-          for (const n of networks) this.inc({ network: n.network }, Number(pick(n)));
+          for (const n of networks) this.inc({ network_id: String(n.networkId) }, Number(pick(n)));
         },
       });
     perNetwork(
       "lace_probe_connects_total",
       "Kubelet TCP connects into a Lace network: tagged for a target, or into its pod ranges " +
-        'matching none (network "unknown": --pod-cidrs of no known network)',
+        "matching none (network id 0: --pod-cidrs of no known network)",
       (n) => n.connects,
     );
     perNetwork(
@@ -263,7 +266,10 @@ export class Metrics {
       this.probeTargets.reset();
       for (const t of snapshot.targets) {
         if (failed.has(keyId(t.entry.key))) continue;
-        this.probeTargets.inc({ family: t.entry.key.family, network: t.network });
+        this.probeTargets.inc({
+          family: t.entry.key.family,
+          network_id: String(t.entry.value.networkId),
+        });
       }
       this.targetsUnwritten.reset();
       for (const u of snapshot.unwritten) this.targetsUnwritten.inc({ reason: u.reason }, u.count);

@@ -54,8 +54,8 @@ Deno.test("Metrics.update() counts in lace_probe_targets only what is in the map
     report([{ op: "put", key: snapshot.targets[1].entry.key, ok: false, code: "E2BIG" }]),
     snapshot,
   );
-  assert.equal(await sample(metrics, 'lace_probe_targets{family="ipv4",network="net1"}'), 1);
-  assert.equal(await sample(metrics, 'lace_probe_targets{family="ipv4",network="net2"}'), 1);
+  assert.equal(await sample(metrics, 'lace_probe_targets{family="ipv4",network_id="1"}'), 1);
+  assert.equal(await sample(metrics, 'lace_probe_targets{family="ipv4",network_id="2"}'), 1);
   assert.equal(await sample(metrics, 'lace_probe_targets_unwritten{reason="map-full"}'), 1);
 });
 
@@ -63,7 +63,7 @@ Deno.test("Metrics.update() leaves the target gauges alone after a reconcile tha
   const metrics = new Metrics(() => undefined);
   metrics.update(report([]), snapshot);
   metrics.update(report([], "reading the map failed"), { ...snapshot, targets: [] });
-  assert.equal(await sample(metrics, 'lace_probe_targets{family="ipv4",network="net1"}'), 2);
+  assert.equal(await sample(metrics, 'lace_probe_targets{family="ipv4",network_id="1"}'), 2);
 });
 
 Deno.test("Metrics reads the probe map's entries and capacity at scrape time", async () => {
@@ -73,4 +73,25 @@ Deno.test("Metrics reads the probe map's entries and capacity at scrape time", a
   entries = 7;
   assert.equal(await sample(metrics, "lace_probe_map_entries"), 7);
   assert.equal(await sample(metrics, "lace_probe_map_capacity"), 65536);
+});
+
+Deno.test("/metrics names no network, pod or address, only network ids (issue 24, finding 4)", async () => {
+  // A tenant on the node's network scrapes /metrics: it must not learn other tenants' networks.
+  const metrics = new Metrics(
+    () => undefined,
+    () => undefined,
+    undefined,
+    () => [
+      { networkId: 1, connects: 3n, unmatched: 1n },
+      { networkId: 2, connects: 2n, unmatched: 0n },
+    ],
+  );
+  metrics.update(report([]), snapshot);
+  const text = await metrics.text();
+  for (const secret of ["net1", "net2", "10.0.0.", "ns/p", '"p"', '"u"']) {
+    assert.ok(!text.includes(secret), `/metrics names ${secret}`);
+  }
+  assert.equal(await sample(metrics, 'lace_probe_targets{family="ipv4",network_id="1"}'), 2);
+  assert.equal(await sample(metrics, 'lace_probe_connects_total{network_id="1"}'), 3);
+  assert.equal(await sample(metrics, 'lace_probe_unmatched_total{network_id="1"}'), 1);
 });

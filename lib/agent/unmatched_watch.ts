@@ -23,12 +23,16 @@ import {
 
 const log = getLogger(["lace", "agent"]);
 
-/** The network label of ranges the operator gave without a network (--pod-cidrs). */
-export const UNKNOWN_NETWORK = "unknown";
+/** The network id of ranges the operator gave without a network (--pod-cidrs). */
+export const UNKNOWN_NETWORK_ID = 0;
 
-/** Kubelet connects into one network, for lace_probe_connects_total and lace_probe_unmatched_total. */
+/**
+ * Kubelet connects into one network, for lace_probe_connects_total and
+ * lace_probe_unmatched_total. By id, never by name: these series are served on
+ * the node's IP, and a network's name is a tenant's (issue 24, finding 4).
+ */
 export interface NetworkConnects {
-  network: string;
+  networkId: number;
   connects: bigint;
   unmatched: bigint;
 }
@@ -123,13 +127,13 @@ export class UnmatchedWatch {
     return this.#ledger.recent();
   }
 
-  /** Connects per network the agent knows (and the operator's ranges, as "unknown"). */
+  /** Connects per network the agent knows (and the operator's ranges, as id 0). */
   networkConnects(): NetworkConnects[] {
-    const names = new Map<number, string>([[0, UNKNOWN_NETWORK]]);
-    for (const t of this.#view().targets) names.set(t.entry.value.networkId, t.network);
-    return [...this.#maps.networkCounts(names.keys())]
-      .filter(([id, c]) => id !== 0 || c.connects > 0n)
-      .map(([id, c]) => ({ network: names.get(id)!, ...c }));
+    const ids = new Set<number>([UNKNOWN_NETWORK_ID]);
+    for (const t of this.#view().targets) ids.add(t.entry.value.networkId);
+    return [...this.#maps.networkCounts(ids)]
+      .filter(([id, c]) => id !== UNKNOWN_NETWORK_ID || c.connects > 0n)
+      .map(([networkId, c]) => ({ networkId, ...c }));
   }
 
   stop(): void {

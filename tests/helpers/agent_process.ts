@@ -163,7 +163,7 @@ export class AgentProcess {
       });
   }
 
-  /** The value of one metric sample, e.g. `lace_probe_targets{family="ipv4",network="net1"}`. */
+  /** The value of one metric sample, e.g. `lace_probe_targets{family="ipv4",network_id="1"}`. */
   async metric(sample: string): Promise<number | undefined> {
     const { body } = await this.local("/metrics");
     const line = body.split("\n").find((l) => l.startsWith(sample + " "));
