@@ -1,0 +1,91 @@
+/**
+ * CNI configuration files as network plugins install them (trimmed of
+ * site-specific values), for the chaining tests: the exact bytes matter, since
+ * restoring must give them back byte for byte.
+ */
+
+/** Flannel's kube-flannel.yml cni-conf.json, as its init container copies it. */
+export const FLANNEL = `{
+  "name": "cbr0",
+  "cniVersion": "0.3.1",
+  "plugins": [
+    {
+      "type": "flannel",
+      "delegate": {
+        "hairpinMode": true,
+        "isDefaultGateway": true
+      }
+    },
+    {
+      "type": "portmap",
+      "capabilities": {
+        "portMappings": true
+      }
+    }
+  ]
+}
+`;
+
+/** Calico's 10-calico.conflist, as calico-node's install-cni renders it. */
+export const CALICO = `{
+  "name": "k8s-pod-network",
+  "cniVersion": "0.3.1",
+  "plugins": [
+    {
+      "type": "calico",
+      "log_level": "info",
+      "log_file_path": "/var/log/calico/cni/cni.log",
+      "datastore_type": "kubernetes",
+      "nodename": "node-1",
+      "mtu": 0,
+      "ipam": {
+          "type": "calico-ipam"
+      },
+      "policy": {
+          "type": "k8s"
+      },
+      "kubernetes": {
+          "kubeconfig": "/etc/cni/net.d/calico-kubeconfig"
+      }
+    },
+    {
+      "type": "portmap",
+      "snat": true,
+      "capabilities": {"portMappings": true}
+    },
+    {
+      "type": "bandwidth",
+      "capabilities": {"bandwidth": true}
+    }
+  ]
+}`;
+
+/** Cilium's 05-cilium.conflist (no final newline, as the agent writes it). */
+export const CILIUM = `{
+  "cniVersion": "0.3.1",
+  "name": "cilium",
+  "plugins": [
+    {
+       "type": "cilium-cni",
+       "enable-debug": false,
+       "log-file": "/var/run/cilium/cilium-cni.log"
+    }
+  ]
+}`;
+
+/** Multus's 00-multus.conf: a single plugin delegating to the cluster network. */
+export const MULTUS = `{
+  "cniVersion": "0.3.1",
+  "name": "multus-cni-network",
+  "type": "multus",
+  "capabilities": {"portMappings": true, "bandwidth": true},
+  "kubeconfig": "/etc/cni/net.d/multus.d/multus.kubeconfig",
+  "delegates": [
+    {"cniVersion": "0.3.1", "name": "cbr0", "plugins": [{"type": "flannel", "delegate": {"isDefaultGateway": true}}]}
+  ]
+}
+`;
+
+/** The bridge plugin's single .conf, with CRLF line ends and a tab. */
+export const BRIDGE_CONF =
+  '{\r\n\t"cniVersion": "1.0.0",\r\n\t"name": "mynet",\r\n\t"type": "bridge",\r\n\t"bridge": "cni0",\r\n\t"ipam": {"type": "host-local", "subnet": "10.22.0.0/16"}\r\n}\r\n';

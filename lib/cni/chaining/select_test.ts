@@ -1,0 +1,49 @@
+import assert from "node:assert/strict";
+import { globMatch, parseChainTargets, selectFiles } from "./select.ts";
+
+Deno.test("selectFiles picks the runtime's file: the first config name in byte order", () => {
+  assert.deepStrictEqual(
+    selectFiles(["99-z.conf", "10-b.conflist", "10-a.json", "00-notes.txt", "05-.cache"], []),
+    [{ name: "10-a.json" }],
+  );
+});
+
+Deno.test("selectFiles orders bytewise as Go does: upper case before lower case", () => {
+  assert.deepStrictEqual(selectFiles(["a.conf", "B.conf"], []), [{ name: "B.conf" }]);
+});
+
+Deno.test("selectFiles finds nothing in a directory without config files", () => {
+  assert.deepStrictEqual(selectFiles(["README", ".lace-chain-1.tmp"], []), []);
+});
+
+Deno.test("selectFiles with targets chains every match, the first matching target giving the network", () => {
+  assert.deepStrictEqual(
+    selectFiles(
+      ["10-flannel.conflist", "20-blue.conflist", "30-red.conf", "40-x.yaml"],
+      parseChainTargets("20-*.conflist=blue:7, *.conf*"),
+    ),
+    [
+      { name: "10-flannel.conflist" },
+      { name: "20-blue.conflist", network: "blue", networkId: 7 },
+      { name: "30-red.conf" },
+    ],
+  );
+});
+
+Deno.test("globMatch treats dots literally and ? as one character", () => {
+  assert.deepStrictEqual(globMatch("1?-a.conf", "10-a.conf"), true);
+  assert.deepStrictEqual(globMatch("10-a.conf", "10-aXconf"), false);
+});
+
+Deno.test("parseChainTargets names every bad item", () => {
+  let e: Error = new Error("did not throw");
+  try {
+    parseChainTargets("a=b, x/y.conf, c=blue:0, d=blue:70000, ok.conf");
+  } catch (err) {
+    e = err as Error;
+  }
+  assert.ok(e instanceof TypeError);
+  for (const bad of ['"a=b"', '"x/y.conf"', '"c=blue:0"', '"d=blue:70000"']) {
+    assert.deepStrictEqual(e.message.includes(bad), true, `${bad} in ${e.message}`);
+  }
+});
