@@ -1,22 +1,37 @@
 /**
  * `deno task bundle`: builds the Kubernetes client's bundle, lib/kube/client_node.bundle.js, from
- * lib/kube/client_node.ts with `deno bundle` (esbuild: tree-shaken, minified, names kept).
+ * lib/kube/client_node.ts with `deno bundle` (esbuild: tree-shaken, minified, names kept), and
+ * keeps its record, lib/kube/client_node.bundle.json (lib/kube/bundle_record.ts): the sha256 of
+ * the entry, of the lockfile, the Deno version, and of the bundle they build.
  *
- *   deno task bundle [--output PATH] [--force]
+ *   deno task bundle [--output PATH] [--record PATH]
  *
- * The first line of the bundle records a hash of what it was built from (the entry, the
- * lockfile, the Deno version); a bundle whose hash matches is left as it is, so set-up can run
- * this every time. lib/kube/k8s.ts loads the bundle, and client-node's modules when it is absent.
+ * It always builds (about 2.5 s here), so what is there is never trusted for what it says of
+ * itself, and replaces the bundle only when the bytes differ. When the record was made from
+ * today's inputs, the build must reproduce it, or this fails without replacing either (a record
+ * changed by hand, or a build that is not reproducible). When the inputs changed, the record is
+ * written anew: commit it. lib/kube/k8s.ts loads the bundle
+ * only when the record vouches for it, and client-node's modules otherwise.
  */
-import { createHash } from "node:crypto";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import {
+  bundleInputs,
+  type BundleRecord,
+  formatBundleRecord,
+  parseBundleRecord,
+  recordInputsProblem,
+  sha256Hex,
+} from "../lib/kube/bundle_record.ts";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const ENTRY = "lib/kube/client_node.ts";
 /** Where lib/kube/k8s.ts looks for the bundle (relative to the repository). */
 export const CLIENT_NODE_BUNDLE = "lib/kube/client_node.bundle.js";
-const HEADER = "// lace client-node bundle ";
+/** Where lib/kube/k8s.ts looks for the bundle's record (relative to the repository, tracked). */
+export const CLIENT_NODE_BUNDLE_RECORD = "lib/kube/client_node.bundle.json";
+const HEADER = "// lace client-node bundle: deno task bundle builds it, " +
+  "lib/kube/k8s.ts checks it against client_node.bundle.json";
 /**
  * undici and other CommonJS parts of client-node call require() for Node's built-ins; esbuild's
  * shim for it throws "Dynamic require of ... is not supported" unless a `require` is in scope.
@@ -27,52 +42,74 @@ const REQUIRE_SHIM = 'import { createRequire as __laceCreateRequire } from "node
 /** What a bundle run was asked for. */
 export interface BundleOptions {
   output: string;
-  force: boolean;
+  record: string;
 }
 
 /** Parses this script's arguments; throws TypeError naming the bad argument. */
 export function parseBundleArgs(args: string[]): BundleOptions {
-  const options: BundleOptions = { output: CLIENT_NODE_BUNDLE, force: false };
+  const options: BundleOptions = {
+    output: CLIENT_NODE_BUNDLE,
+    record: CLIENT_NODE_BUNDLE_RECORD,
+  };
   for (let i = 0; i < args.length; i++) {
     const [flag, inline] = args[i].split(/=(.*)/s, 2);
-    if (flag === "--force" && inline === undefined) {
-      options.force = true;
-    } else if (flag === "--output") {
+    if (flag === "--output" || flag === "--record") {
       const value = inline ?? args[++i];
-      if (!value) throw new TypeError("Missing value for --output");
-      options.output = value;
+      if (!value) throw new TypeError(`Missing value for ${flag}`);
+      options[flag === "--output" ? "output" : "record"] = value;
     } else {
-      throw new TypeError(`Unknown argument "${args[i]}": use --output PATH or --force`);
+      throw new TypeError(
+        `Unknown argument "${args[i]}": use --output PATH or --record PATH`,
+      );
     }
   }
   return options;
 }
 
-/** The first line a bundle built from these inputs carries. */
-export function bundleHeader(entry: string, lockfile: string, denoVersion: string): string {
-  const hash = createHash("sha256").update(entry).update("\0").update(lockfile).update("\0")
-    .update(denoVersion).digest("hex");
-  return `${HEADER}${hash}`;
+/** What a bundle run did: replaced the bundle (its bytes changed), and wrote a new record. */
+export interface BundleOutcome {
+  built: boolean;
+  recorded: boolean;
+  record: BundleRecord;
 }
 
-function readFirstLine(path: string): string | undefined {
+function readOptional(path: string): Uint8Array | undefined {
   try {
-    const text = Deno.readTextFileSync(path);
-    return text.slice(0, text.indexOf("\n"));
-  } catch {
-    return undefined;
+    return Deno.readFileSync(path);
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return undefined;
+    throw e;
   }
 }
 
-/** Builds the bundle unless one from the same inputs is there; returns whether it built one. */
-export async function buildBundle(options: BundleOptions): Promise<boolean> {
+/** The record at `path`, or undefined when there is none; throws naming what is wrong with it. */
+function readRecord(path: string): BundleRecord | undefined {
+  const bytes = readOptional(path);
+  if (bytes === undefined) return undefined;
+  try {
+    return parseBundleRecord(JSON.parse(new TextDecoder().decode(bytes)));
+  } catch (e) {
+    throw new Error(
+      `${path} is not a valid bundle record (${(e as Error).message}): restore it from git, ` +
+        "or remove it to record a new build",
+    );
+  }
+}
+
+/**
+ * Builds the bundle, replaces the one there when the bytes differ, and keeps the record (see the
+ * file's comment). Throws when a build from a record's own inputs does not reproduce it.
+ */
+export async function buildBundle(options: BundleOptions): Promise<BundleOutcome> {
   const output = resolve(ROOT, options.output);
-  const header = bundleHeader(
-    Deno.readTextFileSync(join(ROOT, ENTRY)),
-    Deno.readTextFileSync(join(ROOT, "deno.lock")),
+  const recordPath = resolve(ROOT, options.record);
+  const inputs = bundleInputs(
+    Deno.readFileSync(join(ROOT, ENTRY)),
+    Deno.readFileSync(join(ROOT, "deno.lock")),
     Deno.version.deno,
   );
-  if (!options.force && readFirstLine(output) === header) return false;
+  const old = readRecord(recordPath);
+  const current = old !== undefined && recordInputsProblem(old, inputs) === undefined;
   const temp = `${output}.${Deno.pid}.tmp.js`;
   try {
     const result = await new Deno.Command(Deno.execPath(), {
@@ -97,9 +134,27 @@ export async function buildBundle(options: BundleOptions): Promise<boolean> {
       throw new Error(`deno bundle of ${ENTRY} failed (exit ${result.code}): ${text}`);
     }
     const body = Deno.readTextFileSync(temp);
-    Deno.writeTextFileSync(temp, `${header}\n${REQUIRE_SHIM}\n${body}`);
-    Deno.renameSync(temp, output);
-    return true;
+    const bytes = new TextEncoder().encode(`${HEADER}\n${REQUIRE_SHIM}\n${body}`);
+    const record: BundleRecord = { ...inputs, bundle: sha256Hex(bytes) };
+    if (current && record.bundle !== old.bundle) {
+      throw new Error(
+        `a build from the inputs ${options.record} names has sha256 ${record.bundle}, the ` +
+          `record says ${old.bundle}: the record was changed (see git diff ${options.record}) ` +
+          "or the build is not reproducible; neither file was replaced",
+      );
+    }
+    const existing = readOptional(output);
+    const same = existing !== undefined && sha256Hex(existing) === record.bundle;
+    if (!same) {
+      Deno.writeFileSync(temp, bytes);
+      Deno.renameSync(temp, output);
+    }
+    if (!current) {
+      const recordTemp = `${recordPath}.${Deno.pid}.tmp`;
+      Deno.writeTextFileSync(recordTemp, formatBundleRecord(record));
+      Deno.renameSync(recordTemp, recordPath);
+    }
+    return { built: !same, recorded: !current, record };
   } finally {
     try {
       Deno.removeSync(temp);
@@ -112,10 +167,11 @@ export async function buildBundle(options: BundleOptions): Promise<boolean> {
 if (import.meta.main) {
   try {
     const options = parseBundleArgs(Deno.args);
-    const built = await buildBundle(options);
+    const { built, recorded } = await buildBundle(options);
     const size = Deno.statSync(resolve(ROOT, options.output)).size;
     console.error(
-      `${built ? "built" : "up to date:"} ${options.output} (${(size / 1048576).toFixed(1)} MiB)`,
+      `${built ? "built" : "up to date:"} ${options.output} (${(size / 1048576).toFixed(1)} MiB)` +
+        (recorded ? `; recorded its inputs and sha256 in ${options.record}: commit it` : ""),
     );
   } catch (e) {
     console.error(`bundle: ${e instanceof Error ? e.message : e}`);

@@ -1,6 +1,6 @@
 /**
  * `deno task compile`: builds the single `lace` binary with the BPF object and the Kubernetes
- * client's bundle (built first when it is missing or stale, scripts/bundle.ts) embedded.
+ * client's bundle (built each time and checked against its record, scripts/bundle.ts) embedded.
  *
  *   deno task compile [--output PATH] [--target TRIPLE]
  *
@@ -12,7 +12,7 @@
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { v8FlagsArg } from "../lib/v8_flags.ts";
-import { buildBundle, CLIENT_NODE_BUNDLE } from "./bundle.ts";
+import { buildBundle, CLIENT_NODE_BUNDLE, CLIENT_NODE_BUNDLE_RECORD } from "./bundle.ts";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const BPF_OBJECT = "bpf/lace.bpf.o";
@@ -55,9 +55,12 @@ export function compileCommandArgs(options: CompileOptions): string[] {
     // main.ts imports it through a variable (so the CNI plugin's start skips its graph).
     "--include",
     COMMANDS_MODULE,
-    // lib/kube/k8s.ts imports the Kubernetes client's bundle by a computed URL.
+    // lib/kube/k8s.ts imports the Kubernetes client's bundle by a computed URL, after checking
+    // its bytes against the record.
     "--include",
     CLIENT_NODE_BUNDLE,
+    "--include",
+    CLIENT_NODE_BUNDLE_RECORD,
     ...(options.target ? ["--target", options.target] : []),
     "--output",
     options.output,
@@ -123,7 +126,16 @@ async function main(args: string[]): Promise<number> {
   }
 
   try {
-    await buildBundle({ output: CLIENT_NODE_BUNDLE, force: false });
+    const { recorded } = await buildBundle({
+      output: CLIENT_NODE_BUNDLE,
+      record: CLIENT_NODE_BUNDLE_RECORD,
+    });
+    if (recorded) {
+      console.error(
+        `compile: the lockfile, the entry or Deno changed since ${CLIENT_NODE_BUNDLE_RECORD} ` +
+          "was recorded: recorded the new build; commit it",
+      );
+    }
   } catch (error) {
     console.error(`compile: the Kubernetes client's bundle: ${(error as Error).message}`);
     return 1;

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { V8_FLAGS } from "../lib/v8_flags.ts";
 import { COMMANDS_MODULE } from "../main.ts";
-import { CLIENT_NODE_BUNDLE } from "./bundle.ts";
+import { CLIENT_NODE_BUNDLE, CLIENT_NODE_BUNDLE_RECORD } from "./bundle.ts";
 import { compileCommandArgs, denortHint, denortProblem, parseCompileArgs } from "./compile.ts";
 
 Deno.test("parseCompileArgs() defaults to dist/lace and takes --output and --target", () => {
@@ -24,6 +24,7 @@ Deno.test("compileCommandArgs() embeds the BPF object and compiles main.ts", () 
   // main.ts imports the commands through a variable, which deno compile cannot follow.
   assert.ok(args.some((a, i) => args[i - 1] === "--include" && a === COMMANDS_MODULE.slice(2)));
   assert.ok(args.some((a, i) => args[i - 1] === "--include" && a === CLIENT_NODE_BUNDLE));
+  assert.ok(args.some((a, i) => args[i - 1] === "--include" && a === CLIENT_NODE_BUNDLE_RECORD));
 });
 
 Deno.test("compileCommandArgs() builds Lace's V8 flags into the binary", () => {

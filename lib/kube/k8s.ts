@@ -16,6 +16,13 @@
 import type * as Parts from "./client_node.ts";
 import type { KubernetesObject } from "@kubernetes/client-node/dist/types.js";
 import { getLogger } from "@logtape/logtape";
+import {
+  type BundleInputs,
+  bundleInputs,
+  parseBundleRecord,
+  recordInputsProblem,
+  sha256Hex,
+} from "./bundle_record.ts";
 
 /** The module client_node.ts is, and the bundle must be. */
 export type ClientNode = typeof Parts;
@@ -39,40 +46,86 @@ const _everyPartListed: [Unlisted] extends [never] ? true : Unlisted = true;
 
 /** Where the bundle is: beside this file, in the source tree and in the compiled binary. */
 export const CLIENT_NODE_BUNDLE = new URL("./client_node.bundle.js", import.meta.url);
+/** The record that vouches for the bundle (bundle_record.ts), tracked by git, written by the build. */
+export const CLIENT_NODE_BUNDLE_RECORD = new URL("./client_node.bundle.json", import.meta.url);
 /** In a variable, so `deno run` reads client-node's module graph only when it is needed. */
 const CLIENT_NODE_MODULES = new URL("./client_node.ts", import.meta.url);
+const LOCKFILE = new URL("../../deno.lock", import.meta.url);
+
+/**
+ * What a bundle is checked against: the record, and the inputs the record must have been made
+ * from. `entry` and `lockfile` are unset in a compiled binary, which carries neither: `deno task
+ * compile` checked them when it embedded the bundle, and nothing can change a binary's copy.
+ */
+export interface BundleTrust {
+  record: URL;
+  deno: string;
+  entry?: URL;
+  lockfile?: URL;
+}
+
+/** The record beside this file, this Deno, and (run from source) the entry and the lockfile. */
+export const CLIENT_NODE_TRUST: BundleTrust = Deno.build.standalone
+  ? { record: CLIENT_NODE_BUNDLE_RECORD, deno: Deno.version.deno }
+  : {
+    record: CLIENT_NODE_BUNDLE_RECORD,
+    deno: Deno.version.deno,
+    entry: CLIENT_NODE_MODULES,
+    lockfile: LOCKFILE,
+  };
 
 /** What loadClientNode() found: the parts, where from, and why not from the bundle. */
 export interface LoadedClientNode {
   parts: ClientNode;
   from: "bundle" | "modules";
-  /** Why the bundle was not used (absent, unreadable, or missing parts); unset when it was. */
+  /** Why the bundle was not used (absent, refused, unreadable, or missing parts); unset when it was. */
   bundleProblem?: string;
+  /** Set when a bundle was there and was refused or failed: worth a warning, not a note. */
+  bundleRefused?: true;
 }
 
 /**
- * Imports the bundle at `bundle` if it exports every part, else the modules at `modules`.
- * Throws only when the modules cannot be loaded either (a compiled binary built without the
- * bundle, which `deno task compile` never does).
+ * Imports the bundle at `bundle` if its bytes hash to the record in `trust`, the record was made
+ * from the inputs in `trust`, and it exports every part; else the modules at `modules`. Throws
+ * only when the modules cannot be loaded either (a compiled binary, which carries no modules,
+ * whose bundle fails its check).
+ *
+ * The bytes hashed are read again by import(): whoever could change the file between the two can
+ * change this loader too (both sit in the source tree; a compiled binary's copy is read-only), and
+ * importing the very bytes hashed (a blob: URL) cost about 68 MiB more RSS when measured.
  */
 export async function loadClientNode(
   bundle: URL = CLIENT_NODE_BUNDLE,
   modules: URL = CLIENT_NODE_MODULES,
+  trust: BundleTrust = CLIENT_NODE_TRUST,
 ): Promise<LoadedClientNode> {
   let bundleProblem: string;
+  let bundleRefused: true | undefined = true;
   try {
+    const untrusted = await bundleTrustProblem(bundle, trust);
+    if (untrusted !== undefined) throw new UntrustedBundle(untrusted);
     const parts = await import(bundle.href) as Partial<ClientNode>;
     const missing = CLIENT_NODE_PARTS.filter((name) => parts[name] === undefined);
     if (missing.length === 0) return { parts: parts as ClientNode, from: "bundle" };
     bundleProblem = `${bundle.pathname} lacks ${missing.join(", ")} (built from an older ` +
       "client_node.ts: run deno task bundle)";
   } catch (e) {
-    bundleProblem = isModuleNotFound(e)
-      ? `${bundle.pathname} is not built (deno task bundle builds it)`
-      : `${bundle.pathname} cannot be loaded: ${(e as Error)?.message ?? e}`;
+    if (e instanceof UntrustedBundle) {
+      bundleProblem = `${bundle.pathname} is refused: ${e.message}`;
+    } else if (isModuleNotFound(e)) {
+      bundleProblem = `${bundle.pathname} is not built (deno task bundle builds it)`;
+      bundleRefused = undefined;
+    } else {
+      bundleProblem = `${bundle.pathname} cannot be loaded: ${(e as Error)?.message ?? e}`;
+    }
   }
   try {
-    return { parts: await import(modules.href) as ClientNode, from: "modules", bundleProblem };
+    return {
+      parts: await import(modules.href) as ClientNode,
+      from: "modules",
+      bundleProblem,
+      ...(bundleRefused ? { bundleRefused } : {}),
+    };
   } catch (cause) {
     throw new Error(
       `The Kubernetes client cannot be loaded: ${bundleProblem}, and client-node's modules ` +
@@ -82,6 +135,55 @@ export async function loadClientNode(
   }
 }
 
+class UntrustedBundle extends Error {}
+
+/**
+ * Why the bundle at `bundle` is not vouched for by the record in `trust`, or undefined when it
+ * is. Throws NotFound when there is no bundle (nothing to refuse).
+ */
+async function bundleTrustProblem(bundle: URL, trust: BundleTrust): Promise<string | undefined> {
+  const bytes = await Deno.readFile(bundle);
+  let recordText: string;
+  try {
+    recordText = await Deno.readTextFile(trust.record);
+  } catch (e) {
+    return `its record ${trust.record.pathname} cannot be read (${(e as Error).message}): ` +
+      "run deno task bundle, which writes it, and commit it";
+  }
+  let record;
+  try {
+    record = parseBundleRecord(JSON.parse(recordText));
+  } catch (e) {
+    return `its record ${trust.record.pathname} is not valid: ${(e as Error).message}`;
+  }
+  const inputs: Partial<BundleInputs> = { deno: trust.deno };
+  try {
+    if (trust.entry && trust.lockfile) {
+      Object.assign(
+        inputs,
+        bundleInputs(
+          await Deno.readFile(trust.entry),
+          await Deno.readFile(trust.lockfile),
+          trust.deno,
+        ),
+      );
+    }
+  } catch (e) {
+    return `the inputs its record names cannot be read: ${(e as Error).message}`;
+  }
+  const stale = recordInputsProblem(record, inputs);
+  if (stale) {
+    return `its record ${trust.record.pathname} was ${stale}: run deno task bundle and commit ` +
+      "the record";
+  }
+  const actual = sha256Hex(bytes);
+  if (actual !== record.bundle) {
+    return `its sha256 is ${actual}, the record's ${record.bundle}: it is not what the build ` +
+      "makes from the lockfile (changed after the build?); run deno task bundle";
+  }
+  return undefined;
+}
+
 function isModuleNotFound(e: unknown): boolean {
   return (e as { code?: unknown })?.code === "ERR_MODULE_NOT_FOUND" ||
     e instanceof Deno.errors.NotFound || /Module not found/i.test(String(e));
@@ -89,10 +191,11 @@ function isModuleNotFound(e: unknown): boolean {
 
 const loaded = await loadClientNode();
 if (loaded.bundleProblem) {
-  getLogger(["lace", "kube"]).info(
-    "Loading client-node's own modules, about 40 MiB more memory than its bundle: {problem}",
-    { problem: loaded.bundleProblem },
-  );
+  const log = getLogger(["lace", "kube"]);
+  const message =
+    "Loading client-node's own modules, about 40 MiB more memory than its bundle: {problem}";
+  if (loaded.bundleRefused) log.warn(message, { problem: loaded.bundleProblem });
+  else log.info(message, { problem: loaded.bundleProblem });
 }
 
 /** Where this process's Kubernetes client came from (shown by the agent's start log). */
