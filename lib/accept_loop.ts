@@ -5,6 +5,12 @@
  * with backoff instead of ending the loop while the agent still says ready.
  * After a few failures in a row the loop reports itself failing, so readiness,
  * a metric and a log line say that the listener no longer takes connections.
+ *
+ * A listener every pod can reach must not be held by one of them (issue 24,
+ * finding 1): with `peer` and `maxPerPeer`, one source address holds at most
+ * that many connections; at either cap the oldest idle connection (a
+ * keep-alive waiting between requests, which loses nothing when closed) makes
+ * room for the new one, and only when none is idle is the new one refused.
  */
 import { getLogger } from "@logtape/logtape";
 import { type Backoff, backoffDelay } from "./backoff.ts";
@@ -22,12 +28,21 @@ export interface Acceptor<C extends { close(): void }> {
 export interface AcceptLoopOptions<C extends { close(): void }> {
   /** Name in logs, metrics and readiness, e.g. "cni" or "http". */
   name: string;
-  /** Serves one connection; the loop closes it when the promise settles. */
-  serve(conn: C): Promise<void>;
-  /** Connections open at once; one beyond it goes to `refuse` and is closed. */
+  /**
+   * Serves one connection; the loop closes it when the promise settles. `slot.idle(true)`
+   * while it waits between requests makes it a candidate for eviction at a cap.
+   */
+  serve(conn: C, slot: ConnectionSlot): Promise<void>;
+  /** Connections open at once; one beyond it evicts the oldest idle one, else goes to `refuse`. */
   maxConnections: number;
-  /** Tells a connection beyond the cap why it is closed; should not wait on the client. */
-  refuse?(conn: C): Promise<void> | void;
+  /** Connections open at once from one peer (as `peer` names it); the same rule at its cap. */
+  maxPerPeer?: number;
+  /** The peer a connection comes from (its source address); undefined: no per-peer limit. */
+  peer?(conn: C): string | undefined;
+  /** Tells a connection beyond a cap why it is closed; should not wait on the client. */
+  refuse?(conn: C, cap: "connections" | "peer"): Promise<void> | void;
+  /** Called for each connection refused at a cap, and each idle one closed to make room. */
+  onCapped?(outcome: "refused" | "evicted", cap: "connections" | "peer"): void;
   /** Delay before retrying a failed accept: doubles from `initialMs` up to `maxMs`. */
   backoff?: Backoff;
   /** Failed accepts in a row after which the listener counts as failing. */
@@ -38,12 +53,31 @@ export interface AcceptLoopOptions<C extends { close(): void }> {
   timers?: Timers;
 }
 
+/** What a served connection tells the loop about itself. */
+export interface ConnectionSlot {
+  /** True while the connection waits between requests: evicting it then loses nothing. */
+  idle(idle: boolean): void;
+}
+
+/** One open connection: its peer, and since when it is idle (a sequence number; null: busy). */
+interface Open {
+  peer: string | undefined;
+  idleSince: number | null;
+}
+
+/** How often, at most, a refused or evicted connection is logged (the rest are counted). */
+const CAP_LOG_INTERVAL_MS = 10_000;
+
 /** Accepts connections until closed; see the file comment. */
 export class AcceptLoop<C extends { close(): void }> {
   readonly #listener: Acceptor<C>;
   readonly #opts: AcceptLoopOptions<C>;
   readonly #timers: Timers;
-  readonly #conns = new Set<C>();
+  readonly #conns = new Map<C, Open>();
+  readonly #perPeer = new Map<string, number>();
+  #idleSeq = 0;
+  #capLoggedAt = -Infinity;
+  #capUnlogged = { refused: 0, evicted: 0 };
   readonly #tasks = new Set<Promise<void>>();
   #closed = false;
   #failures = 0;
@@ -87,20 +121,26 @@ export class AcceptLoop<C extends { close(): void }> {
         safeClose(conn);
         return;
       }
-      if (this.#conns.size >= this.#opts.maxConnections) {
-        log.warning("{name}: {max} connections open, refusing another", {
-          name: this.#opts.name,
-          max: this.#opts.maxConnections,
-        });
+      const peer = this.#opts.peer?.(conn);
+      const cap = this.#admit(peer);
+      if (cap) {
+        this.#capped("refused", cap);
         Promise.resolve()
-          .then(() => this.#opts.refuse?.(conn))
+          .then(() => this.#opts.refuse?.(conn, cap))
           .catch(() => {})
           .finally(() => safeClose(conn));
         continue;
       }
-      this.#conns.add(conn);
+      const open: Open = { peer, idleSince: null };
+      this.#conns.set(conn, open);
+      if (peer !== undefined) this.#perPeer.set(peer, (this.#perPeer.get(peer) ?? 0) + 1);
+      const slot: ConnectionSlot = {
+        idle: (idle) => {
+          open.idleSince = idle ? this.#idleSeq++ : null;
+        },
+      };
       const task: Promise<void> = Promise.resolve()
-        .then(() => this.#opts.serve(conn))
+        .then(() => this.#opts.serve(conn, slot))
         .catch((e) =>
           log.warning("{name} connection failed: {error}", {
             name: this.#opts.name,
@@ -108,12 +148,75 @@ export class AcceptLoop<C extends { close(): void }> {
           })
         )
         .finally(() => {
-          this.#conns.delete(conn);
+          this.#forget(conn);
           safeClose(conn);
           this.#tasks.delete(task);
         });
       this.#tasks.add(task);
     }
+  }
+
+  /**
+   * Makes room for a connection from `peer`: at the peer's cap, and then at the
+   * listener's, the oldest idle connection (of that peer, or of any) is closed.
+   * Returns the cap that has no room, or undefined when the connection may be served.
+   */
+  #admit(peer: string | undefined): "connections" | "peer" | undefined {
+    const perPeer = this.#opts.maxPerPeer;
+    if (peer !== undefined && perPeer !== undefined && (this.#perPeer.get(peer) ?? 0) >= perPeer) {
+      if (!this.#evictOldestIdle(peer)) return "peer";
+      this.#capped("evicted", "peer");
+    }
+    if (this.#conns.size >= this.#opts.maxConnections) {
+      if (!this.#evictOldestIdle(undefined)) return "connections";
+      this.#capped("evicted", "connections");
+    }
+    return undefined;
+  }
+
+  /** Closes the connection idle longest (of `peer` when given); false when none is idle. */
+  #evictOldestIdle(peer: string | undefined): boolean {
+    let oldest: [C, Open] | undefined;
+    for (const entry of this.#conns) {
+      const since = entry[1].idleSince;
+      if (since === null || (peer !== undefined && entry[1].peer !== peer)) continue;
+      if (!oldest || since < oldest[1].idleSince!) oldest = entry;
+    }
+    if (!oldest) return false;
+    this.#forget(oldest[0]);
+    safeClose(oldest[0]);
+    return true;
+  }
+
+  #forget(conn: C): void {
+    const open = this.#conns.get(conn);
+    if (!open) return;
+    this.#conns.delete(conn);
+    if (open.peer === undefined) return;
+    const left = (this.#perPeer.get(open.peer) ?? 1) - 1;
+    if (left > 0) this.#perPeer.set(open.peer, left);
+    else this.#perPeer.delete(open.peer);
+  }
+
+  /** Logs refusals and evictions at most every CAP_LOG_INTERVAL_MS: a flood must not flood the log. */
+  #capped(what: "refused" | "evicted", cap: "connections" | "peer"): void {
+    this.#opts.onCapped?.(what, cap);
+    this.#capUnlogged[what]++;
+    const now = this.#timers.now();
+    if (now - this.#capLoggedAt < CAP_LOG_INTERVAL_MS) return;
+    this.#capLoggedAt = now;
+    log.warning(
+      "{name}: at a connection cap ({max} open, {perPeer} per peer; last: {cap}): " +
+        "{refused} connections refused and {evicted} idle ones closed since the last report",
+      {
+        name: this.#opts.name,
+        max: this.#opts.maxConnections,
+        perPeer: this.#opts.maxPerPeer ?? "no limit",
+        cap,
+        ...this.#capUnlogged,
+      },
+    );
+    this.#capUnlogged = { refused: 0, evicted: 0 };
   }
 
   async #failed(error: unknown): Promise<void> {
@@ -159,7 +262,7 @@ export class AcceptLoop<C extends { close(): void }> {
       safeClose(this.#listener);
       this.#timers.clearTimeout(this.#retryTimer);
       this.#wake?.();
-      for (const c of this.#conns) safeClose(c);
+      for (const c of this.#conns.keys()) safeClose(c);
     }
     await this.#done;
     await Promise.allSettled([...this.#tasks]);
@@ -175,6 +278,8 @@ export function safeClose(c: { close(): void }): void {
 
 /** The byte stream a listener hands out; a Deno.Conn fits, a test passes a fake. */
 export interface Stream {
+  /** Where the connection comes from (a Deno.Conn's); tests may leave it out. */
+  readonly remoteAddr?: Deno.Addr;
   read(p: Uint8Array): Promise<number | null>;
   write(p: Uint8Array): Promise<number>;
   close(): void;
@@ -203,4 +308,10 @@ export async function writeAll(
   } finally {
     timers.clearTimeout(timer);
   }
+}
+
+/** A TCP connection's source address (the peer per-peer limits count), else undefined. */
+export function tcpPeer(conn: Stream): string | undefined {
+  const addr = conn.remoteAddr;
+  return addr?.transport === "tcp" ? addr.hostname : undefined;
 }

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { scriptedListener } from "../tests/helpers/fake_listener.ts";
 import { fakeTime } from "../tests/helpers/fake_time.ts";
-import { AcceptLoop, type Stream, writeAll } from "./accept_loop.ts";
+import { waitFor } from "../tests/helpers/wait.ts";
+import { AcceptLoop, type Stream, tcpPeer, writeAll } from "./accept_loop.ts";
 
 /** A connection that records whether it was closed; reads and writes wait until then. */
 class FakeConn implements Stream {
@@ -123,4 +124,62 @@ Deno.test("writeAll() closes a connection whose peer stops reading after the dea
   await clock.tickAsync(1);
   assert.equal(conn.closed, true);
   assert.match(await outcome, /not finished within 5000 ms/);
+});
+
+/** A connection from `hostname`, as a Deno.TcpConn names its peer. */
+class PeerConn extends FakeConn {
+  readonly remoteAddr: Deno.NetAddr;
+  constructor(hostname: string) {
+    super();
+    this.remoteAddr = { transport: "tcp", hostname, port: 40000 };
+  }
+}
+
+/** A loop over `conns` whose served connections go idle when `idle` says so, recording refusals. */
+function peerLoop(conns: PeerConn[], idle: (c: PeerConn) => boolean, maxConnections = 8) {
+  const refused: [string, string][] = [];
+  const loop = new AcceptLoop<PeerConn>(scriptedListener(conns), {
+    name: "test",
+    maxConnections,
+    maxPerPeer: 2,
+    peer: tcpPeer,
+    serve: (c, slot) => {
+      slot.idle(idle(c));
+      return c.read().then(() => {});
+    },
+    refuse: (c, cap) => void refused.push([c.remoteAddr.hostname, cap]),
+  });
+  return { loop, refused };
+}
+
+Deno.test("AcceptLoop refuses a peer's connection beyond its cap when none of its own is idle, and serves other peers (issue 24, finding 1)", async () => {
+  const a = [new PeerConn("10.0.0.1"), new PeerConn("10.0.0.1"), new PeerConn("10.0.0.1")];
+  const b = new PeerConn("10.0.0.2");
+  // b's connection is idle, but a's third may not close another peer's connection.
+  const { loop, refused } = peerLoop([...a, b], (c) => c === b);
+  await waitFor(() => loop.connections === 3, { message: "a's two and b's one served" });
+  assert.deepEqual(refused, [["10.0.0.1", "peer"]]);
+  assert.deepEqual([a[0].closed, a[1].closed, a[2].closed, b.closed], [false, false, true, false]);
+  await loop.close();
+});
+
+Deno.test("AcceptLoop closes a peer's own oldest idle connection to serve its next one", async () => {
+  const a = [new PeerConn("10.0.0.1"), new PeerConn("10.0.0.1"), new PeerConn("10.0.0.1")];
+  const { loop, refused } = peerLoop(a, (c) => c !== a[2]);
+  await waitFor(() => a[0].closed, { message: "a's oldest idle connection closed" });
+  assert.deepEqual(refused, []);
+  assert.deepEqual([a[1].closed, a[2].closed], [false, false]);
+  assert.equal(loop.connections, 2);
+  await loop.close();
+});
+
+Deno.test("AcceptLoop at its cap closes the oldest idle connection of any peer, and refuses when none is idle", async () => {
+  const conns = ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"].map((h) => new PeerConn(h));
+  // Cap 2: the first is idle and makes room for the third; then both open ones are busy.
+  const { loop, refused } = peerLoop(conns, (c) => c === conns[0], 2);
+  await waitFor(() => refused.length === 1, { message: "the fourth refused" });
+  assert.deepEqual(refused, [["10.0.0.4", "connections"]]);
+  assert.deepEqual(conns.map((c) => c.closed), [true, false, false, true]);
+  assert.equal(loop.connections, 2);
+  await loop.close();
 });

@@ -41,6 +41,12 @@ export interface Config {
   /** Address of the metrics and health server (host:port); empty disables it. */
   metricsAddr: string;
   /**
+   * Loopback address (host:port) of a listener that serves `/healthz` and
+   * `/readyz` only, for the kubelet's probes of the agent: no pod can reach
+   * or exhaust it, unlike the node's IP. Empty disables it.
+   */
+  healthAddr: string;
+  /**
    * Root-only unix socket serving the agent's full local view (`/targets` too,
    * for `lace targets` and `lace doctor`); empty disables it.
    */
@@ -91,6 +97,7 @@ export function defaultConfig(): Config {
     resyncMs: 5 * 60_000,
     watchLivenessMs: 30_000,
     metricsAddr: "127.0.0.1:9808",
+    healthAddr: "",
     cniSocket: DEFAULT_CNI_SOCKET,
     addressConflict: "fail-closed",
     // Two addresses times three probes times ten containers, with room: a pod that needs
@@ -173,6 +180,19 @@ export function listenAddressProblem(what: string, addr: string): string | undef
   return undefined;
 }
 
+/**
+ * What is wrong with the health address: a listen address on loopback
+ * (127.0.0.0/8 or [::1]), where pods cannot reach it. The kubelet's probes of
+ * the agent must never depend on what tenants can reach (issue 24, finding 1).
+ */
+export function healthAddressProblem(addr: string): string | undefined {
+  const problem = listenAddressProblem("Health address", addr);
+  if (problem) return problem;
+  const host = addr.slice(0, addr.lastIndexOf(":"));
+  if (/^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host) || host === "[::1]") return undefined;
+  return `Health address must be on loopback (127.0.0.1:PORT or [::1]:PORT), where no pod can reach it: "${addr}"`;
+}
+
 /** What is wrong with a duration, in ms, that must lie within [min, max]. */
 export function durationProblem(
   what: string,
@@ -233,6 +253,14 @@ export function configProblems(config: Config): string[] {
     ...markProblems(config.probeMark, config.markShift),
     ...nodeProblems(config),
   ];
+  if (config.healthAddr) {
+    problems.push(healthAddressProblem(config.healthAddr));
+    if (config.healthAddr === config.metricsAddr) {
+      problems.push(
+        `Health address must differ from the metrics address: "${config.healthAddr}"`,
+      );
+    }
+  }
   if (!config.useApi && !config.podsDir) {
     problems.push("No pod source: give --pods-dir, or leave the Kubernetes API enabled");
   }

@@ -57,6 +57,10 @@ Deno.test("validateConfig() names the bad value", () => {
     [{ watchLivenessMs: 2 * 3_600_000 }, /Watch liveness interval must be 1s\.\.1h: 2h/],
     [{ metricsAddr: "127.0.0.1:99999" }, /port must be 1\.\.65535/],
     [{ metricsAddr: "127.0.0.1:0" }, /port must be 1\.\.65535/],
+    [{ healthAddr: "10.0.0.1:9809" }, /Health address must be on loopback .*: "10\.0\.0\.1:9809"/],
+    [{ healthAddr: "0.0.0.0:9809" }, /Health address must be on loopback/],
+    [{ healthAddr: "localhost:9809" }, /Health address must be on loopback/],
+    [{ healthAddr: "127.0.0.1:9808" }, /Health address must differ from the metrics address/],
     [{ cniSocket: "relative/path" }, /CNI socket must be an absolute path/],
     [{ agentSocket: "run/agent.sock" }, /Agent socket must be an absolute path or empty/],
     [{ hostCgroupRoot: "host" }, /Host root prefix must be an absolute path/],
@@ -77,6 +81,8 @@ Deno.test("validateConfig() names the bad value", () => {
     });
   }
   validateConfig({ ...base, kubeletCgroup: "auto", metricsAddr: "[::1]:9808" });
+  validateConfig({ ...base, healthAddr: "127.0.0.1:9809" });
+  validateConfig({ ...base, healthAddr: "[::1]:9809" });
   validateConfig({ ...base, metricsAddr: "", cniSocket: "", hostCgroupRoot: "/host" });
 });
 

@@ -3,16 +3,25 @@
  * socket) with the limits Deno.serve does not offer: a header timeout (a
  * client that sends half a head and stops is closed, slow-loris style), an
  * idle timeout between keep-alive requests, a write timeout, a cap on the
- * head's size and on the connections open at once, and an accept loop that
- * survives EMFILE. It serves GET and HEAD without bodies, all the agent needs.
+ * head's size and on the connections open at once, in all and per source
+ * address (the oldest idle keep-alive connection makes room at either cap),
+ * and an accept loop that survives EMFILE. It serves GET and HEAD without
+ * bodies, all the agent needs.
  */
 import { getLogger } from "@logtape/logtape";
-import { AcceptLoop, type Acceptor, type Stream, writeAll } from "../accept_loop.ts";
+import {
+  AcceptLoop,
+  type Acceptor,
+  type ConnectionSlot,
+  type Stream,
+  tcpPeer,
+  writeAll,
+} from "../accept_loop.ts";
 import {
   chunkBytes,
   chunkedHeadBytes,
   errorResponseBytes,
-  headEnd,
+  HeadBuffer,
   HttpRequestError,
   keepsAlive,
   LAST_CHUNK,
@@ -31,8 +40,23 @@ export interface HttpLimits {
   idleTimeoutMs: number;
   /** A response must be written within this long, else the connection is closed (ms). */
   writeTimeoutMs: number;
-  /** Connections open at once; more are answered 503 and closed. */
+  /**
+   * Connections open at once; one more closes the oldest idle keep-alive connection, or is
+   * answered 503 and closed when none is idle.
+   */
   maxConnections: number;
+  /**
+   * Connections open at once from one TCP source address, under the same rule: a pod on the
+   * node's network cannot hold the listener's every connection (issue 24, finding 1).
+   */
+  maxConnectionsPerPeer: number;
+  /**
+   * Whether a connection that has not finished its first request head may be closed to make
+   * room at a cap, like an idle one. For the health listener: its one client, the kubelet,
+   * sends its head at once, so a flood of connections that send nothing or dribble (from a
+   * local user; pods cannot reach loopback) only ever closes each other.
+   */
+  evictBeforeFirstHead: boolean;
 }
 
 /** Defaults sized for a scraper every few seconds and a kubelet probe every few seconds. */
@@ -41,6 +65,9 @@ export const DEFAULT_HTTP_LIMITS: HttpLimits = {
   idleTimeoutMs: 60_000,
   writeTimeoutMs: 10_000,
   maxConnections: 64,
+  // A scraper or two per address; a pod that opens more only closes its own idle ones.
+  maxConnectionsPerPeer: 8,
+  evictBeforeFirstHead: false,
 };
 
 export interface HttpListenerOptions extends Partial<HttpLimits> {
@@ -48,6 +75,8 @@ export interface HttpListenerOptions extends Partial<HttpLimits> {
   name: string;
   onAcceptError?(error: unknown): void;
   onFailingChange?(failing: boolean): void;
+  /** Called for each connection refused at a cap, and each idle one closed to make room. */
+  onCapped?(outcome: "refused" | "evicted", cap: "connections" | "peer"): void;
   timers?: Timers;
 }
 
@@ -71,8 +100,20 @@ export function serveHttp(
   const loop = new AcceptLoop(listener, {
     name: options.name,
     maxConnections: limits.maxConnections,
-    serve: (conn) => serveConnection(conn, handler, limits, timers, options.name),
-    refuse: (conn) => writeAll(conn, errorResponseBytes(503, "Too many connections"), 1000, timers),
+    maxPerPeer: limits.maxConnectionsPerPeer,
+    peer: tcpPeer,
+    serve: (conn, slot) => serveConnection(conn, slot, handler, limits, timers, options.name),
+    refuse: (conn, cap) =>
+      writeAll(
+        conn,
+        errorResponseBytes(
+          503,
+          cap === "peer" ? "Too many connections from your address" : "Too many connections",
+        ),
+        1000,
+        timers,
+      ),
+    onCapped: options.onCapped,
     onAcceptError: options.onAcceptError,
     onFailingChange: options.onFailingChange,
     timers,
@@ -88,7 +129,14 @@ export function serveHttp(
 
 function withoutUndefined(o: Partial<HttpLimits>): Partial<HttpLimits> {
   return Object.fromEntries(
-    (["headerTimeoutMs", "idleTimeoutMs", "writeTimeoutMs", "maxConnections"] as const)
+    ([
+      "headerTimeoutMs",
+      "idleTimeoutMs",
+      "writeTimeoutMs",
+      "maxConnections",
+      "maxConnectionsPerPeer",
+      "evictBeforeFirstHead",
+    ] as const)
       .filter((k) => o[k] !== undefined).map((k) => [k, o[k]]),
   );
 }
@@ -133,14 +181,16 @@ async function writeChunked(
 
 async function serveConnection(
   conn: Stream,
+  slot: ConnectionSlot,
   handler: (req: Request) => Response | Promise<Response>,
   limits: HttpLimits,
   timers: Timers,
   name: string,
 ): Promise<void> {
   const buf = new Uint8Array(4096);
-  let pending = new Uint8Array(0);
+  const pending = new HeadBuffer();
   let first = true;
+  if (limits.evictBeforeFirstHead) slot.idle(true);
   for (;;) {
     // One deadline at a time closes the connection: the head's, or the idle wait before it.
     let deadline: unknown = null;
@@ -155,10 +205,13 @@ async function serveConnection(
     };
     if (first || pending.length > 0) {
       arm(limits.headerTimeoutMs, "no complete request head in time");
-    } else arm(limits.idleTimeoutMs, "idle");
+    } else {
+      arm(limits.idleTimeoutMs, "idle");
+      slot.idle(true); // between requests: evicting it at a cap loses nothing
+    }
     let end: number;
     try {
-      while ((end = headEnd(pending)) < 0) {
+      while ((end = pending.end()) < 0) {
         if (pending.length > MAX_HEAD_BYTES) {
           await writeAll(
             conn,
@@ -169,21 +222,19 @@ async function serveConnection(
           return;
         }
         const n = await conn.read(buf).catch(() => null);
-        if (n === null) return; // closed by the client or a deadline
+        if (n === null) return; // closed by the client, a deadline or an eviction
         if (pending.length === 0 && !first) {
+          slot.idle(false);
           arm(limits.headerTimeoutMs, "no complete request head in time");
         }
-        const joined = new Uint8Array(pending.length + n);
-        joined.set(pending);
-        joined.set(buf.subarray(0, n), pending.length);
-        pending = joined;
+        pending.append(buf.subarray(0, n));
       }
     } finally {
       if (deadline !== null) timers.clearTimeout(deadline);
     }
+    if (first) slot.idle(false);
     first = false;
-    const headBytes = pending.subarray(0, end);
-    pending = pending.slice(end);
+    const headBytes = pending.take(end);
     let head;
     try {
       head = parseRequestHead(headBytes);

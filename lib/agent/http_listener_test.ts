@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import type { Stream } from "../accept_loop.ts";
 import { readUntilClosed, scriptedListener } from "../../tests/helpers/fake_listener.ts";
 import { fakeTime } from "../../tests/helpers/fake_time.ts";
+import { waitFor } from "../../tests/helpers/wait.ts";
 import { type HttpListener, serveHttp } from "./http_listener.ts";
 
 const encoder = new TextEncoder();
@@ -154,14 +155,40 @@ Deno.test("slow-loris clients filling the cap are closed after the header timeou
     assert.match(await roundTrip(await connect()), /^HTTP\/1\.1 200 OK/);
   }));
 
-Deno.test("a connection beyond the cap is refused with 503 while the existing ones keep working", () =>
+Deno.test("a connection beyond the cap closes the oldest idle keep-alive connection and is served (issue 24, finding 1)", () =>
   withLoopbackServer({ maxConnections: 2 }, async (connect, server) => {
     const a = await connect(), b = await connect();
     assert.match(await roundTrip(a), /200 OK/);
     assert.match(await roundTrip(b), /200 OK/);
     assert.equal(server.connections, 2);
-    const refused = await readUntilClosed(await connect());
-    assert.match(refused, /^HTTP\/1\.1 503 Service Unavailable\r\n[^]*Too many connections/);
-    assert.match(await roundTrip(a), /200 OK/);
+    // Both wait between requests; a has waited longer and makes room.
+    assert.match(await roundTrip(await connect()), /200 OK/);
+    assert.equal(await readUntilClosed(a), "", "the oldest idle connection was closed");
     assert.match(await roundTrip(b), /200 OK/);
   }));
+
+Deno.test("a connection beyond the cap is refused with 503 when none is idle, and the busy ones keep working", () =>
+  withLoopbackServer({ maxConnections: 2 }, async (connect, server) => {
+    const a = await connect(), b = await connect();
+    // Each is in the middle of a head: busy, not idle.
+    for (const c of [a, b]) await c.write(encoder.encode("GET / HTTP/1.1\r\n"));
+    await waitFor(() => server.connections === 2, { message: "both connections accepted" });
+    const refused = await readUntilClosed(await connect());
+    assert.match(refused, /^HTTP\/1\.1 503 Service Unavailable\r\n[^]*Too many connections/);
+    for (const c of [a, b]) {
+      await c.write(encoder.encode("Host: x\r\n\r\n"));
+      assert.match(await readResponse(c), /200 OK/);
+    }
+  }));
+
+/** Reads one response whose request was already sent. */
+async function readResponse(conn: Deno.Conn): Promise<string> {
+  let got = "";
+  const buf = new Uint8Array(4096);
+  while (!complete(got)) {
+    const n = await conn.read(buf);
+    if (n === null) break;
+    got += decoder.decode(buf.subarray(0, n));
+  }
+  return got;
+}

@@ -1,11 +1,14 @@
 /**
- * The agent's two small HTTP surfaces. The node listener (`--metrics-addr`,
- * the node's IP in the chart) serves Prometheus metrics, liveness and
- * readiness, nothing that names a pod, an address or a network. The local
- * surface, a root-only unix socket (`--agent-socket`), serves the same plus
- * the agent's view of its targets for `lace targets` and `lace doctor`: who
- * can read it could map every tenant's pods on the node. Read-only; neither
- * changes anything on the node.
+ * The agent's small HTTP surfaces. The node listener (`--metrics-addr`, the
+ * node's IP in the chart) serves Prometheus metrics, liveness and readiness,
+ * nothing that names a pod, an address or a network. The health listener
+ * (`--health-addr`, loopback only) serves liveness and readiness alone, for
+ * the kubelet's probes of the agent: every pod can reach the node's IP, and
+ * health must never depend on what tenants can reach (issue 24, finding 1).
+ * The local surface, a root-only unix socket (`--agent-socket`), serves
+ * everything plus the agent's view of its targets for `lace targets` and
+ * `lace doctor`: who can read it could map every tenant's pods on the node.
+ * Read-only; none changes anything on the node.
  */
 import { getLogger } from "@logtape/logtape";
 import { joinHostPort, splitHostPort } from "../host_port.ts";
@@ -68,9 +71,16 @@ export function listenAddress(addr: string): { hostname: string; port: number } 
 
 /**
  * Which listener a request came in on: "node" (reachable from the network:
- * metrics and health only) or "local" (root-only socket: everything).
+ * metrics and health only), "health" (loopback: health only) or "local"
+ * (root-only socket: everything).
  */
-export type Surface = "node" | "local";
+export type Surface = "node" | "health" | "local";
+
+const NOT_FOUND: Record<Surface, string> = {
+  node: "Not found: try /metrics, /healthz or /readyz (the agent's view is on its local socket)\n",
+  health: "Not found: try /healthz or /readyz (metrics are on --metrics-addr)\n",
+  local: "Not found: try /metrics, /healthz, /readyz, /targets or /unmatched\n",
+};
 
 /** Handles one request; separate from the listener so tests call it directly. */
 export async function handleRequest(
@@ -91,6 +101,7 @@ export async function handleRequest(
       return new Response(body, { status: r.ready ? 200 : 503 });
     }
     case "/metrics":
+      if (surface === "health") break;
       return new Response(await status.metricsText(), {
         headers: { "content-type": status.metricsContentType },
       });
@@ -101,12 +112,7 @@ export async function handleRequest(
       if (surface === "local") return Response.json(status.unmatched?.() ?? []);
       break;
   }
-  return new Response(
-    surface === "local"
-      ? "Not found: try /metrics, /healthz, /readyz, /targets or /unmatched\n"
-      : "Not found: try /metrics, /healthz or /readyz (the agent's view is on its local socket)\n",
-    { status: 404 },
-  );
+  return new Response(NOT_FOUND[surface], { status: 404 });
 }
 
 /** Items per chunk of a streamed JSON array, at most. */
@@ -214,6 +220,53 @@ export function startHttpServer(
   const served = serveHttp(listener, (req) => handleRequest(req, status, "node"), {
     ...options,
     name: "http",
+  });
+  return withAddr(served, shown, () => {});
+}
+
+/**
+ * Limits of the health listener. Its one client is the kubelet, a new
+ * connection per probe (it sends no keep-alive) every few seconds: a small
+ * cap, short timeouts, and a connection that has not finished its first head
+ * counts as idle, so a flood of connections on loopback closes its own.
+ */
+export const HEALTH_LIMITS = {
+  maxConnections: 16,
+  maxConnectionsPerPeer: 16,
+  headerTimeoutMs: 2_000,
+  idleTimeoutMs: 2_000,
+  writeTimeoutMs: 2_000,
+  evictBeforeFirstHead: true,
+} as const;
+
+/**
+ * Starts the health listener on `addr`, a loopback host:port (config checks
+ * it): `/healthz` and `/readyz` only. The chart's liveness and readiness
+ * probes use it (`host: 127.0.0.1`; the agent runs in the host's network), so
+ * no pod can starve them however it floods the node's IP.
+ */
+export function startHealthServer(
+  addr: string,
+  status: StatusProvider,
+  options: SurfaceOptions = {},
+): HttpSurface {
+  const { hostname, port } = listenAddress(addr);
+  let listener: Deno.TcpListener;
+  try {
+    listener = Deno.listen({ hostname, port });
+  } catch (cause) {
+    throw new Error(
+      `Cannot serve health on "${addr}": choose a free loopback --health-addr, or an empty one to run without it`,
+      { cause },
+    );
+  }
+  const bound = listener.addr as Deno.NetAddr;
+  const shown = joinHostPort(bound.hostname, bound.port);
+  log.info("Serving health for the kubelet's probes on {addr}", { addr: shown });
+  const served = serveHttp(listener, (req) => handleRequest(req, status, "health"), {
+    ...HEALTH_LIMITS,
+    ...options,
+    name: "health",
   });
   return withAddr(served, shown, () => {});
 }

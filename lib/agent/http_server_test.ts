@@ -3,6 +3,7 @@ import {
   handleRequest,
   jsonArrayResponse,
   listenAddress,
+  startHealthServer,
   startHttpServer,
   startLocalServer,
   type StatusProvider,
@@ -50,6 +51,34 @@ Deno.test("the node surface answers /targets with 404 and still serves metrics a
   assert.equal((await get("/metrics", provider(true), "GET", "node")).status, 200);
   assert.equal((await get("/healthz", provider(true), "GET", "node")).status, 200);
   assert.equal((await get("/readyz", provider(true), "GET", "node")).status, 200);
+});
+
+Deno.test("the health surface serves /healthz and /readyz only", async () => {
+  assert.equal((await get("/healthz", provider(true), "GET", "health")).status, 200);
+  assert.equal((await get("/readyz", provider(false), "GET", "health")).status, 503);
+  for (const path of ["/metrics", "/targets", "/unmatched"]) {
+    const res = await get(path, provider(true), "GET", "health");
+    assert.equal(res.status, 404, path);
+    assert.doesNotMatch(await res.text(), /lace_up|10\.0\.0\.1/);
+  }
+});
+
+Deno.test("startHealthServer() on loopback serves health, and a flood of silent connections closes its own, not the kubelet's probe", async () => {
+  const server = startHealthServer("127.0.0.1:0", provider(true));
+  const [hostname, port] = [server.addr.split(":")[0], Number(server.addr.split(":")[1])];
+  const silent: Deno.TcpConn[] = [];
+  try {
+    // A local user opens twice the cap and sends nothing: each new one closes the oldest.
+    for (let i = 0; i < 32; i++) silent.push(await Deno.connect({ hostname, port }));
+    for (let i = 0; i < 3; i++) {
+      const res = await fetch(`http://${server.addr}/healthz`);
+      assert.equal(res.status, 200);
+      assert.equal(await res.text(), "ok\n");
+    }
+  } finally {
+    for (const c of silent) c.close();
+    await server.shutdown();
+  }
 });
 
 Deno.test("startHttpServer() on loopback refuses /targets and serves metrics and health", async () => {

@@ -24,14 +24,65 @@ export class HttpRequestError extends Error {
   }
 }
 
-/** The offset just past the head's blank line (CRLF CRLF), or -1 while it is incomplete. */
-export function headEnd(bytes: Uint8Array): number {
-  for (let i = 3; i < bytes.length; i++) {
-    if (
-      bytes[i] === 10 && bytes[i - 1] === 13 && bytes[i - 2] === 10 && bytes[i - 3] === 13
-    ) return i + 1;
+/**
+ * A connection's bytes until a request head is complete, in time linear in
+ * the bytes received: each read is copied once into a buffer that grows by
+ * doubling, and the search for the blank line resumes where the last one
+ * stopped. Copying and rescanning the whole pending head on every read cost
+ * 353 ms of the agent's only thread for a 16 KiB head sent one byte at a time
+ * (issue 24, finding 1). Bytes after a head (a pipelined request) stay for the
+ * next one.
+ */
+export class HeadBuffer {
+  #buf = new Uint8Array(1024);
+  #length = 0;
+  /** Offsets below this hold no head end (a match needs the 3 bytes before it). */
+  #scannedTo = 0;
+  /** Bytes examined by `end()` in all; a test holds it linear. */
+  examined = 0;
+
+  /** Bytes held: the head so far, and anything after it. */
+  get length(): number {
+    return this.#length;
   }
-  return -1;
+
+  /** Appends what a read returned. */
+  append(bytes: Uint8Array): void {
+    const need = this.#length + bytes.length;
+    if (need > this.#buf.length) {
+      let size = this.#buf.length;
+      while (size < need) size *= 2;
+      const grown = new Uint8Array(size);
+      grown.set(this.#buf.subarray(0, this.#length));
+      this.#buf = grown;
+    }
+    this.#buf.set(bytes, this.#length);
+    this.#length = need;
+  }
+
+  /** The offset just past the head's blank line (CRLF CRLF), or -1 while it is incomplete. */
+  end(): number {
+    const b = this.#buf;
+    let i = Math.max(3, this.#scannedTo);
+    for (; i < this.#length; i++) {
+      this.examined++;
+      if (b[i] === 10 && b[i - 1] === 13 && b[i - 2] === 10 && b[i - 3] === 13) {
+        this.#scannedTo = i;
+        return i + 1;
+      }
+    }
+    this.#scannedTo = i;
+    return -1;
+  }
+
+  /** Removes and returns the first `end` bytes (a head `end()` found); the rest stays. */
+  take(end: number): Uint8Array {
+    const head = this.#buf.slice(0, end);
+    this.#buf.copyWithin(0, end, this.#length);
+    this.#length -= end;
+    this.#scannedTo = 0;
+    return head;
+  }
 }
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;

@@ -45,6 +45,7 @@ export class Metrics {
   readonly watchRestarts: Counter;
   readonly acceptErrors: Counter<"listener">;
   readonly listenerFailing: Gauge<"listener">;
+  readonly listenerCapped: Counter<"listener" | "cap" | "outcome">;
   readonly attached: Gauge<"program">;
   readonly kubeletCgroupMismatch: Gauge;
   readonly kubeletLookalikes: Gauge;
@@ -151,6 +152,13 @@ export class Metrics {
       name: "lace_listener_failing",
       help: "1 while a listener's accepts keep failing (it takes no connections; not ready)",
       labelNames: ["listener"],
+      registers,
+    });
+    this.listenerCapped = new CounterClass({
+      name: "lace_listener_capped_total",
+      help: "Connections a listener refused at a cap (connections: all open; peer: from one " +
+        "address), or idle keep-alive ones it closed to make room, by outcome",
+      labelNames: ["listener", "cap", "outcome"],
       registers,
     });
     this.attached = new GaugeClass({

@@ -12,6 +12,7 @@ import { CgroupFollower } from "../cgroup/follower.ts";
 import { Datapath } from "../datapath/loader.ts";
 import {
   type Readiness,
+  startHealthServer,
   startHttpServer,
   startLocalServer,
   type TargetView,
@@ -297,6 +298,8 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
       onAcceptError: () => metrics.acceptErrors.inc({ listener }),
       onFailingChange: (failing: boolean) =>
         metrics.listenerFailing.set({ listener }, failing ? 1 : 0),
+      onCapped: (outcome: "refused" | "evicted", cap: "connections" | "peer") =>
+        metrics.listenerCapped.inc({ listener, cap, outcome }),
     };
   };
   // The node listener serves metrics and health only; the pods, addresses and networks the
@@ -305,6 +308,12 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     const http = startHttpServer(config.metricsAddr, status, reporting("http"));
     parts.push(() => http.shutdown());
     listeners.push(http);
+  }
+  // The kubelet's probes of the agent: loopback only, so no pod can reach or exhaust it.
+  if (config.healthAddr) {
+    const health = startHealthServer(config.healthAddr, status, reporting("health"));
+    parts.push(() => health.shutdown());
+    listeners.push(health);
   }
   if (config.agentSocket) {
     const local = await startLocalServer(config.agentSocket, status, reporting("local"));

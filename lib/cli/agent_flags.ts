@@ -156,6 +156,15 @@ export const agentFlags: readonly FlagSpec<Config>[] = [
   nodeFlags.kubeletCgroup,
   nodeFlags.hostCgroupRoot,
   nodeFlags.metricsAddr,
+  {
+    name: "health-addr",
+    key: "healthAddr",
+    value: text,
+    env: ["LACE_HEALTH_ADDR"],
+    metavar: "HOST:PORT",
+    help:
+      "Loopback address serving /healthz and /readyz only, for the kubelet's probes (empty disables it)",
+  },
   nodeFlags.agentSocket,
   {
     name: "probe-mark",

@@ -286,6 +286,7 @@ const AGENT_HELP = [
   "  --kubelet-cgroup PATH|auto   cgroup v2 directory of the kubelet, or auto to find the kubelet in /proc (default /sys/fs/cgroup/system.slice/kubelet.service; env LACE_KUBELET_CGROUP)",
   "  --host-cgroup-root DIR       Prefix where the host's filesystem is mounted (e.g. /host in a container) (env LACE_HOST_CGROUP_ROOT)",
   "  --metrics-addr HOST:PORT     Address of the metrics and health server (/metrics, /healthz, /readyz only) (default 127.0.0.1:9808; env LACE_METRICS_ADDR)",
+  "  --health-addr HOST:PORT      Loopback address serving /healthz and /readyz only, for the kubelet's probes (empty disables it) (env LACE_HEALTH_ADDR)",
   "  --agent-socket PATH          Root-only unix socket of the agent's local view, /targets included (empty disables it) (default /run/lace/agent.sock; env LACE_AGENT_SOCKET)",
   "  --probe-mark MARK            Probe flag bit(s) of the socket mark (default 0x1000; env LACE_PROBE_MARK)",
   "  --mark-shift N               Left shift of the network id in the socket mark (default 16; env LACE_MARK_SHIFT)",
