@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { readPinnedTargets } from "../lib/datapath/pins.ts";
+import { podFieldSelector } from "../lib/pods/api_source.ts";
 import { TestApiServer } from "./api_server/mod.ts";
 import type { KubeObject } from "./api_server/mod.ts";
 import { agentTestOptions, AgentWorld, POD_IPV4, podManifest } from "./helpers/agent_process.ts";
@@ -38,7 +39,9 @@ Deno.test({
     assert.equal((await w.probe(POD_IPV4, 8080, "/")).body, w.podIn(1));
     // The field selector keeps pods of other nodes out.
     assert.equal((await w.probe(POD_IPV4, 8083, "/")).result, "NO_ROUTE");
-    assert.ok(api.requests.some((r) => r.query.get("fieldSelector") === "spec.nodeName=e2e-node"));
+    assert.ok(
+      api.requests.some((r) => r.query.get("fieldSelector") === podFieldSelector("e2e-node")),
+    );
 
     // A newer pod in network 2 claims the same address and port: the older pod keeps it. The
     // server stamps creationTimestamp with whole seconds (and a random uid breaks ties), so

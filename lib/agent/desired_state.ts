@@ -6,7 +6,7 @@
  */
 import { type Config, markFor } from "../config.ts";
 import { type Conflict, resolveConflicts } from "../rules/conflicts.ts";
-import type { Pod } from "../pods/pod.ts";
+import { type Pod, PodRefusedError } from "../pods/pod.ts";
 import type { PodCache } from "../pods/cache.ts";
 import { keyId, type ProbeEntry, type ProbeKey, type ProbeValue } from "../datapath/probe_map.ts";
 import { type PodTargets, probeTargetsForPod, type Skip, type Target } from "../rules/targets.ts";
@@ -170,7 +170,7 @@ function unusable(pods: Pick<PodCache, "identity">, uid: string, error: unknown)
   const reason = errorText(error);
   return {
     pod: pods.identity(uid) ?? { namespace: "", name: "", uid },
-    reason: "malformed",
+    reason: error instanceof PodRefusedError ? error.reason : "malformed",
     message: `The pod could not be evaluated and gets no probe targets: ${reason}`,
   };
 }

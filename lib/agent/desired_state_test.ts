@@ -6,7 +6,7 @@ import {
   targetViews,
 } from "./desired_state.ts";
 import { markFor } from "../config.ts";
-import type { Pod } from "../pods/pod.ts";
+import { type Pod, PodRefusedError } from "../pods/pod.ts";
 import { keyId } from "../datapath/probe_map.ts";
 import type { PodNetwork } from "../rules/pod_network.ts";
 
@@ -109,6 +109,14 @@ Deno.test("desiredState() skips a pod that cannot be evaluated and keeps the oth
   assert.equal(state.skips[0].reason, "malformed");
   assert.deepEqual(state.skips[0].pod, { namespace: "ns", name: "p-bad", uid: "bad" });
   assert.match(state.skips[0].message, /could not be evaluated.*views disagree/);
+});
+
+Deno.test("desiredState() reports a pod refused for its size as too-large", () => {
+  const refused = new PodRefusedError("too-large", "over the cap of 16384");
+  const state = compute([["huge", refused], pod("a", "10.0.0.1", 1)]);
+  assert.deepEqual([...state.desired.keys()], ["10.0.0.1:8080"]);
+  assert.deepEqual(state.skips.map((s) => s.reason), ["too-large"]);
+  assert.match(state.skips[0].message, /over the cap of 16384/);
 });
 
 Deno.test("desiredState() writes a pod's first targets up to the cap and reports the rest", () => {

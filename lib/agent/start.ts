@@ -140,6 +140,7 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
       new ApiPodSource({
         kubeConfig,
         nodeName: config.nodeName,
+        annotations: [config.networkAnnotation, config.networkIdAnnotation],
         livenessMs: config.watchLivenessMs,
         onRestart: () => metrics.watchRestarts.inc(),
       }),

@@ -9,6 +9,17 @@
  * gets `replaceAll` only after a list succeeded, never an empty list because
  * of an error, so the probe map survives an unreachable API.
  *
+ * Memory stays bounded whatever a tenant binds to the node (issue 24, finding
+ * 2: a pod object may be 1.5 MB, and any tenant can bind pods to any node with
+ * spec.nodeName). The source asks only for pods that have not finished
+ * (`status.phase!=Succeeded,status.phase!=Failed`, which kube-apiserver
+ * supports for pods beside spec.nodeName, and checks it again itself), lists
+ * in pages, and trims every object to Lace's fields (normalisePod, with only
+ * Lace's annotations) as it arrives, before client-node's informer caches it:
+ * the informer holds the same frozen pod the sink gets, never the full
+ * object. A pod whose trimmed fields are still over `maxPodBytes` is kept by
+ * its identity alone and refused (no targets, reported as `too-large`).
+ *
  * Under Deno 2.9, a watch whose server went away may neither end nor fail
  * (undici's response body hangs after the connection closed, and aborting it
  * does not end it either), so client-node never calls the watch's done
@@ -24,7 +35,7 @@ import { CoreV1Api, type KubeConfig, ListWatch, VersionApi, Watch } from "../kub
 import { getLogger } from "@logtape/logtape";
 import { type Backoff, backoffDelay } from "../backoff.ts";
 import { realTimers, sleep, type Timers, within } from "../timers.ts";
-import { normalisePod, type Pod, podRef } from "./pod.ts";
+import { MAX_POD_BYTES, normalisePod, type Pod, podRef } from "./pod.ts";
 import type { PodSink, PodSource } from "./source.ts";
 
 const log = getLogger(["lace", "api"]);
@@ -57,11 +68,37 @@ export interface ApiPodSourceOptions {
   /** How long past its server-side timeout a watch may stay open before it counts as dead, in ms. */
   deadlineGraceMs?: number;
   random?: () => number;
+  /**
+   * The only annotations kept of each pod (Lace's network annotations); every one when unset.
+   */
+  annotations?: readonly string[];
+  /** The largest a pod's kept fields may be, in bytes of JSON (default MAX_POD_BYTES). */
+  maxPodBytes?: number;
+  /**
+   * Pods per page of the list: a list holds a page of whole objects at a time, which at the
+   * API server's largest pod (1.5 MB) is 15 MB of JSON at the default of 10.
+   */
+  pageSize?: number;
   /** Restart delays, liveness checks and deadlines; the process's own by default. */
   timers?: Timers;
 }
 
 type WatchDone = (error: unknown) => void;
+
+/** What stands in the informer for an object that is no usable pod: only where it is. */
+const SKELETONS = new WeakSet<object>();
+
+/** The phases after which a pod never runs again, and Lace never probes it. */
+function hasFinished(object: unknown): boolean {
+  const status = (object as { status?: { phase?: unknown } } | null)?.status;
+  const phase = status !== null && typeof status === "object" ? status.phase : undefined;
+  return phase === "Succeeded" || phase === "Failed";
+}
+
+/** The pods of `nodeName` that have not finished: the API server filters, not the agent. */
+export function podFieldSelector(nodeName: string): string {
+  return `spec.nodeName=${nodeName},status.phase!=Succeeded,status.phase!=Failed`;
+}
 
 /** What a KubeConfig may offer to report failed watch connections (Http1KubeConfig does). */
 interface WatchFailures {
@@ -133,7 +170,7 @@ export class ApiPodSource implements PodSource {
     this.#stopping = new AbortController();
     const { kubeConfig, nodeName } = this.#options;
     const core = kubeConfig.makeApiClient(CoreV1Api);
-    const fieldSelector = `spec.nodeName=${nodeName}`;
+    const fieldSelector = podFieldSelector(nodeName);
     const watch = new Watch(kubeConfig);
     // A TS-private field: the inactivity timeout after which the watch reconnects (default 30 s).
     // Longer than the server-side watch timeout plus grace: under Deno its abort does not end a
@@ -141,15 +178,26 @@ export class ApiPodSource implements PodSource {
     (watch as unknown as { requestTimeoutMs: number }).requestTimeoutMs =
       this.#options.inactivityMs ?? 300_000;
     const listTimeoutMs = this.#options.listTimeoutMs ?? 60_000;
+    const limit = this.#options.pageSize ?? 10;
+    // Page by page, each trimmed before the next is asked for: the informer gets a list of
+    // trimmed pods, and the pages' whole objects are garbage as soon as they are trimmed.
     const listFn = async () => {
-      const list = await within(
-        this.#timers,
-        core.listPodForAllNamespaces({ fieldSelector }),
-        listTimeoutMs,
-        "the pod list",
-      );
-      this.#deliverList(list.items);
-      return list;
+      const items: unknown[] = [];
+      let resourceVersion = "";
+      let token: string | undefined;
+      do {
+        const page = await within(
+          this.#timers,
+          core.listPodForAllNamespaces({ fieldSelector, limit, _continue: token }),
+          listTimeoutMs,
+          "a page of the pod list",
+        );
+        for (const item of page.items) if (!hasFinished(item)) items.push(this.#trim(item));
+        resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
+        token = page.metadata?._continue || undefined;
+      } while (token !== undefined && !this.#stopped);
+      this.#deliverList(items);
+      return { metadata: { resourceVersion }, items };
     };
     const lw = new ListWatch<never>(
       "/api/v1/pods",
@@ -304,6 +352,13 @@ export class ApiPodSource implements PodSource {
             if (phase === "ERROR") {
               log.info("Pod watch ended by the API server: {status}", { status: describe(object) });
             }
+            if (phase === "ADDED" || phase === "MODIFIED" || phase === "DELETED") {
+              // The informer caches what it is given: only ever the trimmed pod. A pod that
+              // finished leaves it, as from an API server that applies the phase selector.
+              const event = phase !== "DELETED" && hasFinished(object) ? "DELETED" : phase;
+              callback(event, this.#trim(object), undefined);
+              return;
+            }
             (callback as (p: string, o: unknown, w: unknown) => void)(phase, object, watchObject);
           },
           (error) => {
@@ -321,18 +376,38 @@ export class ApiPodSource implements PodSource {
     };
   }
 
-  #normalise(object: unknown): Pod | undefined {
+  /**
+   * The object the informer keeps and the sink gets: the pod trimmed to Lace's fields (or its
+   * identity alone when over the size cap), or for an object that is no usable pod a skeleton
+   * of its name, namespace and resourceVersion, which the informer needs and the sink never gets.
+   */
+  #trim(object: unknown): unknown {
     try {
-      return normalisePod(object);
+      return normalisePod(object, {
+        annotations: this.#options.annotations,
+        maxBytes: this.#options.maxPodBytes ?? MAX_POD_BYTES,
+      });
     } catch (error) {
       log.warning("Ignoring a malformed pod from the API: {error}", { error: describe(error) });
-      return undefined;
+      const meta = (object as { metadata?: Record<string, unknown> } | null)?.metadata;
+      const skeleton: { metadata: Record<string, string> } = { metadata: {} };
+      for (const field of ["name", "namespace", "uid", "resourceVersion"]) {
+        const value = meta !== null && typeof meta === "object" ? meta[field] : undefined;
+        if (typeof value === "string") skeleton.metadata[field] = value;
+      }
+      SKELETONS.add(skeleton);
+      return skeleton;
     }
+  }
+
+  #pod(object: unknown): Pod | undefined {
+    if (typeof object !== "object" || object === null || SKELETONS.has(object)) return undefined;
+    return normalisePod(object);
   }
 
   #deliverList(items: unknown[]): void {
     if (this.#stopped) return;
-    const pods = items.map((item) => this.#normalise(item)).filter((p): p is Pod => !!p);
+    const pods = items.map((item) => this.#pod(item)).filter((p): p is Pod => !!p);
     this.#reported = new Map(pods.map((p) => [p.metadata.uid, p.metadata.resourceVersion ?? ""]));
     this.#attempt = 0;
     this.#lists++;
@@ -345,7 +420,7 @@ export class ApiPodSource implements PodSource {
 
   #upsert(object: unknown): void {
     if (this.#stopped) return;
-    const pod = this.#normalise(object);
+    const pod = this.#pod(object);
     if (!pod) return;
     const rv = pod.metadata.resourceVersion ?? "";
     if (rv !== "" && this.#reported.get(pod.metadata.uid) === rv) return;

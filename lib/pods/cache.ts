@@ -4,7 +4,7 @@
  * never erases what another source said.
  */
 import { getLogger } from "@logtape/logtape";
-import { assertNotTooDeep, normalisePod, type Pod } from "./pod.ts";
+import { assertUsable, normalisePod, type Pod } from "./pod.ts";
 import type { PodSink } from "./source.ts";
 import { errorText } from "../error_text.ts";
 
@@ -33,11 +33,11 @@ function hasIPs(pod: Pod): boolean {
  * part of any view: the agent core holds it apart, so no source can forge it.
  * Views are normalised, hence frozen: the merge shares their parts, and is the
  * best view itself when that view has the addresses too (or none has any).
- * Throws for a view nested too deeply (assertNotTooDeep): that pod is then
+ * Throws for a view nested too deeply (assertUsable): that pod is then
  * reported and gets no targets.
  */
 function mergePodViews(views: Pod[]): Pod {
-  views.forEach(assertNotTooDeep);
+  views.forEach(assertUsable);
   const [best] = views;
   const withIPs = views.find(hasIPs);
   if (!withIPs || withIPs === best) return best;

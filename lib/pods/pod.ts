@@ -60,8 +60,8 @@ export function podRef(pod: Pod): string {
 
 /** Pods normalisePod made: frozen, so they can be shared by every holder without a copy. */
 const NORMALISED = new WeakSet<object>();
-/** Normalised pods whose source nested deeper than MAX_POD_DEPTH: see normalisePod. */
-const TOO_DEEP = new WeakSet<object>();
+/** Normalised pods that get no targets, with the reason: see assertUsable. */
+const REFUSED = new WeakMap<object, PodRefusedError>();
 
 /**
  * How deep a pod's JSON may nest and still be evaluated: far beyond any real
@@ -71,13 +71,50 @@ const TOO_DEEP = new WeakSet<object>();
 export const MAX_POD_DEPTH = 1000;
 
 /**
- * Throws TypeError for a pod normalisePod marked as nested too deeply. Such a
- * pod stays known by its identity, so it can be reported, but gets no targets.
+ * The largest a pod's Lace fields may be (their JSON, after normalisePod's
+ * trim) for the API source to keep them: 16 KiB. A real pod's Lace fields
+ * take a few hundred bytes per container with probes (fifty such containers
+ * fit), while the API server accepts a pod object of up to 1.5 MB, and the
+ * trim alone keeps what a hostile pod makes big inside them (containers,
+ * probes, paths). A tenant may bind any number of pods to a node, and each one
+ * kept costs about 2.5 times its JSON in heap (bench/RESULTS.md): at 16 KiB,
+ * 1000 such pods cost about 40 MiB, within the chart's 256 MiB limit.
  */
-export function assertNotTooDeep(pod: Pod): void {
-  if (TOO_DEEP.has(pod)) {
-    throw new TypeError(`Pod is nested more than ${MAX_POD_DEPTH} levels deep`);
+export const MAX_POD_BYTES = 16 * 1024;
+
+/** Why a pod known to the agent gets no targets: its objects were refused. */
+export class PodRefusedError extends TypeError {
+  /** `too-large`: over the size cap; `malformed`: nested too deeply. */
+  readonly reason: "too-large" | "malformed";
+  constructor(reason: "too-large" | "malformed", message: string) {
+    super(message);
+    this.name = "PodRefusedError";
+    this.reason = reason;
   }
+}
+
+/**
+ * Throws the PodRefusedError of a pod normalisePod refused (nested too deeply,
+ * or over its size cap). Such a pod stays known by its identity, so it can be
+ * reported, but gets no targets.
+ */
+export function assertUsable(pod: Pod): void {
+  const refused = REFUSED.get(pod);
+  if (refused) throw refused;
+}
+
+/** What normalisePod keeps beyond the Pod interface's fields, and how much. */
+export interface NormaliseOptions {
+  /**
+   * The only annotations kept (Lace's network annotations); every one when unset. The API
+   * server lets a pod carry 256 KiB of annotations, which Lace never reads.
+   */
+  annotations?: readonly string[];
+  /**
+   * The largest JSON the kept fields may make, in UTF-16 code units (bytes for ASCII): a pod
+   * over it is kept by its identity alone and refused (assertUsable). No cap when unset.
+   */
+  maxBytes?: number;
 }
 
 /** The fields of each level Lace reads (the Pod interface above); the rest is dropped. */
@@ -93,12 +130,18 @@ const METADATA_FIELDS = [
 const SPEC_FIELDS = ["nodeName", "hostNetwork", "containers", "initContainers"];
 const CONTAINER_FIELDS = [
   "name",
-  "ports",
   "livenessProbe",
   "readinessProbe",
   "startupProbe",
   "restartPolicy",
 ];
+const PROBE_KINDS = ["livenessProbe", "readinessProbe", "startupProbe"];
+const PROBE_FIELDS = ["httpGet", "tcpSocket", "grpc", "periodSeconds"];
+const HANDLER_FIELDS: Record<string, readonly string[]> = {
+  httpGet: ["host", "port", "path", "scheme"],
+  tcpSocket: ["host", "port"],
+  grpc: ["port", "service"],
+};
 const STATUS_FIELDS = ["phase", "podIP", "podIPs"];
 
 type Json = Record<string, unknown>;
@@ -115,8 +158,60 @@ function pick(value: unknown, fields: readonly string[]): unknown {
   return out;
 }
 
+/**
+ * A probe with only what the rules read: its handlers' address fields (no HTTP headers), its
+ * period, and whether it runs a command (`exec: {}`: the command itself never matters).
+ */
+function probe(value: unknown): unknown {
+  if (!isRecord(value)) return value;
+  const out = pick(value, PROBE_FIELDS) as Json;
+  for (const [handler, fields] of Object.entries(HANDLER_FIELDS)) {
+    if (Object.hasOwn(out, handler)) out[handler] = pick(out[handler], fields);
+  }
+  if (value.exec !== undefined && value.exec !== null) out.exec = {};
+  else if (Object.hasOwn(value, "exec")) out.exec = value.exec;
+  return out;
+}
+
+/**
+ * A container with its probes and, of its ports, the first one of each name a probe names
+ * (how the kubelet resolves a named port): the only ports the rules look up.
+ */
+function container(value: unknown): unknown {
+  if (!isRecord(value)) return value;
+  const out = pick(value, CONTAINER_FIELDS) as Json;
+  const names = new Set<string>();
+  for (const kind of PROBE_KINDS) {
+    if (!Object.hasOwn(out, kind)) continue;
+    out[kind] = probe(out[kind]);
+    const p = out[kind];
+    if (!isRecord(p)) continue;
+    for (const handler of ["httpGet", "tcpSocket"]) {
+      const port = isRecord(p[handler]) ? (p[handler] as Json).port : undefined;
+      if (typeof port === "string") names.add(port);
+    }
+  }
+  if (names.size > 0 && Array.isArray(value.ports)) {
+    const ports: Json[] = [];
+    for (const port of value.ports) {
+      if (!isRecord(port) || typeof port.name !== "string" || !names.has(port.name)) continue;
+      names.delete(port.name);
+      ports.push(pick(port, ["name", "containerPort"]) as Json);
+    }
+    if (ports.length > 0) out.ports = ports;
+  }
+  return out;
+}
+
 function containers(list: unknown): unknown {
-  return Array.isArray(list) ? list.map((c) => pick(c, CONTAINER_FIELDS)) : list;
+  return Array.isArray(list) ? list.map(container) : list;
+}
+
+function annotations(value: unknown, keys: readonly string[] | undefined): unknown {
+  if (keys === undefined || !isRecord(value)) return value;
+  const out: Json = {};
+  for (const k of keys) if (Object.hasOwn(value, k)) out[k] = value[k];
+  return out;
 }
 
 /** Freezes a JSON value and everything in it, without recursion (a pod may nest deeply). */
@@ -129,45 +224,90 @@ function deepFreeze(root: object): void {
   }
 }
 
+function frozen(out: Json, refused?: PodRefusedError): Pod {
+  deepFreeze(out);
+  NORMALISED.add(out);
+  if (refused) REFUSED.set(out, refused);
+  return out as unknown as Pod;
+}
+
+/** `value` when it is a string (the identity fields a refused pod keeps). */
+function text(value: unknown): string | undefined {
+  return typeof value === "string" ? value : undefined;
+}
+
 /**
  * Turns anything a source produced into a plain-JSON Pod, or throws TypeError
  * saying which required field is missing. Dates become RFC 3339 strings, so
- * pods from a list and from a watch compare equal. Only the fields of the Pod
- * interface are kept (a real pod's managed fields, env, volumes and container
- * statuses are most of its size, and a node holds one copy per pod for as long
- * as the pod lives); their values are kept as they are, for the rules to check.
- * The result is frozen and handed back as it is when normalised again, so a
- * source and the cache share one copy. A pod nested deeper than MAX_POD_DEPTH
- * (in any field, kept or not) is marked for assertNotTooDeep.
+ * pods from a list and from a watch compare equal. Only what the rules read is
+ * kept (a real pod's managed fields, env, volumes and container statuses are
+ * most of its size, and a node holds one copy per pod for as long as the pod
+ * lives): the fields of the Pod interface, of a container's ports only those a
+ * probe names, of a probe only its handler's address (`exec: {}` for a
+ * command), and of the annotations only `options.annotations`. Values are kept
+ * as they are, for the rules to check. Only the kept fields are copied, never
+ * the whole input. The result is frozen and handed back as it is when
+ * normalised again, so a source and the cache share one copy.
+ *
+ * Refused, kept by identity alone with no containers, and marked for
+ * assertUsable: a pod whose kept fields are over `options.maxBytes`. Marked
+ * too: a pod nested deeper than MAX_POD_DEPTH (in any field, kept or not).
  */
-export function normalisePod(input: unknown): Pod {
+export function normalisePod(input: unknown, options: NormaliseOptions = {}): Pod {
   if (typeof input === "object" && input !== null && NORMALISED.has(input)) return input as Pod;
-  const pod = JSON.parse(JSON.stringify(input ?? null));
-  if (!pod || typeof pod !== "object") throw new TypeError("Pod is not an object");
-  const meta = pod.metadata;
-  if (!meta || typeof meta !== "object") throw new TypeError("Pod has no metadata");
+  if (!isRecord(input)) throw new TypeError("Pod is not an object");
+  const meta = input.metadata;
+  if (!isRecord(meta)) throw new TypeError("Pod has no metadata");
   for (const field of ["name", "uid"] as const) {
     if (typeof meta[field] !== "string" || meta[field] === "") {
       throw new TypeError(`Pod has no metadata.${field}`);
     }
   }
-  if (meta.namespace === undefined || meta.namespace === "") meta.namespace = "default";
-  if (typeof meta.namespace !== "string") {
-    throw new TypeError("Pod metadata.namespace is not a string");
-  }
-  if (!pod.spec || typeof pod.spec !== "object") {
-    throw new TypeError(`Pod "${meta.name}" has no spec`);
-  }
-  if (!Array.isArray(pod.spec.containers)) {
+  const namespace = meta.namespace === undefined || meta.namespace === ""
+    ? "default"
+    : meta.namespace;
+  if (typeof namespace !== "string") throw new TypeError("Pod metadata.namespace is not a string");
+  if (!isRecord(input.spec)) throw new TypeError(`Pod "${meta.name}" has no spec`);
+  if (!Array.isArray(input.spec.containers)) {
     throw new TypeError(`Pod "${meta.name}" has no spec.containers list`);
   }
-  const spec = pick(pod.spec, SPEC_FIELDS) as Json;
+  const kept: Json = {};
+  for (const f of METADATA_FIELDS) {
+    if (f === "namespace") kept.namespace = namespace;
+    else if (f === "annotations" && Object.hasOwn(meta, f)) {
+      kept.annotations = annotations(meta.annotations, options.annotations);
+    } else if (Object.hasOwn(meta, f)) kept[f] = meta[f];
+  }
+  const spec = pick(input.spec, SPEC_FIELDS) as Json;
   spec.containers = containers(spec.containers);
   if (Object.hasOwn(spec, "initContainers")) spec.initContainers = containers(spec.initContainers);
-  const out: Json = { metadata: pick(meta, METADATA_FIELDS), spec };
-  if (Object.hasOwn(pod, "status")) out.status = pick(pod.status, STATUS_FIELDS);
-  deepFreeze(out);
-  NORMALISED.add(out);
-  if (nestedDeeperThan(pod, MAX_POD_DEPTH)) TOO_DEEP.add(out);
-  return out as unknown as Pod;
+  const picked: Json = { metadata: kept, spec };
+  if (Object.hasOwn(input, "status")) picked.status = pick(input.status, STATUS_FIELDS);
+  // One JSON round trip of the kept fields only: Dates become strings, class instances plain.
+  const json = JSON.stringify(picked);
+  if (options.maxBytes !== undefined && json.length > options.maxBytes) {
+    const identity = JSON.parse(JSON.stringify({
+      name: meta.name,
+      namespace,
+      uid: meta.uid,
+      resourceVersion: text(meta.resourceVersion),
+      creationTimestamp: meta.creationTimestamp,
+    }));
+    const nodeName = text(input.spec.nodeName);
+    return frozen(
+      {
+        metadata: identity,
+        spec: nodeName === undefined ? { containers: [] } : { nodeName, containers: [] },
+      },
+      new PodRefusedError(
+        "too-large",
+        `Pod's probe-related fields take ${json.length} bytes, over the cap of ${options.maxBytes}: ` +
+          "it is ignored; keep a pod's probes, ports and Lace annotations smaller",
+      ),
+    );
+  }
+  const refused = nestedDeeperThan(input, MAX_POD_DEPTH)
+    ? new PodRefusedError("malformed", `Pod is nested more than ${MAX_POD_DEPTH} levels deep`)
+    : undefined;
+  return frozen(JSON.parse(json), refused);
 }

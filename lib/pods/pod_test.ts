@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { assertNotTooDeep, MAX_POD_DEPTH, normalisePod } from "./pod.ts";
+import { assertUsable, MAX_POD_DEPTH, normalisePod, PodRefusedError } from "./pod.ts";
 
 const full = {
   apiVersion: "v1",
@@ -96,9 +96,9 @@ Deno.test("normalisePod() marks a pod nested too deeply, even in a field it drop
   const base = { metadata: { name: "x", uid: "u" }, spec: { containers: [] } };
   const hostile = normalisePod({ ...base, spec: { containers: [], extra: nest(MAX_POD_DEPTH) } });
   assert.equal(Object.hasOwn(hostile.spec, "extra"), false);
-  assert.throws(() => assertNotTooDeep(hostile), TypeError);
-  assertNotTooDeep(normalisePod({ ...base, spec: { containers: [], extra: nest(20) } }));
-  assertNotTooDeep(normalisePod(full));
+  assert.throws(() => assertUsable(hostile), TypeError);
+  assertUsable(normalisePod({ ...base, spec: { containers: [], extra: nest(20) } }));
+  assertUsable(normalisePod(full));
 });
 
 Deno.test("normalisePod() still refuses a pod without name, uid or containers list", () => {
@@ -112,4 +112,119 @@ Deno.test("normalisePod() still refuses a pod without name, uid or containers li
   );
   assert.throws(() => normalisePod({ metadata: { name: "x", uid: "u" }, spec: {} }), TypeError);
   assert.throws(() => normalisePod(null), TypeError);
+});
+
+Deno.test("normalisePod() keeps of a container's ports only the first of each name a probe names", () => {
+  const pod = normalisePod({
+    metadata: { name: "x", uid: "u" },
+    spec: {
+      containers: [{
+        name: "c",
+        ports: [
+          { name: "metrics", containerPort: 9090 },
+          { name: "http", containerPort: 8080, protocol: "TCP" },
+          { name: "http", containerPort: 8081 },
+          { containerPort: 7000 },
+          "junk",
+          { name: "grpc", containerPort: 7070 },
+        ],
+        livenessProbe: { httpGet: { port: "http" } },
+        readinessProbe: { tcpSocket: { port: "grpc" } },
+        startupProbe: { grpc: { port: 7070 } },
+      }, { name: "d", ports: [{ name: "http", containerPort: 1 }] }],
+    },
+  });
+  assert.deepEqual(pod.spec.containers[0].ports, [
+    { name: "http", containerPort: 8080 },
+    { name: "grpc", containerPort: 7070 },
+  ]);
+  assert.equal(Object.hasOwn(pod.spec.containers[1], "ports"), false);
+});
+
+Deno.test("normalisePod() keeps of a probe its handler's address, and of exec only that it is set", () => {
+  const pod = normalisePod({
+    metadata: { name: "x", uid: "u" },
+    spec: {
+      containers: [{
+        name: "c",
+        livenessProbe: {
+          exec: { command: ["sh", "-c", "x".repeat(10_000)] },
+          httpGet: {
+            port: 80,
+            path: "/p",
+            scheme: "HTTPS",
+            host: "h",
+            httpHeaders: [{ name: "a" }],
+          },
+          timeoutSeconds: 3,
+          periodSeconds: 7,
+        },
+        readinessProbe: { grpc: { port: 5, service: "s" }, exec: null },
+      }],
+    },
+  });
+  assert.deepEqual(pod.spec.containers[0].livenessProbe, {
+    exec: {},
+    httpGet: { port: 80, path: "/p", scheme: "HTTPS", host: "h" },
+    periodSeconds: 7,
+  });
+  assert.deepEqual(pod.spec.containers[0].readinessProbe, {
+    grpc: { port: 5, service: "s" },
+    exec: null,
+  });
+});
+
+Deno.test("normalisePod() keeps only the annotations it is given, and all without a list", () => {
+  const input = {
+    metadata: {
+      name: "x",
+      uid: "u",
+      annotations: {
+        "lace.io/network": "blue",
+        "kubectl.kubernetes.io/last-applied-configuration": "{}",
+      },
+    },
+    spec: { containers: [] },
+  };
+  assert.deepEqual(
+    normalisePod(input, { annotations: ["lace.io/network", "lace.io/network-id"] })
+      .metadata.annotations,
+    { "lace.io/network": "blue" },
+  );
+  assert.deepEqual(normalisePod(input).metadata.annotations, input.metadata.annotations);
+});
+
+Deno.test("normalisePod() refuses a pod whose kept fields are over maxBytes, keeping who it is", () => {
+  const big = (n: number) => ({
+    metadata: { name: "x", namespace: "t", uid: "u", resourceVersion: "5", labels: { a: "b" } },
+    spec: {
+      nodeName: "n1",
+      containers: Array.from({ length: n }, (_, i) => ({
+        name: `c${i}`,
+        livenessProbe: { httpGet: { port: 8080, path: "/healthz" } },
+      })),
+    },
+    status: { phase: "Pending" },
+  });
+  const small = normalisePod(big(10), { maxBytes: 4096 });
+  assertUsable(small);
+  assert.equal(small.spec.containers.length, 10);
+  const refused = normalisePod(big(100), { maxBytes: 4096 });
+  assert.deepEqual(refused, {
+    metadata: { name: "x", namespace: "t", uid: "u", resourceVersion: "5" },
+    spec: { nodeName: "n1", containers: [] },
+  });
+  assert.ok(Object.isFrozen(refused.metadata));
+  assert.throws(
+    () => assertUsable(refused),
+    (e) =>
+      e instanceof PodRefusedError && e.reason === "too-large" &&
+      /over the cap of 4096/.test(e.message),
+  );
+  // Fields Lace drops never count: a pod of 1.5 MB of env is small to Lace.
+  const env = Array.from({ length: 30_000 }, (_, i) => ({ name: `V${i}`, value: "x".repeat(40) }));
+  const padded = big(1);
+  (padded.spec.containers[0] as Record<string, unknown>).env = env;
+  assert.ok(JSON.stringify(padded).length > 1_500_000);
+  assertUsable(normalisePod(padded, { maxBytes: 4096 }));
 });

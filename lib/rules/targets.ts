@@ -43,7 +43,8 @@ export type SkipReason =
   | "annotation"
   | "address"
   | "special-address"
-  | "malformed";
+  | "malformed"
+  | "too-large";
 
 /** A probe (or a whole pod) that gets no target, with what an operator should know. */
 export interface Skip {
