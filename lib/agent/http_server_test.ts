@@ -10,6 +10,7 @@ import {
   type Surface,
 } from "./http_server.ts";
 import { getFromAgent } from "./local_client.ts";
+import { refusedAtEachLayer, unprivilegedUnavailable } from "../../tests/helpers/unprivileged.ts";
 
 function provider(ready: boolean): StatusProvider {
   return {
@@ -109,6 +110,27 @@ Deno.test("startLocalServer() serves /targets on a socket only root can open, in
   } finally {
     await server.shutdown();
     assert.throws(() => Deno.lstatSync(path), Deno.errors.NotFound, "the socket is removed");
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test({
+  name:
+    "startLocalServer()'s socket refuses an unprivileged user with EACCES, at its directory and at the socket",
+  ignore: (await unprivilegedUnavailable()) !== undefined,
+}, async () => {
+  const dir = await Deno.makeTempDir({ prefix: "lace-local-" });
+  const path = `${dir}/run/agent.sock`;
+  const server = await startLocalServer(path, provider(true));
+  try {
+    await refusedAtEachLayer(path, dir, (layer, result) => {
+      assert.equal(result.connected, false, `nobody connected through ${layer}`);
+      assert.match(result.why, /Permission denied/, `refused by ${layer} for another reason`);
+    });
+    // The positive control: root still connects.
+    assert.equal((await getFromAgent(path, "/healthz", 2000)).status, 200);
+  } finally {
+    await server.shutdown();
     await Deno.remove(dir, { recursive: true });
   }
 });

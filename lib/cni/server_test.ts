@@ -3,6 +3,7 @@ import type { Attachment } from "./protocol.ts";
 import type { Stream } from "../accept_loop.ts";
 import { readUntilClosed, scriptedListener } from "../../tests/helpers/fake_listener.ts";
 import { fakeTime } from "../../tests/helpers/fake_time.ts";
+import { refusedAtEachLayer, unprivilegedUnavailable } from "../../tests/helpers/unprivileged.ts";
 import {
   Attachments,
   type CniHandler,
@@ -93,6 +94,26 @@ Deno.test("startCniServer() creates a missing parent directory 0700 and the sock
     assert.deepEqual([...Deno.readDirSync(`${dir.path}/run/lace`)].map((e) => e.name), [
       "cni.sock",
     ]);
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test({
+  name:
+    "startCniServer()'s socket refuses an unprivileged user with EACCES, at its directory and at the socket",
+  ignore: (await unprivilegedUnavailable()) !== undefined,
+}, async () => {
+  await using dir = await tempDir();
+  const path = `${dir.path}/run/lace/cni.sock`;
+  const server = await startCniServer(path, new FakeAgent());
+  try {
+    await refusedAtEachLayer(path, dir.path, (layer, result) => {
+      assert.equal(result.connected, false, `nobody connected through ${layer}`);
+      assert.match(result.why, /Permission denied/, `refused by ${layer} for another reason`);
+    });
+    // The positive control: root still connects.
+    (await Deno.connect({ transport: "unix", path })).close();
   } finally {
     await server.close();
   }
