@@ -58,6 +58,11 @@ export interface Config {
   /** The most probe targets one pod may have in the map; the rest are reported, not written. */
   maxTargetsPerPod: number;
   /**
+   * Whether the ports of postStart and preStop httpGet hooks are targets like
+   * probe ports (else the kubelet's hook requests go to the host's network).
+   */
+  lifecycleHooks: boolean;
+  /**
    * Pod address ranges of Lace networks (CIDRs): a kubelet connect into one
    * that matches no target is counted and reported.
    */
@@ -103,6 +108,7 @@ export function defaultConfig(): Config {
     // Two addresses times three probes times ten containers, with room: a pod that needs
     // more is unusual, and one that wants thousands is trying to fill the map.
     maxTargetsPerPod: 64,
+    lifecycleHooks: true,
     podCidrs: [],
     agentSocket: DEFAULT_AGENT_SOCKET,
     logLevel: "info",
@@ -284,6 +290,11 @@ export function configProblems(config: Config): string[] {
   ) {
     problems.push(
       `Max targets per pod must be a whole number 1..${MAX_TARGETS} (the map's capacity): ${config.maxTargetsPerPod}`,
+    );
+  }
+  if (typeof config.lifecycleHooks !== "boolean") {
+    problems.push(
+      `Lifecycle hooks must be true or false: ${JSON.stringify(config.lifecycleHooks)}`,
     );
   }
   for (const cidr of config.podCidrs) {

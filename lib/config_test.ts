@@ -68,6 +68,7 @@ Deno.test("validateConfig() names the bad value", () => {
     [{ maxTargetsPerPod: 0 }, /Max targets per pod must be a whole number 1\.\.65536/],
     [{ maxTargetsPerPod: 70_000 }, /Max targets per pod .*: 70000/],
     [{ maxTargetsPerPod: 2.5 }, /Max targets per pod/],
+    [{ lifecycleHooks: "no" as unknown as boolean }, /Lifecycle hooks must be true or false: "no"/],
     [
       { addressConflict: "newer-wins" as "older-wins" },
       /Address conflict policy must be one of fail-closed, older-wins/,

@@ -337,6 +337,11 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     node: config.nodeName || "(any)",
     sources: sources.map((s) => s.name).join(","),
   });
+  if (!config.lifecycleHooks) {
+    log.warning(
+      "Lifecycle hooks are not probe targets (--lifecycle-hooks=false): the kubelet's postStart and preStop httpGet requests to pods in Lace networks go to the host's network and fail, unless a probe shares their port",
+    );
+  }
 
   let stopped: Promise<void> | undefined;
   return {

@@ -25,6 +25,7 @@ import {
   oneOf,
   parseCommand,
   text,
+  trueFalse,
   UsageError,
   type ValueParser,
 } from "./flags.ts";
@@ -234,6 +235,14 @@ export const agentFlags: readonly FlagSpec<Config>[] = [
     metavar: "N",
     help:
       "The most probe targets one pod may have in the probe map (1..65536); a pod that wants more is reported",
+  },
+  {
+    name: "lifecycle-hooks",
+    key: "lifecycleHooks",
+    value: trueFalse,
+    env: ["LACE_LIFECYCLE_HOOKS"],
+    help:
+      "true: the ports of postStart and preStop httpGet hooks are probe targets under the probes' rules; false: hook requests go to the host's network",
   },
   {
     name: "pod-cidrs",

@@ -75,6 +75,16 @@ export const boolean: ValueParser<boolean> = {
   format: () => "",
 };
 
+/**
+ * true/false (also 1/0, yes/no, on/off) given as a value, `--x=false`: for a
+ * switch that is on by default and whose name reads as a setting.
+ */
+export const trueFalse: ValueParser<boolean> = {
+  metavar: "BOOL",
+  parse: (t) => boolean.parse(t),
+  format: String,
+};
+
 /** A whole number in decimal. */
 export const integer: ValueParser<number> = {
   metavar: "N",

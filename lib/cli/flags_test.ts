@@ -49,6 +49,20 @@ Deno.test("parseFlags() converts marks, durations and booleans into typed Config
   assert.equal(parse([], { LACE_KUBE_API: "false" }).useApi, false);
 });
 
+Deno.test("--lifecycle-hooks takes true or false, from the flag or LACE_LIFECYCLE_HOOKS, default true", () => {
+  assert.equal(parse([]).lifecycleHooks, true);
+  assert.equal(parse(["--lifecycle-hooks=false"]).lifecycleHooks, false);
+  assert.equal(
+    parse(["--lifecycle-hooks", "true"], { LACE_LIFECYCLE_HOOKS: "false" }).lifecycleHooks,
+    true,
+  );
+  assert.equal(parse([], { LACE_LIFECYCLE_HOOKS: "false" }).lifecycleHooks, false);
+  assert.throws(
+    () => parse(["--lifecycle-hooks=maybe"]),
+    new UsageError('--lifecycle-hooks must be true or false: "maybe"'),
+  );
+});
+
 Deno.test("parseFlags() gives one-line UsageErrors for a bad flag or value", () => {
   const cases: [string[], Record<string, string>, RegExp][] = [
     [["--nope"], {}, /Unknown option '--nope'/],
@@ -297,6 +311,7 @@ const AGENT_HELP = [
   "  --watch-liveness DURATION    A pod watch silent this long gets the API server probed; a dead watch is restarted (1s..1h) (default 30s; env LACE_WATCH_LIVENESS)",
   "  --cni-socket PATH            Unix socket the CNI plugin registers attachments on (empty disables it) (default /run/lace/cni.sock; env LACE_CNI_SOCKET)",
   "  --max-targets-per-pod N      The most probe targets one pod may have in the probe map (1..65536); a pod that wants more is reported (default 64; env LACE_MAX_TARGETS_PER_POD)",
+  "  --lifecycle-hooks BOOL       true: the ports of postStart and preStop httpGet hooks are probe targets under the probes' rules; false: hook requests go to the host's network (default true; env LACE_LIFECYCLE_HOOKS)",
   "  --pod-cidrs CIDRS            Pod address ranges of Lace networks, comma-separated (e.g. 10.244.0.0/16,fd00:10:244::/56): a kubelet connect into one that matches no probe target is counted and reported (env LACE_POD_CIDRS)",
   "  --address-conflict POLICY    A probe address and port claimed by pods of two networks: fail-closed tags it for neither, older-wins keeps the older pod's (single-tenant clusters only) (default fail-closed; env LACE_ADDRESS_CONFLICT)",
   "  --log-level LEVEL            Minimum level logged (default info; env LACE_LOG_LEVEL)",

@@ -21,12 +21,21 @@ export interface Probe {
   periodSeconds?: number;
 }
 
+/** A lifecycle hook: only httpGet makes the kubelet connect (exec, sleep and tcpSocket do not). */
+export interface LifecycleHandler {
+  httpGet?: { host?: string; port: number | string; path?: string; scheme?: string };
+  tcpSocket?: { host?: string; port: number | string };
+  exec?: { command?: string[] };
+  sleep?: { seconds: number };
+}
+
 export interface Container {
   name: string;
   ports?: ContainerPort[];
   livenessProbe?: Probe;
   readinessProbe?: Probe;
   startupProbe?: Probe;
+  lifecycle?: { postStart?: LifecycleHandler; preStop?: LifecycleHandler };
   restartPolicy?: string;
 }
 
@@ -133,6 +142,7 @@ const CONTAINER_FIELDS = [
   "livenessProbe",
   "readinessProbe",
   "startupProbe",
+  "lifecycle",
   "restartPolicy",
 ];
 const PROBE_KINDS = ["livenessProbe", "readinessProbe", "startupProbe"];

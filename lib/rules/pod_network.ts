@@ -28,10 +28,15 @@ export interface NetworkMismatch {
  */
 export const DEFAULT_NETWORK: Readonly<PodNetwork> = { network: "", networkId: 0 };
 
-/** The annotation keys that name a pod's network and its id. */
+/**
+ * The annotation keys that name a pod's network and its id, and whether the
+ * ports of lifecycle hooks are targets (absent: they are). The agent hands
+ * the rules its whole Config, so `lifecycleHooks` arrives from there.
+ */
 export interface TargetOptions {
   networkAnnotation: string;
   networkIdAnnotation: string;
+  lifecycleHooks?: boolean;
 }
 
 /**

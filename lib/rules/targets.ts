@@ -17,9 +17,24 @@ import {
   type TargetOptions,
 } from "./pod_network.ts";
 import { resolvePort } from "./probe_port.ts";
+import { connectingHandlers, type MalformedHandler } from "./handlers.ts";
 
 export type ProbeKind = "liveness" | "readiness" | "startup";
+/** A lifecycle hook whose httpGet handler the kubelet sends to the pod. */
+export type HookKind = "postStart" | "preStop";
+/** What a target serves: one of the container's probes or one of its lifecycle hooks. */
+export type TargetKind = ProbeKind | HookKind;
 export type ProbeHandler = "httpGet" | "tcpSocket" | "grpc";
+
+/** Whether a target's `probe` names a lifecycle hook (anything else is a probe or unknown). */
+export function isHookKind(kind: unknown): kind is HookKind {
+  return kind === "postStart" || kind === "preStop";
+}
+
+/** "readiness probe", "preStop hook": how messages name what a target serves. */
+export function kindLabel(kind: TargetKind): string {
+  return `${kind} ${isHookKind(kind) ? "hook" : "probe"}`;
+}
 
 /** One key the kubelet will connect to, and why. */
 export interface Target {
@@ -27,12 +42,16 @@ export interface Target {
   networkId: number;
   network: string;
   pod: PodIdentity;
-  /** The first container and probe (in spec order) that needs this key. */
+  /**
+   * The first container and probe or hook (in spec order) that needs this
+   * key; a key several of them use is one target, named by the first.
+   */
   container: string;
-  probe: ProbeKind;
+  /** The probe or lifecycle hook served (the field keeps its name for every consumer). */
+  probe: TargetKind;
   handler: ProbeHandler;
   http?: { path: string; scheme: string };
-  /** The probe's periodSeconds when the spec sets one (the kubelet's default is 10). */
+  /** The probe's periodSeconds when the spec sets one (the kubelet's default is 10); never on hooks. */
   periodSeconds?: number;
 }
 
@@ -50,7 +69,7 @@ export type SkipReason =
 export interface Skip {
   pod: PodIdentity;
   container?: string;
-  probe?: ProbeKind;
+  probe?: TargetKind;
   reason: SkipReason;
   message: string;
 }
@@ -68,14 +87,12 @@ export interface PodTargets {
   claims?: Target[];
 }
 
-const PROBES: [ProbeKind, "livenessProbe" | "readinessProbe" | "startupProbe"][] = [
-  ["liveness", "livenessProbe"],
-  ["readiness", "readinessProbe"],
-  ["startup", "startupProbe"],
-];
-
 /**
- * Computes a pod's probe targets and the probes it had to skip. The pod's
+ * Computes a pod's probe targets and the probes it had to skip. Targets are
+ * the ports of its probes (httpGet, tcpSocket, grpc) and, unless
+ * `opts.lifecycleHooks` is false, of its postStart and preStop httpGet hooks:
+ * the kubelet connects to both the same way, so a hook that is not a target
+ * goes to the host's network and fails. The pod's
  * network is `node`, the network the node attached it to (the chained CNI
  * plugin's ADD), whenever that is known: annotations, which the pod's author
  * can write, then only count for a report when they disagree (`mismatch`).
@@ -88,7 +105,9 @@ const PROBES: [ProbeKind, "livenessProbe" | "readinessProbe" | "startupProbe"][]
  * other than one of the pod's own IPs gets no target: the kubelet would connect
  * elsewhere, and marking that connection into the pod's overlay would let a
  * pod steer the kubelet at another tenant (server-side request forgery).
- * Each key appears once: the first container/probe in spec order describes it.
+ * Hooks follow every rule probes do. Each key appears once: the first
+ * container and probe or hook in spec order describes it (within a container:
+ * liveness, readiness, startup, postStart, preStop).
  */
 export function probeTargetsForPod(
   pod: Pod,
@@ -139,6 +158,11 @@ export function probeTargetsForPod(
   for (const message of special) report.push({ pod: id, reason: "special-address", message });
   if (addresses.length === 0) return done();
 
+  // Containers, then sidecars (init containers with restartPolicy Always). Other init
+  // containers have neither probes nor lifecycle hooks: the API refuses both there
+  // (pkg/apis/core/validation, validateInitContainers: "may not be set for init containers
+  // without restartPolicy=Always"), and the kubelet validates static pods the same way
+  // (pkg/kubelet/config/common.go, tryDecodeSinglePod: ValidatePodCreate).
   const containers: unknown[] = [
     ...(Array.isArray(p.spec.containers) ? p.spec.containers : []),
     ...(Array.isArray(p.spec.initContainers)
@@ -147,30 +171,24 @@ export function probeTargetsForPod(
       )
       : []),
   ];
+  const hooks = opts.lifecycleHooks !== false;
   const seen = new Set<string>();
   for (const c of containers) {
     if (!isObject<Loose>(c)) continue;
     const container = str(c.name) ?? "";
-    for (const [kind, field] of PROBES) {
-      const probe = c[field];
-      if (probe === undefined || probe === null) continue;
+    const malformed = (m: MalformedHandler) =>
+      report.push({
+        pod: id,
+        container,
+        ...(m.kind ? { probe: m.kind } : {}),
+        reason: "malformed",
+        message: m.message,
+      });
+    for (const h of connectingHandlers(c, container, hooks, malformed)) {
+      const { kind, handler, action } = h;
+      const what = `${kindLabel(kind)} of container "${container}"`;
       const skip = (reason: SkipReason, message: string) =>
         report.push({ pod: id, container, probe: kind, reason, message });
-      if (!isObject<Loose>(probe)) {
-        skip("malformed", `${field} of container "${container}" is not an object`);
-        continue;
-      }
-      // The kubelet checks handlers in this order and uses the first one set.
-      if (probe.exec !== undefined && probe.exec !== null) continue;
-      const handler: ProbeHandler | undefined = isObject<Loose>(probe.httpGet)
-        ? "httpGet"
-        : isObject<Loose>(probe.tcpSocket)
-        ? "tcpSocket"
-        : isObject<Loose>(probe.grpc)
-        ? "grpc"
-        : undefined;
-      if (!handler) continue;
-      const action = probe[handler];
       // gRPC probes take a number only; no name lookup.
       const resolved = handler === "grpc" && typeof action.port !== "number"
         ? {
@@ -179,7 +197,7 @@ export function probeTargetsForPod(
         }
         : resolvePort(action.port, c);
       if ("reason" in resolved) {
-        skip(resolved.reason, `${kind} probe of container "${container}": ${resolved.message}`);
+        skip(resolved.reason, `${what}: ${resolved.message}`);
         continue;
       }
       let where = addresses;
@@ -193,13 +211,18 @@ export function probeTargetsForPod(
         if (where.length === 0) {
           skip(
             "host",
-            `${kind} probe of container "${container}" sets host ${
+            `${what} sets host ${
               JSON.stringify(host)
             }, which is not one of the pod's IPs: the kubelet connects there, so Lace does not redirect it`,
           );
           continue;
         }
       }
+      // Every pod IP, hooks too. A probe goes to status.podIP; an httpGet hook without a
+      // host goes to the runtime's first sandbox IP (pkg/kubelet/lifecycle/handlers.go,
+      // runHTTPHandler: status.IPs[0] of the runtime's pod status), which
+      // determinePodSandboxIPs orders as the CNI result's primary first, not by the node's
+      // family as status.podIPs is: on a dual-stack pod it may be either family.
       for (const a of where) {
         const key: ProbeKey = { family: a.family, address: a.address, port: resolved.port };
         const kid = `${key.family}/${key.address}/${key.port}`;
@@ -214,7 +237,7 @@ export function probeTargetsForPod(
           probe: kind,
           handler,
         };
-        const period = probe.periodSeconds;
+        const period = h.periodSeconds;
         if (typeof period === "number" && Number.isInteger(period) && period >= 1) {
           target.periodSeconds = period;
         }
