@@ -1,8 +1,8 @@
 /**
  * Property tests of the rules, seeded and reproducible (a failure prints the
  * seed that replays it): random valid pods get exactly the targets their
- * probes ask for and no skip, and conflict resolution keeps one target per key
- * whatever order the pods come in. Pods with junk at every level never make
+ * probes and httpGet lifecycle hooks ask for and no skip, and conflict
+ * resolution keeps one target per key whatever order the pods come in. Pods with junk at every level never make
  * the rules throw, and every target they yield is valid.
  */
 import assert from "node:assert/strict";
@@ -45,8 +45,12 @@ function validPod(random: SeededRandom): { pod: Pod; keys: Set<string>; networkI
     }));
     const c: Record<string, unknown> = { name, ports };
     if (sidecar) c.restartPolicy = "Always";
-    for (const field of ["livenessProbe", "readinessProbe", "startupProbe"]) {
+    const lifecycle: Record<string, unknown> = {};
+    for (
+      const field of ["livenessProbe", "readinessProbe", "startupProbe", "postStart", "preStop"]
+    ) {
       if (random.chance(0.3)) continue;
+      const hook = field === "postStart" || field === "preStop";
       let port: number | string = random.pick([1, 65535, random.int(1, 65535)]);
       let resolved = port;
       const way = random.int(0, 2);
@@ -55,20 +59,30 @@ function validPod(random: SeededRandom): { pod: Pod; keys: Set<string>; networkI
         const named = random.pick(ports);
         [port, resolved] = [named.name, named.containerPort];
       }
-      const handler = random.pick(["httpGet", "tcpSocket", "grpc"]);
+      // Hooks: only httpGet connects; tcpSocket, exec and sleep ask for no key.
+      const handler = hook
+        ? random.pick(["httpGet", "httpGet", "tcpSocket", "exec", "sleep"])
+        : random.pick(["httpGet", "tcpSocket", "grpc"]);
       if (handler === "grpc") port = resolved;
-      const action: Record<string, unknown> = { port };
+      const action: Record<string, unknown> = handler === "exec"
+        ? { command: ["true"] }
+        : handler === "sleep"
+        ? { seconds: 1 }
+        : { port };
       let where = canonical;
       if (handler !== "grpc" && random.chance(0.2)) {
         const own = random.int(0, ips.length - 1);
         action.host = ips[own];
         where = [canonicalAddress(ips[own])];
       }
-      c[field] = { [handler]: action };
+      if (hook) lifecycle[field] = { [handler]: action };
+      else c[field] = { [handler]: action };
+      if (hook && handler !== "httpGet") continue;
       for (const a of where) {
         keys.add(keyId({ family: a.family, address: a.address, port: resolved }));
       }
     }
+    if (Object.keys(lifecycle).length > 0) c.lifecycle = lifecycle;
     return c;
   };
   const pod = {
@@ -90,7 +104,7 @@ function validPod(random: SeededRandom): { pod: Pod; keys: Set<string>; networkI
   return { pod: pod as unknown as Pod, keys, networkId };
 }
 
-Deno.test("property: a random valid pod gets exactly the keys its probes ask for, and no skip (seeded)", () => {
+Deno.test("property: a random valid pod gets exactly the keys its probes and httpGet hooks ask for, and no skip (seeded)", () => {
   forAll({ seed: 3000, runs: 1000 }, (random) => {
     const { pod, keys, networkId } = validPod(random);
     const { targets, skipped } = probeTargetsForPod(pod, OPTS);
@@ -181,6 +195,12 @@ function generatedPod(rand: () => number): unknown {
         livenessProbe: probe(),
         readinessProbe: probe(),
         startupProbe: probe(),
+        lifecycle: pj([
+          undefined,
+          { postStart: probe(), preStop: probe() },
+          { preStop: { sleep: { seconds: 1 } } },
+          { postStart: pick([null, 3, "x", []]) },
+        ]),
         restartPolicy: pick([undefined, "Always", "Never"]),
       },
     ]);
