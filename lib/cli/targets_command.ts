@@ -9,7 +9,7 @@ import { getFromAgent } from "../agent/local_client.ts";
 import { defaultConfig } from "../config.ts";
 import { boolean, type CommandSpec } from "./flags.ts";
 import { nodeFlags, parseNodeCommand } from "./agent_flags.ts";
-import { formatDuration } from "../duration.ts";
+import { lastHitText, servesText } from "../target_text.ts";
 
 interface TargetsOptions {
   json: boolean;
@@ -20,7 +20,7 @@ interface TargetsOptions {
 const spec: CommandSpec<TargetsOptions> = {
   name: "targets",
   summary:
-    "List the registered probe targets: family, address, port, network, mark, pod, and the kubelet connects each tagged (hits, last hit).",
+    "List the registered probe targets: family, address, port, network, mark, pod, the probe or lifecycle hook each serves, and the kubelet connects each tagged (hits, last hit).",
   usage: "lace targets [--json] [--pin-path DIR] [--agent-socket PATH]",
   flags: [
     { name: "json", key: "json", value: boolean, env: ["LACE_JSON"], help: "Print a JSON array" },
@@ -73,15 +73,11 @@ export async function registeredTargets(
   }));
 }
 
-/** "12s ago", "1h2m ago"; "never" when the kubelet never connected; "-" when unknown. */
-export function lastHitText(ageSeconds: number | null | undefined): string {
-  if (ageSeconds === undefined) return "-";
-  if (ageSeconds === null) return "never";
-  return `${formatDuration(Math.floor(ageSeconds) * 1000)} ago`;
-}
-
-/** Renders targets as an aligned table, sorted for stable output. */
-function targetsTable(targets: TargetView[]): string {
+/**
+ * Renders targets as an aligned table, sorted for stable output. SERVES is
+ * the container and probe or lifecycle hook the target is for (servesText).
+ */
+export function targetsTable(targets: TargetView[]): string {
   const rows = [...targets].sort((a, b) =>
     a.family.localeCompare(b.family) || a.address.localeCompare(b.address) || a.port - b.port
   ).map((t) => [
@@ -91,10 +87,21 @@ function targetsTable(targets: TargetView[]): string {
     t.network ? `${t.network} (${t.networkId})` : String(t.networkId),
     `0x${t.mark.toString(16)}`,
     t.pod ?? "-",
+    servesText(t),
     t.hits === undefined ? "-" : String(t.hits),
     lastHitText(t.lastHitAgeSeconds),
   ]);
-  const header = ["FAMILY", "ADDRESS", "PORT", "NETWORK", "MARK", "POD", "HITS", "LAST HIT"];
+  const header = [
+    "FAMILY",
+    "ADDRESS",
+    "PORT",
+    "NETWORK",
+    "MARK",
+    "POD",
+    "SERVES",
+    "HITS",
+    "LAST HIT",
+  ];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   return [header, ...rows].map((r) => r.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd())
     .join("\n");
@@ -113,6 +120,7 @@ export async function runTargetsCommand(args: string[]): Promise<number> {
         networkId: t.networkId,
         mark: t.mark,
         ...(t.pod ? { pod: t.pod } : {}),
+        ...(t.probe ? { container: t.container, probe: t.probe, handler: t.handler } : {}),
         ...(t.hits === undefined ? {} : { hits: t.hits, lastHitAgeSeconds: t.lastHitAgeSeconds }),
       })),
     ));

@@ -5,6 +5,7 @@
 import type { TargetView } from "../agent/http_server.ts";
 import type { UnmatchedView } from "../agent/unmatched.ts";
 import { keyId } from "../datapath/probe_map.ts";
+import { isHookKind } from "../rules/targets.ts";
 import { type Check, check, isError, type NodeSnapshot, START_AGENT } from "./check.ts";
 
 /** The agent's health, readiness, targets and counters, in reading order. */
@@ -89,11 +90,14 @@ function targetLabel(t: TargetView): string {
  * Targets the kubelet has not connected to within STALE_PERIODS of their
  * probe's period: its probe goes elsewhere (another address or port), or the
  * kubelet stopped probing. Targets never connected to are listed apart (a pod
- * that just started, or a probe that never reaches Lace).
+ * that just started, or a probe that never reaches Lace). Lifecycle hooks'
+ * targets are not judged: the kubelet connects to them once, at the
+ * container's start (postStart) or stop (preStop), so silence is their norm.
  */
-export function staleTargetsCheck(targets: TargetView[]): Check {
+export function staleTargetsCheck(all: TargetView[]): Check {
   const stale: string[] = [];
   const never: string[] = [];
+  const targets = all.filter((t) => !isHookKind(t.probe));
   for (const t of targets) {
     if (t.hits === undefined) continue; // an agent without hits: nothing to judge
     const limit = STALE_PERIODS * (t.periodSeconds ?? DEFAULT_PROBE_PERIOD_S);

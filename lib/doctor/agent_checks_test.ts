@@ -31,6 +31,13 @@ Deno.test("staleTargetsCheck() flags a target silent for more than 3 of its prob
   assert.doesNotMatch(c.message, /:83/);
 });
 
+Deno.test("staleTargetsCheck() does not judge lifecycle hooks' targets, which the kubelet uses once", () => {
+  const hook = (port: number, probe: string) => ({ ...target(port, null), probe });
+  const c = staleTargetsCheck([target(80, 5), hook(81, "preStop"), hook(82, "postStart")]);
+  assert.equal(c.ok, true, c.message);
+  assert.match(c.message, /each of the 1 targets/);
+});
+
 Deno.test("unmatchedCheck() lists recent unmatched connects with their pod", () => {
   assert.equal(unmatchedCheck([]).ok, true);
   const c = unmatchedCheck([{

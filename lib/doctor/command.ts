@@ -176,7 +176,8 @@ async function doctorPod(pod: string, o: ProbeCommandOptions): Promise<number> {
   if (targets.length === 0) {
     console.error(
       `lace doctor pod: the agent on ${o.agentSocket} has no probe target of pod ${pod}: it is ` +
-        "not on this node, has no Lace network annotations or no tcpSocket/httpGet/grpc probe, " +
+        "not on this node, has no Lace network annotations or no tcpSocket/httpGet/grpc probe " +
+        "or httpGet lifecycle hook, " +
         "or its probes were skipped (kubectl describe pod: ProbeIgnored, ProbeTargetConflict " +
         "Events); is the agent running?",
     );
@@ -216,6 +217,7 @@ function doctorTarget(t: TargetView): DoctorTarget {
     port: t.port,
     httpPath: t.httpPath,
     httpScheme: t.httpScheme,
+    probe: t.probe,
   };
 }
 

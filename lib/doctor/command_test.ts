@@ -53,6 +53,19 @@ Deno.test("requestFor() sends an HTTP GET for httpGet targets and a bare connect
   assert.equal(requestFor(base, 500).connectOnly, true);
 });
 
+Deno.test("requestFor() only connects to a lifecycle hook's target: its GET would run the hook", () => {
+  const base = { pod: "p", networkId: 1, address: "10.0.0.1", port: 80, httpPath: "/drain" };
+  for (const probe of ["preStop", "postStart"]) {
+    assert.deepEqual(requestFor({ ...base, probe }, 500), {
+      host: "10.0.0.1",
+      port: 80,
+      timeoutMs: 500,
+      connectOnly: true,
+    });
+  }
+  assert.equal(requestFor({ ...base, probe: "readiness" }, 500).http, "/drain");
+});
+
 Deno.test("allReached() and probesTable() summarise probe reports", () => {
   const reports: ProbeReport[] = [
     { pod: "a", networkId: 1, address: "10.0.0.1", port: 80, result: "reached", httpStatus: 200 },

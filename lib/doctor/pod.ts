@@ -1,12 +1,14 @@
 /**
  * `lace doctor pod NAMESPACE/NAME`: one pod's probe targets as the agent
- * registered them (container, probe, handler, target, mark, the kubelet's
- * hits and last hit, the probe period) beside the result of one probe sent
- * now through the kubelet's own cgroup. Pure: selection, rows and the table;
+ * registered them (container, probe or lifecycle hook, handler, target, mark,
+ * the kubelet's hits and last hit, the probe period) beside the result of one
+ * probe sent now through the kubelet's own cgroup (a bare connect for a hook:
+ * see requestFor). Pure: selection, rows and the table;
  * command.ts gathers the targets and runs the probes.
  */
 import type { TargetView } from "../agent/http_server.ts";
-import { lastHitText } from "../cli/targets_command.ts";
+import { lastHitText } from "../target_text.ts";
+import { isHookKind, TARGET_KINDS } from "../rules/targets.ts";
 import { keyId } from "../datapath/probe_map.ts";
 import type { ProbeReport } from "./probes.ts";
 
@@ -18,6 +20,7 @@ export interface PodProbeRow {
   target: string;
   network: string | null;
   mark: number;
+  /** The probe's period when the spec sets one (else the kubelet's 10); null for a hook too. */
   periodSeconds: number | null;
   /** The kubelet's connects the datapath tagged, read before the doctor's own probe. */
   hits: number | null;
@@ -40,11 +43,20 @@ export function parsePodName(text: string | undefined): string {
   return text;
 }
 
-/** The pod's targets, in the order the kubelet's probes read (container, probe, target). */
+/** Where a probe or hook comes in a container's spec; anything unknown after them. */
+function kindRank(kind: string | undefined): number {
+  const i = TARGET_KINDS.indexOf(kind as never);
+  return i < 0 ? TARGET_KINDS.length : i;
+}
+
+/**
+ * The pod's targets, in the order the pod's spec reads (container; liveness,
+ * readiness, startup, postStart, preStop; target).
+ */
 export function podTargets(targets: TargetView[], pod: string): TargetView[] {
   return targets.filter((t) => t.pod === pod).sort((a, b) =>
     (a.container ?? "").localeCompare(b.container ?? "") ||
-    (a.probe ?? "").localeCompare(b.probe ?? "") || a.family.localeCompare(b.family) ||
+    kindRank(a.probe) - kindRank(b.probe) || a.family.localeCompare(b.family) ||
     a.address.localeCompare(b.address) || a.port - b.port
   );
 }
@@ -76,7 +88,7 @@ export function podRows(targets: TargetView[], reports: ProbeReport[]): PodProbe
 export function podTable(rows: PodProbeRow[]): string {
   const header = [
     "CONTAINER",
-    "PROBE",
+    "PROBE/HOOK",
     "HANDLER",
     "TARGET",
     "NETWORK",
@@ -93,7 +105,8 @@ export function podTable(rows: PodProbeRow[]): string {
     r.target,
     r.network ?? "-",
     `0x${r.mark.toString(16)}`,
-    `${r.periodSeconds ?? 10}s`,
+    // A hook runs once, at start or at stop: it has no period.
+    isHookKind(r.probe) ? "-" : `${r.periodSeconds ?? 10}s`,
     r.hits === null ? "-" : String(r.hits),
     r.hits === null ? "-" : lastHitText(r.lastHitAgeSeconds),
     r.result + (r.httpStatus !== null ? ` ${r.httpStatus}` : "") +

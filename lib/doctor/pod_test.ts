@@ -68,7 +68,7 @@ Deno.test("podTable() shows each probe's target, mark, hits, last hit and the pr
   assert.deepEqual(podTable(rows).split("\n").map((l) => l.split(/\s{2,}/)), [
     [
       "CONTAINER",
-      "PROBE",
+      "PROBE/HOOK",
       "HANDLER",
       "TARGET",
       "NETWORK",
@@ -102,5 +102,56 @@ Deno.test("podTable() shows each probe's target, mark, hits, last hit and the pr
       "never",
       "NO_ROUTE (mark 0x0)",
     ],
+  ]);
+});
+
+Deno.test("podTargets() orders a container's probes before its hooks, as its spec reads", () => {
+  const got = podTargets([
+    t("ns/a", 5, "preStop"),
+    t("ns/a", 4, "postStart"),
+    t("ns/a", 3, "startup"),
+    t("ns/a", 2, "readiness"),
+    t("ns/a", 1, "liveness"),
+    t("ns/a", 6, "liveness", { container: "b" }),
+  ], "ns/a");
+  assert.deepEqual(got.map((x) => `${x.container}/${x.probe}`), [
+    "app/liveness",
+    "app/readiness",
+    "app/startup",
+    "app/postStart",
+    "app/preStop",
+    "b/liveness",
+  ]);
+});
+
+Deno.test("podTable() names a hook's target by its hook, with no period and the connect sent now", () => {
+  const hook = t("ns/a", 9090, "preStop", {
+    handler: "httpGet",
+    httpPath: "/drain",
+    hits: 0,
+    lastHitAgeSeconds: null,
+  });
+  const rows = podRows([hook], [{
+    pod: "ns/a",
+    networkId: 1,
+    address: "10.0.0.1",
+    port: 9090,
+    result: "reached",
+    httpStatus: null,
+    mark: 0x11000,
+  }]);
+  assert.equal(rows[0].probe, "preStop");
+  assert.equal(rows[0].periodSeconds, null);
+  assert.deepEqual(podTable(rows).split("\n")[1].split(/\s{2,}/), [
+    "app",
+    "preStop",
+    "httpGet",
+    "10.0.0.1:9090/drain",
+    "blue",
+    "0x11000",
+    "-",
+    "0",
+    "never",
+    "reached",
   ]);
 });

@@ -11,6 +11,7 @@ import { DOCTOR_CGROUP_PREFIX } from "../cgroup/kubelet_finder.ts";
 import { lines, randomSuffix } from "../cli/process.ts";
 import type { ProbeOutcome, ProbeRequest, ProbeResponse } from "./prober.ts";
 import { moduleCommand } from "../cli/self_command.ts";
+import { isHookKind } from "../rules/targets.ts";
 
 /** One target to probe, with what the report shows about it. */
 export interface DoctorTarget {
@@ -22,6 +23,8 @@ export interface DoctorTarget {
   /** For httpGet probes: the path to GET. */
   httpPath?: string;
   httpScheme?: string;
+  /** The probe or lifecycle hook the target serves, when known. */
+  probe?: string;
 }
 
 /** One line of `lace doctor probes --json`. */
@@ -48,9 +51,15 @@ export interface ProbeRunOptions {
   concurrency?: number;
 }
 
-/** A probe request for a target: HTTP GET for http targets, a bare connect otherwise. */
+/**
+ * A probe request for a target: HTTP GET for an http probe, a bare connect
+ * otherwise. A lifecycle hook's target is only connected to: its GET is the
+ * pod's own start or stop action (a preStop path may begin a shutdown), which
+ * the doctor must never run.
+ */
 export function requestFor(t: DoctorTarget, timeoutMs: number): ProbeRequest {
-  const http = t.httpPath !== undefined && (t.httpScheme ?? "HTTP").toUpperCase() === "HTTP";
+  const http = t.httpPath !== undefined && (t.httpScheme ?? "HTTP").toUpperCase() === "HTTP" &&
+    !isHookKind(t.probe);
   return http
     ? { host: t.address, port: t.port, timeoutMs, http: t.httpPath }
     : { host: t.address, port: t.port, timeoutMs, connectOnly: true };

@@ -26,6 +26,15 @@ export type HookKind = "postStart" | "preStop";
 export type TargetKind = ProbeKind | HookKind;
 export type ProbeHandler = "httpGet" | "tcpSocket" | "grpc";
 
+/** Every kind, in the order of the fields of a core/v1 Container. */
+export const TARGET_KINDS: readonly TargetKind[] = [
+  "liveness",
+  "readiness",
+  "startup",
+  "postStart",
+  "preStop",
+];
+
 /** Whether a target's `probe` names a lifecycle hook (anything else is a probe or unknown). */
 export function isHookKind(kind: unknown): kind is HookKind {
   return kind === "postStart" || kind === "preStop";
