@@ -74,6 +74,7 @@ helmTest("helm refuses values that break the schema", async (h) => {
     [['admissionPolicy.networkAnnotationWriters:=["a b"]'], /networkAnnotationWriters/],
     [['admissionPolicy.networkAnnotationWriters:=["x\\"y"]'], /networkAnnotationWriters/],
     [["admissionPolicy.networkAnnotationWriters=none"], /networkAnnotationWriters/],
+    [["node.lifecycleHooks=maybe"], /lifecycleHooks/],
   ];
   for (const [overrides, message] of cases) {
     const stderr = await refusal(h, overrides);
@@ -101,6 +102,15 @@ helmTest(
     );
     assert.equal(envOf(set, "LACE_ADDRESS_CONFLICT"), "older-wins");
     assert.equal(envOf(set, "LACE_MAX_TARGETS_PER_POD"), "128");
+  },
+);
+
+helmTest(
+  "the DaemonSet turns lifecycle hooks' targets on by default, and off with node.lifecycleHooks",
+  async (h) => {
+    assert.equal(envOf(agent(await render(h)), "LACE_LIFECYCLE_HOOKS"), "true");
+    const off = agent(await render(h, ["node.lifecycleHooks=false"]));
+    assert.equal(envOf(off, "LACE_LIFECYCLE_HOOKS"), "false");
   },
 );
 
