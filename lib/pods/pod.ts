@@ -146,6 +146,7 @@ const CONTAINER_FIELDS = [
   "restartPolicy",
 ];
 const PROBE_KINDS = ["livenessProbe", "readinessProbe", "startupProbe"];
+const HOOK_KINDS = ["postStart", "preStop"];
 const PROBE_FIELDS = ["httpGet", "tcpSocket", "grpc", "periodSeconds"];
 const HANDLER_FIELDS: Record<string, readonly string[]> = {
   httpGet: ["host", "port", "path", "scheme"],
@@ -184,17 +185,38 @@ function probe(value: unknown): unknown {
 }
 
 /**
- * A container with its probes and, of its ports, the first one of each name a probe names
- * (how the kubelet resolves a named port): the only ports the rules look up.
+ * A container's lifecycle with only its postStart and preStop hooks, each kept as a probe is
+ * (its handlers' address fields, and of exec only that it is set; a sleep makes no connection).
+ */
+function lifecycle(value: unknown): unknown {
+  if (!isRecord(value)) return value;
+  const out = pick(value, HOOK_KINDS) as Json;
+  for (const kind of HOOK_KINDS) if (Object.hasOwn(out, kind)) out[kind] = probe(out[kind]);
+  return out;
+}
+
+/**
+ * A container with its probes and lifecycle hooks and, of its ports, the first one of each
+ * name a probe or hook names (how the kubelet resolves a named port): the only ports the
+ * rules look up.
  */
 function container(value: unknown): unknown {
   if (!isRecord(value)) return value;
   const out = pick(value, CONTAINER_FIELDS) as Json;
   const names = new Set<string>();
+  const handlers: unknown[] = [];
   for (const kind of PROBE_KINDS) {
     if (!Object.hasOwn(out, kind)) continue;
     out[kind] = probe(out[kind]);
-    const p = out[kind];
+    handlers.push(out[kind]);
+  }
+  if (Object.hasOwn(out, "lifecycle")) {
+    out.lifecycle = lifecycle(out.lifecycle);
+    if (isRecord(out.lifecycle)) {
+      for (const kind of HOOK_KINDS) handlers.push(out.lifecycle[kind]);
+    }
+  }
+  for (const p of handlers) {
     if (!isRecord(p)) continue;
     for (const handler of ["httpGet", "tcpSocket"]) {
       const port = isRecord(p[handler]) ? (p[handler] as Json).port : undefined;

@@ -176,6 +176,37 @@ Deno.test("normalisePod() keeps of a probe its handler's address, and of exec on
   });
 });
 
+Deno.test("normalisePod() keeps of a lifecycle its hooks as probes are kept, and the ports they name", () => {
+  const pod = normalisePod({
+    metadata: { name: "x", uid: "u" },
+    spec: {
+      containers: [{
+        name: "c",
+        ports: [{ name: "admin", containerPort: 9901, protocol: "TCP" }, {
+          name: "x",
+          containerPort: 1,
+        }],
+        lifecycle: {
+          postStart: { exec: { command: ["sh", "-c", "x".repeat(10_000)] } },
+          preStop: {
+            httpGet: { port: "admin", path: "/drain", host: "h", httpHeaders: [{ name: "a" }] },
+          },
+          stopSignal: "SIGTERM",
+        },
+      }, { name: "d", lifecycle: { preStop: { sleep: { seconds: 5 } } } }],
+    },
+  });
+  assert.deepEqual(pod.spec.containers[0], {
+    name: "c",
+    ports: [{ name: "admin", containerPort: 9901 }],
+    lifecycle: {
+      postStart: { exec: {} },
+      preStop: { httpGet: { port: "admin", path: "/drain", host: "h" } },
+    },
+  });
+  assert.deepEqual(pod.spec.containers[1], { name: "d", lifecycle: { preStop: {} } });
+});
+
 Deno.test("normalisePod() keeps only the annotations it is given, and all without a list", () => {
   const input = {
     metadata: {

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { keyId } from "../datapath/probe_map.ts";
-import type { Pod } from "../pods/pod.ts";
+import { normalisePod, type Pod } from "../pods/pod.ts";
 import { resolveConflicts } from "./conflicts.ts";
 import { capTargets } from "./share.ts";
 import { isHookKind, kindLabel, probeTargetsForPod, type Target } from "./targets.ts";
@@ -302,4 +302,14 @@ Deno.test("isHookKind() and kindLabel() tell hooks from probes", () => {
   );
   assert.equal(kindLabel("preStop"), "preStop hook");
   assert.equal(kindLabel("startup"), "startup probe");
+});
+
+Deno.test("a hook's named port and exec survive the trim every source applies (normalisePod)", () => {
+  const p = normalisePod(pod([hooked({
+    postStart: { exec: { command: ["true"] }, httpGet: { port: 1 } },
+    preStop: { httpGet: { port: "admin", path: "/drain", httpHeaders: [{ name: "a" }] } },
+  }, { ports: [{ name: "admin", containerPort: 9901 }] })], { ips: ["10.1.0.5"] }));
+  const { targets, skipped } = probeTargetsForPod(p, OPTS);
+  assert.deepEqual(served(targets), ["app/preStop 10.1.0.5:9901"]);
+  assert.deepEqual(skipped, []);
 });
