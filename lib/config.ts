@@ -4,6 +4,7 @@
  * validated `Config`; nothing else reads flags or the environment.
  */
 import { DEFAULT_CNI_SOCKET } from "./cni/protocol.ts";
+import type { ChainTarget } from "./cni/chaining/select.ts";
 import { formatDuration } from "./duration.ts";
 import { CONFLICT_POLICIES, type ConflictPolicy } from "./rules/conflicts.ts";
 import { MAX_TARGETS } from "./datapath/probe_map.ts";
@@ -53,6 +54,24 @@ export interface Config {
   agentSocket: string;
   /** Unix socket the CNI plugin talks to. */
   cniSocket: string;
+  /**
+   * auto: the agent chains `lace` into the node's CNI configuration and keeps
+   * it there; manual: the operator chains it, and files the agent chained
+   * before are restored.
+   */
+  cniChaining: CniChaining;
+  /** The runtime's CNI configuration directory. */
+  cniConfDir: string;
+  /** Files to chain (names or globs, each with an optional network); empty: the runtime's. */
+  cniChainFiles: ChainTarget[];
+  /** Where the agent keeps what it needs to restore chained files (on the host, root-only). */
+  cniStateDir: string;
+  /**
+   * The agent's own DaemonSet (namespace/name): when it is gone or being
+   * deleted at shutdown, Lace is being uninstalled and the chain is undone.
+   * Empty: a shutdown never undoes the chain.
+   */
+  daemonSet: string;
   /** What a key claimed by pods of two networks gets: nobody (fail-closed) or the older pod. */
   addressConflict: ConflictPolicy;
   /** The most probe targets one pod may have in the map; the rest are reported, not written. */
@@ -70,6 +89,9 @@ export interface Config {
   logLevel: LogLevel;
   logFormat: "auto" | "json" | "text";
 }
+
+export const CNI_CHAINING_MODES = ["auto", "manual"] as const;
+export type CniChaining = typeof CNI_CHAINING_MODES[number];
 
 export type LogLevel = "trace" | "debug" | "info" | "warning" | "error" | "fatal";
 export const LOG_LEVELS: readonly LogLevel[] = [
@@ -104,6 +126,11 @@ export function defaultConfig(): Config {
     metricsAddr: "127.0.0.1:9808",
     healthAddr: "",
     cniSocket: DEFAULT_CNI_SOCKET,
+    cniChaining: "auto",
+    cniConfDir: "/etc/cni/net.d",
+    cniChainFiles: [],
+    cniStateDir: "/var/lib/lace/cni",
+    daemonSet: "",
     addressConflict: "fail-closed",
     // Two addresses times three probes times ten containers, with room: a pod that needs
     // more is unusual, and one that wants thousands is trying to fill the map.
@@ -228,7 +255,13 @@ export const DURATION_BOUNDS = {
 /** The settings every command that touches the node's BPF state shares. */
 export type NodeSettings = Pick<
   Config,
-  "pinPath" | "kubeletCgroup" | "hostCgroupRoot" | "metricsAddr" | "agentSocket"
+  | "pinPath"
+  | "kubeletCgroup"
+  | "hostCgroupRoot"
+  | "metricsAddr"
+  | "agentSocket"
+  | "cniConfDir"
+  | "cniStateDir"
 >;
 
 /** What is wrong with the node settings present in `c` (the others are not checked). */
@@ -313,6 +346,22 @@ export function configProblems(config: Config): string[] {
   }
   if (config.cniSocket && !config.cniSocket.startsWith("/")) {
     problems.push(`CNI socket must be an absolute path or empty: "${config.cniSocket}"`);
+  }
+  if (!CNI_CHAINING_MODES.includes(config.cniChaining)) {
+    problems.push(
+      `CNI chaining must be one of ${CNI_CHAINING_MODES.join(", ")}: "${config.cniChaining}"`,
+    );
+  }
+  for (
+    const [what, dir] of [["CNI conf dir", config.cniConfDir], [
+      "CNI state dir",
+      config.cniStateDir,
+    ]]
+  ) {
+    if (!dir.startsWith("/")) problems.push(`${what} must be an absolute path: "${dir}"`);
+  }
+  if (config.daemonSet && !/^[a-z0-9][-a-z0-9.]*\/[a-z0-9][-a-z0-9.]*$/.test(config.daemonSet)) {
+    problems.push(`DaemonSet must be NAMESPACE/NAME: "${config.daemonSet}"`);
   }
   for (
     const [flag, key] of [

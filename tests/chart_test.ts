@@ -151,6 +151,52 @@ helmTest("the agent mounts the host's bpffs and the CNI socket directory", async
   assert.equal(envOf(agent(manifests), "LACE_PIN_PATH"), "/sys/fs/bpf/lace");
 });
 
+helmTest(
+  "the agent chains into the host's CNI configuration by default, which it mounts",
+  async (h) => {
+    const manifests = await render(h);
+    const c = agent(manifests);
+    assert.equal(envOf(c, "LACE_CNI_CHAINING"), "auto");
+    assert.equal(envOf(c, "LACE_CNI_CONF_DIR"), "/etc/cni/net.d");
+    assert.equal(envOf(c, "LACE_CNI_CHAIN_FILES"), "");
+    assert.equal(envOf(c, "LACE_DAEMONSET"), "lace-system/lace");
+    assert.equal(mountOf(manifests, "/etc/cni/net.d").hostPath, "/etc/cni/net.d");
+    assert.equal(mountOf(manifests, "/var/lib/lace/cni").hostPath, "/var/lib/lace/cni");
+    const set = agent(
+      await render(h, [
+        "node.cni.chaining=manual",
+        "node.cni.confDir=/var/lib/rancher/k3s/agent/etc/cni/net.d",
+        "node.cni.chainFiles={10-flannel.conflist,20-*.conflist=blue:7}",
+      ]),
+    );
+    assert.equal(envOf(set, "LACE_CNI_CHAINING"), "manual");
+    assert.equal(envOf(set, "LACE_CNI_CONF_DIR"), "/var/lib/rancher/k3s/agent/etc/cni/net.d");
+    assert.equal(envOf(set, "LACE_CNI_CHAIN_FILES"), "10-flannel.conflist,20-*.conflist=blue:7");
+  },
+);
+
+helmTest(
+  "the agent may read its own DaemonSet and no other (to tell an uninstall from a restart)",
+  async (h) => {
+    const manifests = await render(h);
+    const role = only(manifests, "Role");
+    assert.equal(role.metadata.namespace, "lace-system");
+    assert.deepEqual(role.rules, [
+      { apiGroups: ["apps"], resources: ["daemonsets"], resourceNames: ["lace"], verbs: ["get"] },
+    ]);
+    const binding = only(manifests, "RoleBinding");
+    assert.equal(binding.roleRef.name, role.metadata.name);
+    assert.deepEqual(binding.subjects, [
+      { kind: "ServiceAccount", name: "lace", namespace: "lace-system" },
+    ]);
+  },
+);
+
+helmTest("helm refuses a chaining mode or a chain file it does not know", async (h) => {
+  assert.match(await refusal(h, ["node.cni.chaining=always"]), /chaining/);
+  assert.match(await refusal(h, ["node.cni.chainFiles={../etc/x.conflist}"]), /chainFiles/);
+});
+
 helmTest("the agent gets exactly its capabilities and is not privileged", async (h) => {
   const security = agent(await render(h)).securityContext;
   assert.equal(security.privileged, false);

@@ -40,6 +40,8 @@ export class Metrics {
   readonly targetConflicts: Gauge;
   readonly networkMismatches: Gauge;
   readonly attachRefusals: Counter<"reason">;
+  readonly cniChaining: Counter<"outcome">;
+  readonly cniChainedFiles: Gauge;
   readonly targetsUnwritten: Gauge<"reason">;
   readonly probesIgnored: Gauge<"reason">;
   readonly watchRestarts: Counter;
@@ -123,6 +125,18 @@ export class Metrics {
       help:
         "CNI ADDs the agent refused, by reason (address-conflict: a pod of another network holds the address)",
       labelNames: ["reason"],
+      registers,
+    });
+    this.cniChaining = new CounterClass({
+      name: "lace_cni_chaining_total",
+      help:
+        "Outcomes of chaining the lace plugin into the node's CNI configuration, per file: chained, restored, unparsable (left alone), refused, conflict, hand-chained",
+      labelNames: ["outcome"],
+      registers,
+    });
+    this.cniChainedFiles = new GaugeClass({
+      name: "lace_cni_chained_files",
+      help: "CNI configuration files the agent keeps the lace plugin chained into",
       registers,
     });
     this.networkMismatches = new GaugeClass({

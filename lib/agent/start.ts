@@ -127,13 +127,14 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     sources.push(new DirPodSource(config.podsDir, config.nodeName, { debounceMs: 2 }));
   }
   let events: EventSink = noopEventSink;
+  let uninstalling: (() => Promise<boolean>) | undefined;
   if (config.useApi) {
     // Loaded only here: the Kubernetes client costs ~30 MiB of RSS as its bundle, ~70 without
     // (bench/RESULTS.md, figure 4).
     const { ApiPodSource } = await import("../pods/api_source.ts");
     const { loadKubeConfig } = await import("../kube/client.ts");
     const { EventRecorder } = await import("../kube/events.ts");
-    const { CoreV1Api, clientNodeOrigin } = await import("../kube/k8s.ts");
+    const { AppsV1Api, CoreV1Api, clientNodeOrigin } = await import("../kube/k8s.ts");
     log.debug("Kubernetes client loaded from its {origin}", { origin: clientNodeOrigin });
     const kubeConfig = loadKubeConfig({ kubeconfig: config.kubeconfig });
     sources.push(
@@ -151,6 +152,19 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     });
     events = recorder;
     parts.push(() => recorder.stop());
+    if (config.daemonSet) {
+      const [namespace, name] = config.daemonSet.split("/");
+      const apps = kubeConfig.makeApiClient(AppsV1Api);
+      uninstalling = async () => {
+        try {
+          const ds = await apps.readNamespacedDaemonSet({ name, namespace });
+          return !!ds.metadata?.deletionTimestamp;
+        } catch (e) {
+          if ((e as { code?: unknown })?.code === 404) return true;
+          throw e;
+        }
+      };
+    }
   }
   const nodeRef = nodeObjectRef(config.nodeName || Deno.hostname());
 
@@ -332,6 +346,10 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     );
     parts.push(() => cni.close());
     listeners.push(cni);
+    // After the socket: a pod chained to lace finds the agent listening.
+    const { startChaining } = await import("./chaining.ts");
+    const chaining = startChaining(config, { metrics, events, node: nodeRef, uninstalling });
+    parts.push(() => chaining.stop());
   }
   log.info("Agent started on node {node} with pod sources {sources}", {
     node: config.nodeName || "(any)",

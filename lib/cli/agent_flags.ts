@@ -30,6 +30,8 @@ import {
   type ValueParser,
 } from "./flags.ts";
 import { CONFLICT_POLICIES } from "../rules/conflicts.ts";
+import { CNI_CHAINING_MODES } from "../config.ts";
+import { type ChainTarget, parseChainTargets } from "../cni/chaining/select.ts";
 import { parseCidr } from "../datapath/pod_ranges.ts";
 
 /** A comma-separated list of CIDRs, each checked; empty text is no range. */
@@ -57,6 +59,15 @@ export function parseNodeCommand<O extends Partial<NodeSettings>>(
   if (problems.length > 0) throw new UsageError(problems.join("\n"));
   return options;
 }
+
+/** `--cni-chain-files`: names or globs, each with an optional NETWORK:ID. */
+const chainTargets: ValueParser<ChainTarget[]> = {
+  metavar: "FILES",
+  parse: parseChainTargets,
+  format: (v) =>
+    v.map((t) => t.network === undefined ? t.pattern : `${t.pattern}=${t.network}:${t.networkId}`)
+      .join(","),
+};
 
 /** Flags every command that touches the node's BPF state understands, by the key they set. */
 export const nodeFlags = {
@@ -99,6 +110,23 @@ export const nodeFlags = {
     env: ["LACE_AGENT_SOCKET"],
     metavar: "PATH",
     help: "Root-only unix socket of the agent's local view, /targets included (empty disables it)",
+  },
+  cniConfDir: {
+    name: "cni-conf-dir",
+    key: "cniConfDir",
+    value: text,
+    env: ["LACE_CNI_CONF_DIR"],
+    metavar: "DIR",
+    help: "The container runtime's CNI configuration directory (as the agent sees it)",
+  },
+  cniStateDir: {
+    name: "cni-state-dir",
+    key: "cniStateDir",
+    value: text,
+    env: ["LACE_CNI_STATE_DIR"],
+    metavar: "DIR",
+    help:
+      "Root-only host directory where the agent keeps the files' bytes from before chaining (for a byte-exact restore) and its chaining lock",
   },
 } as const satisfies { [K in keyof NodeSettings]: Flag<NodeSettings, K> };
 
@@ -226,6 +254,34 @@ export const agentFlags: readonly FlagSpec<Config>[] = [
     env: ["LACE_CNI_SOCKET"],
     metavar: "PATH",
     help: "Unix socket the CNI plugin registers attachments on (empty disables it)",
+  },
+  {
+    name: "cni-chaining",
+    key: "cniChaining",
+    value: oneOf(CNI_CHAINING_MODES),
+    env: ["LACE_CNI_CHAINING"],
+    metavar: "MODE",
+    help:
+      "auto: chain the lace plugin into the node's CNI configuration and keep it there (needs --cni-socket); manual: leave the configuration to the operator, and restore files the agent chained before",
+  },
+  nodeFlags.cniConfDir,
+  nodeFlags.cniStateDir,
+  {
+    name: "cni-chain-files",
+    key: "cniChainFiles",
+    value: chainTargets,
+    env: ["LACE_CNI_CHAIN_FILES"],
+    help:
+      "Files of --cni-conf-dir to chain into, comma-separated names or globs, each optionally =NETWORK:ID (default: the one the runtime uses, the first in byte order)",
+  },
+  {
+    name: "daemonset",
+    key: "daemonSet",
+    value: text,
+    env: ["LACE_DAEMONSET"],
+    metavar: "NAMESPACE/NAME",
+    help:
+      "The agent's DaemonSet: when it is gone or being deleted at shutdown (helm uninstall), the agent restores the CNI files it chained; otherwise the chain stays",
   },
   {
     name: "max-targets-per-pod",

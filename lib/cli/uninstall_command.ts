@@ -1,26 +1,81 @@
 /**
- * `lace uninstall`: removes Lace's pins (maps and links) from bpffs. The
- * kernel detaches a link's program when its last reference goes, so this
- * removes exactly what Lace attached and nothing another program owns.
- * Run it after stopping the agent; a running agent would keep its own
- * references until it exits.
+ * `lace uninstall`: restores the CNI configuration files the agent chained
+ * (byte for byte where they are still what it wrote), removes Lace's pins
+ * (maps and links) from bpffs, and, with --cni-bin-dir, the `lace` plugin
+ * binary once no configuration names it any more (a configuration naming a
+ * missing plugin fails every new pod). The kernel detaches a link's program
+ * when its last reference goes, so this removes exactly what Lace attached
+ * and nothing another program owns. Run it after stopping the agent; a
+ * running agent would keep its own references and chain the files again.
  */
+import { join } from "node:path";
 import { defaultConfig, type NodeSettings } from "../config.ts";
-import type { CommandSpec } from "./flags.ts";
+import { type CommandSpec, text } from "./flags.ts";
 import { nodeFlags, parseNodeCommand } from "./agent_flags.ts";
 
-const spec: CommandSpec<Pick<NodeSettings, "pinPath">> = {
+type UninstallOptions = Pick<NodeSettings, "pinPath" | "cniConfDir" | "cniStateDir"> & {
+  cniBinDir: string;
+};
+
+const spec: CommandSpec<UninstallOptions> = {
   name: "uninstall",
   summary:
-    "Remove Lace's pinned maps and links (which detaches its programs from the kubelet cgroup). Stop the agent first.",
-  usage: "lace uninstall [--pin-path DIR]",
-  flags: [nodeFlags.pinPath],
-  defaults: () => ({ pinPath: defaultConfig().pinPath }),
+    "Restore the CNI configuration the agent chained, remove Lace's pinned maps and links (which detaches its programs from the kubelet cgroup) and, with --cni-bin-dir, the lace plugin once no configuration names it. Stop the agent first.",
+  usage:
+    "lace uninstall [--pin-path DIR] [--cni-conf-dir DIR] [--cni-state-dir DIR] [--cni-bin-dir DIR]",
+  flags: [nodeFlags.pinPath, nodeFlags.cniConfDir, nodeFlags.cniStateDir, {
+    name: "cni-bin-dir",
+    key: "cniBinDir",
+    value: text,
+    env: ["LACE_CNI_BIN_DIR"],
+    metavar: "DIR",
+    help:
+      "Remove the lace plugin from this CNI bin directory once no configuration in --cni-conf-dir names it (default: leave it)",
+  }],
+  defaults: () => {
+    const { pinPath, cniConfDir, cniStateDir } = defaultConfig();
+    return { pinPath, cniConfDir, cniStateDir, cniBinDir: "" };
+  },
 };
 
 export async function runUninstallCommand(args: string[]): Promise<number> {
   const options = parseNodeCommand(spec, args);
   if (options === null) return 0;
+  const { Chainer } = await import("../cni/chaining/chainer.ts");
+  const { chainStatus } = await import("../cni/chaining/status.ts");
+  const chainer = new Chainer({
+    confDir: options.cniConfDir,
+    stateDir: options.cniStateDir,
+    socket: "",
+    targets: [],
+  });
+  const restored = chainer.restoreAll();
+  for (const r of restored.reports) {
+    console.log(`${r.level === "warning" ? "Warning: " : ""}${r.message}`);
+  }
+  if (restored.reports.length === 0) {
+    console.log(`No CNI configuration to restore in ${options.cniConfDir}`);
+  }
+  let code = 0;
+  if (options.cniBinDir) {
+    const naming = chainStatus(options.cniConfDir).naming;
+    const binary = join(options.cniBinDir, "lace");
+    if (naming.length > 0) {
+      console.error(
+        `Keeping ${binary}: ${
+          naming.join(", ")
+        } still name the lace plugin (chained by hand?); take it out of them first`,
+      );
+      code = 1;
+    } else {
+      try {
+        Deno.removeSync(binary);
+        console.log(`Removed ${binary}`);
+      } catch (e) {
+        if (!(e instanceof Deno.errors.NotFound)) throw e;
+      }
+    }
+  }
   const { uninstall } = await import("../datapath/pins.ts");
   const removed = uninstall(options.pinPath);
   console.log(
@@ -28,5 +83,5 @@ export async function runUninstallCommand(args: string[]): Promise<number> {
       ? `Removed ${removed.length} pins:\n${removed.map((p) => `  ${p}`).join("\n")}`
       : `Nothing to remove under ${options.pinPath}`,
   );
-  return 0;
+  return code;
 }

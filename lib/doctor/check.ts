@@ -7,6 +7,7 @@ import type { TargetView } from "../agent/http_server.ts";
 import type { ApiServerProcess, ProcessInfo } from "../cgroup/kubelet_finder.ts";
 import type { DistrustedKubelet } from "../cgroup/kubelet_trust.ts";
 import type { UnmatchedView } from "../agent/unmatched.ts";
+import type { ChainStatus } from "../cni/chaining/status.ts";
 
 export interface Check {
   name: string;
@@ -67,6 +68,8 @@ export interface NodeSnapshot {
   counters: Record<string, bigint> | { error: string };
   /** A cgroup directory by id (to say where a link really is), or null. */
   cgroupPathOf: (id: bigint) => string | null;
+  /** What the runtime's CNI configuration says about the lace plugin; absent: not checked. */
+  cniChaining?: ChainStatus;
 }
 
 /** Whether a snapshot field holds why it could not be read instead of a value. */

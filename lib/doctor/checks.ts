@@ -7,8 +7,9 @@ import type { Check, NodeSnapshot } from "./check.ts";
 import { datapathChecks } from "./datapath_checks.ts";
 import { kubeletChecks } from "./kubelet_checks.ts";
 import { agentChecks } from "./agent_checks.ts";
+import { cniChecks } from "./cni_checks.ts";
 
 /** Evaluates a snapshot into the doctor's checks, in the order an operator reads them. */
 export function evaluate(s: NodeSnapshot): Check[] {
-  return [...datapathChecks(s), ...kubeletChecks(s), ...agentChecks(s)];
+  return [...datapathChecks(s), ...kubeletChecks(s), ...agentChecks(s), ...cniChecks(s)];
 }

@@ -58,6 +58,8 @@ const spec: CommandSpec<DoctorOptions> = {
     nodeFlags.kubeletCgroup,
     nodeFlags.hostCgroupRoot,
     nodeFlags.agentSocket,
+    nodeFlags.cniConfDir,
+    nodeFlags.cniStateDir,
     {
       name: "timeout",
       key: "timeoutMs",
@@ -75,12 +77,15 @@ const spec: CommandSpec<DoctorOptions> = {
     },
   ],
   defaults: () => {
-    const { pinPath, kubeletCgroup, hostCgroupRoot, agentSocket } = defaultConfig();
+    const { pinPath, kubeletCgroup, hostCgroupRoot, agentSocket, cniConfDir, cniStateDir } =
+      defaultConfig();
     return {
       pinPath,
       kubeletCgroup,
       hostCgroupRoot,
       agentSocket,
+      cniConfDir,
+      cniStateDir,
       json: false,
       timeoutMs: 2000,
       netns: "",

@@ -26,6 +26,7 @@ import { apiServerProcesses, extraProcesses, findKubelets } from "../cgroup/kube
 import { judgeKubelets } from "../cgroup/kubelet_trust.ts";
 import { bpffsMountPoints, type Mount, mountOf, readMountInfo } from "../mountinfo.ts";
 import { errorText } from "../error_text.ts";
+import { chainStatus } from "../cni/chaining/status.ts";
 
 export interface DoctorOptions {
   pinPath: string;
@@ -33,6 +34,8 @@ export interface DoctorOptions {
   hostCgroupRoot: string;
   /** The agent's local socket, where its health and view are asked for. */
   agentSocket: string;
+  /** The runtime's CNI configuration directory, checked for the lace plugin; empty: not. */
+  cniConfDir?: string;
   /** For tests: a fixture /proc and mount table. */
   procRoot?: string;
   mounts?: Mount[];
@@ -115,6 +118,7 @@ export async function gatherSnapshot(o: DoctorOptions): Promise<NodeSnapshot> {
       : { error: `no probe map pinned under "${o.pinPath}"` },
     counters: guard(() => readPinnedCounters(o.pinPath)),
     cgroupPathOf: (id) => findCgroupById(v2, id),
+    ...(o.cniConfDir ? { cniChaining: chainStatus(o.cniConfDir) } : {}),
   };
 }
 

@@ -1,0 +1,88 @@
+/**
+ * Whether the node's CNI configuration names the `lace` plugin, read-only:
+ * for `lace doctor`, and for `lace uninstall`, which keeps the binary while
+ * any configuration still names it (a configuration naming a missing plugin
+ * fails every new pod's ADD).
+ */
+import { join } from "node:path";
+import { CHAINED_BY, CHAINED_BY_KEY, LACE_TYPE, parseConfig } from "./conflist.ts";
+import { listNames, readConfig, realDir } from "./files.ts";
+import { selectFiles } from "./select.ts";
+
+export type ChainState =
+  /** The runtime's file chains the agent's `lace` entry. */
+  | "chained"
+  /** The runtime's file chains a `lace` entry someone wrote by hand. */
+  | "hand-chained"
+  | "not-chained"
+  | "unparsable"
+  /** No configuration file (yet): the network plugin has not written one. */
+  | "no-config"
+  | "unreadable";
+
+export interface ChainStatus {
+  dir: string;
+  /** The file the runtime uses, when there is one. */
+  file?: string;
+  state: ChainState;
+  /** Every configuration file of the directory that names `lace` (by the agent or by hand). */
+  naming: string[];
+  message: string;
+}
+
+/** What the runtime's configuration in `confDir` says about `lace`. */
+export function chainStatus(confDir: string): ChainStatus {
+  let dir: string;
+  let names: string[];
+  try {
+    dir = realDir(confDir);
+    names = listNames(dir);
+  } catch (e) {
+    return {
+      dir: confDir,
+      state: "unreadable",
+      naming: [],
+      message: `${confDir} cannot be read: ${(e as Error).message}`,
+    };
+  }
+  const naming: string[] = [];
+  const states = new Map<string, ChainState>();
+  for (const { name } of selectFiles(names, [{ pattern: "*" }])) {
+    const file = readConfig(dir, name);
+    if (!file) continue;
+    try {
+      const laces = parseConfig(name, file.bytes).list.plugins.filter((p) => p.type === LACE_TYPE);
+      if (laces.length > 0) naming.push(name);
+      states.set(
+        name,
+        laces.length === 0
+          ? "not-chained"
+          : laces.some((p) => p[CHAINED_BY_KEY] === CHAINED_BY)
+          ? "chained"
+          : "hand-chained",
+      );
+    } catch {
+      states.set(name, "unparsable");
+    }
+  }
+  const [runtime] = selectFiles(names, []);
+  if (!runtime) {
+    return {
+      dir: confDir,
+      state: "no-config",
+      naming,
+      message: `${confDir} holds no CNI configuration`,
+    };
+  }
+  const state = states.get(runtime.name) ?? "unreadable";
+  const path = join(confDir, runtime.name);
+  const message = {
+    chained: `${path} chains the lace plugin (written by the agent)`,
+    "hand-chained": `${path} chains the lace plugin (written by hand)`,
+    "not-chained": `${path}, the configuration the runtime uses, does not chain the lace plugin`,
+    unparsable: `${path}, the configuration the runtime uses, cannot be parsed`,
+    "no-config": "",
+    unreadable: `${path} cannot be read`,
+  }[state];
+  return { dir: confDir, file: runtime.name, state, naming, message };
+}
