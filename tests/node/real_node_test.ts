@@ -88,6 +88,11 @@ Deno.test({
     "image.tag=dev",
     "--set",
     `node.kubeletCgroupPath=${node.kubeletCgroup}`,
+    // The node's own CNI configuration (containerd's conf_dir), not the machine's /etc/cni/net.d.
+    "--set",
+    `node.cni.confDir=${join(node.dir, "net.d")}`,
+    "--set",
+    `node.cni.stateDir=${join(node.dir, "lace-cni-state")}`,
   ];
   const upgrade = (...extra: string[]) =>
     helm(node, [
