@@ -27,11 +27,13 @@ import {
   POD_IPV6,
 } from "./helpers/agent_process.ts";
 import { installUnversionedRelease, Releases, sha256Of } from "./helpers/releases.ts";
-import { StandInKubelet } from "./helpers/stand_in_kubelet.ts";
+import { type KubeletTally, StandInKubelet } from "./helpers/stand_in_kubelet.ts";
 import { waitFor } from "./helpers/wait.ts";
 
 const MARK = markFor(defaultConfig(), 1);
 const TARGET = { host: POD_IPV4, port: 9000, mark: MARK };
+/** What the stand-in kubelet connects to: TARGET, and the same pod and port over IPv6. */
+const TARGETS = [TARGET, { ...TARGET, host: POD_IPV6 }];
 /** What the map holds for POD_A, whatever the release. */
 const EXPECTED: ProbeEntry[] = [POD_IPV4, POD_IPV6].flatMap((address) =>
   [8080, 9000].map((port) => ({
@@ -104,9 +106,12 @@ async function converged(w: AgentWorld, object: string, abi: number): Promise<vo
   assert.deepEqual(sorted(readPinnedTargets(w.pinPath)), sorted(EXPECTED));
 }
 
-function assertNoneUntagged(tally: { untagged: number; connects: number; samples: string[] }) {
+function assertNoneUntagged(tally: KubeletTally) {
   assert.equal(tally.untagged, 0, `untagged connects: ${tally.samples.join(", ")}`);
-  assert.ok(tally.connects > 50, `only ${tally.connects} connects`);
+  for (const { host } of TARGETS) {
+    const n = tally.perHost[host] ?? 0;
+    assert.ok(n > 25, `only ${n} connects to ${host}`);
+  }
 }
 
 /** The end of every upgrade: 20 more connects, then none of the kubelet's went untagged. */
@@ -135,7 +140,7 @@ Deno.test({
     await using releases = await Releases.create();
     const variant = await releases.variant();
     const first = await nodeRunning(w);
-    await using kubelet = new StandInKubelet(w.kubelet, TARGET);
+    await using kubelet = new StandInKubelet(w.kubelet, TARGETS);
     await kubelet.connects(20);
 
     // The rolling update: the old agent stops (its pins stay), the new release starts.
@@ -181,7 +186,7 @@ Deno.test({
     // A node the previous release runs; the kubelet connects from here on.
     const first = await nodeRunning(w, previous);
     await converged(w, previous, 1);
-    await using kubelet = new StandInKubelet(w.kubelet, TARGET);
+    await using kubelet = new StandInKubelet(w.kubelet, TARGETS);
     await stopCleanly(first);
     for (const [object, abi] of [[TODAY, 2], [previous, 1], [TODAY, 2]] as const) {
       const agent = await startReadyAgent(w, object);
@@ -212,7 +217,7 @@ Deno.test({
     // A node as the release before left it: maps pinned flat, its program in the links.
     await installUnversionedRelease(w.pinPath, w.cgroups.kubelet, unversioned, EXPECTED);
     await w.writePod(POD_A);
-    await using kubelet = new StandInKubelet(w.kubelet, TARGET);
+    await using kubelet = new StandInKubelet(w.kubelet, TARGETS);
     await kubelet.connects(20);
 
     let hits = 0n;
@@ -247,7 +252,7 @@ for (
       await using releases = await Releases.create();
       const objects: Record<number, string> = { 1: await releases.previous(), 2: TODAY };
       const old = await nodeRunning(w, objects[from]);
-      await using kubelet = new StandInKubelet(w.kubelet, TARGET);
+      await using kubelet = new StandInKubelet(w.kubelet, TARGETS);
       await stopCleanly(old);
 
       const killed = startAgent(w, objects[to], { LACE_TEST_PAUSE_AT: step });
@@ -266,41 +271,51 @@ for (
   });
 }
 
-Deno.test({
-  name: "two agents of different layouts started at once leave the newer layout alone, " +
-    "the older standing by loudly until the newer stops",
-  ...agentTestOptions,
-  async fn() {
-    await using w = await AgentWorld.create();
-    await using releases = await Releases.create();
-    const previous = await releases.previous();
-    const first = await nodeRunning(w);
-    await using kubelet = new StandInKubelet(w.kubelet, TARGET);
-    await stopCleanly(first);
+for (const first of ["older", "newer"] as const) {
+  Deno.test({
+    name: `two agents of different layouts, the ${first} in the links first, leave the newer ` +
+      "layout alone, the older standing by loudly until the newer stops",
+    ...agentTestOptions,
+    async fn() {
+      await using w = await AgentWorld.create();
+      await using releases = await Releases.create();
+      const previous = await releases.previous();
+      const node = await nodeRunning(w);
+      await using kubelet = new StandInKubelet(w.kubelet, TARGETS);
+      await stopCleanly(node);
 
-    const older = startAgent(w, previous);
-    const newer = startAgent(w, TODAY);
-    await newer.ready();
-    await converged(w, TODAY, 2);
-    await waitFor(async () => {
-      const r = await older.get("/readyz");
-      return r.status === 503 && r.body.includes("stands by");
-    }, { message: "the older agent to report that it stands by" }).catch((e) => {
-      throw new Error(`${e.message}\nolder agent log:\n${older.logs.join("\n")}`);
-    });
-    assert.ok(older.logs.some((l) => l.includes("Standing by")), "the older agent says so");
-    assert.equal(await older.metric("lace_standing_by"), 1);
-    await kubelet.connects(50);
-    assert.equal(pins(w.pinPath).join(), onlyLayout(2).join(), "still one set of pins");
+      // The race's two outcomes, each forced: one agent has its program in the links before
+      // the other starts.
+      const start = { older: () => startAgent(w, previous), newer: () => startAgent(w, TODAY) };
+      const agents = {} as Record<"older" | "newer", AgentProcess>;
+      agents[first] = start[first]();
+      await agents[first].ready();
+      await converged(w, first === "older" ? previous : TODAY, first === "older" ? 1 : 2);
+      const second = first === "older" ? "newer" : "older";
+      agents[second] = start[second]();
+      const { older, newer } = agents;
+      await newer.ready();
+      await converged(w, TODAY, 2);
+      await waitFor(async () => {
+        const r = await older.get("/readyz");
+        return r.status === 503 && r.body.includes("stands by");
+      }, { timeout: 20_000, message: "the older agent to report that it stands by" }).catch((e) => {
+        throw new Error(`${e.message}\nolder agent log:\n${older.logs.join("\n")}`);
+      });
+      assert.ok(older.logs.some((l) => l.includes("Standing by")), "the older agent says so");
+      assert.equal(await older.metric("lace_standing_by"), 1);
+      await kubelet.connects(50);
+      assert.equal(pins(w.pinPath).join(), onlyLayout(2).join(), "still one set of pins");
 
-    // The newer agent goes (a rollback): the older one takes over with its own layout.
-    await stopCleanly(newer);
-    await older.ready();
-    assert.equal(await older.metric("lace_standing_by"), 0);
-    await converged(w, previous, 1);
-    await assertLastConnectsTagged(kubelet);
-  },
-});
+      // The newer agent goes (a rollback): the older one takes over with its own layout.
+      await stopCleanly(newer);
+      await older.ready();
+      assert.equal(await older.metric("lace_standing_by"), 0);
+      await converged(w, previous, 1);
+      await assertLastConnectsTagged(kubelet);
+    },
+  });
+}
 
 Deno.test({
   name: "two agents of the same layout leave the links to the one that started last, " +
@@ -311,7 +326,7 @@ Deno.test({
     await using releases = await Releases.create();
     const variant = await releases.variant();
     const earlier = await nodeRunning(w);
-    await using kubelet = new StandInKubelet(w.kubelet, TARGET);
+    await using kubelet = new StandInKubelet(w.kubelet, TARGETS);
     const later = await startReadyAgent(w, variant);
     await converged(w, variant, 2);
     await waitFor(async () => (await earlier.metric("lace_standing_by")) === 1, {
@@ -344,7 +359,7 @@ Deno.test({
     await using releases = await Releases.create();
     const narrow = await releases.narrowValue();
     await installUnversionedRelease(w.pinPath, w.cgroups.kubelet, narrow, EXPECTED);
-    await using kubelet = new StandInKubelet(w.kubelet, TARGET);
+    await using kubelet = new StandInKubelet(w.kubelet, TARGETS);
     await kubelet.connects(20);
 
     // The agent cannot copy the old map: it swaps once its own list of POD_A is in its map.

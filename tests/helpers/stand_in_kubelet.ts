@@ -1,13 +1,17 @@
 /**
- * A stand-in kubelet for upgrade tests: connects to one probe target from the
- * kubelet cgroup every few milliseconds, for as long as an upgrade takes, and
- * counts every connect that did not carry the target's mark.
+ * A stand-in kubelet for upgrade tests: connects to its probe targets in turn
+ * (an IPv4 and an IPv6 one, as the connect4 and connect6 programs each tag
+ * their own family) from the kubelet cgroup every few milliseconds, for as
+ * long as an upgrade takes, and counts every connect that did not carry the
+ * target's mark.
  */
 import type { Prober } from "../../lib/doctor/prober.ts";
 import { waitFor } from "./wait.ts";
 
 export interface KubeletTally {
   connects: number;
+  /** Connects per target host. */
+  perHost: Record<string, number>;
   /** Connects whose socket did not carry the expected mark. */
   untagged: number;
   /** The first few untagged results, for the failure message. */
@@ -15,20 +19,30 @@ export interface KubeletTally {
 }
 
 export class StandInKubelet implements AsyncDisposable {
-  readonly tally: KubeletTally = { connects: 0, untagged: 0, samples: [] };
+  readonly tally: KubeletTally = { connects: 0, perHost: {}, untagged: 0, samples: [] };
   #running = true;
   #error: unknown;
   readonly #done: Promise<void>;
 
   /** Starts connecting at once through `prober` (which runs in the kubelet cgroup). */
-  constructor(prober: Prober, target: { host: string; port: number; mark: number }) {
+  constructor(
+    prober: Prober,
+    targets:
+      | { host: string; port: number; mark: number }
+      | { host: string; port: number; mark: number }[],
+  ) {
+    const list = Array.isArray(targets) ? targets : [targets];
     this.#done = (async () => {
-      while (this.#running) {
+      for (let i = 0; this.#running; i++) {
+        const target = list[i % list.length];
         const r = await prober.probe({ ...target, timeoutMs: 1000, connectOnly: true });
         this.tally.connects++;
+        this.tally.perHost[target.host] = (this.tally.perHost[target.host] ?? 0) + 1;
         if (r.mark !== target.mark || r.result !== "reached") {
           this.tally.untagged++;
-          if (this.tally.samples.length < 5) this.tally.samples.push(JSON.stringify(r));
+          if (this.tally.samples.length < 5) {
+            this.tally.samples.push(`${target.host}: ${JSON.stringify(r)}`);
+          }
         }
         // Pacing, not synchronisation: a kubelet probes every few milliseconds here.
         await new Promise((r) => setTimeout(r, 2));
