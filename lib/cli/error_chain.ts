@@ -4,15 +4,19 @@
  * that failed to start wraps the reason its directory cannot be read).
  */
 import { errorText } from "../error_text.ts";
+import { escapeUnsafe } from "../safe_text.ts";
 
-/** The message of `error` and of every cause below it, one per line. */
+/**
+ * The message of `error` and of every cause below it, one per line: a message names what others
+ * wrote (a pod, a path), so its controls, newlines included, are escaped (safe_text.ts).
+ */
 export function errorChain(error: unknown): string {
   const lines: string[] = [];
   const seen = new Set<unknown>();
   const walk = (e: unknown, indent: string, prefix: string) => {
     if (seen.has(e)) return;
     seen.add(e);
-    lines.push(`${indent}${prefix}${errorText(e)}`);
+    lines.push(`${indent}${prefix}${escapeUnsafe(errorText(e))}`);
     if (e instanceof AggregateError) {
       for (const inner of e.errors) walk(inner, `${indent}  `, "- ");
     }

@@ -29,3 +29,8 @@ Deno.test("errorChain() prints a thrown non-Error and stops at a cause cycle", (
   a.cause = b;
   assert.equal(errorChain(a), "a\ncaused by: b");
 });
+
+Deno.test("errorChain() escapes a message's escape sequences and newlines, one line per error", () => {
+  const e = new Error("pod ns/web failed", { cause: new Error("answered \x1b]52;c;eA==\x07\nok") });
+  assert.equal(errorChain(e), "pod ns/web failed\ncaused by: answered \\x1b]52;c;eA==\\x07\\x0aok");
+});

@@ -10,6 +10,7 @@ import { defaultConfig } from "../config.ts";
 import { boolean, type CommandSpec } from "./flags.ts";
 import { nodeFlags, parseNodeCommand } from "./agent_flags.ts";
 import { lastHitText, servesText } from "../target_text.ts";
+import { safeJson, safeText } from "../safe_text.ts";
 
 interface TargetsOptions {
   json: boolean;
@@ -75,22 +76,25 @@ export async function registeredTargets(
 
 /**
  * Renders targets as an aligned table, sorted for stable output. SERVES is
- * the container and probe or lifecycle hook the target is for (servesText).
+ * the container and probe or lifecycle hook the target is for (servesText). Every cell is
+ * escaped (safe_text.ts): pods, containers and networks are named by pod authors.
  */
 export function targetsTable(targets: TargetView[]): string {
   const rows = [...targets].sort((a, b) =>
     a.family.localeCompare(b.family) || a.address.localeCompare(b.address) || a.port - b.port
-  ).map((t) => [
-    t.family,
-    t.address,
-    String(t.port),
-    t.network ? `${t.network} (${t.networkId})` : String(t.networkId),
-    `0x${t.mark.toString(16)}`,
-    t.pod ?? "-",
-    servesText(t),
-    t.hits === undefined ? "-" : String(t.hits),
-    lastHitText(t.lastHitAgeSeconds),
-  ]);
+  ).map((t) =>
+    [
+      t.family,
+      t.address,
+      String(t.port),
+      t.network ? `${t.network} (${t.networkId})` : String(t.networkId),
+      `0x${t.mark.toString(16)}`,
+      t.pod ?? "-",
+      servesText(t),
+      t.hits === undefined ? "-" : String(t.hits),
+      lastHitText(t.lastHitAgeSeconds),
+    ].map(safeText)
+  );
   const header = [
     "FAMILY",
     "ADDRESS",
@@ -107,23 +111,29 @@ export function targetsTable(targets: TargetView[]): string {
     .join("\n");
 }
 
+/**
+ * `lace targets --json`: the values exact, their control and bidi characters as JSON escapes
+ * (safe_text.ts).
+ */
+export function targetsJson(targets: TargetView[]): string {
+  return safeJson(targets.map((t) => ({
+    family: t.family,
+    address: t.address,
+    port: t.port,
+    networkId: t.networkId,
+    mark: t.mark,
+    ...(t.pod ? { pod: t.pod } : {}),
+    ...(t.probe ? { container: t.container, probe: t.probe, handler: t.handler } : {}),
+    ...(t.hits === undefined ? {} : { hits: t.hits, lastHitAgeSeconds: t.lastHitAgeSeconds }),
+  })));
+}
+
 export async function runTargetsCommand(args: string[]): Promise<number> {
   const options = parseNodeCommand(spec, args);
   if (options === null) return 0;
   const targets = await registeredTargets(options.agentSocket, options.pinPath);
   if (options.json) {
-    console.log(JSON.stringify(
-      targets.map((t) => ({
-        family: t.family,
-        address: t.address,
-        port: t.port,
-        networkId: t.networkId,
-        mark: t.mark,
-        ...(t.pod ? { pod: t.pod } : {}),
-        ...(t.probe ? { container: t.container, probe: t.probe, handler: t.handler } : {}),
-        ...(t.hits === undefined ? {} : { hits: t.hits, lastHitAgeSeconds: t.lastHitAgeSeconds }),
-      })),
-    ));
+    console.log(targetsJson(targets));
   } else {
     console.log(targets.length ? targetsTable(targets) : "No probe targets registered");
   }

@@ -29,6 +29,7 @@ import {
 } from "./probes.ts";
 import { gatherSnapshot, resolveKubeletCgroup } from "./snapshot.ts";
 import { readMountInfo } from "../mountinfo.ts";
+import { safeJson, safeText } from "../safe_text.ts";
 
 interface DoctorOptions extends Omit<NodeSettings, "metricsAddr"> {
   json: boolean;
@@ -141,17 +142,20 @@ export async function runDoctor(args: string[]): Promise<number> {
   }
   const checks = evaluate(await gatherSnapshot(opts));
   const ok = checks.every((c) => c.ok || c.severity === "warning");
-  console.log(json ? JSON.stringify({ ok, checks }, null, 2) : checksText(checks, ok));
+  console.log(json ? safeJson({ ok, checks }, 2) : checksText(checks, ok));
   return ok ? 0 : 1;
 }
 
-/** The human form of the checks: one line each, the fix under each problem. */
+/**
+ * The human form of the checks: one line each, the fix under each problem. Messages name pods,
+ * processes and paths others chose: each is escaped (safe_text.ts).
+ */
 export function checksText(checks: Check[], ok: boolean): string {
   const width = Math.max(...checks.map((c) => c.name.length));
   const out = checks.map((c) => {
     const tag = c.ok ? "ok  " : c.severity === "warning" ? "WARN" : "FAIL";
-    const line = `${tag}  ${c.name.padEnd(width)}  ${c.message}`;
-    return c.fix ? `${line}\n${" ".repeat(width + 8)}fix: ${c.fix}` : line;
+    const line = `${tag}  ${c.name.padEnd(width)}  ${safeText(c.message)}`;
+    return c.fix ? `${line}\n${" ".repeat(width + 8)}fix: ${safeText(c.fix)}` : line;
   });
   const problems = checks.filter((c) => !c.ok && c.severity === "error").length;
   out.push(
@@ -168,14 +172,14 @@ export function checksText(checks: Check[], ok: boolean): string {
 async function doctorPod(pod: string, o: ProbeCommandOptions): Promise<number> {
   const kubelet = resolveKubeletCgroup(o.kubeletCgroup, o.hostCgroupRoot, readMountInfo());
   if (kubelet.path === null) {
-    console.error(`lace doctor pod: ${kubelet.error ?? "kubelet cgroup not found"}`);
+    console.error(`lace doctor pod: ${safeText(kubelet.error ?? "kubelet cgroup not found")}`);
     return 1;
   }
   let targets;
   try {
     targets = podTargets(await targetsFromAgent(o.agentSocket) ?? [], pod);
   } catch (e) {
-    console.error(`lace doctor pod: ${(e as Error).message}`);
+    console.error(`lace doctor pod: ${safeText((e as Error).message)}`);
     return 1;
   }
   if (targets.length === 0) {
@@ -197,15 +201,15 @@ async function doctorPod(pod: string, o: ProbeCommandOptions): Promise<number> {
       netns: o.netns,
     });
   } catch (e) {
-    console.error(`lace doctor pod: ${(e as Error).message}`);
+    console.error(`lace doctor pod: ${safeText((e as Error).message)}`);
     return 1;
   }
   const rows = podRows(targets, reports);
-  if (o.json) console.log(JSON.stringify({ pod, probes: rows }, null, 2));
+  if (o.json) console.log(safeJson({ pod, probes: rows }, 2));
   else {
     console.log(
       `Pod ${pod}: its probes as the kubelet runs them, and one probe each now from ` +
-        `the kubelet's cgroup "${kubelet.path}"\n`,
+        `the kubelet's cgroup "${safeText(kubelet.path)}"\n`,
     );
     console.log(podTable(rows));
   }
@@ -241,7 +245,7 @@ async function doctorProbes(o: ProbeCommandOptions): Promise<number> {
   if (kubelet.path === null || kubelet.id === null) {
     console.error(
       `lace doctor probes: ${
-        kubelet.error ?? "kubelet cgroup not found"
+        safeText(kubelet.error ?? "kubelet cgroup not found")
       }: run \`lace doctor\` to see why`,
     );
     return 1;
@@ -250,7 +254,7 @@ async function doctorProbes(o: ProbeCommandOptions): Promise<number> {
   try {
     targets = (await registeredTargets(o.agentSocket, o.pinPath)).map(doctorTarget);
   } catch (e) {
-    console.error(`lace doctor probes: ${(e as Error).message}`);
+    console.error(`lace doctor probes: ${safeText((e as Error).message)}`);
     return 1;
   }
   targets.sort((a, b) =>
@@ -265,11 +269,11 @@ async function doctorProbes(o: ProbeCommandOptions): Promise<number> {
       netns: o.netns,
     });
   } catch (e) {
-    console.error(`lace doctor probes: ${(e as Error).message}`);
+    console.error(`lace doctor probes: ${safeText((e as Error).message)}`);
     return 1;
   }
   if (o.json) {
-    console.log(JSON.stringify(
+    console.log(safeJson(
       reports.map((r) => ({
         pod: r.pod,
         networkId: r.networkId,
@@ -278,7 +282,6 @@ async function doctorProbes(o: ProbeCommandOptions): Promise<number> {
         result: r.result,
         httpStatus: r.httpStatus,
       })),
-      null,
       2,
     ));
   } else if (reports.length === 0) {
@@ -288,7 +291,9 @@ async function doctorProbes(o: ProbeCommandOptions): Promise<number> {
     console.log(probesTable(reports));
     console.log(
       failed === 0
-        ? `\nAll ${reports.length} targets reached from the kubelet cgroup "${kubelet.path}".`
+        ? `\nAll ${reports.length} targets reached from the kubelet cgroup "${
+          safeText(kubelet.path)
+        }".`
         : `\n${failed} of ${reports.length} targets not reached: run \`lace doctor\` for the setup, ` +
           "then check the overlay route for the networks above",
     );

@@ -11,6 +11,7 @@ import { lastHitText } from "../target_text.ts";
 import { isHookKind, TARGET_KINDS } from "../rules/targets.ts";
 import { keyId } from "../datapath/probe_map.ts";
 import type { ProbeReport } from "./probes.ts";
+import { safeJson, safeText } from "../safe_text.ts";
 
 /** One row of `lace doctor pod`, as --json prints it. */
 export interface PodProbeRow {
@@ -37,7 +38,7 @@ export interface PodProbeRow {
 export function parsePodName(text: string | undefined): string {
   if (!text || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/.test(text)) {
     throw new TypeError(
-      `lace doctor pod needs NAMESPACE/NAME (e.g. default/web), got ${JSON.stringify(text ?? "")}`,
+      `lace doctor pod needs NAMESPACE/NAME (e.g. default/web), got ${safeJson(text ?? "")}`,
     );
   }
   return text;
@@ -84,7 +85,7 @@ export function podRows(targets: TargetView[], reports: ProbeReport[]): PodProbe
   });
 }
 
-/** The rows as an aligned table. */
+/** The rows as an aligned table, every cell escaped (safe_text.ts): pod authors write most. */
 export function podTable(rows: PodProbeRow[]): string {
   const header = [
     "CONTAINER",
@@ -98,20 +99,24 @@ export function podTable(rows: PodProbeRow[]): string {
     "LAST HIT",
     "NOW",
   ];
-  const cells = rows.map((r) => [
-    r.container ?? "-",
-    r.probe ?? "-",
-    r.handler ?? "-",
-    r.target,
-    r.network ?? "-",
-    `0x${r.mark.toString(16)}`,
-    // A hook runs once, at start or at stop: it has no period.
-    isHookKind(r.probe) ? "-" : `${r.periodSeconds ?? 10}s`,
-    r.hits === null ? "-" : String(r.hits),
-    r.hits === null ? "-" : lastHitText(r.lastHitAgeSeconds),
-    r.result + (r.httpStatus !== null ? ` ${r.httpStatus}` : "") +
-    (r.probeMark !== null && r.probeMark !== r.mark ? ` (mark 0x${r.probeMark.toString(16)})` : ""),
-  ]);
+  const cells = rows.map((r) =>
+    [
+      r.container ?? "-",
+      r.probe ?? "-",
+      r.handler ?? "-",
+      r.target,
+      r.network ?? "-",
+      `0x${r.mark.toString(16)}`,
+      // A hook runs once, at start or at stop: it has no period.
+      isHookKind(r.probe) ? "-" : `${r.periodSeconds ?? 10}s`,
+      r.hits === null ? "-" : String(r.hits),
+      r.hits === null ? "-" : lastHitText(r.lastHitAgeSeconds),
+      r.result + (r.httpStatus !== null ? ` ${r.httpStatus}` : "") +
+      (r.probeMark !== null && r.probeMark !== r.mark
+        ? ` (mark 0x${r.probeMark.toString(16)})`
+        : ""),
+    ].map(safeText)
+  );
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
   return [header, ...cells].map((c) => c.map((x, i) => x.padEnd(widths[i])).join("  ").trimEnd())
     .join("\n");

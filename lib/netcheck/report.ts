@@ -4,6 +4,7 @@
  * finish (the summary comes last), so memory stays flat however many paths.
  */
 import type { PathResult, Summary } from "./summary.ts";
+import { safeJson, safeText } from "../safe_text.ts";
 
 /** "1.23 Gbit/s" style figure for bits per second. */
 export function formatBps(bps: number): string {
@@ -60,10 +61,14 @@ function summaryData(summary: Summary, outcome: RunOutcome): Record<string, unkn
   };
 }
 
-/** The text report. */
+/**
+ * The text report. Node and pod names and the messages of failed paths (which carry what a pod
+ * answered) are escaped (safe_text.ts).
+ */
 export function textReport(summary: Summary, outcome: RunOutcome): string {
   const out: string[] = [];
-  const skipped = summary.skippedNodes.map((s) => `${s.node}: ${s.reason}`).join(", ");
+  const skipped = summary.skippedNodes.map((s) => `${safeText(s.node)}: ${safeText(s.reason)}`)
+    .join(", ");
   out.push(
     `lace netcheck run ${outcome.runId}: ${summary.nodes.length} nodes` +
       (skipped ? ` (skipped ${skipped})` : ""),
@@ -82,14 +87,15 @@ export function textReport(summary: Summary, outcome: RunOutcome): string {
     );
     out.push("Slowest paths:");
     for (const r of summary.slowest.items) {
-      out.push(`  ${r.from} → ${r.to}  ${formatBps(r.bitsPerSecond!)}`);
+      out.push(`  ${safeText(r.from)} → ${safeText(r.to)}  ${formatBps(r.bitsPerSecond!)}`);
     }
   }
   if (summary.asymmetry.count > 0) {
     out.push(`Asymmetric paths (factor > ${outcome.asymmetryFactor}): ${summary.asymmetry.count}`);
     for (const a of summary.asymmetry.flagged) {
       out.push(
-        `  ${a.a} → ${a.b} ${formatBps(a.aToB)} vs ${a.b} → ${a.a} ${formatBps(a.bToA)}` +
+        `  ${safeText(a.a)} → ${safeText(a.b)} ${formatBps(a.aToB)} vs ${safeText(a.b)} → ` +
+          `${safeText(a.a)} ${formatBps(a.bToA)}` +
           ` (×${a.factor.toFixed(1)})`,
       );
     }
@@ -101,12 +107,12 @@ export function textReport(summary: Summary, outcome: RunOutcome): string {
     out.push(`Failed paths (${classes}; showing ${shown} of ${failedTotal}):`);
     for (const r of summary.failures.items) {
       out.push(
-        `  ${r.phase.padEnd(9)} ${r.from} → ${r.to}  ${r.errorClass}` +
-          (r.message ? `: ${r.message}` : ""),
+        `  ${r.phase.padEnd(9)} ${safeText(r.from)} → ${safeText(r.to)}  ${r.errorClass}` +
+          (r.message ? `: ${safeText(r.message)}` : ""),
       );
     }
   }
-  if (outcome.error) out.push(`Error: ${outcome.error}`);
+  if (outcome.error) out.push(`Error: ${safeText(outcome.error)}`);
   out.push(`Result: ${outcome.status.toUpperCase()}`);
   return out.join("\n") + "\n";
 }
@@ -126,13 +132,13 @@ export class JsonReport implements PathSink {
 
   path(result: PathResult): void {
     this.#start();
-    this.write((this.#first ? "\n" : ",\n") + JSON.stringify(result));
+    this.write((this.#first ? "\n" : ",\n") + safeJson(result));
     this.#first = false;
   }
 
   finish(summary: Summary, outcome: RunOutcome): Promise<void> {
     this.#start();
-    this.write(`\n],"summary":${JSON.stringify(summaryData(summary, outcome))}}\n`);
+    this.write(`\n],"summary":${safeJson(summaryData(summary, outcome))}}\n`);
     return Promise.resolve();
   }
 }
