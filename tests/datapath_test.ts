@@ -258,7 +258,7 @@ Deno.test("Datapath.open() on a directory that is not bpffs says how to mount bp
   try {
     assert.throws(
       () => Datapath.open({ pinPath: `${dir}/lace` }),
-      /not on a BPF filesystem.*mount -t bpf bpf \/sys\/fs\/bpf/,
+      /not on a BPF filesystem.*mount -t bpf -o mode=0700 bpf \/sys\/fs\/bpf/,
     );
   } finally {
     Deno.removeSync(dir, { recursive: true });

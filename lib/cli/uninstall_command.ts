@@ -7,6 +7,8 @@
  * when its last reference goes, so this removes exactly what Lace attached
  * and nothing another program owns. Run it after stopping the agent; a
  * running agent would keep its own references and chain the files again.
+ * A pin path that is not root's alone (a symlink, another owner, writable
+ * by others) is refused, not followed.
  */
 import { join } from "node:path";
 import { defaultConfig, type NodeSettings } from "../config.ts";
@@ -75,6 +77,14 @@ export async function runUninstallCommand(args: string[]): Promise<number> {
         if (!(e instanceof Deno.errors.NotFound)) throw e;
       }
     }
+  }
+  // A pin path someone else owns, may write, or made a symlink could point root's removals at
+  // another program's pins of the same names: never follow it.
+  const { rootDirProblem } = await import("../root_dir.ts");
+  const unsafe = rootDirProblem(options.pinPath, "Pin path");
+  if (unsafe && !unsafe.tightenable) {
+    console.error(`lace uninstall: no pins removed: ${unsafe.problem}`);
+    return 1;
   }
   const { uninstall } = await import("../datapath/pins.ts");
   const removed = uninstall(options.pinPath);

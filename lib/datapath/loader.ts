@@ -21,7 +21,7 @@ import { createLink, updateInPlace } from "./cgroup_link.ts";
 import { closeFd, openDirectory } from "./libbpf/fd.ts";
 import type { BpfMap } from "./libbpf/map.ts";
 import { BpfObject, type BpfProgram } from "./libbpf/object.ts";
-import { assertCgroup2, assertOnBpffs } from "./mounts.ts";
+import { assertCgroup2, assertOnBpffs, ensurePinDir } from "./mounts.ts";
 import { DirLock } from "./dir_lock.ts";
 import { layoutDirName, probeMapCodecFits } from "./layout.ts";
 import {
@@ -143,12 +143,13 @@ export class Datapath implements Disposable {
   static open(opts: DatapathOptions): Datapath {
     const pinPath = opts.pinPath.replace(/\/+$/, "") || "/";
     assertOnBpffs(pinPath);
-    Deno.mkdirSync(pinPath, { recursive: true });
+    // Root's alone (0700), so no local user can take its locks or touch its pins.
+    ensurePinDir(pinPath, "Pin path");
     const bytes = opts.object ?? bpfObjectBytes();
     const abi = objectAbiVersion(bytes);
     const dir = join(pinPath, layoutDirName(abi));
     using _lock = takePinLock(pinPath);
-    Deno.mkdirSync(dir, { recursive: true });
+    ensurePinDir(dir, "Layout directory");
     const object = BpfObject.openMemory(bytes);
     let liveness: DirLock | undefined;
     let presence: { startedAt: number; lock: DirLock } | undefined;
@@ -263,7 +264,7 @@ export class Datapath implements Disposable {
   #ensurePinned(): void {
     const maps = { probe_targets: this.store.map, counters: this.#counters, info: this.#info };
     if (!pathExists(this.layoutDir)) {
-      Deno.mkdirSync(this.layoutDir, { recursive: true });
+      ensurePinDir(this.layoutDir, "Layout directory");
       this.#liveness?.close();
       this.#liveness = DirLock.tryTake(this.layoutDir, "shared", PIN_LOCK_TIMEOUT_MS);
     }

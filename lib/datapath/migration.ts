@@ -162,7 +162,7 @@ export function claimPresence(pinPath: string): { startedAt: number; lock: DirLo
   for (let startedAt = Date.now();; startedAt++) {
     const dir = join(pinPath, presenceDirName(startedAt));
     try {
-      Deno.mkdirSync(dir);
+      Deno.mkdirSync(dir, { mode: 0o700 });
     } catch (e) {
       if (e instanceof Deno.errors.AlreadyExists) continue;
       throw e;

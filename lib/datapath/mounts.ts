@@ -1,11 +1,31 @@
 /**
  * Checks that the datapath's paths lie on the right filesystems before the
  * kernel is asked anything: the pin path on bpffs, the kubelet cgroup on
- * cgroup2. Each failure says which mount the path is really on and what to do.
+ * cgroup2; and that the pin directories are root's alone. Each failure says
+ * which mount the path is really on, or who else may write there, and what to do.
  */
+import { getLogger } from "@logtape/logtape";
 import { dirname, join } from "node:path";
 import { cgroup2MountPoints, mountOf, readMountInfo } from "../mountinfo.ts";
 import { statCgroupId } from "../cgroup/watch.ts";
+import { ensureRootDir } from "../root_dir.ts";
+
+const log = getLogger(["lace", "datapath"]);
+
+/**
+ * Makes a pin directory root's alone (0700, see root_dir.ts): on a bpffs any
+ * local user may write to (mounted without a mode, it is 1777), a directory
+ * someone else made or can write would let them remove or rename Lace's
+ * pins, or hold its locks. Throws, saying what to do, when it cannot be made so.
+ */
+export function ensurePinDir(path: string, what: string): void {
+  if (ensureRootDir(path, what) === "tightened") {
+    log.warn("Tightened {what} {path} to mode 0700 (an older release made it readable by all)", {
+      what,
+      path,
+    });
+  }
+}
 
 /** Throws unless `pinPath` is absolute and lies (or would lie, once created) on bpffs. */
 export function assertOnBpffs(pinPath: string): void {
@@ -15,7 +35,9 @@ export function assertOnBpffs(pinPath: string): void {
     throw new Error(
       `Pin path "${pinPath}" is not on a BPF filesystem (it is on ${
         mount?.fsType ?? "nothing"
-      } at "${mount?.mountPoint ?? "?"}"): mount bpffs with \`mount -t bpf bpf /sys/fs/bpf\` ` +
+      } at "${
+        mount?.mountPoint ?? "?"
+      }"): mount bpffs with \`mount -t bpf -o mode=0700 bpf /sys/fs/bpf\` ` +
         "or choose a --pin-path under a bpffs mount",
     );
   }
