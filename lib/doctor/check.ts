@@ -33,6 +33,13 @@ export interface NodeSnapshot {
   bpffsMounts: string[];
   /** The filesystem type under the pin path (or its nearest existing parent). */
   pinPathFsType: string | null;
+  /** Each bpffs mount's root directory mode (null when it cannot be read). */
+  bpffsModes: { mountPoint: string; mode: number | null }[];
+  /**
+   * Why the pin path or a layout directory under it is not root's alone (root_dir.ts);
+   * `tightenable` when the agent makes it 0700 at its next start.
+   */
+  pinDirProblems: { problem: string; tightenable: boolean }[];
   mapPinned: boolean;
   /** The map layouts (ABI versions) pinned under the pin path, newest first. */
   layouts: number[];

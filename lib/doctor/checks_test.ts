@@ -12,6 +12,8 @@ function healthy(): NodeSnapshot {
     pinPath: "/sys/fs/bpf/lace",
     bpffsMounts: ["/sys/fs/bpf"],
     pinPathFsType: "bpf",
+    bpffsModes: [{ mountPoint: "/sys/fs/bpf", mode: 0o700 }],
+    pinDirProblems: [],
     mapPinned: true,
     layouts: [ABI_VERSION],
     links: ["connect4", "connect6"].map((program) => ({
@@ -71,7 +73,33 @@ Deno.test("evaluate() says when bpffs is not mounted and how to mount it", () =>
   const s = { ...healthy(), bpffsMounts: [], pinPathFsType: "sysfs" };
   const c = byName(evaluate(s), "bpffs");
   assert.equal(c.ok, false);
-  assert.match(c.fix, /mount -t bpf bpf \/sys\/fs\/bpf/);
+  assert.match(c.fix, /mount -t bpf -o mode=0700 bpf \/sys\/fs\/bpf/);
+});
+
+Deno.test("evaluate() warns of a bpffs every local user may write to, with the fix", () => {
+  assert.equal(evaluate(healthy()).find((c) => c.name === "bpffs-mode"), undefined);
+  const s = { ...healthy(), bpffsModes: [{ mountPoint: "/sys/fs/bpf", mode: 0o1777 }] };
+  const c = byName(evaluate(s), "bpffs-mode");
+  assert.equal(c.ok, false);
+  assert.equal(c.severity, "warning");
+  assert.match(c.message, /"\/sys\/fs\/bpf" \(mode 01777\) is writable by every local user/);
+  assert.match(c.fix, /chmod 0700 \/sys\/fs\/bpf[^]*-o mode=0700/);
+});
+
+Deno.test("evaluate() fails on a pin directory someone else owns, and warns of a readable one", () => {
+  assert.equal(evaluate(healthy()).find((c) => c.name === "pin-dirs"), undefined);
+  const theirs = {
+    problem: 'Pin path "/sys/fs/bpf/lace" is owned by uid 65534',
+    tightenable: false,
+  };
+  const readable = { problem: 'Pin path "/sys/fs/bpf/lace" is readable', tightenable: true };
+  const refused = byName(evaluate({ ...healthy(), pinDirProblems: [theirs] }), "pin-dirs");
+  assert.equal(refused.severity, "error");
+  assert.match(refused.message, /owned by uid 65534/);
+  assert.match(refused.fix, /refuses to start/);
+  const loose = byName(evaluate({ ...healthy(), pinDirProblems: [readable] }), "pin-dirs");
+  assert.equal(loose.severity, "warning");
+  assert.match(loose.fix, /0700 at its next start/);
 });
 
 Deno.test("evaluate() reports missing pins with the fix to start the agent", () => {

@@ -18,9 +18,10 @@ export function datapathChecks(s: NodeSnapshot): Check[] {
       ? "bpffs is not mounted"
       : `pin path "${s.pinPath}" is not on bpffs (bpffs is at ${s.bpffsMounts.join(", ")})`,
     s.bpffsMounts.length === 0
-      ? "mount it: `mount -t bpf bpf /sys/fs/bpf` (in a container, mount the host's /sys/fs/bpf)"
+      ? "mount it: `mount -t bpf -o mode=0700 bpf /sys/fs/bpf` (in a container, mount the host's /sys/fs/bpf)"
       : "use a --pin-path under a bpffs mount",
   ));
+  checks.push(...permissionChecks(s));
   checks.push(check(
     "pinned-map",
     s.mapPinned,
@@ -42,6 +43,48 @@ export function datapathChecks(s: NodeSnapshot): Check[] {
   }
   checks.push(...linkChecks(s));
   checks.push(versionCheck(s));
+  return checks;
+}
+
+/**
+ * Who besides root may write where Lace pins: a bpffs any local user may write to (mounted
+ * without a mode it is 1777), and pin directories someone else owns or may write.
+ */
+function permissionChecks(s: NodeSnapshot): Check[] {
+  const checks: Check[] = [];
+  const open = s.bpffsModes.filter((m) => m.mode !== null && (m.mode & 0o002) !== 0);
+  if (open.length) {
+    checks.push(check(
+      "bpffs-mode",
+      false,
+      `bpffs at ${
+        open.map((m) => `"${m.mountPoint}" (mode 0${m.mode!.toString(8)})`).join(", ")
+      } is writable by every local user: anyone may create directories there, such as a pin ` +
+        "path before an agent does, and hold locks on what they create",
+      "make it root's alone: `chmod 0700 /sys/fs/bpf` now, and mount it with `-o mode=0700` at " +
+        "boot (systemd's sys-fs-bpf.mount and the chart's node.mountBpffs do); Lace's own pin " +
+        "directory is 0700 whatever the mount's mode",
+      "warning",
+    ));
+  }
+  const refused = s.pinDirProblems.filter((p) => !p.tightenable);
+  const loose = s.pinDirProblems.filter((p) => p.tightenable);
+  if (refused.length) {
+    checks.push(check(
+      "pin-dirs",
+      false,
+      refused.map((p) => p.problem).join("; "),
+      "the agent refuses to start on it until fixed as said",
+    ));
+  } else if (loose.length) {
+    checks.push(check(
+      "pin-dirs",
+      false,
+      loose.map((p) => p.problem).join("; "),
+      "the agent makes it 0700 at its next start (an older release made it readable by all)",
+      "warning",
+    ));
+  }
   return checks;
 }
 

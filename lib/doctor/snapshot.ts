@@ -27,6 +27,7 @@ import { judgeKubelets } from "../cgroup/kubelet_trust.ts";
 import { bpffsMountPoints, type Mount, mountOf, readMountInfo } from "../mountinfo.ts";
 import { errorText } from "../error_text.ts";
 import { chainStatus } from "../cni/chaining/status.ts";
+import { rootDirProblem } from "../root_dir.ts";
 
 export interface DoctorOptions {
   pinPath: string;
@@ -80,6 +81,11 @@ export async function gatherSnapshot(o: DoctorOptions): Promise<NodeSnapshot> {
     pinPath: o.pinPath,
     bpffsMounts: bpffsMountPoints(mounts),
     pinPathFsType: fsTypeAt(o.pinPath, mounts),
+    bpffsModes: bpffsMountPoints(mounts).map((mountPoint) => ({
+      mountPoint,
+      mode: modeOf(mountPoint),
+    })),
+    pinDirProblems: pinDirProblems(o.pinPath, layouts),
     mapPinned,
     layouts: layouts.map((l) => l.abi),
     links,
@@ -230,4 +236,35 @@ function findCgroupById(roots: string[], id: bigint, limit = 20_000): string | n
     }
   }
   return null;
+}
+
+/** The permission bits of a directory, or null when it cannot be read. */
+function modeOf(path: string): number | null {
+  try {
+    const mode = Deno.statSync(path).mode;
+    return mode === null ? null : mode & 0o7777;
+  } catch {
+    return null;
+  }
+}
+
+/** What is wrong with the pin path's and its layout directories' owner and mode. */
+function pinDirProblems(
+  pinPath: string,
+  layouts: { dir: string; unversioned: boolean }[],
+): NodeSnapshot["pinDirProblems"] {
+  const dirs: [string, string][] = [
+    [pinPath, "Pin path"],
+    ...layouts.filter((l) => !l.unversioned).map((l): [string, string] => [
+      l.dir,
+      "Layout directory",
+    ]),
+  ];
+  return dirs.flatMap(([dir, what]) => {
+    try {
+      return rootDirProblem(dir, what) ?? [];
+    } catch (e) {
+      return [{ problem: `cannot check ${what} "${dir}": ${errorText(e)}`, tightenable: false }];
+    }
+  });
 }
