@@ -4,6 +4,7 @@
  * step. The CNI socket and the agent's local debug socket both use it.
  */
 import { getLogger } from "@logtape/logtape";
+import { ensureRootDir } from "./root_dir.ts";
 
 const log = getLogger(["lace", "listen"]);
 
@@ -28,9 +29,11 @@ function lstatOrNull(path: string): Deno.FileInfo | null {
 }
 
 /**
- * Listens on `socketPath`. The parent directory is created 0700 when missing;
- * the socket is bound under a temporary name, made 0600, and renamed over the
- * path. A path that exists and is not a socket is an error naming `flag`, the
+ * Listens on `socketPath`. The parent directory is created 0700 when missing,
+ * and an existing one must be root's alone (root_dir.ts: a readable one is
+ * tightened to 0700, one that is a symlink, someone else's or writable by
+ * others is refused); the socket is bound under a temporary name, made 0600,
+ * and renamed over the path. A path that exists and is not a socket is an error naming `flag`, the
  * setting that chose the path.
  */
 export async function listenUnixSocket(socketPath: string, flag: string): Promise<UnixSocket> {
@@ -39,11 +42,13 @@ export async function listenUnixSocket(socketPath: string, flag: string): Promis
   }
   const dir = dirname(socketPath);
   const dirInfo = lstatOrNull(dir);
-  if (!dirInfo) {
-    await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
-    await Deno.chmod(dir, 0o700);
-  } else if (!dirInfo.isDirectory) {
+  if (dirInfo && !dirInfo.isDirectory && !dirInfo.isSymlink) {
     throw new Error(`Parent of the socket "${socketPath}" is not a directory: fix ${flag}`);
+  }
+  // Root's alone: nobody else may reach the socket, or plant files beside it (the agent writes
+  // node-networks.json there). The chart's hostPath is made 0755 by the kubelet: tightened here.
+  if (ensureRootDir(dir, `Directory of ${flag}`) === "tightened") {
+    log.warn("Tightened the socket directory {dir} to mode 0700", { dir });
   }
   const existing = lstatOrNull(socketPath);
   if (existing && !existing.isSocket) {

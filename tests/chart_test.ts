@@ -3,7 +3,8 @@
  * unit. helm comes from scripts/install_helm.sh; without it the chart tests are skipped.
  */
 import assert from "node:assert/strict";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { listenUnixSocket } from "../lib/unix_socket.ts";
 import {
   CHART,
   envOf,
@@ -195,6 +196,66 @@ helmTest(
 helmTest("helm refuses a chaining mode or a chain file it does not know", async (h) => {
   assert.match(await refusal(h, ["node.cni.chaining=always"]), /chaining/);
   assert.match(await refusal(h, ["node.cni.chainFiles={../etc/x.conflist}"]), /chainFiles/);
+});
+
+helmTest(
+  "finding 8: the chart's socket directory ends 0700 once the agent listens, though the " +
+    "kubelet creates its hostPath 0755",
+  async (h) => {
+    const manifests = await render(h);
+    const runLace = podSpec(manifests).volumes.find((v: Manifest) => v.name === "run-lace");
+    assert.equal(runLace.hostPath.type, "DirectoryOrCreate");
+    const sockets = ["LACE_CNI_SOCKET", "LACE_AGENT_SOCKET"].map((n) => envOf(agent(manifests), n));
+    const { mount, hostPath } = mountOf(manifests, runLace.hostPath.path);
+    assert.equal(hostPath, mount.mountPath, "the agent sees the host directory at the same path");
+    // The node: the kubelet's DirectoryOrCreate (0755), then the agent's two listeners.
+    const node = await Deno.makeTempDir({ prefix: "lace-chart-node-" });
+    try {
+      await Deno.mkdir(`${node}${hostPath}`, { recursive: true, mode: 0o755 });
+      await Deno.chmod(`${node}${hostPath}`, 0o755);
+      for (const socket of sockets) {
+        assert.equal(typeof socket, "string");
+        assert.equal(dirname(socket as string), mount.mountPath, `${socket} is in the volume`);
+        const listening = await listenUnixSocket(`${node}${socket}`, "--cni-socket");
+        listening.listener.close();
+        listening.remove();
+      }
+      assert.equal(Deno.statSync(`${node}${hostPath}`).mode! & 0o7777, 0o700);
+    } finally {
+      await Deno.remove(node, { recursive: true });
+    }
+  },
+);
+
+const asRootWithUnshare = Deno.uid() === 0 && !noHelm;
+Deno.test({
+  name: "finding 3: the chart's mountBpffs, run as rendered, mounts bpffs 0700" +
+    (asRootWithUnshare ? "" : " (skipped: needs root and helm)"),
+  ignore: !asRootWithUnshare,
+  async fn() {
+    const spec = podSpec(await render(HELM!, ["node.mountBpffs=true"]));
+    const init = spec.initContainers.find((c: Manifest) => c.name === "mount-bpffs");
+    assert.deepEqual(init.command, ["/bin/sh", "-c"]);
+    // In a mount namespace of its own, with the host's bpffs unmounted there: the host's mounts
+    // stay as they are.
+    const out = await new Deno.Command("unshare", {
+      args: [
+        "--mount",
+        "--propagation=private",
+        "sh",
+        "-c",
+        'umount -l /sys/fs/bpf 2>/dev/null; /bin/sh -c "$1" && stat -c %a /sys/fs/bpf',
+        "sh",
+        init.args[0],
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const text = new TextDecoder();
+    assert.equal(out.code, 0, text.decode(out.stderr));
+    // bpffs always adds the sticky bit: 1700.
+    assert.equal(parseInt(text.decode(out.stdout), 8) & 0o777, 0o700, text.decode(out.stdout));
+  },
 });
 
 helmTest("the agent gets exactly its capabilities and is not privileged", async (h) => {
