@@ -387,6 +387,10 @@ helmTest(
     const rule = policy.spec.matchConstraints.resourceRules[0];
     assert.deepEqual(rule.operations, ["CREATE", "UPDATE"]);
     assert.ok(rule.resources.includes("pods") && rule.resources.includes("pods/status"));
+    // A Binding's annotations are copied onto the pod (issue 24, finding 7).
+    const bindings = policy.spec.matchConstraints.resourceRules[1];
+    assert.deepEqual(bindings.operations, ["CREATE"]);
+    assert.deepEqual(bindings.resources, ["pods/binding", "bindings"]);
     const vars = variablesOf(policy);
     assert.deepEqual(JSON.parse(vars.keys), ["lace.io/network", "lace.io/network-id"]);
     assert.deepEqual(JSON.parse(vars.writers), ["system:serviceaccount:kube-system:lace-cni"]);

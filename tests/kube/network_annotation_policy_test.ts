@@ -310,3 +310,82 @@ Deno.test({
     assert.equal(result.code, 403, result.message);
   });
 });
+
+Deno.test({
+  name:
+    "an identity with bind rights cannot set the network annotations through a binding (issue 24, finding 7)",
+  ...controlPlaneTestOptions(unavailable),
+}, async (t) => {
+  await using cp = await startControlPlane();
+  const admin = cp.adminConfig();
+  const adminCore = admin.makeApiClient(CoreV1Api);
+  await cp.createNamespace("lace-system");
+  await cp.createNamespace(TENANT_NS);
+  await applyObjects(admin, await helmTemplate({ showOnly: policyTemplates }), "lace-system");
+  // A scheduler-like ServiceAccount: it may bind pods (both ways the API offers), nothing more.
+  // The API server copies a Binding's annotations onto the pod it binds.
+  const scheduler = await account(cp, {
+    namespace: "kube-system",
+    name: "other-scheduler",
+    role: "test-scheduler",
+  }, {
+    rules: [
+      { apiGroups: [""], resources: ["pods/binding", "bindings"], verbs: ["create"] },
+      { apiGroups: [""], resources: ["pods"], verbs: ["get"] },
+    ],
+  });
+  const unbound = (name: string): V1Pod => {
+    const body = pod(name);
+    delete body.spec!.nodeName;
+    return body;
+  };
+  for (const name of ["bind-sub", "bind-top", "bind-plain"]) {
+    await adminCore.createNamespacedPod({ namespace: TENANT_NS, body: unbound(name) });
+  }
+  const binding = (name: string, annotations?: Record<string, string>) => ({
+    metadata: { name, annotations },
+    target: { apiVersion: "v1", kind: "Node", name: "node-a" },
+  });
+  const bindSub = (name: string, annotations?: Record<string, string>) =>
+    scheduler.createNamespacedPodBinding({
+      namespace: TENANT_NS,
+      name,
+      body: binding(name, annotations),
+    });
+  // The policy reaches the API server through an informer: wait until it refuses a spoof.
+  await waitFor(async () => {
+    const answer = await verdict(adminCore.createNamespacedPod({
+      namespace: TENANT_NS,
+      body: pod("wait", { [NETWORK_ID]: "7" }),
+      dryRun: "All",
+    }));
+    return answer.message.includes("lace-network-annotations");
+  }, { timeout: 30_000, interval: 200, message: "the policy to refuse a spoof" });
+
+  await t.step("a pods/binding that carries a network annotation is refused", async () => {
+    assertRefused(await verdict(bindSub("bind-sub", { [NETWORK_ID]: "7" })), /network-id/);
+    assertRefused(await verdict(bindSub("bind-sub", { [NETWORK]: "blue" })), /network(?!-)/);
+    const stored = await adminCore.readNamespacedPod({ namespace: TENANT_NS, name: "bind-sub" });
+    assert.equal(stored.spec?.nodeName, undefined, "the refused binding bound the pod");
+    assert.equal(stored.metadata?.annotations?.[NETWORK_ID], undefined);
+  });
+
+  await t.step(
+    "a Binding created in the namespace's bindings that carries one is refused",
+    async () => {
+      const result = await verdict(scheduler.createNamespacedBinding({
+        namespace: TENANT_NS,
+        body: binding("bind-top", { [NETWORK_ID]: "7" }),
+      }));
+      assertRefused(result, /network-id/);
+    },
+  );
+
+  await t.step("a binding without them, other annotations included, binds the pod", async () => {
+    const result = await verdict(bindSub("bind-plain", { "example.com/scheduled-by": "other" }));
+    assert.equal(result.code, 200, result.message);
+    const stored = await adminCore.readNamespacedPod({ namespace: TENANT_NS, name: "bind-plain" });
+    assert.equal(stored.spec?.nodeName, "node-a");
+    assert.equal(stored.metadata?.annotations?.["example.com/scheduled-by"], "other");
+  });
+});
