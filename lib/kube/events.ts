@@ -13,6 +13,7 @@ import { backoffDelay } from "../backoff.ts";
 import { realTimers, sleep, type Timers, within } from "../timers.ts";
 import type { EventSink, ObjectRef } from "./event_sink.ts";
 import { errorText } from "../error_text.ts";
+import { escapeUnsafe } from "../safe_text.ts";
 
 const log = getLogger(["lace", "events"]);
 
@@ -175,7 +176,9 @@ export class EventRecorder implements EventSink {
       });
       return;
     }
-    this.#queue.push({ type, object, reason, message, time: now });
+    // Messages name what pod authors wrote (paths, networks, hosts), and `kubectl describe`
+    // prints them on an operator's terminal: their controls are escaped (safe_text.ts).
+    this.#queue.push({ type, object, reason, message: escapeUnsafe(message), time: now });
     this.#working ??= this.#drain().finally(() => this.#working = undefined);
   }
 

@@ -224,3 +224,14 @@ Deno.test("stop() drops queued Events and later ones are ignored", async () => {
   await events.flush();
   assert.equal(api.calls.length, 1);
 });
+
+Deno.test("an Event's message carries a pod's escape sequences and bidi characters escaped (issue 24, finding 6)", async () => {
+  const api = new FakeApi();
+  const events = recorder(api);
+  events.warn(POD, "ProbeIgnored", "probe path /x\x1b]52;c;eA==\x07\u009b2J\u202e is odd");
+  await events.flush();
+  assert.equal(
+    (api.calls[0].body as { message: string }).message,
+    "probe path /x\\x1b]52;c;eA==\\x07\\x9b2J\\u202e is odd",
+  );
+});
