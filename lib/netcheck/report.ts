@@ -4,7 +4,7 @@
  * finish (the summary comes last), so memory stays flat however many paths.
  */
 import type { PathResult, Summary } from "./summary.ts";
-import { safeJson, safeText } from "../safe_text.ts";
+import { escapeUnsafe, safeJson, safeText } from "../safe_text.ts";
 
 /** "1.23 Gbit/s" style figure for bits per second. */
 export function formatBps(bps: number): string {
@@ -144,9 +144,9 @@ export class JsonReport implements PathSink {
 }
 
 function xml(text: string): string {
-  return text.replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`)
-    // deno-lint-ignore no-control-regex
-    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, "");
+  // Controls (invalid in XML 1.0, or acted on by a terminal that shows the file), C1 and bidi
+  // characters become visible escapes (safe_text.ts), then the markup characters references.
+  return escapeUnsafe(text).replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
 /**

@@ -47,12 +47,12 @@ Deno.test("JunitReport writes every path with counts in the header and removes i
     const junit = new JunitReport(file);
     await junit.path(path({}));
     await junit.path(
-      path({ from: "b", to: "a", ok: false, errorClass: "TIMEOUT", message: "<x>&" }),
+      path({ from: "b", to: "a", ok: false, errorClass: "TIMEOUT", message: "<x>&\x1b[2J\u202e" }),
     );
     await junit.finish(new Summary(2), outcome);
     const xml = await Deno.readTextFile(file);
     assert.match(xml, /<testsuites name="lace netcheck" tests="2" failures="1">/);
-    assert.match(xml, /<failure type="TIMEOUT" message="&#60;x&#62;&#38;"\/>/);
+    assert.match(xml, /<failure type="TIMEOUT" message="&#60;x&#62;&#38;\\x1b\[2J\\u202e"\/>/);
     assert.equal((xml.match(/<testcase /g) ?? []).length, 2);
     assert.deepEqual([...Deno.readDirSync(dir)].map((e) => e.name), ["netcheck.xml"]);
   } finally {
