@@ -6,7 +6,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import type { Config } from "../config.ts";
-import type { Attachment } from "../cni/protocol.ts";
+import { type Attachment, type AttachmentRef, refKey } from "../cni/protocol.ts";
 import type { AddressClash, Conflict } from "../rules/conflicts.ts";
 import type { Pod } from "../pods/pod.ts";
 import { PodCache } from "../pods/cache.ts";
@@ -115,6 +115,12 @@ export class AgentCore {
    * authoritative over the pod's annotations, which the pod's author can write.
    */
   readonly #nodeNetworks = new Map<string, PodNetwork>();
+  /**
+   * The addresses of each interface the CNI path attached, by pod uid then
+   * `containerId/ifname` (Multus: several per pod): the pod's CNI view holds
+   * all of them, and a DEL of one interface takes only its own addresses.
+   */
+  readonly #interfaces = new Map<string, Map<string, string[]>>();
   #started: PodSource[] = [];
 
   constructor(opts: AgentCoreOptions) {
@@ -207,7 +213,7 @@ export class AgentCore {
    * its annotations say. Rejects if the reconcile failed or any of this pod's
    * entries was not written.
    */
-  async registerAttachment(a: Attachment): Promise<void> {
+  async registerAttachment(a: Attachment, ref?: AttachmentRef): Promise<void> {
     refuseClashingAttachment(a, {
       pods: this.cache,
       nodeNetworks: this.#nodeNetworks,
@@ -222,12 +228,7 @@ export class AgentCore {
         this.#opts.nodeNetworkStore?.save(this.#nodeNetworks);
       }
     }
-    const pod: Pod = {
-      metadata: { namespace: a.namespace, name: a.name, uid: a.uid },
-      spec: { containers: [] },
-      status: { podIPs: a.ips.map((ip) => ({ ip })) },
-    };
-    this.cache.upsert(CNI_SOURCE, pod);
+    this.#upsertCniView(a, this.#addInterface(a.uid, ref, a.ips));
     const report = await this.runner.runNow("cni-add");
     if (report.error) {
       throw new Error(`Reconcile for pod ${a.namespace}/${a.name} failed: ${report.error}`);
@@ -243,14 +244,68 @@ export class AgentCore {
     }
   }
 
-  /** Forgets the CNI view of a pod and reconciles; other sources may still know the pod. */
-  async removeAttachment(uid: string): Promise<void> {
+  /**
+   * Forgets what the CNI path said about one interface of a pod (`ref`), or
+   * about the whole pod (no `ref`, or its last interface), and reconciles;
+   * the pod's other interfaces keep their addresses, and other sources may
+   * still know the pod.
+   */
+  async removeAttachment(uid: string, ref?: AttachmentRef): Promise<void> {
+    const ifaces = this.#interfaces.get(uid);
+    if (ref && ifaces && ifaces.delete(refKey(ref)) && ifaces.size > 0) {
+      const view = this.cache.get(uid);
+      if (view) {
+        this.#upsertCniView({ ...view.metadata, uid }, [...new Set([...ifaces.values()].flat())]);
+        const report = await this.runner.runNow("cni-del");
+        if (report.error) {
+          throw new Error(
+            `Reconcile after removing an interface of pod ${uid} failed: ${report.error}`,
+          );
+        }
+        return;
+      }
+    }
+    this.#interfaces.delete(uid);
     if (this.#nodeNetworks.delete(uid)) this.#opts.nodeNetworkStore?.save(this.#nodeNetworks);
     this.cache.remove(CNI_SOURCE, uid);
     const report = await this.runner.runNow("cni-del");
     if (report.error) {
       throw new Error(`Reconcile after removing pod ${uid} failed: ${report.error}`);
     }
+  }
+
+  /** Every address the CNI path attached the pod's interfaces with (CHECK of one interface). */
+  interfaceAddresses(uid: string): string[] {
+    return [...new Set([...(this.#interfaces.get(uid)?.values() ?? [])].flat())];
+  }
+
+  /**
+   * Records the addresses of one interface and returns every address the
+   * pod's interfaces have now. Interfaces of an older sandbox of the pod go:
+   * a new sandbox's ADD replaces them. Without `ref`, the view is this one.
+   */
+  #addInterface(uid: string, ref: AttachmentRef | undefined, ips: string[]): string[] {
+    if (!ref) {
+      this.#interfaces.delete(uid);
+      return ips;
+    }
+    const ifaces = this.#interfaces.get(uid) ?? new Map<string, string[]>();
+    for (const key of [...ifaces.keys()]) {
+      if (!key.startsWith(`${ref.containerId}/`)) ifaces.delete(key);
+    }
+    ifaces.set(refKey(ref), ips);
+    this.#interfaces.set(uid, ifaces);
+    return [...new Set([...ifaces.values()].flat())];
+  }
+
+  /** The pod as the CNI path knows it: its identity and addresses, no spec. */
+  #upsertCniView(p: { namespace: string; name: string; uid: string }, ips: string[]): void {
+    const pod: Pod = {
+      metadata: { namespace: p.namespace, name: p.name, uid: p.uid },
+      spec: { containers: [] },
+      status: { podIPs: ips.map((ip) => ({ ip })) },
+    };
+    this.cache.upsert(CNI_SOURCE, pod);
   }
 
   #compute(): ReconcileInput {
@@ -298,8 +353,11 @@ export class AgentCore {
    * the agent was away, or without a CNI DEL), once every source has listed.
    */
   #forgetGonePods(uids: string[]): void {
-    if (this.#nodeNetworks.size === 0) return;
     const known = new Set(uids);
+    for (const uid of [...this.#interfaces.keys()]) {
+      if (!known.has(uid)) this.#interfaces.delete(uid);
+    }
+    if (this.#nodeNetworks.size === 0) return;
     let changed = false;
     for (const uid of [...this.#nodeNetworks.keys()]) {
       if (!known.has(uid)) changed = this.#nodeNetworks.delete(uid) || changed;

@@ -501,3 +501,39 @@ Deno.test("AgentCore restarted with the same store keeps the node's network over
   assert.deepEqual([...saved], []);
   await after.stop();
 });
+
+Deno.test("AgentCore: a DEL of one of a pod's two interfaces keeps the other interface's targets", async () => {
+  const t = setup();
+  await t.core.start();
+  t.sources[0].list(pod("a", undefined, undefined));
+  await t.settle();
+  const eth0 = { containerId: "sandbox1", ifname: "eth0" };
+  const net1 = { containerId: "sandbox1", ifname: "net1" };
+  const attach = (ips: string[], ref: typeof eth0) =>
+    t.core.registerAttachment({ ...ATTACHED_TO_NET1, ips }, ref);
+  await attach(["10.0.0.8"], eth0);
+  await attach(["192.168.5.8"], net1);
+  assert.deepEqual(ids(t.store), ["10.0.0.8:8080=1", "192.168.5.8:8080=1"].sort());
+  await t.core.removeAttachment("a", net1);
+  assert.deepEqual(ids(t.store), ["10.0.0.8:8080=1"], "eth0's target stays");
+  await t.core.removeAttachment("a", eth0);
+  assert.deepEqual(ids(t.store), []);
+  await t.core.stop();
+});
+
+Deno.test("AgentCore: a new sandbox's ADD replaces the interfaces of the pod's old sandbox", async () => {
+  const t = setup();
+  await t.core.start();
+  t.sources[0].list(pod("a", undefined, undefined));
+  await t.settle();
+  const attach = (ips: string[], containerId: string, ifname: string) =>
+    t.core.registerAttachment({ ...ATTACHED_TO_NET1, ips }, {
+      containerId,
+      ifname,
+    });
+  await attach(["10.0.0.8"], "old", "eth0");
+  await attach(["192.168.5.8"], "old", "net1");
+  await attach(["10.0.0.9"], "new", "eth0");
+  assert.deepEqual(ids(t.store), ["10.0.0.9:8080=1"]);
+  await t.core.stop();
+});

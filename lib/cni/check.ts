@@ -28,16 +28,19 @@ function describe(entry: ProbeEntry): string {
  * Lists every mismatch between the pod's desired targets and the map: a
  * target missing from the map or holding another value, a target on an
  * address the attachment does not have, or in another network (name or id)
- * than the plugin configuration names. An empty list means the attachment checks out
+ * than the plugin configuration names (`otherInterfaces`: the addresses of the
+ * pod's other interfaces, whose targets are the pod's too). An empty list means the attachment checks out
  * (also for a pod without probes: it needs no targets).
  */
 export function checkAttachment(
   a: Attachment,
   desired: DesiredTarget[],
   entries: ProbeEntry[],
+  otherInterfaces: string[] = [],
 ): string[] {
   const inMap = new Map(entries.map((e) => [keyId(e.key), e]));
-  const ips = new Set(a.ips.map((ip) => canonicalAddress(ip).address));
+  // Targets on the addresses of the pod's other interfaces (Multus) are not stale.
+  const ips = new Set([...a.ips, ...otherInterfaces].map((ip) => canonicalAddress(ip).address));
   const problems: string[] = [];
   for (const t of desired) {
     if (t.pod.uid !== a.uid) continue;
@@ -73,14 +76,22 @@ export function checkAttachment(
  * CHECK reads: the map itself, never a copy, so drift shows.
  */
 export function cniHandlerFor(
-  core: Pick<AgentCore, "registerAttachment" | "removeAttachment" | "view">,
+  core: Pick<
+    AgentCore,
+    "registerAttachment" | "removeAttachment" | "view" | "interfaceAddresses"
+  >,
   store: ProbeStore,
 ): CniHandler {
   return {
-    registerAttachment: (a) => core.registerAttachment(a),
-    removeAttachment: (uid) => core.removeAttachment(uid),
+    registerAttachment: (a, ref) => core.registerAttachment(a, ref),
+    removeAttachment: (uid, ref) => core.removeAttachment(uid, ref),
     check: (a) => {
-      const problems = checkAttachment(a, core.view().targets, store.entries());
+      const problems = checkAttachment(
+        a,
+        core.view().targets,
+        store.entries(),
+        core.interfaceAddresses(a.uid),
+      );
       return Promise.resolve({ problems });
     },
   };

@@ -58,17 +58,31 @@ Deno.test("checkAttachment() ignores other pods' targets", () => {
   assert.deepEqual(checkAttachment(attachment, [target("10.70.0.8", 80, "u2")], []), []);
 });
 
+Deno.test("checkAttachment() accepts targets on the addresses of the pod's other interfaces", () => {
+  const other = target("192.168.5.8", 8080);
+  const entries = [other.entry];
+  assert.equal(checkAttachment(attachment, [other], entries).length, 1);
+  assert.deepEqual(checkAttachment(attachment, [other], entries, ["192.168.5.8"]), []);
+});
+
 Deno.test("cniHandlerFor() checks against the store itself", async () => {
   const store = new MemoryProbeStore();
   const t = target("10.70.0.5", 8080);
   const core = {
     registerAttachment: () => Promise.resolve(),
     removeAttachment: () => Promise.resolve(),
+    interfaceAddresses: () => [],
     view: () => ({ targets: [{ ...t, pod: { ...t.pod, namespace: "ns", name: "web" } }] }),
   };
   // deno-lint-ignore no-explicit-any
   const handler = cniHandlerFor(core as any, store);
-  assert.equal((await handler.check!(attachment)).problems.length, 1);
+  assert.equal(
+    (await handler.check!(attachment, { containerId: "c1", ifname: "eth0" })).problems.length,
+    1,
+  );
   store.put(t.entry);
-  assert.deepEqual((await handler.check!(attachment)).problems, []);
+  assert.deepEqual(
+    (await handler.check!(attachment, { containerId: "c1", ifname: "eth0" })).problems,
+    [],
+  );
 });

@@ -27,15 +27,18 @@ const log = getLogger(["lace", "cni"]);
 /** What the server needs from the agent; `AgentCore` provides the first two. */
 export interface CniHandler {
   /** Writes the pod's targets; resolves once they are in the probe map. */
-  registerAttachment(attachment: Attachment): Promise<void>;
-  /** Forgets what CNI said about the pod; the watch may still keep its targets. */
-  removeAttachment(uid: string): Promise<void> | void;
+  registerAttachment(attachment: Attachment, ref: AttachmentRef): Promise<void>;
+  /**
+   * Forgets what CNI said about one interface of the pod (`ref`), whose other
+   * interfaces keep their addresses; the watch may still keep its targets.
+   */
+  removeAttachment(uid: string, ref: AttachmentRef): Promise<void> | void;
   /**
    * Compares the pod's targets with the probe map; resolves with one line per
    * mismatch (empty: all present). Throw an error with `retry: true` when the
    * agent cannot tell yet (before its first sync).
    */
-  check?(attachment: Attachment): Promise<{ problems: string[] }>;
+  check?(attachment: Attachment, ref: AttachmentRef): Promise<{ problems: string[] }>;
 }
 
 export interface CniServer {
@@ -295,50 +298,60 @@ async function dispatch(
   switch (request.op) {
     case "add": {
       const a = request.attachment;
-      await handler.registerAttachment(a);
+      await handler.registerAttachment(a, request.ref);
       table.add(request.ref, a.uid);
       log.info("CNI ADD registered {pod} {ips}", { pod: `${a.namespace}/${a.name}`, ips: a.ips });
       return;
     }
     case "check": {
       if (!handler.check) throw new Error("This agent cannot check attachments");
-      return (await handler.check(request.attachment)).problems;
+      return (await handler.check(request.attachment, request.ref)).problems;
     }
     case "del": {
       const uid = table.uidToRemove(request.ref, request.uid);
       table.delete(request.ref);
-      if (uid) await handler.removeAttachment(uid);
+      if (uid) await handler.removeAttachment(uid, request.ref);
       return;
     }
     case "gc": {
-      for (const uid of table.collect(request.valid)) await handler.removeAttachment(uid);
+      for (const { uid, ref } of table.collect(request.valid)) {
+        await handler.removeAttachment(uid, ref);
+      }
       return;
     }
   }
 }
 
 /**
- * Which sandbox (container id, interface) registered which pod uid. A pod
+ * Which sandbox (container id) and interface registered which pod uid. A pod
  * whose sandbox was recreated has a new ADD before the old sandbox's late DEL
- * or GC, and that old DEL must not take the new sandbox's targets away.
+ * or GC, and that old DEL must not take the new sandbox's targets away; a pod
+ * with several interfaces (Multus) has one entry per interface, and a DEL of
+ * one is a DEL of that interface only.
  */
 export class Attachments {
-  readonly #uidByRef = new Map<string, string>();
-  readonly #refByUid = new Map<string, string>();
+  readonly #uidByRef = new Map<string, { uid: string; ref: AttachmentRef }>();
+  /** The sandbox (container id) that attached each pod last. */
+  readonly #sandboxByUid = new Map<string, string>();
 
   add(ref: AttachmentRef, uid: string): void {
-    const key = refKey(ref);
-    this.#uidByRef.set(key, uid);
-    this.#refByUid.set(uid, key);
+    const previous = this.#sandboxByUid.get(uid);
+    if (previous !== undefined && previous !== ref.containerId) {
+      // A new sandbox: the old one's interfaces are no longer this pod's.
+      for (const [key, owner] of [...this.#uidByRef]) {
+        if (owner.uid === uid && owner.ref.containerId === previous) this.#uidByRef.delete(key);
+      }
+    }
+    this.#uidByRef.set(refKey(ref), { uid, ref });
+    this.#sandboxByUid.set(uid, ref.containerId);
   }
 
   /** The uid a DEL of `ref` should remove, or null when a newer sandbox holds it. */
   uidToRemove(ref: AttachmentRef, uid: string | undefined): string | null {
-    const key = refKey(ref);
-    const owner = uid ?? this.#uidByRef.get(key);
+    const owner = uid ?? this.#uidByRef.get(refKey(ref))?.uid;
     if (!owner) return null;
-    const current = this.#refByUid.get(owner);
-    return current === undefined || current === key ? owner : null;
+    const current = this.#sandboxByUid.get(owner);
+    return current === undefined || current === ref.containerId ? owner : null;
   }
 
   delete(ref: AttachmentRef): void {
@@ -346,20 +359,27 @@ export class Attachments {
   }
 
   #deleteKey(key: string): void {
-    const uid = this.#uidByRef.get(key);
+    const owner = this.#uidByRef.get(key);
     this.#uidByRef.delete(key);
-    if (uid !== undefined && this.#refByUid.get(uid) === key) this.#refByUid.delete(uid);
+    if (owner === undefined) return;
+    const left = [...this.#uidByRef.values()].some((o) => o.uid === owner.uid);
+    if (!left && this.#sandboxByUid.get(owner.uid) === owner.ref.containerId) {
+      this.#sandboxByUid.delete(owner.uid);
+    }
   }
 
-  /** Forgets every attachment not in `valid` (CNI GC); returns the uids to remove. */
-  collect(valid: AttachmentRef[]): string[] {
+  /**
+   * Forgets every attachment not in `valid` (CNI GC); returns the interfaces
+   * to remove, those of each pod's current sandbox.
+   */
+  collect(valid: AttachmentRef[]): { uid: string; ref: AttachmentRef }[] {
     const keep = new Set(valid.map(refKey));
-    const gone: string[] = [];
-    for (const [key, uid] of [...this.#uidByRef]) {
+    const gone: { uid: string; ref: AttachmentRef }[] = [];
+    for (const [key, owner] of [...this.#uidByRef]) {
       if (keep.has(key)) continue;
-      const current = this.#refByUid.get(uid) === key;
+      const current = this.#sandboxByUid.get(owner.uid) === owner.ref.containerId;
       this.#deleteKey(key);
-      if (current) gone.push(uid);
+      if (current) gone.push(owner);
     }
     return gone;
   }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { Attachment } from "./protocol.ts";
+import type { Attachment, AttachmentRef } from "./protocol.ts";
 import type { Stream } from "../accept_loop.ts";
 import { readUntilClosed, scriptedListener } from "../../tests/helpers/fake_listener.ts";
 import { fakeTime } from "../../tests/helpers/fake_time.ts";
@@ -16,14 +16,16 @@ import {
 class FakeAgent implements CniHandler {
   added: Attachment[] = [];
   removed: string[] = [];
+  removedRefs: AttachmentRef[] = [];
   fail?: Error;
   registerAttachment(a: Attachment): Promise<void> {
     if (this.fail) return Promise.reject(this.fail);
     this.added.push(a);
     return Promise.resolve();
   }
-  removeAttachment(uid: string): void {
+  removeAttachment(uid: string, ref: AttachmentRef): void {
     this.removed.push(uid);
+    this.removedRefs.push(ref);
   }
 }
 
@@ -276,6 +278,17 @@ Deno.test("DEL removes the pod by uid, or by the sandbox that added it", async (
   assert.deepEqual(agent.removed, ["u1", "u9"]);
 });
 
+Deno.test("DEL of a pod's second interface tells the agent which interface goes", async () => {
+  const agent = new FakeAgent();
+  await using cni = await cniServer(agent);
+  const net1 = { containerId: ref.containerId, ifname: "net1" };
+  await exchange(cni.path, request({ op: "add", ref, attachment }));
+  await exchange(cni.path, request({ op: "add", ref: net1, attachment }));
+  await exchange(cni.path, request({ op: "del", ref: net1 }));
+  assert.deepEqual(agent.removed, ["u1"]);
+  assert.deepEqual(agent.removedRefs, [net1]);
+});
+
 Deno.test("Attachments ignores a late DEL of a pod's replaced sandbox", () => {
   const table = new Attachments();
   table.add({ containerId: "old", ifname: "eth0" }, "u1");
@@ -297,8 +310,21 @@ Deno.test("Attachments.collect() returns the pods of attachments the runtime no 
     containerId: "c",
     ifname: "eth0",
   }]);
-  assert.deepEqual(gone, ["u2"]);
+  assert.deepEqual(gone, [{ uid: "u2", ref: { containerId: "b", ifname: "eth0" } }]);
   assert.equal(table.size, 2);
+});
+
+Deno.test("Attachments: a DEL of one interface of a pod's sandbox removes that interface only", () => {
+  const table = new Attachments();
+  const eth0 = { containerId: "s1", ifname: "eth0" };
+  const net1 = { containerId: "s1", ifname: "net1" };
+  table.add(eth0, "u1");
+  table.add(net1, "u1");
+  assert.equal(table.uidToRemove(net1, "u1"), "u1");
+  table.delete(net1);
+  assert.equal(table.size, 1);
+  assert.equal(table.uidToRemove(eth0, undefined), "u1", "eth0 still registered");
+  assert.deepEqual(table.collect([]), [{ uid: "u1", ref: eth0 }]);
 });
 
 Deno.test("a client that never finishes its request line is closed after the line deadline, and others are served meanwhile", async () => {
