@@ -339,7 +339,7 @@ Deno.test({
     delete body.spec!.nodeName;
     return body;
   };
-  for (const name of ["bind-sub", "bind-top", "bind-plain"]) {
+  for (const name of ["bind-sub", "bind-top", "bind-plain", "bind-bare", "bind-top-bare"]) {
     await adminCore.createNamespacedPod({ namespace: TENANT_NS, body: unbound(name) });
   }
   const binding = (name: string, annotations?: Record<string, string>) => ({
@@ -380,6 +380,20 @@ Deno.test({
       assertRefused(result, /network-id/);
     },
   );
+
+  await t.step("a scheduler's ordinary binding, without annotations, binds the pod", async () => {
+    // What every scheduler sends: the policy must never stand in its way.
+    assert.equal((await verdict(bindSub("bind-bare"))).code, 200);
+    const top = await verdict(scheduler.createNamespacedBinding({
+      namespace: TENANT_NS,
+      body: binding("bind-top-bare"),
+    }));
+    assert.equal(top.code, 200, top.message);
+    for (const name of ["bind-bare", "bind-top-bare"]) {
+      const stored = await adminCore.readNamespacedPod({ namespace: TENANT_NS, name });
+      assert.equal(stored.spec?.nodeName, "node-a", name);
+    }
+  });
 
   await t.step("a binding without them, other annotations included, binds the pod", async () => {
     const result = await verdict(bindSub("bind-plain", { "example.com/scheduled-by": "other" }));
