@@ -63,6 +63,7 @@ helmTest("helm refuses values that break the schema", async (h) => {
     [["node.kubeletCgroupPath=system.slice/kubelet.service"], /kubeletCgroupPath/],
     [["node.kubeletCgroup=/sys/fs/cgroup/x"], /additional propert|kubeletCgroup/i],
     [["node.metricsPort=http"], /metricsPort/],
+    [["node.healthPort=0"], /healthPort/],
     [["node.markShift=17"], /markShift/],
     [["node.addressConflict=newer-wins"], /addressConflict/],
     [["node.maxTargetsPerPod=0"], /maxTargetsPerPod/],
@@ -82,6 +83,11 @@ helmTest("helm refuses values that break the schema", async (h) => {
     assert.match(stderr, /schema/, stderr);
     assert.match(stderr, message, overrides.join(" "));
   }
+});
+
+helmTest("a health port equal to the metrics port is refused with a reason", async (h) => {
+  const stderr = await refusal(h, ["node.healthPort=9808"]);
+  assert.match(stderr, /node.healthPort must differ from node.metricsPort: 9808/);
 });
 
 helmTest(
@@ -292,25 +298,31 @@ helmTest("the agent runs in the host network and PID namespace on every node", a
   assert.equal(spec.serviceAccountName, "lace");
 });
 
-helmTest("the agent learns its node name and listens for probes on the node IP", async (h) => {
-  const manifests = await render(h);
-  const c = agent(manifests);
-  assert.deepEqual(envOf(c, "NODE_NAME"), { fieldRef: { fieldPath: "spec.nodeName" } });
-  assert.deepEqual(envOf(c, "HOST_IP"), { fieldRef: { fieldPath: "status.hostIP" } });
-  assert.equal(envOf(c, "LACE_METRICS_ADDR"), "$(HOST_IP):9808");
-  // Kubernetes expands $(HOST_IP) only from variables defined earlier in the list.
-  const names = c.env.map((e: Manifest) => e.name);
-  assert.ok(names.indexOf("HOST_IP") < names.indexOf("LACE_METRICS_ADDR"));
-  assert.deepEqual(c.ports, [{ name: "metrics", containerPort: 9808, protocol: "TCP" }]);
-  assert.equal(c.livenessProbe.httpGet.path, "/healthz");
-  assert.equal(c.livenessProbe.httpGet.port, "metrics");
-  assert.equal(c.readinessProbe.httpGet.path, "/readyz");
-  assert.equal(c.readinessProbe.httpGet.port, "metrics");
-  assert.equal(c.livenessProbe.httpGet.host, undefined);
+helmTest(
+  "the agent learns its node name, serves metrics on the node IP and health to its probes on loopback (issue 24, finding 1)",
+  async (h) => {
+    const manifests = await render(h);
+    const c = agent(manifests);
+    assert.deepEqual(envOf(c, "NODE_NAME"), { fieldRef: { fieldPath: "spec.nodeName" } });
+    assert.deepEqual(envOf(c, "HOST_IP"), { fieldRef: { fieldPath: "status.hostIP" } });
+    assert.equal(envOf(c, "LACE_METRICS_ADDR"), "$(HOST_IP):9808");
+    // Kubernetes expands $(HOST_IP) only from variables defined earlier in the list.
+    const names = c.env.map((e: Manifest) => e.name);
+    assert.ok(names.indexOf("HOST_IP") < names.indexOf("LACE_METRICS_ADDR"));
+    assert.deepEqual(c.ports, [{ name: "metrics", containerPort: 9808, protocol: "TCP" }]);
+    // The kubelet probes the agent where no pod can reach: a loopback listener of health alone.
+    assert.equal(envOf(c, "LACE_HEALTH_ADDR"), "127.0.0.1:9809");
+    assert.deepEqual(c.livenessProbe.httpGet, { host: "127.0.0.1", path: "/healthz", port: 9809 });
+    assert.deepEqual(c.readinessProbe.httpGet, { host: "127.0.0.1", path: "/readyz", port: 9809 });
 
-  const moved = agent(await render(h, ["node.metricsHost=[::]", "node.metricsPort=9900"]));
-  assert.equal(envOf(moved, "LACE_METRICS_ADDR"), "[::]:9900");
-});
+    const moved = agent(
+      await render(h, ["node.metricsHost=[::]", "node.metricsPort=9900", "node.healthPort=9901"]),
+    );
+    assert.equal(envOf(moved, "LACE_METRICS_ADDR"), "[::]:9900");
+    assert.equal(envOf(moved, "LACE_HEALTH_ADDR"), "127.0.0.1:9901");
+    assert.equal(moved.livenessProbe.httpGet.port, 9901);
+  },
+);
 
 helmTest("RBAC grants exactly the verbs the agent uses", async (h) => {
   const manifests = await render(h);

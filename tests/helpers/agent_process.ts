@@ -193,8 +193,8 @@ export class AgentProcess {
   }
 }
 
-/** A free loopback port for the agent's metrics server. */
-function freeLoopbackAddr(): string {
+/** A loopback host:port nobody listens on now (for the agent's metrics or health listener). */
+export function freeLoopbackAddr(): string {
   const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (l.addr as Deno.NetAddr).port;
   l.close();

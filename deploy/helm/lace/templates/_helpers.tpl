@@ -63,6 +63,14 @@ $(HOST_IP):{{ .Values.node.metricsPort }}
 {{- end -}}
 {{- end }}
 
+{{/* The loopback address of the health listener the agent's probes use. */}}
+{{- define "lace.healthAddr" -}}
+{{- if eq (int .Values.node.healthPort) (int .Values.node.metricsPort) -}}
+{{- fail (printf "node.healthPort must differ from node.metricsPort: %v" .Values.node.healthPort) -}}
+{{- end -}}
+127.0.0.1:{{ .Values.node.healthPort }}
+{{- end }}
+
 {{/*
 CEL: true when the probe or handler at path .p (e.g. "c.livenessProbe") makes the kubelet connect
 to a host the pod chose (httpGet.host or tcpSocket.host).
