@@ -16,6 +16,8 @@ export interface AgentProcessOptions {
   podsDir?: string;
   /** Use the Kubernetes API through this kubeconfig. */
   kubeconfig?: string;
+  /** Serve health for the kubelet's probes on this loopback host:port too. */
+  healthAddr?: string;
 }
 
 /** A free TCP port on 127.0.0.1 (the kernel's choice, released right away). */
@@ -76,6 +78,7 @@ export class AgentProcess {
       "--log-level",
       "warning",
       ...(opts.podsDir ? ["--pods-dir", opts.podsDir] : []),
+      ...(opts.healthAddr ? ["--health-addr", opts.healthAddr] : []),
       ...(opts.kubeconfig ? ["--kube-api", "--kubeconfig", opts.kubeconfig] : ["--no-kube-api"]),
     ];
     const cmd = mainCommand(args);

@@ -5,13 +5,14 @@
  * namespaces, cgroups, pins, processes and sysctls, also on failure and on
  * Ctrl-C.
  *
- *   deno run -A bench/main.ts [--quick] [--only hook,reachable,reconcile,footprint,netcheck,cni,targets]
+ *   deno run -A bench/main.ts [--quick] [--only hook,reachable,reconcile,footprint,netcheck,cni,targets,flood]
  *                             [--json FILE] [--idle-seconds N]
  */
 import { setupLogging } from "../lib/log.ts";
 import { cniPluginFigure } from "./cni_plugin.ts";
 import { footprint } from "./footprint.ts";
 import { hookCost } from "./hook_cost.ts";
+import { listenerFlood } from "./listener_flood.ts";
 import { netcheckScheduling } from "./netcheck_schedule.ts";
 import { reconcileScale } from "./reconcile_scale.ts";
 import { targetsView } from "./targets_view.ts";
@@ -39,6 +40,7 @@ const FIGURES: {
   { name: "netcheck", title: "5. netcheck scheduling", run: (o, c) => netcheckScheduling(o, c) },
   { name: "cni", title: "6. CNI plugin", run: (o, c) => cniPluginFigure(o, c) },
   { name: "targets", title: "7. Local view", run: (o, c) => targetsView(o, c) },
+  { name: "flood", title: "8. Health under a flood", run: (o, c) => listenerFlood(o, c) },
 ];
 
 const USAGE = `Usage: deno task bench [--quick] [--only NAMES] [--json FILE] [--idle-seconds N]

@@ -141,12 +141,12 @@ export class AcceptLoop<C extends { close(): void }> {
       };
       const task: Promise<void> = Promise.resolve()
         .then(() => this.#opts.serve(conn, slot))
-        .catch((e) =>
-          log.warning("{name} connection failed: {error}", {
-            name: this.#opts.name,
-            error: String(e),
-          })
-        )
+        .catch((e) => {
+          const what = { name: this.#opts.name, error: String(e) };
+          // One closed to make room at a cap fails its next read or write: nothing to report.
+          if (this.#conns.has(conn)) log.warning("{name} connection failed: {error}", what);
+          else log.debug("{name} connection closed at a cap failed: {error}", what);
+        })
         .finally(() => {
           this.#forget(conn);
           safeClose(conn);

@@ -29,7 +29,7 @@ import {
   parseRequestHead,
   responseBytes,
 } from "./http_wire.ts";
-import { realTimers, type Timers } from "../timers.ts";
+import { realTimers, sleep, type Timers } from "../timers.ts";
 
 const log = getLogger(["lace", "http"]);
 
@@ -57,6 +57,13 @@ export interface HttpLimits {
    * local user; pods cannot reach loopback) only ever closes each other.
    */
   evictBeforeFirstHead: boolean;
+  /**
+   * A head still incomplete after two reads is read no more often than this (ms): the kernel
+   * gathers what arrives meanwhile. Every read costs the agent's only thread, and a client
+   * sending one byte per packet would otherwise buy one read per byte (issue 24, finding 1).
+   * A scraper's or the kubelet's head arrives in one read.
+   */
+  headReadPaceMs: number;
 }
 
 /** Defaults sized for a scraper every few seconds and a kubelet probe every few seconds. */
@@ -68,6 +75,7 @@ export const DEFAULT_HTTP_LIMITS: HttpLimits = {
   // A scraper or two per address; a pod that opens more only closes its own idle ones.
   maxConnectionsPerPeer: 8,
   evictBeforeFirstHead: false,
+  headReadPaceMs: 50,
 };
 
 export interface HttpListenerOptions extends Partial<HttpLimits> {
@@ -136,6 +144,7 @@ function withoutUndefined(o: Partial<HttpLimits>): Partial<HttpLimits> {
       "maxConnections",
       "maxConnectionsPerPeer",
       "evictBeforeFirstHead",
+      "headReadPaceMs",
     ] as const)
       .filter((k) => o[k] !== undefined).map((k) => [k, o[k]]),
   );
@@ -210,6 +219,7 @@ async function serveConnection(
       slot.idle(true); // between requests: evicting it at a cap loses nothing
     }
     let end: number;
+    let reads = 0;
     try {
       while ((end = pending.end()) < 0) {
         if (pending.length > MAX_HEAD_BYTES) {
@@ -221,6 +231,7 @@ async function serveConnection(
           );
           return;
         }
+        if (reads++ >= 2) await sleep(timers, limits.headReadPaceMs);
         const n = await conn.read(buf).catch(() => null);
         if (n === null) return; // closed by the client, a deadline or an eviction
         if (pending.length === 0 && !first) {

@@ -23,7 +23,9 @@ class MemoryConn implements Stream {
       this.#waiting = undefined;
     } else this.#inbox.push(bytes);
   }
+  reads = 0;
   read(p: Uint8Array): Promise<number | null> {
+    this.reads++;
     if (this.closed) return Promise.resolve(null);
     const next = this.#inbox.shift();
     const got = next ? Promise.resolve(next) : new Promise<Uint8Array | null>((r) => {
@@ -94,9 +96,26 @@ Deno.test("serveHttp() answers a head larger than 16 KiB with 431 and closes", a
   const server = serveHttp(scriptedListener<Stream>([conn]), ok, { name: "test", timers });
   await clock.tickAsync(0);
   conn.send(`GET / HTTP/1.1\r\nX-Big: ${"a".repeat(20_000)}`);
-  await clock.tickAsync(0);
+  await clock.tickAsync(1_000); // read 4 KiB at a time, paced after the second read
   assert.match(conn.sent, /^HTTP\/1\.1 431 /);
   assert.equal(conn.closed, true);
+  await server.shutdown();
+});
+
+Deno.test("serveHttp() reads a head arriving a byte per packet at most every 50 ms after its second read (issue 24, finding 1)", async () => {
+  const { clock, timers } = fakeTime();
+  const conn = new MemoryConn();
+  const server = serveHttp(scriptedListener<Stream>([conn]), ok, { name: "test", timers });
+  await clock.tickAsync(0);
+  const head = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (const byte of head) conn.send(byte); // each its own read, as packets the kernel keeps apart
+  await clock.tickAsync(0);
+  assert.equal(conn.reads, 2);
+  await clock.tickAsync(50);
+  assert.equal(conn.reads, 3);
+  await clock.tickAsync(50 * (head.length - 3));
+  assert.equal(conn.reads, head.length + 1, "each byte, then the wait for the next request");
+  assert.match(conn.sent, /^HTTP\/1\.1 200 OK/);
   await server.shutdown();
 });
 

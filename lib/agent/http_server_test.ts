@@ -3,6 +3,7 @@ import {
   handleRequest,
   jsonArrayResponse,
   listenAddress,
+  sharedFor,
   startHealthServer,
   startHttpServer,
   startLocalServer,
@@ -231,4 +232,23 @@ Deno.test("jsonArrayResponse() ends a chunk once its time budget is spent", asyn
   }
   assert.deepEqual(counts, [3, 3, 3, 1]);
   assert.equal(text, JSON.stringify(manyTargets(10)));
+});
+
+Deno.test("sharedFor() makes one answer per interval, shared by every caller in it, and drops a failed one", async () => {
+  let t = 0, made = 0, fail = false;
+  const get = sharedFor(1000, () => {
+    made++;
+    return fail ? Promise.reject(new Error("render failed")) : Promise.resolve(`render ${made}`);
+  }, () => t);
+  assert.equal(await get(), "render 1");
+  t = 999;
+  assert.equal(await get(), "render 1");
+  assert.equal(made, 1, "a flood of asks within the interval renders once");
+  t = 1000;
+  assert.equal(await get(), "render 2");
+  fail = true;
+  t = 2000;
+  await assert.rejects(get(), /render failed/);
+  fail = false;
+  assert.equal(await get(), "render 4", "a failed render is not kept");
 });

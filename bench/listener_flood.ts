@@ -1,0 +1,172 @@
+/**
+ * Figure 8, health under a flood from pods (issue 24, finding 1): an agent
+ * with 100 pods, probed as the kubelet probes it (a new connection per probe,
+ * `Connection: close`) on its loopback health listener, first idle, then while
+ * another process floods its node listener as the issue's attacker did: 64
+ * keep-alive connections from 64 source addresses, each sending a request
+ * every 0.5 s and reconnecting when closed, and a 16 KiB head sent one byte per
+ * write, over and over. The p99 of the health answers during the flood against
+ * idle, side by side; also /healthz on the node listener itself during the
+ * flood (what the chart's probes used before), the agent's CPU and what the
+ * attacker saw.
+ */
+import { join } from "node:path";
+import { uninstall } from "../lib/datapath/pins.ts";
+import { SimCgroups } from "../lib/demo/cgroup.ts";
+import type { CleanupStack } from "../lib/cleanup_stack.ts";
+import { probeOnce } from "../tests/helpers/http_flood.ts";
+import { AgentProcess, freePort } from "./agent_process.ts";
+import { benchPod } from "./pods.ts";
+import { type FigureResult, fmt, type Goal, type Row } from "./report.ts";
+import { median, percentile, round } from "./stats.ts";
+import { benchPinPath, sampleProcess, sleep } from "./system.ts";
+
+export interface ListenerFloodOptions {
+  quick: boolean;
+}
+
+/** `n` kubelet-style probes of `path` at `addr`, 5 ms apart: each one's latency (ms) and status. */
+async function probeSeries(addr: string, path: string, n: number) {
+  const ms: number[] = [];
+  let failed = 0;
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    const status = await probeOnce(addr, path, 2000).catch(() => 0);
+    ms.push(performance.now() - t0);
+    if (status !== 200) failed++;
+    await sleep(5);
+  }
+  return { ms, failed };
+}
+
+export async function listenerFlood(
+  opts: ListenerFloodOptions,
+  cleanups: CleanupStack,
+): Promise<FigureResult> {
+  const probes = opts.quick ? 100 : 500;
+  const cgroups = SimCgroups.create();
+  cleanups.push(() => cgroups.dispose());
+  const podsDir = await Deno.makeTempDir({ prefix: "lace-bench-pods-" });
+  cleanups.push(() => Deno.remove(podsDir, { recursive: true }));
+  for (let i = 0; i < 100; i++) {
+    Deno.writeTextFileSync(join(podsDir, `pod-${i}.json`), JSON.stringify(benchPod(i)));
+  }
+  const pin = benchPinPath();
+  cleanups.push(() => uninstall(pin));
+  const healthAddr = `127.0.0.1:${freePort()}`;
+  const agent = AgentProcess.start({
+    pinPath: pin,
+    kubeletCgroup: cgroups.kubelet,
+    podsDir,
+    healthAddr,
+  });
+  cleanups.push(() => agent.stop());
+  await agent.waitReady(120_000);
+  await sleep(2000);
+
+  const idle = await probeSeries(healthAddr, "/healthz", probes);
+
+  const [host, port] = agent.metricsAddr.split(":");
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL("./flood_child.ts", import.meta.url).pathname, host, port],
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let buffered = "";
+  let last: Record<string, unknown> = {};
+  const readLines = (async () => {
+    for (let r = await lines.read(); !r.done; r = await lines.read()) {
+      buffered += r.value;
+      const parts = buffered.split("\n");
+      buffered = parts.pop()!;
+      for (const p of parts) if (p) last = JSON.parse(p);
+    }
+  })();
+  cleanups.push(async () => {
+    try {
+      child.kill("SIGKILL");
+    } catch { /* exited */ }
+    await child.status;
+  });
+  const deadline = performance.now() + 30_000;
+  while (Number(last.answered ?? 0) < 128) {
+    if (performance.now() > deadline) throw new Error("The flood got no answers within 30 s");
+    await sleep(50);
+  }
+  const cpuBefore = sampleProcess(agent.pid).cpuSeconds, t0 = performance.now();
+  const during = await probeSeries(healthAddr, "/healthz", probes);
+  const nodeListener = await probeSeries(agent.metricsAddr, "/healthz", opts.quick ? 20 : 100);
+  const cpu = (sampleProcess(agent.pid).cpuSeconds - cpuBefore) / ((performance.now() - t0) / 1000);
+  child.kill("SIGTERM");
+  await child.status;
+  await readLines;
+  const attacker = last as {
+    answered: number;
+    responses: Record<string, number>;
+    closed: number;
+    dribbled: number;
+  };
+
+  const p99Idle = percentile(idle.ms, 99), p99During = percentile(during.ms, 99);
+  const ratio = round(p99During / p99Idle, 2);
+  const rows: Row[] = [
+    {
+      measurement:
+        `health (loopback) /healthz p99, idle / during the flood (${probes} probes each)`,
+      value: `${fmt(round(p99Idle, 2))} / ${fmt(round(p99During, 2))} ms (median ${
+        fmt(round(median(idle.ms), 2))
+      } / ${fmt(round(median(during.ms), 2))} ms; failed ${idle.failed} / ${during.failed})`,
+    },
+    { measurement: "p99 during the flood ÷ p99 idle", value: `${fmt(ratio)}×`, goal: "≤ 2×" },
+    {
+      measurement: "/healthz on the node listener during the flood, from another address",
+      value: `p99 ${
+        fmt(round(percentile(nodeListener.ms, 99), 2))
+      } ms, failed ${nodeListener.failed} of ${nodeListener.ms.length}`,
+    },
+    {
+      measurement: "agent CPU during the flood",
+      value: `${fmt(round(cpu * 100, 1))} % of one core`,
+    },
+    {
+      measurement: "attacker: responses by status, connections closed by the agent, " +
+        "16 KiB byte-at-a-time heads answered",
+      value: `${
+        JSON.stringify(attacker.responses)
+      }, ${attacker.closed} closed, ${attacker.dribbled} heads`,
+    },
+  ];
+  const goals: Goal[] = [{
+    figure: "flood",
+    name: "health p99 during a flood from pods, against idle",
+    target: "≤ 2×",
+    measured: `${fmt(ratio)}×`,
+    met: ratio <= 2 && during.failed === 0,
+    ...(ratio <= 2 && during.failed === 0 ? {} : {
+      reason: during.failed
+        ? `${during.failed} health probes failed during the flood`
+        : "measured above the goal",
+    }),
+  }];
+  return {
+    name: "flood",
+    title: "8. Health under a flood",
+    rows,
+    goals,
+    data: {
+      probes,
+      healthIdleMs: { p50: round(median(idle.ms), 3), p99: round(p99Idle, 3) },
+      healthDuringMs: { p50: round(median(during.ms), 3), p99: round(p99During, 3) },
+      ratio,
+      failedIdle: idle.failed,
+      failedDuring: during.failed,
+      nodeListenerDuring: {
+        p99: round(percentile(nodeListener.ms, 99), 3),
+        failed: nodeListener.failed,
+      },
+      agentCpuFraction: round(cpu, 3),
+      attacker,
+    },
+  };
+}
