@@ -233,6 +233,55 @@ privileged(
 );
 
 privileged(
+  "finding 3: a pin lock a local user kept through a descriptor from before the pin path was " +
+    "made 0700 is refused at once, naming the process to stop",
+  async () => {
+    using exposed = new ExposedPinPath();
+    // As a release before this one left it: root's, 0755.
+    Deno.mkdirSync(exposed.pinPath);
+    Deno.chmodSync(exposed.pinPath, 0o755);
+    await using attacker = new NobodyLock(exposed.pinPath, "-x");
+    assert.ok(await attacker.settled(), `the attacker holds its lock: ${attacker.output}`);
+    const started = performance.now();
+    assert.throws(
+      () => Datapath.open({ pinPath: exposed.pinPath }).close(),
+      /is locked, and only pid \d+ \(uid 65534, sleep\) has it open, not a Lace agent[^]*kill \d+/,
+    );
+    const ms = performance.now() - started;
+    assert.ok(ms < PIN_LOCK_TIMEOUT_MS / 2, `refused after ${Math.round(ms)} ms`);
+    assert.equal(Deno.statSync(exposed.pinPath).mode! & 0o777, 0o700, "tightened meanwhile");
+  },
+);
+
+privileged(
+  "finding 3: a shared lock a local user kept on a layout directory from before it was made " +
+    "0700 does not keep a rolled-back agent standing by",
+  async () => {
+    using exposed = new ExposedPinPath();
+    await using cgroups = CgroupTree.create();
+    await using releases = await Releases.create();
+    const kubelet = cgroups.mkdir("kubelet");
+    const next = await Deno.readFile(await releases.nextLayout());
+    let newerLayout: string;
+    {
+      using newer = attached(exposed.pinPath, kubelet, next);
+      newerLayout = newer.layoutDir;
+    }
+    // As a release before this one made them: root's, 0755, so the attacker could open them.
+    Deno.chmodSync(exposed.pinPath, 0o755);
+    Deno.chmodSync(newerLayout, 0o755);
+    await using attacker = new NobodyLock(newerLayout, "-s");
+    assert.ok(await attacker.settled(), `the attacker holds its lock: ${attacker.output}`);
+    using older = attached(exposed.pinPath, kubelet);
+    assert.equal(older.standingBy, undefined);
+    assert.ok(
+      older.links().every((l) => l.current),
+      "the links run the rolled-back agent's program",
+    );
+  },
+);
+
+privileged(
   "finding 3: lace uninstall never follows a pin path a local user made a symlink to another " +
     "program's pins",
   async () => {

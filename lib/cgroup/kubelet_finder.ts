@@ -7,6 +7,7 @@
  * `kubelite`. The /proc root is a parameter so tests use fixture trees.
  */
 import { basename } from "node:path";
+import { parseStatusUid } from "../proc.ts";
 
 export type KubeletKind = "kubelet" | "k3s" | "kubelite";
 
@@ -92,17 +93,6 @@ export function parseCmdline(raw: string): string[] {
   const parts = raw.split("\0");
   if (parts.length > 0 && parts[parts.length - 1] === "") parts.pop();
   return parts;
-}
-
-/**
- * The uid a process runs as, from the `Uid:` line of /proc/PID/status (real, effective, saved,
- * filesystem): 0 only when the real and effective ids are both 0, else the first that is not.
- */
-export function parseStatusUid(text: string): number | null {
-  const line = /^Uid:\s+(\d+)\s+(\d+)/m.exec(text);
-  if (!line) return null;
-  const [real, effective] = [Number(line[1]), Number(line[2])];
-  return real !== 0 ? real : effective;
 }
 
 /** The mount ids (first field) of a /proc/PID/mountinfo text. */

@@ -9,7 +9,6 @@ import {
   parseCmdline,
   parseMountIds,
   parseProcCgroup,
-  parseStatusUid,
   sameMountNamespace,
 } from "./kubelet_finder.ts";
 
@@ -185,13 +184,6 @@ Deno.test("extraProcesses() lists the non-kubelet processes of a cgroup and its 
     Deno.removeSync(proc, { recursive: true });
     Deno.removeSync(cg, { recursive: true });
   }
-});
-
-Deno.test("parseStatusUid() is 0 only when the real and effective uids are both 0", () => {
-  assert.equal(parseStatusUid("Name:\tk\nUid:\t0\t0\t0\t0\n"), 0);
-  assert.equal(parseStatusUid("Uid:\t1000\t0\t0\t0\n"), 1000);
-  assert.equal(parseStatusUid("Uid:\t0\t65534\t0\t0\n"), 65534);
-  assert.equal(parseStatusUid("Name:\tk\n"), null);
 });
 
 Deno.test("sameMountNamespace() prefers links and falls back to shared mount ids", () => {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { DirLock } from "./dir_lock.ts";
+import { DirLock, lockHolders } from "./dir_lock.ts";
 
 function withDir(fn: (dir: string) => void): void {
   const dir = Deno.makeTempDirSync({ prefix: "lace-dir-lock-" });
@@ -33,4 +33,33 @@ Deno.test("shared locks coexist, and isHeld() sees them until the last is releas
     b.close();
     assert.equal(DirLock.isHeld(dir), false);
   });
+});
+
+Deno.test("lockHolders() calls a lock no agent's only when every opener is another user", () => {
+  const nobody = { pid: 9, uid: 65534, comm: "sleep" };
+  assert.equal(lockHolders([]), "unseen");
+  assert.equal(lockHolders([nobody]), "strangers");
+  assert.equal(lockHolders([nobody, { pid: 7, uid: 0, comm: "lace" }]), "maybe-agent");
+  assert.equal(lockHolders([nobody, { pid: 8, uid: null, comm: null }]), "maybe-agent");
+});
+
+Deno.test("openers() finds another process that has the directory open, and no other", async () => {
+  const dir = Deno.makeTempDirSync({ prefix: "lace-dir-lock-" });
+  const child = new Deno.Command("sh", {
+    args: ["-c", 'exec 9<"$1"; echo open; exec sleep 60', "sh", dir],
+    stdout: "piped",
+  }).spawn();
+  try {
+    const reader = child.stdout.getReader();
+    assert.equal(new TextDecoder().decode((await reader.read()).value).trim(), "open");
+    reader.releaseLock();
+    const openers = DirLock.openers(dir);
+    assert.deepEqual(openers.map((o) => [o.pid, o.comm]), [[child.pid, "sleep"]]);
+    assert.deepEqual(DirLock.openers(Deno.cwd()).filter((o) => o.pid === child.pid), []);
+  } finally {
+    child.kill("SIGKILL");
+    await child.status;
+    await child.stdout.cancel().catch(() => {});
+    Deno.removeSync(dir, { recursive: true });
+  }
 });

@@ -10,7 +10,7 @@ import { getLogger } from "@logtape/logtape";
 import { BpfMap } from "./libbpf/map.ts";
 import { programMapIds } from "./libbpf/program.ts";
 import { isPresenceDir, layoutMismatch, presenceDirName, probeMapCodecFits } from "./layout.ts";
-import { DirLock } from "./dir_lock.ts";
+import { describeOpeners, DirLock, lockHolders } from "./dir_lock.ts";
 import type { BpfObject } from "./libbpf/object.ts";
 import { decodeInfo, type PinnedInfo, pinnedLayouts, pinnedMapId } from "./pins.ts";
 import { isErrno } from "./libbpf/errors.ts";
@@ -117,13 +117,32 @@ export function pauseForTest(step: PauseStep): void {
 /** How long an agent waits for another one's migration step to finish. */
 export const PIN_LOCK_TIMEOUT_MS = 10_000;
 
-/** The exclusive lock on the pin path, or an error naming what holds it. */
+/**
+ * The exclusive lock on the pin path, or an error naming what holds it. A
+ * lock only users other than root hold is no agent's: it is refused at once,
+ * naming the processes to stop, rather than waited for.
+ */
 export function takePinLock(pinPath: string): DirLock {
+  const now = DirLock.tryTake(pinPath, "exclusive");
+  if (now) return now;
+  const openers = DirLock.openers(pinPath);
+  if (lockHolders(openers) === "strangers") {
+    throw new Error(
+      `Pin path "${pinPath}" is locked, and only ${describeOpeners(openers)} ha${
+        openers.length === 1 ? "s" : "ve"
+      } it open, not a Lace agent (agents run as root): a descriptor opened before the ` +
+        `directory was made 0700 keeps the lock; stop ${
+          openers.length === 1 ? "that process" : "those processes"
+        } (\`kill ${openers.map((o) => o.pid).join(" ")}\`) and start the agent again`,
+    );
+  }
   const lock = DirLock.tryTake(pinPath, "exclusive", PIN_LOCK_TIMEOUT_MS);
   if (!lock) {
+    const holders = DirLock.openers(pinPath);
     throw new Error(
-      `Pin path "${pinPath}" stayed locked by another Lace agent for ${PIN_LOCK_TIMEOUT_MS} ms: ` +
-        "check for a hung agent on this node (lace doctor)",
+      `Pin path "${pinPath}" stayed locked for ${PIN_LOCK_TIMEOUT_MS} ms${
+        holders.length ? ` (open in ${describeOpeners(holders)})` : ""
+      }: check for a hung agent on this node (lace doctor)`,
     );
   }
   return lock;
@@ -172,11 +191,14 @@ export function claimPresence(pinPath: string): { startedAt: number; lock: DirLo
   }
 }
 
-/** Whether the agent that started at `startedAt` still runs (holds its presence lock). */
+/**
+ * Whether the agent that started at `startedAt` still runs (holds its
+ * presence lock; a lock only another user holds is no agent's).
+ */
 export function agentAlive(pinPath: string, startedAt: number): boolean {
   const dir = join(pinPath, presenceDirName(startedAt));
   try {
-    return DirLock.isHeld(dir);
+    return DirLock.isHeldByRoot(dir);
   } catch (e) {
     if (isErrno(e, "ENOENT")) return false;
     throw e;

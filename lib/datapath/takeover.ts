@@ -91,7 +91,7 @@ export class LayoutTakeover {
       startedAt: running.info?.loadedAt.getTime() ?? 0,
       live: sameMaps
         ? agentAlive(this.pinPath, running.info?.loadedAt.getTime() ?? 0)
-        : running.abi > 0 && pathExists(runningDir) && DirLock.isHeld(runningDir),
+        : running.abi > 0 && pathExists(runningDir) && DirLock.isHeldByRoot(runningDir),
     });
     if (!decision.swap) {
       if (this.#standingBy !== decision.reason) {
