@@ -13,7 +13,7 @@ import {
   POD_IPV6,
   podManifest,
 } from "./helpers/agent_process.ts";
-import { laceTargets, startReadyAgent } from "./helpers/agent_checks.ts";
+import { laceDoctor, laceTargets, startReadyAgent } from "./helpers/agent_checks.ts";
 import { waitFor } from "./helpers/wait.ts";
 
 /** `podManifest` with `lifecycle` on its container and `ips` as its addresses. */
@@ -64,6 +64,15 @@ Deno.test({
       `${POD_IPV6} 8081 liveness`,
       `${POD_IPV6} 8082 preStop`,
       `${POD_IPV6} 9001 readiness`,
+    ]);
+    // The doctor names the hook and only connects to it: a GET would run the pod's preStop.
+    const doctor = await laceDoctor(w, agent, ["pod", "e2e/hooked", `--netns=${w.node.netns}`]) as {
+      probes: { probe: string; target: string; result: string; httpStatus: number | null }[];
+    };
+    const hooks = doctor.probes.filter((p) => p.probe === "preStop");
+    assert.deepEqual(hooks.map((p) => `${p.target} ${p.result} ${p.httpStatus}`), [
+      `${POD_IPV4}:8082/drain reached null`,
+      `[${POD_IPV6}]:8082/drain reached null`,
     ]);
     // The same node and map under an agent that leaves hooks alone: the hook's port leaves the
     // map, and the kubelet's connect to it takes the node's own route (none here) and fails.
