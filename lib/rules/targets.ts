@@ -230,8 +230,9 @@ export function probeTargetsForPod(
       // Every pod IP, hooks too. A probe goes to status.podIP; an httpGet hook without a
       // host goes to the runtime's first sandbox IP (pkg/kubelet/lifecycle/handlers.go,
       // runHTTPHandler: status.IPs[0] of the runtime's pod status), which
-      // determinePodSandboxIPs orders as the CNI result's primary first, not by the node's
-      // family as status.podIPs is: on a dual-stack pod it may be either family.
+      // pkg/kubelet/kuberuntime (determinePodSandboxIPs) lists as the runtime reports them,
+      // its primary first, while status.podIPs puts the node's family first
+      // (pkg/kubelet/kubelet_pods.go, sortPodIPs): on a dual-stack pod it may be either.
       for (const a of where) {
         const key: ProbeKey = { family: a.family, address: a.address, port: resolved.port };
         const kid = `${key.family}/${key.address}/${key.port}`;
