@@ -43,8 +43,9 @@ export interface Config {
   metricsAddr: string;
   /**
    * Loopback address (host:port) of a listener that serves `/healthz` and
-   * `/readyz` only, for the kubelet's probes of the agent: no pod can reach
-   * or exhaust it, unlike the node's IP. Empty disables it.
+   * `/readyz` only, for the kubelet's probes of the agent: no pod outside the
+   * host's network can reach or exhaust it, unlike the node's IP. Empty
+   * disables it.
    */
   healthAddr: string;
   /**
@@ -223,7 +224,7 @@ export function healthAddressProblem(addr: string): string | undefined {
   if (problem) return problem;
   const host = addr.slice(0, addr.lastIndexOf(":"));
   if (/^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host) || host === "[::1]") return undefined;
-  return `Health address must be on loopback (127.0.0.1:PORT or [::1]:PORT), where no pod can reach it: "${addr}"`;
+  return `Health address must be on loopback (127.0.0.1:PORT or [::1]:PORT), where pods outside the host's network cannot reach it: "${addr}"`;
 }
 
 /** What is wrong with a duration, in ms, that must lie within [min, max]. */

@@ -277,7 +277,8 @@ export const HEALTH_LIMITS = {
  * Starts the health listener on `addr`, a loopback host:port (config checks
  * it): `/healthz` and `/readyz` only. The chart's liveness and readiness
  * probes use it (`host: 127.0.0.1`; the agent runs in the host's network), so
- * no pod can starve them however it floods the node's IP.
+ * no pod outside the host's network can reach them however it floods the
+ * node's IP (a flood on loopback closes its own unfinished connections).
  */
 export function startHealthServer(
   addr: string,

@@ -324,7 +324,7 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     parts.push(() => http.shutdown());
     listeners.push(http);
   }
-  // The kubelet's probes of the agent: loopback only, so no pod can reach or exhaust it.
+  // The kubelet's probes of the agent: loopback only, out of reach of pods in their own networks.
   if (config.healthAddr) {
     const health = startHealthServer(config.healthAddr, status, reporting("health"));
     parts.push(() => health.shutdown());
