@@ -61,6 +61,11 @@ Deno.test({
         message: "the 16 KiB head sent one byte at a time answered",
       });
       assert.equal(await probeOnce(healthAddr, "/healthz"), 200, "live after the dribble");
+      // Never silent: the connections closed to make room are counted.
+      const evicted = await agent.metric(
+        'lace_listener_capped_total{listener="http",cap="connections",outcome="evicted"}',
+      );
+      assert.ok((evicted ?? 0) >= 1, `evictions counted: ${evicted}`);
     } finally {
       flood.stop();
     }
