@@ -7,6 +7,7 @@ import { DEFAULT_CNI_SOCKET } from "./cni/protocol.ts";
 import type { ChainTarget } from "./cni/chaining/select.ts";
 import { formatDuration } from "./duration.ts";
 import { CONFLICT_POLICIES, type ConflictPolicy } from "./rules/conflicts.ts";
+import { ADDRESS_SHARING, type AddressSharing } from "./rules/address_holders.ts";
 import { MAX_TARGETS } from "./datapath/probe_map.ts";
 import { parseCidr } from "./datapath/pod_ranges.ts";
 
@@ -75,6 +76,12 @@ export interface Config {
   daemonSet: string;
   /** What a key claimed by pods of two networks gets: nobody (fail-closed) or the older pod. */
   addressConflict: ConflictPolicy;
+  /**
+   * Whether pods of two networks may hold one address on this node: exclusive (one network per
+   * address; a later pod of another network is refused at ADD or gets no targets there) or
+   * shared (networks that trust each other; only per-key conflicts apply).
+   */
+  addressSharing: AddressSharing;
   /** The most probe targets one pod may have in the map; the rest are reported, not written. */
   maxTargetsPerPod: number;
   /**
@@ -133,6 +140,7 @@ export function defaultConfig(): Config {
     cniStateDir: "/var/lib/lace/cni",
     daemonSet: "",
     addressConflict: "fail-closed",
+    addressSharing: "exclusive",
     // Two addresses times three probes times ten containers, with room: a pod that needs
     // more is unusual, and one that wants thousands is trying to fill the map.
     maxTargetsPerPod: 64,
@@ -343,6 +351,11 @@ export function configProblems(config: Config): string[] {
       `Address conflict policy must be one of ${
         CONFLICT_POLICIES.join(", ")
       }: "${config.addressConflict}"`,
+    );
+  }
+  if (!ADDRESS_SHARING.includes(config.addressSharing)) {
+    problems.push(
+      `Address sharing must be one of ${ADDRESS_SHARING.join(", ")}: "${config.addressSharing}"`,
     );
   }
   if (config.cniSocket && !config.cniSocket.startsWith("/")) {

@@ -73,6 +73,10 @@ Deno.test("validateConfig() names the bad value", () => {
       { addressConflict: "newer-wins" as "older-wins" },
       /Address conflict policy must be one of fail-closed, older-wins/,
     ],
+    [
+      { addressSharing: "sometimes" as "shared" },
+      /Address sharing must be one of exclusive, shared: "sometimes"/,
+    ],
   ];
   for (const [patch, re] of bad) {
     assert.throws(() => validateConfig({ ...base, ...patch }), (e: Error) => {
@@ -321,4 +325,8 @@ Deno.test("validateConfig() names a pod CIDR with host bits set", () => {
     ]);
     return true;
   });
+});
+
+Deno.test("defaultConfig() gives each address on a node to one network (--address-sharing=exclusive)", () => {
+  assert.equal(defaultConfig().addressSharing, "exclusive");
 });

@@ -66,6 +66,7 @@ helmTest("helm refuses values that break the schema", async (h) => {
     [["node.healthPort=0"], /healthPort/],
     [["node.markShift=17"], /markShift/],
     [["node.addressConflict=newer-wins"], /addressConflict/],
+    [["node.addressSharing=sometimes"], /addressSharing/],
     [["node.maxTargetsPerPod=0"], /maxTargetsPerPod/],
     [["node.probeMark=0x0"], /probeMark/],
     [["node.cni.binDir=opt/cni/bin"], /binDir/],
@@ -99,14 +100,20 @@ helmTest(
 );
 
 helmTest(
-  "the DaemonSet passes the conflict policy and the per-pod target cap to the agent",
+  "the DaemonSet passes the conflict and address-sharing policies and the per-pod target cap to the agent",
   async (h) => {
     const defaults = agent(await render(h));
     assert.equal(envOf(defaults, "LACE_ADDRESS_CONFLICT"), "fail-closed");
+    assert.equal(envOf(defaults, "LACE_ADDRESS_SHARING"), "exclusive");
     assert.equal(envOf(defaults, "LACE_MAX_TARGETS_PER_POD"), "64");
     const set = agent(
-      await render(h, ["node.addressConflict=older-wins", "node.maxTargetsPerPod=128"]),
+      await render(h, [
+        "node.addressConflict=older-wins",
+        "node.maxTargetsPerPod=128",
+        "node.addressSharing=shared",
+      ]),
     );
+    assert.equal(envOf(set, "LACE_ADDRESS_SHARING"), "shared");
     assert.equal(envOf(set, "LACE_ADDRESS_CONFLICT"), "older-wins");
     assert.equal(envOf(set, "LACE_MAX_TARGETS_PER_POD"), "128");
   },

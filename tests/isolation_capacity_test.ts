@@ -126,7 +126,13 @@ Deno.test({
     ] as unknown as Pod[];
     const skips: Skip[] = [];
     const core = new AgentCore({
-      config: { ...defaultConfig(), nodeName: "e2e-node", debounceMs: 1 },
+      // The simulated node gives both networks' pods one address (see AgentWorld.addressSharing).
+      config: {
+        ...defaultConfig(),
+        nodeName: "e2e-node",
+        debounceMs: 1,
+        addressSharing: "shared",
+      },
       store: w.datapath.store,
       sources: [{
         name: "api",

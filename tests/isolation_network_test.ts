@@ -11,47 +11,11 @@ import { agentTestOptions, POD_IPV4, POD_IPV6, podManifest } from "./helpers/age
 import {
   eventsWithReason,
   metricReaches,
+  plugin,
   startTenantWorld,
   tenantPod,
 } from "./helpers/tenant_world.ts";
 import { waitFor } from "./helpers/wait.ts";
-import { execPlugin, laceCommand } from "./helpers/cni_runtime.ts";
-
-/** Runs the `lace` plugin for one command as the runtime does, chained after a network plugin. */
-async function plugin(
-  command: "ADD" | "CHECK",
-  socket: string,
-  pod: { name: string; uid: string },
-  network: { network: string; networkId: number },
-  ips = [POD_IPV4, POD_IPV6],
-) {
-  const prevResult = {
-    cniVersion: "1.0.0",
-    interfaces: [{ name: "eth0", sandbox: "/var/run/netns/x" }],
-    ips: ips.map((ip) => ({ address: `${ip}/${ip.includes(":") ? 64 : 24}`, interface: 0 })),
-  };
-  const run = await execPlugin(
-    laceCommand(),
-    {
-      CNI_COMMAND: command,
-      CNI_CONTAINERID: `sandbox-${pod.name}`,
-      CNI_NETNS: "/var/run/netns/x",
-      CNI_IFNAME: "eth0",
-      CNI_PATH: "/usr/lib/cni",
-      CNI_ARGS: `K8S_POD_NAMESPACE=e2e;K8S_POD_NAME=${pod.name};K8S_POD_UID=${pod.uid}`,
-    },
-    JSON.stringify({
-      cniVersion: "1.0.0",
-      name: `lace-${network.network}`,
-      type: "lace",
-      socket,
-      timeout: "5s",
-      ...network,
-      prevResult,
-    }),
-  );
-  return { ...run, result: run.stdout ? JSON.parse(run.stdout) : undefined };
-}
 
 Deno.test({
   name:
@@ -126,7 +90,8 @@ Deno.test({
       tcpPort: 9001,
       ips: [],
     });
-    await using t = await startTenantWorld([holder, newcomer]);
+    // The agent's default policy: one network per address on the node.
+    await using t = await startTenantWorld([holder, newcomer], [], [], "default");
     const { w, api, agent, socket } = t;
     assert.equal((await w.probe(POD_IPV4, 8080, "/")).body, w.podIn(2));
     const uid = (newcomer.metadata as { uid: string }).uid;

@@ -28,6 +28,8 @@ export interface ClashCheck {
   config: TargetOptions;
   /** Kept across calls so an ADD costs a lookup per pod. */
   memo: PlacementMemo;
+  /** Whether nothing can tell this pod's network yet (see DesiredStateInput.networkUnknown). */
+  networkUnknown?: (uid: string) => boolean;
   /** Called with the refused attachment and its clashes (for Events). */
   onRefused?: (attachment: Attachment, clashes: AddressClash[]) => void;
 }
@@ -38,11 +40,14 @@ export interface ClashCheck {
  * delivered into the other's network. Throws AttachmentRefusedError, which
  * the CNI server turns into a refusal that fails the ADD (the runtime
  * retries, and the address manager picks another address). Refuses only on
- * what the agent knows: no network in the ADD, or a holder whose network is
- * unknown, is no refusal.
+ * what the agent knows: `network` is the attachment's (attachmentNetwork()),
+ * and a holder whose network is unknown is no clash.
  */
-export function refuseClashingAttachment(a: Attachment, check: ClashCheck): void {
-  if (a.networkId === undefined) return;
+export function refuseClashingAttachment(
+  a: Attachment,
+  network: PodNetwork,
+  check: ClashCheck,
+): void {
   const { pods, nodeNetworks, config, memo } = check;
   const placements: PodPlacement[] = [];
   for (const uid of pods.uids()) {
@@ -55,7 +60,7 @@ export function refuseClashingAttachment(a: Attachment, check: ClashCheck): void
         placed = { node, placement: podPlacement(pod, config, node) };
         memo.set(pod, placed);
       }
-      if (placed.placement) placements.push(placed.placement);
+      if (placed.placement && !check.networkUnknown?.(uid)) placements.push(placed.placement);
     } catch { /* a pod that cannot be evaluated is reported by the reconcile */ }
   }
   const addresses = a.ips.flatMap((ip) => {
@@ -65,13 +70,16 @@ export function refuseClashingAttachment(a: Attachment, check: ClashCheck): void
       return [];
     }
   });
-  const clashes = addressClashes({ uid: a.uid, networkId: a.networkId, addresses }, placements);
+  const clashes = addressClashes(
+    { uid: a.uid, networkId: network.networkId, addresses },
+    placements,
+  );
   if (clashes.length === 0) return;
   log.warning(
     "Refused the CNI ADD of pod {pod} (network {network}): address {address} is held by pod {holder} of network {holderNetwork}",
     {
       pod: `${a.namespace}/${a.name}`,
-      network: a.network,
+      network: network.network || "(default)",
       address: clashes[0].address,
       holder: `${clashes[0].holder.namespace}/${clashes[0].holder.name}`,
       holderNetwork: clashes[0].holderNetwork.network || "(default)",

@@ -23,14 +23,15 @@ function pod(uid: string, ip: string, networkId: number): Pod {
   };
 }
 
-function attachment(networkId?: number, ips = ["10.0.0.5"]): Attachment {
-  return {
-    namespace: "ns",
-    name: "p-new",
-    uid: "new",
-    ips,
-    ...(networkId ? { network: `net${networkId}`, networkId } : {}),
-  };
+function attachment(ips = ["10.0.0.5"]): Attachment {
+  return { namespace: "ns", name: "p-new", uid: "new", ips };
+}
+
+/** The network the attachment is in (attachmentNetwork()'s answer). */
+function net(networkId: number): PodNetwork {
+  return networkId === 0
+    ? { network: "", networkId: 0 }
+    : { network: `net${networkId}`, networkId };
 }
 
 /** A check over these pods (an Error makes the cache throw for that uid), recording refusals. */
@@ -59,7 +60,7 @@ function check(
 
 Deno.test("refuseClashingAttachment() refuses an address a pod of another network holds", () => {
   const c = check([["holder", pod("holder", "10.0.0.5", 2)]]);
-  assert.throws(() => refuseClashingAttachment(attachment(1), c), (e: Error) => {
+  assert.throws(() => refuseClashingAttachment(attachment(), net(1), c), (e: Error) => {
     assert.ok(e instanceof AttachmentRefusedError);
     assert.match(e.message, /Address 10\.0\.0\.5 is already used on this node/);
     return true;
@@ -71,14 +72,13 @@ Deno.test("refuseClashingAttachment() refuses an address a pod of another networ
 
 Deno.test("refuseClashingAttachment() accepts an address held in the same network", () => {
   const c = check([["holder", pod("holder", "10.0.0.5", 2)]]);
-  refuseClashingAttachment(attachment(2), c);
+  refuseClashingAttachment(attachment(), net(2), c);
   assert.equal(c.refusals.length, 0);
 });
 
-Deno.test("refuseClashingAttachment() accepts an attachment that names no network", () => {
+Deno.test("refuseClashingAttachment() refuses a default-network attachment at an address a Lace network holds", () => {
   const c = check([["holder", pod("holder", "10.0.0.5", 2)]]);
-  refuseClashingAttachment(attachment(), c);
-  assert.equal(c.refusals.length, 0);
+  assert.throws(() => refuseClashingAttachment(attachment(), net(0), c), AttachmentRefusedError);
 });
 
 Deno.test("refuseClashingAttachment() places a holder in the network the node attached it to", () => {
@@ -86,11 +86,11 @@ Deno.test("refuseClashingAttachment() places a holder in the network the node at
     [["holder", pod("holder", "10.0.0.5", 1)]],
     new Map([["holder", { network: "net2", networkId: 2 }]]),
   );
-  assert.throws(() => refuseClashingAttachment(attachment(1), c), AttachmentRefusedError);
+  assert.throws(() => refuseClashingAttachment(attachment(), net(1), c), AttachmentRefusedError);
 });
 
 Deno.test("refuseClashingAttachment() passes over a pod that cannot be evaluated", () => {
   const c = check([["bad", new Error("views disagree")], ["holder", pod("holder", "10.0.0.6", 2)]]);
-  refuseClashingAttachment(attachment(1), c);
+  refuseClashingAttachment(attachment(), net(1), c);
   assert.equal(c.refusals.length, 0);
 });

@@ -28,7 +28,9 @@ import {
 } from "./reconcile.ts";
 import { desiredState, type RulesMemo, type TargetView } from "./desired_state.ts";
 import { type PlacementMemo, refuseClashingAttachment } from "./attachment_clashes.ts";
+import { attachmentNetwork, logUnknownNetwork, type PodLookup } from "./attachment_network.ts";
 import { Scheduler } from "./scheduler.ts";
+import type { AddressSharing, SharedAddress } from "../rules/address_holders.ts";
 
 const log = getLogger(["lace", "agent"]);
 
@@ -45,6 +47,7 @@ export type AgentCoreConfig = Pick<
   | "debounceMs"
   | "resyncMs"
   | "addressConflict"
+  | "addressSharing"
   | "maxTargetsPerPod"
 >;
 
@@ -62,6 +65,11 @@ export interface AgentCoreOptions extends ProblemHooks {
   nodeNetworkStore?: NodeNetworkStore;
   /** Every reconcile's report (for metrics). */
   observer?: ReconcileObserver;
+  /**
+   * Reads a pod from the API at a CNI ADD whose conf names no network and
+   * whose pod the cache shows without network annotations (exclusive only).
+   */
+  podLookup?: PodLookup;
   timers?: Timers;
   /** Retry delays after failed reconciles; default 500 ms doubling to 30 s. */
   backoff?: Backoff;
@@ -73,6 +81,14 @@ export interface AgentSnapshot {
   skips: Skip[];
   /** Pods whose annotations disagree with the network the node attached them to. */
   mismatches: NetworkMismatch[];
+  /**
+   * Addresses live pods of two or more networks hold on this node: under
+   * `exclusive` clashes (the later pods get no targets there), under `shared`
+   * the addresses shared.
+   */
+  sharedAddresses: SharedAddress[];
+  /** The policy in force (--address-sharing). */
+  addressSharing: AddressSharing;
   /**
    * Pods some of whose targets are not in the map: over the per-pod cap or
    * beyond their fair share of a full map (from the computation), or whose
@@ -98,6 +114,8 @@ export class AgentCore {
     conflicts: [],
     skips: [],
     mismatches: [],
+    sharedAddresses: [],
+    addressSharing: "exclusive",
     unwritten: [],
     synced: false,
     firstFullListApplied: false,
@@ -122,9 +140,11 @@ export class AgentCore {
    */
   readonly #interfaces = new Map<string, Map<string, string[]>>();
   #started: PodSource[] = [];
+  readonly #timers: Timers;
 
   constructor(opts: AgentCoreOptions) {
     this.#opts = opts;
+    this.#snapshot.addressSharing = opts.config.addressSharing;
     this.#reporter = new ProblemReporter(opts);
     for (const [uid, net] of opts.nodeNetworkStore?.load() ?? []) this.#nodeNetworks.set(uid, net);
     this.cache = new PodCache({
@@ -133,6 +153,7 @@ export class AgentCore {
     });
     for (const source of opts.sources) this.cache.register(source.name);
     const timers = opts.timers ?? realTimers;
+    this.#timers = timers;
     this.runner = new Scheduler({
       run: async (reason) => {
         const report = await reconcile(
@@ -214,13 +235,28 @@ export class AgentCore {
    * entries was not written.
    */
   async registerAttachment(a: Attachment, ref?: AttachmentRef): Promise<void> {
-    refuseClashingAttachment(a, {
-      pods: this.cache,
-      nodeNetworks: this.#nodeNetworks,
-      config: this.#opts.config,
-      memo: this.#placed,
-      onRefused: this.#opts.onAttachRefused,
-    });
+    if (this.#opts.config.addressSharing === "exclusive") {
+      const sources = this.cache.sourcesOf(a.uid).filter((s) => s !== CNI_SOURCE);
+      const found = await attachmentNetwork(a, {
+        cached: sources.length ? this.cache.get(a.uid) : undefined,
+        cachedFromApi: sources[0] === "api",
+        lookup: this.#opts.podLookup,
+        opts: this.#opts.config,
+        timers: this.#timers,
+      });
+      if (found.network) {
+        refuseClashingAttachment(a, found.network, {
+          pods: this.cache,
+          nodeNetworks: this.#nodeNetworks,
+          config: this.#opts.config,
+          memo: this.#placed,
+          networkUnknown: this.#networkUnknown,
+          onRefused: this.#opts.onAttachRefused,
+        });
+      } else {
+        logUnknownNetwork(a, found.unknown);
+      }
+    }
     if (a.network !== undefined && a.networkId !== undefined) {
       const known = this.#nodeNetworks.get(a.uid);
       if (known?.network !== a.network || known.networkId !== a.networkId) {
@@ -308,17 +344,23 @@ export class AgentCore {
     this.cache.upsert(CNI_SOURCE, pod);
   }
 
+  /** Known from the CNI path only, which named no network: its network is unknown, not default. */
+  readonly #networkUnknown = (uid: string): boolean =>
+    !this.#nodeNetworks.has(uid) && this.cache.sourcesOf(uid).every((s) => s === CNI_SOURCE);
+
   #compute(): ReconcileInput {
     const { config } = this.#opts;
     const uids = this.cache.uids();
-    const { desired, views, conflicts, skips, mismatches, unwritten, withdraw } = desiredState({
-      uids,
-      pods: this.cache,
-      nodeNetworks: this.#nodeNetworks,
-      config,
-      capacity: this.#opts.store.capacity ?? MAX_TARGETS,
-      memo: this.#derived,
-    });
+    const { desired, views, conflicts, skips, mismatches, unwritten, withdraw, sharedAddresses } =
+      desiredState({
+        uids,
+        pods: this.cache,
+        nodeNetworks: this.#nodeNetworks,
+        config,
+        capacity: this.#opts.store.capacity ?? MAX_TARGETS,
+        memo: this.#derived,
+        networkUnknown: this.#networkUnknown,
+      });
     const synced = this.cache.synced;
     if (synced) this.#forgetGonePods(uids);
     this.#snapshot = {
@@ -327,6 +369,7 @@ export class AgentCore {
       conflicts,
       skips,
       mismatches,
+      sharedAddresses,
       unwritten,
       synced,
       counts: {
@@ -338,7 +381,13 @@ export class AgentCore {
       },
     };
     this.#unwrittenByRules = unwritten;
-    this.#reporter.report({ skips, conflicts, mismatches, unwritten });
+    this.#reporter.report({
+      skips,
+      conflicts,
+      mismatches,
+      unwritten,
+      ...(config.addressSharing === "exclusive" ? { addressClashes: sharedAddresses } : {}),
+    });
     return {
       desired,
       allowDelete: synced,

@@ -1,7 +1,8 @@
 /**
  * What the probe map should hold, derived from the pods the cache knows:
- * the rules per pod, the per-pod cap, conflicts between pods, then the fair
- * share of a full map. Pure: no I/O and no clock; AgentCore runs it on every
+ * the rules per pod, the per-pod cap, who holds each address that pods of
+ * several networks share, conflicts between pods, then the fair share of a
+ * full map. Pure: no I/O and no clock; AgentCore runs it on every
  * reconcile and keeps the result as its snapshot.
  */
 import { type Config, markFor } from "../config.ts";
@@ -12,6 +13,13 @@ import { keyId, type ProbeEntry, type ProbeKey, type ProbeValue } from "../datap
 import { type PodTargets, probeTargetsForPod, type Skip, type Target } from "../rules/targets.ts";
 import type { NetworkMismatch, PodNetwork } from "../rules/pod_network.ts";
 import { capTargets, shareMap, type Unwritten } from "../rules/share.ts";
+import { type PodPlacement, podPlacement } from "../rules/placement.ts";
+import {
+  podAddressKey,
+  type SharedAddress,
+  sharedAddresses,
+  untaggedAt,
+} from "../rules/address_holders.ts";
 import { errorText } from "../error_text.ts";
 
 /** One desired map entry and the pod and probe it serves. */
@@ -27,6 +35,7 @@ export type DesiredStateConfig = Pick<
   | "probeMark"
   | "markShift"
   | "addressConflict"
+  | "addressSharing"
   | "maxTargetsPerPod"
 >;
 
@@ -38,7 +47,12 @@ export type DesiredStateConfig = Pick<
  */
 export type RulesMemo = WeakMap<
   Pod,
-  { node: PodNetwork | undefined; result: PodTargets; views?: TargetView[] }
+  {
+    node: PodNetwork | undefined;
+    result: PodTargets;
+    views?: TargetView[];
+    placement?: PodPlacement | null;
+  }
 >;
 
 export interface DesiredStateInput {
@@ -52,6 +66,13 @@ export interface DesiredStateInput {
   capacity: number;
   /** Kept across calls so the rules run once per pod change. */
   memo: RulesMemo;
+  /**
+   * Whether nothing can tell this pod's network yet: the CNI path reported it
+   * without one and no other source knows it. Such a pod holds its addresses
+   * for no network (it is not on the default network merely because its only
+   * view has no annotations).
+   */
+  networkUnknown?: (uid: string) => boolean;
 }
 
 export interface DesiredState {
@@ -65,13 +86,21 @@ export interface DesiredState {
   unwritten: Unwritten[];
   /** Conflicted keys nobody keeps: they leave the map even before the first full list. */
   withdraw: ProbeKey[];
+  /**
+   * Addresses live pods of two or more networks hold. Under `exclusive` the
+   * later pods (and, where one of them is on the default network, the holder)
+   * got no entry at them; under `shared` they are only counted.
+   */
+  sharedAddresses: SharedAddress[];
 }
 
 /**
  * Computes the map's desired entries from the pods: each pod's targets (in
  * the network the node attached it to, when known), capped per pod, then
- * conflicts resolved across pods, then the survivors shared fairly when the
- * map cannot hold them all. A pod that cannot be evaluated costs only its own
+ * under `exclusive` no entry for a pod at an address an older pod of another
+ * network holds (its targets there stay claims), then conflicts resolved
+ * across pods, then the survivors shared fairly when the map cannot hold
+ * them all. A pod that cannot be evaluated costs only its own
  * targets and is reported as a skip.
  */
 export function desiredState(input: DesiredStateInput): DesiredState {
@@ -85,6 +114,7 @@ export function desiredState(input: DesiredStateInput): DesiredState {
   const skips: Skip[] = [];
   const mismatches: NetworkMismatch[] = [];
   const unwritten: Unwritten[] = [];
+  const placements: PodPlacement[] = [];
   for (const uid of uids) {
     // Each pod on its own: whatever one pod's objects make throw (a manifest nested
     // thousands of levels deep, a shape nobody foresaw) costs that pod its targets only.
@@ -115,8 +145,26 @@ export function desiredState(input: DesiredStateInput): DesiredState {
       if (capped) unwritten.push(capped);
       skips.push(...derived.result.skipped);
       if (derived.result.mismatch) mismatches.push(derived.result.mismatch);
+      // Every live pod at an address counts, with probes or without.
+      if (derived.placement === undefined) {
+        const placed = podPlacement(pod, config, node) ?? null;
+        derived.placement = placed && input.networkUnknown?.(uid)
+          ? { ...placed, network: undefined }
+          : placed;
+      }
+      if (derived.placement) placements.push(derived.placement);
     } catch (error) {
       skips.push(unusable(pods, uid, error));
+    }
+  }
+  const shared = sharedAddresses(placements);
+  const displaced: ProbeKey[] = [];
+  if (config.addressSharing === "exclusive" && shared.length > 0) {
+    const untagged = untaggedAt(shared);
+    for (const t of all) {
+      if (!untagged.has(podAddressKey(t.pod.uid, t.key.address))) continue;
+      if (!claimsOnly.has(t)) displaced.push(t.key);
+      claimsOnly.add(t);
     }
   }
   const { targets: winners, conflicts } = resolveConflicts(all, config.addressConflict);
@@ -133,10 +181,23 @@ export function desiredState(input: DesiredStateInput): DesiredState {
     desired.set(keyId(t.key), view.entry);
     views.push(view);
   }
-  // A conflicted key nobody keeps leaves the map even before the first full list: an
-  // entry a previous agent wrote for it would deliver probes into another network.
-  const withdraw = conflicts.map((c) => c.key).filter((k) => !desired.has(keyId(k)));
-  return { desired, views, conflicts, skips, mismatches, unwritten, withdraw };
+  // A conflicted key nobody keeps, or a displaced pod's, leaves the map even before the first
+  // full list: an entry a previous agent wrote for it would deliver probes into another network.
+  const withdrawn = new Map<string, ProbeKey>();
+  for (const k of [...conflicts.map((c) => c.key), ...displaced]) {
+    if (!desired.has(keyId(k))) withdrawn.set(keyId(k), k);
+  }
+  const withdraw = [...withdrawn.values()];
+  return {
+    desired,
+    views,
+    conflicts,
+    skips,
+    mismatches,
+    unwritten,
+    withdraw,
+    sharedAddresses: shared,
+  };
 }
 
 /**

@@ -16,17 +16,24 @@ const CONFIG: DesiredStateConfig = {
   probeMark: 0x1000,
   markShift: 16,
   addressConflict: "fail-closed",
+  addressSharing: "exclusive",
   maxTargetsPerPod: 64,
 };
 
 /** A running pod at `ip` in network `networkId` (none: the default network) with one TCP readiness probe per port. */
-function pod(uid: string, ip: string, networkId: number | undefined, ports = [8080]): Pod {
+function pod(
+  uid: string,
+  ip: string,
+  networkId: number | undefined,
+  ports = [8080],
+  created = "2026-01-01T00:00:00Z",
+): Pod {
   return {
     metadata: {
       name: `p-${uid}`,
       namespace: "ns",
       uid,
-      creationTimestamp: "2026-01-01T00:00:00Z",
+      creationTimestamp: created,
       annotations: networkId
         ? { "lace.io/network": `net${networkId}`, "lace.io/network-id": String(networkId) }
         : undefined,
@@ -100,6 +107,48 @@ Deno.test("desiredState() counts a default-network pod's probe as a claim but wr
   const state = compute([pod("plain", "10.0.0.5", undefined), pod("lace", "10.0.0.5", 2)]);
   assert.equal(state.desired.size, 0);
   assert.deepEqual(state.conflicts[0].dropped.map((c) => c.pod.uid).sort(), ["lace", "plain"]);
+});
+
+Deno.test("desiredState() under exclusive tags none of a later pod's probes at an address another network holds, and the holder keeps its own", () => {
+  const holder = pod("v", "10.0.0.5", 1, [9090], "2026-01-01T00:00:00Z");
+  const later = pod("a", "10.0.0.5", 2, [8080], "2026-01-02T00:00:00Z");
+  const elsewhere = pod("b", "10.0.0.6", 2, [8080], "2026-01-02T00:00:00Z");
+  const state = compute([later, elsewhere, holder]);
+  assert.deepEqual([...state.desired.keys()].sort(), ["10.0.0.5:9090", "10.0.0.6:8080"]);
+  assert.equal(state.desired.get("10.0.0.5:9090")?.value.networkId, 1);
+  assert.deepEqual(state.withdraw.map(keyId), ["10.0.0.5:8080"], "a stale entry leaves at once");
+  assert.deepEqual(
+    state.sharedAddresses.map((s) => [s.address, s.holder.pod.uid, s.later.map((p) => p.pod.uid)]),
+    [["10.0.0.5", "v", ["a"]]],
+  );
+  assert.deepEqual(state.conflicts, []);
+});
+
+Deno.test("desiredState() under exclusive still fails a key closed when the later pod probes it too", () => {
+  // Tagged for the holder, the later pod's own probe to the key would land in the holder's network.
+  const holder = pod("v", "10.0.0.5", 1, [9090, 9091], "2026-01-01T00:00:00Z");
+  const later = pod("a", "10.0.0.5", 2, [9090], "2026-01-02T00:00:00Z");
+  const state = compute([later, holder]);
+  assert.deepEqual([...state.desired.keys()], ["10.0.0.5:9091"]);
+  assert.deepEqual(state.conflicts.map((c) => keyId(c.key)), ["10.0.0.5:9090"]);
+});
+
+Deno.test("desiredState() under exclusive counts a pod without probes as the holder of its address", () => {
+  const quiet = pod("q", "10.0.0.5", 1, [], "2026-01-01T00:00:00Z");
+  const later = pod("a", "10.0.0.5", 2, [8080], "2026-01-02T00:00:00Z");
+  assert.equal(compute([later, quiet]).desired.size, 0);
+});
+
+Deno.test("desiredState() under shared tags both pods at one address and counts the address", () => {
+  const holder = pod("v", "10.0.0.5", 1, [9090], "2026-01-01T00:00:00Z");
+  const later = pod("a", "10.0.0.5", 2, [8080], "2026-01-02T00:00:00Z");
+  const state = compute([later, holder], { config: { addressSharing: "shared" } });
+  assert.deepEqual(
+    [...state.desired.values()].map((e) => [keyId(e.key), e.value.networkId]).sort(),
+    [["10.0.0.5:8080", 2], ["10.0.0.5:9090", 1]],
+  );
+  assert.equal(state.sharedAddresses.length, 1);
+  assert.deepEqual(state.withdraw, []);
 });
 
 Deno.test("desiredState() skips a pod that cannot be evaluated and keeps the others' entries", () => {

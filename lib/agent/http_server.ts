@@ -40,6 +40,26 @@ export interface TargetView {
   lastHitAgeSeconds?: number | null;
 }
 
+/**
+ * The addresses pods of several networks hold on this node, as the agent
+ * sees them (`/addresses`, local socket only: it names pods and networks).
+ */
+export interface AddressesView {
+  /** --address-sharing: under exclusive each address here is a clash, under shared it is shared. */
+  sharing: "exclusive" | "shared";
+  addresses: {
+    family: "ipv4" | "ipv6";
+    address: string;
+    /** The oldest pod at the address, "namespace/name", and its network ("" is the default). */
+    holder: string;
+    holderNetwork: string;
+    /** Pods of other networks, oldest first. */
+    later: { pod: string; network: string }[];
+    /** Exclusive: the holder lost its targets there too (a later pod is on the default network). */
+    holderWithdrawn: boolean;
+  }[];
+}
+
 export interface Readiness {
   ready: boolean;
   /** What is missing, one sentence each; empty when ready. */
@@ -52,6 +72,8 @@ export interface StatusProvider {
   targets(): Iterable<TargetView> | AsyncIterable<TargetView>;
   /** Recent kubelet connects into pod ranges that matched no target, newest first. */
   unmatched?(): UnmatchedView[];
+  /** Addresses pods of several networks hold on this node. */
+  addresses?(): AddressesView;
   metricsText(): Promise<string>;
   metricsContentType: string;
 }
@@ -79,7 +101,7 @@ export type Surface = "node" | "health" | "local";
 const NOT_FOUND: Record<Surface, string> = {
   node: "Not found: try /metrics, /healthz or /readyz (the agent's view is on its local socket)\n",
   health: "Not found: try /healthz or /readyz (metrics are on --metrics-addr)\n",
-  local: "Not found: try /metrics, /healthz, /readyz, /targets or /unmatched\n",
+  local: "Not found: try /metrics, /healthz, /readyz, /targets, /unmatched or /addresses\n",
 };
 
 /** Handles one request; separate from the listener so tests call it directly. */
@@ -110,6 +132,9 @@ export async function handleRequest(
       break;
     case "/unmatched":
       if (surface === "local") return Response.json(status.unmatched?.() ?? []);
+      break;
+    case "/addresses":
+      if (surface === "local" && status.addresses) return Response.json(status.addresses());
       break;
   }
   return new Response(NOT_FOUND[surface], { status: 404 });

@@ -38,6 +38,8 @@ export class Metrics {
   readonly reconcileDuration: Histogram;
   readonly mapOperations: Counter<"op" | "result">;
   readonly targetConflicts: Gauge;
+  readonly addressClashes: Gauge;
+  readonly sharedAddresses: Gauge;
   readonly networkMismatches: Gauge;
   readonly attachRefusals: Counter<"reason">;
   readonly cniChaining: Counter<"outcome">;
@@ -118,6 +120,19 @@ export class Metrics {
       name: "lace_target_conflicts",
       help:
         "Probe addresses and ports claimed by pods of more than one network on this node (fail-closed: tagged for none; older-wins: for the older pod)",
+      registers,
+    });
+    // Counts only, never a network's name: the series say nothing of who shares with whom.
+    this.addressClashes = new GaugeClass({
+      name: "lace_address_clashes",
+      help:
+        "Addresses on this node that pods of more than one network hold under --address-sharing=exclusive: the later pods get no probe target at them (nor the holder, when a later pod is on the default network)",
+      registers,
+    });
+    this.sharedAddresses = new GaugeClass({
+      name: "lace_shared_addresses",
+      help:
+        "Addresses on this node that pods of two or more networks hold under --address-sharing=shared: a pod at one can redirect the kubelet's probes into another network there",
       registers,
     });
     this.attachRefusals = new CounterClass({
@@ -297,6 +312,9 @@ export class Metrics {
       for (const u of snapshot.unwritten) this.targetsUnwritten.inc({ reason: u.reason }, u.count);
     }
     this.targetConflicts.set(snapshot.conflicts.length);
+    const exclusive = snapshot.addressSharing === "exclusive";
+    this.addressClashes.set(exclusive ? snapshot.sharedAddresses.length : 0);
+    this.sharedAddresses.set(exclusive ? 0 : snapshot.sharedAddresses.length);
     this.networkMismatches.set(snapshot.mismatches.length);
     this.probesIgnored.reset();
     for (const s of snapshot.skips) this.probesIgnored.inc({ reason: s.reason });

@@ -24,6 +24,8 @@ const snapshot: AgentSnapshot = {
   conflicts: [],
   skips: [],
   mismatches: [],
+  sharedAddresses: [],
+  addressSharing: "exclusive",
   unwritten: [{ pod, reason: "map-full", count: 1, wanted: 3, message: "full" }],
   synced: true,
   firstFullListApplied: true,
@@ -94,4 +96,32 @@ Deno.test("/metrics names no network, pod or address, only network ids (issue 24
   assert.equal(await sample(metrics, 'lace_probe_targets{family="ipv4",network_id="1"}'), 2);
   assert.equal(await sample(metrics, 'lace_probe_connects_total{network_id="1"}'), 3);
   assert.equal(await sample(metrics, 'lace_probe_unmatched_total{network_id="1"}'), 1);
+});
+
+Deno.test("Metrics.update() counts addresses of several networks as clashes under exclusive and as shared under shared, naming no network", async () => {
+  const shared = {
+    family: "ipv4" as const,
+    address: "10.0.0.1",
+    holder: { pod, network: { network: "net1", networkId: 1 } },
+    peers: [],
+    later: [{ pod: { ...pod, uid: "u2" }, network: { network: "net2", networkId: 2 } }],
+    holderWithdrawn: false,
+  };
+  const metrics = new Metrics(() => undefined);
+  metrics.update(report([]), { ...snapshot, sharedAddresses: [shared] });
+  assert.equal(await sample(metrics, "lace_address_clashes"), 1);
+  assert.equal(await sample(metrics, "lace_shared_addresses"), 0);
+  metrics.update(report([]), {
+    ...snapshot,
+    sharedAddresses: [shared],
+    addressSharing: "shared",
+  });
+  assert.equal(await sample(metrics, "lace_address_clashes"), 0);
+  assert.equal(await sample(metrics, "lace_shared_addresses"), 1);
+  const text = await metrics.text();
+  for (
+    const line of text.split("\n").filter((l) => /^lace_(address_clashes|shared_addresses)/.test(l))
+  ) {
+    assert.doesNotMatch(line, /net[12]|\{/, line);
+  }
 });

@@ -10,6 +10,7 @@ import type { Claim, Conflict } from "../rules/conflicts.ts";
 import type { Unwritten } from "../rules/share.ts";
 import type { NetworkMismatch } from "../rules/pod_network.ts";
 import type { Skip } from "../rules/targets.ts";
+import type { PodAt, SharedAddress } from "../rules/address_holders.ts";
 
 const log = getLogger(["lace", "agent"]);
 
@@ -23,6 +24,8 @@ export interface ProblemHooks {
   onNetworkMismatch?: (mismatch: NetworkMismatch) => void;
   /** Some of a pod's targets are not in the map (cap, map full, write error). */
   onUnwritten?: (unwritten: Unwritten) => void;
+  /** A pod that gets no target at an address another network's pod holds (--address-sharing=exclusive). */
+  onAddressClash?: (shared: SharedAddress, pod: PodAt) => void;
 }
 
 /** What one reconcile's computation found. */
@@ -31,6 +34,8 @@ export interface Findings {
   conflicts: Conflict[];
   mismatches: NetworkMismatch[];
   unwritten: Unwritten[];
+  /** Addresses pods of other networks hold that cost these pods their targets (exclusive only). */
+  addressClashes?: SharedAddress[];
 }
 
 /** Calls a hook; a hook that throws is logged, never passed on. */
@@ -127,6 +132,25 @@ export class ProblemReporter {
         },
       );
       callHook(() => this.#hooks.onNetworkMismatch?.(m));
+    }
+    for (const a of found.addressClashes ?? []) {
+      const losers = a.holderWithdrawn ? [a.holder, ...a.peers, ...a.later] : a.later;
+      for (const p of losers) {
+        const id = `address|${a.address}|${a.holder.pod.uid}|${a.holderWithdrawn}`;
+        if (!seen.fresh(p.pod.uid, id)) continue;
+        log.warning(
+          "Address {address} is held by pod {holder} of network {holderNetwork}; pod {pod} of network {network} gets no target at it (--address-sharing=exclusive)",
+          {
+            address: a.address,
+            holder: podName(a.holder.pod),
+            holderNetwork: a.holder.network.network || "(default)",
+            pod: podName(p.pod),
+            network: p.network.network || "(default)",
+            later: a.later.map((l) => podName(l.pod)),
+          },
+        );
+        callHook(() => this.#hooks.onAddressClash?.(a, p));
+      }
     }
     this.#unwritten(seen, found.unwritten);
     seen.next();

@@ -11,6 +11,7 @@ import { AgentCore, type AgentSnapshot } from "./core.ts";
 import { CgroupFollower } from "../cgroup/follower.ts";
 import { Datapath } from "../datapath/loader.ts";
 import {
+  type AddressesView,
   type Readiness,
   startHealthServer,
   startHttpServer,
@@ -26,6 +27,8 @@ import { trimMallocHeap } from "./malloc_trim.ts";
 import { Metrics } from "./metrics.ts";
 import { fileNodeNetworkStore } from "./node_networks.ts";
 import { conflictMessage, refusalMessage } from "../rules/conflicts.ts";
+import { addressClashMessage } from "../rules/address_holders.ts";
+import type { PodLookup } from "../pods/source.ts";
 import type { PodSource } from "../pods/source.ts";
 import { DirPodSource } from "../pods/dir_source.ts";
 import { type EventSink, nodeObjectRef, noopEventSink, podObjectRef } from "../kube/event_sink.ts";
@@ -67,6 +70,22 @@ function* targetViews(
       ...hitsOfKey(t.entry.key),
     });
   }
+}
+
+/** The snapshot's shared addresses for `/addresses` (local socket only). */
+function addressesView(snapshot: Readonly<AgentSnapshot>): AddressesView {
+  const name = (p: { namespace: string; name: string }) => `${p.namespace}/${p.name}`;
+  return {
+    sharing: snapshot.addressSharing,
+    addresses: snapshot.sharedAddresses.map((s) => ({
+      family: s.family,
+      address: s.address,
+      holder: name(s.holder.pod),
+      holderNetwork: s.holder.network.network,
+      later: s.later.map((p) => ({ pod: name(p.pod), network: p.network.network })),
+      holderWithdrawn: s.holderWithdrawn,
+    })),
+  };
 }
 
 /**
@@ -128,6 +147,12 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
   }
   let events: EventSink = noopEventSink;
   let uninstalling: (() => Promise<boolean>) | undefined;
+  let podLookup: PodLookup | undefined;
+  if (config.addressSharing === "shared") {
+    log.warning(
+      "Address sharing is on (--address-sharing=shared): pods of different networks may hold one address on this node, and a pod at such an address can answer the kubelet's probe with a redirect to another network's pod there, which the kubelet follows into that network with policy skipped; use it only for networks that trust each other (lace_shared_addresses counts them)",
+    );
+  }
   if (config.useApi) {
     // Loaded only here: the Kubernetes client costs ~30 MiB of RSS as its bundle, ~70 without
     // (bench/RESULTS.md, figure 4).
@@ -137,6 +162,10 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     const { AppsV1Api, CoreV1Api, clientNodeOrigin } = await import("../kube/k8s.ts");
     log.debug("Kubernetes client loaded from its {origin}", { origin: clientNodeOrigin });
     const kubeConfig = loadKubeConfig({ kubeconfig: config.kubeconfig });
+    if (config.addressSharing === "exclusive") {
+      const { apiPodLookup } = await import("../pods/api_lookup.ts");
+      podLookup = apiPodLookup(kubeConfig);
+    }
     sources.push(
       new ApiPodSource({
         kubeConfig,
@@ -185,10 +214,13 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
       : {}),
     store: datapath.store,
     sources,
+    ...(podLookup ? { podLookup } : {}),
     onSkip: (skip) => events.warn(podObjectRef(skip.pod), "ProbeIgnored", skip.message),
     onConflict: (c, dropped) =>
       events.warn(podObjectRef(dropped.pod), "ProbeTargetConflict", conflictMessage(c, dropped)),
     onUnwritten: (u) => events.warn(podObjectRef(u.pod), "ProbeTargetsNotWritten", u.message),
+    onAddressClash: (a, p) =>
+      events.warn(podObjectRef(p.pod), "AddressClash", addressClashMessage(a, p)),
     onAttachRefused: (a, clashes) => {
       metrics.attachRefusals.inc({ reason: "address-conflict" });
       events.warn(podObjectRef(a), "AttachRefused", refusalMessage(clashes));
@@ -304,6 +336,7 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     readiness,
     targets,
     unmatched: () => unmatched?.recent() ?? [],
+    addresses: () => addressesView(core.view()),
     metricsText: () => metrics.text(),
     metricsContentType: metrics.contentType,
   };

@@ -32,6 +32,7 @@ import {
 import { CONFLICT_POLICIES } from "../rules/conflicts.ts";
 import { CNI_CHAINING_MODES } from "../config.ts";
 import { type ChainTarget, parseChainTargets } from "../cni/chaining/select.ts";
+import { ADDRESS_SHARING } from "../rules/address_holders.ts";
 import { parseCidr } from "../datapath/pod_ranges.ts";
 
 /** A comma-separated list of CIDRs, each checked; empty text is no range. */
@@ -316,7 +317,16 @@ export const agentFlags: readonly FlagSpec<Config>[] = [
     env: ["LACE_ADDRESS_CONFLICT"],
     metavar: "POLICY",
     help:
-      "A probe address and port claimed by pods of two networks: fail-closed tags it for neither, older-wins keeps the older pod's (single-tenant clusters only)",
+      "A probe address and port claimed by pods of two networks: fail-closed tags it for neither, older-wins keeps the older pod's (single-tenant clusters only). Decides only under --address-sharing=shared, or for a key the later pod of a clash also probes",
+  },
+  {
+    name: "address-sharing",
+    key: "addressSharing",
+    value: oneOf(ADDRESS_SHARING),
+    env: ["LACE_ADDRESS_SHARING"],
+    metavar: "POLICY",
+    help:
+      "Pods of two networks at one address on this node: exclusive refuses the later pod's CNI ADD, or tags none of its probes at that address; shared allows it, for networks that trust each other only (a pod can then redirect the kubelet's probes into another network at its address)",
   },
   ...logFlags,
 ];

@@ -2,7 +2,7 @@
  * The doctor's checks of the running agent: health, readiness, the probe targets it knows
  * against the map, which targets the kubelet stopped reaching, and tagged connects.
  */
-import type { TargetView } from "../agent/http_server.ts";
+import type { AddressesView, TargetView } from "../agent/http_server.ts";
 import type { UnmatchedView } from "../agent/unmatched.ts";
 import { keyId } from "../datapath/probe_map.ts";
 import { isHookKind } from "../rules/targets.ts";
@@ -56,6 +56,7 @@ export function agentChecks(s: NodeSnapshot): Check[] {
   }
   if (a.targets) out.push(staleTargetsCheck(a.targets));
   if (a.unmatched) out.push(unmatchedCheck(a.unmatched));
+  if (a.addresses) out.push(addressSharingCheck(a.addresses));
   if (!isError(s.counters)) {
     const c = s.counters;
     const seen = (c.connect4Seen ?? 0n) + (c.connect6Seen ?? 0n);
@@ -149,6 +150,47 @@ export function unmatchedCheck(recent: UnmatchedView[]): Check {
         (recent.length > 10 ? `; and ${recent.length - 10} more` : ""),
     "compare the port with the pod's probes (`lace doctor pod NAMESPACE/NAME`): a port the " +
       "rules skipped (the pod's ProbeIgnored Event) or an address from a stale pod status",
+    "warning",
+  );
+}
+
+/**
+ * Addresses that pods of several networks hold on this node. Under
+ * `exclusive` each is a clash the agent contains (the later pods get no
+ * targets there); under `shared` each is an exposure the operator chose: a
+ * pod there can redirect the kubelet's probes into another network.
+ */
+export function addressSharingCheck(view: AddressesView): Check {
+  const network = (n: string) => n === "" ? "default network" : `network ${n}`;
+  const lines = view.addresses.slice(0, 10).map((a) =>
+    `${a.address} held by ${a.holder} (${network(a.holderNetwork)}), later ${
+      a.later.map((l) => `${l.pod} (${network(l.network)})`).join(", ")
+    }` + (a.holderWithdrawn ? "; the holder's probes there are untagged too" : "")
+  );
+  const more = view.addresses.length > 10 ? `; and ${view.addresses.length - 10} more` : "";
+  if (view.sharing === "shared") {
+    return check(
+      "address-sharing",
+      false,
+      `address sharing is on (--address-sharing=shared): ${view.addresses.length} address(es) ` +
+        `held by pods of several networks on this node; a pod at one can answer the kubelet's ` +
+        `probe with a redirect to another network's pod there, and the kubelet follows it into ` +
+        `that network with policy skipped` + (lines.length ? `: ${lines.join("; ")}${more}` : ""),
+      "keep it only for networks that trust each other; otherwise run the agent with " +
+        "--address-sharing=exclusive (chart: node.addressSharing) and give each network " +
+        "node-local addresses unique on the node",
+      "warning",
+    );
+  }
+  return check(
+    "address-sharing",
+    view.addresses.length === 0,
+    view.addresses.length === 0
+      ? "each address on this node belongs to one network (--address-sharing=exclusive)"
+      : `addresses held by pods of several networks (later pods' probes there are not tagged, ` +
+        `Event AddressClash): ${lines.join("; ")}${more}`,
+    "the networks' address managers gave one address to two networks on this node: make their " +
+      "node-local ranges disjoint, then recreate the later pods",
     "warning",
   );
 }

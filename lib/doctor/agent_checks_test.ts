@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { staleTargetsCheck, unmatchedCheck } from "./agent_checks.ts";
+import { addressSharingCheck, staleTargetsCheck, unmatchedCheck } from "./agent_checks.ts";
 
 const target = (port: number, age: number | null, periodSeconds?: number) => ({
   family: "ipv4" as const,
@@ -54,4 +54,29 @@ Deno.test("unmatchedCheck() lists recent unmatched connects with their pod", () 
     c.message,
     /10\.244\.1\.10:8081 \(pod ns\/a\), 2 reports, last 2026-12-01T03:00:00\.000Z/,
   );
+});
+
+Deno.test("addressSharingCheck() passes with no clash, names each clash under exclusive, and warns of the exposure under shared", () => {
+  const clash = {
+    family: "ipv4" as const,
+    address: "10.244.1.10",
+    holder: "green/v",
+    holderNetwork: "green",
+    later: [{ pod: "red/a", network: "red" }],
+    holderWithdrawn: false,
+  };
+  const clean = addressSharingCheck({ sharing: "exclusive", addresses: [] });
+  assert.equal(clean.ok, true);
+  assert.match(clean.message, /each address on this node belongs to one network/);
+  const clashed = addressSharingCheck({ sharing: "exclusive", addresses: [clash] });
+  assert.equal(clashed.ok, false);
+  assert.match(
+    clashed.message,
+    /10\.244\.1\.10 held by green\/v \(network green\), later red\/a \(network red\)/,
+  );
+  const shared = addressSharingCheck({ sharing: "shared", addresses: [] });
+  assert.equal(shared.ok, false, "sharing is an exposure even while no address is shared");
+  assert.equal(shared.severity, "warning");
+  assert.match(shared.message, /redirect to another network's pod/);
+  assert.match(addressSharingCheck({ sharing: "shared", addresses: [clash] }).message, /1 address/);
 });

@@ -8,6 +8,7 @@ import type { ApiServerProcess, ProcessInfo } from "../cgroup/kubelet_finder.ts"
 import type { DistrustedKubelet } from "../cgroup/kubelet_trust.ts";
 import type { UnmatchedView } from "../agent/unmatched.ts";
 import type { ChainStatus } from "../cni/chaining/status.ts";
+import type { AddressesView } from "../agent/http_server.ts";
 
 export interface Check {
   name: string;
@@ -69,6 +70,8 @@ export interface NodeSnapshot {
     targets: TargetView[] | null;
     /** Recent kubelet connects into pod ranges that matched no target (the agent's /unmatched). */
     unmatched: UnmatchedView[] | null;
+    /** Addresses pods of several networks hold (the agent's /addresses); null from an older agent. */
+    addresses?: AddressesView | null;
     error: string | null;
   };
   mapEntries: number | { error: string };

@@ -19,7 +19,7 @@ import {
 } from "../datapath/pins.ts";
 import { statCgroupId } from "../cgroup/watch.ts";
 import type { LinkSnapshot, NodeSnapshot } from "./check.ts";
-import type { TargetView } from "../agent/http_server.ts";
+import type { AddressesView, TargetView } from "../agent/http_server.ts";
 import type { UnmatchedView } from "../agent/unmatched.ts";
 import { getFromAgent } from "../agent/local_client.ts";
 import { apiServerProcesses, extraProcesses, findKubelets } from "../cgroup/kubelet_finder.ts";
@@ -143,6 +143,7 @@ async function agentState(socket: string, timeoutMs: number): Promise<NodeSnapsh
     readyz: null,
     targets: null,
     unmatched: null,
+    addresses: null,
     error: null,
   };
   if (!socket) {
@@ -157,6 +158,8 @@ async function agentState(socket: string, timeoutMs: number): Promise<NodeSnapsh
     if (t.status === 200) state.targets = JSON.parse(t.body) as TargetView[];
     const u = await get("/unmatched");
     if (u.status === 200) state.unmatched = JSON.parse(u.body) as UnmatchedView[];
+    const s = await get("/addresses");
+    if (s.status === 200) state.addresses = JSON.parse(s.body) as AddressesView;
   } catch (e) {
     state.error ??= `no agent answers on ${socket}: ${
       e instanceof Error ? e.message.split(":")[0] : String(e)

@@ -169,6 +169,11 @@ export class PodCache implements PodSink {
     return merged;
   }
 
+  /** The sources that have a view of this pod now, best first. */
+  sourcesOf(uid: string): string[] {
+    return this.#sourcesByPriority().filter((s) => this.#bySource.get(s)?.has(uid));
+  }
+
   #sourcesByPriority(): string[] {
     const rank = (s: string) => {
       const i = this.#priority.indexOf(s);

@@ -22,3 +22,12 @@ export interface PodSource {
   /** Stops watching; safe to call twice. */
   stop(): Promise<void>;
 }
+
+/**
+ * Reads one pod by name, for what cannot wait for the watch (the network of a
+ * pod at its CNI ADD, from the trusted annotations).
+ */
+export interface PodLookup {
+  /** The pod, or undefined when there is none by that name; rejects when the source cannot say. */
+  get(namespace: string, name: string): Promise<Pod | undefined>;
+}

@@ -6,7 +6,7 @@
  * order, so the agent never flaps between two pods.
  */
 import { keyId, type ProbeKey } from "../datapath/probe_map.ts";
-import type { PodIdentity } from "./pod_fields.ts";
+import { comparePodAge, type PodIdentity } from "./pod_fields.ts";
 import type { PodNetwork } from "./pod_network.ts";
 import type { PodPlacement } from "./placement.ts";
 import type { Target } from "./targets.ts";
@@ -37,12 +37,6 @@ export interface Conflict {
   dropped: Claim[];
 }
 
-function time(pod: PodIdentity): number {
-  const t = pod.creationTimestamp === undefined ? NaN : Date.parse(pod.creationTimestamp);
-  // A pod without a readable creation time cannot claim to be older than anyone.
-  return Number.isNaN(t) ? Infinity : t;
-}
-
 function cmp(a: string | number, b: string | number): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
@@ -53,7 +47,7 @@ function cmp(a: string | number, b: string | number): number {
  * twice), so the winner never depends on the order the pods arrived in.
  */
 function compareClaims(a: Target, b: Target): number {
-  return cmp(time(a.pod), time(b.pod)) || cmp(a.pod.uid, b.pod.uid) ||
+  return comparePodAge(a.pod, b.pod) ||
     cmp(a.networkId, b.networkId) || cmp(a.network, b.network) ||
     cmp(a.pod.namespace, b.pod.namespace) || cmp(a.pod.name, b.pod.name) ||
     cmp(a.container, b.container) || cmp(a.probe, b.probe) || cmp(a.handler, b.handler);

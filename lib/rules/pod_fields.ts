@@ -21,6 +21,23 @@ export interface PodIdentity {
 // deno-lint-ignore no-explicit-any
 export type Loose = any;
 
+/** A pod's creation time in ms; one without a readable time cannot claim to be older than anyone. */
+function createdMs(pod: PodIdentity): number {
+  const t = pod.creationTimestamp === undefined ? NaN : Date.parse(pod.creationTimestamp);
+  return Number.isNaN(t) ? Infinity : t;
+}
+
+/**
+ * Older pod first: creationTimestamp (set by the API server, which tenants cannot
+ * choose), then uid. The same for every agent and across restarts, so a choice
+ * made by it never depends on the order the pods arrived in.
+ */
+export function comparePodAge(a: PodIdentity, b: PodIdentity): number {
+  const ta = createdMs(a), tb = createdMs(b);
+  if (ta !== tb) return ta < tb ? -1 : 1;
+  return a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0;
+}
+
 /** The value when it is a string, else undefined. */
 export function str(value: unknown): string | undefined {
   return typeof value === "string" ? value : undefined;

@@ -211,6 +211,14 @@ export class AgentWorld implements AsyncDisposable {
   runDir!: string;
   pinPath!: string;
   readonly agents: AgentProcess[] = [];
+  /**
+   * The simulated node gives the pods of both networks the same addresses, to
+   * show that the port alone decides the network a probe is delivered into;
+   * the agent's default (--address-sharing=exclusive) allows one network per
+   * address. So its agents run with `shared` unless a test sets `"default"`
+   * here (to run the agent with no such flag) or passes the flag itself.
+   */
+  addressSharing: "shared" | "default" = "shared";
   readonly #cleanups = new CleanupStack("AgentWorld");
 
   static async create(): Promise<AgentWorld> {
@@ -248,6 +256,9 @@ export class AgentWorld implements AsyncDisposable {
       `--kubelet-cgroup=${kubeletCgroup}`,
       "--cni-socket=",
       "--debounce=5ms",
+      ...(this.addressSharing === "shared" && !extra.some((a) => a.startsWith("--address-sharing"))
+        ? ["--address-sharing=shared"]
+        : []),
       ...extra,
     ], {
       metricsAddr: opts.metricsAddr ?? freeLoopbackAddr(),

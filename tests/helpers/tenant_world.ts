@@ -7,6 +7,8 @@ import { TestApiServer } from "../api_server/mod.ts";
 import type { KubeObject } from "../api_server/mod.ts";
 import { type AgentProcess, AgentWorld, podManifest } from "./agent_process.ts";
 import { waitFor } from "./wait.ts";
+import { execPlugin, laceCommand } from "./cni_runtime.ts";
+import { POD_IPV4, POD_IPV6 } from "./agent_process.ts";
 
 /**
  * The world, the test API server with `pods`, and an agent using both, with its
@@ -16,8 +18,10 @@ export async function startTenantWorld(
   pods: Record<string, unknown>[],
   extra: string[] = [],
   dirPods: Record<string, unknown>[] = [],
+  addressSharing: AgentWorld["addressSharing"] = "shared",
 ) {
   const w = await AgentWorld.create();
+  w.addressSharing = addressSharing;
   let api: TestApiServer | undefined;
   try {
     api = await TestApiServer.start({ namespaces: ["default", "e2e", "tenant-a", "tenant-b"] });
@@ -81,4 +85,43 @@ export function tenantPod(
   const pod = podManifest({ name, networkId, httpPort, tcpPort, created });
   (pod.metadata as { namespace: string }).namespace = namespace;
   return pod;
+}
+
+/**
+ * Runs the `lace` plugin for one command as the runtime does, chained after a network plugin;
+ * `network` is what its conf names (empty: none, as on a node where annotations tell it).
+ */
+export async function plugin(
+  command: "ADD" | "CHECK",
+  socket: string,
+  pod: { name: string; uid: string },
+  network: { network: string; networkId: number } | Record<never, never>,
+  ips = [POD_IPV4, POD_IPV6],
+) {
+  const prevResult = {
+    cniVersion: "1.0.0",
+    interfaces: [{ name: "eth0", sandbox: "/var/run/netns/x" }],
+    ips: ips.map((ip) => ({ address: `${ip}/${ip.includes(":") ? 64 : 24}`, interface: 0 })),
+  };
+  const run = await execPlugin(
+    laceCommand(),
+    {
+      CNI_COMMAND: command,
+      CNI_CONTAINERID: `sandbox-${pod.name}`,
+      CNI_NETNS: "/var/run/netns/x",
+      CNI_IFNAME: "eth0",
+      CNI_PATH: "/usr/lib/cni",
+      CNI_ARGS: `K8S_POD_NAMESPACE=e2e;K8S_POD_NAME=${pod.name};K8S_POD_UID=${pod.uid}`,
+    },
+    JSON.stringify({
+      cniVersion: "1.0.0",
+      name: `lace-${"network" in network ? network.network : "default"}`,
+      type: "lace",
+      socket,
+      timeout: "5s",
+      ...network,
+      prevResult,
+    }),
+  );
+  return { ...run, result: run.stdout ? JSON.parse(run.stdout) : undefined };
 }
