@@ -42,7 +42,7 @@ async function assertGone(built: ReturnType<typeof builtBy>): Promise<void> {
 
 Deno.test({
   name:
-    "lace demo shows every kubelet probe reached and every outside access refused, then cleans up",
+    "lace demo shows the default turning a second network away from a held address, sharing under the opt-in with its exposure, and every outside access refused, then cleans up",
   ignore: privilegedSkipReason() !== undefined,
   async fn() {
     const out = await new Deno.Command(Deno.execPath(), {
@@ -56,20 +56,47 @@ Deno.test({
     assert.equal(out.code, 0, stderr);
     const report = JSON.parse(new TextDecoder().decode(out.stdout)) as {
       ok: boolean;
-      rows: { from: string; pod: string; result: string; answeredBy?: string; mark?: string }[];
+      holder: string;
+      refusal: { refused: boolean; message: string };
+      exposure: string;
+      rows: {
+        policy: string;
+        from: string;
+        pod: string;
+        result: string;
+        answeredBy?: string;
+        mark?: string;
+      }[];
     };
     assert.equal(report.ok, true);
-    const kubelet = report.rows.filter((r) => r.from === "kubelet");
-    const other = report.rows.filter((r) => r.from === "other");
-    // 2 pods × 2 addresses × 2 probes, from each cgroup.
-    assert.equal(kubelet.length, 8);
-    assert.equal(other.length, 8);
-    for (const r of kubelet) {
+    const rows = (policy: string, from: string) =>
+      report.rows.filter((r) => r.policy === policy && r.from === from);
+    // 2 pods × 2 addresses × 2 probes, from each cgroup, under each policy.
+    for (const policy of ["exclusive", "shared"]) {
+      assert.equal(rows(policy, "kubelet").length, 8);
+      assert.equal(rows(policy, "other").length, 8);
+      for (const r of rows(policy, "other")) assert.doesNotMatch(r.result, /^reached/);
+    }
+    // The default: the oldest pod holds the addresses, the other network's pod is turned away.
+    assert.equal(report.holder, "demo/web-net1");
+    for (const r of rows("exclusive", "kubelet")) {
+      if (r.pod === report.holder) {
+        assert.match(r.result, /^reached/);
+        assert.equal(`demo/${r.answeredBy}`, r.pod);
+      } else {
+        assert.doesNotMatch(r.result, /^reached/, `${r.pod} is not tagged under the default`);
+        assert.equal(r.mark, undefined);
+      }
+    }
+    assert.equal(report.refusal.refused, true, report.refusal.message);
+    assert.match(report.refusal.message, /already used on this node by a pod of another network/);
+    // The opt-in: every pod probed in its own network, and the exposure named.
+    for (const r of rows("shared", "kubelet")) {
       assert.match(r.result, /^reached/);
       assert.equal(`demo/${r.answeredBy}`, r.pod, "answered by the pod in the probe's own network");
       assert.ok(r.mark, "the connection carried a mark");
     }
-    for (const r of other) assert.doesNotMatch(r.result, /^reached/);
+    assert.match(report.exposure, /redirect to another network's pod.*policy skipped/);
     assert.match(stderr, /Cleaned up/);
     await assertGone(builtBy(stderr));
   },

@@ -28,3 +28,14 @@ export function moduleCommand(moduleUrl: string, sub: string, args: string[]): s
   if (!underDeno()) return [Deno.execPath(), sub, ...args];
   return [Deno.execPath(), "run", "-A", fileURLToPath(moduleUrl), ...args];
 }
+
+/**
+ * The command line that runs this program as the CNI plugin (the caller sets
+ * CNI_COMMAND and the other CNI variables): main.ts, or the binary, with no
+ * subcommand.
+ */
+export function selfPluginCommand(): string[] {
+  if (!underDeno()) return [Deno.execPath()];
+  const main = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "main.ts");
+  return [Deno.execPath(), "run", "-A", "--quiet", main];
+}

@@ -5,6 +5,11 @@
  * runs the real agent on that directory, then probes every pod from a kubelet
  * cgroup the way the kubelet does, shows that a process outside that cgroup
  * reaches none of them, and removes everything it made (also on Ctrl-C).
+ * It runs the agent twice: first under the default address policy (one
+ * network per address on the node: the oldest pod holds the address, the
+ * others' probes are not tagged, and a CNI ADD of another network at it is
+ * refused), then under the opt-in `--address-sharing=shared`, where every
+ * pod is probed in its own network, with the exposure that sharing brings.
  */
 import { join } from "node:path";
 import { boolean, type CommandSpec, integer, parseCommand, UsageError } from "../cli/flags.ts";
@@ -16,13 +21,17 @@ import { PodServer } from "./pod_server.ts";
 import { Prober, type ProbeResponse } from "../doctor/prober.ts";
 import { selfCommand } from "../cli/self_command.ts";
 import { type DemoPod, demoPods } from "./pods.ts";
+import { addAtHeldAddress, type RefusalResult, SHARING_EXPOSURE } from "./address_policy.ts";
 
 const spec: CommandSpec<{ networks: number; json: boolean }> = {
   name: "demo",
   summary: [
     "Run Lace end to end on this machine: a simulated node in network namespaces, overlay networks",
     "whose pods share one IPv4 and one IPv6 address, the real agent on a directory of Pod manifests,",
-    "and a kubelet-like prober. Needs root. Leaves nothing behind.",
+    "and a kubelet-like prober. The agent runs first under the default address policy (one network",
+    "per address on a node: the oldest pod holds it, the others are turned away), then with",
+    "--address-sharing=shared (each pod probed in its own network, and the exposure that brings).",
+    "Needs root. Leaves nothing behind.",
   ].join("\n"),
   usage: "lace demo [--networks N] [--json]",
   flags: [
@@ -39,6 +48,8 @@ const spec: CommandSpec<{ networks: number; json: boolean }> = {
 };
 
 export interface DemoRow {
+  /** The agent's --address-sharing when the row was probed. */
+  policy: "exclusive" | "shared";
   pod: string;
   network: string;
   address: string;
@@ -79,8 +90,19 @@ async function waitReady(url: string, agent: Deno.ChildProcess, deadlineMs: numb
 }
 
 function table(rows: DemoRow[]): string {
-  const header = ["FROM", "POD", "NETWORK", "ADDRESS", "PROBE", "RESULT", "ANSWERED BY", "MARK"];
+  const header = [
+    "POLICY",
+    "FROM",
+    "POD",
+    "NETWORK",
+    "ADDRESS",
+    "PROBE",
+    "RESULT",
+    "ANSWERED BY",
+    "MARK",
+  ];
   const cells = rows.map((r) => [
+    r.policy,
     r.from,
     r.pod,
     r.network,
@@ -95,7 +117,12 @@ function table(rows: DemoRow[]): string {
     .join("\n");
 }
 
-async function probeAll(prober: Prober, pods: DemoPod[], from: "kubelet" | "other") {
+async function probeAll(
+  prober: Prober,
+  pods: DemoPod[],
+  from: "kubelet" | "other",
+  policy: DemoRow["policy"],
+) {
   const rows: DemoRow[] = [];
   for (const pod of pods) {
     for (const address of [POD_IPV4, POD_IPV6]) {
@@ -107,6 +134,7 @@ async function probeAll(prober: Prober, pods: DemoPod[], from: "kubelet" | "othe
           ...(p.kind === "httpGet" ? { http: p.path } : {}),
         });
         rows.push({
+          policy,
           pod: `demo/${pod.name}`,
           network: `${pod.network} (${pod.networkId})`,
           address: address.includes(":") ? `[${address}]:${p.port}` : `${address}:${p.port}`,
@@ -124,7 +152,71 @@ async function probeAll(prober: Prober, pods: DemoPod[], from: "kubelet" | "othe
   return rows;
 }
 
-/** Runs the demo; returns 0 when every kubelet probe reached its own pod and no other process reached any. */
+/** One run of the agent on the demo's pods; stop() ends it (the pins stay for the next). */
+async function startDemoAgent(o: {
+  podsDir: string;
+  pinPath: string;
+  cniSocket: string;
+  cgroups: SimCgroups;
+  extra: string[];
+  cleanups: CleanupStack;
+}) {
+  const port = freePort();
+  const logFile = await Deno.makeTempFile({ prefix: "lace-demo-agent-", suffix: ".log" });
+  o.cleanups.push(() => Deno.remove(logFile));
+  const cmd = selfCommand("agent", [
+    "--no-kube-api",
+    "--node-name=demo-node",
+    `--pods-dir=${o.podsDir}`,
+    `--pin-path=${o.pinPath}`,
+    `--kubelet-cgroup=${o.cgroups.kubelet}`,
+    `--metrics-addr=127.0.0.1:${port}`,
+    // The demo must not take a real agent's sockets on this machine.
+    "--agent-socket=",
+    `--cni-socket=${o.cniSocket}`,
+    "--log-format=json",
+    ...o.extra,
+  ]);
+  const agent = new Deno.Command(cmd[0], {
+    args: cmd.slice(1),
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  const agentErr = agent.stderr.pipeTo((await Deno.open(logFile, { write: true })).writable)
+    .catch(() => {});
+  let stopped: Promise<void> | undefined;
+  const stop = () =>
+    stopped ??= (async () => {
+      try {
+        agent.kill("SIGTERM");
+      } catch {
+        // Already gone.
+      }
+      await agent.status;
+      await agentErr;
+    })();
+  o.cleanups.push(stop);
+  return {
+    port,
+    logFile,
+    stop,
+    async ready() {
+      try {
+        await waitReady(`http://127.0.0.1:${port}/readyz`, agent, 30_000);
+      } catch (e) {
+        say(await Deno.readTextFile(logFile));
+        throw e;
+      }
+    },
+  };
+}
+
+/**
+ * Runs the demo; returns 0 when, under the default, the holder's probes reached it, the later
+ * pods' reached no pod and the ADD at the held address was refused; under sharing every kubelet
+ * probe reached its own pod; and no other process reached any pod.
+ */
 export async function runDemo(args: string[]): Promise<number> {
   const options = parseCommand(spec, args);
   if (options === null) return 0;
@@ -192,81 +284,101 @@ export async function runDemo(args: string[]): Promise<number> {
     say(`Wrote ${pods.length} Pod manifests to ${podsDir}`);
 
     const pinPath = `/sys/fs/bpf/lace-demo-${sfx}`;
-    const port = freePort();
-    const logFile = await Deno.makeTempFile({ prefix: "lace-demo-agent-", suffix: ".log" });
-    cleanups.push(() => Deno.remove(logFile));
-    const cmd = selfCommand("agent", [
-      "--no-kube-api",
-      "--node-name=demo-node",
-      `--pods-dir=${podsDir}`,
-      `--pin-path=${pinPath}`,
-      `--kubelet-cgroup=${cgroups.kubelet}`,
-      `--metrics-addr=127.0.0.1:${port}`,
-      // The demo must not take a real agent's socket on this machine.
-      "--agent-socket=",
-      "--cni-socket=",
-      "--log-format=json",
-    ]);
-    const agent = new Deno.Command(cmd[0], {
-      args: cmd.slice(1),
-      stdin: "null",
-      stdout: "null",
-      stderr: "piped",
-    }).spawn();
-    const agentErr = agent.stderr.pipeTo((await Deno.open(logFile, { write: true })).writable)
-      .catch(() => {});
+    const cniSocket = join(podsDir, "run", "cni.sock");
     cleanups.push(async () => {
       const uninstall = selfCommand("uninstall", [`--pin-path=${pinPath}`]);
       await new Deno.Command(uninstall[0], { args: uninstall.slice(1), stdout: "null" }).output();
       await Deno.remove(pinPath).catch(() => {});
     });
-    cleanups.push(async () => {
-      try {
-        agent.kill("SIGTERM");
-      } catch {
-        // Already gone.
-      }
-      await agent.status;
-      await agentErr;
-    });
-    say(`Started the agent (pins under ${pinPath}, metrics on 127.0.0.1:${port}, log ${logFile})`);
-    try {
-      await waitReady(`http://127.0.0.1:${port}/readyz`, agent, 30_000);
-    } catch (e) {
-      say(await Deno.readTextFile(logFile));
-      throw e;
-    }
-    say("The agent is ready: programs attached to the kubelet cgroup, pod list applied\n");
-
+    const start = async (extra: string[]) => {
+      const agent = await startDemoAgent({ podsDir, pinPath, cniSocket, cgroups, extra, cleanups });
+      say(
+        `Started the agent${
+          extra.length ? ` with ${extra.join(" ")}` : ""
+        } (pins under ${pinPath}, metrics on 127.0.0.1:${agent.port}, log ${agent.logFile})`,
+      );
+      await agent.ready();
+      say("The agent is ready: programs attached to the kubelet cgroup, pod list applied\n");
+      return agent;
+    };
     const kubelet = await Prober.start({ netns: node.netns, cgroup: cgroups.kubelet });
     cleanups.push(() => kubelet.dispose());
     const other = await Prober.start({ netns: node.netns, cgroup: cgroups.other });
     cleanups.push(() => other.dispose());
+    const probeBoth = async (policy: DemoRow["policy"]) => ({
+      fromKubelet: await probeAll(kubelet, pods, "kubelet", policy),
+      fromOther: await probeAll(other, pods, "other", policy),
+    });
 
-    const fromKubelet = await probeAll(kubelet, pods, "kubelet");
-    const fromOther = await probeAll(other, pods, "other");
-    const rows = [...fromKubelet, ...fromOther];
-    const kubeletOk = fromKubelet.every((r) =>
-      r.result.startsWith("reached") && r.answeredBy === r.pod.split("/")[1]
+    // The default: one network per address on the node. The oldest pod holds the address.
+    const first = await start([]);
+    const exclusive = await probeBoth("exclusive");
+    const holder = pods[0];
+    const refusal: RefusalResult = await addAtHeldAddress(cniSocket, count + 1);
+    await first.stop();
+
+    // The opt-in: networks that trust each other share the address.
+    const second = await start(["--address-sharing=shared"]);
+    const shared = await probeBoth("shared");
+    await second.stop();
+
+    const reachedOwn = (r: DemoRow) =>
+      r.result.startsWith("reached") && r.answeredBy === r.pod.split("/")[1];
+    const ownedByHolder = (r: DemoRow) => r.pod === `demo/${holder.name}`;
+    const exclusiveOk = exclusive.fromKubelet.every((r) =>
+      ownedByHolder(r) ? reachedOwn(r) : !r.result.startsWith("reached")
+    ) && refusal.refused;
+    const sharedOk = shared.fromKubelet.every(reachedOwn);
+    const otherOk = [...exclusive.fromOther, ...shared.fromOther].every((r) =>
+      !r.result.startsWith("reached")
     );
-    const otherOk = fromOther.every((r) => !r.result.startsWith("reached"));
+    const rows = [
+      ...exclusive.fromKubelet,
+      ...exclusive.fromOther,
+      ...shared.fromKubelet,
+      ...shared.fromOther,
+    ];
+    const ok = exclusiveOk && sharedOk && otherOk;
     if (options.json) {
-      console.log(JSON.stringify({ ok: kubeletOk && otherOk, rows }, null, 2));
+      console.log(
+        JSON.stringify(
+          { ok, holder: `demo/${holder.name}`, refusal, exposure: SHARING_EXPOSURE, rows },
+          null,
+          2,
+        ),
+      );
     } else {
+      const later = pods.length - 1;
       console.log(table(rows));
       console.log("");
       console.log(
-        kubeletOk
-          ? `Every kubelet probe reached its own pod (${fromKubelet.length}/${fromKubelet.length}), through the network its mark selects.`
-          : "Some kubelet probes did NOT reach their pod: see the table above.",
+        exclusiveOk
+          ? `Default policy (one network per address on the node): demo/${holder.name} (${holder.network}, the oldest pod) holds ${POD_IPV4} and ${POD_IPV6}; ` +
+            (later
+              ? `the kubelet's probes of the ${later} later pod(s) of other networks there are not tagged and reach no pod; `
+              : "") +
+            `a CNI ADD bringing those addresses for network net${
+              count + 1
+            } was turned away: ${refusal.message}`
+          : `The default policy did NOT hold: ${
+            refusal.refused ? "a later pod was reached" : refusal.message
+          }`,
       );
       console.log(
+        sharedOk
+          ? `With --address-sharing=shared every kubelet probe reached its own pod (${shared.fromKubelet.length}/${shared.fromKubelet.length}), through the network its mark selects.`
+          : "With --address-sharing=shared some kubelet probes did NOT reach their pod: see the table above.",
+      );
+      console.log(`The exposure of sharing: ${SHARING_EXPOSURE}.`);
+      console.log(
         otherOk
-          ? `No process outside the kubelet cgroup reached any pod (0/${fromOther.length}): its connects are not tagged.`
+          ? `No process outside the kubelet cgroup reached any pod (0/${
+            exclusive.fromOther.length + shared.fromOther.length
+          }): its connects are not tagged.`
           : "A process outside the kubelet cgroup reached a pod: that must never happen.",
       );
     }
-    return kubeletOk && otherOk ? 0 : 1;
+    return ok ? 0 : 1;
   } finally {
     await cleanup();
     say("Cleaned up: namespaces, cgroups, pins, processes and files are gone");

@@ -1,8 +1,10 @@
 /**
  * The demo's pods: one per simulated network, all at the same IPv4 and IPv6
  * address, each with an HTTP liveness probe on a named port and a TCP
- * readiness probe. Ports differ per network because two networks cannot both
- * own the same (address, port) on one node (the conflict rule).
+ * readiness probe, created a minute apart (the first is the oldest: it holds
+ * the address under the default policy). Ports differ per network because two
+ * networks cannot both own the same (address, port) on one node (the
+ * conflict rule), which the demo's run with sharing relies on.
  */
 import { POD_IPV4, POD_IPV6, type SimNetwork } from "./netns.ts";
 
