@@ -18,6 +18,8 @@ import {
   uninstall,
 } from "../lib/datapath/pins.ts";
 import { PIN_LOCK_TIMEOUT_MS } from "../lib/datapath/migration.ts";
+import { runDoctor } from "../lib/doctor/command.ts";
+import { captureConsole } from "./helpers/capture_console.ts";
 import { CgroupTree } from "./helpers/cgroup_fixture.ts";
 import { Releases } from "./helpers/releases.ts";
 import { privilegedSkipReason, testPinPath } from "./helpers/sim_world.ts";
@@ -277,6 +279,28 @@ privileged(
     assert.ok(
       older.links().every((l) => l.current),
       "the links run the rolled-back agent's program",
+    );
+  },
+);
+
+privileged(
+  "finding 3: lace doctor names a local user's process that holds a pin directory open",
+  async () => {
+    using exposed = new ExposedPinPath();
+    Datapath.open({ pinPath: exposed.pinPath }).close();
+    // As a release before this one left it, while the attacker opened it.
+    Deno.chmodSync(exposed.pinPath, 0o755);
+    await using attacker = new NobodyLock(exposed.pinPath, "-x");
+    assert.ok(await attacker.settled(), `the attacker holds its lock: ${attacker.output}`);
+    const out = await captureConsole(() =>
+      runDoctor(["--json", `--pin-path=${exposed.pinPath}`, "--agent-socket=/nonexistent.sock"])
+    );
+    const checks = (JSON.parse(out.out) as { checks: { name: string; message: string }[] }).checks;
+    const openers = checks.find((c) => c.name === "pin-dir-openers");
+    assert.match(openers?.message ?? "", /\(uid 65534, sleep\) on ".*\/lace"/, out.out);
+    assert.match(
+      checks.find((c) => c.name === "pin-dirs")?.message ?? "",
+      /readable by group or others \(mode 0755\)/,
     );
   },
 );

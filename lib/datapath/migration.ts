@@ -142,7 +142,8 @@ export function takePinLock(pinPath: string): DirLock {
     throw new Error(
       `Pin path "${pinPath}" stayed locked for ${PIN_LOCK_TIMEOUT_MS} ms${
         holders.length ? ` (open in ${describeOpeners(holders)})` : ""
-      }: check for a hung agent on this node (lace doctor)`,
+      }: check for a hung agent on this node, or a process of another user that kept the ` +
+        "directory open from before it was 0700 (`lace doctor`, run as root on the host, names it)",
     );
   }
   return lock;

@@ -41,6 +41,12 @@ export interface NodeSnapshot {
    * `tightenable` when the agent makes it 0700 at its next start.
    */
   pinDirProblems: { problem: string; tightenable: boolean }[];
+  /**
+   * Processes of users other than root that have the pin path or a directory under it open: they
+   * may hold Lace's locks (a descriptor opened while the directory was 0755). Only what this
+   * process may inspect (root with CAP_SYS_PTRACE sees all).
+   */
+  pinDirOpeners: { dir: string; pid: number; uid: number; comm: string | null }[];
   mapPinned: boolean;
   /** The map layouts (ABI versions) pinned under the pin path, newest first. */
   layouts: number[];

@@ -14,6 +14,7 @@ function healthy(): NodeSnapshot {
     pinPathFsType: "bpf",
     bpffsModes: [{ mountPoint: "/sys/fs/bpf", mode: 0o700 }],
     pinDirProblems: [],
+    pinDirOpeners: [],
     mapPinned: true,
     layouts: [ABI_VERSION],
     links: ["connect4", "connect6"].map((program) => ({
@@ -100,6 +101,15 @@ Deno.test("evaluate() fails on a pin directory someone else owns, and warns of a
   const loose = byName(evaluate({ ...healthy(), pinDirProblems: [readable] }), "pin-dirs");
   assert.equal(loose.severity, "warning");
   assert.match(loose.fix, /0700 at its next start/);
+});
+
+Deno.test("evaluate() names other users' processes that hold a pin directory open", () => {
+  assert.equal(evaluate(healthy()).find((c) => c.name === "pin-dir-openers"), undefined);
+  const opener = { dir: "/sys/fs/bpf/lace", pid: 4242, uid: 65534, comm: "sleep" };
+  const c = byName(evaluate({ ...healthy(), pinDirOpeners: [opener] }), "pin-dir-openers");
+  assert.equal(c.severity, "error");
+  assert.match(c.message, /pid 4242 \(uid 65534, sleep\) on "\/sys\/fs\/bpf\/lace"/);
+  assert.match(c.fix, /kill 4242/);
 });
 
 Deno.test("evaluate() reports missing pins with the fix to start the agent", () => {

@@ -85,6 +85,21 @@ function permissionChecks(s: NodeSnapshot): Check[] {
       "warning",
     ));
   }
+  if (s.pinDirOpeners.length) {
+    const pids = [...new Set(s.pinDirOpeners.map((o) => o.pid))];
+    checks.push(check(
+      "pin-dir-openers",
+      false,
+      "processes of users other than root have Lace's pin directories open and may hold its " +
+        `locks (start, attach or a rollback then waits on them): ${
+          s.pinDirOpeners.map((o) =>
+            `pid ${o.pid} (uid ${o.uid}${o.comm ? `, ${o.comm}` : ""}) on "${o.dir}"`
+          ).join(", ")
+        }`,
+      `stop them (\`kill ${pids.join(" ")}\`); no one but root can open these directories ` +
+        "again once they are 0700",
+    ));
+  }
   return checks;
 }
 

@@ -28,6 +28,7 @@ import { bpffsMountPoints, type Mount, mountOf, readMountInfo } from "../mountin
 import { errorText } from "../error_text.ts";
 import { chainStatus } from "../cni/chaining/status.ts";
 import { rootDirProblem } from "../root_dir.ts";
+import { DirLock } from "../datapath/dir_lock.ts";
 
 export interface DoctorOptions {
   pinPath: string;
@@ -86,6 +87,7 @@ export async function gatherSnapshot(o: DoctorOptions): Promise<NodeSnapshot> {
       mode: modeOf(mountPoint),
     })),
     pinDirProblems: pinDirProblems(o.pinPath, layouts),
+    pinDirOpeners: pinDirOpeners(o.pinPath),
     mapPinned,
     layouts: layouts.map((l) => l.abi),
     links,
@@ -270,4 +272,19 @@ function pinDirProblems(
       return [{ problem: `cannot check ${what} "${dir}": ${errorText(e)}`, tightenable: false }];
     }
   });
+}
+
+/** Other users' processes that have the pin path, or a directory right under it, open. */
+function pinDirOpeners(pinPath: string): NodeSnapshot["pinDirOpeners"] {
+  const dirs = [pinPath];
+  try {
+    for (const e of Deno.readDirSync(pinPath)) if (e.isDirectory) dirs.push(join(pinPath, e.name));
+  } catch {
+    return []; // no pin path: nothing to hold
+  }
+  return dirs.flatMap((dir) =>
+    DirLock.openers(dir).flatMap((o) =>
+      o.uid !== null && o.uid !== 0 ? [{ dir, pid: o.pid, uid: o.uid, comm: o.comm }] : []
+    )
+  );
 }
