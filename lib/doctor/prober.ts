@@ -13,6 +13,7 @@ import { lines } from "../cli/process.ts";
 import { moduleCommand } from "../cli/self_command.ts";
 import { Errno, errnoName } from "../datapath/libbpf/errors.ts";
 import { lastErrno, type Libc, libcSymbols } from "../datapath/libbpf/library.ts";
+import { requestTarget } from "./request_target.ts";
 
 export interface ProbeRequest {
   host: string;
@@ -38,6 +39,8 @@ export interface ProbeResponse {
 const AF_INET = 2, AF_INET6 = 10, SOCK_STREAM = 1, SOCK_NONBLOCK = 0o4000, SOCK_CLOEXEC = 0o2000000;
 const SOL_SOCKET = 1, SO_ERROR = 4, SO_MARK = 36;
 const POLLIN = 1, POLLOUT = 4;
+/** The most of a pod's answer the doctor reads: its status line and the start of its body. */
+const MAX_ANSWER = 64 * 1024;
 
 function sockaddr(host: string, port: number): { family: number; bytes: Uint8Array } {
   const { family, bytes } = parseAddress(host);
@@ -108,17 +111,20 @@ function probeOnce(c: Libc, req: ProbeRequest): ProbeResponse {
     if (req.connectOnly) return { result: "reached", mark };
     if (req.http !== undefined) {
       const request = new TextEncoder().encode(
-        `GET ${req.http} HTTP/1.0\r\nHost: ${req.host}\r\nConnection: close\r\n\r\n`,
+        `GET ${requestTarget(req.http)} HTTP/1.0\r\nHost: ${
+          req.host.includes(":") ? `[${req.host}]` : req.host
+        }\r\nConnection: close\r\n\r\n`,
       );
       if (c.write(fd, request, BigInt(request.length)) !== BigInt(request.length)) {
         return { result: "ERROR", mark, error: "short write" };
       }
     }
-    const chunks: Uint8Array[] = [];
-    const buf = new Uint8Array(4096);
-    for (;;) {
-      const n = Number(c.read(fd, buf, BigInt(buf.length)));
-      if (n > 0) chunks.push(buf.slice(0, n));
+    // The answer comes from the pod's author: read at most MAX_ANSWER bytes of it, into one buffer.
+    const answer = new Uint8Array(MAX_ANSWER);
+    let used = 0;
+    while (used < answer.length) {
+      const n = Number(c.read(fd, answer.subarray(used), BigInt(answer.length - used)));
+      if (n > 0) used += n;
       else if (n === 0) break;
       else {
         const err = lastErrno();
@@ -128,9 +134,7 @@ function probeOnce(c: Libc, req: ProbeRequest): ProbeResponse {
         if (!waitFor(c, fd, POLLIN, deadline)) return { result: "TIMEOUT", mark };
       }
     }
-    const text = new TextDecoder().decode(
-      chunks.reduce((a, b) => new Uint8Array([...a, ...b]), new Uint8Array()),
-    );
+    const text = new TextDecoder().decode(answer.subarray(0, used));
     if (req.http === undefined) return { result: "reached", body: text, mark };
     const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(text)?.[1] ?? 0);
     const split = text.indexOf("\r\n\r\n");
