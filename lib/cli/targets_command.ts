@@ -4,7 +4,7 @@
  * each target belongs to), and falls back to reading the pinned map when no
  * agent answers.
  */
-import type { TargetView } from "../agent/http_server.ts";
+import type { AddressesView, TargetView } from "../agent/http_server.ts";
 import { getFromAgent } from "../agent/local_client.ts";
 import { defaultConfig } from "../config.ts";
 import { boolean, type CommandSpec } from "./flags.ts";
@@ -128,6 +128,38 @@ export function targetsJson(targets: TargetView[]): string {
   })));
 }
 
+/** The agent's /addresses; undefined when no agent answers (or an older one without it). */
+async function addressesFromAgent(socketPath: string): Promise<AddressesView | undefined> {
+  if (!socketPath) return undefined;
+  try {
+    const res = await getFromAgent(socketPath, "/addresses", 1000);
+    return res.status === 200 ? JSON.parse(res.body) as AddressesView : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The lines under the table about addresses pods of several networks hold:
+ * under exclusive whose probes there are not tagged, under shared that the
+ * address is shared. Empty when there are none. Escaped like the table.
+ */
+export function addressesText(view: AddressesView): string {
+  const net = (n: string) => n === "" ? "default network" : n;
+  const lines = view.addresses.map((a) => {
+    const later = a.later.map((l) => `${l.pod} (${net(l.network)})`).join(", ");
+    const holder = `${a.holder} (${net(a.holderNetwork)})`;
+    if (view.sharing === "shared") return `  ${a.address}: ${holder}, ${later}`;
+    return `  ${a.address}: held by ${holder}; not tagged there: ${later}` +
+      (a.holderWithdrawn ? `, and the holder` : "");
+  }).map(safeText);
+  if (lines.length === 0) return "";
+  const title = view.sharing === "shared"
+    ? "Addresses shared by pods of several networks (--address-sharing=shared):"
+    : "Addresses held by pods of several networks (--address-sharing=exclusive):";
+  return [title, ...lines].join("\n");
+}
+
 export async function runTargetsCommand(args: string[]): Promise<number> {
   const options = parseNodeCommand(spec, args);
   if (options === null) return 0;
@@ -136,6 +168,9 @@ export async function runTargetsCommand(args: string[]): Promise<number> {
     console.log(targetsJson(targets));
   } else {
     console.log(targets.length ? targetsTable(targets) : "No probe targets registered");
+    const addresses = await addressesFromAgent(options.agentSocket);
+    const text = addresses ? addressesText(addresses) : "";
+    if (text) console.log(`\n${text}`);
   }
   return 0;
 }

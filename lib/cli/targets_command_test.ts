@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { TargetView } from "../agent/http_server.ts";
-import { targetsTable } from "./targets_command.ts";
+import { addressesText, targetsTable } from "./targets_command.ts";
 
 const view = (port: number, extra: Partial<TargetView> = {}): TargetView => ({
   family: "ipv4",
@@ -39,4 +39,30 @@ Deno.test("targetsTable() names the probe or lifecycle hook each target serves, 
     ["ipv4", "10.0.0.1", "9090", "blue (7)", "0x71000", "shop/web", "app/preStop", "0", "never"],
     ["ipv4", "10.0.0.1", "15000", "7", "0x71000", "-", "-", "1", "1m1s ago"],
   ]);
+});
+
+Deno.test("addressesText() says under exclusive who holds an address and whose probes are not tagged there, escaped", () => {
+  const address = {
+    family: "ipv4" as const,
+    address: "10.244.1.10",
+    holder: "green/v",
+    holderNetwork: "green",
+    later: [{ pod: "red/a\u001b[2J", network: "red" }, { pod: "plain/p", network: "" }],
+    holderWithdrawn: true,
+  };
+  assert.equal(addressesText({ sharing: "exclusive", addresses: [] }), "");
+  const text = addressesText({ sharing: "exclusive", addresses: [address] });
+  assert.match(
+    text,
+    /^Addresses held by pods of several networks \(--address-sharing=exclusive\):/,
+  );
+  assert.match(
+    text,
+    /10\.244\.1\.10: held by green\/v \(green\); not tagged there: red\/a.* \(red\), plain\/p \(default network\), and the holder/,
+  );
+  assert.ok(!text.includes("\u001b"), "a pod name's escape sequence is not printed raw");
+  assert.match(
+    addressesText({ sharing: "shared", addresses: [{ ...address, holderWithdrawn: false }] }),
+    /shared by pods of several networks \(--address-sharing=shared\):\n  10\.244\.1\.10: green\/v/,
+  );
 });

@@ -54,27 +54,39 @@ export interface SharedAddress {
  * own) take no part: nothing says which network they are in.
  */
 export function sharedAddresses(placements: PodPlacement[]): SharedAddress[] {
-  const byAddress = new Map<string, { family: Family; pods: PodAt[] }>();
+  // One pass that only notes, per address, its first network and whether another follows: at
+  // ~10k pods a reconcile must not build and sort an entry per address (most have one pod).
+  const byAddress = new Map<string, { family: Family; networkId: number; multi: boolean }>();
   for (const p of placements) {
     if (!p.network) continue;
     for (const a of p.addresses) {
-      let entry = byAddress.get(a.address);
-      if (!entry) byAddress.set(a.address, entry = { family: a.family, pods: [] });
-      // One pod lists an address once (podAddresses drops duplicates); a uid twice is the
-      // same pod from two views, which the cache merges before this.
-      entry.pods.push({ pod: p.pod, network: p.network });
+      const entry = byAddress.get(a.address);
+      if (!entry) {
+        byAddress.set(a.address, {
+          family: a.family,
+          networkId: p.network.networkId,
+          multi: false,
+        });
+      } else if (entry.networkId !== p.network.networkId) entry.multi = true;
     }
   }
+  const pods = new Map<string, PodAt[]>();
+  for (const [address, entry] of byAddress) if (entry.multi) pods.set(address, []);
+  if (pods.size === 0) return [];
+  for (const p of placements) {
+    if (!p.network) continue;
+    // One pod lists an address once (podAddresses drops duplicates).
+    for (const a of p.addresses) pods.get(a.address)?.push({ pod: p.pod, network: p.network });
+  }
   const out: SharedAddress[] = [];
-  for (const address of [...byAddress.keys()].sort()) {
-    const { family, pods } = byAddress.get(address)!;
-    if (new Set(pods.map((p) => p.network.networkId)).size < 2) continue;
-    pods.sort((a, b) => comparePodAge(a.pod, b.pod) || a.network.networkId - b.network.networkId);
-    const [holder, ...rest] = pods;
+  for (const address of [...pods.keys()].sort()) {
+    const at = pods.get(address)!;
+    at.sort((a, b) => comparePodAge(a.pod, b.pod) || a.network.networkId - b.network.networkId);
+    const [holder, ...rest] = at;
     const id = holder.network.networkId;
     const later = rest.filter((p) => p.network.networkId !== id);
     out.push({
-      family,
+      family: byAddress.get(address)!.family,
       address,
       holder,
       peers: rest.filter((p) => p.network.networkId === id),
