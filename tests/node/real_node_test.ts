@@ -93,6 +93,10 @@ Deno.test({
     `node.cni.confDir=${join(node.dir, "net.d")}`,
     "--set",
     `node.cni.stateDir=${join(node.dir, "lace-cni-state")}`,
+    // Three networks give their pods the same addresses on this one node, which the default
+    // (one network per address, node.addressSharing=exclusive) refuses: the opt-in runs here.
+    "--set",
+    "node.addressSharing=shared",
   ];
   const upgrade = (...extra: string[]) =>
     helm(node, [
