@@ -196,7 +196,12 @@ helmTest(
     const role = only(manifests, "Role");
     assert.equal(role.metadata.namespace, "lace-system");
     assert.deepEqual(role.rules, [
-      { apiGroups: ["apps"], resources: ["daemonsets"], resourceNames: ["lace"], verbs: ["get"] },
+      {
+        apiGroups: ["apps"],
+        resources: ["daemonsets"],
+        resourceNames: ["lace"],
+        verbs: ["get", "list", "watch"],
+      },
     ]);
     const binding = only(manifests, "RoleBinding");
     assert.equal(binding.roleRef.name, role.metadata.name);

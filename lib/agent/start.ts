@@ -159,7 +159,7 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     const { ApiPodSource } = await import("../pods/api_source.ts");
     const { loadKubeConfig } = await import("../kube/client.ts");
     const { EventRecorder } = await import("../kube/events.ts");
-    const { AppsV1Api, CoreV1Api, clientNodeOrigin } = await import("../kube/k8s.ts");
+    const { AppsV1Api, CoreV1Api, clientNodeOrigin, Watch } = await import("../kube/k8s.ts");
     log.debug("Kubernetes client loaded from its {origin}", { origin: clientNodeOrigin });
     const kubeConfig = loadKubeConfig({ kubeconfig: config.kubeconfig });
     if (config.addressSharing === "exclusive") {
@@ -181,18 +181,21 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     });
     events = recorder;
     parts.push(() => recorder.stop());
-    if (config.daemonSet) {
+    if (config.daemonSet && config.cniSocket) {
+      // Its DaemonSet's deletion is what tells `helm uninstall` from a restart (lib/agent/chaining.ts).
+      const { OwnDaemonSet } = await import("../kube/own_daemonset.ts");
       const [namespace, name] = config.daemonSet.split("/");
       const apps = kubeConfig.makeApiClient(AppsV1Api);
-      uninstalling = async () => {
-        try {
-          const ds = await apps.readNamespacedDaemonSet({ name, namespace });
-          return !!ds.metadata?.deletionTimestamp;
-        } catch (e) {
-          if ((e as { code?: unknown })?.code === 404) return true;
-          throw e;
-        }
-      };
+      const watch = new Watch(kubeConfig);
+      const own = new OwnDaemonSet({
+        namespace,
+        name,
+        watch: (path, query, callback, done) => watch.watch(path, query, callback, done),
+        get: () => apps.readNamespacedDaemonSet({ name, namespace }),
+      });
+      own.start();
+      parts.push(() => own.stop());
+      uninstalling = () => own.uninstalling();
     }
   }
   const nodeRef = nodeObjectRef(config.nodeName || Deno.hostname());

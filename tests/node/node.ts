@@ -62,6 +62,11 @@ export interface NodeOptions {
    * chained, as no agent runs.
    */
   cluster?: { namespaceNetworks: Record<string, string> };
+  /**
+   * false: the network plugin's conflist starts without `lace`, as on a node Lace was never
+   * installed on (the chart's auto-chaining adds it); default true: chained by hand.
+   */
+  chainLace?: boolean;
 }
 
 async function writeFile(path: string, text: string, mode = 0o644): Promise<string> {
@@ -205,6 +210,7 @@ export async function startNode(options: NodeOptions = {}): Promise<Node & Async
         namespaceNetworks: options.cluster.namespaceNetworks,
         noAgent: true,
       }),
+      ...(options.chainLace === false && { noAgent: true }),
       mark,
     });
 

@@ -97,6 +97,10 @@ Deno.test({
     // (one network per address, node.addressSharing=exclusive) refuses: the opt-in runs here.
     "--set",
     "node.addressSharing=shared",
+    // This node's conflist chains lace by hand, and a step takes it out on purpose; automatic
+    // chaining is tested on a node of its own (tests/node/cni_chaining_test.ts).
+    "--set",
+    "node.cni.chaining=manual",
   ];
   const upgrade = (...extra: string[]) =>
     helm(node, [
