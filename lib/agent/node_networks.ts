@@ -7,6 +7,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { isObject } from "../json.ts";
+import { rootDirProblem } from "../root_dir.ts";
 import type { PodNetwork } from "../rules/pod_network.ts";
 
 const log = getLogger(["lace", "agent"]);
@@ -50,7 +51,7 @@ export function parseNodeNetworks(
 /**
  * A NodeNetworkStore in the file at `path`, written 0600 through a temporary
  * file and a rename, so a reader never sees half of it; its directory is
- * created 0700 when missing. A missing file is an empty store; a broken one
+ * created 0700 when missing, and read only when it is root's alone. A missing file is an empty store; a broken one
  * is logged and its good entries kept. A failed save is logged, never thrown:
  * the agent keeps working from memory.
  */
@@ -58,6 +59,16 @@ export function fileNodeNetworkStore(path: string): NodeNetworkStore {
   const dir = path.slice(0, Math.max(1, path.lastIndexOf("/")));
   return {
     load() {
+      // A file others could have planted would choose pods' networks: read it only from a
+      // directory that is root's alone (the CNI socket's, checked again when it listens).
+      const unsafe = rootDirProblem(dir, "Directory of the node's pod networks");
+      if (unsafe && !unsafe.tightenable) {
+        log.error("Not reading the node's pod networks from {path}: {problem}", {
+          path,
+          problem: unsafe.problem,
+        });
+        return new Map();
+      }
       let text: string;
       try {
         text = Deno.readTextFileSync(path);

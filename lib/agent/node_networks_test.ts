@@ -35,3 +35,21 @@ Deno.test("fileNodeNetworkStore() saves root-only and loads what it saved", asyn
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test(
+  "finding 8: fileNodeNetworkStore() reads nothing from a directory others may write",
+  async () => {
+    const dir = await Deno.makeTempDir({ prefix: "lace-node-networks-" });
+    try {
+      const store = fileNodeNetworkStore(`${dir}/run/node-networks.json`);
+      store.save(new Map([["u1", { network: "blue", networkId: 7 }]]));
+      // Anyone may now have replaced the file: its networks are not taken.
+      Deno.chmodSync(`${dir}/run`, 0o777);
+      assert.deepEqual(store.load(), new Map());
+      Deno.chmodSync(`${dir}/run`, 0o700);
+      assert.equal(store.load().size, 1);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+);
