@@ -16,8 +16,6 @@ export interface AgentProcessOptions {
   podsDir?: string;
   /** Use the Kubernetes API through this kubeconfig. */
   kubeconfig?: string;
-  /** Serve health for the kubelet's probes on this loopback host:port too. */
-  healthAddr?: string;
 }
 
 /** A free TCP port on 127.0.0.1 (the kernel's choice, released right away). */
@@ -36,6 +34,8 @@ export function mainCommand(args: string[]): string[] {
 export class AgentProcess {
   readonly child: Deno.ChildProcess;
   readonly metricsAddr: string;
+  /** The loopback health listener (/healthz, /readyz), as the chart's probes use it. */
+  readonly healthAddr: string;
   /** The agent's local socket (its view, /targets too), in a directory of its own. */
   readonly agentSocket: string;
   /** performance.now() just before the spawn. */
@@ -45,11 +45,13 @@ export class AgentProcess {
   private constructor(
     child: Deno.ChildProcess,
     metricsAddr: string,
+    healthAddr: string,
     agentSocket: string,
     spawnedAt: number,
   ) {
     this.child = child;
     this.metricsAddr = metricsAddr;
+    this.healthAddr = healthAddr;
     this.agentSocket = agentSocket;
     this.spawnedAt = spawnedAt;
   }
@@ -60,6 +62,9 @@ export class AgentProcess {
 
   static start(opts: AgentProcessOptions): AgentProcess {
     const metricsAddr = `127.0.0.1:${freePort()}`;
+    // Readiness is polled where the kubelet polls it: the node listener limits the requests of
+    // one address (10 a second), which would blur the time to ready.
+    const healthAddr = `127.0.0.1:${freePort()}`;
     const agentSocket = `${Deno.makeTempDirSync({ prefix: "lace-bench-run-" })}/agent.sock`;
     const args = [
       "agent",
@@ -78,7 +83,8 @@ export class AgentProcess {
       "--log-level",
       "warning",
       ...(opts.podsDir ? ["--pods-dir", opts.podsDir] : []),
-      ...(opts.healthAddr ? ["--health-addr", opts.healthAddr] : []),
+      "--health-addr",
+      healthAddr,
       ...(opts.kubeconfig ? ["--kube-api", "--kubeconfig", opts.kubeconfig] : ["--no-kube-api"]),
     ];
     const cmd = mainCommand(args);
@@ -89,7 +95,7 @@ export class AgentProcess {
       stdout: "null",
       stderr: "inherit",
     }).spawn();
-    return new AgentProcess(child, metricsAddr, agentSocket, spawnedAt);
+    return new AgentProcess(child, metricsAddr, healthAddr, agentSocket, spawnedAt);
   }
 
   /** Waits until /readyz answers 200; returns ms from spawn to the first 200 seen. */
@@ -101,7 +107,7 @@ export class AgentProcess {
     while (performance.now() < deadline) {
       if (exited) throw new Error(`The agent exited before it was ready (last /readyz: ${last})`);
       try {
-        const res = await fetch(`http://${this.metricsAddr}/readyz`);
+        const res = await fetch(`http://${this.healthAddr}/readyz`);
         last = `${res.status} ${(await res.text()).trim().slice(0, 200)}`;
         if (res.status === 200) return performance.now() - this.spawnedAt;
       } catch {

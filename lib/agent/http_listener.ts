@@ -30,6 +30,7 @@ import {
   responseBytes,
 } from "./http_wire.ts";
 import { realTimers, sleep, type Timers } from "../timers.ts";
+import { TokenBuckets } from "../token_buckets.ts";
 
 const log = getLogger(["lace", "http"]);
 
@@ -64,6 +65,12 @@ export interface HttpLimits {
    * A scraper's or the kubelet's head arrives in one read.
    */
   headReadPaceMs: number;
+  /**
+   * Requests one TCP source address may make per second, with a burst of twice as many; 0: no
+   * limit. Beyond it the next request waits (its connection counts as idle meanwhile), so a pod
+   * that pipelines requests as fast as it can costs the agent no more than this.
+   */
+  requestsPerPeerPerSecond: number;
 }
 
 /** Defaults sized for a scraper every few seconds and a kubelet probe every few seconds. */
@@ -76,6 +83,8 @@ export const DEFAULT_HTTP_LIMITS: HttpLimits = {
   maxConnectionsPerPeer: 8,
   evictBeforeFirstHead: false,
   headReadPaceMs: 50,
+  // A scraper asks every few seconds; ten a second is far above any honest client's need.
+  requestsPerPeerPerSecond: 10,
 };
 
 export interface HttpListenerOptions extends Partial<HttpLimits> {
@@ -105,12 +114,26 @@ export function serveHttp(
 ): HttpListener {
   const limits: HttpLimits = { ...DEFAULT_HTTP_LIMITS, ...withoutUndefined(options) };
   const timers = options.timers ?? realTimers;
+  const perSecond = limits.requestsPerPeerPerSecond;
+  const buckets = perSecond > 0
+    ? new TokenBuckets({ burst: 2 * perSecond, refillMs: 1000 / perSecond, maxKeys: 4096 })
+    : undefined;
+  /** Waits until `peer` may make another request (no wait without a peer or a limit). */
+  const rate = (peer: string | undefined) => async (slot: ConnectionSlot) => {
+    if (!buckets || peer === undefined) return;
+    for (let wait; (wait = buckets.take(peer, timers.now())) > 0;) {
+      slot.idle(true);
+      await sleep(timers, wait);
+      slot.idle(false);
+    }
+  };
   const loop = new AcceptLoop(listener, {
     name: options.name,
     maxConnections: limits.maxConnections,
     maxPerPeer: limits.maxConnectionsPerPeer,
     peer: tcpPeer,
-    serve: (conn, slot) => serveConnection(conn, slot, handler, limits, timers, options.name),
+    serve: (conn, slot) =>
+      serveConnection(conn, slot, handler, limits, timers, options.name, rate(tcpPeer(conn))),
     refuse: (conn, cap) =>
       writeAll(
         conn,
@@ -145,6 +168,7 @@ function withoutUndefined(o: Partial<HttpLimits>): Partial<HttpLimits> {
       "maxConnectionsPerPeer",
       "evictBeforeFirstHead",
       "headReadPaceMs",
+      "requestsPerPeerPerSecond",
     ] as const)
       .filter((k) => o[k] !== undefined).map((k) => [k, o[k]]),
   );
@@ -195,6 +219,7 @@ async function serveConnection(
   limits: HttpLimits,
   timers: Timers,
   name: string,
+  paced: (slot: ConnectionSlot) => Promise<void>,
 ): Promise<void> {
   const buf = new Uint8Array(4096);
   const pending = new HeadBuffer();
@@ -259,6 +284,7 @@ async function serveConnection(
       );
       return;
     }
+    await paced(slot);
     let keepAlive = keepsAlive(head);
     let bytes: Uint8Array;
     try {

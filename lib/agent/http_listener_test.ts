@@ -12,6 +12,7 @@ const ok = () => new Response("ok\n");
 /** The client's end of an in-memory connection: it writes request bytes, reads the server's. */
 class MemoryConn implements Stream {
   closed = false;
+  remoteAddr?: Deno.NetAddr;
   sent = "";
   #inbox: Uint8Array[] = [];
   #waiting: ((n: Uint8Array | null) => void) | undefined;
@@ -116,6 +117,23 @@ Deno.test("serveHttp() reads a head arriving a byte per packet at most every 50 
   await clock.tickAsync(50 * (head.length - 3));
   assert.equal(conn.reads, head.length + 1, "each byte, then the wait for the next request");
   assert.match(conn.sent, /^HTTP\/1\.1 200 OK/);
+  await server.shutdown();
+});
+
+Deno.test("serveHttp() answers one address's pipelined requests at most 10 a second after a burst of 20 (issue 24, finding 1)", async () => {
+  const { clock, timers } = fakeTime();
+  const conn = new MemoryConn();
+  conn.remoteAddr = { transport: "tcp", hostname: "10.0.0.7", port: 40000 };
+  const server = serveHttp(scriptedListener<Stream>([conn]), ok, { name: "test", timers });
+  await clock.tickAsync(0);
+  conn.send("GET / HTTP/1.1\r\n\r\n".repeat(30));
+  const answered = () => conn.sent.match(/HTTP\/1\.1 200 OK/g)?.length ?? 0;
+  await clock.tickAsync(0);
+  assert.equal(answered(), 20);
+  await clock.tickAsync(100);
+  assert.equal(answered(), 21);
+  await clock.tickAsync(900);
+  assert.equal(answered(), 30);
   await server.shutdown();
 });
 

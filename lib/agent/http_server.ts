@@ -296,6 +296,8 @@ export const HEALTH_LIMITS = {
   idleTimeoutMs: 2_000,
   writeTimeoutMs: 2_000,
   evictBeforeFirstHead: true,
+  // Every client is 127.0.0.1: a rate per address would let a local flood delay the kubelet.
+  requestsPerPeerPerSecond: 0,
 } as const;
 
 /**

@@ -14,6 +14,7 @@ import { realTimers, sleep, type Timers, within } from "../timers.ts";
 import type { EventSink, ObjectRef } from "./event_sink.ts";
 import { errorText } from "../error_text.ts";
 import { escapeUnsafe } from "../safe_text.ts";
+import { TokenBuckets, touch } from "../token_buckets.ts";
 
 const log = getLogger(["lace", "events"]);
 
@@ -87,13 +88,6 @@ interface Aggregate {
   first: number;
 }
 
-/** A Map used as a bounded LRU: reading moves a key to the end, the oldest falls out. */
-function touch<V>(map: Map<string, V>, key: string, value: V, limit: number): void {
-  map.delete(key);
-  map.set(key, value);
-  while (map.size > limit) map.delete(map.keys().next().value!);
-}
-
 function statusOf(error: unknown): number | undefined {
   const code = (error as { code?: unknown; statusCode?: unknown })?.code ??
     (error as { statusCode?: unknown })?.statusCode;
@@ -105,7 +99,7 @@ export class EventRecorder implements EventSink {
   readonly stats: EventStats = { created: 0, aggregated: 0, rateLimited: 0, dropped: 0, failed: 0 };
   #options: Required<Omit<EventRecorderOptions, "api">> & { api: EventApi };
   #queue: Pending[] = [];
-  #buckets = new Map<string, { tokens: number; at: number }>();
+  #buckets: TokenBuckets;
   #aggregates = new Map<string, Aggregate>();
   #working?: Promise<void>;
   #stopped = false;
@@ -129,6 +123,8 @@ export class EventRecorder implements EventSink {
       timers: realTimers,
       ...options,
     };
+    const { burst, refillMs, cacheSize } = this.#options;
+    this.#buckets = new TokenBuckets({ burst, refillMs, maxKeys: cacheSize });
   }
 
   warn(object: ObjectRef, reason: string, message: string): void {
@@ -185,14 +181,7 @@ export class EventRecorder implements EventSink {
   /** Token bucket per object: `burst` tokens, one more every `refillMs`. */
   #allow(object: ObjectRef, now: number): boolean {
     const key = `${object.kind}/${object.namespace ?? ""}/${object.name}/${object.uid ?? ""}`;
-    const { burst, refillMs, cacheSize } = this.#options;
-    const bucket = this.#buckets.get(key) ?? { tokens: burst, at: now };
-    bucket.tokens = Math.min(burst, bucket.tokens + (now - bucket.at) / refillMs);
-    bucket.at = now;
-    const allowed = bucket.tokens >= 1;
-    if (allowed) bucket.tokens -= 1;
-    touch(this.#buckets, key, bucket, cacheSize);
-    return allowed;
+    return this.#buckets.take(key, now) === 0;
   }
 
   async #drain(): Promise<void> {
