@@ -207,11 +207,14 @@ Deno.test({
         namespace: PROBE_NAMESPACE,
         body: probePod({ name, node: node.name, network: NETWORKS[0].name, portOffset: 0 }),
       });
-      // Its sandbox starts (the runtime runs the restored conflist, without lace)...
+      // Its sandbox starts (the runtime runs the restored conflist, without lace: the pod gets
+      // its address)...
       await waitFor(async () => {
         const pod = await core.readNamespacedPod({ name, namespace: PROBE_NAMESPACE });
-        return pod.status?.phase === "Running";
-      }, { timeout: 90_000, interval: 250, message: `pod ${name} to run` }).catch(onFailure);
+        return pod.status?.podIP;
+      }, { timeout: 90_000, interval: 250, message: `pod ${name} to get its address` }).catch(
+        onFailure,
+      );
       // ...and its probes, untagged without an agent, fail: not Ready through either path.
       await waitFor(async () => {
         const failures = await failedProbes(core);

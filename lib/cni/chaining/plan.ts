@@ -78,7 +78,7 @@ export function planChain(input: ChainInput): Plan {
         report: {
           level: "warning",
           reason: "unparsable",
-          message: `Not chaining ${result.error}; the file is left as it is`,
+          message: `Not chaining: ${result.error}; the file is left as it is`,
         },
       };
     case "refused":
@@ -212,7 +212,7 @@ function fallback(name: string, bytes: Uint8Array): Plan {
       report: {
         level: "warning",
         reason: "unparsable",
-        message: `Not restoring ${result.error}; the file is left as it is`,
+        message: `Not restoring: ${result.error}; the file is left as it is`,
       },
     };
   }
