@@ -39,6 +39,7 @@ const EVENT_REASONS: Record<FileReport["reason"], string> = {
   refused: "CniChainRefused",
   conflict: "CniChainConflict",
   "hand-chained": "CniHandChained",
+  failed: "CniChainFailed",
 };
 
 /** Starts chaining as `config.cniChaining` says; see the module comment. */

@@ -228,15 +228,20 @@ export class Chainer {
 
   #pass(why: string): void {
     if (this.#stopped) return;
+    log.debug("Chaining pass ({why})", { why });
     if (this.#timer !== null) this.#timers.clearTimeout(this.#timer);
     this.#timer = null;
     try {
       this.chainOnce();
     } catch (error) {
-      log.warning("A chaining pass ({why}) failed: {error}; retrying", {
-        why,
-        error: String(error),
-      });
+      this.#done([{
+        file: this.#o.confDir,
+        level: "warning",
+        reason: "failed",
+        message: `Chaining the lace plugin into ${this.#o.confDir} failed: ${
+          (error as Error)?.message ?? error
+        }; retrying`,
+      }], []);
     }
     this.#ensureWatch();
     this.#timer = this.#timers.setTimeout(() => this.#pass("resync"), this.#o.resyncMs ?? 10_000);

@@ -177,3 +177,20 @@ Deno.test("Two agent processes chaining one directory at once keep one entry and
   w.make().restoreAll();
   assert.equal(w.read("10-calico.conflist"), CALICO);
 });
+
+Deno.test("Chainer reports a pass that fails (its state directory unusable) once, and retries", async () => {
+  await using w = await world({ "10-flannel.conflist": FLANNEL });
+  const stateDir = join(w.root, "not-a-dir");
+  await Deno.writeTextFile(stateDir, "");
+  const chainer = w.make({ stateDir, resyncMs: 20 });
+  try {
+    chainer.start();
+    await waitFor(() => w.reports.some((r) => r.reason === "failed"), { message: "a report" });
+    // About five more passes, each failing the same way: still one report.
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(w.reports.filter((r) => r.reason === "failed").length, 1);
+    assert.equal(w.read("10-flannel.conflist"), FLANNEL, "nothing written without the lock");
+  } finally {
+    await chainer.stop();
+  }
+});

@@ -24,7 +24,15 @@ export interface ChainRecord {
 export interface Report {
   level: "info" | "warning";
   /** The kind of outcome, for metrics and Events: one word. */
-  reason: "chained" | "unparsable" | "refused" | "hand-chained" | "restored" | "conflict";
+  reason:
+    | "chained"
+    | "unparsable"
+    | "refused"
+    | "hand-chained"
+    | "restored"
+    | "conflict"
+    /** The pass itself failed (a read-only directory, no permission): retried. */
+    | "failed";
   message: string;
 }
 
