@@ -55,6 +55,30 @@ Deno.test("the node surface answers /targets with 404 and still serves metrics a
   assert.equal((await get("/readyz", provider(true), "GET", "node")).status, 200);
 });
 
+Deno.test("/addresses, which names the pods and networks sharing an address, is served on the local surface only", async () => {
+  const p: StatusProvider = {
+    ...provider(true),
+    addresses: () => ({
+      sharing: "exclusive",
+      addresses: [{
+        family: "ipv4",
+        address: "10.0.0.1",
+        holder: "green/v",
+        holderNetwork: "green",
+        later: [{ pod: "red/a", network: "red" }],
+        holderWithdrawn: false,
+      }],
+    }),
+  };
+  const local = await (await get("/addresses", p)).json();
+  assert.equal(local.addresses[0].holder, "green/v");
+  for (const surface of ["node", "health"] as const) {
+    const res = await get("/addresses", p, "GET", surface);
+    assert.equal(res.status, 404, surface);
+    assert.doesNotMatch(await res.text(), /green|red|10\.0\.0\.1/);
+  }
+});
+
 Deno.test("the health surface serves /healthz and /readyz only", async () => {
   assert.equal((await get("/healthz", provider(true), "GET", "health")).status, 200);
   assert.equal((await get("/readyz", provider(false), "GET", "health")).status, 503);
