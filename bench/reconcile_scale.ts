@@ -9,6 +9,7 @@ import { AgentCore } from "../lib/agent/core.ts";
 import { defaultConfig } from "../lib/config.ts";
 import { Datapath } from "../lib/datapath/loader.ts";
 import { uninstall } from "../lib/datapath/pins.ts";
+import type { BpfProbeStore } from "../lib/datapath/probe_store.ts";
 import type { Pod } from "../lib/pods/pod.ts";
 import type { PodSink, PodSource } from "../lib/pods/source.ts";
 import {
@@ -93,6 +94,50 @@ function slowReason(wallMs: number, mapMs: number): string {
     `${navigator.hardwareConcurrency} CPUs`;
 }
 
+/** Reading the whole map both ways, alternately in the same run (medians, ms). */
+interface ReadFigures {
+  reps: number;
+  /** Read and decoded, as a resync reads it. */
+  batchedMs: number;
+  perEntryMs: number;
+  /** The system calls and copies alone (BpfMap.readAll), not decoded. */
+  batchedRawMs: number;
+  perEntryRawMs: number;
+  /** One bpf() lookup of one key through FFI, in µs: what a system call costs here. */
+  lookupUs: number;
+}
+
+function measureReads(store: BpfProbeStore, expected: number, reps: number): ReadFigures {
+  const ms = { auto: [] as number[], "per-entry": [] as number[] };
+  const rawMs = { auto: [] as number[], "per-entry": [] as number[] };
+  for (let r = 0; r < reps; r++) {
+    for (const mode of ["auto", "per-entry"] as const) {
+      let t0 = performance.now();
+      const n = store.entries(mode).length;
+      ms[mode].push(performance.now() - t0);
+      t0 = performance.now();
+      const raw = store.map.readAll(mode).count;
+      rawMs[mode].push(performance.now() - t0);
+      if (n !== expected || raw !== expected) {
+        throw new Error(`Reading the map (${mode}) gave ${n}/${raw} entries, expected ${expected}`);
+      }
+    }
+  }
+  const key = store.map.readAll().key(0).slice();
+  const lookups = 10_000;
+  const t0 = performance.now();
+  for (let i = 0; i < lookups; i++) store.map.lookup(key);
+  const lookupUs = ((performance.now() - t0) * 1000) / lookups;
+  return {
+    reps,
+    batchedMs: round(median(ms.auto), 2),
+    perEntryMs: round(median(ms["per-entry"]), 2),
+    batchedRawMs: round(median(rawMs.auto), 2),
+    perEntryRawMs: round(median(rawMs["per-entry"]), 2),
+    lookupUs: round(lookupUs, 3),
+  };
+}
+
 export interface ReconcileScaleOptions {
   quick: boolean;
 }
@@ -100,7 +145,7 @@ export interface ReconcileScaleOptions {
 interface Run {
   wallMs: number;
   reportMs: number;
-  /** Reading the whole map (one batch lookup pass). */
+  /** Reading the whole map (batched where the kernel can). */
   mapReadMs: number;
   mapWriteMs: number;
   mapReads: number;
@@ -198,6 +243,7 @@ export async function reconcileScale(
     changes.push(await measure(toChanged ? forward : backward));
   }
   const final = datapath.store.count();
+  const reads = measureReads(datapath.store, final, opts.quick ? 3 : 9);
 
   const summary = (runs: Run[]) => ({
     medianMs: round(median(runs.map((r) => r.wallMs)), 2),
@@ -209,14 +255,25 @@ export async function reconcileScale(
   });
   const u = summary(unchanged), c = summary(changes);
   const label = `${fmt(targets / 1000)}k targets`;
+  const readRatio = reads.batchedMs / reads.perEntryMs;
   const goals: Goal[] = [
+    atMost(
+      "reconcile",
+      `reading ${label}: batched / key by key (medians, same run)`,
+      round(readRatio, 3),
+      round(1 / 3, 3),
+      "×",
+      `batched ${fmt(reads.batchedMs)} ms (system calls alone ${fmt(reads.batchedRawMs)} ms), ` +
+        `key by key ${fmt(reads.perEntryMs)} ms (${fmt(reads.perEntryRawMs)} ms)`,
+    ),
     atMost(
       "reconcile",
       `full resync, ${label}, none changed: wall time (median)`,
       u.medianMs,
       50,
       "ms",
-      slowReason(u.medianMs, u.mapReadMedianMs),
+      slowReason(u.medianMs, u.mapReadMedianMs) +
+        `; one bpf() map lookup costs ${fmt(reads.lookupUs)} µs here`,
     ),
     {
       figure: "reconcile",
@@ -263,6 +320,15 @@ export async function reconcileScale(
         } ms; 10% changed: ${fmt(c.mapReadMedianMs)} / ${fmt(c.mapWriteMedianMs)} ms`,
       },
       {
+        measurement: `reading the map, ${label}: batched / key by key (medians of ${reads.reps})`,
+        value: `${fmt(reads.batchedMs)} / ${fmt(reads.perEntryMs)} ms = ${
+          fmt(readRatio)
+        }×; system calls alone ${fmt(reads.batchedRawMs)} / ${
+          fmt(reads.perEntryRawMs)
+        } ms; one map lookup ${fmt(reads.lookupUs)} µs`,
+        goal: "≤ ⅓×",
+      },
+      {
         measurement: `full resync, ${label}, 10% changed (${changedTargets} entries)`,
         value: `${fmt(c.medianMs)} ms median (max ${fmt(c.maxMs)}), ${c.writes[0]} map writes, ${
           c.allExact ? "exactly the changed" : "NOT exactly the changed"
@@ -281,6 +347,7 @@ export async function reconcileScale(
         added: newKeys.length,
         movedNetwork: movedKeys.length,
       },
+      reads,
       unchanged: { ...u, runs: unchanged },
       changed: { ...c, runs: changes },
       mapEntriesAtEnd: final,

@@ -21,15 +21,78 @@ export interface MapInfo {
 /** Map types whose values are per CPU. */
 const PERCPU_TYPES = new Set([5, 6, 10]); // PERCPU_HASH, PERCPU_ARRAY, LRU_PERCPU_HASH
 
-/** Keys fetched per batch call: enough for any hash bucket, small enough to stay cheap. */
-const BATCH = 4096;
+/** Entries asked for by each batch call; doubled when one hash bucket holds more (ENOSPC). */
+const FIRST_BATCH = 4096;
+
+/** What a kernel without batch lookups for a map type answers (5.6+ has them for hash maps). */
+const BATCH_UNSUPPORTED = ["EINVAL", "ENOTSUPP", "EOPNOTSUPP", "ENOSYS"];
+
+/**
+ * Whether this kernel has bpf_map_lookup_batch, by map type: learnt from the
+ * first batched read of each type in this process, so a kernel without it
+ * pays for one refused call, not one per read.
+ */
+const batchSupport = new Map<number, boolean>();
+
+/** How readAll reads: batched where the kernel can ("auto"), or key by key. */
+export type ReadMode = "auto" | "per-entry";
+
+/** A map's entries in two buffers: key i at i × keySize, value i at i × valueSize. */
+export interface RawEntries {
+  readonly count: number;
+  readonly keySize: number;
+  readonly valueSize: number;
+  readonly keys: Uint8Array;
+  readonly values: Uint8Array;
+  /** Entry i's key, a view (no copy). */
+  key(i: number): Uint8Array;
+  /** Entry i's value, a view (no copy). */
+  value(i: number): Uint8Array;
+}
+
+/** The growing buffers a read fills. */
+class EntryBuffer implements RawEntries {
+  count = 0;
+  keys: Uint8Array<ArrayBuffer>;
+  values: Uint8Array<ArrayBuffer>;
+  constructor(readonly keySize: number, readonly valueSize: number, capacity: number) {
+    this.keys = new Uint8Array(keySize * capacity);
+    this.values = new Uint8Array(valueSize * capacity);
+  }
+  /** Makes room for `more` entries after the ones read. */
+  reserve(more: number): void {
+    const need = this.count + more;
+    if (need * this.keySize <= this.keys.length) return;
+    const capacity = Math.max(need, 2 * (this.keys.length / this.keySize));
+    const keys = new Uint8Array(this.keySize * capacity);
+    const values = new Uint8Array(this.valueSize * capacity);
+    keys.set(this.keys.subarray(0, this.count * this.keySize));
+    values.set(this.values.subarray(0, this.count * this.valueSize));
+    this.keys = keys;
+    this.values = values;
+  }
+  push(key: Uint8Array, value: Uint8Array): void {
+    this.reserve(1);
+    this.keys.set(key, this.count * this.keySize);
+    this.values.set(value, this.count * this.valueSize);
+    this.count++;
+  }
+  done(): RawEntries {
+    return this;
+  }
+  key(i: number): Uint8Array {
+    return this.keys.subarray(i * this.keySize, (i + 1) * this.keySize);
+  }
+  value(i: number): Uint8Array {
+    return this.values.subarray(i * this.valueSize, (i + 1) * this.valueSize);
+  }
+}
 
 export class BpfMap implements Disposable {
   #fd: number;
   readonly #owned: boolean;
   readonly name: string;
   readonly info: MapInfo;
-  #batchWorks = true;
 
   private constructor(fd: number, name: string, owned: boolean) {
     this.#fd = fd;
@@ -152,66 +215,99 @@ export class BpfMap implements Disposable {
   }
 
   /**
-   * Every (key, value) pair: by bpf_map_lookup_batch where the kernel has it
-   * (one syscall per few thousand entries), else key by key.
+   * Every (key, value) pair, as views into one buffer each (see readAll).
    */
-  entries(): [Uint8Array, Uint8Array][] {
-    if (this.#batchWorks && !PERCPU_TYPES.has(this.info.type)) {
-      try {
-        return [...this.#lookupBatches(BATCH)].flat();
-      } catch (e) {
-        if (!isErrno(e, "EINVAL", "ENOTSUPP", "EOPNOTSUPP", "ENOSPC")) throw e;
-        this.#batchWorks = !isErrno(e, "EINVAL", "ENOTSUPP", "EOPNOTSUPP");
-      }
-    }
-    return [...this.#keyByKeyBatches(Infinity)].flat();
+  entries(mode: ReadMode = "auto"): [Uint8Array, Uint8Array][] {
+    const raw = this.readAll(mode);
+    const out: [Uint8Array, Uint8Array][] = new Array(raw.count);
+    for (let i = 0; i < raw.count; i++) out[i] = [raw.key(i), raw.value(i)];
+    return out;
   }
 
-  *#keyByKeyBatches(size: number): Generator<[Uint8Array, Uint8Array][]> {
-    let out: [Uint8Array, Uint8Array][] = [];
-    for (const key of this.keys()) {
-      const value = this.lookup(key);
-      if (value) out.push([key, value]); // deleted between the two calls otherwise
-      if (out.length >= size) {
-        yield out;
-        out = [];
-      }
+  /**
+   * Every entry, keys and values each in one buffer: by bpf_map_lookup_batch
+   * (one system call per few thousand entries) where the kernel has it for
+   * this map type, else key by key (two calls per entry). "per-entry" forces
+   * the second way (tests, the benchmark's comparison).
+   *
+   * Under concurrent updates a batched read of a hash map returns every entry
+   * present from its start to its end exactly once (it walks the buckets in
+   * order); one added or removed meanwhile may or may not be in it. The key by
+   * key read gives the same guarantee: the kernel restarts its walk from the
+   * first key when the previous one was deleted, so keys seen twice are dropped.
+   * `firstBatch` (entries per call, grown when a hash bucket holds more) is
+   * for tests.
+   */
+  readAll(mode: ReadMode = "auto", firstBatch = FIRST_BATCH): RawEntries {
+    const type = this.info.type;
+    if (mode === "auto" && !PERCPU_TYPES.has(type) && batchSupport.get(type) !== false) {
+      const raw = this.#readBatched(firstBatch);
+      if (raw) return raw;
+      batchSupport.set(type, false);
     }
-    if (out.length > 0) yield out;
+    return this.#readPerEntry();
   }
 
-  *#lookupBatches(size: number): Generator<[Uint8Array, Uint8Array][]> {
-    const { keySize, valueSize } = this.info;
-    const keys = new Uint8Array(new ArrayBuffer(keySize * size));
-    const values = new Uint8Array(new ArrayBuffer(valueSize * size));
-    // The batch token is opaque; a key-sized buffer is large enough for every map type.
+  /** A batched read, or undefined when the kernel has no batch lookup for this map type. */
+  #readBatched(firstBatch: number): RawEntries | undefined {
+    const { keySize, valueSize, maxEntries } = this.info;
+    let batch = Math.max(1, Math.floor(firstBatch));
+    const out = new EntryBuffer(keySize, valueSize, Math.min(maxEntries, batch));
+    // The batch token is opaque (a bucket index for a hash map); key-sized is large enough.
     let inBatch: Uint8Array | null = null;
+    const outBatch = new Uint8Array(Math.max(8, keySize));
+    const count = new Uint32Array(1);
+    const countBytes = new Uint8Array(count.buffer);
     for (;;) {
-      const outBatch = new Uint8Array(new ArrayBuffer(Math.max(8, keySize)));
-      const count = new Uint32Array([size]);
+      out.reserve(batch);
+      count[0] = batch;
       const rc = libbpfSymbols().bpf_map_lookup_batch(
         this.fd,
         inBatch,
         outBatch,
-        keys,
-        values,
-        new Uint8Array(count.buffer),
+        out.keys.subarray(out.count * keySize),
+        out.values.subarray(out.count * valueSize),
+        countBytes,
         null,
       );
-      if (rc < 0 && rc !== -Errno.ENOENT) {
-        throw new BpfError(`bpf_map_lookup_batch "${this.name}"`, rc);
+      // ENOENT: the walk reached the end; `count` holds what this last call read.
+      if (rc === 0 || rc === -Errno.ENOENT) {
+        out.count += count[0];
+        batchSupport.set(this.info.type, true);
+        if (rc === -Errno.ENOENT) return out.done();
+        inBatch ??= new Uint8Array(outBatch.length);
+        inBatch.set(outBatch);
+        continue;
       }
-      const out: [Uint8Array, Uint8Array][] = [];
-      for (let i = 0; i < count[0]; i++) {
-        out.push([
-          keys.slice(i * keySize, (i + 1) * keySize),
-          values.slice(i * valueSize, (i + 1) * valueSize),
-        ]);
+      const error = new BpfError(`bpf_map_lookup_batch "${this.name}"`, rc);
+      if (out.count === 0 && inBatch === null && isErrno(error, ...BATCH_UNSUPPORTED)) {
+        return undefined;
       }
-      if (out.length > 0) yield out;
-      if (rc === -Errno.ENOENT) return; // ENOENT: no more entries
-      inBatch = outBatch;
+      // ENOSPC: one bucket holds more entries than the batch asked for (hash collisions); nothing
+      // was read, so the same call again with room for more.
+      if (rc === -Errno.ENOSPC && batch < maxEntries) {
+        batch = Math.min(batch * 2, maxEntries);
+        continue;
+      }
+      throw error;
     }
+  }
+
+  #readPerEntry(): RawEntries {
+    const { keySize, valueSize } = this.info;
+    const out = new EntryBuffer(keySize, valueSize, 256);
+    const seen = new Set<string>();
+    const value = new Uint8Array(this.#valueBytes());
+    for (const key of this.keys()) {
+      const id = String.fromCharCode(...key);
+      if (seen.has(id)) continue;
+      const rc = libbpfSymbols().bpf_map_lookup_elem(this.fd, key, value);
+      if (rc === -Errno.ENOENT) continue; // deleted between the two calls
+      unwrap(`bpf_map_lookup_elem "${this.name}"`, rc);
+      seen.add(id);
+      out.push(key, value.subarray(0, valueSize));
+    }
+    return out.done();
   }
 
   #valueBytes(): number {
