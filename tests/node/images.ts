@@ -5,6 +5,8 @@
  * - agnhost: the real k8s.io/kubernetes/test/images/agnhost, static, at /agnhost as upstream;
  * - iperf3: this machine's Debian iperf3 and the libraries it loads (not an mmdebstrap rootfs:
  *   that downloads a whole base system on every fresh machine);
+ * - tenant: tests/node/tenant_server (Go, standard library only), built static here: a server
+ *   on many HTTP and HTTPS ports that logs every connection and request, and redirects;
  * - lace: NOT the compiled binary (deno compile needs denort, which cannot be had here) but
  *   the same contract as deploy/Dockerfile: /usr/local/bin/lace runs the agent, the CNI plugin
  *   and every command, here as a launcher of the Deno runtime from npm on the checked-out
@@ -23,6 +25,7 @@ export const IMAGES = {
   pause: "lace.test/pause:1",
   agnhost: "lace.test/agnhost:1",
   iperf3: "lace.test/iperf3:1",
+  tenant: "lace.test/tenant:1",
   lace: "lace.test/lace:dev",
 } as const;
 
@@ -77,7 +80,31 @@ export async function writeLaceTree(root: string): Promise<void> {
   await Deno.writeTextFile(join(root, "usr/local/bin/lace"), laceLauncher(), { mode: 0o755 });
 }
 
-/** The archives of the four images, written under dir; returns name → archive path. */
+/**
+ * Builds tests/node/tenant_server static at `out` with the Go toolchain that built the node's
+ * tools (Go's build cache makes a rebuild take well under a second).
+ */
+export async function buildTenantServer(out: string): Promise<void> {
+  const source = new URL("./tenant_server/main.go", import.meta.url).pathname;
+  // As scripts/build_k8s_tools.sh: Go on PATH, else where its installers put it.
+  const goBinary = await Deno.stat("/usr/local/go/bin/go").then(() => "/usr/local/go/bin/go")
+    .catch(() => "go");
+  const go = await new Deno.Command(goBinary, {
+    args: ["build", "-trimpath", "-ldflags=-s -w", "-o", out, source],
+    env: { CGO_ENABLED: "0", GOFLAGS: "-buildvcs=false" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output().catch((error) => {
+    throw new Error(`Cannot run go to build the tenant server (install Go 1.26): ${error}`, {
+      cause: error,
+    });
+  });
+  if (!go.success) {
+    throw new Error(`go build ${source} failed: ${new TextDecoder().decode(go.stderr)}`);
+  }
+}
+
+/** The archives of the node's images, written under dir; returns name → archive path. */
 export async function buildImages(dir: string): Promise<Record<keyof typeof IMAGES, string>> {
   const tools = await nodeToolPaths();
   const archive = (name: keyof typeof IMAGES) => join(dir, `${name}.oci.tar`);
@@ -105,19 +132,26 @@ export async function buildImages(dir: string): Promise<Record<keyof typeof IMAG
     cmd: ["--server"],
   });
 
+  const tenant = await tree("tenant");
+  await buildTenantServer(join(tenant, "tenant"));
+  await writeImageArchive(archive("tenant"), IMAGES.tenant, [tenant], {
+    entrypoint: ["/tenant"],
+  });
+
   const lace = await tree("lace");
   await writeLaceTree(lace);
   await writeImageArchive(archive("lace"), IMAGES.lace, [lace], {
     entrypoint: ["/usr/local/bin/lace"],
     cmd: ["agent"],
   });
-  for (const name of ["pause", "agnhost", "iperf3"]) {
+  for (const name of ["pause", "agnhost", "iperf3", "tenant"]) {
     await Deno.remove(join(dir, `${name}-rootfs`), { recursive: true });
   }
   return {
     pause: archive("pause"),
     agnhost: archive("agnhost"),
     iperf3: archive("iperf3"),
+    tenant: archive("tenant"),
     lace: archive("lace"),
   };
 }

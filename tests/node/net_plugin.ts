@@ -1,8 +1,12 @@
 /**
  * `lace-testnet`, the real node's pod network plugin (a CNI plugin run by containerd): attaches
  * each pod to one of several isolated networks, chosen by the pod's label
- * `lace-test.io/network` (or by its namespace where the conflist names one), allocating from the SAME range in every network, so pods on this node
- * share addresses. It writes `lace.io/network` and `lace.io/network-id` on the pod as the
+ * `lace-test.io/network` (or by its namespace where the conflist names one), allocating from the
+ * SAME range in every network, so pods on this node can share addresses. Each network hands
+ * out addresses round-robin like host-local (ipam.ts), so an ADD refused by the chained `lace`
+ * (an address another network's pod holds) is retried by the runtime with the next address; a
+ * pod may ask for a host number with the label `lace-test.io/host-index` (as an IPAM that
+ * honours a requested address), refused if that network has it in use. It writes `lace.io/network` and `lace.io/network-id` on the pod as the
  * trusted writer (the node's network plugin, as in production), and its result is the
  * prevResult of the chained `lace` plugin. The node side of each network (a bridge, a routing
  * table selected by the mark contract) is made by tests/node/network.ts.
@@ -10,6 +14,7 @@
  * Run by a launcher as `deno run --allow-all net_plugin.ts` with CNI_* in the environment.
  */
 import { run } from "../../lib/cli/process.ts";
+import { type Allocations, chooseHost } from "./ipam.ts";
 import type { ConflistSettings } from "./node_config.ts";
 
 /** The plugin's entry of the conflist (node_config.ts writes it), with the spec's version. */
@@ -18,8 +23,8 @@ type Conf = ConflistSettings & { cniVersion: string };
 const NETWORK_LABEL = "lace-test.io/network";
 /** "ipv6" gives the pod an IPv6 address only (probe_pods.ts FAMILY_LABEL); else both families. */
 const FAMILY_LABEL = "lace-test.io/family";
-/** Host addresses .10 and up of the /24 (and ::a and up of the /64). */
-const FIRST_HOST = 10;
+/** A requested host number (ipam.ts chooseHost). */
+const HOST_INDEX_LABEL = "lace-test.io/host-index";
 
 function fail(code: number, msg: string): never {
   console.log(JSON.stringify({ cniVersion: "1.0.0", code, msg }));
@@ -56,11 +61,11 @@ async function api(conf: Conf, method: string, path: string, body?: unknown): Pr
   }
 }
 
-/** Allocations of one network: container id → host index, in a file locked while used. */
+/** Allocations of one network (ipam.ts), in a file locked while used. */
 async function withAllocations<T>(
   conf: Conf,
   network: string,
-  change: (allocations: Record<string, number>) => T,
+  change: (allocations: Allocations) => T,
 ): Promise<T> {
   await Deno.mkdir(conf.stateDir, { recursive: true });
   const path = `${conf.stateDir}/${network}.json`;
@@ -68,7 +73,7 @@ async function withAllocations<T>(
   try {
     await file.lock(true);
     const text = await Deno.readTextFile(path);
-    const allocations: Record<string, number> = text ? JSON.parse(text) : {};
+    const allocations: Allocations = text ? JSON.parse(text) : { byContainer: {} };
     const result = change(allocations);
     await Deno.writeTextFile(path, JSON.stringify(allocations));
     return result;
@@ -94,15 +99,24 @@ async function add(conf: Conf, containerId: string, netns: string, ifname: strin
   };
   const wanted = pod.metadata.labels?.[NETWORK_LABEL] ?? conf.namespaceNetworks?.[namespace];
   const ipv6Only = pod.metadata.labels?.[FAMILY_LABEL] === "ipv6";
+  const requestedLabel = pod.metadata.labels?.[HOST_INDEX_LABEL];
+  const requested = requestedLabel === undefined ? undefined : Number(requestedLabel);
   const network = conf.networks.find((n) => n.name === wanted);
   if (!network) fail(7, `pod ${namespace}/${name} has no valid ${NETWORK_LABEL} label`);
   const index = await withAllocations(conf, network.name, (allocations) => {
-    if (allocations[containerId] !== undefined) return allocations[containerId];
-    const used = new Set(Object.values(allocations));
-    let next = FIRST_HOST;
-    while (used.has(next)) next++;
-    if (next > 250) fail(11, `network ${network.name} is full`);
-    allocations[containerId] = next;
+    const held = allocations.byContainer[containerId];
+    if (held !== undefined) return held;
+    const next = chooseHost(allocations, requested);
+    if (next === undefined) {
+      fail(
+        11,
+        requested === undefined
+          ? `network ${network.name} is full`
+          : `host ${requestedLabel} is not free in network ${network.name}`,
+      );
+    }
+    allocations.byContainer[containerId] = next;
+    allocations.last = next;
     return next;
   });
   const v4 = `${prefix4(conf.subnet4)}.${index}`;
@@ -145,7 +159,7 @@ async function add(conf: Conf, containerId: string, netns: string, ifname: strin
 async function del(conf: Conf, containerId: string) {
   for (const network of conf.networks) {
     await withAllocations(conf, network.name, (allocations) => {
-      delete allocations[containerId];
+      delete allocations.byContainer[containerId];
     });
   }
   await run(["ip", "link", "del", hostName(containerId)]).catch(() => {});

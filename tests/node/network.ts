@@ -1,7 +1,8 @@
 /**
  * The real node's network namespace: loopback for the control plane, an uplink veth pair whose
  * both ends are inside (the kubelet needs a default route to find its node IP; nothing leaves),
- * and per pod network a bridge plus a routing table that only the mark contract selects.
+ * per pod network a bridge plus a routing table that only the mark contract selects, and an
+ * unreachable route for the pod ranges in the node's own table.
  */
 import { run } from "../../lib/cli/process.ts";
 import type { CleanupStack } from "../../lib/cleanup_stack.ts";
@@ -62,6 +63,12 @@ export async function createNodeNetwork(
   await ipn("link", "set", "uplink0", "up");
   await ipn("link", "set", "uplink1", "up");
   await ipn("route", "add", "default", "via", UPLINK_PEER, "dev", "uplink0");
+  // The node's own routing leads into no pod network: a connection Lace did not tag (a process
+  // outside the kubelet, a port that is no target) fails at once with "no route to host"
+  // instead of hanging until TCP gives up, as a lifecycle hook, which has no timeout, would.
+  // A high metric, so a route a test adds (node_link.ts) takes precedence.
+  await ipn("route", "add", "unreachable", subnets.v4, "metric", "4000");
+  await ipn("-6", "route", "add", "unreachable", subnets.v6, "metric", "4000");
   for (const network of NETWORKS) {
     const table = String(100 + network.id);
     const nodeV4 = bridgeAddress4(network), nodeV6 = `fd99::${network.id}`;

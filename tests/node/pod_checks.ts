@@ -193,3 +193,22 @@ export async function agentLog(node: Node): Promise<string> {
   }
   return text;
 }
+
+/**
+ * A `.catch()` handler for a node test's waits: prints the node's logs and the tail of every
+ * agent log, then rethrows.
+ */
+export function failWithLogs(node: Node): (error: unknown) => Promise<never> {
+  return async (error: unknown) => {
+    console.error(await node.logs(40));
+    for await (const entry of Deno.readDir(join(node.dir, "pod-logs"))) {
+      if (!entry.name.startsWith("lace-system_")) continue;
+      const agent = join(node.dir, "pod-logs", entry.name, "agent");
+      for await (const file of Deno.readDir(agent)) {
+        const text = await Deno.readTextFile(join(agent, file.name));
+        console.error(`--- agent log ${entry.name}/${file.name} ---\n${text.slice(-6000)}`);
+      }
+    }
+    throw error;
+  };
+}

@@ -7,9 +7,10 @@
 import { AppsV1Api, CoreV1Api, type V1Pod } from "@kubernetes/client-node";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { nodeUnavailableReason, toolPaths } from "../kube/tools.ts";
+import { nodeUnavailableReason } from "../kube/tools.ts";
+import { installLace, uninstallLace, upgradeLace } from "./chart.ts";
 import { laceLauncher } from "./images.ts";
-import { type Node, startNode } from "./node.ts";
+import { startNode } from "./node.ts";
 import { NETWORKS } from "./network.ts";
 import { waitFor } from "../helpers/wait.ts";
 import type { TargetView } from "../../lib/agent/http_server.ts";
@@ -20,6 +21,7 @@ import {
   createProbePods,
   deletePods,
   failedProbes,
+  failWithLogs,
   isReady,
   newPodBecomesReady,
   ownProbes,
@@ -31,27 +33,6 @@ import { unchainLace } from "./net_plugin_setup.ts";
 import { PROBE_NAMESPACE, probeMessage, probePod } from "./probe_pods.ts";
 
 const reason = await nodeUnavailableReason();
-const chart = new URL("../../deploy/helm/lace", import.meta.url).pathname;
-
-/** Runs the real helm against the node's API server, with its own home under the node's dir. */
-async function helm(node: Node, args: string[]): Promise<string> {
-  const { helm } = await toolPaths();
-  const home = join(node.dir, "helm-home");
-  const out = await new Deno.Command(helm, {
-    args: [...args, "--kubeconfig", node.controlPlane.kubeconfigPath],
-    stdout: "piped",
-    stderr: "piped",
-    env: {
-      HELM_CACHE_HOME: `${home}/cache`,
-      HELM_CONFIG_HOME: `${home}/config`,
-      HELM_DATA_HOME: `${home}/data`,
-    },
-  }).output();
-  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
-  if (!out.success) throw new Error(`helm ${args.join(" ")} failed: ${text}`);
-  return text;
-}
-
 Deno.test({
   name:
     "Lace on a real node: the chart's agent makes the kubelet's probes reach pods in isolated networks",
@@ -67,66 +48,18 @@ Deno.test({
   const config = node.controlPlane.adminConfig();
   const core = config.makeApiClient(CoreV1Api);
   const apps = config.makeApiClient(AppsV1Api);
-  const onFailure = async (error: unknown) => {
-    console.error(await node.logs(40));
-    for await (const entry of Deno.readDir(join(node.dir, "pod-logs"))) {
-      if (!entry.name.startsWith("lace-system_")) continue;
-      const agent = join(node.dir, "pod-logs", entry.name, "agent");
-      for await (const file of Deno.readDir(agent)) {
-        const text = await Deno.readTextFile(join(agent, file.name));
-        console.error(`--- agent log ${entry.name}/${file.name} ---\n${text.slice(-6000)}`);
-      }
-    }
-    throw error;
-  };
+  const onFailure = failWithLogs(node);
 
-  // Values of every install and upgrade: the chart's defaults but the image and the cgroup.
-  const values = [
-    "--set",
-    "image.repository=lace.test/lace",
-    "--set",
-    "image.tag=dev",
-    "--set",
-    `node.kubeletCgroupPath=${node.kubeletCgroup}`,
-    // The node's own CNI configuration (containerd's conf_dir), not the machine's /etc/cni/net.d.
-    "--set",
-    `node.cni.confDir=${join(node.dir, "net.d")}`,
-    "--set",
-    `node.cni.stateDir=${join(node.dir, "lace-cni-state")}`,
-    // Three networks give their pods the same addresses on this one node, which the default
-    // (one network per address, node.addressSharing=exclusive) refuses: the opt-in runs here.
-    "--set",
-    "node.addressSharing=shared",
-    // This node's conflist chains lace by hand, and a step takes it out on purpose; automatic
-    // chaining is tested on a node of its own (tests/node/cni_chaining_test.ts).
-    "--set",
-    "node.cni.chaining=manual",
-  ];
-  const upgrade = (...extra: string[]) =>
-    helm(node, [
-      "upgrade",
-      "lace",
-      chart,
-      "--namespace",
-      "lace-system",
-      "--reset-values",
-      ...values,
-      ...extra,
-    ]);
+  // Three networks at one address on one node: only under the opt-in (the default turns a second
+  // network away from a held address; tests/node/isolation_node_test.ts shows both).
+  const sharing = ["--set", "node.addressSharing=shared"];
+  const upgrade = (...extra: string[]) => upgradeLace(node, ...sharing, ...extra);
 
   await t.step(
     "helm install brings up the agent's DaemonSet pod, Ready, with the CNI plugin installed",
     async () => {
       const began = performance.now();
-      await helm(node, [
-        "install",
-        "lace",
-        chart,
-        "--namespace",
-        "lace-system",
-        "--create-namespace",
-        ...values,
-      ]);
+      await installLace(node, ...sharing);
       const ds = await apps.readNamespacedDaemonSet({ name: "lace", namespace: "lace-system" });
       assert.equal(ds.spec?.template.spec?.containers[0].image, "lace.test/lace:dev");
       const pod = await waitFor(async () => {
@@ -367,7 +300,7 @@ Deno.test({
     async () => {
       const old = await core.listNamespacedPod({ namespace: PROBE_NAMESPACE });
       await deletePods(core, old.items.map((p) => p.metadata!.name!));
-      await helm(node, ["uninstall", "lace", "--namespace", "lace-system", "--wait"]);
+      await uninstallLace(node);
       await waitFor(async () => {
         const list = await core.listNamespacedPod({ namespace: "lace-system" });
         return list.items.length === 0;
