@@ -117,9 +117,29 @@ export async function agentTargets(node: Node): Promise<TargetView[]> {
 
 /** The number of probes of its own a pod's server container has logged so far. */
 export async function ownProbes(node: Node, core: CoreV1Api, name: string): Promise<number> {
-  const pod = await core.readNamespacedPod({ name, namespace: PROBE_NAMESPACE });
+  return ownProbesOf(node, await core.readNamespacedPod({ name, namespace: PROBE_NAMESPACE }));
+}
+
+/** The same for a pod already read (no API call: usable while the API server is down). */
+export async function ownProbesOf(node: Node, pod: V1Pod): Promise<number> {
   const log = await containerLog(node, pod, "server");
-  return log.split(probeMessage(name, "server")).length - 1;
+  return log.split(probeMessage(pod.metadata!.name!, "server")).length - 1;
+}
+
+/**
+ * Asserts that no probe pod's decoy (probe_pods.ts) was reached: it listens on the other
+ * networks' probe ports, so a probe delivered into the wrong pod would be logged there. Waits
+ * until each decoy logs that it listens, so an empty log cannot pass for an untouched one.
+ */
+export async function decoysUntouched(node: Node, pods: V1Pod[]): Promise<void> {
+  for (const pod of pods) {
+    const log = await waitFor(async () => {
+      const text = await containerLog(node, pod, "decoy");
+      return /listening port=/.test(text) ? text : undefined;
+    }, { timeout: 15_000, interval: 250, message: `${pod.metadata!.name}'s decoy to listen` });
+    const reached = log.split("\n").filter((line) => /connection port=|request port=/.test(line));
+    assert.deepEqual(reached, [], `${pod.metadata!.name}'s decoy was reached`);
+  }
 }
 
 /**

@@ -3,6 +3,9 @@
  * kubelet with every kind of probe Lace tags: httpGet on a named port, tcpSocket, grpc, and a
  * sidecar's startup probe, with liveness on all. The HTTP probes ask for a path that names the
  * pod (`/echo?msg=<pod>`), which agnhost logs, so a test can tell which pod answered each probe.
+ * Each pod also listens on the probe ports of the pods of the other networks (a `decoy`
+ * container, the tenant server, which logs every connection): a probe delivered to the wrong
+ * pod would be answered and logged there, not refused.
  */
 import type { V1Pod } from "@kubernetes/client-node";
 import { IMAGES } from "./images.ts";
@@ -27,6 +30,14 @@ export interface ProbePodOptions {
 
 /** The pod label the test network plugin reads for ProbePodOptions.family. */
 export const FAMILY_LABEL = "lace-test.io/family";
+
+/** The port offsets of the networks' probe pods: network i uses 100 * i. */
+export const PORT_OFFSETS = [0, 100, 200];
+
+/** The ports a pod probes at `portOffset`: HTTP, sidecar HTTP, gRPC. */
+export function probedPorts(portOffset: number): number[] {
+  return [8080, 8082, 5000].map((port) => port + portOffset);
+}
 
 /** The message in every HTTP probe path of this pod, as agnhost logs it. */
 export function probeMessage(pod: string, container: string): string {
@@ -82,6 +93,18 @@ export function probePod(o: ProbePodOptions): V1Pod {
             ...often,
           },
           livenessProbe: { tcpSocket: { port: http }, ...liveness },
+        },
+        {
+          // Listens on every other network's probe ports; nothing probes it.
+          name: "decoy",
+          image: IMAGES.tenant,
+          imagePullPolicy: "Never",
+          args: [
+            `--http=${
+              PORT_OFFSETS.filter((offset) => offset !== o.portOffset).flatMap(probedPorts)
+                .join(",")
+            }`,
+          ],
         },
         {
           name: "grpc",
