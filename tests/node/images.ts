@@ -17,6 +17,7 @@ import { run } from "../../lib/cli/process.ts";
 import { nodeToolPaths } from "../kube/tools.ts";
 import { writeImageArchive } from "./oci_layout.ts";
 import { copyPrograms } from "./rootfs.ts";
+import { buildBpfObject } from "../helpers/bpf_build.ts";
 
 const repoRoot = new URL("../../", import.meta.url).pathname;
 
@@ -28,6 +29,13 @@ export const IMAGES = {
   tenant: "lace.test/tenant:1",
   lace: "lace.test/lace:dev",
 } as const;
+
+/**
+ * Another release of the lace image for a chart upgrade to a different BPF object: the same
+ * layer as IMAGES.lace plus one holding today's source built with other instructions
+ * (LACE_TEST_VARIANT, as tests/helpers/releases.ts variant()) in place of bpf/lace.bpf.o.
+ */
+export const LACE_VARIANT_IMAGE = "lace.test/lace:variant";
 
 /**
  * Where the lace image keeps Deno, the source and the npm cache. The launcher copied to the
@@ -78,6 +86,25 @@ export async function writeLaceTree(root: string): Promise<void> {
   await run(["cp", join(repoRoot, "bpf/lace.bpf.o"), join(home, "src/bpf/lace.bpf.o")]);
   await run(["cp", "-r", join(denoDir(), "npm"), join(home, "deno-dir", "npm")]);
   await Deno.writeTextFile(join(root, "usr/local/bin/lace"), laceLauncher(), { mode: 0o755 });
+}
+
+/**
+ * Writes the archive of LACE_VARIANT_IMAGE at `archive`, over the lace image's tree `laceTree`;
+ * returns the variant object's path (kept beside the archive).
+ */
+export async function buildLaceVariantImage(laceTree: string, archive: string): Promise<string> {
+  const layer = `${archive}-layer`;
+  const bpf = join(layer, LACE_IMAGE_HOME, "src", "bpf");
+  await Deno.mkdir(bpf, { recursive: true });
+  const object = await buildBpfObject({
+    out: join(bpf, "lace.bpf.o"),
+    defines: ["LACE_TEST_VARIANT"],
+  });
+  await writeImageArchive(archive, LACE_VARIANT_IMAGE, [laceTree, layer], {
+    entrypoint: ["/usr/local/bin/lace"],
+    cmd: ["agent"],
+  });
+  return object;
 }
 
 /**

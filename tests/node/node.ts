@@ -20,7 +20,7 @@ import { type ControlPlane, startControlPlane } from "../kube/fixture.ts";
 import { ManagedProcess } from "../kube/_process.ts";
 import { nodeToolPaths } from "../kube/tools.ts";
 import { makeNodeCgroups } from "./cgroups.ts";
-import { buildImages, type IMAGES } from "./images.ts";
+import { buildImages, buildLaceVariantImage, type IMAGES } from "./images.ts";
 import { enterNodeNamespaces } from "./namespaces.ts";
 import { networkPluginToken } from "./net_plugin_setup.ts";
 import { createNodeNetwork, NODE_IP } from "./network.ts";
@@ -48,6 +48,8 @@ export interface Node {
   readonly images: Record<keyof typeof IMAGES, string>;
   /** The lace image's tree (mounted at LACE_IMAGE_HOME in the node). */
   readonly laceTree: string;
+  /** The variant lace image's BPF object (NodeOptions.laceVariant), if it was built. */
+  readonly variantObject?: string;
   /** The cluster CA and the network plugin's token, in files. */
   readonly caFile: string;
   readonly tokenFile: string;
@@ -67,6 +69,8 @@ export interface NodeOptions {
    * installed on (the chart's auto-chaining adds it); default true: chained by hand.
    */
   chainLace?: boolean;
+  /** Also import LACE_VARIANT_IMAGE (images.ts), for a chart upgrade to another BPF object. */
+  laceVariant?: boolean;
 }
 
 async function writeFile(path: string, text: string, mode = 0o644): Promise<string> {
@@ -98,6 +102,10 @@ export async function startNode(options: NodeOptions = {}): Promise<Node & Async
     await Deno.mkdir(imagesDir);
     const images = await buildImages(imagesDir);
     const laceTree = join(imagesDir, "lace-rootfs");
+    const variantArchive = join(imagesDir, "lace-variant.oci.tar");
+    const variantObject = options.laceVariant
+      ? await buildLaceVariantImage(laceTree, variantArchive)
+      : undefined;
     mark("images");
 
     // The node's mount and PID namespaces, held by one process (pid 1 of the node) in the node's
@@ -198,7 +206,7 @@ export async function startNode(options: NodeOptions = {}): Promise<Node & Async
       node,
       cleanup,
       plane,
-      images: Object.values(images),
+      images: [...Object.values(images), ...(variantObject ? [variantArchive] : [])],
       cniBin,
       caFile,
       tokenFile,
@@ -229,6 +237,7 @@ export async function startNode(options: NodeOptions = {}): Promise<Node & Async
       timings,
       images,
       laceTree,
+      variantObject,
       caFile,
       tokenFile,
       close,

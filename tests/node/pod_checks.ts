@@ -232,3 +232,43 @@ export function failWithLogs(node: Node): (error: unknown) => Promise<never> {
     throw error;
   };
 }
+
+/**
+ * Each pod's own probes served between two counts (ownProbesOf), against the readiness period
+ * of 1 s: a tenth of slack for the kubelet's own scheduling on a loaded machine; a gap of failed
+ * probes (the agent losing targets) is seconds long. Probes that fail cannot always be seen as
+ * Events (the API server may be down, and the kubelet sends them late), but they are missing
+ * here. Returns the counts by pod name.
+ */
+export function assertProbedThroughout(
+  pods: V1Pod[],
+  before: number[],
+  after: number[],
+  seconds: number,
+): Record<string, number> {
+  const counts = Object.fromEntries(
+    pods.map((pod, i) => [pod.metadata!.name!, after[i] - before[i]]),
+  );
+  for (const [name, count] of Object.entries(counts)) {
+    assert.ok(
+      count >= Math.floor(seconds * 0.9) - 1,
+      `${name} served ${count} probes in ${seconds.toFixed(1)} s`,
+    );
+  }
+  return counts;
+}
+
+/** The programs attached to the kubelet's cgroup: attach type → program id and tag. */
+export async function kubeletPrograms(
+  node: Node,
+): Promise<Record<string, { id: number; tag: string }>> {
+  const attached = JSON.parse(
+    await node.exec(["bpftool", "-j", "cgroup", "show", node.kubeletCgroup]),
+  ) as { id: number; attach_type: string }[];
+  const programs: Record<string, { id: number; tag: string }> = {};
+  for (const { id, attach_type } of attached) {
+    const info = JSON.parse(await node.exec(["bpftool", "-j", "prog", "show", "id", String(id)]));
+    programs[attach_type] = { id, tag: info.tag };
+  }
+  return programs;
+}
