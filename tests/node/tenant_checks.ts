@@ -69,12 +69,18 @@ export async function createAndWait(
   }, { timeout, interval: 250, message: `pod ${namespace}/${name} ${what}` });
 }
 
-/** Whether every container of the pod has started (Running) and the pod has its addresses. */
+/**
+ * Whether the pod has its addresses and every container has run at least once (running now, or
+ * ended, as a container whose postStart hook failed is).
+ */
 export function allStarted(pod: V1Pod): boolean {
   const statuses = pod.status?.containerStatuses ?? [];
   return (pod.status?.podIPs?.length ?? 0) > 0 &&
     statuses.length === (pod.spec?.containers.length ?? -1) &&
-    statuses.every((s) => s.state?.running !== undefined || s.restartCount > 0);
+    statuses.every((s) =>
+      s.state?.running !== undefined || s.state?.terminated !== undefined ||
+      s.lastState?.terminated !== undefined || s.restartCount > 0
+    );
 }
 
 /** The pod's addresses, comma-separated. */
