@@ -20,6 +20,7 @@ import {
   addressesOf,
   allStarted,
   createAndWait,
+  deleteAndWait,
   podEvents,
   readySince,
   redirectsOf,
@@ -61,20 +62,27 @@ Deno.test({
   console.log(`node up: ${JSON.stringify(node.timings)}`);
   const core = node.controlPlane.adminConfig().makeApiClient(CoreV1Api);
   const onFailure = failWithLogs(node);
-  const step = async (name: string, fn: () => Promise<void>) => {
+  // Pods a step made, deleted when the step ends, passed or failed, unless it keeps them for the
+  // next step.
+  const made: V1Pod[] = [];
+  const make = (body: V1Pod, until: (pod: V1Pod) => boolean, what: string) => {
+    made.push(body);
+    return createAndWait(core, body, until, what);
+  };
+  const step = async (name: string, fn: () => Promise<void>, keepPods = false) => {
     const start = performance.now();
-    const ok = await t.step(name, () => fn().catch(onFailure));
+    const ok = await t.step(name, async () => {
+      try {
+        await fn().catch(onFailure);
+      } finally {
+        if (!keepPods) await deleteAndWait(core, made.splice(0));
+      }
+    });
     durations[name.slice(0, 48)] = Math.round(performance.now() - start);
     return ok;
   };
   const read = (pod: V1Pod) =>
     core.readNamespacedPod({ name: pod.metadata!.name!, namespace: pod.metadata!.namespace! });
-  const gone = (namespace: string) =>
-    waitFor(async () => (await core.listNamespacedPod({ namespace })).items.length === 0, {
-      timeout: 60_000,
-      interval: 250,
-      message: `the pods of ${namespace} to be gone`,
-    });
 
   await step("helm install with the chart's defaults brings up a Ready agent", async () => {
     await installLace(node);
@@ -93,8 +101,7 @@ Deno.test({
       // address. The IPv6-only pair is made after, so the next clash is in IPv6.
       for (const family of [undefined, "ipv6"] as const) {
         const suffix = family === "ipv6" ? "6" : "";
-        const victim = await createAndWait(
-          core,
+        const victim = await make(
           victimPod({
             name: `victim${suffix}`,
             namespace: VICTIMS,
@@ -105,8 +112,7 @@ Deno.test({
           isReady,
           "to be Ready",
         );
-        const attacker = await createAndWait(
-          core,
+        const attacker = await make(
           attackerPod({
             name: `attacker${suffix}`,
             namespace: ATTACKERS,
@@ -135,6 +141,7 @@ Deno.test({
         }
       }
     },
+    true, // the next step attacks with them
   );
 
   await step(
@@ -197,15 +204,6 @@ Deno.test({
       }
       assert.ok(samples > 0);
       assert.deepEqual(notReady, [], `a victim was seen not Ready in ${samples} samples`);
-      for (const pod of [...victims, ...attackers]) {
-        await core.deleteNamespacedPod({
-          name: pod.metadata!.name!,
-          namespace: pod.metadata!.namespace!,
-          gracePeriodSeconds: 0,
-        });
-      }
-      await gone(ATTACKERS);
-      await gone(VICTIMS);
     },
   );
 
@@ -213,8 +211,7 @@ Deno.test({
     "a preStop httpGet hook on a port no probe uses reaches its own pod before the container stops, over IPv4 and IPv6",
     async () => {
       const pods = await Promise.all((["", "6"] as const).map((suffix) =>
-        createAndWait(
-          core,
+        make(
           hookPod({
             name: `prestop${suffix}`,
             namespace: VICTIMS,
@@ -240,7 +237,7 @@ Deno.test({
         assert.ok(hook >= 0, `${name}'s preStop hook never reached it:\n${log.slice(-3000)}`);
         assert.ok(hook < log.indexOf("signal terminated"), "the hook came after SIGTERM");
       }
-      await gone(VICTIMS);
+      await deleteAndWait(core, pods, 15);
       for (const pod of pods) {
         const failed = (await podEvents(core, VICTIMS, pod.metadata!.name!))
           .filter((e) => e.reason === "FailedPreStopHook");
@@ -256,8 +253,7 @@ Deno.test({
       await upgradeLace(node, "--set", "node.addressSharing=shared");
       await readyAgentPod(core, node, old.metadata!.uid);
       // An address of the attacker's choosing (an IPAM that honours requested addresses).
-      const victim = await createAndWait(
-        core,
+      const victim = await make(
         victimPod({
           name: "shared-victim",
           namespace: VICTIMS,
@@ -268,8 +264,7 @@ Deno.test({
         isReady,
         "to be Ready",
       );
-      const attacker = await createAndWait(
-        core,
+      const attacker = await make(
         attackerPod({
           name: "shared-attacker",
           namespace: ATTACKERS,
@@ -291,15 +286,6 @@ Deno.test({
         `shared: the victim served the attacker's ${stolen[0].uri} ` +
           `${Math.round(performance.now() - window)} ms after the attacker started`,
       );
-      for (const pod of [victim, attacker]) {
-        await core.deleteNamespacedPod({
-          name: pod.metadata!.name!,
-          namespace: pod.metadata!.namespace!,
-          gracePeriodSeconds: 0,
-        });
-      }
-      await gone(ATTACKERS);
-      await gone(VICTIMS);
     },
   );
 
@@ -312,8 +298,7 @@ Deno.test({
     // Pins outlive the agent on purpose; `lace uninstall` is how an operator removes them.
     await node.exec(["/opt/cni/bin/lace", "uninstall"]);
     const name = "prestop-no-agent";
-    const pod = await createAndWait(
-      core,
+    const pod = await make(
       hookPod({ name, namespace: VICTIMS, node: node.name, network: GREEN }, false),
       allStarted,
       "to start",
@@ -329,7 +314,6 @@ Deno.test({
       return events.find((e) => e.reason === "FailedPreStopHook");
     }, { timeout: 30_000, interval: 250, message: "a FailedPreStopHook Event" });
     console.log(`without the agent: ${failed.reason} "${failed.message}"`);
-    await gone(VICTIMS);
   });
 
   console.log(`durations (ms): ${JSON.stringify(durations)}`);

@@ -133,3 +133,21 @@ export function readySince(pod: V1Pod): string | undefined {
   const ready = pod.status?.conditions?.find((c) => c.type === "Ready");
   return ready?.status === "True" ? String(ready.lastTransitionTime) : undefined;
 }
+
+/** Deletes the pods at once (no grace unless `grace`) and waits until each one is gone. */
+export async function deleteAndWait(core: CoreV1Api, pods: V1Pod[], grace = 0): Promise<void> {
+  const names = pods.map((p) => ({ name: p.metadata!.name!, namespace: p.metadata!.namespace! }));
+  for (const { name, namespace } of names) {
+    await core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: grace }).catch(() => {});
+  }
+  await waitFor(async () => {
+    for (const { name, namespace } of names) {
+      const list = await core.listNamespacedPod({
+        namespace,
+        fieldSelector: `metadata.name=${name}`,
+      });
+      if (list.items.length > 0) return false;
+    }
+    return true;
+  }, { timeout: 60_000, interval: 250, message: `pods ${names.map((n) => n.name)} to be gone` });
+}
