@@ -56,7 +56,7 @@ Deno.test({
 
   // Three networks at one address on one node: only under the opt-in (the default turns a second
   // network away from a held address; tests/node/isolation_node_test.ts shows both).
-  const sharing: string[] = []; // TEMP dev run
+  const sharing = ["--set", "node.addressSharing=shared"];
   const upgrade = (...extra: string[]) => upgradeLace(node, ...sharing, ...extra);
 
   await t.step(
