@@ -54,8 +54,9 @@ Deno.test({
   const apps = config.makeApiClient(AppsV1Api);
   const onFailure = failWithLogs(node);
 
-  // Three networks at one address on one node: only under the opt-in (the default turns a second
-  // network away from a held address; tests/node/isolation_node_test.ts shows both).
+  // Three networks give their pods the same addresses on this one node, which the default
+  // (one network per address, node.addressSharing=exclusive) refuses: the opt-in runs here
+  // (tests/node/isolation_node_test.ts shows both).
   const sharing = ["--set", "node.addressSharing=shared"];
   const upgrade = (...extra: string[]) => upgradeLace(node, ...sharing, ...extra);
 
