@@ -15,7 +15,14 @@ import { waitFor } from "../helpers/wait.ts";
 import { installLace, uninstallLace, upgradeLace } from "./chart.ts";
 import { NETWORKS } from "./network.ts";
 import { startNode } from "./node.ts";
-import { containerLog, failWithLogs, isReady, readyAgentPod, restarts } from "./pod_checks.ts";
+import {
+  containerLog,
+  failWithLogs,
+  isReady,
+  kubeletLog,
+  readyAgentPod,
+  restarts,
+} from "./pod_checks.ts";
 import {
   addressesOf,
   allStarted,
@@ -30,6 +37,7 @@ import {
 import {
   ATTACKER_HOOKS,
   ATTACKER_PROBES,
+  ATTACKER_SERVER,
   attackerPod,
   hookPod,
   preStopPath,
@@ -157,33 +165,49 @@ Deno.test({
       const window = performance.now();
       // The attack ran: every probe walked every code and scheme, every hook fired, and the
       // kubelet followed the redirects (to the attacker's own address, where no target is).
+      let missing = "";
       const served = await waitFor(async () => {
         const counts: Record<string, number> = {};
         for (const attacker of attackers) {
           const name = attacker.metadata!.name!;
-          for (const { container } of ATTACKER_PROBES) {
-            const redirects = await redirectsOf(node, attacker, container);
-            const variants = new Set(redirects.map((r) => `${r.code} ${r.scheme}`));
+          const redirects = await redirectsOf(node, attacker, ATTACKER_SERVER);
+          for (const { port, scheme } of ATTACKER_PROBES) {
+            const mine = redirects.filter((r) => r.port === port);
+            const variants = new Set(mine.map((r) => `${r.code} ${r.scheme}`));
+            missing = `${name}'s readiness ${scheme} redirects (${[...variants]})`;
             if (variants.size < REDIRECT_CODES.length * 2) return undefined;
-            counts[`${name}/${container}`] = redirects.length;
+            counts[`${name} readiness ${scheme}`] = mine.length;
           }
           for (const hook of ATTACKER_HOOKS) {
-            const container = `hook-${hook.code}`;
-            const hits = (await redirectsOf(node, attacker, container)).length;
+            const hits = redirects.filter((r) => r.port === hook.port).length;
+            missing = `${name}'s postStart ${hook.code} redirect`;
             if (hits === 0) return undefined;
-            counts[`${name}/${container}`] = hits;
+            counts[`${name} postStart ${hook.code}`] = hits;
           }
-          const followed = (await podEvents(core, ATTACKERS, name))
-            .filter((e) => e.reason === "Unhealthy").map((e) => e.message ?? "").join("\n");
+          // The kubelet followed each redirect to the attacker's own address, where the victim's
+          // ports are no target: its log has each failure (its Events are rate limited per pod).
+          const followed = await kubeletLog(node);
           const own = attacker.status!.podIP!;
-          for (const port of [VICTIM_HTTP, VICTIM_HTTPS]) {
-            if (!followed.includes(`${hostPort(own, port)}/echo?msg=${stolenMarker(name)}`)) {
-              return undefined;
-            }
+          const wanted = [
+            ...[VICTIM_HTTP, VICTIM_HTTPS].map((port) =>
+              `${hostPort(own, port)}/echo?msg=${stolenMarker(name)}-readiness`
+            ),
+            ...ATTACKER_HOOKS.map((h) =>
+              `${hostPort(own, h.location === "http" ? VICTIM_HTTP : VICTIM_HTTPS)}/echo?msg=${
+                stolenMarker(name)
+              }-poststart-${h.code}`
+            ),
+          ];
+          for (const url of wanted) {
+            missing = `the kubelet's log to show it followed a redirect to ${url}`;
+            if (!followed.includes(url)) return undefined;
           }
         }
         return counts;
-      }, { timeout: 90_000, interval: 500, message: "the attack to have run in full" });
+      }, { timeout: 90_000, interval: 500, message: "the attack to have run in full" })
+        .catch((error) => {
+          throw new Error(`${error.message}; still missing ${missing}`, { cause: error });
+        });
       const seconds = Math.round((performance.now() - window) / 1000);
       const { notReady, samples } = await sampler.stop();
       console.log(`attack window ${seconds} s; redirects served: ${JSON.stringify(served)}`);

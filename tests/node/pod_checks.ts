@@ -272,3 +272,11 @@ export async function kubeletPrograms(
   }
   return programs;
 }
+
+/**
+ * The kubelet's own log (its --v=2 output): what it did that Events may not say, as a probe's
+ * failure after the kubelet's event spam filter has had its fill of the pod's Events.
+ */
+export async function kubeletLog(node: Node): Promise<string> {
+  return await Deno.readTextFile(join(node.dir, "kubelet.log"));
+}

@@ -25,10 +25,10 @@ export function loggedRequests(log: string): LoggedRequest[] {
   return requests;
 }
 
-/** The redirects a tenant server answered with: code and the location's scheme, in order. */
-export function loggedRedirects(log: string): { code: number; scheme: string }[] {
-  return [...log.matchAll(/redirect port=\d+ code=(\d+) location=(\w+):/g)]
-    .map((m) => ({ code: Number(m[1]), scheme: m[2] }));
+/** The redirects a tenant server answered with: its port, code and location's scheme, in order. */
+export function loggedRedirects(log: string): { port: number; code: number; scheme: string }[] {
+  return [...log.matchAll(/redirect port=(\d+) code=(\d+) location=(\w+):/g)]
+    .map((m) => ({ port: Number(m[1]), code: Number(m[2]), scheme: m[3] }));
 }
 
 /** The redirects a container of a pod has answered with so far ([] while it has no log yet). */

@@ -118,31 +118,46 @@ export const ATTACKER_HOOKS = [
 
 /** The readiness probes of an attacker, each walking all four codes and both location schemes. */
 export const ATTACKER_PROBES = [
-  { container: "probe-http", scheme: "HTTP", port: 8001 },
+  { container: "server", scheme: "HTTP", port: 8001 },
   { container: "probe-https", scheme: "HTTPS", port: 8002 },
 ] as const;
 
+/** The attacker's container that serves every probe's and hook's port, and logs each redirect. */
+export const ATTACKER_SERVER = "server";
+
 /**
- * An attacker: two containers whose readiness probes (HTTP, HTTPS) get same-host redirects to the
- * victim's ports, walking 301, 302, 307, 308 to http and https; four containers whose postStart
- * httpGet hooks get one such redirect each (ATTACKER_HOOKS). No container listens on or probes
- * the victim's ports, so where the redirect lands is the victim's pod or nowhere.
+ * An attacker: readiness probes (HTTP, HTTPS) answered with same-host redirects to the victim's
+ * ports, walking 301, 302, 307, 308 to http and https; four containers whose postStart httpGet
+ * hooks get one such redirect each (ATTACKER_HOOKS). One container, started first, serves every
+ * one of those ports, so a hook never finds its port closed because its own container's server
+ * is not listening yet (the kubelet runs postStart right after the start). No container listens
+ * on or probes the victim's ports, so where a redirect lands is the victim's pod or nowhere.
  */
 export function attackerPod(o: TenantPodOptions): V1Pod {
-  const probes = ATTACKER_PROBES.map((p) => ({
-    ...server(p.container, p.scheme === "HTTP" ? { http: [p.port] } : { https: [p.port] }),
-    readinessProbe: {
-      httpGet: {
-        path: redirectPath(o.name, p.container, REDIRECT_CODES, ["http", "https"]),
-        port: p.port,
-        scheme: p.scheme,
-      },
-      periodSeconds: 1,
-      timeoutSeconds: 1,
+  const ports = [...ATTACKER_PROBES, ...ATTACKER_HOOKS.map((h) => ({ ...h, scheme: h.hook }))];
+  const readiness = (p: (typeof ATTACKER_PROBES)[number]) => ({
+    httpGet: {
+      path: redirectPath(o.name, `readiness-${p.scheme.toLowerCase()}`, REDIRECT_CODES, [
+        "http",
+        "https",
+      ]),
+      port: p.port,
+      scheme: p.scheme,
     },
-  }));
+    periodSeconds: 1,
+    timeoutSeconds: 1,
+  });
+  const [probeHttp, probeHttps] = ATTACKER_PROBES;
+  const first = {
+    ...server(ATTACKER_SERVER, {
+      http: ports.filter((p) => p.scheme === "HTTP").map((p) => p.port),
+      https: ports.filter((p) => p.scheme === "HTTPS").map((p) => p.port),
+    }),
+    readinessProbe: readiness(probeHttp),
+  };
+  const second = { ...server(probeHttps.container, {}), readinessProbe: readiness(probeHttps) };
   const hooks = ATTACKER_HOOKS.map((h) => ({
-    ...server(`hook-${h.code}`, h.hook === "HTTP" ? { http: [h.port] } : { https: [h.port] }),
+    ...server(`hook-${h.code}`, {}),
     lifecycle: {
       postStart: {
         httpGet: {
@@ -153,7 +168,7 @@ export function attackerPod(o: TenantPodOptions): V1Pod {
       },
     },
   }));
-  return pod(o, [...probes, ...hooks]);
+  return pod(o, [first, second, ...hooks]);
 }
 
 /** The path of a hook pod's preStop hook, as its server logs it. */
