@@ -5,7 +5,7 @@
  * namespaces, cgroups, pins, processes and sysctls, also on failure and on
  * Ctrl-C.
  *
- *   deno run -A bench/main.ts [--quick] [--only hook,reachable,reconcile,footprint,netcheck,cni,targets,flood]
+ *   deno run -A bench/main.ts [--quick] [--only hook,reachable,reconcile,footprint,netcheck,cni,targets,flood,pods]
  *                             [--json FILE] [--idle-seconds N]
  */
 import { setupLogging } from "../lib/log.ts";
@@ -13,6 +13,7 @@ import { cniPluginFigure } from "./cni_plugin.ts";
 import { footprint } from "./footprint.ts";
 import { hookCost } from "./hook_cost.ts";
 import { listenerFlood } from "./listener_flood.ts";
+import { podMemory } from "./pod_memory.ts";
 import { netcheckScheduling } from "./netcheck_schedule.ts";
 import { reconcileScale } from "./reconcile_scale.ts";
 import { targetsView } from "./targets_view.ts";
@@ -41,6 +42,7 @@ const FIGURES: {
   { name: "cni", title: "6. CNI plugin", run: (o, c) => cniPluginFigure(o, c) },
   { name: "targets", title: "7. Local view", run: (o, c) => targetsView(o, c) },
   { name: "flood", title: "8. Health under a flood", run: (o, c) => listenerFlood(o, c) },
+  { name: "pods", title: "9. Pod memory", run: (o, c) => podMemory(o, c) },
 ];
 
 const USAGE = `Usage: deno task bench [--quick] [--only NAMES] [--json FILE] [--idle-seconds N]
