@@ -10,7 +10,8 @@
  * Run by a launcher as `deno run --allow-all net_plugin.ts` with CNI_* in the environment.
  */
 import { run } from "../../lib/cli/process.ts";
-import type { ConflistSettings } from "./node_config.ts";
+import { namespaceNetwork, networkNames } from "./namespace_networks.ts";
+import type { ConflistSettings, NetworkSetting } from "./node_config.ts";
 
 /** The plugin's entry of the conflist (node_config.ts writes it), with the spec's version. */
 type Conf = ConflistSettings & { cniVersion: string };
@@ -92,9 +93,17 @@ async function add(conf: Conf, containerId: string, netns: string, ifname: strin
   const pod = await api(conf, "GET", `/api/v1/namespaces/${namespace}/pods/${name}`) as {
     metadata: { labels?: Record<string, string> };
   };
-  const wanted = pod.metadata.labels?.[NETWORK_LABEL] ?? conf.namespaceNetworks?.[namespace];
-  const ipv6Only = pod.metadata.labels?.[FAMILY_LABEL] === "ipv6";
-  const network = conf.networks.find((n) => n.name === wanted);
+  const wanted = pod.metadata.labels?.[NETWORK_LABEL] ?? conf.namespaceNetworks?.[namespace] ??
+    (conf.networkPerNamespace ? namespace : undefined);
+  const ipv6Only = conf.ipv6Only === true || pod.metadata.labels?.[FAMILY_LABEL] === "ipv6";
+  let network: NetworkSetting | undefined = conf.networks.find((n) => n.name === wanted);
+  if (!network && conf.networkPerNamespace && wanted !== undefined) {
+    try {
+      network = await namespaceNetwork(conf, wanted);
+    } catch (error) {
+      fail(7, `pod ${namespace}/${name}: ${error instanceof Error ? error.message : error}`);
+    }
+  }
   if (!network) fail(7, `pod ${namespace}/${name} has no valid ${NETWORK_LABEL} label`);
   const index = await withAllocations(conf, network.name, (allocations) => {
     if (allocations[containerId] !== undefined) return allocations[containerId];
@@ -143,8 +152,8 @@ async function add(conf: Conf, containerId: string, netns: string, ifname: strin
 }
 
 async function del(conf: Conf, containerId: string) {
-  for (const network of conf.networks) {
-    await withAllocations(conf, network.name, (allocations) => {
+  for (const network of await networkNames(conf)) {
+    await withAllocations(conf, network, (allocations) => {
       delete allocations[containerId];
     });
   }

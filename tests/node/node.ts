@@ -20,6 +20,7 @@ import { type ControlPlane, startControlPlane } from "../kube/fixture.ts";
 import { ManagedProcess } from "../kube/_process.ts";
 import { nodeToolPaths } from "../kube/tools.ts";
 import { makeNodeCgroups } from "./cgroups.ts";
+import { buildE2eImages } from "./e2e_images.ts";
 import { buildImages, type IMAGES } from "./images.ts";
 import { enterNodeNamespaces } from "./namespaces.ts";
 import { networkPluginToken } from "./net_plugin_setup.ts";
@@ -34,6 +35,8 @@ export interface Node {
   readonly controlPlane: ControlPlane;
   /** The kubelet's cgroup v2 directory as the host sees it (for node.kubeletCgroupPath). */
   readonly kubeletCgroup: string;
+  /** The node's pid 1 as the machine sees it: `nsenter --target` enters the node through it. */
+  readonly initPid: number;
   /** Runs a command inside the node's network and mount namespaces and returns its stdout. */
   exec(cmd: string[]): Promise<string>;
   /** The same, but returns the whole result without throwing. */
@@ -67,6 +70,15 @@ export interface NodeOptions {
    * installed on (the chart's auto-chaining adds it); default true: chained by hand.
    */
   chainLace?: boolean;
+  /**
+   * Each namespace's pods join a network of its own, made on the namespace's first pod
+   * (namespace_networks.ts); the network label still picks another (scripts/dev node).
+   */
+  networkPerNamespace?: boolean;
+  /** Also import the images upstream's e2e tests run, under their names (e2e_images.ts). */
+  upstreamImages?: boolean;
+  /** Every pod gets an IPv6 address only (the network label's family, for all pods). */
+  ipv6Only?: boolean;
 }
 
 async function writeFile(path: string, text: string, mode = 0o644): Promise<string> {
@@ -97,6 +109,7 @@ export async function startNode(options: NodeOptions = {}): Promise<Node & Async
     const imagesDir = join(dir, "images");
     await Deno.mkdir(imagesDir);
     const images = await buildImages(imagesDir);
+    const upstreamImages = options.upstreamImages ? await buildE2eImages(imagesDir) : [];
     const laceTree = join(imagesDir, "lace-rootfs");
     mark("images");
 
@@ -198,12 +211,14 @@ export async function startNode(options: NodeOptions = {}): Promise<Node & Async
       node,
       cleanup,
       plane,
-      images: Object.values(images),
+      images: [...Object.values(images), ...upstreamImages],
       cniBin,
       caFile,
       tokenFile,
       kubeletCgroup,
       nodeIp: NODE_IP,
+      networkPerNamespace: options.networkPerNamespace,
+      ipv6Only: options.ipv6Only,
       ...(options.cluster && {
         kubeletAddress: NODE_IP,
         clientCAFile: caFile,
@@ -222,6 +237,7 @@ export async function startNode(options: NodeOptions = {}): Promise<Node & Async
       dir,
       controlPlane: plane,
       kubeletCgroup,
+      initPid: node.initPid,
       exec,
       execResult,
       restartKubelet,

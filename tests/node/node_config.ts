@@ -144,6 +144,13 @@ export interface ConflistSettings {
    * multi-node cluster); pods elsewhere still need the label.
    */
   namespaceNetworks?: Record<string, string>;
+  /**
+   * A pod without the network label and not in namespaceNetworks joins the network named after
+   * its namespace, made on its first pod (namespace_networks.ts).
+   */
+  networkPerNamespace?: boolean;
+  /** Every pod gets an IPv6 address only, as a pod with the family label `ipv6` does. */
+  ipv6Only?: boolean;
 }
 
 /** The conflist: Lace's test network plugin, then the real chained `lace` plugin if any. */
@@ -163,6 +170,8 @@ export function conflist(s: ConflistSettings): string {
           caFile: s.caFile,
           tokenFile: s.tokenFile,
           ...(s.namespaceNetworks ? { namespaceNetworks: s.namespaceNetworks } : {}),
+          ...(s.networkPerNamespace ? { networkPerNamespace: true } : {}),
+          ...(s.ipv6Only ? { ipv6Only: true } : {}),
         },
         ...(s.laceSocket ? [{ type: "lace", socket: s.laceSocket, timeout: "2s" }] : []),
       ],

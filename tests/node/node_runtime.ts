@@ -43,6 +43,10 @@ export interface NodeRuntimeOptions {
   subnets?: PodSubnets;
   /** Network of unlabelled pods by namespace (see ConflistSettings). */
   namespaceNetworks?: Record<string, string>;
+  /** Pods join the network named after their namespace (see ConflistSettings). */
+  networkPerNamespace?: boolean;
+  /** Every pod gets an IPv6 address only. */
+  ipv6Only?: boolean;
   /** No agent runs on this node: no `lace` plugin is chained after ours. */
   noAgent?: boolean;
   /** Records a start-up phase's duration. */
@@ -78,6 +82,8 @@ export async function startNodeRuntime(o: NodeRuntimeOptions): Promise<NodeRunti
       ...(o.noAgent ? { laceSocket: undefined } : {}),
       ...(o.subnets ? { subnet4: o.subnets.v4, subnet6: o.subnets.v6 } : {}),
       ...(o.namespaceNetworks ? { namespaceNetworks: o.namespaceNetworks } : {}),
+      ...(o.networkPerNamespace ? { networkPerNamespace: true } : {}),
+      ...(o.ipv6Only ? { ipv6Only: true } : {}),
     },
   });
 

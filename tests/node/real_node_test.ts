@@ -7,9 +7,10 @@
 import { AppsV1Api, CoreV1Api, type V1Pod } from "@kubernetes/client-node";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { nodeUnavailableReason, toolPaths } from "../kube/tools.ts";
+import { nodeUnavailableReason } from "../kube/tools.ts";
+import { CHART, helm, nodeChartValues } from "./chart.ts";
 import { laceLauncher } from "./images.ts";
-import { type Node, startNode } from "./node.ts";
+import { startNode } from "./node.ts";
 import { NETWORKS } from "./network.ts";
 import { waitFor } from "../helpers/wait.ts";
 import type { TargetView } from "../../lib/agent/http_server.ts";
@@ -31,26 +32,7 @@ import { unchainLace } from "./net_plugin_setup.ts";
 import { PROBE_NAMESPACE, probeMessage, probePod } from "./probe_pods.ts";
 
 const reason = await nodeUnavailableReason();
-const chart = new URL("../../deploy/helm/lace", import.meta.url).pathname;
-
-/** Runs the real helm against the node's API server, with its own home under the node's dir. */
-async function helm(node: Node, args: string[]): Promise<string> {
-  const { helm } = await toolPaths();
-  const home = join(node.dir, "helm-home");
-  const out = await new Deno.Command(helm, {
-    args: [...args, "--kubeconfig", node.controlPlane.kubeconfigPath],
-    stdout: "piped",
-    stderr: "piped",
-    env: {
-      HELM_CACHE_HOME: `${home}/cache`,
-      HELM_CONFIG_HOME: `${home}/config`,
-      HELM_DATA_HOME: `${home}/data`,
-    },
-  }).output();
-  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
-  if (!out.success) throw new Error(`helm ${args.join(" ")} failed: ${text}`);
-  return text;
-}
+const chart = CHART;
 
 Deno.test({
   name:
@@ -82,17 +64,7 @@ Deno.test({
 
   // Values of every install and upgrade: the chart's defaults but the image and the cgroup.
   const values = [
-    "--set",
-    "image.repository=lace.test/lace",
-    "--set",
-    "image.tag=dev",
-    "--set",
-    `node.kubeletCgroupPath=${node.kubeletCgroup}`,
-    // The node's own CNI configuration (containerd's conf_dir), not the machine's /etc/cni/net.d.
-    "--set",
-    `node.cni.confDir=${join(node.dir, "net.d")}`,
-    "--set",
-    `node.cni.stateDir=${join(node.dir, "lace-cni-state")}`,
+    ...nodeChartValues(node),
     // Three networks give their pods the same addresses on this one node, which the default
     // (one network per address, node.addressSharing=exclusive) refuses: the opt-in runs here.
     "--set",

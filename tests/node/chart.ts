@@ -1,0 +1,73 @@
+/**
+ * Lace's chart on a real node (tests/node/node.ts): the real helm against the node's API server,
+ * and the values every install on such a node needs. Shared by the real-node tests and the dev
+ * node of scripts/dev.
+ */
+import { CoreV1Api } from "@kubernetes/client-node";
+import { join } from "node:path";
+import { toolPaths } from "../kube/tools.ts";
+import type { Node } from "./node.ts";
+import { readyAgentPod } from "./pod_checks.ts";
+
+/** The chart in this checkout. */
+export const CHART = new URL("../../deploy/helm/lace", import.meta.url).pathname;
+
+/** Runs the real helm against the node's API server, with its own home under the node's dir. */
+export async function helm(node: Node, args: string[]): Promise<string> {
+  const { helm } = await toolPaths();
+  const home = join(node.dir, "helm-home");
+  const out = await new Deno.Command(helm, {
+    args: [...args, "--kubeconfig", node.controlPlane.kubeconfigPath],
+    stdout: "piped",
+    stderr: "piped",
+    env: {
+      HELM_CACHE_HOME: `${home}/cache`,
+      HELM_CONFIG_HOME: `${home}/config`,
+      HELM_DATA_HOME: `${home}/data`,
+    },
+  }).output();
+  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+  if (!out.success) throw new Error(`helm ${args.join(" ")} failed: ${text}`);
+  return text;
+}
+
+/**
+ * `--set` arguments of every install on the node: the chart's defaults but the locally built
+ * image, the kubelet's cgroup and the node's own CNI directories (containerd's conf_dir, not the
+ * machine's /etc/cni/net.d).
+ */
+export function nodeChartValues(node: Node): string[] {
+  return [
+    "--set",
+    "image.repository=lace.test/lace",
+    "--set",
+    "image.tag=dev",
+    "--set",
+    `node.kubeletCgroupPath=${node.kubeletCgroup}`,
+    "--set",
+    `node.cni.confDir=${join(node.dir, "net.d")}`,
+    "--set",
+    `node.cni.stateDir=${join(node.dir, "lace-cni-state")}`,
+  ];
+}
+
+/**
+ * `helm install` of the chart on a node whose namespaces are networks that reuse the same
+ * addresses (scripts/dev node, the conformance run): the chart's defaults but nodeChartValues and
+ * node.addressSharing=shared (the default, exclusive, refuses a second network at an address);
+ * the agent chains its CNI plugin itself. Waits until the agent's pod is Ready.
+ */
+export async function installLace(node: Node): Promise<void> {
+  await helm(node, [
+    "install",
+    "lace",
+    CHART,
+    "--namespace",
+    "lace-system",
+    "--create-namespace",
+    ...nodeChartValues(node),
+    "--set",
+    "node.addressSharing=shared",
+  ]);
+  await readyAgentPod(node.controlPlane.adminConfig().makeApiClient(CoreV1Api), node);
+}
