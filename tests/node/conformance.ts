@@ -96,7 +96,6 @@ export async function runSpecs(name: RunName, o: RunOptions): Promise<SpecResult
     "--",
     `--kubeconfig=${kubeconfig}`,
     `--report-dir=${o.out}`,
-    "--provider=local",
     // One node, Ready: nothing else to wait for.
     "--allowed-not-ready-nodes=0",
     "--minStartupPods=0",
@@ -126,6 +125,7 @@ export async function runSpecs(name: RunName, o: RunOptions): Promise<SpecResult
     ipv6Only: run.ipv6Only,
     // The conflist starts without `lace`: the chart's agent chains it; the control has none.
     chainLace: false,
+    kubeletApi: true,
   });
   console.error(`[${name}] node up in ${Math.round(performance.now() - began)} ms`);
   if (run.agent) {

@@ -76,7 +76,12 @@ async function serve(ipv6Only: boolean): Promise<void> {
   }
   let node;
   try {
-    node = await startNode({ networkPerNamespace: true, upstreamImages: true, ipv6Only });
+    node = await startNode({
+      networkPerNamespace: true,
+      upstreamImages: true,
+      ipv6Only,
+      kubeletApi: true,
+    });
     Object.assign(state, { name: node.name, dir: node.dir, initPid: node.initPid });
     await writeState(state);
     console.log(`node ${node.name} up: ${JSON.stringify(node.timings)}`);

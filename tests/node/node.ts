@@ -79,6 +79,12 @@ export interface NodeOptions {
   upstreamImages?: boolean;
   /** Every pod gets an IPv6 address only (the network label's family, for all pods). */
   ipv6Only?: boolean;
+  /**
+   * The API server reaches the kubelet (logs, exec, port-forward) at the node IP with a client
+   * certificate the kubelet trusts, as the first node of a cluster does (`kubectl logs`, and the
+   * e2e specs that read a pod's log).
+   */
+  kubeletApi?: boolean;
 }
 
 async function writeFile(path: string, text: string, mode = 0o644): Promise<string> {
@@ -159,7 +165,7 @@ export async function startNode(options: NodeOptions = {}): Promise<Node & Async
     controlPlane = await startControlPlane({
       spawnPrefix: ["nsenter", `--net=/run/netns/${netns}`, "--"],
       exposePort,
-      kubeletClient: options.cluster !== undefined,
+      kubeletClient: options.cluster !== undefined || options.kubeletApi === true,
     });
     const plane = controlPlane;
     cleanup.push(() => plane.close());
@@ -219,9 +225,11 @@ export async function startNode(options: NodeOptions = {}): Promise<Node & Async
       nodeIp: NODE_IP,
       networkPerNamespace: options.networkPerNamespace,
       ipv6Only: options.ipv6Only,
-      ...(options.cluster && {
+      ...((options.cluster || options.kubeletApi) && {
         kubeletAddress: NODE_IP,
         clientCAFile: caFile,
+      }),
+      ...(options.cluster && {
         namespaceNetworks: options.cluster.namespaceNetworks,
         noAgent: true,
       }),
