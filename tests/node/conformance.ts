@@ -13,7 +13,7 @@
  * table markers of FILE (docs/conformance.md).
  *
  *   deno task conformance [--runs lace-ipv4,lace-ipv6,control] [--subset conformance|all]
- *                         [--procs 6] [--out DIR] [--doc docs/conformance.md]
+ *                         [--procs 12] [--out DIR] [--doc docs/conformance.md]
  */
 import { parseArgs } from "node:util";
 import { join } from "node:path";
@@ -163,7 +163,7 @@ if (import.meta.main) {
     options: {
       runs: { type: "string", default: "lace-ipv4,lace-ipv6,control" },
       subset: { type: "string", default: "all" },
-      procs: { type: "string", default: "6" },
+      procs: { type: "string", default: "12" },
       out: { type: "string" },
       doc: { type: "string" },
       "dry-run": { type: "boolean", default: false },

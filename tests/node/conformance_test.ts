@@ -18,7 +18,7 @@ Deno.test({
   sanitizeResources: false,
 }, async () => {
   const out = await Deno.makeTempDir({ prefix: "lace-conformance-" });
-  const results = await runSpecs("lace-ipv4", { subset: "conformance", procs: 6, out });
+  const results = await runSpecs("lace-ipv4", { subset: "conformance", procs: 14, out });
   const ran = results.filter((r) => r.outcome !== "skipped");
   // container_probe.go and lifecycle_hook.go of v1.37.2 mark 14 specs [Conformance].
   assert.equal(ran.length, 14, `ran ${ran.length} specs (report in ${out})`);
