@@ -52,10 +52,9 @@ export function nodeChartValues(node: Node): string[] {
 }
 
 /**
- * `helm install` of the chart on a node whose namespaces are networks that reuse the same
- * addresses (scripts/dev node, the conformance run): the chart's defaults but nodeChartValues and
- * node.addressSharing=shared (the default, exclusive, refuses a second network at an address);
- * the agent chains its CNI plugin itself. Waits until the agent's pod is Ready.
+ * `helm install` of the chart with its defaults but nodeChartValues (scripts/dev node, the
+ * conformance run: node.addressSharing stays exclusive, as their network plugin hands out
+ * node-unique addresses). Waits until the agent's pod is Ready.
  */
 export async function installLace(node: Node): Promise<void> {
   await helm(node, [
@@ -66,8 +65,6 @@ export async function installLace(node: Node): Promise<void> {
     "lace-system",
     "--create-namespace",
     ...nodeChartValues(node),
-    "--set",
-    "node.addressSharing=shared",
   ]);
   await readyAgentPod(node.controlPlane.adminConfig().makeApiClient(CoreV1Api), node);
 }

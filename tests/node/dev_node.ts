@@ -81,6 +81,8 @@ async function serve(ipv6Only: boolean): Promise<void> {
       upstreamImages: true,
       ipv6Only,
       kubeletApi: true,
+      // As on a node Lace was never installed on: the chart's agent chains its plugin itself.
+      chainLace: false,
     });
     Object.assign(state, { name: node.name, dir: node.dir, initPid: node.initPid });
     await writeState(state);

@@ -19,6 +19,8 @@ type Conf = ConflistSettings & { cniVersion: string };
 const NETWORK_LABEL = "lace-test.io/network";
 /** "ipv6" gives the pod an IPv6 address only (probe_pods.ts FAMILY_LABEL); else both families. */
 const FAMILY_LABEL = "lace-test.io/family";
+/** The allocations' file of uniqueAddresses, shared by every network. */
+const NODE_POOL = "_node";
 /** Host addresses .10 and up of the /24 (and ::a and up of the /64). */
 const FIRST_HOST = 10;
 
@@ -105,7 +107,9 @@ async function add(conf: Conf, containerId: string, netns: string, ifname: strin
     }
   }
   if (!network) fail(7, `pod ${namespace}/${name} has no valid ${NETWORK_LABEL} label`);
-  const index = await withAllocations(conf, network.name, (allocations) => {
+  // With uniqueAddresses one pool for every network: no two networks hold an address here.
+  const pool = conf.uniqueAddresses ? NODE_POOL : network.name;
+  const index = await withAllocations(conf, pool, (allocations) => {
     if (allocations[containerId] !== undefined) return allocations[containerId];
     const used = new Set(Object.values(allocations));
     let next = FIRST_HOST;
@@ -152,7 +156,7 @@ async function add(conf: Conf, containerId: string, netns: string, ifname: strin
 }
 
 async function del(conf: Conf, containerId: string) {
-  for (const network of await networkNames(conf)) {
+  for (const network of [...await networkNames(conf), NODE_POOL]) {
     await withAllocations(conf, network, (allocations) => {
       delete allocations[containerId];
     });

@@ -84,6 +84,7 @@ export async function startNodeRuntime(o: NodeRuntimeOptions): Promise<NodeRunti
       ...(o.namespaceNetworks ? { namespaceNetworks: o.namespaceNetworks } : {}),
       ...(o.networkPerNamespace ? { networkPerNamespace: true } : {}),
       ...(o.ipv6Only ? { ipv6Only: true } : {}),
+      ...(o.networkPerNamespace ? { uniqueAddresses: true } : {}),
     },
   });
 
@@ -127,6 +128,13 @@ export async function startNodeRuntime(o: NodeRuntimeOptions): Promise<NodeRunti
     return node.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ??
       false;
   }, { timeout: 90_000, interval: 250, message: `node ${name} to be Ready` });
+  // The kubelet registers with the not-ready taint, which the node lifecycle controller (not run
+  // here) lifts once the node is Ready; lifted here, so pods without its toleration schedule.
+  const registered = await core.readNode({ name });
+  const taints = (registered.spec?.taints ?? []).filter((t) =>
+    t.key !== "node.kubernetes.io/not-ready"
+  );
+  await core.patchNode({ name, body: [{ op: "add", path: "/spec/taints", value: taints }] });
   o.mark("kubelet ready");
   return { restartKubelet };
 }
