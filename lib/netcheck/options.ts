@@ -36,6 +36,10 @@ export interface NetcheckOptions {
   connectTimeoutMs: number;
   /** iperf3 duration per path, whole seconds (iperf3 takes integers). */
   bandwidthTimeS: number;
+  /** Requests per path timed for latency (each on a new connection); 0 skips latency. */
+  latencySamples: number;
+  /** Paths whose connect or request p99 is above this many ms fail; 0 disables. */
+  maxLatencyMs: number;
   /** Skip the bandwidth phase. */
   skipBandwidth: boolean;
   concurrency: number;
@@ -71,6 +75,8 @@ export function defaultNetcheckOptions(): NetcheckOptions {
     ipFamily: "ipv4",
     connectTimeoutMs: 5_000,
     bandwidthTimeS: 3,
+    latencySamples: 10,
+    maxLatencyMs: 0,
     skipBandwidth: false,
     concurrency: 16,
     minBandwidthBps: 0,
@@ -111,6 +117,10 @@ function validateNetcheckOptions(o: NetcheckOptions): NetcheckOptions {
   if (!Number.isInteger(o.concurrency) || o.concurrency < 1 || o.concurrency > 1000) {
     throw new UsageError(`--concurrency must be between 1 and 1000: "${o.concurrency}"`);
   }
+  if (!Number.isInteger(o.latencySamples) || o.latencySamples < 0 || o.latencySamples > 100) {
+    throw new UsageError(`--latency-samples must be between 0 and 100: "${o.latencySamples}"`);
+  }
+  if (!(o.maxLatencyMs >= 0)) throw new UsageError(`--max-latency must not be negative`);
   if (!(o.minBandwidthBps >= 0)) throw new UsageError(`--min-bandwidth must not be negative`);
   if (!(o.asymmetry >= 1)) {
     throw new UsageError(`--asymmetry must be a factor of at least 1: "${o.asymmetry}"`);
@@ -232,6 +242,19 @@ export const netcheckCommand: CommandSpec<NetcheckOptions> = {
       key: "bandwidthTimeS",
       value: wholeSeconds,
       help: "iperf3 duration per path (whole seconds, at least 1s)",
+    },
+    {
+      name: "latency-samples",
+      key: "latencySamples",
+      value: integer,
+      help:
+        "Requests per path timed inside the probe pod (connect and request p50/p99/max); 0 skips",
+    },
+    {
+      name: "max-latency",
+      key: "maxLatencyMs",
+      value: duration,
+      help: "Fail paths whose connect or request p99 is above this (e.g. 5ms); 0 disables",
     },
     {
       name: "skip-bandwidth",

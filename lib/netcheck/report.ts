@@ -3,6 +3,7 @@
  * JUnit XML file. JSON and JUnit list every path: they stream paths as they
  * finish (the summary comes last), so memory stays flat however many paths.
  */
+import { formatMs, type Percentiles } from "./latency.ts";
 import type { PathResult, Summary } from "./summary.ts";
 import { escapeUnsafe, safeJson, safeText } from "../safe_text.ts";
 
@@ -25,6 +26,13 @@ export interface RunOutcome {
   error?: string;
   minBandwidthBps: number;
   asymmetryFactor: number;
+  /** --max-latency, ms; 0 when not set. */
+  maxLatencyMs?: number;
+}
+
+/** "p50 0.21 ms, p99 0.40 ms, max 0.40 ms". */
+function formatPercentiles(p: Percentiles): string {
+  return `p50 ${formatMs(p.p50)}, p99 ${formatMs(p.p99)}, max ${formatMs(p.max)}`;
 }
 
 /** Receives every path as it finishes, then the summary. */
@@ -42,6 +50,15 @@ function summaryData(summary: Summary, outcome: RunOutcome): Record<string, unkn
     nodes: summary.nodes,
     skippedNodes: summary.skippedNodes,
     connect: summary.connect,
+    latency: {
+      ...summary.latency,
+      maxLatencyMs: outcome.maxLatencyMs ?? 0,
+      slowest: summary.slowestLatency.items.map((r) => ({
+        from: r.from,
+        to: r.to,
+        ...r.latency,
+      })),
+    },
     bandwidth: {
       ...summary.bandwidth,
       totalBitsPerSecond: summary.totalBps,
@@ -75,6 +92,19 @@ export function textReport(summary: Summary, outcome: RunOutcome): string {
   );
   const c = summary.connect, b = summary.bandwidth;
   out.push(`Connectivity: ${c.tested} paths, ${c.passed} passed, ${c.failed} failed`);
+  const l = summary.latency;
+  if (l.tested > 0) {
+    const limit = outcome.maxLatencyMs ? `, maximum p99 ${formatMs(outcome.maxLatencyMs)}` : "";
+    out.push(`Latency:      ${l.tested} paths, ${l.passed} passed, ${l.failed} failed${limit}`);
+    if (summary.slowestLatency.items.length > 0) out.push("Slowest paths by p99:");
+    for (const r of summary.slowestLatency.items) {
+      out.push(
+        `  ${safeText(r.from)} → ${safeText(r.to)}  connect ${
+          formatPercentiles(r.latency!.connect)
+        }; request ${formatPercentiles(r.latency!.request)}`,
+      );
+    }
+  }
   const floor = outcome.minBandwidthBps > 0
     ? `, minimum ${formatBps(outcome.minBandwidthBps)}`
     : "";
@@ -100,7 +130,7 @@ export function textReport(summary: Summary, outcome: RunOutcome): string {
       );
     }
   }
-  const failedTotal = c.failed + b.failed;
+  const failedTotal = c.failed + l.failed + b.failed;
   if (failedTotal > 0) {
     const shown = summary.failures.items.length;
     const classes = [...summary.failures.byClass].map(([k, n]) => `${k} ${n}`).join(", ");
@@ -181,6 +211,16 @@ export class JunitReport implements PathSink {
       }"/>`;
     } else if (result.bitsPerSecond !== undefined) {
       body = `<system-out>${result.bitsPerSecond} bits/s</system-out>`;
+    }
+    if (result.latency) {
+      const { connect, request, samples } = result.latency;
+      body += `<system-out>${
+        xml(
+          `${samples} samples; connect ${formatPercentiles(connect)}; request ${
+            formatPercentiles(request)
+          }`,
+        )
+      }</system-out>`;
     }
     const line =
       `    <testcase classname="netcheck.${result.phase}" name="${name}" time="${time}">` +

@@ -9,6 +9,7 @@ import { addressOfFamily } from "./address.ts";
 import { joinHostPort } from "../host_port.ts";
 import type { Endpoint, NetcheckCluster } from "./cluster.ts";
 import { classifyConnect } from "./connect_result.ts";
+import { formatMs, latencyCommand, parseLatency, worstP99 } from "./latency.ts";
 import { parseIperf } from "./iperf_result.ts";
 import { acquireLease, type LeaseLock } from "./lease_lock.ts";
 import { daemonSetName, probeDaemonSet, runSelector } from "./manifest.ts";
@@ -86,6 +87,7 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
     status: "passed",
     minBandwidthBps: options.minBandwidthBps,
     asymmetryFactor: options.asymmetry,
+    maxLatencyMs: options.maxLatencyMs,
   };
   const progress = new Progress(env.progress);
   const record = async (result: PathResult) => {
@@ -158,6 +160,20 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
     }, { concurrency, exclusive: false, signal });
     progress.end();
 
+    if (options.latencySamples > 0 && !signal?.aborted) {
+      const connected = function* () {
+        for (const pair of directedPairs(endpoints)) {
+          if (failedConnect.size === 0 || !failedConnect.has(pathKey(pair))) yield pair;
+        }
+      };
+      progress.start("Latency", pairCount(endpoints.length) - failedConnect.size);
+      await schedulePairs(connected(), key, async (pair) => {
+        const result = await measureLatency(cluster, options, pair, signal);
+        if (result) await record(result);
+      }, { concurrency, exclusive: false, signal });
+      progress.end();
+    }
+
     if (!options.skipBandwidth && !signal?.aborted) {
       const connected = function* () {
         for (const pair of directedPairs(endpoints)) {
@@ -206,6 +222,69 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
     interrupted: EXIT_INTERRUPTED,
   }[outcome.status];
   return { exitCode, summary, outcome };
+}
+
+/**
+ * One path's latency: `latencySamples` requests from the source pod to the
+ * target's /hostname, each on a new connection, timed inside the pod. The
+ * answer must come from the pod meant (WRONG_POD otherwise: another pod
+ * holds the address), and the worse p99 must stay within --max-latency.
+ */
+async function measureLatency(
+  cluster: NetcheckCluster,
+  options: NetcheckOptions,
+  pair: Pair<Endpoint>,
+  signal: AbortSignal | undefined,
+): Promise<PathResult | undefined> {
+  const started = Date.now();
+  const url = `http://${joinHostPort(pair.to.address, CONNECT_PORT)}/hostname`;
+  const samples = options.latencySamples;
+  const result = await cluster.exec(
+    ns(options),
+    pair.from.pod,
+    "connect",
+    latencyCommand(url, samples, options.connectTimeoutMs),
+    { timeoutMs: samples * options.connectTimeoutMs + 30_000, signal },
+  );
+  if (signal?.aborted) return undefined;
+  const parsed = parseLatency(result, samples);
+  const base = {
+    phase: "latency" as const,
+    from: pair.from.node,
+    to: pair.to.node,
+    fromPod: pair.from.pod,
+    toPod: pair.to.pod,
+    attempts: 1,
+    durationMs: Date.now() - started,
+  };
+  if (!parsed.ok) {
+    return { ...base, ok: false, errorClass: parsed.errorClass, message: parsed.message };
+  }
+  const latency = parsed.figures;
+  if (parsed.identity !== pair.to.pod) {
+    return {
+      ...base,
+      ok: false,
+      errorClass: "WRONG_POD",
+      message: `${pair.to.address} was answered by pod "${parsed.identity}", not "${pair.to.pod}"` +
+        ": another pod holds the address (a leak between networks, or a stale route)",
+      latency,
+    };
+  }
+  const worst = worstP99(latency);
+  if (options.maxLatencyMs > 0 && worst > options.maxLatencyMs) {
+    const which = latency.connect.p99 >= latency.request.p99 ? "connect" : "request";
+    return {
+      ...base,
+      ok: false,
+      errorClass: "LATENCY",
+      message: `${which} p99 ${formatMs(worst)} is above --max-latency ${
+        formatMs(options.maxLatencyMs)
+      }`,
+      latency,
+    };
+  }
+  return { ...base, ok: true, latency };
 }
 
 /** One path's bandwidth with short retries for a busy server or a reset connection. */

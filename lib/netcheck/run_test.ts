@@ -44,8 +44,9 @@ Deno.test("a healthy cluster passes with every path tested once per phase and ex
   const { cluster, exitCode, summary } = await run(fakeNodes(7));
   assert.equal(exitCode, EXIT_PASSED);
   assert.equal(summary.connect.passed, 42);
+  assert.equal(summary.latency.passed, 42);
   assert.equal(summary.bandwidth.passed, 42);
-  assert.equal(cluster.pathCounts.size, 84);
+  assert.equal(cluster.pathCounts.size, 126);
   assert.ok([...cluster.pathCounts.values()].every((n) => n === 1));
   assert.deepEqual(cluster.violations, []);
   assert.ok(cluster.maxActive <= 8);
@@ -66,6 +67,52 @@ Deno.test("an unreachable node fails its paths as TIMEOUT, skips their bandwidth
   );
   assert.match(textReport(summary, outcome), /TIMEOUT 8/);
   assertCleanedUp(cluster);
+});
+
+Deno.test("latency: every path gets connect and request p50/p99/max, slowest by p99 first", async () => {
+  const nodes = fakeNodes(4);
+  nodes[2].rttMs = 2;
+  const { exitCode, summary, outcome } = await run(nodes, { latencySamples: 5 });
+  assert.equal(exitCode, EXIT_PASSED);
+  assert.equal(summary.latency.passed, 12);
+  const slowest = summary.slowestLatency.items;
+  assert.equal(slowest.length, 5);
+  // The three paths to the slow node lead, with its figures (the last sample is 3× slower).
+  assert.deepEqual(slowest.slice(0, 3).map((r) => r.to), [
+    nodes[2].name,
+    nodes[2].name,
+    nodes[2].name,
+  ]);
+  assert.deepEqual(slowest[0].latency, {
+    samples: 5,
+    connect: { p50: 2, p99: 6, max: 6 },
+    request: { p50: 2, p99: 6, max: 6 },
+  });
+  const text = textReport(summary, outcome);
+  assert.match(text, /Latency: {6}12 paths, 12 passed, 0 failed/);
+  assert.match(
+    text,
+    /Slowest paths by p99:\n {2}node-\d+ → node-0002 {2}connect p50 2\.00 ms, p99 6\.00 ms/,
+  );
+});
+
+Deno.test("--max-latency fails exactly the paths whose p99 is above it, naming the figure", async () => {
+  const nodes = fakeNodes(4);
+  nodes[1].rttMs = 5;
+  const { exitCode, summary } = await run(nodes, { latencySamples: 4, maxLatencyMs: 10 });
+  assert.equal(exitCode, EXIT_FAILED);
+  assert.equal(summary.latency.failed, 3);
+  assert.deepEqual([...summary.failures.byClass], [["LATENCY", 3]]);
+  for (const r of summary.failures.items) {
+    assert.equal(r.to, nodes[1].name);
+    assert.equal(r.message, "connect p99 15.0 ms is above --max-latency 10.0 ms");
+  }
+});
+
+Deno.test("--latency-samples=0 skips the latency phase", async () => {
+  const { cluster, summary } = await run(fakeNodes(3), { latencySamples: 0 });
+  assert.equal(summary.latency.tested, 0);
+  assert.ok(![...cluster.pathCounts.keys()].some((k) => k.startsWith("latency")));
 });
 
 Deno.test("a refusing node is reported as REFUSED", async () => {
@@ -234,8 +281,19 @@ Deno.test("the JSON report lists every path and ends with the summary", async ()
     pollMs: 1,
   });
   const doc = JSON.parse(text);
-  assert.equal(doc.paths.length, 12);
+  assert.equal(doc.paths.length, 18);
   assert.equal(doc.summary.status, "passed");
+  assert.equal(doc.summary.latency.passed, 6);
+  assert.equal(doc.summary.latency.slowest.length, 5);
+  assert.deepEqual(Object.keys(doc.summary.latency.slowest[0]), [
+    "from",
+    "to",
+    "samples",
+    "connect",
+    "request",
+  ]);
+  const latency = doc.paths.find((p: { phase: string }) => p.phase === "latency");
+  assert.deepEqual(Object.keys(latency.latency.connect), ["p50", "p99", "max"]);
   assert.equal(doc.summary.bandwidth.passed, 6);
 });
 
@@ -249,6 +307,7 @@ Deno.test("progress prints plain lines off a terminal and a single redrawn bar o
   });
   assert.ok(lines.every((l) => l.endsWith("\n") && !l.includes("\r")));
   assert.ok(lines.some((l) => l.startsWith("Connectivity: 12/12")));
+  assert.ok(lines.some((l) => l.startsWith("Latency: 12/12")));
   assert.ok(lines.some((l) => l.startsWith("Bandwidth: 12/12")));
   const tty: string[] = [];
   await runChecks(options(), {
@@ -257,6 +316,6 @@ Deno.test("progress prints plain lines off a terminal and a single redrawn bar o
     sinks: [],
     pollMs: 1,
   });
-  assert.equal(tty.filter((t) => t === "\n").length, 2);
+  assert.equal(tty.filter((t) => t === "\n").length, 3);
   assert.ok(tty.filter((t) => t !== "\n").every((t) => t.startsWith("\r")));
 });

@@ -6,7 +6,9 @@
  * of paths; every path still reaches the streaming sinks (JSON, JUnit).
  */
 
-export type Phase = "connect" | "bandwidth";
+import { type LatencyFigures, worstP99 } from "./latency.ts";
+
+export type Phase = "connect" | "latency" | "bandwidth";
 
 /** One tested directed path. */
 export interface PathResult {
@@ -16,10 +18,15 @@ export interface PathResult {
   fromPod: string;
   toPod: string;
   ok: boolean;
-  /** TIMEOUT/REFUSED/DNS/OTHER/UNKNOWN for connect; IPERF or SLOW for bandwidth. */
+  /**
+   * TIMEOUT/REFUSED/DNS/OTHER/UNKNOWN for connect; TIMEOUT, BAD_ANSWER,
+   * WRONG_POD, LATENCY, NO_CURL or UNKNOWN for latency; IPERF or SLOW for bandwidth.
+   */
   errorClass?: string;
   message?: string;
   bitsPerSecond?: number;
+  /** Connect and request round trip percentiles (latency phase). */
+  latency?: LatencyFigures;
   attempts: number;
   durationMs: number;
 }
@@ -122,6 +129,9 @@ export interface PhaseCounts {
 export class Summary {
   readonly connect: PhaseCounts = { tested: 0, passed: 0, failed: 0 };
   readonly bandwidth: PhaseCounts = { tested: 0, passed: 0, failed: 0 };
+  readonly latency: PhaseCounts = { tested: 0, passed: 0, failed: 0 };
+  /** The paths with the highest p99 (connect or request), highest first. */
+  readonly slowestLatency = new Smallest<PathResult>(5, (r) => -worstP99(r.latency!));
   readonly failures = new FailureSample();
   readonly slowest = new Smallest<PathResult>(3, (r) => r.bitsPerSecond ?? 0);
   readonly asymmetry: AsymmetryCheck;
@@ -137,7 +147,11 @@ export class Summary {
   }
 
   add(result: PathResult): void {
-    const counts = result.phase === "connect" ? this.connect : this.bandwidth;
+    const counts = result.phase === "connect"
+      ? this.connect
+      : result.phase === "latency"
+      ? this.latency
+      : this.bandwidth;
     counts.tested++;
     if (result.ok) counts.passed++;
     else {
@@ -151,6 +165,7 @@ export class Summary {
       this.maxBps = Math.max(this.maxBps, result.bitsPerSecond);
       this.slowest.add(result);
     }
+    if (result.phase === "latency" && result.latency) this.slowestLatency.add(result);
     if (result.phase === "bandwidth") {
       this.asymmetry.record(result.from, result.to, result.bitsPerSecond);
     }
@@ -162,7 +177,7 @@ export class Summary {
   }
 
   get failed(): boolean {
-    return this.connect.failed > 0 || this.bandwidth.failed > 0;
+    return this.connect.failed > 0 || this.latency.failed > 0 || this.bandwidth.failed > 0;
   }
 
   /** Mean bandwidth of the measured paths, bits/s. */

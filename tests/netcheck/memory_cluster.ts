@@ -30,6 +30,8 @@ export interface FakeNode {
   egressBps?: number;
   /** Its pod never becomes ready. */
   neverReady?: boolean;
+  /** Round trip of paths to this node, ms (latency samples; the last one is 3× slower). */
+  rttMs?: number;
 }
 
 export interface MemoryClusterOptions {
@@ -169,9 +171,12 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
     this.maxActive = Math.max(this.maxActive, this.active);
     const from = this.#nodeOfPod(pod);
     const isBandwidth = container === "bandwidth";
+    const isCurl = command[0] === "curl";
     const target = this.#nodeOfAddress(
       isBandwidth
         ? command[command.indexOf("-c") + 1]
+        : isCurl
+        ? command.at(-1)!.replace(/^http:\/\/\[?(.*?)\]?:\d+\/.*$/, "$1")
         : command.at(-1)!.replace(/^\[?(.*?)\]?:\d+$/, "$1"),
     );
     const lockKeys = isBandwidth && from && target ? [from.name, target.name] : [];
@@ -186,9 +191,10 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
       }
       if (!from) return { exitCode: -1, stdout: "", stderr: "", error: `pod "${pod}" not found` };
       if (this.options.recordPaths) {
-        const key = `${container} ${from.name}→${target?.name}`;
+        const key = `${isCurl ? "latency" : container} ${from.name}→${target?.name}`;
         this.pathCounts.set(key, (this.pathCounts.get(key) ?? 0) + 1);
       }
+      if (isCurl) return this.#curl(pod, from, target, command);
       return isBandwidth ? this.#iperf(from, target) : this.#connect(from, target);
     } finally {
       for (const k of lockKeys) this.#busyPods.delete(k);
@@ -215,6 +221,24 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
     if (from.unreachable || to.unreachable) return { exitCode: 1, stdout: "", stderr: "TIMEOUT\n" };
     if (to.refuses) return { exitCode: 1, stdout: "", stderr: "REFUSED\n" };
     return { exitCode: 0, stdout: "", stderr: "" };
+  }
+
+  /** curl's output for latencyCommand(): each sample answered by the target's pod. */
+  #curl(pod: string, from: FakeNode, to: FakeNode | undefined, command: string[]): ExecResult {
+    const samples = command.filter((a) => a.startsWith("http://")).length;
+    const lines: string[] = [];
+    const reachable = to && !from.unreachable && !to.unreachable && !to.refuses;
+    const answeredBy = to ? pod.slice(0, pod.length - from.name.length) + to.name : "";
+    for (let i = 0; i < samples; i++) {
+      const rtt = ((to?.rttMs ?? 0.2) * (i === samples - 1 ? 3 : 1)) / 1000;
+      lines.push(
+        reachable ? answeredBy : "",
+        reachable
+          ? `LACE 200 1 ${rtt.toFixed(6)} ${rtt.toFixed(6)} ${(2 * rtt).toFixed(6)}`
+          : "LACE 000 0 0.000000 0.000000 0.000000",
+      );
+    }
+    return { exitCode: reachable ? 0 : 28, stdout: lines.join("\n") + "\n", stderr: "" };
   }
 
   #iperf(from: FakeNode, to: FakeNode | undefined): ExecResult {

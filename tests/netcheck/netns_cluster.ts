@@ -29,6 +29,8 @@ export interface SimNode {
   busyOnce?: boolean;
   /** Egress rate limit, Mbit/s. */
   slowMbit?: number;
+  /** Its agnhost answers /hostname this much later (a slow request round trip). */
+  answerDelayMs?: number;
 }
 
 interface NodeState extends SimNode {
@@ -189,9 +191,10 @@ export class NetnsCluster extends MemoryLeases implements NetcheckCluster, Async
     node.servers = [];
   }
 
-  #spawn(node: NodeState, args: string[]): Deno.ChildProcess {
+  #spawn(node: NodeState, args: string[], env: Record<string, string> = {}): Deno.ChildProcess {
     return new Deno.Command("ip", {
       args: ["netns", "exec", node.netns, ...args],
+      env,
       stdin: "null",
       stdout: "null",
       stderr: "null",
@@ -214,11 +217,15 @@ export class NetnsCluster extends MemoryLeases implements NetcheckCluster, Async
           Deno.execPath(),
           "run",
           "--allow-net",
+          "--allow-env=HOSTNAME,LACE_SIM_ANSWER_DELAY_MS",
           AGNHOST,
           "netexec",
           "--http-port=1199",
           "--udp-port=-1",
-        ]),
+        ], {
+          HOSTNAME: `${name}-${node.name}`,
+          LACE_SIM_ANSWER_DELAY_MS: String(node.answerDelayMs ?? 0),
+        }),
         this.#spawn(node, ["iperf3", "-s", "-p", "5201"]),
       );
     }

@@ -63,6 +63,35 @@ Deno.test({
 });
 
 Deno.test({
+  name: "latency is measured inside the pods with real curl, and --max-latency fails a slow node",
+  ignore,
+  async fn() {
+    await withCluster([{ name: "a" }, { name: "b" }, { name: "c", answerDelayMs: 300 }], async (
+      cluster,
+    ) => {
+      const r = await runChecks(
+        options({ skipBandwidth: true, latencySamples: 5, maxLatencyMs: 200 }),
+        { cluster, progress: quiet, sinks: [], pollMs: 50 },
+      );
+      console.log(textReport(r.summary, r.outcome));
+      assert.equal(r.exitCode, EXIT_FAILED, textReport(r.summary, r.outcome));
+      assert.equal(r.summary.latency.tested, 6);
+      assert.equal(r.summary.latency.failed, 2);
+      const failed = r.summary.failures.items;
+      assert.deepEqual(failed.map((f) => `${f.to} ${f.errorClass}`), ["c LATENCY", "c LATENCY"]);
+      assert.match(failed[0].message!, /^request p99 \d+ ms is above --max-latency 200 ms$/);
+      // Only lower bounds: the answer delay bounds the slow paths, a real handshake is never
+      // free; upper bounds depend on the machine's load (figures are printed above).
+      const [slowest, , fast] = r.summary.slowestLatency.items;
+      assert.ok(slowest.latency!.request.p50 >= 300, JSON.stringify(slowest.latency));
+      assert.ok(fast.latency!.connect.p50 > 0, JSON.stringify(fast.latency));
+      const { p50, p99, max } = fast.latency!.request;
+      assert.ok(0 < p50 && p50 <= p99 && p99 <= max, JSON.stringify(fast.latency));
+    });
+  },
+});
+
+Deno.test({
   name: "two simulated nodes pass on IPv6 with bracketed connect targets",
   ignore,
   async fn() {
