@@ -40,6 +40,14 @@ export interface NetcheckOptions {
   latencySamples: number;
   /** Paths whose connect or request p99 is above this many ms fail; 0 disables. */
   maxLatencyMs: number;
+  /**
+   * Networks to place probe pods in and check isolation between: each a
+   * namespace the network plugin maps to a network, or a `key=value` pod
+   * label it reads. Empty: the one network of --namespace.
+   */
+  networks: string[];
+  /** How long a cross-network request waits for an answer (no answer = isolated). */
+  isolationTimeoutMs: number;
   /** Skip the bandwidth phase. */
   skipBandwidth: boolean;
   concurrency: number;
@@ -76,6 +84,8 @@ export function defaultNetcheckOptions(): NetcheckOptions {
     connectTimeoutMs: 5_000,
     bandwidthTimeS: 3,
     latencySamples: 10,
+    networks: [],
+    isolationTimeoutMs: 1_000,
     maxLatencyMs: 0,
     skipBandwidth: false,
     concurrency: 16,
@@ -119,6 +129,25 @@ function validateNetcheckOptions(o: NetcheckOptions): NetcheckOptions {
   }
   if (!Number.isInteger(o.latencySamples) || o.latencySamples < 0 || o.latencySamples > 100) {
     throw new UsageError(`--latency-samples must be between 0 and 100: "${o.latencySamples}"`);
+  }
+  if (o.networks.length === 1) {
+    throw new UsageError(`--networks needs at least two networks to compare: "${o.networks[0]}"`);
+  }
+  const seen = new Set<string>();
+  for (const n of o.networks) {
+    const eq = n.indexOf("=");
+    const valid = eq < 0
+      ? dnsLabel.test(n) && n.length <= 63
+      : labelKey.test(n.slice(0, eq)) && labelValue.test(n.slice(eq + 1)) &&
+        n.slice(eq + 1).length <= 63 && n.slice(eq + 1) !== "";
+    if (!valid) {
+      throw new UsageError(`--networks entries must be namespaces or key=value labels: "${n}"`);
+    }
+    if (seen.has(n)) throw new UsageError(`--networks names "${n}" twice`);
+    seen.add(n);
+  }
+  if (o.isolationTimeoutMs < 100) {
+    throw new UsageError(`--isolation-timeout must be at least 100ms`);
   }
   if (!(o.maxLatencyMs >= 0)) throw new UsageError(`--max-latency must not be negative`);
   if (!(o.minBandwidthBps >= 0)) throw new UsageError(`--min-bandwidth must not be negative`);
@@ -165,6 +194,12 @@ const selector: ValueParser<Record<string, string>> = {
   metavar: "K=V[,K=V]",
   parse: parseSelector,
   format: (labels) => Object.entries(labels).map(([k, v]) => `${k}=${v}`).join(","),
+};
+
+const networkList: ValueParser<string[]> = {
+  metavar: "NS|K=V[,…]",
+  parse: (t) => t.split(",").map((s) => s.trim()).filter(Boolean),
+  format: (list) => list.join(","),
 };
 
 const bandwidth: ValueParser<number> = {
@@ -255,6 +290,19 @@ export const netcheckCommand: CommandSpec<NetcheckOptions> = {
       key: "maxLatencyMs",
       value: duration,
       help: "Fail paths whose connect or request p99 is above this (e.g. 5ms); 0 disables",
+    },
+    {
+      name: "networks",
+      key: "networks",
+      value: networkList,
+      help: "Probe pods in each of these networks (namespace or key=value label) and check " +
+        "that no cross-network path is answered by the other network's pod",
+    },
+    {
+      name: "isolation-timeout",
+      key: "isolationTimeoutMs",
+      value: duration,
+      help: "How long a cross-network request waits for an answer (none means isolated)",
     },
     {
       name: "skip-bandwidth",

@@ -80,3 +80,12 @@ Deno.test("--no-progress turns the progress bar off; --progress and the default 
   assert.equal(parseNetcheckArgs(["--progress"], {})!.progress, true);
   assert.equal(parseNetcheckArgs([], {})!.progress, true);
 });
+
+Deno.test("--networks takes namespaces and key=value labels, at least two, each once", () => {
+  const o = parseNetcheckArgs(["--networks", "tenant-a, lace-test.io/network=red"], {})!;
+  assert.deepEqual(o.networks, ["tenant-a", "lace-test.io/network=red"]);
+  assert.throws(() => parseNetcheckArgs(["--networks", "tenant-a"], {}), /at least two/);
+  assert.throws(() => parseNetcheckArgs(["--networks", "a,a"], {}), /names "a" twice/);
+  assert.throws(() => parseNetcheckArgs(["--networks", "a,Bad_NS"], {}), /namespaces or key=value/);
+  assert.throws(() => parseNetcheckArgs(["--networks", "a,k="], {}), /namespaces or key=value/);
+});

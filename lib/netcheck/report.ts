@@ -50,6 +50,15 @@ function summaryData(summary: Summary, outcome: RunOutcome): Record<string, unkn
     nodes: summary.nodes,
     skippedNodes: summary.skippedNodes,
     connect: summary.connect,
+    ...(summary.networks
+      ? {
+        isolation: {
+          ...summary.isolation,
+          leaks: summary.networks.leaks,
+          matrix: summary.networks.toJSON(),
+        },
+      }
+      : {}),
     latency: {
       ...summary.latency,
       maxLatencyMs: outcome.maxLatencyMs ?? 0,
@@ -130,14 +139,24 @@ export function textReport(summary: Summary, outcome: RunOutcome): string {
       );
     }
   }
-  const failedTotal = c.failed + l.failed + b.failed;
+  if (summary.networks) {
+    const i = summary.isolation;
+    out.push(
+      `Isolation:    ${i.tested} cross-network paths, ${i.passed} isolated, ${i.failed} failed` +
+        ` (${summary.networks.leaks} answered by the other network's pod)`,
+    );
+    out.push("Networks (same network: connect paths passed; across: paths isolated):");
+    for (const line of summary.networks.lines()) out.push(`  ${safeText(line)}`);
+  }
+  const failedTotal = c.failed + l.failed + b.failed + summary.isolation.failed;
   if (failedTotal > 0) {
     const shown = summary.failures.items.length;
     const classes = [...summary.failures.byClass].map(([k, n]) => `${k} ${n}`).join(", ");
     out.push(`Failed paths (${classes}; showing ${shown} of ${failedTotal}):`);
     for (const r of summary.failures.items) {
       out.push(
-        `  ${r.phase.padEnd(9)} ${safeText(r.from)} → ${safeText(r.to)}  ${r.errorClass}` +
+        `  ${r.phase.padEnd(9)} ${r.network ? `[${safeText(r.network)}] ` : ""}` +
+          `${safeText(r.from)} → ${safeText(r.to)}  ${r.errorClass}` +
           (r.message ? `: ${safeText(r.message)}` : ""),
       );
     }
@@ -201,7 +220,11 @@ export class JunitReport implements PathSink {
     this.#file ??= await Deno.open(this.#partial, { write: true, create: true, truncate: true });
     this.#tests++;
     this.#seconds += result.durationMs / 1000;
-    const name = xml(`${result.from} -> ${result.to}`);
+    const name = xml(
+      `${
+        result.network ? `[${result.network.replace("→", "->")}] ` : ""
+      }${result.from} -> ${result.to}`,
+    );
     const time = (result.durationMs / 1000).toFixed(3);
     let body = "";
     if (!result.ok) {

@@ -12,7 +12,13 @@ import { classifyConnect } from "./connect_result.ts";
 import { formatMs, latencyCommand, parseLatency, worstP99 } from "./latency.ts";
 import { parseIperf } from "./iperf_result.ts";
 import { acquireLease, type LeaseLock } from "./lease_lock.ts";
-import { daemonSetName, probeDaemonSet, runSelector } from "./manifest.ts";
+import { probeDaemonSet, type ProbeNetwork, probeNetworks } from "./manifest.ts";
+import {
+  crossNetworkPairs,
+  isolationVerdict,
+  type NetworkEndpoint,
+  NetworkMatrix,
+} from "./isolation.ts";
 import { CONNECT_PORT, IPERF_PORT, type NetcheckOptions } from "./options.ts";
 import { directedPairs, type Pair, pairCount } from "./pairs.ts";
 import { Progress, type ProgressOutput } from "./progress.ts";
@@ -80,7 +86,6 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
   const { cluster, signal } = env;
   const runId = env.runId ?? newRunId();
   const ns = options.namespace;
-  const dsName = daemonSetName(runId);
   const summary = new Summary(options.asymmetry);
   const outcome: RunOutcome = {
     runId,
@@ -96,48 +101,22 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
     progress.tick(result.ok);
   };
 
-  let lease: LeaseLock | undefined;
-  let created = false;
-  try {
-    await cluster.ensureNamespace(ns);
-    lease = await acquireLease(cluster, ns, env.holder ?? runId, options.leaseDurationS, env.now);
-    if (lease.tookOverFrom) {
-      log.warn("Took over the expired Lease of run {run}", { run: lease.tookOverFrom });
-    }
-    created = true;
-    await cluster.applyDaemonSet(ns, probeDaemonSet(options, runId));
-    log.info("Created DaemonSet {namespace}/{name}", { namespace: ns, name: dsName });
-    const { ready, skipped } = await waitForProbePods(cluster, {
-      namespace: ns,
-      daemonSet: dsName,
-      selector: runSelector(runId),
-      timeoutMs: options.readyTimeoutMs,
-      pollMs: env.pollMs,
-      signal,
-      now: env.now,
-    });
-    summary.skippedNodes = skipped.map((s) => ({
-      node: s.pod.nodeName || s.pod.name,
-      reason: s.reason,
-    }));
-    const endpoints = endpointsOf(ready, options.ipFamily);
-    summary.nodes = endpoints.map((e) => e.node);
-    if (endpoints.length < 2) {
-      throw new SetupError(
-        `Only ${endpoints.length} probe pod is ready; netcheck needs at least two nodes`,
-      );
-    }
-
+  const networks = probeNetworks(options, runId);
+  const multi = networks.length > 1;
+  const matrix = multi ? new NetworkMatrix(networks.map((n) => n.name)) : undefined;
+  /** Connectivity, latency and bandwidth between the pods of one network. */
+  const checkNetwork = async (endpoints: NetworkEndpoint[], network: string | undefined) => {
     const failedConnect = new Set<string>();
-    const pathKey = (p: Pair<Endpoint>) => `${p.from.pod}\u0000${p.to.pod}`;
-    const key = (e: Endpoint) => e.pod;
+    const pathKey = (p: Pair<NetworkEndpoint>) => `${p.from.pod}\u0000${p.to.pod}`;
+    const key = (e: NetworkEndpoint) => e.pod;
     const concurrency = options.concurrency;
 
-    progress.start("Connectivity", pairCount(endpoints.length));
+    const label = (phase: string) => network === undefined ? phase : `${phase} (${network})`;
+    progress.start(label("Connectivity"), pairCount(endpoints.length));
     const timeoutArg = `--timeout=${options.connectTimeoutMs}ms`;
     await schedulePairs(directedPairs(endpoints), key, async (pair) => {
       const started = Date.now();
-      const result = await cluster.exec(ns, pair.from.pod, "connect", [
+      const result = await cluster.exec(pair.from.namespace ?? ns, pair.from.pod, "connect", [
         "/agnhost",
         "connect",
         timeoutArg,
@@ -146,8 +125,10 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
       if (signal?.aborted) return;
       const outcome = classifyConnect(result);
       if (!outcome.ok) failedConnect.add(pathKey(pair));
+      matrix?.record(pair.from.network, pair.to.network, outcome.ok);
       await record({
         phase: "connect",
+        ...(network === undefined ? {} : { network }),
         from: pair.from.node,
         to: pair.to.node,
         fromPod: pair.from.pod,
@@ -166,7 +147,7 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
           if (failedConnect.size === 0 || !failedConnect.has(pathKey(pair))) yield pair;
         }
       };
-      progress.start("Latency", pairCount(endpoints.length) - failedConnect.size);
+      progress.start(label("Latency"), pairCount(endpoints.length) - failedConnect.size);
       await schedulePairs(connected(), key, async (pair) => {
         const result = await measureLatency(cluster, options, pair, signal);
         if (result) await record(result);
@@ -183,11 +164,90 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
           } else yield pair;
         }
       };
-      progress.start("Bandwidth", pairCount(endpoints.length) - failedConnect.size);
+      progress.start(label("Bandwidth"), pairCount(endpoints.length) - failedConnect.size);
       await schedulePairs(connected(), key, async (pair) => {
         const result = await measureBandwidth(cluster, options, pair, env);
         if (result) await record(result);
       }, { concurrency, exclusive: true, signal });
+      progress.end();
+    }
+  };
+
+  summary.networks = matrix;
+  let lease: LeaseLock | undefined;
+  const created: ProbeNetwork[] = [];
+  try {
+    await cluster.ensureNamespace(ns);
+    lease = await acquireLease(cluster, ns, env.holder ?? runId, options.leaseDurationS, env.now);
+    if (lease.tookOverFrom) {
+      log.warn("Took over the expired Lease of run {run}", { run: lease.tookOverFrom });
+    }
+    for (const network of networks) {
+      // Pushed first: a create that fails half-way is still deleted (a missing one is fine).
+      created.push(network);
+      try {
+        await cluster.applyDaemonSet(network.namespace, probeDaemonSet(options, runId, network));
+      } catch (e) {
+        if (!multi || network.namespace === ns) throw e;
+        throw new SetupError(
+          `Could not create the probe DaemonSet of network "${network.name}" in namespace ` +
+            `"${network.namespace}" (${describeError(e)}): --networks names namespaces that ` +
+            `exist and that the network plugin maps to a network; netcheck never creates them`,
+        );
+      }
+      log.info("Created DaemonSet {namespace}/{name}", {
+        namespace: network.namespace,
+        name: network.daemonSet,
+      });
+    }
+    const perNetwork: NetworkEndpoint[][] = [];
+    const nodes = new Set<string>();
+    for (const [index, network] of networks.entries()) {
+      const { ready, skipped } = await waitForProbePods(cluster, {
+        namespace: network.namespace,
+        daemonSet: network.daemonSet,
+        selector: network.selector,
+        timeoutMs: options.readyTimeoutMs,
+        pollMs: env.pollMs,
+        signal,
+        now: env.now,
+      });
+      summary.skippedNodes.push(...skipped.map((s) => ({
+        node: (s.pod.nodeName || s.pod.name) + (multi ? ` (network ${network.name})` : ""),
+        reason: s.reason,
+      })));
+      const endpoints = endpointsOf(ready, options.ipFamily).map((e) => ({
+        ...e,
+        ...(network.namespace === ns ? {} : { namespace: network.namespace }),
+        network: index,
+      }));
+      if (endpoints.length < 2) {
+        throw new SetupError(
+          `Only ${endpoints.length} probe pod is ready` +
+            (multi ? ` in network "${network.name}"` : "") +
+            "; netcheck needs at least two nodes",
+        );
+      }
+      for (const e of endpoints) nodes.add(e.node);
+      perNetwork.push(endpoints);
+    }
+    summary.nodes = [...nodes].sort();
+
+    for (const [index, endpoints] of perNetwork.entries()) {
+      if (signal?.aborted) break;
+      await checkNetwork(endpoints, multi ? networks[index].name : undefined);
+    }
+
+    if (multi && !signal?.aborted) {
+      const total = perNetwork.reduce((n, e) => n + e.length, 0);
+      const count = perNetwork.reduce((n, e) => n + e.length * (total - e.length), 0);
+      progress.start("Isolation", count);
+      await schedulePairs(crossNetworkPairs(perNetwork), (e) => e.pod, async (pair) => {
+        const result = await checkIsolation(cluster, options, pair, networks, signal);
+        if (!result) return;
+        matrix!.record(pair.from.network, pair.to.network, result.ok);
+        await record(result);
+      }, { concurrency: options.concurrency, exclusive: false, signal });
       progress.end();
     }
     if (signal?.aborted) throw new SetupError("Interrupted");
@@ -197,16 +257,16 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
     outcome.error = describeError(e);
     if (!(e instanceof SetupError)) log.debug("Run failed: {error}", { error: e });
   } finally {
-    if (created) {
-      await cluster.deleteDaemonSet(ns, dsName).then(
-        () => log.info("Deleted DaemonSet {namespace}/{name}", { namespace: ns, name: dsName }),
+    for (const { namespace, daemonSet: name } of created) {
+      await cluster.deleteDaemonSet(namespace, name).then(
+        () => log.info("Deleted DaemonSet {namespace}/{name}", { namespace, name }),
         (e) => {
           log.error("Could not delete DaemonSet {namespace}/{name}: {error}", {
-            namespace: ns,
-            name: dsName,
+            namespace,
+            name,
             error: (e as Error).message,
           });
-          outcome.error ??= `Could not delete DaemonSet "${ns}/${dsName}": delete it by hand`;
+          outcome.error ??= `Could not delete DaemonSet "${namespace}/${name}": delete it by hand`;
         },
       );
     }
@@ -240,7 +300,7 @@ async function measureLatency(
   const url = `http://${joinHostPort(pair.to.address, CONNECT_PORT)}/hostname`;
   const samples = options.latencySamples;
   const result = await cluster.exec(
-    ns(options),
+    pair.from.namespace ?? options.namespace,
     pair.from.pod,
     "connect",
     latencyCommand(url, samples, options.connectTimeoutMs),
@@ -303,18 +363,24 @@ async function measureBandwidth(
     toPod: pair.to.pod,
   };
   for (let attempt = 1;; attempt++) {
-    const result = await cluster.exec(ns(options), pair.from.pod, "bandwidth", [
-      "iperf3",
-      "-c",
-      pair.to.address,
-      "-p",
-      String(IPERF_PORT),
-      "-t",
-      String(options.bandwidthTimeS),
-      "--connect-timeout",
-      String(options.connectTimeoutMs),
-      "-J",
-    ], { timeoutMs: (options.bandwidthTimeS + 30) * 1000, signal: env.signal });
+    const result = await cluster.exec(
+      pair.from.namespace ?? options.namespace,
+      pair.from.pod,
+      "bandwidth",
+      [
+        "iperf3",
+        "-c",
+        pair.to.address,
+        "-p",
+        String(IPERF_PORT),
+        "-t",
+        String(options.bandwidthTimeS),
+        "--connect-timeout",
+        String(options.connectTimeoutMs),
+        "-J",
+      ],
+      { timeoutMs: (options.bandwidthTimeS + 30) * 1000, signal: env.signal },
+    );
     if (env.signal?.aborted) return undefined;
     const parsed = parseIperf(result);
     const durationMs = Date.now() - started;
@@ -373,6 +439,50 @@ function describeError(e: unknown): string {
   return errorText(e);
 }
 
-function ns(options: NetcheckOptions): string {
-  return options.namespace;
+/**
+ * One cross-network path: a single /hostname request from a pod of one
+ * network to the address of a pod of another. Answered by that pod itself:
+ * LEAK, naming both pods, nodes and networks.
+ */
+async function checkIsolation(
+  cluster: NetcheckCluster,
+  options: NetcheckOptions,
+  pair: Pair<NetworkEndpoint>,
+  networks: ProbeNetwork[],
+  signal: AbortSignal | undefined,
+): Promise<PathResult | undefined> {
+  const started = Date.now();
+  const url = `http://${joinHostPort(pair.to.address, CONNECT_PORT)}/hostname`;
+  const result = await cluster.exec(
+    pair.from.namespace ?? options.namespace,
+    pair.from.pod,
+    "connect",
+    latencyCommand(url, 1, options.isolationTimeoutMs),
+    { timeoutMs: options.isolationTimeoutMs + 30_000, signal },
+  );
+  if (signal?.aborted) return undefined;
+  const verdict = isolationVerdict(parseLatency(result, 1), pair.to.pod);
+  const fromNet = networks[pair.from.network].name, toNet = networks[pair.to.network].name;
+  const base = {
+    phase: "isolation" as const,
+    network: `${fromNet} → ${toNet}`,
+    from: pair.from.node,
+    to: pair.to.node,
+    fromPod: pair.from.pod,
+    toPod: pair.to.pod,
+    attempts: 1,
+    durationMs: Date.now() - started,
+  };
+  if (verdict.isolated) return { ...base, ok: true, message: verdict.detail };
+  const cause = verdict.errorClass === "LEAK"
+    ? "; a route or bridge joins the two networks, or the plugin put both pods in one network"
+    : "; isolation is not shown for this path";
+  return {
+    ...base,
+    ok: false,
+    errorClass: verdict.errorClass,
+    message: `pod "${pair.from.pod}" (network ${fromNet}, node ${pair.from.node}) asked ` +
+      `${pair.to.address} of pod "${pair.to.pod}" (network ${toNet}, node ${pair.to.node}): ` +
+      verdict.detail + cause,
+  };
 }

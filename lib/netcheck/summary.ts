@@ -7,12 +7,15 @@
  */
 
 import { type LatencyFigures, worstP99 } from "./latency.ts";
+import type { NetworkMatrix } from "./isolation.ts";
 
-export type Phase = "connect" | "latency" | "bandwidth";
+export type Phase = "connect" | "latency" | "bandwidth" | "isolation";
 
 /** One tested directed path. */
 export interface PathResult {
   phase: Phase;
+  /** The network of --networks ("A"), or for isolation "A → B"; absent without --networks. */
+  network?: string;
   from: string;
   to: string;
   fromPod: string;
@@ -130,6 +133,9 @@ export class Summary {
   readonly connect: PhaseCounts = { tested: 0, passed: 0, failed: 0 };
   readonly bandwidth: PhaseCounts = { tested: 0, passed: 0, failed: 0 };
   readonly latency: PhaseCounts = { tested: 0, passed: 0, failed: 0 };
+  readonly isolation: PhaseCounts = { tested: 0, passed: 0, failed: 0 };
+  /** Same-network and cross-network results per pair of networks (with --networks). */
+  networks: NetworkMatrix | undefined;
   /** The paths with the highest p99 (connect or request), highest first. */
   readonly slowestLatency = new Smallest<PathResult>(5, (r) => -worstP99(r.latency!));
   readonly failures = new FailureSample();
@@ -151,6 +157,8 @@ export class Summary {
       ? this.connect
       : result.phase === "latency"
       ? this.latency
+      : result.phase === "isolation"
+      ? this.isolation
       : this.bandwidth;
     counts.tested++;
     if (result.ok) counts.passed++;
@@ -177,7 +185,8 @@ export class Summary {
   }
 
   get failed(): boolean {
-    return this.connect.failed > 0 || this.latency.failed > 0 || this.bandwidth.failed > 0;
+    return this.connect.failed > 0 || this.latency.failed > 0 || this.bandwidth.failed > 0 ||
+      this.isolation.failed > 0;
   }
 
   /** Mean bandwidth of the measured paths, bits/s. */
