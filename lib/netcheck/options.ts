@@ -48,6 +48,14 @@ export interface NetcheckOptions {
   networks: string[];
   /** How long a cross-network request waits for an answer (no answer = isolated). */
   isolationTimeoutMs: number;
+  /** Keep the probe pods and run a round every --interval until stopped. */
+  watch: boolean;
+  /** --watch: time from the start of one round to the start of the next, ms. */
+  intervalMs: number;
+  /** --watch: serve Prometheus metrics on this host:port; empty for none. */
+  metricsAddress: string;
+  /** --watch: at most this many failing paths get a series of their own. */
+  metricsFailingPaths: number;
   /** Skip the bandwidth phase. */
   skipBandwidth: boolean;
   concurrency: number;
@@ -85,6 +93,10 @@ export function defaultNetcheckOptions(): NetcheckOptions {
     bandwidthTimeS: 3,
     latencySamples: 10,
     networks: [],
+    watch: false,
+    intervalMs: 300_000,
+    metricsAddress: "127.0.0.1:9469",
+    metricsFailingPaths: 50,
     isolationTimeoutMs: 1_000,
     maxLatencyMs: 0,
     skipBandwidth: false,
@@ -145,6 +157,20 @@ function validateNetcheckOptions(o: NetcheckOptions): NetcheckOptions {
     }
     if (seen.has(n)) throw new UsageError(`--networks names "${n}" twice`);
     seen.add(n);
+  }
+  if (o.watch && o.intervalMs < 1000) {
+    throw new UsageError(`--interval must be at least 1s: "${o.intervalMs}ms"`);
+  }
+  if (o.watch && o.junit) {
+    throw new UsageError(`--junit is for one run; --watch exports metrics instead`);
+  }
+  if (
+    !Number.isInteger(o.metricsFailingPaths) || o.metricsFailingPaths < 0 ||
+    o.metricsFailingPaths > 1000
+  ) {
+    throw new UsageError(
+      `--metrics-failing-paths must be between 0 and 1000: "${o.metricsFailingPaths}"`,
+    );
   }
   if (o.isolationTimeoutMs < 100) {
     throw new UsageError(`--isolation-timeout must be at least 100ms`);
@@ -303,6 +329,31 @@ export const netcheckCommand: CommandSpec<NetcheckOptions> = {
       key: "isolationTimeoutMs",
       value: duration,
       help: "How long a cross-network request waits for an answer (none means isolated)",
+    },
+    {
+      name: "watch",
+      key: "watch",
+      value: boolean,
+      help: "Keep the probe pods and run a round every --interval until stopped (Ctrl-C, SIGTERM)",
+    },
+    {
+      name: "interval",
+      key: "intervalMs",
+      value: duration,
+      help: "--watch: from the start of one round to the next (rounds never overlap)",
+    },
+    {
+      name: "metrics-address",
+      key: "metricsAddress",
+      value: text,
+      metavar: "HOST:PORT",
+      help: "--watch: serve Prometheus metrics at http://HOST:PORT/metrics; empty for none",
+    },
+    {
+      name: "metrics-failing-paths",
+      key: "metricsFailingPaths",
+      value: integer,
+      help: "--watch: failing paths that get a series of their own (the rest are counted)",
     },
     {
       name: "skip-bandwidth",

@@ -41,8 +41,8 @@ export interface PathSink {
   finish(summary: Summary, outcome: RunOutcome): Promise<void>;
 }
 
-/** The summary as plain data (the JSON report's `summary`). */
-function summaryData(summary: Summary, outcome: RunOutcome): Record<string, unknown> {
+/** The summary as plain data (the JSON report's `summary`; a --watch round's JSON line). */
+export function summaryData(summary: Summary, outcome: RunOutcome): Record<string, unknown> {
   return {
     runId: outcome.runId,
     status: outcome.status,

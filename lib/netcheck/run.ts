@@ -27,6 +27,7 @@ import { formatBps, type PathSink, type RunOutcome } from "./report.ts";
 import { schedulePairs } from "./scheduler.ts";
 import { type PathResult, Summary } from "./summary.ts";
 import { errorText } from "../error_text.ts";
+import type { NetcheckMetrics } from "./metrics.ts";
 
 const log = getLogger(["lace", "netcheck"]);
 
@@ -50,6 +51,20 @@ export interface RunEnvironment {
   /** Pause before retrying a busy iperf3 server. */
   retryDelayMs?: number;
   now?: () => number;
+  /** --watch: observes every path and each round's end. */
+  metrics?: NetcheckMetrics;
+  /** --watch: called after each round with its summary (the caller prints it). */
+  onRound?: (summary: Summary, outcome: RunOutcome, round: RoundInfo) => void | Promise<void>;
+  /** --watch: waits between rounds (fake time in tests); ends early when `signal` aborts. */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+}
+
+/** A finished round of --watch. */
+export interface RoundInfo {
+  round: number;
+  elapsedMs: number;
+  /** It took longer than --interval. */
+  overran: boolean;
 }
 
 export interface RunResult {
@@ -86,7 +101,7 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
   const { cluster, signal } = env;
   const runId = env.runId ?? newRunId();
   const ns = options.namespace;
-  const summary = new Summary(options.asymmetry);
+  let summary = new Summary(options.asymmetry);
   const outcome: RunOutcome = {
     runId,
     status: "passed",
@@ -97,13 +112,15 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
   const progress = new Progress(env.progress);
   const record = async (result: PathResult) => {
     summary.add(result);
+    env.metrics?.observe(result);
     for (const sink of env.sinks) await sink.path(result);
     progress.tick(result.ok);
   };
 
   const networks = probeNetworks(options, runId);
   const multi = networks.length > 1;
-  const matrix = multi ? new NetworkMatrix(networks.map((n) => n.name)) : undefined;
+  const newMatrix = () => multi ? new NetworkMatrix(networks.map((n) => n.name)) : undefined;
+  let matrix = newMatrix();
   /** Connectivity, latency and bandwidth between the pods of one network. */
   const checkNetwork = async (endpoints: NetworkEndpoint[], network: string | undefined) => {
     const failedConnect = new Set<string>();
@@ -173,6 +190,54 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
     }
   };
 
+  /** Every network's own paths, then the paths between networks. */
+  const checkRound = async (perNetwork: NetworkEndpoint[][]) => {
+    for (const [index, endpoints] of perNetwork.entries()) {
+      if (signal?.aborted) return;
+      if (endpoints.length < 2) {
+        log.warn("Only {n} probe pod is ready in network {network}; skipping its paths", {
+          n: endpoints.length,
+          network: networks[index].name || ns,
+        });
+        summary.skippedNodes.push({
+          node: networks[index].name || ns,
+          reason: `only ${endpoints.length} probe pod ready this round`,
+        });
+        continue;
+      }
+      await checkNetwork(endpoints, multi ? networks[index].name : undefined);
+    }
+    if (multi && !signal?.aborted) {
+      const total = perNetwork.reduce((n, e) => n + e.length, 0);
+      const count = perNetwork.reduce((n, e) => n + e.length * (total - e.length), 0);
+      progress.start("Isolation", count);
+      await schedulePairs(crossNetworkPairs(perNetwork), (e) => e.pod, async (pair) => {
+        const result = await checkIsolation(cluster, options, pair, networks, signal);
+        if (!result) return;
+        matrix!.record(pair.from.network, pair.to.network, result.ok);
+        await record(result);
+      }, { concurrency: options.concurrency, exclusive: false, signal });
+      progress.end();
+    }
+  };
+
+  /** The ready probe pods now (a watch round picks up nodes that came and went). */
+  const relist = async (): Promise<NetworkEndpoint[][]> => {
+    const out: NetworkEndpoint[][] = [];
+    for (const [index, network] of networks.entries()) {
+      const pods = (await cluster.listPods(network.namespace, network.selector))
+        .filter((p) => p.ready && addressOfFamily(p.podIPs, options.ipFamily));
+      out.push(
+        endpointsOf(pods, options.ipFamily).map((e) => ({
+          ...e,
+          ...(network.namespace === ns ? {} : { namespace: network.namespace }),
+          network: index,
+        })),
+      );
+    }
+    return out;
+  };
+
   summary.networks = matrix;
   let lease: LeaseLock | undefined;
   const created: ProbeNetwork[] = [];
@@ -232,23 +297,44 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
       perNetwork.push(endpoints);
     }
     summary.nodes = [...nodes].sort();
-
-    for (const [index, endpoints] of perNetwork.entries()) {
-      if (signal?.aborted) break;
-      await checkNetwork(endpoints, multi ? networks[index].name : undefined);
-    }
-
-    if (multi && !signal?.aborted) {
-      const total = perNetwork.reduce((n, e) => n + e.length, 0);
-      const count = perNetwork.reduce((n, e) => n + e.length * (total - e.length), 0);
-      progress.start("Isolation", count);
-      await schedulePairs(crossNetworkPairs(perNetwork), (e) => e.pod, async (pair) => {
-        const result = await checkIsolation(cluster, options, pair, networks, signal);
-        if (!result) return;
-        matrix!.record(pair.from.network, pair.to.network, result.ok);
-        await record(result);
-      }, { concurrency: options.concurrency, exclusive: false, signal });
-      progress.end();
+    let started = env.now?.() ?? Date.now();
+    await checkRound(perNetwork);
+    if (options.watch) {
+      // Rounds run one after another, so they never overlap: a round that takes longer than
+      // --interval makes the next one start late (counted as an overrun), never early.
+      let round = 1;
+      for (;;) {
+        const elapsed = (env.now?.() ?? Date.now()) - started;
+        const overran = elapsed > options.intervalMs;
+        const roundOutcome = { ...outcome, status: summary.failed ? "failed" : "passed" } as const;
+        env.metrics?.endRound(
+          {
+            nodes: summary.nodes,
+            networks: networks.map((n) => n.name),
+            failed: summary.failed,
+          },
+          elapsed,
+          overran,
+        );
+        await env.onRound?.(summary, roundOutcome, { round, elapsedMs: elapsed, overran });
+        if (signal?.aborted) break;
+        await (env.sleep ?? abortableSleep)(Math.max(0, options.intervalMs - elapsed), signal);
+        if (signal?.aborted) break;
+        if (lease.lost) {
+          throw new SetupError(
+            `Lost Lease "${ns}/lace-netcheck" to "${lease.lost}": another runner took over; ` +
+              "stopping this one",
+          );
+        }
+        round++;
+        started = env.now?.() ?? Date.now();
+        summary = new Summary(options.asymmetry);
+        matrix = newMatrix();
+        summary.networks = matrix;
+        const current = await relist();
+        summary.nodes = [...new Set(current.flat().map((e) => e.node))].sort();
+        await checkRound(current);
+      }
     }
     if (signal?.aborted) throw new SetupError("Interrupted");
     outcome.status = summary.failed ? "failed" : "passed";

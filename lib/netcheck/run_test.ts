@@ -3,6 +3,7 @@ import { defaultNetcheckOptions, type NetcheckOptions } from "./options.ts";
 import { JsonReport, textReport } from "./report.ts";
 import { EXIT_ERROR, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_PASSED, runChecks } from "./run.ts";
 import { LEASE_NAME } from "./lease_lock.ts";
+import { NetcheckMetrics } from "./metrics.ts";
 import {
   type FakeNode,
   fakeNodes,
@@ -432,4 +433,135 @@ Deno.test("progress prints plain lines off a terminal and a single redrawn bar o
   });
   assert.equal(tty.filter((t) => t === "\n").length, 3);
   assert.ok(tty.filter((t) => t !== "\n").every((t) => t.startsWith("\r")));
+});
+
+/** A --watch run on the in-memory cluster, stopped by `stopAfter` rounds (or an error). */
+async function watch(
+  nodes: FakeNode[],
+  over: Partial<NetcheckOptions>,
+  hooks: {
+    stopAfter: number;
+    onRound?: (round: number, cluster: MemoryCluster) => void;
+    onExec?: () => void;
+    sleep?: (ms: number) => Promise<void>;
+    now?: () => number;
+  },
+) {
+  const cluster = new MemoryCluster(nodes, { recordPaths: true });
+  const controller = new AbortController();
+  const events: string[] = [];
+  const metrics = new NetcheckMetrics(5);
+  let applies = 0;
+  const apply = cluster.applyDaemonSet.bind(cluster);
+  cluster.applyDaemonSet = (ns, m) => {
+    applies++;
+    return apply(ns, m);
+  };
+  let round = 1;
+  const result = await runChecks(
+    options({ watch: true, intervalMs: 60_000, skipBandwidth: true, ...over }),
+    {
+      cluster: new Proxy(cluster, {
+        get(target, prop, receiver) {
+          if (prop === "exec") {
+            return (...args: Parameters<MemoryCluster["exec"]>) => {
+              events.push(`exec ${round}`);
+              hooks.onExec?.();
+              return target.exec(...args);
+            };
+          }
+          const v = Reflect.get(target, prop, receiver);
+          return typeof v === "function" ? v.bind(target) : v;
+        },
+      }),
+      progress: quiet,
+      sinks: [],
+      signal: controller.signal,
+      runId: "w1",
+      pollMs: 1,
+      metrics,
+      now: hooks.now,
+      onRound: (summary, outcome, info) => {
+        assert.equal(cluster.active, 0, "a path still running when its round ended");
+        assert.equal(cluster.daemonSets.size, 1, "probe pods gone during the watch");
+        events.push(`end ${info.round} ${outcome.status} ${summary.connect.tested}`);
+        hooks.onRound?.(info.round, cluster);
+        if (info.round >= hooks.stopAfter) controller.abort();
+      },
+      sleep: async (ms) => {
+        events.push(`sleep ${ms}`);
+        await hooks.sleep?.(ms);
+        round++;
+      },
+    },
+  );
+  return { cluster, events, metrics, applies, ...result };
+}
+
+Deno.test("--watch runs rounds one after another on the same probe pods and removes everything when stopped", async () => {
+  const { cluster, events, applies, exitCode, metrics } = await watch(fakeNodes(3), {}, {
+    stopAfter: 3,
+    now: () => 0,
+  });
+  assert.equal(exitCode, EXIT_INTERRUPTED);
+  assert.equal(applies, 1, "the DaemonSet is created once, not per round");
+  // Every exec of a round comes before its end; the next round only after the pause.
+  const compact = events.filter((e, i) => e !== events[i - 1]);
+  assert.deepEqual(compact, [
+    "exec 1",
+    "end 1 passed 6",
+    "sleep 60000",
+    "exec 2",
+    "end 2 passed 6",
+    "sleep 60000",
+    "exec 3",
+    "end 3 passed 6",
+  ]);
+  assertCleanedUp(cluster);
+  const text = await metrics.registry.metrics();
+  assert.match(text, /^lace_netcheck_rounds_total\{result="passed"\} 3$/m);
+  assert.match(
+    text,
+    /^lace_netcheck_paths_total\{phase="connect",network="default",result="ok"\} 18$/m,
+  );
+});
+
+Deno.test("--watch: a round longer than --interval delays the next one (no overlap) and counts an overrun", async () => {
+  // Fake time: every exec takes 200 ms, so a round of 12 takes 2.4 s, over the 1 s interval.
+  let execs = 0;
+  const { events, metrics } = await watch(fakeNodes(3), { intervalMs: 1000 }, {
+    stopAfter: 2,
+    now: () => execs * 200,
+    onExec: () => execs++,
+  });
+  assert.ok(events.includes("sleep 0"), events.join());
+  assert.match(await metrics.registry.metrics(), /^lace_netcheck_round_overruns_total 2$/m);
+});
+
+Deno.test("--watch picks up a node that stopped being ready between rounds", async () => {
+  const nodes = fakeNodes(4);
+  const { events, metrics } = await watch(nodes, {}, {
+    stopAfter: 2,
+    onRound: (round) => {
+      if (round === 1) nodes[3].neverReady = true;
+    },
+  });
+  assert.ok(events.includes("end 1 passed 12") && events.includes("end 2 passed 6"), events.join());
+  assert.match(await metrics.registry.metrics(), /^lace_netcheck_nodes 3$/m);
+});
+
+Deno.test("--watch stops, removing its pods, when another runner takes the Lease over", async () => {
+  const { cluster, exitCode, outcome } = await watch(fakeNodes(3), { leaseDurationS: 0.03 }, {
+    stopAfter: 100,
+    onRound: (round, c) => {
+      if (round !== 1) return;
+      const lease = c.leases.get(LEASE_NAME)!;
+      c.leases.set(LEASE_NAME, { ...lease, holder: "other-run", resourceVersion: "999" });
+    },
+    // Real time, so the renewal (every 10 ms here) runs and finds the other holder.
+    sleep: (ms) => new Promise((r) => setTimeout(r, Math.min(ms, 50))),
+  });
+  assert.equal(exitCode, EXIT_ERROR);
+  assert.match(outcome.error!, /Lost Lease "lace-system\/lace-netcheck" to "other-run"/);
+  assert.equal(cluster.daemonSets.size, 0, "DaemonSet left behind");
 });
