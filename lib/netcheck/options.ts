@@ -56,6 +56,15 @@ export interface NetcheckOptions {
   metricsAddress: string;
   /** --watch: at most this many failing paths get a series of their own. */
   metricsFailingPaths: number;
+  /** Above this many nodes, bandwidth tests `peers` peers per node a round, rotating. */
+  sampleThreshold: number;
+  /** Peers per node and round for sampled bandwidth (every pair within ⌈(N−1)/k⌉ rounds). */
+  peers: number;
+  /**
+   * Peers per node and round for connectivity and latency; 0: all pairs, and
+   * with --watch as many as fit half the interval once all pairs no longer do.
+   */
+  connectivityPeers: number;
   /** Skip the bandwidth phase. */
   skipBandwidth: boolean;
   concurrency: number;
@@ -97,6 +106,9 @@ export function defaultNetcheckOptions(): NetcheckOptions {
     intervalMs: 300_000,
     metricsAddress: "127.0.0.1:9469",
     metricsFailingPaths: 50,
+    sampleThreshold: 100,
+    peers: 8,
+    connectivityPeers: 0,
     isolationTimeoutMs: 1_000,
     maxLatencyMs: 0,
     skipBandwidth: false,
@@ -170,6 +182,17 @@ function validateNetcheckOptions(o: NetcheckOptions): NetcheckOptions {
   ) {
     throw new UsageError(
       `--metrics-failing-paths must be between 0 and 1000: "${o.metricsFailingPaths}"`,
+    );
+  }
+  if (!Number.isInteger(o.sampleThreshold) || o.sampleThreshold < 2) {
+    throw new UsageError(`--sample-threshold must be a whole number ≥ 2: "${o.sampleThreshold}"`);
+  }
+  if (!Number.isInteger(o.peers) || o.peers < 1) {
+    throw new UsageError(`--peers must be a whole number ≥ 1: "${o.peers}"`);
+  }
+  if (!Number.isInteger(o.connectivityPeers) || o.connectivityPeers < 0) {
+    throw new UsageError(
+      `--connectivity-peers must be a whole number ≥ 0: "${o.connectivityPeers}"`,
     );
   }
   if (o.isolationTimeoutMs < 100) {
@@ -354,6 +377,24 @@ export const netcheckCommand: CommandSpec<NetcheckOptions> = {
       key: "metricsFailingPaths",
       value: integer,
       help: "--watch: failing paths that get a series of their own (the rest are counted)",
+    },
+    {
+      name: "sample-threshold",
+      key: "sampleThreshold",
+      value: integer,
+      help: "Above this many nodes, bandwidth tests --peers peers per node a round (rotating)",
+    },
+    {
+      name: "peers",
+      key: "peers",
+      value: integer,
+      help: "Peers per node and round when sampling (every pair within ⌈(N−1)/k⌉ rounds)",
+    },
+    {
+      name: "connectivity-peers",
+      key: "connectivityPeers",
+      value: integer,
+      help: "Peers per node for connect and latency; 0: all pairs (--watch: while they fit)",
     },
     {
       name: "skip-bandwidth",

@@ -49,6 +49,7 @@ export function summaryData(summary: Summary, outcome: RunOutcome): Record<strin
     ...(outcome.error ? { error: outcome.error } : {}),
     nodes: summary.nodes,
     skippedNodes: summary.skippedNodes,
+    ...(summary.sampling ? { sampling: summary.sampling } : {}),
     connect: summary.connect,
     ...(summary.networks
       ? {
@@ -118,6 +119,18 @@ export function textReport(summary: Summary, outcome: RunOutcome): string {
     ? `, minimum ${formatBps(outcome.minBandwidthBps)}`
     : "";
   out.push(`Bandwidth:    ${b.tested} paths, ${b.passed} passed, ${b.failed} failed${floor}`);
+  const sampling = summary.sampling;
+  if (sampling && (sampling.bandwidthPeers > 0 || sampling.connectivityPeers > 0)) {
+    const what = [
+      sampling.connectivityPeers > 0 ? `connectivity ${sampling.connectivityPeers}` : "",
+      sampling.bandwidthPeers > 0 ? `bandwidth ${sampling.bandwidthPeers}` : "",
+    ].filter(Boolean).join(", ");
+    out.push(
+      `Sampled:      peers per node (${what}), round ${
+        (sampling.round % sampling.roundsToCover) + 1
+      } of ${sampling.roundsToCover} that cover every pair`,
+    );
+  }
   if (summary.measured > 0) {
     out.push(
       `Throughput:   ${formatBps(summary.totalBps)} aggregate over ${summary.measured} paths` +

@@ -21,6 +21,7 @@ import {
 } from "./isolation.ts";
 import { CONNECT_PORT, IPERF_PORT, type NetcheckOptions } from "./options.ts";
 import { directedPairs, type Pair, pairCount } from "./pairs.ts";
+import { connectivityPeers, roundsToCover, sampledPairCount, sampledPairs } from "./peers.ts";
 import { Progress, type ProgressOutput } from "./progress.ts";
 import { abortableSleep, SetupError, waitForProbePods } from "./readiness.ts";
 import { formatBps, type PathSink, type RunOutcome } from "./report.ts";
@@ -122,16 +123,36 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
   const newMatrix = () => multi ? new NetworkMatrix(networks.map((n) => n.name)) : undefined;
   let matrix = newMatrix();
   /** Connectivity, latency and bandwidth between the pods of one network. */
+  // Rounds of --watch (0-based) rotate the sampled peers; connectivity and latency stay all
+  // pairs (0) until a round of them no longer fits half the interval.
+  let roundIndex = 0;
+  let connectPeers = options.connectivityPeers;
+  let allPairsMs = 0;
+  const bandwidthSampled = (n: number) => n > options.sampleThreshold;
+  const pairsOf = (endpoints: NetworkEndpoint[], peers: number) =>
+    peers > 0 && peers < endpoints.length - 1
+      ? sampledPairs(endpoints, peers, roundIndex)
+      : directedPairs(endpoints);
+  const countOf = (n: number, peers: number) =>
+    peers > 0 && peers < n - 1 ? sampledPairCount(n, peers, roundIndex) : pairCount(n);
   const checkNetwork = async (endpoints: NetworkEndpoint[], network: string | undefined) => {
+    const connectStarted = env.now?.() ?? Date.now();
+    const bandwidthPeers = bandwidthSampled(endpoints.length) ? options.peers : 0;
+    summary.sampling = {
+      connectivityPeers: connectPeers,
+      bandwidthPeers,
+      round: roundIndex,
+      roundsToCover: roundsToCover(endpoints.length, bandwidthPeers || endpoints.length),
+    };
     const failedConnect = new Set<string>();
     const pathKey = (p: Pair<NetworkEndpoint>) => `${p.from.pod}\u0000${p.to.pod}`;
     const key = (e: NetworkEndpoint) => e.pod;
     const concurrency = options.concurrency;
 
     const label = (phase: string) => network === undefined ? phase : `${phase} (${network})`;
-    progress.start(label("Connectivity"), pairCount(endpoints.length));
+    progress.start(label("Connectivity"), countOf(endpoints.length, connectPeers));
     const timeoutArg = `--timeout=${options.connectTimeoutMs}ms`;
-    await schedulePairs(directedPairs(endpoints), key, async (pair) => {
+    await schedulePairs(pairsOf(endpoints, connectPeers), key, async (pair) => {
       const started = Date.now();
       const result = await cluster.exec(pair.from.namespace ?? ns, pair.from.pod, "connect", [
         "/agnhost",
@@ -160,11 +181,14 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
 
     if (options.latencySamples > 0 && !signal?.aborted) {
       const connected = function* () {
-        for (const pair of directedPairs(endpoints)) {
+        for (const pair of pairsOf(endpoints, connectPeers)) {
           if (failedConnect.size === 0 || !failedConnect.has(pathKey(pair))) yield pair;
         }
       };
-      progress.start(label("Latency"), pairCount(endpoints.length) - failedConnect.size);
+      progress.start(
+        label("Latency"),
+        countOf(endpoints.length, connectPeers) - failedConnect.size,
+      );
       await schedulePairs(connected(), key, async (pair) => {
         const result = await measureLatency(cluster, options, pair, signal);
         if (result) await record(result);
@@ -172,16 +196,23 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
       progress.end();
     }
 
+    if (connectPeers === 0) allPairsMs += (env.now?.() ?? Date.now()) - connectStarted;
+
     if (!options.skipBandwidth && !signal?.aborted) {
       const connected = function* () {
-        for (const pair of directedPairs(endpoints)) {
+        for (const pair of pairsOf(endpoints, bandwidthPeers)) {
           // No key string per pair when every connect succeeded (the usual run).
           if (failedConnect.size > 0 && failedConnect.has(pathKey(pair))) {
             summary.skipBandwidth(pair.from.node, pair.to.node);
           } else yield pair;
         }
       };
-      progress.start(label("Bandwidth"), pairCount(endpoints.length) - failedConnect.size);
+      // Paths whose connect failed but that this round's bandwidth sample does not include are
+      // subtracted too; the bar is an estimate then.
+      progress.start(
+        label("Bandwidth"),
+        Math.max(0, countOf(endpoints.length, bandwidthPeers) - failedConnect.size),
+      );
       await schedulePairs(connected(), key, async (pair) => {
         const result = await measureBandwidth(cluster, options, pair, env);
         if (result) await record(result);
@@ -327,6 +358,19 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
           );
         }
         round++;
+        roundIndex++;
+        if (options.connectivityPeers === 0 && connectPeers === 0) {
+          const n = Math.max(...perNetwork.map((e) => e.length));
+          connectPeers = connectivityPeers(n, allPairsMs, options.intervalMs / 2, options.peers);
+          if (connectPeers > 0) {
+            log.warn(
+              "Connectivity and latency over all pairs took {ms} ms, more than half of " +
+                "--interval: testing {peers} peers per node a round from now on",
+              { ms: allPairsMs, peers: connectPeers },
+            );
+          }
+        }
+        allPairsMs = 0;
         started = env.now?.() ?? Date.now();
         summary = new Summary(options.asymmetry);
         matrix = newMatrix();

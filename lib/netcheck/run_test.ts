@@ -565,3 +565,47 @@ Deno.test("--watch stops, removing its pods, when another runner takes the Lease
   assert.match(outcome.error!, /Lost Lease "lace-system\/lace-netcheck" to "other-run"/);
   assert.equal(cluster.daemonSets.size, 0, "DaemonSet left behind");
 });
+
+Deno.test("above --sample-threshold, --watch rounds test k peers for bandwidth and cover every pair in ⌈(N−1)/k⌉ rounds", async () => {
+  // 12 nodes, 3 peers: ⌈11/3⌉ = 4 rounds.
+  const { cluster, events } = await watch(fakeNodes(12), {
+    skipBandwidth: false,
+    sampleThreshold: 10,
+    peers: 3,
+    latencySamples: 0,
+  }, { stopAfter: 4, now: () => 0 });
+  const bandwidth = [...cluster.pathCounts].filter(([k]) => k.startsWith("bandwidth"));
+  assert.equal(bandwidth.length, 132, "every directed pair measured");
+  assert.ok(bandwidth.every(([, n]) => n === 1), "no pair measured twice in 4 rounds");
+  // Connectivity stays all pairs (it fits the interval): 132 a round.
+  assert.ok(events.includes("end 4 passed 132"), events.join());
+  const connects = [...cluster.pathCounts].filter(([k]) => k.startsWith("connect"));
+  assert.ok(connects.every(([, n]) => n === 4));
+});
+
+Deno.test("--watch samples connectivity too once all pairs no longer fit half the interval", async () => {
+  let execs = 0;
+  const { events, summary } = await watch(fakeNodes(12), {
+    latencySamples: 0,
+    peers: 3,
+    intervalMs: 60_000,
+  }, {
+    stopAfter: 2,
+    // Every connect takes 1 s of fake time: 132 s for all pairs, over the 30 s budget.
+    now: () => execs * 1000,
+    onExec: () => execs++,
+  });
+  assert.ok(
+    events.includes("end 1 failed 132") || events.includes("end 1 passed 132"),
+    events.join(),
+  );
+  // Round 2: 3 peers per node (the most that fit is 2; never fewer than --peers), each
+  // tested both ways: 12 × 3 directed paths.
+  assert.ok(events.some((e) => /^end 2 \w+ (\d+)$/.exec(e)?.[1] === "36"), events.join());
+  assert.deepEqual(summary.sampling, {
+    connectivityPeers: 3,
+    bandwidthPeers: 0,
+    round: 1,
+    roundsToCover: 1,
+  });
+});

@@ -134,6 +134,10 @@ export class Summary {
   readonly bandwidth: PhaseCounts = { tested: 0, passed: 0, failed: 0 };
   readonly latency: PhaseCounts = { tested: 0, passed: 0, failed: 0 };
   readonly isolation: PhaseCounts = { tested: 0, passed: 0, failed: 0 };
+  /** Peers per node tested this round (0: all pairs) and the rotation of the sample. */
+  sampling:
+    | { connectivityPeers: number; bandwidthPeers: number; round: number; roundsToCover: number }
+    | undefined;
   /** Same-network and cross-network results per pair of networks (with --networks). */
   networks: NetworkMatrix | undefined;
   /** The paths with the highest p99 (connect or request), highest first. */
