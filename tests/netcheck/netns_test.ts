@@ -92,6 +92,48 @@ Deno.test({
 });
 
 Deno.test({
+  name:
+    "--networks on two isolated networks in one address range passes; a link between their bridges fails as LEAK",
+  ignore,
+  async fn() {
+    let prefix = "";
+    {
+      await using cluster = await NetnsCluster.create([{ name: "a" }, { name: "b" }], {
+        networks: 2,
+      });
+      prefix = cluster.prefix;
+      const opts = options({
+        networks: ["tenant-a", "tenant-b"],
+        skipBandwidth: true,
+        latencySamples: 2,
+        isolationTimeoutMs: 500,
+      });
+      const env = { cluster, progress: quiet, sinks: [], pollMs: 50 };
+      const isolated = await runChecks(opts, env);
+      console.log(textReport(isolated.summary, isolated.outcome));
+      assert.equal(isolated.exitCode, EXIT_PASSED, textReport(isolated.summary, isolated.outcome));
+      assert.equal(isolated.summary.connect.passed, 4, "same-network paths in both networks");
+      assert.equal(isolated.summary.isolation.passed, 8);
+      assert.equal(cluster.runningServers, 0);
+
+      const undo = await cluster.joinNetworks(0, 1);
+      const leaking = await runChecks(opts, env);
+      console.log(textReport(leaking.summary, leaking.outcome));
+      assert.equal(leaking.exitCode, EXIT_FAILED);
+      assert.equal(leaking.summary.networks!.leaks, 8);
+      assert.deepEqual([...leaking.summary.failures.byClass], [["LEAK", 8]]);
+      assert.match(
+        leaking.summary.failures.items[0].message!,
+        /\(network tenant-\w, node \w\) asked 10\.99\.0\.\d+ of pod .* \(network tenant-\w, node \w\): answered by .* itself/,
+      );
+      assert.equal(cluster.runningServers, 0, "probe pods left after the failing run");
+      await undo();
+    }
+    assert.deepEqual(await namespacesLeft(prefix), []);
+  },
+});
+
+Deno.test({
   name: "two simulated nodes pass on IPv6 with bracketed connect targets",
   ignore,
   async fn() {
