@@ -100,6 +100,7 @@ export async function runSpecs(name: RunName, o: RunOptions): Promise<SpecResult
     "--allowed-not-ready-nodes=0",
     "--minStartupPods=0",
   ];
+  // ginkgo's output goes to ginkgo.log as it comes (FsFile.writable would hold it until closed).
   const runGinkgo = async (kubeconfig: string) => {
     const log = await Deno.open(join(o.out, "ginkgo.log"), { write: true, create: true });
     const child = new Deno.Command(ginkgo, {
@@ -108,11 +109,18 @@ export async function runSpecs(name: RunName, o: RunOptions): Promise<SpecResult
       stderr: "piped",
       cwd: o.out,
     }).spawn();
-    await Promise.all([
-      child.stdout.pipeTo(log.writable),
-      child.stderr.pipeTo(Deno.stdout.writable, { preventClose: true }),
-    ]);
-    return (await child.status).code;
+    const copy = async (stream: ReadableStream<Uint8Array>) => {
+      for await (const chunk of stream) {
+        let rest = chunk;
+        while (rest.length > 0) rest = rest.subarray(await log.write(rest));
+      }
+    };
+    try {
+      await Promise.all([copy(child.stdout), copy(child.stderr)]);
+      return (await child.status).code;
+    } finally {
+      log.close();
+    }
   };
   if (o.dryRun) {
     await runGinkgo("/dev/null");
