@@ -4,7 +4,7 @@
  * (test/utils/image/manifest.go of the pinned k8s.io/kubernetes), built here without an engine
  * like the node's own images (images.ts) and imported into containerd, so nothing is pulled:
  * - agnhost: the real agnhost at /agnhost (ENTRYPOINT, CMD pause, as upstream's Dockerfile), plus
- *   what the tests run beside it: /bin/sh, curl (the poststart exec hook) and the few tools
+ *   what the tests run beside it: /bin/sh, /bin/bash, curl (the poststart exec hook) and the few tools
  *   upstream's busybox base gives, and /localhost.crt and /localhost.key (the HTTPS hooks' and
  *   the gRPC TLS probes' server certificate);
  * - busybox: /bin/sh and those tools from this machine (the tests run `sh -c "... sleep ..."`);
@@ -26,6 +26,8 @@ export const E2E_IMAGES = {
 /** The shell and tools the tests' commands and hooks call, from this machine. */
 export const SHELL_TOOLS = [
   "/bin/sh",
+  // The terminating-readiness specs run `/bin/bash -c` in agnhost (upstream's image has bash).
+  "/bin/bash",
   "/bin/cat",
   "/bin/sleep",
   "/bin/rm",
