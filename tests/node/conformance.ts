@@ -13,7 +13,7 @@
  * table markers of FILE (docs/conformance.md).
  *
  *   deno task conformance [--runs lace-ipv4,lace-ipv6,control] [--subset conformance|all]
- *                         [--procs 12] [--out DIR] [--doc docs/conformance.md]
+ *                         [--focus REGEX] [--procs 12] [--out DIR] [--doc docs/conformance.md]
  */
 import { parseArgs } from "node:util";
 import { join } from "node:path";
@@ -75,6 +75,8 @@ export interface RunOptions {
   out: string;
   /** Only list the specs (ginkgo's dry run), without a node. */
   dryRun?: boolean;
+  /** Only the specs whose name matches (ginkgo's --focus), e.g. to run failed ones again. */
+  focus?: string;
 }
 
 /** One run: a fresh node, the chart unless it is the control, the specs; returns their results. */
@@ -92,6 +94,7 @@ export async function runSpecs(name: RunName, o: RunOptions): Promise<SpecResult
     "--junit-report=junit.xml",
     ...(o.dryRun ? ["--dry-run", "-v"] : []),
     ...specSelection(o.subset),
+    ...(o.focus ? [`--focus=${o.focus}`] : []),
     e2e,
     "--",
     `--kubeconfig=${kubeconfig}`,
@@ -174,7 +177,7 @@ if (import.meta.main) {
       procs: { type: "string", default: "12" },
       out: { type: "string" },
       doc: { type: "string" },
-      "dry-run": { type: "boolean", default: false },
+      focus: { type: "string" },
     },
   });
   const unavailable = await conformanceUnavailableReason();
@@ -207,6 +210,7 @@ if (import.meta.main) {
       subset: values.subset,
       procs: Number(values.procs),
       out: join(out, name),
+      focus: values.focus,
     });
     runs.push({ title: RUNS[name].title, results });
     await Deno.writeTextFile(join(out, "results.json"), JSON.stringify(runs, null, 2));
