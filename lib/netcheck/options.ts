@@ -65,6 +65,8 @@ export interface NetcheckOptions {
    * with --watch as many as fit half the interval once all pairs no longer do.
    */
   connectivityPeers: number;
+  /** Check every path for an MTU black hole (payloads up to 16000 B each way). */
+  mtu: boolean;
   /** Skip the bandwidth phase. */
   skipBandwidth: boolean;
   concurrency: number;
@@ -109,6 +111,7 @@ export function defaultNetcheckOptions(): NetcheckOptions {
     sampleThreshold: 100,
     peers: 8,
     connectivityPeers: 0,
+    mtu: false,
     isolationTimeoutMs: 1_000,
     maxLatencyMs: 0,
     skipBandwidth: false,
@@ -395,6 +398,12 @@ export const netcheckCommand: CommandSpec<NetcheckOptions> = {
       key: "connectivityPeers",
       value: integer,
       help: "Peers per node for connect and latency; 0: all pairs (--watch: while they fit)",
+    },
+    {
+      name: "mtu",
+      key: "mtu",
+      value: boolean,
+      help: "Check each path for an MTU black hole: small payloads pass, full-size ones vanish",
     },
     {
       name: "skip-bandwidth",

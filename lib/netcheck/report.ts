@@ -51,6 +51,7 @@ export function summaryData(summary: Summary, outcome: RunOutcome): Record<strin
     skippedNodes: summary.skippedNodes,
     ...(summary.sampling ? { sampling: summary.sampling } : {}),
     connect: summary.connect,
+    ...(summary.mtu.tested > 0 ? { mtu: summary.mtu } : {}),
     ...(summary.networks
       ? {
         isolation: {
@@ -115,6 +116,13 @@ export function textReport(summary: Summary, outcome: RunOutcome): string {
       );
     }
   }
+  if (summary.mtu.tested > 0) {
+    const m = summary.mtu;
+    out.push(
+      `MTU:          ${m.tested} paths, ${m.passed} passed, ${m.failed} failed` +
+        ` (payloads up to 16000 B both ways)`,
+    );
+  }
   const floor = outcome.minBandwidthBps > 0
     ? `, minimum ${formatBps(outcome.minBandwidthBps)}`
     : "";
@@ -161,7 +169,8 @@ export function textReport(summary: Summary, outcome: RunOutcome): string {
     out.push("Networks (same network: connect paths passed; across: paths isolated):");
     for (const line of summary.networks.lines()) out.push(`  ${safeText(line)}`);
   }
-  const failedTotal = c.failed + l.failed + b.failed + summary.isolation.failed;
+  const failedTotal = c.failed + l.failed + b.failed + summary.isolation.failed +
+    summary.mtu.failed;
   if (failedTotal > 0) {
     const shown = summary.failures.items.length;
     const classes = [...summary.failures.byClass].map(([k, n]) => `${k} ${n}`).join(", ");

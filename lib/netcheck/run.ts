@@ -10,6 +10,7 @@ import { joinHostPort } from "../host_port.ts";
 import type { Endpoint, NetcheckCluster } from "./cluster.ts";
 import { classifyConnect } from "./connect_result.ts";
 import { formatMs, latencyCommand, parseLatency, worstP99 } from "./latency.ts";
+import { MTU_PAYLOADS, mtuCommand, parseMtu } from "./mtu.ts";
 import { parseIperf } from "./iperf_result.ts";
 import { acquireLease, type LeaseLock } from "./lease_lock.ts";
 import { probeDaemonSet, type ProbeNetwork, probeNetworks } from "./manifest.ts";
@@ -192,6 +193,20 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
       await schedulePairs(connected(), key, async (pair) => {
         const result = await measureLatency(cluster, options, pair, signal);
         if (result) await record(result);
+      }, { concurrency, exclusive: false, signal });
+      progress.end();
+    }
+
+    if (options.mtu && !signal?.aborted) {
+      const connected = function* () {
+        for (const pair of pairsOf(endpoints, connectPeers)) {
+          if (failedConnect.size === 0 || !failedConnect.has(pathKey(pair))) yield pair;
+        }
+      };
+      progress.start(label("MTU"), countOf(endpoints.length, connectPeers) - failedConnect.size);
+      await schedulePairs(connected(), key, async (pair) => {
+        const result = await checkMtu(cluster, options, pair, signal);
+        if (result) await record(network === undefined ? result : { ...result, network });
       }, { concurrency, exclusive: false, signal });
       progress.end();
     }
@@ -475,6 +490,39 @@ async function measureLatency(
     };
   }
   return { ...base, ok: true, latency };
+}
+
+/** One path's MTU check: payloads of growing size through /echo and back (mtu.ts). */
+async function checkMtu(
+  cluster: NetcheckCluster,
+  options: NetcheckOptions,
+  pair: Pair<Endpoint>,
+  signal: AbortSignal | undefined,
+): Promise<PathResult | undefined> {
+  const started = Date.now();
+  const timeoutMs = Math.min(options.connectTimeoutMs, 3000);
+  const result = await cluster.exec(
+    pair.from.namespace ?? options.namespace,
+    pair.from.pod,
+    "connect",
+    mtuCommand(`http://${joinHostPort(pair.to.address, CONNECT_PORT)}`, timeoutMs),
+    { timeoutMs: (MTU_PAYLOADS.length + 1) * timeoutMs + 30_000, signal },
+  );
+  if (signal?.aborted) return undefined;
+  const parsed = parseMtu(result);
+  return {
+    phase: "mtu",
+    from: pair.from.node,
+    to: pair.to.node,
+    fromPod: pair.from.pod,
+    toPod: pair.to.pod,
+    ok: parsed.ok,
+    ...(parsed.ok ? {} : { errorClass: parsed.errorClass, message: parsed.message }),
+    largestPayload: parsed.largest,
+    ...(parsed.ok && parsed.podMtu ? { podMtu: parsed.podMtu } : {}),
+    attempts: 1,
+    durationMs: Date.now() - started,
+  };
 }
 
 /** One path's bandwidth with short retries for a busy server or a reset connection. */

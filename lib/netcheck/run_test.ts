@@ -609,3 +609,21 @@ Deno.test("--watch samples connectivity too once all pairs no longer fit half th
     roundsToCover: 1,
   });
 });
+
+Deno.test("--mtu fails the paths of a black hole (small payloads pass, full-size ones vanish) and only those", async () => {
+  const nodes = fakeNodes(4);
+  nodes[2].blackHoleAbove = 1400;
+  const { exitCode, summary, outcome } = await run(nodes, { mtu: true, skipBandwidth: true });
+  assert.equal(exitCode, EXIT_FAILED);
+  assert.equal(summary.mtu.tested, 12);
+  assert.equal(summary.mtu.failed, 6, "every path to or from the black-holed node");
+  assert.deepEqual([...summary.failures.byClass], [["MTU", 6]]);
+  assert.ok(
+    summary.failures.items.every((r) => r.from === nodes[2].name || r.to === nodes[2].name),
+  );
+  assert.match(
+    summary.failures.items[0].message!,
+    /^a 200 B payload passes but 4000, 16000 B do not; largest through 1400 B \(pod eth0 MTU 1500\): an MTU black hole/,
+  );
+  assert.match(textReport(summary, outcome), /MTU: {10}12 paths, 6 passed, 6 failed/);
+});

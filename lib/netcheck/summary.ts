@@ -9,7 +9,7 @@
 import { type LatencyFigures, worstP99 } from "./latency.ts";
 import type { NetworkMatrix } from "./isolation.ts";
 
-export type Phase = "connect" | "latency" | "bandwidth" | "isolation";
+export type Phase = "connect" | "latency" | "mtu" | "bandwidth" | "isolation";
 
 /** One tested directed path. */
 export interface PathResult {
@@ -28,6 +28,9 @@ export interface PathResult {
   errorClass?: string;
   message?: string;
   bitsPerSecond?: number;
+  /** mtu phase: the largest payload (bytes) that came back whole, and the source pod's MTU. */
+  largestPayload?: number;
+  podMtu?: number;
   /** Connect and request round trip percentiles (latency phase). */
   latency?: LatencyFigures;
   attempts: number;
@@ -134,6 +137,7 @@ export class Summary {
   readonly bandwidth: PhaseCounts = { tested: 0, passed: 0, failed: 0 };
   readonly latency: PhaseCounts = { tested: 0, passed: 0, failed: 0 };
   readonly isolation: PhaseCounts = { tested: 0, passed: 0, failed: 0 };
+  readonly mtu: PhaseCounts = { tested: 0, passed: 0, failed: 0 };
   /** Peers per node tested this round (0: all pairs) and the rotation of the sample. */
   sampling:
     | { connectivityPeers: number; bandwidthPeers: number; round: number; roundsToCover: number }
@@ -163,6 +167,8 @@ export class Summary {
       ? this.latency
       : result.phase === "isolation"
       ? this.isolation
+      : result.phase === "mtu"
+      ? this.mtu
       : this.bandwidth;
     counts.tested++;
     if (result.ok) counts.passed++;
@@ -190,7 +196,7 @@ export class Summary {
 
   get failed(): boolean {
     return this.connect.failed > 0 || this.latency.failed > 0 || this.bandwidth.failed > 0 ||
-      this.isolation.failed > 0;
+      this.isolation.failed > 0 || this.mtu.failed > 0;
   }
 
   /** Mean bandwidth of the measured paths, bits/s. */

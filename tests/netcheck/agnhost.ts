@@ -7,7 +7,7 @@
  *   UNKNOWN (unparsable address), DNS (resolution failed), TIMEOUT, REFUSED,
  *   or OTHER (any other network error). A zero timeout means no limit.
  * - `netexec --http-port=N --udp-port=-1`: an HTTP server on every address;
- *   `/hostname` answers the pod's name (HOSTNAME, as in a pod), after
+ *   `/echo?msg=M` answers M; `/hostname` answers the pod's name (HOSTNAME, as in a pod), after
  *   LACE_SIM_ANSWER_DELAY_MS when set (a slow path for the latency check).
  *
  * Run with `deno run --allow-net agnhost.ts …` inside the pod's namespace.
@@ -112,7 +112,9 @@ function netexec(args: string[]): void {
   const hostname = Deno.env.get("HOSTNAME") ?? "";
   const delayMs = Number(Deno.env.get("LACE_SIM_ANSWER_DELAY_MS") ?? 0);
   Deno.serve({ hostname: "::", port, onListen: () => {} }, async (request) => {
-    if (new URL(request.url).pathname !== "/hostname") return new Response("NOW: ok\n");
+    const url = new URL(request.url);
+    if (url.pathname === "/echo") return new Response(url.searchParams.get("msg") ?? "");
+    if (url.pathname !== "/hostname") return new Response("NOW: ok\n");
     if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
     return new Response(hostname);
   });

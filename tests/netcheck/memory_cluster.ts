@@ -31,6 +31,8 @@ export interface FakeNode {
   egressBps?: number;
   /** Its pod never becomes ready. */
   neverReady?: boolean;
+  /** Payloads above this many bytes vanish on paths to or from this node (an MTU black hole). */
+  blackHoleAbove?: number;
   /** Round trip of paths to this node, ms (latency samples; the last one is 3× slower). */
   rttMs?: number;
 }
@@ -245,6 +247,9 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
         const key = `${isCurl ? "latency" : container} ${from.name}→${target?.name}`;
         this.pathCounts.set(key, (this.pathCounts.get(key) ?? 0) + 1);
       }
+      if (isCurl && command.includes("file:///sys/class/net/eth0/mtu")) {
+        return this.#mtu(from, target, command);
+      }
       if (isCurl) return this.#curl(from, answering, command);
       return isBandwidth ? this.#iperf(from, target) : this.#connect(from, target);
     } finally {
@@ -291,6 +296,18 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
       );
     }
     return { exitCode: reachable ? 0 : 28, stdout: lines.join("\n") + "\n", stderr: "" };
+  }
+
+  /** curl's output for mtuCommand(): the pod MTU, then each /echo payload whole or lost. */
+  #mtu(from: FakeNode, to: FakeNode | undefined, command: string[]): ExecResult {
+    const lines = ["1500", "LACE 000 5"];
+    for (const url of command.filter((a) => a.includes("/echo?msg="))) {
+      const size = url.length - url.indexOf("msg=") - 4;
+      const limit = Math.min(from.blackHoleAbove ?? Infinity, to?.blackHoleAbove ?? Infinity);
+      const through = to && !from.unreachable && !to.unreachable && size <= limit;
+      lines.push("", through ? `LACE 200 ${size}` : "LACE 000 0");
+    }
+    return { exitCode: 0, stdout: lines.join("\n") + "\n", stderr: "" };
   }
 
   #iperf(from: FakeNode, to: FakeNode | undefined): ExecResult {

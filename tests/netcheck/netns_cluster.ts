@@ -36,6 +36,11 @@ export interface SimNode {
   busyOnce?: boolean;
   /** Egress rate limit, Mbit/s. */
   slowMbit?: number;
+  /**
+   * The bridge drops its frames (either way) longer than this many bytes, silently, while the
+   * pod's eth0 keeps MTU 1500: no ICMP comes back (an MTU black hole).
+   */
+  blackHoleMtu?: number;
   /** Its agnhost answers /hostname this much later (a slow request round trip). */
   answerDelayMs?: number;
 }
@@ -128,6 +133,21 @@ export class NetnsCluster extends MemoryLeases implements NetcheckCluster, Async
           netns,
         ]);
         await run(["ip", "-n", c.hub, "link", "set", `v${i}`, "master", "br0", "up"]);
+        if (spec.blackHoleMtu) {
+          // A bridge filter, not a lower MTU on the veth: GSO packets bypass a veth's MTU check.
+          const drop = `meta length > ${spec.blackHoleMtu} drop`;
+          await run([
+            "ip",
+            "netns",
+            "exec",
+            c.hub,
+            "nft",
+            `add table bridge sim${i}; ` +
+            `add chain bridge sim${i} big { type filter hook forward priority 0; policy accept; }; ` +
+            `add rule bridge sim${i} big iifname "v${i}" ${drop}; ` +
+            `add rule bridge sim${i} big oifname "v${i}" ${drop}`,
+          ]);
+        }
         await run(["ip", "-n", netns, "link", "set", "lo", "up"]);
         await run(["ip", "-n", netns, "link", "set", "eth0", "up"]);
         await run(["ip", "-n", netns, "addr", "add", `${node.ipv4}/24`, "dev", "eth0"]);

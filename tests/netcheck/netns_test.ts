@@ -134,6 +134,34 @@ Deno.test({
 });
 
 Deno.test({
+  name:
+    "--mtu on real namespaces: a link that silently drops frames above 1200 B fails as MTU, the others pass",
+  ignore,
+  async fn() {
+    await withCluster([{ name: "a" }, { name: "b" }, { name: "c", blackHoleMtu: 1200 }], async (
+      cluster,
+    ) => {
+      const r = await runChecks(
+        options({ mtu: true, skipBandwidth: true, latencySamples: 1, connectTimeoutMs: 1000 }),
+        { cluster, progress: quiet, sinks: [], pollMs: 50 },
+      );
+      console.log(textReport(r.summary, r.outcome));
+      assert.equal(r.exitCode, EXIT_FAILED, textReport(r.summary, r.outcome));
+      // Connect and latency pass: small packets get through.
+      assert.equal(r.summary.connect.failed, 0);
+      assert.equal(r.summary.latency.failed, 0);
+      assert.equal(r.summary.mtu.passed, 2);
+      assert.equal(r.summary.mtu.failed, 4);
+      for (const f of r.summary.failures.items) {
+        assert.equal(f.errorClass, "MTU");
+        assert.ok(f.from === "c" || f.to === "c");
+        assert.match(f.message!, /largest through 200 B \(pod eth0 MTU 1500\)/);
+      }
+    });
+  },
+});
+
+Deno.test({
   name: "two simulated nodes pass on IPv6 with bracketed connect targets",
   ignore,
   async fn() {
