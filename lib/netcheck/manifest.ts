@@ -4,7 +4,7 @@
  * matches the selector, tolerating every taint, with tiny explicit requests so
  * admission defaults don't inflate them, and locked-down security contexts.
  */
-import { CONNECT_PORT, IPERF_PORT, type NetcheckOptions } from "./options.ts";
+import { CONNECT_PORT, IPERF_PORT, type NetcheckOptions, UDP_PORT } from "./options.ts";
 
 export const APP_LABEL = "app.kubernetes.io/name";
 export const APP_NAME = "lace-netcheck";
@@ -82,7 +82,9 @@ export function probeNetworks(
 
 /** Builds the DaemonSet manifest of the run `runId` (of one of its networks). */
 export function probeDaemonSet(
-  options: Pick<NetcheckOptions, "namespace" | "image" | "bandwidthImage" | "selector">,
+  options:
+    & Pick<NetcheckOptions, "namespace" | "image" | "bandwidthImage" | "selector">
+    & Partial<Pick<NetcheckOptions, "udp">>,
   runId: string,
   network: ProbeNetwork = probeNetworks({ namespace: options.namespace, networks: [] }, runId)[0],
 ): Record<string, unknown> {
@@ -105,8 +107,16 @@ export function probeDaemonSet(
             {
               name: "connect",
               image: options.image,
-              args: ["netexec", `--http-port=${CONNECT_PORT}`, "--udp-port=-1"],
-              ports: [{ name: "connect", containerPort: CONNECT_PORT, protocol: "TCP" }],
+              // The UDP server (it answers "hostname") only runs when --udp asks for it.
+              args: [
+                "netexec",
+                `--http-port=${CONNECT_PORT}`,
+                `--udp-port=${options.udp ? UDP_PORT : -1}`,
+              ],
+              ports: [
+                { name: "connect", containerPort: CONNECT_PORT, protocol: "TCP" },
+                ...(options.udp ? [{ name: "udp", containerPort: UDP_PORT, protocol: "UDP" }] : []),
+              ],
               readinessProbe: {
                 tcpSocket: { port: CONNECT_PORT },
                 periodSeconds: 2,

@@ -27,7 +27,7 @@ const GaugeClass = gaugeClass as typeof Gauge;
 const HistogramClass = histogramClass as typeof Histogram;
 const RegistryClass = registryClass as typeof Registry;
 
-const PHASES: Phase[] = ["connect", "latency", "mtu", "bandwidth", "isolation"];
+const PHASES: Phase[] = ["connect", "udp", "latency", "mtu", "bandwidth", "isolation"];
 /** Seconds: 50 µs to 1 s. */
 export const LATENCY_BUCKETS = [
   0.00005,

@@ -67,6 +67,8 @@ export interface NetcheckOptions {
   connectivityPeers: number;
   /** Check every path for an MTU black hole (payloads up to 16000 B each way). */
   mtu: boolean;
+  /** Test UDP reachability per path (agnhost connect --protocol=udp to netexec's UDP server). */
+  udp: boolean;
   /** Skip the bandwidth phase. */
   skipBandwidth: boolean;
   concurrency: number;
@@ -86,6 +88,8 @@ export interface NetcheckOptions {
 }
 
 export const CONNECT_PORT = 1199;
+/** agnhost netexec's UDP port with --udp (it answers a "hostname" datagram). */
+export const UDP_PORT = 1200;
 export const IPERF_PORT = 5201;
 const DEFAULT_AGNHOST_IMAGE = "registry.k8s.io/e2e-test-images/agnhost:2.53";
 const DEFAULT_IPERF_IMAGE = "networkstatic/iperf3:multiarch";
@@ -112,6 +116,7 @@ export function defaultNetcheckOptions(): NetcheckOptions {
     peers: 8,
     connectivityPeers: 0,
     mtu: false,
+    udp: false,
     isolationTimeoutMs: 1_000,
     maxLatencyMs: 0,
     skipBandwidth: false,
@@ -404,6 +409,12 @@ export const netcheckCommand: CommandSpec<NetcheckOptions> = {
       key: "mtu",
       value: boolean,
       help: "Check each path for an MTU black hole: small payloads pass, full-size ones vanish",
+    },
+    {
+      name: "udp",
+      key: "udp",
+      value: boolean,
+      help: "Also test UDP reachability per path (a datagram to the target's agnhost, answered)",
     },
     {
       name: "skip-bandwidth",

@@ -52,6 +52,7 @@ export function summaryData(summary: Summary, outcome: RunOutcome): Record<strin
     ...(summary.sampling ? { sampling: summary.sampling } : {}),
     connect: summary.connect,
     ...(summary.mtu.tested > 0 ? { mtu: summary.mtu } : {}),
+    ...(summary.udp.tested > 0 ? { udp: summary.udp } : {}),
     ...(summary.networks
       ? {
         isolation: {
@@ -116,6 +117,10 @@ export function textReport(summary: Summary, outcome: RunOutcome): string {
       );
     }
   }
+  if (summary.udp.tested > 0) {
+    const u = summary.udp;
+    out.push(`UDP:          ${u.tested} paths, ${u.passed} passed, ${u.failed} failed`);
+  }
   if (summary.mtu.tested > 0) {
     const m = summary.mtu;
     out.push(
@@ -170,7 +175,7 @@ export function textReport(summary: Summary, outcome: RunOutcome): string {
     for (const line of summary.networks.lines()) out.push(`  ${safeText(line)}`);
   }
   const failedTotal = c.failed + l.failed + b.failed + summary.isolation.failed +
-    summary.mtu.failed;
+    summary.mtu.failed + summary.udp.failed;
   if (failedTotal > 0) {
     const shown = summary.failures.items.length;
     const classes = [...summary.failures.byClass].map(([k, n]) => `${k} ${n}`).join(", ");

@@ -20,7 +20,7 @@ import {
   type NetworkEndpoint,
   NetworkMatrix,
 } from "./isolation.ts";
-import { CONNECT_PORT, IPERF_PORT, type NetcheckOptions } from "./options.ts";
+import { CONNECT_PORT, IPERF_PORT, type NetcheckOptions, UDP_PORT } from "./options.ts";
 import { directedPairs, type Pair, pairCount } from "./pairs.ts";
 import { connectivityPeers, roundsToCover, sampledPairCount, sampledPairs } from "./peers.ts";
 import { Progress, type ProgressOutput } from "./progress.ts";
@@ -193,6 +193,37 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
       await schedulePairs(connected(), key, async (pair) => {
         const result = await measureLatency(cluster, options, pair, signal);
         if (result) await record(result);
+      }, { concurrency, exclusive: false, signal });
+      progress.end();
+    }
+
+    if (options.udp && !signal?.aborted) {
+      // Every pair: UDP may pass where TCP fails and the other way round.
+      progress.start(label("UDP"), countOf(endpoints.length, connectPeers));
+      const udpTimeout = `--timeout=${options.connectTimeoutMs}ms`;
+      await schedulePairs(pairsOf(endpoints, connectPeers), key, async (pair) => {
+        const started = Date.now();
+        const result = await cluster.exec(pair.from.namespace ?? ns, pair.from.pod, "connect", [
+          "/agnhost",
+          "connect",
+          "--protocol=udp",
+          udpTimeout,
+          joinHostPort(pair.to.address, UDP_PORT),
+        ], { timeoutMs: options.connectTimeoutMs + 30_000, signal });
+        if (signal?.aborted) return;
+        const outcome = classifyConnect(result);
+        await record({
+          phase: "udp",
+          ...(network === undefined ? {} : { network }),
+          from: pair.from.node,
+          to: pair.to.node,
+          fromPod: pair.from.pod,
+          toPod: pair.to.pod,
+          ok: outcome.ok,
+          ...(outcome.ok ? {} : { errorClass: outcome.errorClass, message: outcome.message }),
+          attempts: 1,
+          durationMs: Date.now() - started,
+        });
       }, { concurrency, exclusive: false, signal });
       progress.end();
     }

@@ -4,6 +4,7 @@ import { JsonReport, textReport } from "./report.ts";
 import { EXIT_ERROR, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_PASSED, runChecks } from "./run.ts";
 import { LEASE_NAME } from "./lease_lock.ts";
 import { NetcheckMetrics } from "./metrics.ts";
+import { probeDaemonSet } from "./manifest.ts";
 import {
   type FakeNode,
   fakeNodes,
@@ -626,4 +627,29 @@ Deno.test("--mtu fails the paths of a black hole (small payloads pass, full-size
     /^a 200 B payload passes but 4000, 16000 B do not; largest through 1400 B \(pod eth0 MTU 1500\): an MTU black hole/,
   );
   assert.match(textReport(summary, outcome), /MTU: {10}12 paths, 6 passed, 6 failed/);
+});
+
+Deno.test("--udp tests every path by datagram: a node that drops UDP fails its paths while TCP passes", async () => {
+  const nodes = fakeNodes(3);
+  nodes[1].udpBlocked = true;
+  const { exitCode, summary, outcome, cluster } = await run(nodes, {
+    udp: true,
+    skipBandwidth: true,
+  });
+  assert.equal(exitCode, EXIT_FAILED);
+  assert.equal(summary.connect.failed, 0);
+  assert.deepEqual(summary.udp, { tested: 6, passed: 2, failed: 4 });
+  assert.ok(summary.failures.items.every((r) => r.phase === "udp" && r.errorClass === "TIMEOUT"));
+  assert.match(textReport(summary, outcome), /UDP: {10}6 paths, 2 passed, 4 failed/);
+  assert.equal([...cluster.pathCounts.keys()].filter((k) => k.startsWith("udp")).length, 6);
+});
+
+Deno.test("the probe pods run netexec's UDP server only with --udp", () => {
+  const container = (udp: boolean) => ((probeDaemonSet({ ...options(), udp }, "r") as {
+    spec: { template: { spec: { containers: { args: string[]; ports: unknown[] }[] } } };
+  }).spec.template.spec.containers[0]);
+  assert.ok(container(false).args.includes("--udp-port=-1"));
+  assert.equal(container(false).ports.length, 1);
+  assert.ok(container(true).args.includes("--udp-port=1200"));
+  assert.equal(container(true).ports.length, 2);
 });

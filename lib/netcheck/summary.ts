@@ -9,7 +9,7 @@
 import { type LatencyFigures, worstP99 } from "./latency.ts";
 import type { NetworkMatrix } from "./isolation.ts";
 
-export type Phase = "connect" | "latency" | "mtu" | "bandwidth" | "isolation";
+export type Phase = "connect" | "udp" | "latency" | "mtu" | "bandwidth" | "isolation";
 
 /** One tested directed path. */
 export interface PathResult {
@@ -138,6 +138,7 @@ export class Summary {
   readonly latency: PhaseCounts = { tested: 0, passed: 0, failed: 0 };
   readonly isolation: PhaseCounts = { tested: 0, passed: 0, failed: 0 };
   readonly mtu: PhaseCounts = { tested: 0, passed: 0, failed: 0 };
+  readonly udp: PhaseCounts = { tested: 0, passed: 0, failed: 0 };
   /** Peers per node tested this round (0: all pairs) and the rotation of the sample. */
   sampling:
     | { connectivityPeers: number; bandwidthPeers: number; round: number; roundsToCover: number }
@@ -169,6 +170,8 @@ export class Summary {
       ? this.isolation
       : result.phase === "mtu"
       ? this.mtu
+      : result.phase === "udp"
+      ? this.udp
       : this.bandwidth;
     counts.tested++;
     if (result.ok) counts.passed++;
@@ -196,7 +199,7 @@ export class Summary {
 
   get failed(): boolean {
     return this.connect.failed > 0 || this.latency.failed > 0 || this.bandwidth.failed > 0 ||
-      this.isolation.failed > 0 || this.mtu.failed > 0;
+      this.isolation.failed > 0 || this.mtu.failed > 0 || this.udp.failed > 0;
   }
 
   /** Mean bandwidth of the measured paths, bits/s. */

@@ -31,6 +31,8 @@ export interface FakeNode {
   egressBps?: number;
   /** Its pod never becomes ready. */
   neverReady?: boolean;
+  /** UDP to and from it is dropped (TCP still passes). */
+  udpBlocked?: boolean;
   /** Payloads above this many bytes vanish on paths to or from this node (an MTU black hole). */
   blackHoleAbove?: number;
   /** Round trip of paths to this node, ms (latency samples; the last one is 3× slower). */
@@ -244,13 +246,17 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
       }
       if (!from) return { exitCode: -1, stdout: "", stderr: "", error: `pod "${pod}" not found` };
       if (this.options.recordPaths) {
-        const key = `${isCurl ? "latency" : container} ${from.name}→${target?.name}`;
+        const kind = isCurl ? "latency" : command.includes("--protocol=udp") ? "udp" : container;
+        const key = `${kind} ${from.name}→${target?.name}`;
         this.pathCounts.set(key, (this.pathCounts.get(key) ?? 0) + 1);
       }
       if (isCurl && command.includes("file:///sys/class/net/eth0/mtu")) {
         return this.#mtu(from, target, command);
       }
       if (isCurl) return this.#curl(from, answering, command);
+      if (command.includes("--protocol=udp") && (from.udpBlocked || target?.udpBlocked)) {
+        return { exitCode: 1, stdout: "", stderr: "TIMEOUT\n" };
+      }
       return isBandwidth ? this.#iperf(from, target) : this.#connect(from, target);
     } finally {
       for (const k of lockKeys) this.#busyPods.delete(k);
