@@ -89,3 +89,18 @@ Deno.test("--networks takes namespaces and key=value labels, at least two, each 
   assert.throws(() => parseNetcheckArgs(["--networks", "a,Bad_NS"], {}), /namespaces or key=value/);
   assert.throws(() => parseNetcheckArgs(["--networks", "a,k="], {}), /namespaces or key=value/);
 });
+
+Deno.test("--watch takes an interval of at least 1s and refuses --junit; sampling flags are whole numbers", () => {
+  const o = parseNetcheckArgs(["--watch", "--interval", "30s", "--metrics-address", ""], {})!;
+  assert.equal(o.watch, true);
+  assert.equal(o.intervalMs, 30_000);
+  assert.equal(o.metricsAddress, "");
+  assert.throws(() => parseNetcheckArgs(["--watch", "--interval", "500ms"], {}), /at least 1s/);
+  assert.throws(
+    () => parseNetcheckArgs(["--watch", "--junit", "x.xml"], {}),
+    /--junit is for one run/,
+  );
+  assert.throws(() => parseNetcheckArgs(["--peers", "0"], {}), /--peers must be/);
+  assert.throws(() => parseNetcheckArgs(["--latency-samples", "101"], {}), /between 0 and 100/);
+  assert.equal(parseNetcheckArgs(["--max-latency", "5ms"], {})!.maxLatencyMs, 5);
+});
