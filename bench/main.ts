@@ -5,14 +5,16 @@
  * namespaces, cgroups, pins, processes and sysctls, also on failure and on
  * Ctrl-C.
  *
- *   deno run -A bench/main.ts [--quick] [--only hook,reachable,reconcile,footprint,netcheck,cni,targets,flood]
+ *   deno run -A bench/main.ts [--quick] [--only hook,reachable,reconcile,footprint,netcheck,cni,targets,flood,pods]
  *                             [--json FILE] [--idle-seconds N]
  */
+import { fileURLToPath } from "node:url";
 import { setupLogging } from "../lib/log.ts";
 import { cniPluginFigure } from "./cni_plugin.ts";
 import { footprint } from "./footprint.ts";
 import { hookCost } from "./hook_cost.ts";
 import { listenerFlood } from "./listener_flood.ts";
+import { podMemory } from "./pod_memory.ts";
 import { netcheckScheduling } from "./netcheck_schedule.ts";
 import { reconcileScale } from "./reconcile_scale.ts";
 import { targetsView } from "./targets_view.ts";
@@ -28,19 +30,47 @@ export interface BenchOptions {
   idleSeconds: number;
 }
 
+/**
+ * Builds the Kubernetes client's bundle (`deno task bundle`: about 2.5 s, the bundle replaced
+ * only when its bytes differ), which the footprint figure measures: a checkout where set-up has
+ * not run has none. Throws one line saying what to run when the build fails.
+ */
+async function buildClientBundle(): Promise<void> {
+  console.error("  building the Kubernetes client's bundle (deno task bundle)…");
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-all", fileURLToPath(new URL("../scripts/bundle.ts", import.meta.url))],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!out.success) {
+    const why = new TextDecoder().decode(out.stderr).trim().split("\n").at(-1) ?? "";
+    throw new Error(
+      `the Kubernetes client's bundle could not be built (${why}): run \`deno task bundle\` and fix what it says`,
+    );
+  }
+}
+
 const FIGURES: {
   name: string;
   title: string;
+  /** What the figure needs built first; a failure skips the figure with its one-line reason. */
+  prepare?: () => Promise<void>;
   run: (o: BenchOptions, c: CleanupStack) => Promise<FigureResult>;
 }[] = [
   { name: "hook", title: "1. Hook cost", run: (o, c) => hookCost(o, c) },
   { name: "reachable", title: "2. Time to reachable", run: (o, c) => timeToReachable(o, c) },
   { name: "reconcile", title: "3. Reconcile at scale", run: (o, c) => reconcileScale(o, c) },
-  { name: "footprint", title: "4. Agent footprint", run: (o, c) => footprint(o, c) },
+  {
+    name: "footprint",
+    title: "4. Agent footprint",
+    prepare: buildClientBundle,
+    run: (o, c) => footprint(o, c),
+  },
   { name: "netcheck", title: "5. netcheck scheduling", run: (o, c) => netcheckScheduling(o, c) },
   { name: "cni", title: "6. CNI plugin", run: (o, c) => cniPluginFigure(o, c) },
   { name: "targets", title: "7. Local view", run: (o, c) => targetsView(o, c) },
   { name: "flood", title: "8. Health under a flood", run: (o, c) => listenerFlood(o, c) },
+  { name: "pods", title: "9. Pod memory", run: (o, c) => podMemory(o, c) },
 ];
 
 const USAGE = `Usage: deno task bench [--quick] [--only NAMES] [--json FILE] [--idle-seconds N]
@@ -120,6 +150,13 @@ async function main(args: string[]): Promise<number> {
     const loadBefore = Deno.loadavg()[0];
     current = new CleanupStack(figure.name);
     try {
+      try {
+        await figure.prepare?.();
+      } catch (e) {
+        console.error(`${figure.title} skipped: ${(e as Error).message}`);
+        failures.push({ name: figure.name, title: figure.title, error: (e as Error).message });
+        continue;
+      }
       const result = await figure.run(opts, current);
       const loadAfter = Deno.loadavg()[0];
       // The machine may be shared: say how busy it was while this figure ran.

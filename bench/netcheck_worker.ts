@@ -5,7 +5,10 @@
  * stand-in). Prints one JSON line: when the bandwidth sessions ran, whether
  * two ever shared an endpoint, and memory (peak RSS, live heap after GC).
  *
- *   deno run -A --v8-flags=--expose-gc bench/netcheck_worker.ts NODES SESSION_MS CONCURRENCY
+ *   deno run -A --v8-flags=--expose-gc bench/netcheck_worker.ts NODES SESSION_MS CONCURRENCY [PEERS]
+ *
+ * With PEERS, one round samples PEERS peers a node for every phase (as above
+ * --sample-threshold, with connectivity no longer fitting the interval).
  */
 import type { ExecOptions, ExecResult } from "../lib/netcheck/cluster.ts";
 import { defaultNetcheckOptions } from "../lib/netcheck/options.ts";
@@ -27,11 +30,14 @@ export interface NetcheckWorkerResult {
   /** Times a session started on an endpoint another session was using. */
   endpointOverlaps: number;
   peakRssBytes: number;
+  /** RSS after building the in-memory cluster, before the run (the stand-in's own O(N) data). */
+  fixtureRssBytes: number;
   /** Heap in use right after a full GC, sampled at each eighth of the sessions. */
   liveHeapSamples: number[];
 }
 
-const [nodesArg, msArg, concurrencyArg] = Deno.args;
+const [nodesArg, msArg, concurrencyArg, peersArg] = Deno.args;
+const peers = Number(peersArg ?? 0);
 const n = Number(nodesArg), sessionMs = Number(msArg), concurrency = Number(concurrencyArg);
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error("Run with --v8-flags=--expose-gc");
@@ -75,7 +81,7 @@ class TimedCluster extends MemoryCluster {
       this.running--;
       this.lastEnd = performance.now();
       this.sessionTotalMs += this.lastEnd - started;
-      const every = Math.max(1, Math.floor((n * (n - 1)) / 8));
+      const every = Math.max(1, Math.floor((peers > 0 ? 2 * n * peers : n * (n - 1)) / 8));
       if (++this.sessions % every === 0) {
         gc!();
         this.samples.push(Deno.memoryUsage().heapUsed);
@@ -89,8 +95,17 @@ const cluster = new TimedCluster(nodes);
 for (const node of nodes) {
   for (const a of [node.ipv4, node.ipv6]) if (a) cluster.nodeOfAddress.set(a, node.name);
 }
+// What the in-memory cluster itself holds (nodes, pods, address maps: O(N)), before the run.
+const rssNow = () =>
+  Number(/^VmRSS:\s+(\d+)/m.exec(Deno.readTextFileSync("/proc/self/status"))?.[1] ?? 0) * 1024;
+await cluster.listPods("", "");
+gc();
+const fixtureRssBytes = rssNow();
 const t0 = performance.now();
-const { exitCode } = await runChecks({ ...defaultNetcheckOptions(), concurrency }, {
+const sampling = peers > 0
+  ? { sampleThreshold: 2, peers, connectivityPeers: peers }
+  : { sampleThreshold: 1_000_000 };
+const { exitCode } = await runChecks({ ...defaultNetcheckOptions(), concurrency, ...sampling }, {
   cluster,
   progress: { write: () => {}, isTerminal: false },
   sinks: [],
@@ -110,6 +125,7 @@ const result: NetcheckWorkerResult = {
   meanSessionMs: cluster.sessionTotalMs / cluster.sessions,
   endpointOverlaps: cluster.overlaps,
   peakRssBytes: Number(/^VmHWM:\s+(\d+)/m.exec(status)?.[1] ?? 0) * 1024,
+  fixtureRssBytes,
   liveHeapSamples: cluster.samples,
 };
 console.log(JSON.stringify(result));

@@ -11,11 +11,16 @@
 #   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/agnhost-<version>/agnhost       (static)
 #   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/pause-<version>/pause           (static, from C)
 #   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/containerd-<version>/{containerd,containerd-shim-runc-v2,ctr}
+#   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/kubectl-<version>/kubectl       (for scripts/dev node)
+#   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/e2e.test-<version>/e2e.test     (upstream's e2e suite
+#     for tests/node/conformance.ts: 20 min cold on 2 busy cores, 5 min once the kubelet is built)
+#   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/ginkgo-<version>/ginkgo         (runs e2e.test's specs
+#     in parallel; built with e2e.test)
 # A binary already in the cache is reused, so only the first run on a machine pays (about
 # 10-20 minutes on 2 cores for everything). Safe to run concurrently and repeatedly.
 #
-# Usage: scripts/build_k8s_tools.sh [kube-apiserver|etcd|helm|kubelet|agnhost|pause|containerd ...]
-#        (default: all)
+# Usage: scripts/build_k8s_tools.sh [kube-apiserver|etcd|helm|kubelet|kubectl|agnhost|pause|containerd
+#        |e2e.test ...]   (default: all but e2e.test, which deno task conformance needs)
 set -euo pipefail
 
 HELM_VERSION=v3.22.0
@@ -124,6 +129,21 @@ build_containerd() {
   done
 }
 
+# Upstream's e2e suite (test/e2e) as one test binary from the same module and version as the
+# kubelet, stamped with its release so that its version checks see the node's.
+build_e2e_test() {
+  local version=$1
+  (cd "$module_dir" && GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0 \
+    go test -c -trimpath -ldflags="$(version_ldflags "$version")" -o "$out/e2e.test" \
+    k8s.io/kubernetes/test/e2e)
+}
+
+# The ginkgo CLI at the version the e2e suite is built with, to run its specs in parallel.
+build_ginkgo() {
+  (cd "$module_dir" && GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0 \
+    go build -trimpath -ldflags="-s -w" -o "$out/ginkgo" github.com/onsi/ginkgo/v2/ginkgo)
+}
+
 build_etcd() {
   (cd "$module_dir" && GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0 \
     go build -trimpath -ldflags="-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3)
@@ -132,7 +152,7 @@ build_etcd() {
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(etcd helm kube-apiserver pause containerd kubelet kube-controller-manager kube-scheduler
-    agnhost)
+    agnhost kubectl)
 fi
 total=$SECONDS
 for target in "${targets[@]}"; do
@@ -145,9 +165,15 @@ for target in "${targets[@]}"; do
       v=$(module_version go.etcd.io/etcd/server/v3)
       build etcd "$v" build_etcd
       ;;
-    kubelet | kube-controller-manager | kube-scheduler)
+    kubelet | kube-controller-manager | kube-scheduler | kubectl)
       v=$(module_version k8s.io/kubernetes)
       build "$target" "$v" build_kube_command "$target" "$v"
+      ;;
+    e2e.test)
+      v=$(module_version k8s.io/kubernetes)
+      build e2e.test "$v" build_e2e_test "$v"
+      v=$(module_version github.com/onsi/ginkgo/v2)
+      build ginkgo "$v" build_ginkgo
       ;;
     agnhost)
       v=$(module_version k8s.io/kubernetes)
@@ -170,7 +196,7 @@ for target in "${targets[@]}"; do
       ;;
     *)
       echo "build_k8s_tools: unknown tool \"$target\"; use kube-apiserver, etcd, helm, kubelet," \
-        "kube-controller-manager, kube-scheduler, agnhost, pause or containerd" >&2
+        "kubectl, kube-controller-manager, kube-scheduler, agnhost, pause, containerd or e2e.test" >&2
       exit 2
       ;;
   esac

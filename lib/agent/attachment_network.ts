@@ -31,8 +31,6 @@ const log = getLogger(["lace", "agent"]);
  */
 export const ATTACH_LOOKUP_MS = 300;
 
-export type { PodLookup };
-
 /** Where the network of an attachment came from, or why it is unknown. */
 export type AttachmentNetwork =
   | { network: PodNetwork; from: "conf" | "cache" | "api" | "pods" }

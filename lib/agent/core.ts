@@ -28,7 +28,8 @@ import {
 } from "./reconcile.ts";
 import { desiredState, type RulesMemo, type TargetView } from "./desired_state.ts";
 import { type PlacementMemo, refuseClashingAttachment } from "./attachment_clashes.ts";
-import { attachmentNetwork, logUnknownNetwork, type PodLookup } from "./attachment_network.ts";
+import { attachmentNetwork, logUnknownNetwork } from "./attachment_network.ts";
+import type { PodLookup } from "../pods/source.ts";
 import { Scheduler } from "./scheduler.ts";
 import type { AddressSharing, SharedAddress } from "../rules/address_holders.ts";
 

@@ -13,7 +13,8 @@ import type { Skip } from "../rules/targets.ts";
 import type { NodeNetworkStore } from "./node_networks.ts";
 import type { Unwritten } from "../rules/share.ts";
 import type { PodAt, SharedAddress } from "../rules/address_holders.ts";
-import { ATTACH_LOOKUP_MS, type PodLookup } from "./attachment_network.ts";
+import { ATTACH_LOOKUP_MS } from "./attachment_network.ts";
+import type { PodLookup } from "../pods/source.ts";
 
 const CONFIG: AgentCoreConfig = {
   nodeName: "n1",

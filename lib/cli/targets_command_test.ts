@@ -63,6 +63,6 @@ Deno.test("addressesText() says under exclusive who holds an address and whose p
   assert.ok(!text.includes("\u001b"), "a pod name's escape sequence is not printed raw");
   assert.match(
     addressesText({ sharing: "shared", addresses: [{ ...address, holderWithdrawn: false }] }),
-    /shared by pods of several networks \(--address-sharing=shared\):\n  10\.244\.1\.10: green\/v/,
+    /shared by pods of several networks \(--address-sharing=shared\):\n {2}10\.244\.1\.10: green\/v/,
   );
 });

@@ -91,4 +91,6 @@ export interface Endpoint {
   pod: string;
   node: string;
   address: string;
+  /** The pod's namespace when not --namespace (a network of --networks). */
+  namespace?: string;
 }

@@ -12,6 +12,8 @@ export const LEASE_NAME = "lace-netcheck";
 export interface LeaseLock {
   /** The run whose expired lease was taken over, if any. */
   tookOverFrom?: string;
+  /** The holder that took the lease from this run (a renewal found it), if one did. */
+  readonly lost: string | undefined;
   release(): Promise<void>;
 }
 
@@ -62,17 +64,27 @@ export async function acquireLease(
     }
   }
   let released = false;
+  let lost: string | undefined;
   const renew = async () => {
+    if (lost) return;
     try {
       current = await cluster.updateLease(namespace, { ...current, renewTime: now() });
-    } catch {
-      // A missed renewal is retried at the next tick; the lease lasts three of them.
+    } catch (e) {
+      // A missed renewal is retried at the next tick; the lease lasts three of them. A
+      // conflict may mean another runner took it over (this one was partitioned away).
+      if (!(e instanceof ConflictError)) return;
+      const latest = await cluster.getLease(namespace, LEASE_NAME).catch(() => null);
+      if (latest && latest.holder !== holder) lost = latest.holder || "(no holder)";
+      else if (latest) current = latest;
     }
   };
   const timer = setInterval(renew, (durationS * 1000) / 3);
   Deno.unrefTimer(timer);
   return {
     tookOverFrom,
+    get lost() {
+      return lost;
+    },
     async release() {
       if (released) return;
       released = true;

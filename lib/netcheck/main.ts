@@ -8,7 +8,9 @@
 import { helpText, UsageError } from "../cli/flags.ts";
 import type { NetcheckCluster } from "./cluster.ts";
 import { netcheckCommand, type NetcheckOptions, parseNetcheckArgs } from "./options.ts";
-import { JsonReport, JunitReport, type PathSink, textReport } from "./report.ts";
+import { NetcheckMetrics } from "./metrics.ts";
+import { serveMetrics } from "./metrics_server.ts";
+import { JsonReport, JunitReport, type PathSink, summaryData, textReport } from "./report.ts";
 import { EXIT_ERROR, EXIT_USAGE, newRunId, runChecks } from "./run.ts";
 
 const encoder = new TextEncoder();
@@ -74,9 +76,22 @@ async function runWithCluster(
   for (const s of signals) Deno.addSignalListener(s, onSignal);
   try {
     const sinks: PathSink[] = [];
-    if (options.output === "json") sinks.push(new JsonReport(writeOut));
+    // A watch prints each round as it ends; one document of every path would never end.
+    if (options.output === "json" && !options.watch) sinks.push(new JsonReport(writeOut));
     if (options.junit) sinks.push(new JunitReport(options.junit));
     const runId = newRunId();
+    const metrics = options.watch ? new NetcheckMetrics(options.metricsFailingPaths) : undefined;
+    if (metrics && options.metricsAddress) {
+      try {
+        const server = serveMetrics(metrics, options.metricsAddress, controller.signal);
+        writeErr(
+          `Serving metrics at http://${options.metricsAddress}/metrics (port ${server.port})\n`,
+        );
+      } catch (e) {
+        writeErr(`lace netcheck: cannot serve metrics: ${(e as Error).message}\n`);
+        return EXIT_ERROR;
+      }
+    }
     const { exitCode, summary, outcome } = await runChecks(options, {
       cluster,
       progress: {
@@ -87,7 +102,28 @@ async function runWithCluster(
       signal: controller.signal,
       runId,
       holder: holderIdentity(runId),
+      metrics,
+      onRound: (summary, outcome, info) => {
+        const when = new Date().toISOString();
+        if (options.output === "json") {
+          writeOut(
+            JSON.stringify({ time: when, ...info, ...summaryData(summary, outcome) }) + "\n",
+          );
+        } else {
+          writeOut(
+            `--- round ${info.round} at ${when}, ${(info.elapsedMs / 1000).toFixed(1)} s` +
+              (info.overran ? " (longer than --interval)" : "") + "\n" +
+              textReport(summary, outcome),
+          );
+        }
+      },
     });
+    if (options.watch) {
+      if (outcome.error && outcome.status !== "interrupted") {
+        writeErr(`lace netcheck: ${outcome.error}\n`);
+      }
+      return exitCode;
+    }
     if (options.output === "text") writeOut(textReport(summary, outcome));
     else if (outcome.error) writeErr(`lace netcheck: ${outcome.error}\n`);
     return exitCode;

@@ -4,11 +4,26 @@
  * matches the selector, tolerating every taint, with tiny explicit requests so
  * admission defaults don't inflate them, and locked-down security contexts.
  */
-import { CONNECT_PORT, IPERF_PORT, type NetcheckOptions } from "./options.ts";
+import { CONNECT_PORT, IPERF_PORT, type NetcheckOptions, UDP_PORT } from "./options.ts";
 
 export const APP_LABEL = "app.kubernetes.io/name";
 export const APP_NAME = "lace-netcheck";
 export const RUN_LABEL = "lace.io/netcheck-run";
+/** Which of --networks a probe pod belongs to ("n0", "n1", …). */
+export const NETWORK_LABEL = "lace.io/netcheck-network";
+
+/** Where one network's probe pods go: a DaemonSet in a namespace, with extra pod labels. */
+export interface ProbeNetwork {
+  /** As given to --networks ("tenant-a" or "key=value"); empty for the single default network. */
+  name: string;
+  namespace: string;
+  daemonSet: string;
+  /** Labels of the DaemonSet, its selector and its pods. */
+  labels: Record<string, string>;
+  /** Labels the network plugin reads (the `key=value` of --networks), on the pods only. */
+  podLabels: Record<string, string>;
+  selector: string;
+}
 
 /** Name of a run's DaemonSet. */
 export function daemonSetName(runId: string): string {
@@ -31,20 +46,57 @@ const securityContext = {
   seccompProfile: { type: "RuntimeDefault" },
 };
 
-/** Builds the DaemonSet manifest of the run `runId`. */
-export function probeDaemonSet(
-  options: Pick<NetcheckOptions, "namespace" | "image" | "bandwidthImage" | "selector">,
+/**
+ * The networks of a run: without --networks one, in --namespace; else one per
+ * entry, `n<i>`-suffixed, in the entry's namespace or (for `key=value`) in
+ * --namespace with that pod label.
+ */
+export function probeNetworks(
+  options: Pick<NetcheckOptions, "namespace" | "networks">,
   runId: string,
+): ProbeNetwork[] {
+  const base = { [APP_LABEL]: APP_NAME, [RUN_LABEL]: runId };
+  if (options.networks.length === 0) {
+    return [{
+      name: "",
+      namespace: options.namespace,
+      daemonSet: daemonSetName(runId),
+      labels: base,
+      podLabels: {},
+      selector: runSelector(runId),
+    }];
+  }
+  return options.networks.map((name, i) => {
+    const eq = name.indexOf("=");
+    const id = `n${i}`;
+    return {
+      name,
+      namespace: eq < 0 ? name : options.namespace,
+      daemonSet: `${daemonSetName(runId)}-${id}`,
+      labels: { ...base, [NETWORK_LABEL]: id },
+      podLabels: eq < 0 ? {} : { [name.slice(0, eq)]: name.slice(eq + 1) },
+      selector: `${runSelector(runId)},${NETWORK_LABEL}=${id}`,
+    };
+  });
+}
+
+/** Builds the DaemonSet manifest of the run `runId` (of one of its networks). */
+export function probeDaemonSet(
+  options:
+    & Pick<NetcheckOptions, "namespace" | "image" | "bandwidthImage" | "selector">
+    & Partial<Pick<NetcheckOptions, "udp">>,
+  runId: string,
+  network: ProbeNetwork = probeNetworks({ namespace: options.namespace, networks: [] }, runId)[0],
 ): Record<string, unknown> {
-  const labels = { [APP_LABEL]: APP_NAME, [RUN_LABEL]: runId };
+  const labels = network.labels;
   return {
     apiVersion: "apps/v1",
     kind: "DaemonSet",
-    metadata: { name: daemonSetName(runId), namespace: options.namespace, labels },
+    metadata: { name: network.daemonSet, namespace: network.namespace, labels },
     spec: {
       selector: { matchLabels: labels },
       template: {
-        metadata: { labels },
+        metadata: { labels: { ...network.podLabels, ...labels } },
         spec: {
           nodeSelector: { ...options.selector, "kubernetes.io/os": "linux" },
           tolerations: [{ operator: "Exists" }],
@@ -55,8 +107,16 @@ export function probeDaemonSet(
             {
               name: "connect",
               image: options.image,
-              args: ["netexec", `--http-port=${CONNECT_PORT}`, "--udp-port=-1"],
-              ports: [{ name: "connect", containerPort: CONNECT_PORT, protocol: "TCP" }],
+              // The UDP server (it answers "hostname") only runs when --udp asks for it.
+              args: [
+                "netexec",
+                `--http-port=${CONNECT_PORT}`,
+                `--udp-port=${options.udp ? UDP_PORT : -1}`,
+              ],
+              ports: [
+                { name: "connect", containerPort: CONNECT_PORT, protocol: "TCP" },
+                ...(options.udp ? [{ name: "udp", containerPort: UDP_PORT, protocol: "UDP" }] : []),
+              ],
               readinessProbe: {
                 tcpSocket: { port: CONNECT_PORT },
                 periodSeconds: 2,

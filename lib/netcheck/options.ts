@@ -36,6 +36,39 @@ export interface NetcheckOptions {
   connectTimeoutMs: number;
   /** iperf3 duration per path, whole seconds (iperf3 takes integers). */
   bandwidthTimeS: number;
+  /** Requests per path timed for latency (each on a new connection); 0 skips latency. */
+  latencySamples: number;
+  /** Paths whose connect or request p99 is above this many ms fail; 0 disables. */
+  maxLatencyMs: number;
+  /**
+   * Networks to place probe pods in and check isolation between: each a
+   * namespace the network plugin maps to a network, or a `key=value` pod
+   * label it reads. Empty: the one network of --namespace.
+   */
+  networks: string[];
+  /** How long a cross-network request waits for an answer (no answer = isolated). */
+  isolationTimeoutMs: number;
+  /** Keep the probe pods and run a round every --interval until stopped. */
+  watch: boolean;
+  /** --watch: time from the start of one round to the start of the next, ms. */
+  intervalMs: number;
+  /** --watch: serve Prometheus metrics on this host:port; empty for none. */
+  metricsAddress: string;
+  /** --watch: at most this many failing paths get a series of their own. */
+  metricsFailingPaths: number;
+  /** Above this many nodes, bandwidth tests `peers` peers per node a round, rotating. */
+  sampleThreshold: number;
+  /** Peers per node and round for sampled bandwidth (every pair within ⌈(N−1)/k⌉ rounds). */
+  peers: number;
+  /**
+   * Peers per node and round for connectivity and latency; 0: all pairs, and
+   * with --watch as many as fit half the interval once all pairs no longer do.
+   */
+  connectivityPeers: number;
+  /** Check every path for an MTU black hole (payloads up to 16000 B each way). */
+  mtu: boolean;
+  /** Test UDP reachability per path (agnhost connect --protocol=udp to netexec's UDP server). */
+  udp: boolean;
   /** Skip the bandwidth phase. */
   skipBandwidth: boolean;
   concurrency: number;
@@ -55,6 +88,8 @@ export interface NetcheckOptions {
 }
 
 export const CONNECT_PORT = 1199;
+/** agnhost netexec's UDP port with --udp (it answers a "hostname" datagram). */
+export const UDP_PORT = 1200;
 export const IPERF_PORT = 5201;
 const DEFAULT_AGNHOST_IMAGE = "registry.k8s.io/e2e-test-images/agnhost:2.53";
 const DEFAULT_IPERF_IMAGE = "networkstatic/iperf3:multiarch";
@@ -71,6 +106,19 @@ export function defaultNetcheckOptions(): NetcheckOptions {
     ipFamily: "ipv4",
     connectTimeoutMs: 5_000,
     bandwidthTimeS: 3,
+    latencySamples: 10,
+    networks: [],
+    watch: false,
+    intervalMs: 300_000,
+    metricsAddress: "127.0.0.1:9469",
+    metricsFailingPaths: 50,
+    sampleThreshold: 100,
+    peers: 8,
+    connectivityPeers: 0,
+    mtu: false,
+    udp: false,
+    isolationTimeoutMs: 1_000,
+    maxLatencyMs: 0,
     skipBandwidth: false,
     concurrency: 16,
     minBandwidthBps: 0,
@@ -111,6 +159,54 @@ function validateNetcheckOptions(o: NetcheckOptions): NetcheckOptions {
   if (!Number.isInteger(o.concurrency) || o.concurrency < 1 || o.concurrency > 1000) {
     throw new UsageError(`--concurrency must be between 1 and 1000: "${o.concurrency}"`);
   }
+  if (!Number.isInteger(o.latencySamples) || o.latencySamples < 0 || o.latencySamples > 100) {
+    throw new UsageError(`--latency-samples must be between 0 and 100: "${o.latencySamples}"`);
+  }
+  if (o.networks.length === 1) {
+    throw new UsageError(`--networks needs at least two networks to compare: "${o.networks[0]}"`);
+  }
+  const seen = new Set<string>();
+  for (const n of o.networks) {
+    const eq = n.indexOf("=");
+    const valid = eq < 0
+      ? dnsLabel.test(n) && n.length <= 63
+      : labelKey.test(n.slice(0, eq)) && labelValue.test(n.slice(eq + 1)) &&
+        n.slice(eq + 1).length <= 63 && n.slice(eq + 1) !== "";
+    if (!valid) {
+      throw new UsageError(`--networks entries must be namespaces or key=value labels: "${n}"`);
+    }
+    if (seen.has(n)) throw new UsageError(`--networks names "${n}" twice`);
+    seen.add(n);
+  }
+  if (o.watch && o.intervalMs < 1000) {
+    throw new UsageError(`--interval must be at least 1s: "${o.intervalMs}ms"`);
+  }
+  if (o.watch && o.junit) {
+    throw new UsageError(`--junit is for one run; --watch exports metrics instead`);
+  }
+  if (
+    !Number.isInteger(o.metricsFailingPaths) || o.metricsFailingPaths < 0 ||
+    o.metricsFailingPaths > 1000
+  ) {
+    throw new UsageError(
+      `--metrics-failing-paths must be between 0 and 1000: "${o.metricsFailingPaths}"`,
+    );
+  }
+  if (!Number.isInteger(o.sampleThreshold) || o.sampleThreshold < 2) {
+    throw new UsageError(`--sample-threshold must be a whole number ≥ 2: "${o.sampleThreshold}"`);
+  }
+  if (!Number.isInteger(o.peers) || o.peers < 1) {
+    throw new UsageError(`--peers must be a whole number ≥ 1: "${o.peers}"`);
+  }
+  if (!Number.isInteger(o.connectivityPeers) || o.connectivityPeers < 0) {
+    throw new UsageError(
+      `--connectivity-peers must be a whole number ≥ 0: "${o.connectivityPeers}"`,
+    );
+  }
+  if (o.isolationTimeoutMs < 100) {
+    throw new UsageError(`--isolation-timeout must be at least 100ms`);
+  }
+  if (!(o.maxLatencyMs >= 0)) throw new UsageError(`--max-latency must not be negative`);
   if (!(o.minBandwidthBps >= 0)) throw new UsageError(`--min-bandwidth must not be negative`);
   if (!(o.asymmetry >= 1)) {
     throw new UsageError(`--asymmetry must be a factor of at least 1: "${o.asymmetry}"`);
@@ -155,6 +251,12 @@ const selector: ValueParser<Record<string, string>> = {
   metavar: "K=V[,K=V]",
   parse: parseSelector,
   format: (labels) => Object.entries(labels).map(([k, v]) => `${k}=${v}`).join(","),
+};
+
+const networkList: ValueParser<string[]> = {
+  metavar: "NS|K=V[,…]",
+  parse: (t) => t.split(",").map((s) => s.trim()).filter(Boolean),
+  format: (list) => list.join(","),
 };
 
 const bandwidth: ValueParser<number> = {
@@ -232,6 +334,87 @@ export const netcheckCommand: CommandSpec<NetcheckOptions> = {
       key: "bandwidthTimeS",
       value: wholeSeconds,
       help: "iperf3 duration per path (whole seconds, at least 1s)",
+    },
+    {
+      name: "latency-samples",
+      key: "latencySamples",
+      value: integer,
+      help:
+        "Requests per path timed inside the probe pod (connect and request p50/p99/max); 0 skips",
+    },
+    {
+      name: "max-latency",
+      key: "maxLatencyMs",
+      value: duration,
+      help: "Fail paths whose connect or request p99 is above this (e.g. 5ms); 0 disables",
+    },
+    {
+      name: "networks",
+      key: "networks",
+      value: networkList,
+      help: "Probe pods in each of these networks (namespace or key=value label) and check " +
+        "that no cross-network path is answered by the other network's pod",
+    },
+    {
+      name: "isolation-timeout",
+      key: "isolationTimeoutMs",
+      value: duration,
+      help: "How long a cross-network request waits for an answer (none means isolated)",
+    },
+    {
+      name: "watch",
+      key: "watch",
+      value: boolean,
+      help: "Keep the probe pods and run a round every --interval until stopped (Ctrl-C, SIGTERM)",
+    },
+    {
+      name: "interval",
+      key: "intervalMs",
+      value: duration,
+      help: "--watch: from the start of one round to the next (rounds never overlap)",
+    },
+    {
+      name: "metrics-address",
+      key: "metricsAddress",
+      value: text,
+      metavar: "HOST:PORT",
+      help: "--watch: serve Prometheus metrics at http://HOST:PORT/metrics; empty for none",
+    },
+    {
+      name: "metrics-failing-paths",
+      key: "metricsFailingPaths",
+      value: integer,
+      help: "--watch: failing paths that get a series of their own (the rest are counted)",
+    },
+    {
+      name: "sample-threshold",
+      key: "sampleThreshold",
+      value: integer,
+      help: "Above this many nodes, bandwidth tests --peers peers per node a round (rotating)",
+    },
+    {
+      name: "peers",
+      key: "peers",
+      value: integer,
+      help: "Peers per node and round when sampling (every pair within ⌈(N−1)/k⌉ rounds)",
+    },
+    {
+      name: "connectivity-peers",
+      key: "connectivityPeers",
+      value: integer,
+      help: "Peers per node for connect and latency; 0: all pairs (--watch: while they fit)",
+    },
+    {
+      name: "mtu",
+      key: "mtu",
+      value: boolean,
+      help: "Check each path for an MTU black hole: small payloads pass, full-size ones vanish",
+    },
+    {
+      name: "udp",
+      key: "udp",
+      value: boolean,
+      help: "Also test UDP reachability per path (a datagram to the target's agnhost, answered)",
     },
     {
       name: "skip-bandwidth",

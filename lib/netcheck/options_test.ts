@@ -80,3 +80,27 @@ Deno.test("--no-progress turns the progress bar off; --progress and the default 
   assert.equal(parseNetcheckArgs(["--progress"], {})!.progress, true);
   assert.equal(parseNetcheckArgs([], {})!.progress, true);
 });
+
+Deno.test("--networks takes namespaces and key=value labels, at least two, each once", () => {
+  const o = parseNetcheckArgs(["--networks", "tenant-a, lace-test.io/network=red"], {})!;
+  assert.deepEqual(o.networks, ["tenant-a", "lace-test.io/network=red"]);
+  assert.throws(() => parseNetcheckArgs(["--networks", "tenant-a"], {}), /at least two/);
+  assert.throws(() => parseNetcheckArgs(["--networks", "a,a"], {}), /names "a" twice/);
+  assert.throws(() => parseNetcheckArgs(["--networks", "a,Bad_NS"], {}), /namespaces or key=value/);
+  assert.throws(() => parseNetcheckArgs(["--networks", "a,k="], {}), /namespaces or key=value/);
+});
+
+Deno.test("--watch takes an interval of at least 1s and refuses --junit; sampling flags are whole numbers", () => {
+  const o = parseNetcheckArgs(["--watch", "--interval", "30s", "--metrics-address", ""], {})!;
+  assert.equal(o.watch, true);
+  assert.equal(o.intervalMs, 30_000);
+  assert.equal(o.metricsAddress, "");
+  assert.throws(() => parseNetcheckArgs(["--watch", "--interval", "500ms"], {}), /at least 1s/);
+  assert.throws(
+    () => parseNetcheckArgs(["--watch", "--junit", "x.xml"], {}),
+    /--junit is for one run/,
+  );
+  assert.throws(() => parseNetcheckArgs(["--peers", "0"], {}), /--peers must be/);
+  assert.throws(() => parseNetcheckArgs(["--latency-samples", "101"], {}), /between 0 and 100/);
+  assert.equal(parseNetcheckArgs(["--max-latency", "5ms"], {})!.maxLatencyMs, 5);
+});

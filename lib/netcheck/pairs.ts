@@ -17,13 +17,32 @@ export interface Pair<T> {
 }
 
 /** Every ordered pair of distinct items exactly once, lazily, in round-robin order. */
-export function* directedPairs<T>(items: readonly T[]): Generator<Pair<T>> {
+export function directedPairs<T>(items: readonly T[]): Generator<Pair<T>> {
+  return matchingPairs(items, 0, matchingCount(items.length));
+}
+
+/** The number of tournament matchings of `n` items: n−1, or n for an odd n (one bye each). */
+export function matchingCount(n: number): number {
+  if (n < 2) return 0;
+  return n % 2 === 0 ? n - 1 : n;
+}
+
+/**
+ * The pairs of tournament matchings `first` to `end` (exclusive), each
+ * matching A→B for all its pairs, then B→A: every item meets each partner of
+ * those matchings in both directions.
+ */
+export function* matchingPairs<T>(
+  items: readonly T[],
+  first: number,
+  end: number,
+): Generator<Pair<T>> {
   const n = items.length;
   if (n < 2) return;
   // With an odd count, slot n is a bye.
   const slots = n % 2 === 0 ? n : n + 1;
   const rounds = slots - 1;
-  for (let r = 0; r < rounds; r++) {
+  for (let r = first; r < Math.min(end, rounds); r++) {
     const round: [number, number][] = [];
     for (let i = 0; i < slots / 2; i++) {
       const a = i === 0 ? 0 : ((i - 1 + r) % rounds) + 1;

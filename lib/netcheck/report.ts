@@ -3,6 +3,7 @@
  * JUnit XML file. JSON and JUnit list every path: they stream paths as they
  * finish (the summary comes last), so memory stays flat however many paths.
  */
+import { formatMs, type Percentiles } from "./latency.ts";
 import type { PathResult, Summary } from "./summary.ts";
 import { escapeUnsafe, safeJson, safeText } from "../safe_text.ts";
 
@@ -25,6 +26,13 @@ export interface RunOutcome {
   error?: string;
   minBandwidthBps: number;
   asymmetryFactor: number;
+  /** --max-latency, ms; 0 when not set. */
+  maxLatencyMs?: number;
+}
+
+/** "p50 0.21 ms, p99 0.40 ms, max 0.40 ms". */
+function formatPercentiles(p: Percentiles): string {
+  return `p50 ${formatMs(p.p50)}, p99 ${formatMs(p.p99)}, max ${formatMs(p.max)}`;
 }
 
 /** Receives every path as it finishes, then the summary. */
@@ -33,15 +41,36 @@ export interface PathSink {
   finish(summary: Summary, outcome: RunOutcome): Promise<void>;
 }
 
-/** The summary as plain data (the JSON report's `summary`). */
-function summaryData(summary: Summary, outcome: RunOutcome): Record<string, unknown> {
+/** The summary as plain data (the JSON report's `summary`; a --watch round's JSON line). */
+export function summaryData(summary: Summary, outcome: RunOutcome): Record<string, unknown> {
   return {
     runId: outcome.runId,
     status: outcome.status,
     ...(outcome.error ? { error: outcome.error } : {}),
     nodes: summary.nodes,
     skippedNodes: summary.skippedNodes,
+    ...(summary.sampling ? { sampling: summary.sampling } : {}),
     connect: summary.connect,
+    ...(summary.mtu.tested > 0 ? { mtu: summary.mtu } : {}),
+    ...(summary.udp.tested > 0 ? { udp: summary.udp } : {}),
+    ...(summary.networks
+      ? {
+        isolation: {
+          ...summary.isolation,
+          leaks: summary.networks.leaks,
+          matrix: summary.networks.toJSON(),
+        },
+      }
+      : {}),
+    latency: {
+      ...summary.latency,
+      maxLatencyMs: outcome.maxLatencyMs ?? 0,
+      slowest: summary.slowestLatency.items.map((r) => ({
+        from: r.from,
+        to: r.to,
+        ...r.latency,
+      })),
+    },
     bandwidth: {
       ...summary.bandwidth,
       totalBitsPerSecond: summary.totalBps,
@@ -75,10 +104,46 @@ export function textReport(summary: Summary, outcome: RunOutcome): string {
   );
   const c = summary.connect, b = summary.bandwidth;
   out.push(`Connectivity: ${c.tested} paths, ${c.passed} passed, ${c.failed} failed`);
+  const l = summary.latency;
+  if (l.tested > 0) {
+    const limit = outcome.maxLatencyMs ? `, maximum p99 ${formatMs(outcome.maxLatencyMs)}` : "";
+    out.push(`Latency:      ${l.tested} paths, ${l.passed} passed, ${l.failed} failed${limit}`);
+    if (summary.slowestLatency.items.length > 0) out.push("Slowest paths by p99:");
+    for (const r of summary.slowestLatency.items) {
+      out.push(
+        `  ${safeText(r.from)} → ${safeText(r.to)}  connect ${
+          formatPercentiles(r.latency!.connect)
+        }; request ${formatPercentiles(r.latency!.request)}`,
+      );
+    }
+  }
+  if (summary.udp.tested > 0) {
+    const u = summary.udp;
+    out.push(`UDP:          ${u.tested} paths, ${u.passed} passed, ${u.failed} failed`);
+  }
+  if (summary.mtu.tested > 0) {
+    const m = summary.mtu;
+    out.push(
+      `MTU:          ${m.tested} paths, ${m.passed} passed, ${m.failed} failed` +
+        ` (payloads up to 16000 B both ways)`,
+    );
+  }
   const floor = outcome.minBandwidthBps > 0
     ? `, minimum ${formatBps(outcome.minBandwidthBps)}`
     : "";
   out.push(`Bandwidth:    ${b.tested} paths, ${b.passed} passed, ${b.failed} failed${floor}`);
+  const sampling = summary.sampling;
+  if (sampling && (sampling.bandwidthPeers > 0 || sampling.connectivityPeers > 0)) {
+    const what = [
+      sampling.connectivityPeers > 0 ? `connectivity ${sampling.connectivityPeers}` : "",
+      sampling.bandwidthPeers > 0 ? `bandwidth ${sampling.bandwidthPeers}` : "",
+    ].filter(Boolean).join(", ");
+    out.push(
+      `Sampled:      peers per node (${what}), round ${
+        (sampling.round % sampling.roundsToCover) + 1
+      } of ${sampling.roundsToCover} that cover every pair`,
+    );
+  }
   if (summary.measured > 0) {
     out.push(
       `Throughput:   ${formatBps(summary.totalBps)} aggregate over ${summary.measured} paths` +
@@ -100,14 +165,25 @@ export function textReport(summary: Summary, outcome: RunOutcome): string {
       );
     }
   }
-  const failedTotal = c.failed + b.failed;
+  if (summary.networks) {
+    const i = summary.isolation;
+    out.push(
+      `Isolation:    ${i.tested} cross-network paths, ${i.passed} isolated, ${i.failed} failed` +
+        ` (${summary.networks.leaks} answered by the other network's pod)`,
+    );
+    out.push("Networks (same network: connect paths passed; across: paths isolated):");
+    for (const line of summary.networks.lines()) out.push(`  ${safeText(line)}`);
+  }
+  const failedTotal = c.failed + l.failed + b.failed + summary.isolation.failed +
+    summary.mtu.failed + summary.udp.failed;
   if (failedTotal > 0) {
     const shown = summary.failures.items.length;
     const classes = [...summary.failures.byClass].map(([k, n]) => `${k} ${n}`).join(", ");
     out.push(`Failed paths (${classes}; showing ${shown} of ${failedTotal}):`);
     for (const r of summary.failures.items) {
       out.push(
-        `  ${r.phase.padEnd(9)} ${safeText(r.from)} → ${safeText(r.to)}  ${r.errorClass}` +
+        `  ${r.phase.padEnd(9)} ${r.network ? `[${safeText(r.network)}] ` : ""}` +
+          `${safeText(r.from)} → ${safeText(r.to)}  ${r.errorClass}` +
           (r.message ? `: ${safeText(r.message)}` : ""),
       );
     }
@@ -171,7 +247,11 @@ export class JunitReport implements PathSink {
     this.#file ??= await Deno.open(this.#partial, { write: true, create: true, truncate: true });
     this.#tests++;
     this.#seconds += result.durationMs / 1000;
-    const name = xml(`${result.from} -> ${result.to}`);
+    const name = xml(
+      `${
+        result.network ? `[${result.network.replace("→", "->")}] ` : ""
+      }${result.from} -> ${result.to}`,
+    );
     const time = (result.durationMs / 1000).toFixed(3);
     let body = "";
     if (!result.ok) {
@@ -181,6 +261,16 @@ export class JunitReport implements PathSink {
       }"/>`;
     } else if (result.bitsPerSecond !== undefined) {
       body = `<system-out>${result.bitsPerSecond} bits/s</system-out>`;
+    }
+    if (result.latency) {
+      const { connect, request, samples } = result.latency;
+      body += `<system-out>${
+        xml(
+          `${samples} samples; connect ${formatPercentiles(connect)}; request ${
+            formatPercentiles(request)
+          }`,
+        )
+      }</system-out>`;
     }
     const line =
       `    <testcase classname="netcheck.${result.phase}" name="${name}" time="${time}">` +

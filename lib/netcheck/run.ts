@@ -9,17 +9,27 @@ import { addressOfFamily } from "./address.ts";
 import { joinHostPort } from "../host_port.ts";
 import type { Endpoint, NetcheckCluster } from "./cluster.ts";
 import { classifyConnect } from "./connect_result.ts";
+import { formatMs, latencyCommand, parseLatency, worstP99 } from "./latency.ts";
+import { MTU_PAYLOADS, mtuCommand, parseMtu } from "./mtu.ts";
 import { parseIperf } from "./iperf_result.ts";
 import { acquireLease, type LeaseLock } from "./lease_lock.ts";
-import { daemonSetName, probeDaemonSet, runSelector } from "./manifest.ts";
-import { CONNECT_PORT, IPERF_PORT, type NetcheckOptions } from "./options.ts";
+import { probeDaemonSet, type ProbeNetwork, probeNetworks } from "./manifest.ts";
+import {
+  crossNetworkPairs,
+  isolationVerdict,
+  type NetworkEndpoint,
+  NetworkMatrix,
+} from "./isolation.ts";
+import { CONNECT_PORT, IPERF_PORT, type NetcheckOptions, UDP_PORT } from "./options.ts";
 import { directedPairs, type Pair, pairCount } from "./pairs.ts";
+import { connectivityPeers, roundsToCover, sampledPairCount, sampledPairs } from "./peers.ts";
 import { Progress, type ProgressOutput } from "./progress.ts";
 import { abortableSleep, SetupError, waitForProbePods } from "./readiness.ts";
 import { formatBps, type PathSink, type RunOutcome } from "./report.ts";
 import { schedulePairs } from "./scheduler.ts";
 import { type PathResult, Summary } from "./summary.ts";
 import { errorText } from "../error_text.ts";
+import type { NetcheckMetrics } from "./metrics.ts";
 
 const log = getLogger(["lace", "netcheck"]);
 
@@ -43,6 +53,20 @@ export interface RunEnvironment {
   /** Pause before retrying a busy iperf3 server. */
   retryDelayMs?: number;
   now?: () => number;
+  /** --watch: observes every path and each round's end. */
+  metrics?: NetcheckMetrics;
+  /** --watch: called after each round with its summary (the caller prints it). */
+  onRound?: (summary: Summary, outcome: RunOutcome, round: RoundInfo) => void | Promise<void>;
+  /** --watch: waits between rounds (fake time in tests); ends early when `signal` aborts. */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+}
+
+/** A finished round of --watch. */
+export interface RoundInfo {
+  round: number;
+  elapsedMs: number;
+  /** It took longer than --interval. */
+  overran: boolean;
 }
 
 export interface RunResult {
@@ -79,63 +103,59 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
   const { cluster, signal } = env;
   const runId = env.runId ?? newRunId();
   const ns = options.namespace;
-  const dsName = daemonSetName(runId);
-  const summary = new Summary(options.asymmetry);
+  let summary = new Summary(options.asymmetry);
   const outcome: RunOutcome = {
     runId,
     status: "passed",
     minBandwidthBps: options.minBandwidthBps,
     asymmetryFactor: options.asymmetry,
+    maxLatencyMs: options.maxLatencyMs,
   };
   const progress = new Progress(env.progress);
   const record = async (result: PathResult) => {
     summary.add(result);
+    env.metrics?.observe(result);
     for (const sink of env.sinks) await sink.path(result);
     progress.tick(result.ok);
   };
 
-  let lease: LeaseLock | undefined;
-  let created = false;
-  try {
-    await cluster.ensureNamespace(ns);
-    lease = await acquireLease(cluster, ns, env.holder ?? runId, options.leaseDurationS, env.now);
-    if (lease.tookOverFrom) {
-      log.warn("Took over the expired Lease of run {run}", { run: lease.tookOverFrom });
-    }
-    created = true;
-    await cluster.applyDaemonSet(ns, probeDaemonSet(options, runId));
-    log.info("Created DaemonSet {namespace}/{name}", { namespace: ns, name: dsName });
-    const { ready, skipped } = await waitForProbePods(cluster, {
-      namespace: ns,
-      daemonSet: dsName,
-      selector: runSelector(runId),
-      timeoutMs: options.readyTimeoutMs,
-      pollMs: env.pollMs,
-      signal,
-      now: env.now,
-    });
-    summary.skippedNodes = skipped.map((s) => ({
-      node: s.pod.nodeName || s.pod.name,
-      reason: s.reason,
-    }));
-    const endpoints = endpointsOf(ready, options.ipFamily);
-    summary.nodes = endpoints.map((e) => e.node);
-    if (endpoints.length < 2) {
-      throw new SetupError(
-        `Only ${endpoints.length} probe pod is ready; netcheck needs at least two nodes`,
-      );
-    }
-
+  const networks = probeNetworks(options, runId);
+  const multi = networks.length > 1;
+  const newMatrix = () => multi ? new NetworkMatrix(networks.map((n) => n.name)) : undefined;
+  let matrix = newMatrix();
+  /** Connectivity, latency and bandwidth between the pods of one network. */
+  // Rounds of --watch (0-based) rotate the sampled peers; connectivity and latency stay all
+  // pairs (0) until a round of them no longer fits half the interval.
+  let roundIndex = 0;
+  let connectPeers = options.connectivityPeers;
+  let allPairsMs = 0;
+  const bandwidthSampled = (n: number) => n > options.sampleThreshold;
+  const pairsOf = (endpoints: NetworkEndpoint[], peers: number) =>
+    peers > 0 && peers < endpoints.length - 1
+      ? sampledPairs(endpoints, peers, roundIndex)
+      : directedPairs(endpoints);
+  const countOf = (n: number, peers: number) =>
+    peers > 0 && peers < n - 1 ? sampledPairCount(n, peers, roundIndex) : pairCount(n);
+  const checkNetwork = async (endpoints: NetworkEndpoint[], network: string | undefined) => {
+    const connectStarted = env.now?.() ?? Date.now();
+    const bandwidthPeers = bandwidthSampled(endpoints.length) ? options.peers : 0;
+    summary.sampling = {
+      connectivityPeers: connectPeers,
+      bandwidthPeers,
+      round: roundIndex,
+      roundsToCover: roundsToCover(endpoints.length, bandwidthPeers || endpoints.length),
+    };
     const failedConnect = new Set<string>();
-    const pathKey = (p: Pair<Endpoint>) => `${p.from.pod}\u0000${p.to.pod}`;
-    const key = (e: Endpoint) => e.pod;
+    const pathKey = (p: Pair<NetworkEndpoint>) => `${p.from.pod}\u0000${p.to.pod}`;
+    const key = (e: NetworkEndpoint) => e.pod;
     const concurrency = options.concurrency;
 
-    progress.start("Connectivity", pairCount(endpoints.length));
+    const label = (phase: string) => network === undefined ? phase : `${phase} (${network})`;
+    progress.start(label("Connectivity"), countOf(endpoints.length, connectPeers));
     const timeoutArg = `--timeout=${options.connectTimeoutMs}ms`;
-    await schedulePairs(directedPairs(endpoints), key, async (pair) => {
+    await schedulePairs(pairsOf(endpoints, connectPeers), key, async (pair) => {
       const started = Date.now();
-      const result = await cluster.exec(ns, pair.from.pod, "connect", [
+      const result = await cluster.exec(pair.from.namespace ?? ns, pair.from.pod, "connect", [
         "/agnhost",
         "connect",
         timeoutArg,
@@ -144,8 +164,10 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
       if (signal?.aborted) return;
       const outcome = classifyConnect(result);
       if (!outcome.ok) failedConnect.add(pathKey(pair));
+      matrix?.record(pair.from.network, pair.to.network, outcome.ok);
       await record({
         phase: "connect",
+        ...(network === undefined ? {} : { network }),
         from: pair.from.node,
         to: pair.to.node,
         fromPod: pair.from.pod,
@@ -158,21 +180,251 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
     }, { concurrency, exclusive: false, signal });
     progress.end();
 
+    if (options.latencySamples > 0 && !signal?.aborted) {
+      const connected = function* () {
+        for (const pair of pairsOf(endpoints, connectPeers)) {
+          if (failedConnect.size === 0 || !failedConnect.has(pathKey(pair))) yield pair;
+        }
+      };
+      progress.start(
+        label("Latency"),
+        countOf(endpoints.length, connectPeers) - failedConnect.size,
+      );
+      await schedulePairs(connected(), key, async (pair) => {
+        const result = await measureLatency(cluster, options, pair, signal);
+        if (result) await record(result);
+      }, { concurrency, exclusive: false, signal });
+      progress.end();
+    }
+
+    if (options.udp && !signal?.aborted) {
+      // Every pair: UDP may pass where TCP fails and the other way round.
+      progress.start(label("UDP"), countOf(endpoints.length, connectPeers));
+      const udpTimeout = `--timeout=${options.connectTimeoutMs}ms`;
+      await schedulePairs(pairsOf(endpoints, connectPeers), key, async (pair) => {
+        const started = Date.now();
+        const result = await cluster.exec(pair.from.namespace ?? ns, pair.from.pod, "connect", [
+          "/agnhost",
+          "connect",
+          "--protocol=udp",
+          udpTimeout,
+          joinHostPort(pair.to.address, UDP_PORT),
+        ], { timeoutMs: options.connectTimeoutMs + 30_000, signal });
+        if (signal?.aborted) return;
+        const outcome = classifyConnect(result);
+        await record({
+          phase: "udp",
+          ...(network === undefined ? {} : { network }),
+          from: pair.from.node,
+          to: pair.to.node,
+          fromPod: pair.from.pod,
+          toPod: pair.to.pod,
+          ok: outcome.ok,
+          ...(outcome.ok ? {} : { errorClass: outcome.errorClass, message: outcome.message }),
+          attempts: 1,
+          durationMs: Date.now() - started,
+        });
+      }, { concurrency, exclusive: false, signal });
+      progress.end();
+    }
+
+    if (options.mtu && !signal?.aborted) {
+      const connected = function* () {
+        for (const pair of pairsOf(endpoints, connectPeers)) {
+          if (failedConnect.size === 0 || !failedConnect.has(pathKey(pair))) yield pair;
+        }
+      };
+      progress.start(label("MTU"), countOf(endpoints.length, connectPeers) - failedConnect.size);
+      await schedulePairs(connected(), key, async (pair) => {
+        const result = await checkMtu(cluster, options, pair, signal);
+        if (result) await record(network === undefined ? result : { ...result, network });
+      }, { concurrency, exclusive: false, signal });
+      progress.end();
+    }
+
+    if (connectPeers === 0) allPairsMs += (env.now?.() ?? Date.now()) - connectStarted;
+
     if (!options.skipBandwidth && !signal?.aborted) {
       const connected = function* () {
-        for (const pair of directedPairs(endpoints)) {
+        for (const pair of pairsOf(endpoints, bandwidthPeers)) {
           // No key string per pair when every connect succeeded (the usual run).
           if (failedConnect.size > 0 && failedConnect.has(pathKey(pair))) {
             summary.skipBandwidth(pair.from.node, pair.to.node);
           } else yield pair;
         }
       };
-      progress.start("Bandwidth", pairCount(endpoints.length) - failedConnect.size);
+      // Paths whose connect failed but that this round's bandwidth sample does not include are
+      // subtracted too; the bar is an estimate then.
+      progress.start(
+        label("Bandwidth"),
+        Math.max(0, countOf(endpoints.length, bandwidthPeers) - failedConnect.size),
+      );
       await schedulePairs(connected(), key, async (pair) => {
         const result = await measureBandwidth(cluster, options, pair, env);
         if (result) await record(result);
       }, { concurrency, exclusive: true, signal });
       progress.end();
+    }
+  };
+
+  /** Every network's own paths, then the paths between networks. */
+  const checkRound = async (perNetwork: NetworkEndpoint[][]) => {
+    for (const [index, endpoints] of perNetwork.entries()) {
+      if (signal?.aborted) return;
+      if (endpoints.length < 2) {
+        log.warn("Only {n} probe pod is ready in network {network}; skipping its paths", {
+          n: endpoints.length,
+          network: networks[index].name || ns,
+        });
+        summary.skippedNodes.push({
+          node: networks[index].name || ns,
+          reason: `only ${endpoints.length} probe pod ready this round`,
+        });
+        continue;
+      }
+      await checkNetwork(endpoints, multi ? networks[index].name : undefined);
+    }
+    if (multi && !signal?.aborted) {
+      const total = perNetwork.reduce((n, e) => n + e.length, 0);
+      const count = perNetwork.reduce((n, e) => n + e.length * (total - e.length), 0);
+      progress.start("Isolation", count);
+      await schedulePairs(crossNetworkPairs(perNetwork), (e) => e.pod, async (pair) => {
+        const result = await checkIsolation(cluster, options, pair, networks, signal);
+        if (!result) return;
+        matrix!.record(pair.from.network, pair.to.network, result.ok);
+        await record(result);
+      }, { concurrency: options.concurrency, exclusive: false, signal });
+      progress.end();
+    }
+  };
+
+  /** The ready probe pods now (a watch round picks up nodes that came and went). */
+  const relist = async (): Promise<NetworkEndpoint[][]> => {
+    const out: NetworkEndpoint[][] = [];
+    for (const [index, network] of networks.entries()) {
+      const pods = (await cluster.listPods(network.namespace, network.selector))
+        .filter((p) => p.ready && addressOfFamily(p.podIPs, options.ipFamily));
+      out.push(
+        endpointsOf(pods, options.ipFamily).map((e) => ({
+          ...e,
+          ...(network.namespace === ns ? {} : { namespace: network.namespace }),
+          network: index,
+        })),
+      );
+    }
+    return out;
+  };
+
+  summary.networks = matrix;
+  let lease: LeaseLock | undefined;
+  const created: ProbeNetwork[] = [];
+  try {
+    await cluster.ensureNamespace(ns);
+    lease = await acquireLease(cluster, ns, env.holder ?? runId, options.leaseDurationS, env.now);
+    if (lease.tookOverFrom) {
+      log.warn("Took over the expired Lease of run {run}", { run: lease.tookOverFrom });
+    }
+    for (const network of networks) {
+      // Pushed first: a create that fails half-way is still deleted (a missing one is fine).
+      created.push(network);
+      try {
+        await cluster.applyDaemonSet(network.namespace, probeDaemonSet(options, runId, network));
+      } catch (e) {
+        if (!multi || network.namespace === ns) throw e;
+        throw new SetupError(
+          `Could not create the probe DaemonSet of network "${network.name}" in namespace ` +
+            `"${network.namespace}" (${describeError(e)}): --networks names namespaces that ` +
+            `exist and that the network plugin maps to a network; netcheck never creates them`,
+        );
+      }
+      log.info("Created DaemonSet {namespace}/{name}", {
+        namespace: network.namespace,
+        name: network.daemonSet,
+      });
+    }
+    const perNetwork: NetworkEndpoint[][] = [];
+    const nodes = new Set<string>();
+    for (const [index, network] of networks.entries()) {
+      const { ready, skipped } = await waitForProbePods(cluster, {
+        namespace: network.namespace,
+        daemonSet: network.daemonSet,
+        selector: network.selector,
+        timeoutMs: options.readyTimeoutMs,
+        pollMs: env.pollMs,
+        signal,
+        now: env.now,
+      });
+      summary.skippedNodes.push(...skipped.map((s) => ({
+        node: (s.pod.nodeName || s.pod.name) + (multi ? ` (network ${network.name})` : ""),
+        reason: s.reason,
+      })));
+      const endpoints = endpointsOf(ready, options.ipFamily).map((e) => ({
+        ...e,
+        ...(network.namespace === ns ? {} : { namespace: network.namespace }),
+        network: index,
+      }));
+      if (endpoints.length < 2) {
+        throw new SetupError(
+          `Only ${endpoints.length} probe pod is ready` +
+            (multi ? ` in network "${network.name}"` : "") +
+            "; netcheck needs at least two nodes",
+        );
+      }
+      for (const e of endpoints) nodes.add(e.node);
+      perNetwork.push(endpoints);
+    }
+    summary.nodes = [...nodes].sort();
+    let started = env.now?.() ?? Date.now();
+    await checkRound(perNetwork);
+    if (options.watch) {
+      // Rounds run one after another, so they never overlap: a round that takes longer than
+      // --interval makes the next one start late (counted as an overrun), never early.
+      let round = 1;
+      for (;;) {
+        const elapsed = (env.now?.() ?? Date.now()) - started;
+        const overran = elapsed > options.intervalMs;
+        const roundOutcome = { ...outcome, status: summary.failed ? "failed" : "passed" } as const;
+        env.metrics?.endRound(
+          {
+            nodes: summary.nodes,
+            networks: networks.map((n) => n.name),
+            failed: summary.failed,
+          },
+          elapsed,
+          overran,
+        );
+        await env.onRound?.(summary, roundOutcome, { round, elapsedMs: elapsed, overran });
+        if (signal?.aborted) break;
+        await (env.sleep ?? abortableSleep)(Math.max(0, options.intervalMs - elapsed), signal);
+        if (signal?.aborted) break;
+        if (lease.lost) {
+          throw new SetupError(
+            `Lost Lease "${ns}/lace-netcheck" to "${lease.lost}": another runner took over; ` +
+              "stopping this one",
+          );
+        }
+        round++;
+        roundIndex++;
+        if (options.connectivityPeers === 0 && connectPeers === 0) {
+          const n = Math.max(...perNetwork.map((e) => e.length));
+          connectPeers = connectivityPeers(n, allPairsMs, options.intervalMs / 2, options.peers);
+          if (connectPeers > 0) {
+            log.warn(
+              "Connectivity and latency over all pairs took {ms} ms, more than half of " +
+                "--interval: testing {peers} peers per node a round from now on",
+              { ms: allPairsMs, peers: connectPeers },
+            );
+          }
+        }
+        allPairsMs = 0;
+        started = env.now?.() ?? Date.now();
+        summary = new Summary(options.asymmetry);
+        matrix = newMatrix();
+        summary.networks = matrix;
+        const current = await relist();
+        summary.nodes = [...new Set(current.flat().map((e) => e.node))].sort();
+        await checkRound(current);
+      }
     }
     if (signal?.aborted) throw new SetupError("Interrupted");
     outcome.status = summary.failed ? "failed" : "passed";
@@ -181,16 +433,16 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
     outcome.error = describeError(e);
     if (!(e instanceof SetupError)) log.debug("Run failed: {error}", { error: e });
   } finally {
-    if (created) {
-      await cluster.deleteDaemonSet(ns, dsName).then(
-        () => log.info("Deleted DaemonSet {namespace}/{name}", { namespace: ns, name: dsName }),
+    for (const { namespace, daemonSet: name } of created) {
+      await cluster.deleteDaemonSet(namespace, name).then(
+        () => log.info("Deleted DaemonSet {namespace}/{name}", { namespace, name }),
         (e) => {
           log.error("Could not delete DaemonSet {namespace}/{name}: {error}", {
-            namespace: ns,
-            name: dsName,
+            namespace,
+            name,
             error: (e as Error).message,
           });
-          outcome.error ??= `Could not delete DaemonSet "${ns}/${dsName}": delete it by hand`;
+          outcome.error ??= `Could not delete DaemonSet "${namespace}/${name}": delete it by hand`;
         },
       );
     }
@@ -206,6 +458,102 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
     interrupted: EXIT_INTERRUPTED,
   }[outcome.status];
   return { exitCode, summary, outcome };
+}
+
+/**
+ * One path's latency: `latencySamples` requests from the source pod to the
+ * target's /hostname, each on a new connection, timed inside the pod. The
+ * answer must come from the pod meant (WRONG_POD otherwise: another pod
+ * holds the address), and the worse p99 must stay within --max-latency.
+ */
+async function measureLatency(
+  cluster: NetcheckCluster,
+  options: NetcheckOptions,
+  pair: Pair<Endpoint>,
+  signal: AbortSignal | undefined,
+): Promise<PathResult | undefined> {
+  const started = Date.now();
+  const url = `http://${joinHostPort(pair.to.address, CONNECT_PORT)}/hostname`;
+  const samples = options.latencySamples;
+  const result = await cluster.exec(
+    pair.from.namespace ?? options.namespace,
+    pair.from.pod,
+    "connect",
+    latencyCommand(url, samples, options.connectTimeoutMs),
+    { timeoutMs: samples * options.connectTimeoutMs + 30_000, signal },
+  );
+  if (signal?.aborted) return undefined;
+  const parsed = parseLatency(result, samples);
+  const base = {
+    phase: "latency" as const,
+    from: pair.from.node,
+    to: pair.to.node,
+    fromPod: pair.from.pod,
+    toPod: pair.to.pod,
+    attempts: 1,
+    durationMs: Date.now() - started,
+  };
+  if (!parsed.ok) {
+    return { ...base, ok: false, errorClass: parsed.errorClass, message: parsed.message };
+  }
+  const latency = parsed.figures;
+  if (parsed.identity !== pair.to.pod) {
+    return {
+      ...base,
+      ok: false,
+      errorClass: "WRONG_POD",
+      message: `${pair.to.address} was answered by pod "${parsed.identity}", not "${pair.to.pod}"` +
+        ": another pod holds the address (a leak between networks, or a stale route)",
+      latency,
+    };
+  }
+  const worst = worstP99(latency);
+  if (options.maxLatencyMs > 0 && worst > options.maxLatencyMs) {
+    const which = latency.connect.p99 >= latency.request.p99 ? "connect" : "request";
+    return {
+      ...base,
+      ok: false,
+      errorClass: "LATENCY",
+      message: `${which} p99 ${formatMs(worst)} is above --max-latency ${
+        formatMs(options.maxLatencyMs)
+      }`,
+      latency,
+    };
+  }
+  return { ...base, ok: true, latency };
+}
+
+/** One path's MTU check: payloads of growing size through /echo and back (mtu.ts). */
+async function checkMtu(
+  cluster: NetcheckCluster,
+  options: NetcheckOptions,
+  pair: Pair<Endpoint>,
+  signal: AbortSignal | undefined,
+): Promise<PathResult | undefined> {
+  const started = Date.now();
+  const timeoutMs = Math.min(options.connectTimeoutMs, 3000);
+  const result = await cluster.exec(
+    pair.from.namespace ?? options.namespace,
+    pair.from.pod,
+    "connect",
+    mtuCommand(`http://${joinHostPort(pair.to.address, CONNECT_PORT)}`, timeoutMs),
+    { timeoutMs: (MTU_PAYLOADS.length + 1) * timeoutMs + 30_000, signal },
+  );
+  if (signal?.aborted) return undefined;
+  const parsed = parseMtu(result);
+  return {
+    phase: "mtu",
+    from: pair.from.node,
+    to: pair.to.node,
+    fromPod: pair.from.pod,
+    toPod: pair.to.pod,
+    ok: parsed.ok,
+    ...(parsed.ok ? {} : { errorClass: parsed.errorClass, message: parsed.message }),
+    largestPayload: parsed.largest,
+    ...(parsed.ok && parsed.podMtu ? { podMtu: parsed.podMtu } : {}),
+    attempts: 1,
+    durationMs: Date.now() - started,
+  };
 }
 
 /** One path's bandwidth with short retries for a busy server or a reset connection. */
@@ -224,18 +572,24 @@ async function measureBandwidth(
     toPod: pair.to.pod,
   };
   for (let attempt = 1;; attempt++) {
-    const result = await cluster.exec(ns(options), pair.from.pod, "bandwidth", [
-      "iperf3",
-      "-c",
-      pair.to.address,
-      "-p",
-      String(IPERF_PORT),
-      "-t",
-      String(options.bandwidthTimeS),
-      "--connect-timeout",
-      String(options.connectTimeoutMs),
-      "-J",
-    ], { timeoutMs: (options.bandwidthTimeS + 30) * 1000, signal: env.signal });
+    const result = await cluster.exec(
+      pair.from.namespace ?? options.namespace,
+      pair.from.pod,
+      "bandwidth",
+      [
+        "iperf3",
+        "-c",
+        pair.to.address,
+        "-p",
+        String(IPERF_PORT),
+        "-t",
+        String(options.bandwidthTimeS),
+        "--connect-timeout",
+        String(options.connectTimeoutMs),
+        "-J",
+      ],
+      { timeoutMs: (options.bandwidthTimeS + 30) * 1000, signal: env.signal },
+    );
     if (env.signal?.aborted) return undefined;
     const parsed = parseIperf(result);
     const durationMs = Date.now() - started;
@@ -294,6 +648,50 @@ function describeError(e: unknown): string {
   return errorText(e);
 }
 
-function ns(options: NetcheckOptions): string {
-  return options.namespace;
+/**
+ * One cross-network path: a single /hostname request from a pod of one
+ * network to the address of a pod of another. Answered by that pod itself:
+ * LEAK, naming both pods, nodes and networks.
+ */
+async function checkIsolation(
+  cluster: NetcheckCluster,
+  options: NetcheckOptions,
+  pair: Pair<NetworkEndpoint>,
+  networks: ProbeNetwork[],
+  signal: AbortSignal | undefined,
+): Promise<PathResult | undefined> {
+  const started = Date.now();
+  const url = `http://${joinHostPort(pair.to.address, CONNECT_PORT)}/hostname`;
+  const result = await cluster.exec(
+    pair.from.namespace ?? options.namespace,
+    pair.from.pod,
+    "connect",
+    latencyCommand(url, 1, options.isolationTimeoutMs),
+    { timeoutMs: options.isolationTimeoutMs + 30_000, signal },
+  );
+  if (signal?.aborted) return undefined;
+  const verdict = isolationVerdict(parseLatency(result, 1), pair.to.pod);
+  const fromNet = networks[pair.from.network].name, toNet = networks[pair.to.network].name;
+  const base = {
+    phase: "isolation" as const,
+    network: `${fromNet} → ${toNet}`,
+    from: pair.from.node,
+    to: pair.to.node,
+    fromPod: pair.from.pod,
+    toPod: pair.to.pod,
+    attempts: 1,
+    durationMs: Date.now() - started,
+  };
+  if (verdict.isolated) return { ...base, ok: true, message: verdict.detail };
+  const cause = verdict.errorClass === "LEAK"
+    ? "; a route or bridge joins the two networks, or the plugin put both pods in one network"
+    : "; isolation is not shown for this path";
+  return {
+    ...base,
+    ok: false,
+    errorClass: verdict.errorClass,
+    message: `pod "${pair.from.pod}" (network ${fromNet}, node ${pair.from.node}) asked ` +
+      `${pair.to.address} of pod "${pair.to.pod}" (network ${toNet}, node ${pair.to.node}): ` +
+      verdict.detail + cause,
+  };
 }

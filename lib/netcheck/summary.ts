@@ -6,20 +6,33 @@
  * of paths; every path still reaches the streaming sinks (JSON, JUnit).
  */
 
-export type Phase = "connect" | "bandwidth";
+import { type LatencyFigures, worstP99 } from "./latency.ts";
+import type { NetworkMatrix } from "./isolation.ts";
+
+export type Phase = "connect" | "udp" | "latency" | "mtu" | "bandwidth" | "isolation";
 
 /** One tested directed path. */
 export interface PathResult {
   phase: Phase;
+  /** The network of --networks ("A"), or for isolation "A → B"; absent without --networks. */
+  network?: string;
   from: string;
   to: string;
   fromPod: string;
   toPod: string;
   ok: boolean;
-  /** TIMEOUT/REFUSED/DNS/OTHER/UNKNOWN for connect; IPERF or SLOW for bandwidth. */
+  /**
+   * TIMEOUT/REFUSED/DNS/OTHER/UNKNOWN for connect; TIMEOUT, BAD_ANSWER,
+   * WRONG_POD, LATENCY, NO_CURL or UNKNOWN for latency; IPERF or SLOW for bandwidth.
+   */
   errorClass?: string;
   message?: string;
   bitsPerSecond?: number;
+  /** mtu phase: the largest payload (bytes) that came back whole, and the source pod's MTU. */
+  largestPayload?: number;
+  podMtu?: number;
+  /** Connect and request round trip percentiles (latency phase). */
+  latency?: LatencyFigures;
   attempts: number;
   durationMs: number;
 }
@@ -122,6 +135,18 @@ export interface PhaseCounts {
 export class Summary {
   readonly connect: PhaseCounts = { tested: 0, passed: 0, failed: 0 };
   readonly bandwidth: PhaseCounts = { tested: 0, passed: 0, failed: 0 };
+  readonly latency: PhaseCounts = { tested: 0, passed: 0, failed: 0 };
+  readonly isolation: PhaseCounts = { tested: 0, passed: 0, failed: 0 };
+  readonly mtu: PhaseCounts = { tested: 0, passed: 0, failed: 0 };
+  readonly udp: PhaseCounts = { tested: 0, passed: 0, failed: 0 };
+  /** Peers per node tested this round (0: all pairs) and the rotation of the sample. */
+  sampling:
+    | { connectivityPeers: number; bandwidthPeers: number; round: number; roundsToCover: number }
+    | undefined;
+  /** Same-network and cross-network results per pair of networks (with --networks). */
+  networks: NetworkMatrix | undefined;
+  /** The paths with the highest p99 (connect or request), highest first. */
+  readonly slowestLatency = new Smallest<PathResult>(5, (r) => -worstP99(r.latency!));
   readonly failures = new FailureSample();
   readonly slowest = new Smallest<PathResult>(3, (r) => r.bitsPerSecond ?? 0);
   readonly asymmetry: AsymmetryCheck;
@@ -137,7 +162,17 @@ export class Summary {
   }
 
   add(result: PathResult): void {
-    const counts = result.phase === "connect" ? this.connect : this.bandwidth;
+    const counts = result.phase === "connect"
+      ? this.connect
+      : result.phase === "latency"
+      ? this.latency
+      : result.phase === "isolation"
+      ? this.isolation
+      : result.phase === "mtu"
+      ? this.mtu
+      : result.phase === "udp"
+      ? this.udp
+      : this.bandwidth;
     counts.tested++;
     if (result.ok) counts.passed++;
     else {
@@ -151,6 +186,7 @@ export class Summary {
       this.maxBps = Math.max(this.maxBps, result.bitsPerSecond);
       this.slowest.add(result);
     }
+    if (result.phase === "latency" && result.latency) this.slowestLatency.add(result);
     if (result.phase === "bandwidth") {
       this.asymmetry.record(result.from, result.to, result.bitsPerSecond);
     }
@@ -162,7 +198,8 @@ export class Summary {
   }
 
   get failed(): boolean {
-    return this.connect.failed > 0 || this.bandwidth.failed > 0;
+    return this.connect.failed > 0 || this.latency.failed > 0 || this.bandwidth.failed > 0 ||
+      this.isolation.failed > 0 || this.mtu.failed > 0 || this.udp.failed > 0;
   }
 
   /** Mean bandwidth of the measured paths, bits/s. */

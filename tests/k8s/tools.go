@@ -14,4 +14,8 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubelet"
 	_ "k8s.io/kubernetes/test/images/agnhost"
+	// scripts/dev node's kubectl, and upstream's e2e suite (tests/node/conformance.ts).
+	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/test/e2e"
+	_ "github.com/onsi/ginkgo/v2/ginkgo"
 )

@@ -80,7 +80,19 @@ export async function nodeToolPaths(): Promise<NodeToolPaths> {
   };
 }
 
-async function isExecutable(path: string): Promise<boolean> {
+/**
+ * Path of a binary of the kubernetes module that only the dev node and the conformance run use
+ * (`kubectl`, upstream's `e2e.test`), as scripts/build_k8s_tools.sh caches it.
+ */
+export async function kubeToolPath(name: "kubectl" | "e2e.test"): Promise<string> {
+  const kube = pinnedVersion(
+    await Deno.readTextFile(`${repoRoot}tests/k8s/go.mod`),
+    "k8s.io/kubernetes",
+  );
+  return `${toolsCache()}/${name}-${kube}/${name}`;
+}
+
+export async function isExecutable(path: string): Promise<boolean> {
   try {
     const info = await Deno.stat(path);
     return info.isFile && ((info.mode ?? 0o111) & 0o111) !== 0;

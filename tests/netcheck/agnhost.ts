@@ -6,7 +6,9 @@
  *   contract: exit 0 on success; otherwise exit 1 and stderr starting with
  *   UNKNOWN (unparsable address), DNS (resolution failed), TIMEOUT, REFUSED,
  *   or OTHER (any other network error). A zero timeout means no limit.
- * - `netexec --http-port=N --udp-port=-1`: an HTTP server on every address.
+ * - `netexec --http-port=N --udp-port=-1`: an HTTP server on every address;
+ *   `/echo?msg=M` answers M; `/hostname` answers the pod's name (HOSTNAME, as in a pod), after
+ *   LACE_SIM_ANSWER_DELAY_MS when set (a slow path for the latency check).
  *
  * Run with `deno run --allow-net agnhost.ts …` inside the pod's namespace.
  */
@@ -107,7 +109,15 @@ async function connect(args: string[]): Promise<never> {
 function netexec(args: string[]): void {
   const flag = args.find((a) => a.startsWith("--http-port="));
   const port = Number(flag?.split("=")[1] ?? 8080);
-  Deno.serve({ hostname: "::", port, onListen: () => {} }, () => new Response("NOW: ok\n"));
+  const hostname = Deno.env.get("HOSTNAME") ?? "";
+  const delayMs = Number(Deno.env.get("LACE_SIM_ANSWER_DELAY_MS") ?? 0);
+  Deno.serve({ hostname: "::", port, onListen: () => {} }, async (request) => {
+    const url = new URL(request.url);
+    if (url.pathname === "/echo") return new Response(url.searchParams.get("msg") ?? "");
+    if (url.pathname !== "/hostname") return new Response("NOW: ok\n");
+    if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
+    return new Response(hostname);
+  });
 }
 
 if (import.meta.main) {

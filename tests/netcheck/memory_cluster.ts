@@ -11,6 +11,7 @@ import type {
   ProbePod,
 } from "../../lib/netcheck/cluster.ts";
 import { MemoryLeases } from "./memory_leases.ts";
+import { NETWORK_LABEL } from "../../lib/netcheck/manifest.ts";
 
 export interface FakeNode {
   name: string;
@@ -30,6 +31,12 @@ export interface FakeNode {
   egressBps?: number;
   /** Its pod never becomes ready. */
   neverReady?: boolean;
+  /** UDP to and from it is dropped (TCP still passes). */
+  udpBlocked?: boolean;
+  /** Payloads above this many bytes vanish on paths to or from this node (an MTU black hole). */
+  blackHoleAbove?: number;
+  /** Round trip of paths to this node, ms (latency samples; the last one is 3× slower). */
+  rttMs?: number;
 }
 
 export interface MemoryClusterOptions {
@@ -41,11 +48,27 @@ export interface MemoryClusterOptions {
   recordPaths?: boolean;
   /** Called at the start of each exec (e.g. to interrupt a run). */
   onExec?: (pod: string, command: string[]) => void;
+  /**
+   * Networks (their `lace.io/netcheck-network` label, "n0", "n1", …) whose pods
+   * can reach another's: [from, to] lets pods of `from` reach addresses of `to`
+   * that their own network does not hold.
+   */
+  leaks?: [string, string][];
+  /** Network k > 0 gives its pods the node's addresses ending in 2+k (else all reuse them). */
+  distinctAddresses?: boolean;
   /** Runs `iperf3 -c` output through this (e.g. to append text or errors). */
   iperfOutput?: (json: string, from: string, to: string) => ExecResult;
 }
 
 const DEFAULT_BPS = 9.4e9;
+
+interface FakePod {
+  name: string;
+  node: FakeNode;
+  /** Its DaemonSet's network label ("" without --networks). */
+  network: string;
+  addresses: string[];
+}
 
 /** Generates `n` healthy fake nodes with IPv4 and IPv6 addresses. */
 export function fakeNodes(n: number): FakeNode[] {
@@ -88,7 +111,7 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
     const name = (manifest.metadata as { name: string }).name;
     if (this.daemonSets.has(name)) this.daemonSetPatches++;
     this.daemonSets.set(name, manifest);
-    this.#podNodes = undefined;
+    this.#pods = this.#byAddress = undefined;
     this.#lists = 0;
     return Promise.resolve();
   }
@@ -99,7 +122,7 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
 
   deleteDaemonSet(_namespace: string, name: string): Promise<void> {
     this.daemonSets.delete(name);
-    this.#podNodes = undefined;
+    this.#pods = this.#byAddress = undefined;
     return Promise.resolve();
   }
 
@@ -108,46 +131,77 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
   }
 
   /**
-   * Pod name → node, made once per set of DaemonSets: a per-exec scan that
-   * built every pod's name made the memory figure (bench/netcheck_worker.ts)
-   * measure this stand-in's garbage, O(nodes) per session, not netcheck's.
+   * Pod name → pod and (network, address) → pod, made once per set of
+   * DaemonSets: a per-exec scan that built every pod's name made the memory
+   * figure (bench/netcheck_worker.ts) measure this stand-in's garbage,
+   * O(nodes) per session, not netcheck's.
    */
-  #podNodes: Map<string, FakeNode> | undefined;
-  #addressNodes: Map<string, FakeNode> | undefined;
+  #pods: Map<string, FakePod> | undefined;
+  #byAddress: Map<string, FakePod> | undefined;
 
-  #nodeOfPod(pod: string): FakeNode | undefined {
-    if (!this.#podNodes) {
-      this.#podNodes = new Map();
-      for (const ds of this.daemonSets.keys()) {
-        for (const n of this.nodes) this.#podNodes.set(this.#podName(ds, n), n);
+  #index(): void {
+    this.#pods = new Map();
+    this.#byAddress = new Map();
+    for (const [ds, manifest] of this.daemonSets) {
+      const labels = (manifest.metadata as { labels?: Record<string, string> }).labels ?? {};
+      const network = labels[NETWORK_LABEL] ?? "";
+      const k = Number(network.slice(1)) || 0;
+      const shift = this.options.distinctAddresses && k > 0;
+      // Earlier nodes win a duplicated address, as before.
+      for (const node of [...this.nodes].reverse()) {
+        const addresses = [node.ipv4, node.ipv6].filter((a): a is string => !!a)
+          .map((a) => shift ? a.replace(/([.:])2$/, `$1${2 + k}`) : a);
+        const pod = { name: this.#podName(ds, node), node, network, addresses };
+        this.#pods.set(pod.name, pod);
+        for (const a of addresses) this.#byAddress.set(`${network}\u0000${a}`, pod);
       }
     }
-    return this.#podNodes.get(pod);
   }
 
-  #nodeOfAddress(address: string): FakeNode | undefined {
-    if (!this.#addressNodes) {
-      this.#addressNodes = new Map();
-      for (const n of [...this.nodes].reverse()) {
-        for (const a of [n.ipv4, n.ipv6]) if (a) this.#addressNodes.set(a, n);
-      }
+  #pod(name: string): FakePod | undefined {
+    if (!this.#pods) this.#index();
+    return this.#pods!.get(name);
+  }
+
+  /** Who answers `address` for a pod of `network`: its own network's pod, else through a leak. */
+  #route(network: string, address: string): FakePod | undefined {
+    if (!this.#byAddress) this.#index();
+    const own = this.#byAddress!.get(`${network}\u0000${address}`);
+    if (own) return own;
+    for (const [from, to] of this.options.leaks ?? []) {
+      if (from !== network) continue;
+      const leaked = this.#byAddress!.get(`${to}\u0000${address}`);
+      if (leaked) return leaked;
     }
-    return this.#addressNodes.get(address);
+    return undefined;
   }
 
-  listPods(_namespace: string, _labelSelector: string): Promise<ProbePod[]> {
+  /** Whether the DaemonSet `manifest` in `namespace` matches "k=v,k=v". */
+  #selects(manifest: Record<string, unknown>, namespace: string, selector: string): boolean {
+    const meta = manifest.metadata as { namespace?: string; labels?: Record<string, string> };
+    if ((meta.namespace ?? namespace) !== namespace) return false;
+    const labels = meta.labels ?? {};
+    return selector.split(",").filter(Boolean).every((term) => {
+      const eq = term.indexOf("=");
+      return labels[term.slice(0, eq)] === term.slice(eq + 1);
+    });
+  }
+
+  listPods(namespace: string, labelSelector: string): Promise<ProbePod[]> {
     this.#lists++;
     const started = this.#lists > (this.options.readyAfterLists ?? 0);
     const pods: ProbePod[] = [];
-    for (const ds of this.daemonSets.keys()) {
+    for (const [ds, manifest] of this.daemonSets) {
+      if (!this.#selects(manifest, namespace, labelSelector)) continue;
       for (const node of this.nodes) {
         const ready = started && !node.cordoned && !node.waitingReason && !node.neverReady;
+        const name = this.#podName(ds, node);
         pods.push({
-          name: this.#podName(ds, node),
+          name,
           nodeName: node.name,
           phase: ready ? "Running" : "Pending",
           ready,
-          podIPs: ready ? [node.ipv4, node.ipv6].filter((a): a is string => !!a) : [],
+          podIPs: ready ? [...(this.#pod(name)?.addresses ?? [])] : [],
           unschedulable: !!node.cordoned,
           containerReasons: started && node.waitingReason ? { connect: node.waitingReason } : {},
         });
@@ -167,13 +221,19 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
     this.options.onExec?.(pod, command);
     this.active++;
     this.maxActive = Math.max(this.maxActive, this.active);
-    const from = this.#nodeOfPod(pod);
+    const source = this.#pod(pod);
+    const from = source?.node;
     const isBandwidth = container === "bandwidth";
-    const target = this.#nodeOfAddress(
+    const isCurl = command[0] === "curl";
+    const answering = this.#route(
+      source?.network ?? "",
       isBandwidth
         ? command[command.indexOf("-c") + 1]
+        : isCurl
+        ? command.at(-1)!.replace(/^http:\/\/\[?(.*?)\]?:\d+\/.*$/, "$1")
         : command.at(-1)!.replace(/^\[?(.*?)\]?:\d+$/, "$1"),
     );
+    const target = answering?.node;
     const lockKeys = isBandwidth && from && target ? [from.name, target.name] : [];
     for (const k of lockKeys) {
       if (this.#busyPods.has(k)) this.violations.push(`endpoint ${k} shared by two sessions`);
@@ -186,8 +246,16 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
       }
       if (!from) return { exitCode: -1, stdout: "", stderr: "", error: `pod "${pod}" not found` };
       if (this.options.recordPaths) {
-        const key = `${container} ${from.name}→${target?.name}`;
+        const kind = isCurl ? "latency" : command.includes("--protocol=udp") ? "udp" : container;
+        const key = `${kind} ${from.name}→${target?.name}`;
         this.pathCounts.set(key, (this.pathCounts.get(key) ?? 0) + 1);
+      }
+      if (isCurl && command.includes("file:///sys/class/net/eth0/mtu")) {
+        return this.#mtu(from, target, command);
+      }
+      if (isCurl) return this.#curl(from, answering, command);
+      if (command.includes("--protocol=udp") && (from.udpBlocked || target?.udpBlocked)) {
+        return { exitCode: 1, stdout: "", stderr: "TIMEOUT\n" };
       }
       return isBandwidth ? this.#iperf(from, target) : this.#connect(from, target);
     } finally {
@@ -215,6 +283,37 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
     if (from.unreachable || to.unreachable) return { exitCode: 1, stdout: "", stderr: "TIMEOUT\n" };
     if (to.refuses) return { exitCode: 1, stdout: "", stderr: "REFUSED\n" };
     return { exitCode: 0, stdout: "", stderr: "" };
+  }
+
+  /** curl's output for latencyCommand(): each sample answered by the pod the address routes to. */
+  #curl(from: FakeNode, answering: FakePod | undefined, command: string[]): ExecResult {
+    const samples = command.filter((a) => a.startsWith("http://")).length;
+    const lines: string[] = [];
+    const to = answering?.node;
+    const reachable = to && !from.unreachable && !to.unreachable && !to.refuses;
+    const answeredBy = answering?.name ?? "";
+    for (let i = 0; i < samples; i++) {
+      const rtt = ((to?.rttMs ?? 0.2) * (i === samples - 1 ? 3 : 1)) / 1000;
+      lines.push(
+        reachable ? answeredBy : "",
+        reachable
+          ? `LACE 200 1 ${rtt.toFixed(6)} ${rtt.toFixed(6)} ${(2 * rtt).toFixed(6)}`
+          : "LACE 000 0 0.000000 0.000000 0.000000",
+      );
+    }
+    return { exitCode: reachable ? 0 : 28, stdout: lines.join("\n") + "\n", stderr: "" };
+  }
+
+  /** curl's output for mtuCommand(): the pod MTU, then each /echo payload whole or lost. */
+  #mtu(from: FakeNode, to: FakeNode | undefined, command: string[]): ExecResult {
+    const lines = ["1500", "LACE 000 5"];
+    for (const url of command.filter((a) => a.includes("/echo?msg="))) {
+      const size = url.length - url.indexOf("msg=") - 4;
+      const limit = Math.min(from.blackHoleAbove ?? Infinity, to?.blackHoleAbove ?? Infinity);
+      const through = to && !from.unreachable && !to.unreachable && size <= limit;
+      lines.push("", through ? `LACE 200 ${size}` : "LACE 000 0");
+    }
+    return { exitCode: 0, stdout: lines.join("\n") + "\n", stderr: "" };
   }
 
   #iperf(from: FakeNode, to: FakeNode | undefined): ExecResult {

@@ -7,6 +7,12 @@
  * `/agnhost` mapped to the stand-in. Faults on demand: unreachable node (all
  * input dropped), ImagePullBackOff, cordoned node, busy iperf3 server, slow
  * egress. Requires root; always `close()` it (or `await using`).
+ *
+ * With `networks: M`, every node also has a pod namespace in networks 1…M−1,
+ * each network its own hub bridge, all in the same address range (network k
+ * uses hosts 10+i+40k of 10.99.0.0/24): a DaemonSet labelled
+ * `lace.io/netcheck-network=n<k>` runs in network k. The networks are
+ * isolated until `joinNetworks()` links two hubs' bridges (broken isolation).
  */
 import type {
   ExecOptions,
@@ -16,6 +22,7 @@ import type {
 } from "../../lib/netcheck/cluster.ts";
 import { MemoryLeases } from "./memory_leases.ts";
 import { waitFor } from "../helpers/wait.ts";
+import { NETWORK_LABEL } from "../../lib/netcheck/manifest.ts";
 
 export interface SimNode {
   name: string;
@@ -29,6 +36,13 @@ export interface SimNode {
   busyOnce?: boolean;
   /** Egress rate limit, Mbit/s. */
   slowMbit?: number;
+  /**
+   * The bridge drops its frames (either way) longer than this many bytes, silently, while the
+   * pod's eth0 keeps MTU 1500: no ICMP comes back (an MTU black hole).
+   */
+  blackHoleMtu?: number;
+  /** Its agnhost answers /hostname this much later (a slow request round trip). */
+  answerDelayMs?: number;
 }
 
 interface NodeState extends SimNode {
@@ -64,10 +78,15 @@ async function run(
 
 export class NetnsCluster extends MemoryLeases implements NetcheckCluster, AsyncDisposable {
   readonly nodes: NodeState[] = [];
+  /** Each network's pod per node; networks[0] is `nodes`. */
+  readonly networks: NodeState[][] = [this.nodes];
+  #dsNetwork = new Map<string, number>();
+  #joins = 0;
   readonly daemonSets = new Set<string>();
   readonly namespaces = new Set<string>();
   readonly hub: string;
   #closed = false;
+  #hubs: string[] = [];
   #helpers: Deno.ChildProcess[] = [];
 
   private constructor(readonly prefix: string) {
@@ -76,7 +95,10 @@ export class NetnsCluster extends MemoryLeases implements NetcheckCluster, Async
   }
 
   /** Builds the hub and one namespace per node. */
-  static async create(specs: SimNode[]): Promise<NetnsCluster> {
+  static async create(
+    specs: SimNode[],
+    options: { networks?: number } = {},
+  ): Promise<NetnsCluster> {
     const prefix = `lnc${crypto.randomUUID().slice(0, 6)}`;
     const c = new NetnsCluster(prefix);
     try {
@@ -111,6 +133,21 @@ export class NetnsCluster extends MemoryLeases implements NetcheckCluster, Async
           netns,
         ]);
         await run(["ip", "-n", c.hub, "link", "set", `v${i}`, "master", "br0", "up"]);
+        if (spec.blackHoleMtu) {
+          // A bridge filter, not a lower MTU on the veth: GSO packets bypass a veth's MTU check.
+          const drop = `meta length > ${spec.blackHoleMtu} drop`;
+          await run([
+            "ip",
+            "netns",
+            "exec",
+            c.hub,
+            "nft",
+            `add table bridge sim${i}; ` +
+            `add chain bridge sim${i} big { type filter hook forward priority 0; policy accept; }; ` +
+            `add rule bridge sim${i} big iifname "v${i}" ${drop}; ` +
+            `add rule bridge sim${i} big oifname "v${i}" ${drop}`,
+          ]);
+        }
         await run(["ip", "-n", netns, "link", "set", "lo", "up"]);
         await run(["ip", "-n", netns, "link", "set", "eth0", "up"]);
         await run(["ip", "-n", netns, "addr", "add", `${node.ipv4}/24`, "dev", "eth0"]);
@@ -148,6 +185,7 @@ export class NetnsCluster extends MemoryLeases implements NetcheckCluster, Async
           ]);
         }
       }
+      for (let k = 1; k < (options.networks ?? 1); k++) await c.#addNetwork(k);
     } catch (e) {
       await c.close();
       throw e;
@@ -155,19 +193,104 @@ export class NetnsCluster extends MemoryLeases implements NetcheckCluster, Async
     return c;
   }
 
+  /** Network k: its own hub bridge and a pod namespace per node, in the same address range. */
+  async #addNetwork(k: number): Promise<void> {
+    const hub = `${this.prefix}-hub${k}`;
+    await run(["ip", "netns", "add", hub]);
+    this.#hubs.push(hub);
+    await run(["ip", "-n", hub, "link", "add", "br0", "type", "bridge"]);
+    await run(["ip", "-n", hub, "link", "set", "br0", "up"]);
+    const pods: NodeState[] = [];
+    for (const [i, base] of this.nodes.entries()) {
+      const netns = `${this.prefix}-n${i}k${k}`;
+      const host = 10 + i + 40 * k;
+      const pod: NodeState = {
+        name: base.name,
+        netns,
+        ipv4: `10.99.0.${host}`,
+        ipv6: `fd00:99::${host.toString(16)}`,
+        servers: [],
+        busyPending: false,
+      };
+      pods.push(pod);
+      await run(["ip", "netns", "add", netns]);
+      await run([
+        "ip",
+        "-n",
+        hub,
+        "link",
+        "add",
+        `v${i}`,
+        "type",
+        "veth",
+        "peer",
+        "name",
+        "eth0",
+        "netns",
+        netns,
+      ]);
+      await run(["ip", "-n", hub, "link", "set", `v${i}`, "master", "br0", "up"]);
+      await run(["ip", "-n", netns, "link", "set", "lo", "up"]);
+      await run(["ip", "-n", netns, "link", "set", "eth0", "up"]);
+      await run(["ip", "-n", netns, "addr", "add", `${pod.ipv4}/24`, "dev", "eth0"]);
+      await run(["ip", "-n", netns, "addr", "add", `${pod.ipv6}/64`, "dev", "eth0", "nodad"]);
+    }
+    this.networks.push(pods);
+  }
+
+  /** The hub namespace of network `k`. */
+  #hub(k: number): string {
+    return k === 0 ? this.hub : `${this.prefix}-hub${k}`;
+  }
+
+  /**
+   * Breaks isolation: a veth between the bridges of networks `a` and `b` (what a stray route
+   * or link between two networks' bridges does). Returns the undo.
+   */
+  async joinNetworks(a: number, b: number): Promise<() => Promise<void>> {
+    const name = `j${this.#joins++}`;
+    await run([
+      "ip",
+      "-n",
+      this.#hub(a),
+      "link",
+      "add",
+      `${name}a`,
+      "type",
+      "veth",
+      "peer",
+      "name",
+      `${name}b`,
+      "netns",
+      this.#hub(b),
+    ]);
+    await run(["ip", "-n", this.#hub(a), "link", "set", `${name}a`, "master", "br0", "up"]);
+    await run(["ip", "-n", this.#hub(b), "link", "set", `${name}b`, "master", "br0", "up"]);
+    // A new bridge port forwards only once its carrier is up (about a second here).
+    for (const [hub, dev] of [[this.#hub(a), `${name}a`], [this.#hub(b), `${name}b`]]) {
+      await waitFor(async () => {
+        const { out } = await run(["bridge", "-n", hub, "link", "show", "dev", dev], false);
+        return /state forwarding/.test(out) && !/NO-CARRIER/.test(out);
+      }, { timeout: 10_000, message: `bridge port ${dev} forwarding` });
+    }
+    return () => run(["ip", "-n", this.#hub(a), "link", "del", `${name}a`], false).then(() => {});
+  }
+
   /** Stops every server and deletes every namespace; idempotent. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    for (const node of this.nodes) await this.#stopPod(node);
+    for (const pods of this.networks) for (const node of pods) await this.#stopPod(node);
     for (const p of this.#helpers) {
       try {
         p.kill("SIGKILL");
       } catch { /* already gone */ }
       await p.status;
     }
-    for (const node of this.nodes) await run(["ip", "netns", "del", node.netns], false);
-    await run(["ip", "netns", "del", this.hub], false);
+    for (const pods of this.networks) {
+      for (const node of pods) await run(["ip", "netns", "del", node.netns], false);
+    }
+    for (const hub of [this.hub, ...this.#hubs]) await run(["ip", "netns", "del", hub], false);
   }
 
   [Symbol.asyncDispose](): Promise<void> {
@@ -176,7 +299,7 @@ export class NetnsCluster extends MemoryLeases implements NetcheckCluster, Async
 
   /** Server processes currently running (tests check cleanup with it). */
   get runningServers(): number {
-    return this.nodes.reduce((n, node) => n + node.servers.length, 0);
+    return this.networks.flat().reduce((n, node) => n + node.servers.length, 0);
   }
 
   async #stopPod(node: NodeState): Promise<void> {
@@ -189,9 +312,10 @@ export class NetnsCluster extends MemoryLeases implements NetcheckCluster, Async
     node.servers = [];
   }
 
-  #spawn(node: NodeState, args: string[]): Deno.ChildProcess {
+  #spawn(node: NodeState, args: string[], env: Record<string, string> = {}): Deno.ChildProcess {
     return new Deno.Command("ip", {
       args: ["netns", "exec", node.netns, ...args],
+      env,
       stdin: "null",
       stdout: "null",
       stderr: "null",
@@ -206,19 +330,27 @@ export class NetnsCluster extends MemoryLeases implements NetcheckCluster, Async
   applyDaemonSet(_namespace: string, manifest: Record<string, unknown>): Promise<void> {
     const name = (manifest.metadata as { name: string }).name;
     if (this.daemonSets.has(name)) return Promise.resolve();
+    const labels = (manifest.metadata as { labels?: Record<string, string> }).labels ?? {};
+    const k = Number((labels[NETWORK_LABEL] ?? "n0").slice(1));
+    if (!this.networks[k]) return Promise.reject(new Error(`no simulated network ${k}`));
     this.daemonSets.add(name);
-    for (const node of this.nodes) {
+    this.#dsNetwork.set(name, k);
+    for (const node of this.networks[k]) {
       if (node.cordoned || node.waitingReason) continue;
       node.servers.push(
         this.#spawn(node, [
           Deno.execPath(),
           "run",
           "--allow-net",
+          "--allow-env=HOSTNAME,LACE_SIM_ANSWER_DELAY_MS",
           AGNHOST,
           "netexec",
           "--http-port=1199",
           "--udp-port=-1",
-        ]),
+        ], {
+          HOSTNAME: `${name}-${node.name}`,
+          LACE_SIM_ANSWER_DELAY_MS: String(node.answerDelayMs ?? 0),
+        }),
         this.#spawn(node, ["iperf3", "-s", "-p", "5201"]),
       );
     }
@@ -231,7 +363,7 @@ export class NetnsCluster extends MemoryLeases implements NetcheckCluster, Async
 
   async deleteDaemonSet(_namespace: string, name: string): Promise<void> {
     if (!this.daemonSets.delete(name)) return;
-    for (const node of this.nodes) await this.#stopPod(node);
+    for (const node of this.networks[this.#dsNetwork.get(name) ?? 0]) await this.#stopPod(node);
   }
 
   async #listening(node: NodeState): Promise<boolean> {
@@ -239,10 +371,13 @@ export class NetnsCluster extends MemoryLeases implements NetcheckCluster, Async
     return /:1199\s/.test(out) && /:5201\s/.test(out);
   }
 
-  async listPods(_namespace: string, _labelSelector: string): Promise<ProbePod[]> {
+  async listPods(_namespace: string, labelSelector: string): Promise<ProbePod[]> {
     const pods: ProbePod[] = [];
+    const wanted = /lace\.io\/netcheck-network=n(\d+)/.exec(labelSelector);
     for (const ds of this.daemonSets) {
-      for (const node of this.nodes) {
+      const k = this.#dsNetwork.get(ds) ?? 0;
+      if (k !== Number(wanted?.[1] ?? 0)) continue;
+      for (const node of this.networks[k]) {
         const ready = !node.cordoned && !node.waitingReason && await this.#listening(node);
         pods.push({
           name: `${ds}-${node.name}`,
@@ -260,7 +395,8 @@ export class NetnsCluster extends MemoryLeases implements NetcheckCluster, Async
 
   #nodeOfPod(pod: string): NodeState | undefined {
     for (const ds of this.daemonSets) {
-      const node = this.nodes.find((n) => pod === `${ds}-${n.name}`);
+      const pods = this.networks[this.#dsNetwork.get(ds) ?? 0];
+      const node = pods.find((n) => pod === `${ds}-${n.name}`);
       if (node) return node;
     }
     return undefined;

@@ -63,6 +63,105 @@ Deno.test({
 });
 
 Deno.test({
+  name: "latency is measured inside the pods with real curl, and --max-latency fails a slow node",
+  ignore,
+  async fn() {
+    await withCluster([{ name: "a" }, { name: "b" }, { name: "c", answerDelayMs: 300 }], async (
+      cluster,
+    ) => {
+      const r = await runChecks(
+        options({ skipBandwidth: true, latencySamples: 5, maxLatencyMs: 200 }),
+        { cluster, progress: quiet, sinks: [], pollMs: 50 },
+      );
+      console.log(textReport(r.summary, r.outcome));
+      assert.equal(r.exitCode, EXIT_FAILED, textReport(r.summary, r.outcome));
+      assert.equal(r.summary.latency.tested, 6);
+      assert.equal(r.summary.latency.failed, 2);
+      const failed = r.summary.failures.items;
+      assert.deepEqual(failed.map((f) => `${f.to} ${f.errorClass}`), ["c LATENCY", "c LATENCY"]);
+      assert.match(failed[0].message!, /^request p99 \d+ ms is above --max-latency 200 ms$/);
+      // Only lower bounds: the answer delay bounds the slow paths, a real handshake is never
+      // free; upper bounds depend on the machine's load (figures are printed above).
+      const [slowest, , fast] = r.summary.slowestLatency.items;
+      assert.ok(slowest.latency!.request.p50 >= 300, JSON.stringify(slowest.latency));
+      assert.ok(fast.latency!.connect.p50 > 0, JSON.stringify(fast.latency));
+      const { p50, p99, max } = fast.latency!.request;
+      assert.ok(0 < p50 && p50 <= p99 && p99 <= max, JSON.stringify(fast.latency));
+    });
+  },
+});
+
+Deno.test({
+  name:
+    "--networks on two isolated networks in one address range passes; a link between their bridges fails as LEAK",
+  ignore,
+  async fn() {
+    let prefix = "";
+    {
+      await using cluster = await NetnsCluster.create([{ name: "a" }, { name: "b" }], {
+        networks: 2,
+      });
+      prefix = cluster.prefix;
+      const opts = options({
+        networks: ["tenant-a", "tenant-b"],
+        skipBandwidth: true,
+        latencySamples: 2,
+        isolationTimeoutMs: 500,
+      });
+      const env = { cluster, progress: quiet, sinks: [], pollMs: 50 };
+      const isolated = await runChecks(opts, env);
+      console.log(textReport(isolated.summary, isolated.outcome));
+      assert.equal(isolated.exitCode, EXIT_PASSED, textReport(isolated.summary, isolated.outcome));
+      assert.equal(isolated.summary.connect.passed, 4, "same-network paths in both networks");
+      assert.equal(isolated.summary.isolation.passed, 8);
+      assert.equal(cluster.runningServers, 0);
+
+      const undo = await cluster.joinNetworks(0, 1);
+      const leaking = await runChecks(opts, env);
+      console.log(textReport(leaking.summary, leaking.outcome));
+      assert.equal(leaking.exitCode, EXIT_FAILED);
+      assert.equal(leaking.summary.networks!.leaks, 8);
+      assert.deepEqual([...leaking.summary.failures.byClass], [["LEAK", 8]]);
+      assert.match(
+        leaking.summary.failures.items[0].message!,
+        /\(network tenant-\w, node \w\) asked 10\.99\.0\.\d+ of pod .* \(network tenant-\w, node \w\): answered by .* itself/,
+      );
+      assert.equal(cluster.runningServers, 0, "probe pods left after the failing run");
+      await undo();
+    }
+    assert.deepEqual(await namespacesLeft(prefix), []);
+  },
+});
+
+Deno.test({
+  name:
+    "--mtu on real namespaces: a link that silently drops frames above 1200 B fails as MTU, the others pass",
+  ignore,
+  async fn() {
+    await withCluster([{ name: "a" }, { name: "b" }, { name: "c", blackHoleMtu: 1200 }], async (
+      cluster,
+    ) => {
+      const r = await runChecks(
+        options({ mtu: true, skipBandwidth: true, latencySamples: 1, connectTimeoutMs: 1000 }),
+        { cluster, progress: quiet, sinks: [], pollMs: 50 },
+      );
+      console.log(textReport(r.summary, r.outcome));
+      assert.equal(r.exitCode, EXIT_FAILED, textReport(r.summary, r.outcome));
+      // Connect and latency pass: small packets get through.
+      assert.equal(r.summary.connect.failed, 0);
+      assert.equal(r.summary.latency.failed, 0);
+      assert.equal(r.summary.mtu.passed, 2);
+      assert.equal(r.summary.mtu.failed, 4);
+      for (const f of r.summary.failures.items) {
+        assert.equal(f.errorClass, "MTU");
+        assert.ok(f.from === "c" || f.to === "c");
+        assert.match(f.message!, /largest through 200 B \(pod eth0 MTU 1500\)/);
+      }
+    });
+  },
+});
+
+Deno.test({
   name: "two simulated nodes pass on IPv6 with bracketed connect targets",
   ignore,
   async fn() {

@@ -2,7 +2,9 @@
  * The node's images, built here without a container engine (OCI archives from
  * ./oci_layout.ts) and imported into containerd's k8s.io namespace:
  * - pause: the kubernetes module's build/pause C source, built static by build_k8s_tools.sh;
- * - agnhost: the real k8s.io/kubernetes/test/images/agnhost, static, at /agnhost as upstream;
+ * - agnhost: the real k8s.io/kubernetes/test/images/agnhost, static, at /agnhost as upstream,
+ *   and this machine's curl with its libraries (upstream's image installs curl too; netcheck's
+ *   latency check runs it);
  * - iperf3: this machine's Debian iperf3 and the libraries it loads (not an mmdebstrap rootfs:
  *   that downloads a whole base system on every fresh machine);
  * - tenant: tests/node/tenant_server (Go, standard library only), built static here: a server
@@ -147,6 +149,7 @@ export async function buildImages(dir: string): Promise<Record<keyof typeof IMAG
 
   const agnhost = await tree("agnhost");
   await run(["cp", tools.agnhost, join(agnhost, "agnhost")]);
+  await copyPrograms(agnhost, ["/usr/bin/curl"]);
   await writeImageArchive(archive("agnhost"), IMAGES.agnhost, [agnhost], {
     entrypoint: ["/agnhost"],
   });

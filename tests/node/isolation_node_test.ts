@@ -12,7 +12,7 @@ import { CoreV1Api, type V1Pod } from "@kubernetes/client-node";
 import assert from "node:assert/strict";
 import { nodeUnavailableReason } from "../kube/tools.ts";
 import { waitFor } from "../helpers/wait.ts";
-import { installLace, uninstallLace, upgradeLace } from "./chart.ts";
+import { HAND_CHAINED, installLace, uninstallLace, upgradeLace } from "./chart.ts";
 import { NETWORKS } from "./network.ts";
 import { startNode } from "./node.ts";
 import {
@@ -93,7 +93,7 @@ Deno.test({
     core.readNamespacedPod({ name: pod.metadata!.name!, namespace: pod.metadata!.namespace! });
 
   await step("helm install with the chart's defaults brings up a Ready agent", async () => {
-    await installLace(node);
+    await installLace(node, ...HAND_CHAINED);
     await readyAgentPod(core, node);
     for (const namespace of [VICTIMS, ATTACKERS]) {
       await node.controlPlane.createNamespace(namespace);
@@ -274,7 +274,7 @@ Deno.test({
     "under node.addressSharing=shared a second network's pod takes a held address and the documented exposure exists: its redirect reaches the victim",
     async () => {
       const old = await readyAgentPod(core, node);
-      await upgradeLace(node, "--set", "node.addressSharing=shared");
+      await upgradeLace(node, ...HAND_CHAINED, "--set", "node.addressSharing=shared");
       await readyAgentPod(core, node, old.metadata!.uid);
       // An address of the attacker's choosing (an IPAM that honours requested addresses).
       const victim = await make(

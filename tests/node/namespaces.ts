@@ -34,6 +34,8 @@ export interface NodeProcess {
 }
 
 export interface NodeNamespaces {
+  /** The node's pid 1 as the machine sees it: `nsenter --target` enters the node through it. */
+  initPid: number;
   /** Runs a command inside the node's network, mount and PID namespaces; returns its stdout. */
   exec(cmd: string[]): Promise<string>;
   /** The same, but returns the whole result without throwing. */
@@ -163,5 +165,5 @@ export async function enterNodeNamespaces(o: NodeNamespacesOptions): Promise<Nod
     cleanup.push(stop);
     return { stop };
   };
-  return { exec, execResult, spawn };
+  return { initPid: nodeInit, exec, execResult, spawn };
 }

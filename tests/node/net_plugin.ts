@@ -15,7 +15,8 @@
  */
 import { run } from "../../lib/cli/process.ts";
 import { type Allocations, chooseHost } from "./ipam.ts";
-import type { ConflistSettings } from "./node_config.ts";
+import { namespaceNetwork, networkNames } from "./namespace_networks.ts";
+import type { ConflistSettings, NetworkSetting } from "./node_config.ts";
 
 /** The plugin's entry of the conflist (node_config.ts writes it), with the spec's version. */
 type Conf = ConflistSettings & { cniVersion: string };
@@ -25,6 +26,8 @@ const NETWORK_LABEL = "lace-test.io/network";
 const FAMILY_LABEL = "lace-test.io/family";
 /** A requested host number (ipam.ts chooseHost). */
 const HOST_INDEX_LABEL = "lace-test.io/host-index";
+/** The allocations' file of uniqueAddresses, shared by every network. */
+const NODE_POOL = "_node";
 
 function fail(code: number, msg: string): never {
   console.log(JSON.stringify({ cniVersion: "1.0.0", code, msg }));
@@ -97,13 +100,23 @@ async function add(conf: Conf, containerId: string, netns: string, ifname: strin
   const pod = await api(conf, "GET", `/api/v1/namespaces/${namespace}/pods/${name}`) as {
     metadata: { labels?: Record<string, string> };
   };
-  const wanted = pod.metadata.labels?.[NETWORK_LABEL] ?? conf.namespaceNetworks?.[namespace];
-  const ipv6Only = pod.metadata.labels?.[FAMILY_LABEL] === "ipv6";
+  const wanted = pod.metadata.labels?.[NETWORK_LABEL] ?? conf.namespaceNetworks?.[namespace] ??
+    (conf.networkPerNamespace ? namespace : undefined);
+  const ipv6Only = conf.ipv6Only === true || pod.metadata.labels?.[FAMILY_LABEL] === "ipv6";
   const requestedLabel = pod.metadata.labels?.[HOST_INDEX_LABEL];
   const requested = requestedLabel === undefined ? undefined : Number(requestedLabel);
-  const network = conf.networks.find((n) => n.name === wanted);
+  let network: NetworkSetting | undefined = conf.networks.find((n) => n.name === wanted);
+  if (!network && conf.networkPerNamespace && wanted !== undefined) {
+    try {
+      network = await namespaceNetwork(conf, wanted);
+    } catch (error) {
+      fail(7, `pod ${namespace}/${name}: ${error instanceof Error ? error.message : error}`);
+    }
+  }
   if (!network) fail(7, `pod ${namespace}/${name} has no valid ${NETWORK_LABEL} label`);
-  const index = await withAllocations(conf, network.name, (allocations) => {
+  // With uniqueAddresses one pool for every network: no two networks hold an address here.
+  const pool = conf.uniqueAddresses ? NODE_POOL : network.name;
+  const index = await withAllocations(conf, pool, (allocations) => {
     const held = allocations.byContainer[containerId];
     if (held !== undefined) return held;
     const next = chooseHost(allocations, requested);
@@ -157,8 +170,8 @@ async function add(conf: Conf, containerId: string, netns: string, ifname: strin
 }
 
 async function del(conf: Conf, containerId: string) {
-  for (const network of conf.networks) {
-    await withAllocations(conf, network.name, (allocations) => {
+  for (const network of [...await networkNames(conf), NODE_POOL]) {
+    await withAllocations(conf, network, (allocations) => {
       delete allocations.byContainer[containerId];
     });
   }

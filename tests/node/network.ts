@@ -26,6 +26,11 @@ export function bridgeAddress4(network: NetworkSetting): string {
   return `10.99.${network.id}.1`;
 }
 
+/** The node's IPv6 address on a network's bridge. */
+export function bridgeAddress6(network: NetworkSetting): string {
+  return `fd99::${network.id}`;
+}
+
 /** A node's pod address ranges, the same in each of its networks. */
 export interface PodSubnets {
   v4: string;
@@ -69,41 +74,43 @@ export async function createNodeNetwork(
   // A high metric, so a route a test adds (node_link.ts) takes precedence.
   await ipn("route", "add", "unreachable", subnets.v4, "metric", "4000");
   await ipn("-6", "route", "add", "unreachable", subnets.v6, "metric", "4000");
-  for (const network of NETWORKS) {
-    const table = String(100 + network.id);
-    const nodeV4 = bridgeAddress4(network), nodeV6 = `fd99::${network.id}`;
-    await ipn("link", "add", network.bridge, "type", "bridge");
-    await ipn("addr", "add", `${nodeV4}/32`, "dev", network.bridge);
-    await ipn("addr", "add", `${nodeV6}/128`, "dev", network.bridge, "nodad");
-    await ipn("link", "set", network.bridge, "up");
-    await ipn("route", "add", subnets.v4, "dev", network.bridge, "src", nodeV4, "table", table);
-    await ipn(
-      "-6",
-      "route",
+  for (const network of NETWORKS) await addNetworkNodeSide(ipn, network, subnets);
+}
+
+/**
+ * Makes one pod network's node side with `ip` (run in the node's network namespace): its bridge
+ * with the node's addresses of this network, its routing table holding the pod ranges `subnets`
+ * and the rules that select that table for the network's mark only. The node's main table has no
+ * route to pod addresses, so nothing reaches a pod without the mark. Used for the fixed networks
+ * here and by the network plugin for a namespace's network made on its first pod.
+ */
+export async function addNetworkNodeSide(
+  ip: (...args: string[]) => Promise<unknown>,
+  network: NetworkSetting,
+  subnets: PodSubnets,
+): Promise<void> {
+  const table = String(100 + network.id);
+  const nodeV4 = bridgeAddress4(network), nodeV6 = bridgeAddress6(network);
+  await ip("link", "add", network.bridge, "type", "bridge");
+  await ip("addr", "add", `${nodeV4}/32`, "dev", network.bridge);
+  await ip("addr", "add", `${nodeV6}/128`, "dev", network.bridge, "nodad");
+  await ip("link", "set", network.bridge, "up");
+  await ip("route", "add", subnets.v4, "dev", network.bridge, "src", nodeV4, "table", table);
+  await ip("-6", "route", "add", subnets.v6, "dev", network.bridge, "src", nodeV6, "table", table);
+  // The README's mark contract: network bits select the table, whatever else is set.
+  const value = (PROBE_FLAG | (network.id << MARK_SHIFT)) >>> 0;
+  const mask = (PROBE_FLAG | (0xffff << MARK_SHIFT)) >>> 0;
+  for (const family of ["-4", "-6"]) {
+    await ip(
+      family,
+      "rule",
       "add",
-      subnets.v6,
-      "dev",
-      network.bridge,
-      "src",
-      nodeV6,
-      "table",
+      "fwmark",
+      `0x${value.toString(16)}/0x${mask.toString(16)}`,
+      "lookup",
       table,
+      "priority",
+      "100",
     );
-    // The README's mark contract: network bits select the table, whatever else is set.
-    const value = (PROBE_FLAG | (network.id << MARK_SHIFT)) >>> 0;
-    const mask = (PROBE_FLAG | (0xffff << MARK_SHIFT)) >>> 0;
-    for (const family of ["-4", "-6"]) {
-      await ipn(
-        family,
-        "rule",
-        "add",
-        "fwmark",
-        `0x${value.toString(16)}/0x${mask.toString(16)}`,
-        "lookup",
-        table,
-        "priority",
-        "100",
-      );
-    }
   }
 }

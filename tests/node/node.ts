@@ -20,6 +20,7 @@ import { type ControlPlane, startControlPlane } from "../kube/fixture.ts";
 import { ManagedProcess } from "../kube/_process.ts";
 import { nodeToolPaths } from "../kube/tools.ts";
 import { makeNodeCgroups } from "./cgroups.ts";
+import { buildE2eImages } from "./e2e_images.ts";
 import { buildImages, buildLaceVariantImage, type IMAGES } from "./images.ts";
 import { enterNodeNamespaces } from "./namespaces.ts";
 import { networkPluginToken } from "./net_plugin_setup.ts";
@@ -34,6 +35,8 @@ export interface Node {
   readonly controlPlane: ControlPlane;
   /** The kubelet's cgroup v2 directory as the host sees it (for node.kubeletCgroupPath). */
   readonly kubeletCgroup: string;
+  /** The node's pid 1 as the machine sees it: `nsenter --target` enters the node through it. */
+  readonly initPid: number;
   /** Runs a command inside the node's network and mount namespaces and returns its stdout. */
   exec(cmd: string[]): Promise<string>;
   /** The same, but returns the whole result without throwing. */
@@ -71,6 +74,21 @@ export interface NodeOptions {
   chainLace?: boolean;
   /** Also import LACE_VARIANT_IMAGE (images.ts), for a chart upgrade to another BPF object. */
   laceVariant?: boolean;
+  /**
+   * Each namespace's pods join a network of its own, made on the namespace's first pod
+   * (namespace_networks.ts); the network label still picks another (scripts/dev node).
+   */
+  networkPerNamespace?: boolean;
+  /** Also import the images upstream's e2e tests run, under their names (e2e_images.ts). */
+  upstreamImages?: boolean;
+  /** Every pod gets an IPv6 address only (the network label's family, for all pods). */
+  ipv6Only?: boolean;
+  /**
+   * The API server reaches the kubelet (logs, exec, port-forward) at the node IP with a client
+   * certificate the kubelet trusts, as the first node of a cluster does (`kubectl logs`, and the
+   * e2e specs that read a pod's log).
+   */
+  kubeletApi?: boolean;
 }
 
 async function writeFile(path: string, text: string, mode = 0o644): Promise<string> {
@@ -101,6 +119,7 @@ export async function startNode(options: NodeOptions = {}): Promise<Node & Async
     const imagesDir = join(dir, "images");
     await Deno.mkdir(imagesDir);
     const images = await buildImages(imagesDir);
+    const upstreamImages = options.upstreamImages ? await buildE2eImages(imagesDir) : [];
     const laceTree = join(imagesDir, "lace-rootfs");
     const variantArchive = join(imagesDir, "lace-variant.oci.tar");
     const variantObject = options.laceVariant
@@ -154,7 +173,7 @@ export async function startNode(options: NodeOptions = {}): Promise<Node & Async
     controlPlane = await startControlPlane({
       spawnPrefix: ["nsenter", `--net=/run/netns/${netns}`, "--"],
       exposePort,
-      kubeletClient: options.cluster !== undefined,
+      kubeletClient: options.cluster !== undefined || options.kubeletApi === true,
     });
     const plane = controlPlane;
     cleanup.push(() => plane.close());
@@ -206,15 +225,23 @@ export async function startNode(options: NodeOptions = {}): Promise<Node & Async
       node,
       cleanup,
       plane,
-      images: [...Object.values(images), ...(variantObject ? [variantArchive] : [])],
+      images: [
+        ...Object.values(images),
+        ...upstreamImages,
+        ...(variantObject ? [variantArchive] : []),
+      ],
       cniBin,
       caFile,
       tokenFile,
       kubeletCgroup,
       nodeIp: NODE_IP,
-      ...(options.cluster && {
+      networkPerNamespace: options.networkPerNamespace,
+      ipv6Only: options.ipv6Only,
+      ...((options.cluster || options.kubeletApi) && {
         kubeletAddress: NODE_IP,
         clientCAFile: caFile,
+      }),
+      ...(options.cluster && {
         namespaceNetworks: options.cluster.namespaceNetworks,
         noAgent: true,
       }),
@@ -230,6 +257,7 @@ export async function startNode(options: NodeOptions = {}): Promise<Node & Async
       dir,
       controlPlane: plane,
       kubeletCgroup,
+      initPid: node.initPid,
       exec,
       execResult,
       restartKubelet,

@@ -144,6 +144,19 @@ export interface ConflistSettings {
    * multi-node cluster); pods elsewhere still need the label.
    */
   namespaceNetworks?: Record<string, string>;
+  /**
+   * A pod without the network label and not in namespaceNetworks joins the network named after
+   * its namespace, made on its first pod (namespace_networks.ts).
+   */
+  networkPerNamespace?: boolean;
+  /** Every pod gets an IPv6 address only, as a pod with the family label `ipv6` does. */
+  ipv6Only?: boolean;
+  /**
+   * The networks still allocate from the same ranges, but no address is handed out on this node
+   * while another network holds it: Lace tells pods apart on a node by address and port, so the
+   * chart's default (node.addressSharing=exclusive) refuses a second network at an address.
+   */
+  uniqueAddresses?: boolean;
 }
 
 /** The conflist: Lace's test network plugin, then the real chained `lace` plugin if any. */
@@ -163,6 +176,9 @@ export function conflist(s: ConflistSettings): string {
           caFile: s.caFile,
           tokenFile: s.tokenFile,
           ...(s.namespaceNetworks ? { namespaceNetworks: s.namespaceNetworks } : {}),
+          ...(s.networkPerNamespace ? { networkPerNamespace: true } : {}),
+          ...(s.ipv6Only ? { ipv6Only: true } : {}),
+          ...(s.uniqueAddresses ? { uniqueAddresses: true } : {}),
         },
         ...(s.laceSocket ? [{ type: "lace", socket: s.laceSocket, timeout: "2s" }] : []),
       ],

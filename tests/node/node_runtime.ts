@@ -43,6 +43,10 @@ export interface NodeRuntimeOptions {
   subnets?: PodSubnets;
   /** Network of unlabelled pods by namespace (see ConflistSettings). */
   namespaceNetworks?: Record<string, string>;
+  /** Pods join the network named after their namespace (see ConflistSettings). */
+  networkPerNamespace?: boolean;
+  /** Every pod gets an IPv6 address only. */
+  ipv6Only?: boolean;
   /** No agent runs on this node: no `lace` plugin is chained after ours. */
   noAgent?: boolean;
   /** Records a start-up phase's duration. */
@@ -78,6 +82,9 @@ export async function startNodeRuntime(o: NodeRuntimeOptions): Promise<NodeRunti
       ...(o.noAgent ? { laceSocket: undefined } : {}),
       ...(o.subnets ? { subnet4: o.subnets.v4, subnet6: o.subnets.v6 } : {}),
       ...(o.namespaceNetworks ? { namespaceNetworks: o.namespaceNetworks } : {}),
+      ...(o.networkPerNamespace ? { networkPerNamespace: true } : {}),
+      ...(o.ipv6Only ? { ipv6Only: true } : {}),
+      ...(o.networkPerNamespace ? { uniqueAddresses: true } : {}),
     },
   });
 
@@ -121,6 +128,13 @@ export async function startNodeRuntime(o: NodeRuntimeOptions): Promise<NodeRunti
     return node.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ??
       false;
   }, { timeout: 90_000, interval: 250, message: `node ${name} to be Ready` });
+  // The kubelet registers with the not-ready taint, which the node lifecycle controller (not run
+  // here) lifts once the node is Ready; lifted here, so pods without its toleration schedule.
+  const registered = await core.readNode({ name });
+  const taints = (registered.spec?.taints ?? []).filter((t) =>
+    t.key !== "node.kubernetes.io/not-ready"
+  );
+  await core.patchNode({ name, body: [{ op: "add", path: "/spec/taints", value: taints }] });
   o.mark("kubelet ready");
   return { restartKubelet };
 }

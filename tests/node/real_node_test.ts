@@ -8,7 +8,7 @@ import { AppsV1Api, CoreV1Api, type V1Pod } from "@kubernetes/client-node";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { nodeUnavailableReason } from "../kube/tools.ts";
-import { installLace, uninstallLace, upgradeLace } from "./chart.ts";
+import { HAND_CHAINED, installLace, uninstallLace, upgradeLace } from "./chart.ts";
 import { laceLauncher } from "./images.ts";
 import { startNode } from "./node.ts";
 import { NETWORKS } from "./network.ts";
@@ -57,14 +57,14 @@ Deno.test({
   // Three networks give their pods the same addresses on this one node, which the default
   // (one network per address, node.addressSharing=exclusive) refuses: the opt-in runs here
   // (tests/node/isolation_node_test.ts shows both).
-  const sharing = ["--set", "node.addressSharing=shared"];
-  const upgrade = (...extra: string[]) => upgradeLace(node, ...sharing, ...extra);
+  const values = [...HAND_CHAINED, "--set", "node.addressSharing=shared"];
+  const upgrade = (...extra: string[]) => upgradeLace(node, ...values, ...extra);
 
   await t.step(
     "helm install brings up the agent's DaemonSet pod, Ready, with the CNI plugin installed",
     async () => {
       const began = performance.now();
-      await installLace(node, ...sharing);
+      await installLace(node, ...values);
       const ds = await apps.readNamespacedDaemonSet({ name: "lace", namespace: "lace-system" });
       assert.equal(ds.spec?.template.spec?.containers[0].image, "lace.test/lace:dev");
       const pod = await waitFor(async () => {

@@ -1,0 +1,116 @@
+/**
+ * Pod networks made on demand, one per namespace (the dev node of scripts/dev and the upstream
+ * conformance run, whose every test makes a namespace of its own): the network plugin
+ * (net_plugin.ts) puts a pod without a network label into the network named after its namespace,
+ * making that network's node side (bridge, routing table, mark rules) on its first pod. Every
+ * network allocates from the same ranges, so the namespaces' pods share addresses and only the
+ * mark tells them apart. The assignments (name → id) live in the plugin's state directory, in a
+ * file locked while used, so concurrent ADDs agree.
+ */
+import { join } from "node:path";
+import { run } from "../../lib/cli/process.ts";
+import { addNetworkNodeSide, type PodSubnets } from "./network.ts";
+import type { NetworkSetting } from "./node_config.ts";
+
+/**
+ * The highest id a made network gets: the node's address on its bridge is 10.99.<id>.1, and the
+ * mark's network bits hold it.
+ */
+export const MAX_NETWORK_ID = 250;
+
+/** A Kubernetes namespace name (RFC 1123 label); anything else is no network's name. */
+const NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+/** Network name → id of the networks made so far. */
+export type Assignments = Record<string, number>;
+
+/**
+ * The network called `wanted`: a fixed one, one made before, or a new one with the next free id
+ * (`isNew`, to be made and then recorded). Throws a RangeError for a name that cannot be a
+ * namespace's or when every id is taken.
+ */
+export function assignNetwork(
+  fixed: readonly NetworkSetting[],
+  assigned: Assignments,
+  wanted: string,
+): { network: NetworkSetting; isNew: boolean } {
+  const known = fixed.find((n) => n.name === wanted);
+  if (known) return { network: known, isNew: false };
+  if (!NAME.test(wanted)) {
+    throw new RangeError(`Network name "${wanted}" is not a namespace name (RFC 1123 label)`);
+  }
+  const setting = (id: number) => ({ name: wanted, id, bridge: `lnet${id}` });
+  const id = assigned[wanted];
+  if (id !== undefined) return { network: setting(id), isNew: false };
+  const used = new Set([...fixed.map((n) => n.id), ...Object.values(assigned)]);
+  let next = 1;
+  while (used.has(next)) next++;
+  if (next > MAX_NETWORK_ID) {
+    throw new RangeError(
+      `Every network id up to ${MAX_NETWORK_ID} is taken; start a fresh node for more namespaces`,
+    );
+  }
+  return { network: setting(next), isNew: true };
+}
+
+/** What the plugin's conflist entry says about its networks (see ConflistSettings). */
+export interface NetworksConf {
+  networks: NetworkSetting[];
+  subnet4: string;
+  subnet6: string;
+  stateDir: string;
+}
+
+async function withAssignments<T>(
+  stateDir: string,
+  change: (assigned: Assignments) => Promise<T>,
+): Promise<T> {
+  await Deno.mkdir(stateDir, { recursive: true });
+  const path = join(stateDir, "networks.json");
+  const file = await Deno.open(path, { read: true, write: true, create: true });
+  try {
+    await file.lock(true);
+    const text = await Deno.readTextFile(path);
+    const assigned: Assignments = text ? JSON.parse(text) : {};
+    const result = await change(assigned);
+    await Deno.writeTextFile(path, JSON.stringify(assigned));
+    return result;
+  } finally {
+    file.close();
+  }
+}
+
+/**
+ * The network called `wanted`, its node side made here (in the node's network namespace, where
+ * the plugin runs) if it is new. A half-made network's bridge is removed again and nothing is
+ * recorded, so the next pod's ADD tries afresh.
+ */
+export function namespaceNetwork(conf: NetworksConf, wanted: string): Promise<NetworkSetting> {
+  return withAssignments(conf.stateDir, async (assigned) => {
+    const { network, isNew } = assignNetwork(conf.networks, assigned, wanted);
+    if (!isNew) return network;
+    const subnets: PodSubnets = { v4: conf.subnet4, v6: conf.subnet6 };
+    try {
+      await addNetworkNodeSide((...args) => run(["ip", ...args]), network, subnets);
+    } catch (error) {
+      await run(["ip", "link", "del", network.bridge]).catch(() => {});
+      throw new Error(`Could not make the node side of network ${wanted}: ${error}`, {
+        cause: error,
+      });
+    }
+    assigned[wanted] = network.id;
+    return network;
+  });
+}
+
+/** Every network's name: the fixed ones and those made so far. */
+export async function networkNames(conf: NetworksConf): Promise<string[]> {
+  const names = conf.networks.map((n) => n.name);
+  try {
+    const text = await Deno.readTextFile(join(conf.stateDir, "networks.json"));
+    if (text) names.push(...Object.keys(JSON.parse(text) as Assignments));
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+  return names;
+}
