@@ -152,21 +152,26 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
 
     const label = (phase: string) => network === undefined ? phase : `${phase} (${network})`;
     progress.start(label("Connectivity"), countOf(endpoints.length, connectPeers));
-    const timeoutArg = `--timeout=${options.connectTimeoutMs}ms`;
-    await schedulePairs(pairsOf(endpoints, connectPeers), key, async (pair) => {
+    // One agnhost connect from the pair's source pod, classified and recorded: whether it
+    // connected, undefined when aborted.
+    const connectOnce = async (
+      pair: Pair<NetworkEndpoint>,
+      phase: "connect" | "udp",
+      args: string[],
+      port: number,
+    ): Promise<boolean | undefined> => {
       const started = Date.now();
       const result = await cluster.exec(pair.from.namespace ?? ns, pair.from.pod, "connect", [
         "/agnhost",
         "connect",
-        timeoutArg,
-        joinHostPort(pair.to.address, CONNECT_PORT),
+        ...args,
+        `--timeout=${options.connectTimeoutMs}ms`,
+        joinHostPort(pair.to.address, port),
       ], { timeoutMs: options.connectTimeoutMs + 30_000, signal });
-      if (signal?.aborted) return;
+      if (signal?.aborted) return undefined;
       const outcome = classifyConnect(result);
-      if (!outcome.ok) failedConnect.add(pathKey(pair));
-      matrix?.record(pair.from.network, pair.to.network, outcome.ok);
       await record({
-        phase: "connect",
+        phase,
         ...(network === undefined ? {} : { network }),
         from: pair.from.node,
         to: pair.to.node,
@@ -177,15 +182,23 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
         attempts: 1,
         durationMs: Date.now() - started,
       });
+      return outcome.ok;
+    };
+    await schedulePairs(pairsOf(endpoints, connectPeers), key, async (pair) => {
+      const ok = await connectOnce(pair, "connect", [], CONNECT_PORT);
+      if (ok === undefined) return;
+      if (!ok) failedConnect.add(pathKey(pair));
+      matrix?.record(pair.from.network, pair.to.network, ok);
     }, { concurrency, exclusive: false, signal });
     progress.end();
 
+    // The pairs whose connect passed: latency and MTU are measured on those only.
+    const connected = function* () {
+      for (const pair of pairsOf(endpoints, connectPeers)) {
+        if (failedConnect.size === 0 || !failedConnect.has(pathKey(pair))) yield pair;
+      }
+    };
     if (options.latencySamples > 0 && !signal?.aborted) {
-      const connected = function* () {
-        for (const pair of pairsOf(endpoints, connectPeers)) {
-          if (failedConnect.size === 0 || !failedConnect.has(pathKey(pair))) yield pair;
-        }
-      };
       progress.start(
         label("Latency"),
         countOf(endpoints.length, connectPeers) - failedConnect.size,
@@ -200,40 +213,13 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
     if (options.udp && !signal?.aborted) {
       // Every pair: UDP may pass where TCP fails and the other way round.
       progress.start(label("UDP"), countOf(endpoints.length, connectPeers));
-      const udpTimeout = `--timeout=${options.connectTimeoutMs}ms`;
       await schedulePairs(pairsOf(endpoints, connectPeers), key, async (pair) => {
-        const started = Date.now();
-        const result = await cluster.exec(pair.from.namespace ?? ns, pair.from.pod, "connect", [
-          "/agnhost",
-          "connect",
-          "--protocol=udp",
-          udpTimeout,
-          joinHostPort(pair.to.address, UDP_PORT),
-        ], { timeoutMs: options.connectTimeoutMs + 30_000, signal });
-        if (signal?.aborted) return;
-        const outcome = classifyConnect(result);
-        await record({
-          phase: "udp",
-          ...(network === undefined ? {} : { network }),
-          from: pair.from.node,
-          to: pair.to.node,
-          fromPod: pair.from.pod,
-          toPod: pair.to.pod,
-          ok: outcome.ok,
-          ...(outcome.ok ? {} : { errorClass: outcome.errorClass, message: outcome.message }),
-          attempts: 1,
-          durationMs: Date.now() - started,
-        });
+        await connectOnce(pair, "udp", ["--protocol=udp"], UDP_PORT);
       }, { concurrency, exclusive: false, signal });
       progress.end();
     }
 
     if (options.mtu && !signal?.aborted) {
-      const connected = function* () {
-        for (const pair of pairsOf(endpoints, connectPeers)) {
-          if (failedConnect.size === 0 || !failedConnect.has(pathKey(pair))) yield pair;
-        }
-      };
       progress.start(label("MTU"), countOf(endpoints.length, connectPeers) - failedConnect.size);
       await schedulePairs(connected(), key, async (pair) => {
         const result = await checkMtu(cluster, options, pair, signal);
