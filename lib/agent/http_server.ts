@@ -256,24 +256,29 @@ export function sharedFor<T>(
   };
 }
 
+/** Listens on `addr` (host:port); a failure is thrown as `message`, with the cause. */
+function listenTcp(addr: string, message: string): { listener: Deno.TcpListener; shown: string } {
+  const { hostname, port } = listenAddress(addr);
+  let listener: Deno.TcpListener;
+  try {
+    listener = Deno.listen({ hostname, port });
+  } catch (cause) {
+    throw new Error(message, { cause });
+  }
+  const bound = listener.addr as Deno.NetAddr;
+  return { listener, shown: joinHostPort(bound.hostname, bound.port) };
+}
+
 /** Starts the node listener on `addr` (host:port): metrics and health only. */
 export function startHttpServer(
   addr: string,
   status: StatusProvider,
   options: SurfaceOptions = {},
 ): HttpSurface {
-  const { hostname, port } = listenAddress(addr);
-  let listener: Deno.TcpListener;
-  try {
-    listener = Deno.listen({ hostname, port });
-  } catch (cause) {
-    throw new Error(
-      `Cannot serve metrics and health on "${addr}": choose a free --metrics-addr, or an empty one to run without the server`,
-      { cause },
-    );
-  }
-  const bound = listener.addr as Deno.NetAddr;
-  const shown = joinHostPort(bound.hostname, bound.port);
+  const { listener, shown } = listenTcp(
+    addr,
+    `Cannot serve metrics and health on "${addr}": choose a free --metrics-addr, or an empty one to run without the server`,
+  );
   log.info("Serving metrics and health on {addr}", { addr: shown });
   const shared = { ...status, metricsText: sharedFor(NODE_METRICS_TTL_MS, status.metricsText) };
   const served = serveHttp(listener, (req) => handleRequest(req, shared, "node"), {
@@ -312,18 +317,10 @@ export function startHealthServer(
   status: StatusProvider,
   options: SurfaceOptions = {},
 ): HttpSurface {
-  const { hostname, port } = listenAddress(addr);
-  let listener: Deno.TcpListener;
-  try {
-    listener = Deno.listen({ hostname, port });
-  } catch (cause) {
-    throw new Error(
-      `Cannot serve health on "${addr}": choose a free loopback --health-addr, or an empty one to run without it`,
-      { cause },
-    );
-  }
-  const bound = listener.addr as Deno.NetAddr;
-  const shown = joinHostPort(bound.hostname, bound.port);
+  const { listener, shown } = listenTcp(
+    addr,
+    `Cannot serve health on "${addr}": choose a free loopback --health-addr, or an empty one to run without it`,
+  );
   log.info("Serving health for the kubelet's probes on {addr}", { addr: shown });
   const served = serveHttp(listener, (req) => handleRequest(req, status, "health"), {
     ...HEALTH_LIMITS,
