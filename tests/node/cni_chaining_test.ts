@@ -7,7 +7,8 @@
 import { AppsV1Api, CoreV1Api } from "@kubernetes/client-node";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { nodeUnavailableReason, toolPaths } from "../kube/tools.ts";
+import { nodeUnavailableReason } from "../kube/tools.ts";
+import { CHART as chart, helm, nodeChartValues } from "./chart.ts";
 import { type Node, startNode } from "./node.ts";
 import { NETWORKS } from "./network.ts";
 import { waitFor } from "../helpers/wait.ts";
@@ -21,25 +22,8 @@ import {
 import { PROBE_NAMESPACE, probePod } from "./probe_pods.ts";
 
 const reason = await nodeUnavailableReason();
-const chart = new URL("../../deploy/helm/lace", import.meta.url).pathname;
 /** The network plugin's conflist (tests/node/net_plugin_setup.ts). */
 const CONFLIST = "10-lace-test.conflist";
-
-async function helm(node: Node, args: string[]): Promise<string> {
-  const { helm } = await toolPaths();
-  const home = join(node.dir, "helm-home");
-  const out = await new Deno.Command(helm, {
-    args: [...args, "--kubeconfig", node.controlPlane.kubeconfigPath],
-    env: {
-      HELM_CACHE_HOME: join(home, "cache"),
-      HELM_CONFIG_HOME: join(home, "config"),
-      HELM_DATA_HOME: join(home, "data"),
-    },
-  }).output();
-  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
-  if (!out.success) throw new Error(`helm ${args.join(" ")} failed: ${text}`);
-  return text;
-}
 
 const namesLace = (bytes: Uint8Array) =>
   (JSON.parse(new TextDecoder().decode(bytes)).plugins as { type: string }[])
@@ -79,18 +63,7 @@ Deno.test({
     console.error((await agentLog(node).catch(String)).slice(-8000));
     throw error;
   };
-  const values = [
-    "--set",
-    "image.repository=lace.test/lace",
-    "--set",
-    "image.tag=dev",
-    "--set",
-    `node.kubeletCgroupPath=${node.kubeletCgroup}`,
-    "--set",
-    `node.cni.confDir=${netConf}`,
-    "--set",
-    `node.cni.stateDir=${join(node.dir, "lace-cni-state")}`,
-  ];
+  const values = nodeChartValues(node);
 
   await t.step(
     "after helm install a new pod is registered at ADD and becomes Ready with no failed probe",
