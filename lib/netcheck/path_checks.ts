@@ -1,0 +1,236 @@
+/**
+ * The checks of one path that run inside its source pod (cluster.exec):
+ * latency, MTU, bandwidth and isolation between networks. Each turns the
+ * pod's output, parsed as input from a possible attacker by the pure modules
+ * beside it, into one PathResult; run.ts schedules them over the pairs.
+ */
+import { getLogger } from "@logtape/logtape";
+import { joinHostPort } from "../host_port.ts";
+import type { Endpoint, NetcheckCluster } from "./cluster.ts";
+import { formatMs, latencyCommand, parseLatency, worstP99 } from "./latency.ts";
+import { MTU_PAYLOADS, mtuCommand, parseMtu } from "./mtu.ts";
+import { parseIperf } from "./iperf_result.ts";
+import type { ProbeNetwork } from "./manifest.ts";
+import { isolationVerdict, type NetworkEndpoint } from "./isolation.ts";
+import { CONNECT_PORT, IPERF_PORT, type NetcheckOptions } from "./options.ts";
+import type { Pair } from "./pairs.ts";
+import { abortableSleep } from "./readiness.ts";
+import { formatBps } from "./report.ts";
+import type { PathResult } from "./summary.ts";
+
+const log = getLogger(["lace", "netcheck"]);
+
+/**
+ * One path's latency: `latencySamples` requests from the source pod to the
+ * target's /hostname, each on a new connection, timed inside the pod. The
+ * answer must come from the pod meant (WRONG_POD otherwise: another pod
+ * holds the address), and the worse p99 must stay within --max-latency.
+ */
+export async function measureLatency(
+  cluster: NetcheckCluster,
+  options: NetcheckOptions,
+  pair: Pair<Endpoint>,
+  signal: AbortSignal | undefined,
+): Promise<PathResult | undefined> {
+  const started = Date.now();
+  const url = `http://${joinHostPort(pair.to.address, CONNECT_PORT)}/hostname`;
+  const samples = options.latencySamples;
+  const result = await cluster.exec(
+    pair.from.namespace ?? options.namespace,
+    pair.from.pod,
+    "connect",
+    latencyCommand(url, samples, options.connectTimeoutMs),
+    { timeoutMs: samples * options.connectTimeoutMs + 30_000, signal },
+  );
+  if (signal?.aborted) return undefined;
+  const parsed = parseLatency(result, samples);
+  const base = {
+    phase: "latency" as const,
+    from: pair.from.node,
+    to: pair.to.node,
+    fromPod: pair.from.pod,
+    toPod: pair.to.pod,
+    attempts: 1,
+    durationMs: Date.now() - started,
+  };
+  if (!parsed.ok) {
+    return { ...base, ok: false, errorClass: parsed.errorClass, message: parsed.message };
+  }
+  const latency = parsed.figures;
+  if (parsed.identity !== pair.to.pod) {
+    return {
+      ...base,
+      ok: false,
+      errorClass: "WRONG_POD",
+      message: `${pair.to.address} was answered by pod "${parsed.identity}", not "${pair.to.pod}"` +
+        ": another pod holds the address (a leak between networks, or a stale route)",
+      latency,
+    };
+  }
+  const worst = worstP99(latency);
+  if (options.maxLatencyMs > 0 && worst > options.maxLatencyMs) {
+    const which = latency.connect.p99 >= latency.request.p99 ? "connect" : "request";
+    return {
+      ...base,
+      ok: false,
+      errorClass: "LATENCY",
+      message: `${which} p99 ${formatMs(worst)} is above --max-latency ${
+        formatMs(options.maxLatencyMs)
+      }`,
+      latency,
+    };
+  }
+  return { ...base, ok: true, latency };
+}
+
+/** One path's MTU check: payloads of growing size through /echo and back (mtu.ts). */
+export async function checkMtu(
+  cluster: NetcheckCluster,
+  options: NetcheckOptions,
+  pair: Pair<Endpoint>,
+  signal: AbortSignal | undefined,
+): Promise<PathResult | undefined> {
+  const started = Date.now();
+  const timeoutMs = Math.min(options.connectTimeoutMs, 3000);
+  const result = await cluster.exec(
+    pair.from.namespace ?? options.namespace,
+    pair.from.pod,
+    "connect",
+    mtuCommand(`http://${joinHostPort(pair.to.address, CONNECT_PORT)}`, timeoutMs),
+    { timeoutMs: (MTU_PAYLOADS.length + 1) * timeoutMs + 30_000, signal },
+  );
+  if (signal?.aborted) return undefined;
+  const parsed = parseMtu(result);
+  return {
+    phase: "mtu",
+    from: pair.from.node,
+    to: pair.to.node,
+    fromPod: pair.from.pod,
+    toPod: pair.to.pod,
+    ok: parsed.ok,
+    ...(parsed.ok ? {} : { errorClass: parsed.errorClass, message: parsed.message }),
+    largestPayload: parsed.largest,
+    ...(parsed.ok && parsed.podMtu ? { podMtu: parsed.podMtu } : {}),
+    attempts: 1,
+    durationMs: Date.now() - started,
+  };
+}
+
+/** One path's bandwidth with short retries for a busy server or a reset connection. */
+export async function measureBandwidth(
+  cluster: NetcheckCluster,
+  options: NetcheckOptions,
+  pair: Pair<Endpoint>,
+  env: { signal?: AbortSignal; retryDelayMs?: number },
+): Promise<PathResult | undefined> {
+  const started = Date.now();
+  const base = {
+    phase: "bandwidth" as const,
+    from: pair.from.node,
+    to: pair.to.node,
+    fromPod: pair.from.pod,
+    toPod: pair.to.pod,
+  };
+  for (let attempt = 1;; attempt++) {
+    const result = await cluster.exec(
+      pair.from.namespace ?? options.namespace,
+      pair.from.pod,
+      "bandwidth",
+      [
+        "iperf3",
+        "-c",
+        pair.to.address,
+        "-p",
+        String(IPERF_PORT),
+        "-t",
+        String(options.bandwidthTimeS),
+        "--connect-timeout",
+        String(options.connectTimeoutMs),
+        "-J",
+      ],
+      { timeoutMs: (options.bandwidthTimeS + 30) * 1000, signal: env.signal },
+    );
+    if (env.signal?.aborted) return undefined;
+    const parsed = parseIperf(result);
+    const durationMs = Date.now() - started;
+    if (parsed.ok) {
+      const bps = parsed.bitsPerSecond;
+      const slow = options.minBandwidthBps > 0 && bps < options.minBandwidthBps;
+      return {
+        ...base,
+        ok: !slow,
+        ...(slow
+          ? {
+            errorClass: "SLOW",
+            message: `${formatBps(bps)} is below --min-bandwidth ${
+              formatBps(options.minBandwidthBps)
+            }`,
+          }
+          : {}),
+        bitsPerSecond: bps,
+        attempts: attempt,
+        durationMs,
+      };
+    }
+    if (!parsed.retryable || attempt > options.bandwidthRetries) {
+      return {
+        ...base,
+        ok: false,
+        errorClass: "IPERF",
+        message: parsed.message,
+        attempts: attempt,
+        durationMs,
+      };
+    }
+    log.debug("Retrying {from} → {to}: {message}", { ...base, message: parsed.message });
+    await abortableSleep(env.retryDelayMs ?? 1000 * attempt, env.signal);
+  }
+}
+
+/**
+ * One cross-network path: a single /hostname request from a pod of one
+ * network to the address of a pod of another. Answered by that pod itself:
+ * LEAK, naming both pods, nodes and networks.
+ */
+export async function checkIsolation(
+  cluster: NetcheckCluster,
+  options: NetcheckOptions,
+  pair: Pair<NetworkEndpoint>,
+  networks: ProbeNetwork[],
+  signal: AbortSignal | undefined,
+): Promise<PathResult | undefined> {
+  const started = Date.now();
+  const url = `http://${joinHostPort(pair.to.address, CONNECT_PORT)}/hostname`;
+  const result = await cluster.exec(
+    pair.from.namespace ?? options.namespace,
+    pair.from.pod,
+    "connect",
+    latencyCommand(url, 1, options.isolationTimeoutMs),
+    { timeoutMs: options.isolationTimeoutMs + 30_000, signal },
+  );
+  if (signal?.aborted) return undefined;
+  const verdict = isolationVerdict(parseLatency(result, 1), pair.to.pod);
+  const fromNet = networks[pair.from.network].name, toNet = networks[pair.to.network].name;
+  const base = {
+    phase: "isolation" as const,
+    network: `${fromNet} → ${toNet}`,
+    from: pair.from.node,
+    to: pair.to.node,
+    fromPod: pair.from.pod,
+    toPod: pair.to.pod,
+    attempts: 1,
+    durationMs: Date.now() - started,
+  };
+  if (verdict.isolated) return { ...base, ok: true, message: verdict.detail };
+  const cause = verdict.errorClass === "LEAK"
+    ? "; a route or bridge joins the two networks, or the plugin put both pods in one network"
+    : "; isolation is not shown for this path";
+  return {
+    ...base,
+    ok: false,
+    errorClass: verdict.errorClass,
+    message: `pod "${pair.from.pod}" (network ${fromNet}, node ${pair.from.node}) asked ` +
+      `${pair.to.address} of pod "${pair.to.pod}" (network ${toNet}, node ${pair.to.node}): ` +
+      verdict.detail + cause,
+  };
+}
