@@ -6,7 +6,8 @@
  */
 import { getLogger } from "@logtape/logtape";
 import type { Config } from "../config.ts";
-import { type Attachment, type AttachmentRef, refKey } from "../cni/protocol.ts";
+import type { Attachment, AttachmentRef } from "../cni/protocol.ts";
+import { PodInterfaces } from "./pod_interfaces.ts";
 import type { AddressClash, Conflict } from "../rules/conflicts.ts";
 import type { Pod } from "../pods/pod.ts";
 import { PodCache } from "../pods/cache.ts";
@@ -134,12 +135,8 @@ export class AgentCore {
    * authoritative over the pod's annotations, which the pod's author can write.
    */
   readonly #nodeNetworks = new Map<string, PodNetwork>();
-  /**
-   * The addresses of each interface the CNI path attached, by pod uid then
-   * `containerId/ifname` (Multus: several per pod): the pod's CNI view holds
-   * all of them, and a DEL of one interface takes only its own addresses.
-   */
-  readonly #interfaces = new Map<string, Map<string, string[]>>();
+  /** The addresses of each interface the CNI path attached (Multus: several per pod). */
+  readonly #interfaces = new PodInterfaces();
   #started: PodSource[] = [];
   readonly #timers: Timers;
 
@@ -265,7 +262,7 @@ export class AgentCore {
         this.#opts.nodeNetworkStore?.save(this.#nodeNetworks);
       }
     }
-    this.#upsertCniView(a, this.#addInterface(a.uid, ref, a.ips));
+    this.#upsertCniView(a, this.#interfaces.add(a.uid, ref, a.ips));
     const report = await this.runner.runNow("cni-add");
     if (report.error) {
       throw new Error(`Reconcile for pod ${a.namespace}/${a.name} failed: ${report.error}`);
@@ -288,51 +285,25 @@ export class AgentCore {
    * still know the pod.
    */
   async removeAttachment(uid: string, ref?: AttachmentRef): Promise<void> {
-    const ifaces = this.#interfaces.get(uid);
-    if (ref && ifaces && ifaces.delete(refKey(ref)) && ifaces.size > 0) {
-      const view = this.cache.get(uid);
-      if (view) {
-        this.#upsertCniView({ ...view.metadata, uid }, [...new Set([...ifaces.values()].flat())]);
-        const report = await this.runner.runNow("cni-del");
-        if (report.error) {
-          throw new Error(
-            `Reconcile after removing an interface of pod ${uid} failed: ${report.error}`,
-          );
-        }
-        return;
-      }
+    const left = this.#interfaces.remove(uid, ref);
+    const view = left && this.cache.get(uid);
+    if (left && view) {
+      this.#upsertCniView({ ...view.metadata, uid }, left);
+    } else {
+      this.#interfaces.remove(uid, undefined);
+      if (this.#nodeNetworks.delete(uid)) this.#opts.nodeNetworkStore?.save(this.#nodeNetworks);
+      this.cache.remove(CNI_SOURCE, uid);
     }
-    this.#interfaces.delete(uid);
-    if (this.#nodeNetworks.delete(uid)) this.#opts.nodeNetworkStore?.save(this.#nodeNetworks);
-    this.cache.remove(CNI_SOURCE, uid);
     const report = await this.runner.runNow("cni-del");
     if (report.error) {
-      throw new Error(`Reconcile after removing pod ${uid} failed: ${report.error}`);
+      const what = left && view ? "an interface of pod" : "pod";
+      throw new Error(`Reconcile after removing ${what} ${uid} failed: ${report.error}`);
     }
   }
 
   /** Every address the CNI path attached the pod's interfaces with (CHECK of one interface). */
   interfaceAddresses(uid: string): string[] {
-    return [...new Set([...(this.#interfaces.get(uid)?.values() ?? [])].flat())];
-  }
-
-  /**
-   * Records the addresses of one interface and returns every address the
-   * pod's interfaces have now. Interfaces of an older sandbox of the pod go:
-   * a new sandbox's ADD replaces them. Without `ref`, the view is this one.
-   */
-  #addInterface(uid: string, ref: AttachmentRef | undefined, ips: string[]): string[] {
-    if (!ref) {
-      this.#interfaces.delete(uid);
-      return ips;
-    }
-    const ifaces = this.#interfaces.get(uid) ?? new Map<string, string[]>();
-    for (const key of [...ifaces.keys()]) {
-      if (!key.startsWith(`${ref.containerId}/`)) ifaces.delete(key);
-    }
-    ifaces.set(refKey(ref), ips);
-    this.#interfaces.set(uid, ifaces);
-    return [...new Set([...ifaces.values()].flat())];
+    return this.#interfaces.addresses(uid);
   }
 
   /** The pod as the CNI path knows it: its identity and addresses, no spec. */
@@ -404,9 +375,7 @@ export class AgentCore {
    */
   #forgetGonePods(uids: string[]): void {
     const known = new Set(uids);
-    for (const uid of [...this.#interfaces.keys()]) {
-      if (!known.has(uid)) this.#interfaces.delete(uid);
-    }
+    this.#interfaces.keepOnly(known);
     if (this.#nodeNetworks.size === 0) return;
     let changed = false;
     for (const uid of [...this.#nodeNetworks.keys()]) {
