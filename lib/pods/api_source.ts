@@ -38,7 +38,7 @@ import { getLogger } from "@logtape/logtape";
 import { type Backoff, backoffDelay } from "../backoff.ts";
 import { realTimers, sleep, type Timers, within } from "../timers.ts";
 import { HeapGate } from "../heap_gate.ts";
-import { MAX_POD_BYTES, normalisePod, type Pod, podRef } from "./pod.ts";
+import { hasFinished, MAX_POD_BYTES, normalisePod, type Pod, podRef } from "./pod.ts";
 import type { PodSink, PodSource } from "./source.ts";
 
 const log = getLogger(["lace", "api"]);
@@ -95,13 +95,6 @@ type WatchDone = (error: unknown) => void;
 
 /** What stands in the informer for an object that is no usable pod: only where it is. */
 const SKELETONS = new WeakSet<object>();
-
-/** The phases after which a pod never runs again, and Lace never probes it. */
-function hasFinished(object: unknown): boolean {
-  const status = (object as { status?: { phase?: unknown } } | null)?.status;
-  const phase = status !== null && typeof status === "object" ? status.phase : undefined;
-  return phase === "Succeeded" || phase === "Failed";
-}
 
 /** The pods of `nodeName` that have not finished: the API server filters, not the agent. */
 export function podFieldSelector(nodeName: string): string {

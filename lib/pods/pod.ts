@@ -63,6 +63,17 @@ export interface Pod {
 }
 
 /** "namespace/name", the way operators name a pod. */
+/**
+ * Whether the object's phase is final (Succeeded, Failed): the pod never
+ * runs again, holds no address and is never probed. Tolerant of any shape:
+ * the API source asks it of objects before they are trimmed.
+ */
+export function hasFinished(object: unknown): boolean {
+  const status = (object as { status?: { phase?: unknown } } | null)?.status;
+  const phase = status !== null && typeof status === "object" ? status.phase : undefined;
+  return phase === "Succeeded" || phase === "Failed";
+}
+
 export function podRef(pod: Pod): string {
   return `${pod.metadata.namespace}/${pod.metadata.name}`;
 }

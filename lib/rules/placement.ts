@@ -2,7 +2,7 @@
  * Where a live pod sits on this node: its network and its own addresses,
  * whatever its probes are.
  */
-import type { Pod } from "../pods/pod.ts";
+import { hasFinished, type Pod } from "../pods/pod.ts";
 import type { ProbeKey } from "../datapath/probe_map.ts";
 import { isObject } from "../json.ts";
 import { type Loose, podAddresses, type PodIdentity, podIdentity } from "./pod_fields.ts";
@@ -30,8 +30,7 @@ export function podPlacement(
   const p: Loose = pod;
   if (!isObject<Loose>(p) || !isObject<Loose>(p.spec)) return undefined;
   const status = p.status;
-  const phase = isObject<Loose>(status) ? status.phase : undefined;
-  if (p.spec.hostNetwork === true || phase === "Succeeded" || phase === "Failed") return undefined;
+  if (p.spec.hostNetwork === true || hasFinished(p)) return undefined;
   const annotations = isObject<Loose>(p.metadata) && isObject<Loose>(p.metadata.annotations)
     ? p.metadata.annotations
     : {};

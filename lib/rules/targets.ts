@@ -4,7 +4,7 @@
  * agent can never crash on a strange pod: anything it cannot use becomes a
  * `Skip` with a reason and a message, never an exception.
  */
-import type { Pod } from "../pods/pod.ts";
+import { hasFinished, type Pod } from "../pods/pod.ts";
 import { canonicalAddress, type ProbeKey } from "../datapath/probe_map.ts";
 import { isObject } from "../json.ts";
 import { type Loose, podAddresses, type PodIdentity, podIdentity, str } from "./pod_fields.ts";
@@ -129,8 +129,7 @@ export function probeTargetsForPod(
   if (!isObject<Loose>(p) || !isObject<Loose>(p.spec)) return { targets, skipped };
   const id = podIdentity(pod);
   const status = p.status;
-  const phase = isObject<Loose>(status) ? status.phase : undefined;
-  if (p.spec.hostNetwork === true || phase === "Succeeded" || phase === "Failed") {
+  if (p.spec.hostNetwork === true || hasFinished(p)) {
     return { targets, skipped };
   }
   const annotations = isObject<Loose>(p.metadata) && isObject<Loose>(p.metadata.annotations)
