@@ -1,0 +1,77 @@
+/**
+ * An Error as a text log shows it: its name and message inside the log line, and below the line
+ * the stack frames of Lace's own code and each cause, one per indented line. A message names
+ * what others wrote (a pod, an annotation, a path), so it is escaped like every logged value
+ * (safe_text.ts): a CR or LF in it stays on its line as `\x0d`/`\x0a` and cannot start a line
+ * that looks like a log record. Every line below the record starts with spaces, which no record
+ * does, and is escaped as well.
+ */
+import { errorText } from "./error_text.ts";
+import { escapeUnsafe } from "./safe_text.ts";
+
+/** The frames of the runtime, of npm packages and of the bundled Kubernetes client. */
+const FOREIGN_FRAME = /\bext:|\bnode:|node_modules|registry\.npmjs\.org|\.bundle\.js/;
+
+/** `Name: message`, as the log line shows an error (escaped). */
+function headline(error: unknown): string {
+  if (!(error instanceof Error)) return escapeUnsafe(errorText(error));
+  const name = escapeUnsafe(String(error.name));
+  return error.message === "" ? name : `${name}: ${escapeUnsafe(error.message)}`;
+}
+
+/**
+ * The frames in `error.stack` that are Lace's own code (a `file:` location outside npm
+ * packages and the bundle). The stack starts with the error's name and message, which may hold
+ * newlines of its own, so the frames are read after that text where the stack starts with it,
+ * and otherwise as the trailing run of `at` lines.
+ */
+function ownFrames(error: Error): string[] {
+  const stack = typeof error.stack === "string" ? error.stack : "";
+  const head = error.message === "" ? String(error.name) : `${error.name}: ${error.message}`;
+  let lines: string[];
+  if (stack.startsWith(head)) {
+    lines = stack.slice(head.length).split("\n");
+  } else {
+    lines = stack.split("\n");
+    let first = lines.length;
+    while (first > 0 && /^\s+at /.test(lines[first - 1])) first--;
+    lines = lines.slice(first);
+  }
+  return lines
+    .map((line) => line.trim())
+    .filter((line) => line.startsWith("at ") && line.includes("file:"))
+    .filter((line) => !FOREIGN_FRAME.test(line))
+    .map(escapeUnsafe);
+}
+
+/** An error as a text log writes it: `inline` in the log line, `lines` below it (indented). */
+export interface ErrorLogText {
+  inline: string;
+  lines: string[];
+}
+
+/**
+ * `error` for a text log: its headline inline, then its own frames, then each cause (and each
+ * error an AggregateError holds) with its frames, each on its own line indented below the
+ * record. A cause cycle is followed once.
+ */
+export function errorLogText(error: Error): ErrorLogText {
+  const lines: string[] = [];
+  const seen = new Set<unknown>([error]);
+  const below = (e: unknown, indent: string) => {
+    if (!(e instanceof Error)) return;
+    for (const frame of ownFrames(e)) lines.push(`${indent}  ${frame}`);
+    if (e instanceof AggregateError) {
+      for (const inner of e.errors) walk(inner, indent, "- ");
+    }
+    if (e.cause !== undefined) walk(e.cause, indent, "caused by: ");
+  };
+  const walk = (e: unknown, indent: string, prefix: string) => {
+    if (seen.has(e)) return;
+    seen.add(e);
+    lines.push(`${indent}${prefix}${headline(e)}`);
+    below(e, `${indent}  `);
+  };
+  below(error, "  ");
+  return { inline: headline(error), lines };
+}
