@@ -50,12 +50,16 @@ const POD: Pod = {
   status: { phase: "Running", podIPs: [{ ip: "10.1.0.5" }] },
 };
 
-/** The pod's targets as the agent's /targets serves them (lib/agent/start.ts). */
+/**
+ * The pod's targets as the agent's /targets serves them (lib/agent/start.ts). The rules refuse
+ * the annotation's name; a CNI conf's name (the node's network) is the administrator's and
+ * reaches the output as it is.
+ */
 function views(): TargetView[] {
   const { targets } = probeTargetsForPod(POD, {
     networkAnnotation: "lace.io/network",
     networkIdAnnotation: "lace.io/network-id",
-  });
+  }, { network: `blue${PAYLOAD}`, networkId: 7 });
   assert.ok(targets.length > 0, "the hostile pod got no targets: the test shows nothing");
   return targets.map((t) => ({
     family: t.key.family,

@@ -255,3 +255,17 @@ Deno.test("targetViews() shares one frozen value per network and copies each tar
     "handler",
   ]);
 });
+
+Deno.test("desiredState() skips a pod whose network name is refused and keeps every other pod's targets", () => {
+  const bad = pod("b", "10.0.0.2", 2);
+  bad.metadata.annotations!["lace.io/network"] = "net2\r\n05:00:00.000 INF forged";
+  const state = compute([pod("a", "10.0.0.1", 1), bad, pod("c", "10.0.0.3", 3)]);
+  assert.deepEqual([...state.desired.values()].map((e) => keyId(e.key)), [
+    "10.0.0.1:8080",
+    "10.0.0.3:8080",
+  ]);
+  assert.deepEqual(
+    state.skips.map((s) => [s.pod.uid, s.reason]),
+    [["b", "annotation"]],
+  );
+});

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { keyId } from "../datapath/probe_map.ts";
 import { OPTS, pod } from "./_pod_fixture.ts";
 import { probeTargetsForPod } from "./targets.ts";
+import { podNetwork } from "./pod_network.ts";
 
 Deno.test("probeTargetsForPod() uses configured annotation keys", () => {
   const p = pod({ annotations: { "x.io/net": "red", "x.io/id": "12" } });
@@ -73,4 +74,51 @@ Deno.test("probeTargetsForPod() gives a default-network pod claims, not targets,
   assert.deepEqual(targets, []);
   assert.deepEqual(skipped, []);
   assert.deepEqual(claims?.map((c) => [keyId(c.key), c.networkId]), [["10.1.0.5:8080", 0]]);
+});
+
+Deno.test("podNetwork() takes a name of 1..253 printable characters, Unicode letters too", () => {
+  for (const name of ["blue", "Blue_net.2-b", "blå", "x".repeat(253), "🦕".repeat(253)]) {
+    assert.deepEqual(podNetwork({ "lace.io/network": name, "lace.io/network-id": "7" }, OPTS), {
+      network: name,
+      networkId: 7,
+    });
+  }
+});
+
+Deno.test("podNetwork() refuses a name with a control, format or space character, or too long", () => {
+  const names = [
+    "blue\r\nred", // forges a line
+    "blue\x1b[2J", // a terminal escape
+    "blue\u0085", // C1: next line
+    "blue\u202e", // bidi override
+    "blue\u200b", // zero width space: looks like "blue"
+    "blue net",
+    "blue\u00a0", // no-break space
+    "blue\u2028",
+    "\ud800", // lone surrogate
+    "\ue000", // private use
+    "x".repeat(254),
+  ];
+  for (const name of names) {
+    const net = podNetwork({ "lace.io/network": name, "lace.io/network-id": "7" }, OPTS);
+    assert.equal(typeof net, "string", JSON.stringify(name));
+    assert.match(net as string, /^Annotation lace\.io\/network must be 1\.\.253 printable/);
+  }
+});
+
+Deno.test("podNetwork()'s refusal quotes at most 80 characters of a long name, and its length", () => {
+  const net = podNetwork({ "lace.io/network": "x".repeat(5000), "lace.io/network-id": "7" }, OPTS);
+  assert.equal(
+    net,
+    `Annotation lace.io/network must be 1..253 printable characters without spaces: "${
+      "x".repeat(80)
+    }…" (5000 characters)`,
+  );
+});
+
+Deno.test("probeTargetsForPod() reports a refused name as a mismatch when the node knows the network", () => {
+  const p = pod({ annotations: { "lace.io/network": "green\n", "lace.io/network-id": "1" } });
+  const { targets, mismatch } = probeTargetsForPod(p, OPTS, NODE_NET);
+  assert.equal(targets[0].network, "green");
+  assert.match(mismatch!.annotated, /printable characters without spaces: "green\\n"/);
 });

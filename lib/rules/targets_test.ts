@@ -140,6 +140,18 @@ const CASES: Case[] = [
     skips: ["annotation"],
   },
   {
+    name: "a network name with a CR/LF is skipped",
+    pod: pod({ annotations: { "lace.io/network": "blue\r\nred", "lace.io/network-id": "7" } }),
+    keys: [],
+    skips: ["annotation"],
+  },
+  {
+    name: "a network name over 253 characters is skipped",
+    pod: pod({ annotations: { "lace.io/network": "b".repeat(254), "lace.io/network-id": "7" } }),
+    keys: [],
+    skips: ["annotation"],
+  },
+  {
     name: "a network name without an id is skipped",
     pod: pod({ annotations: { "lace.io/network": "blue" } }),
     keys: [],
