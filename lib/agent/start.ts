@@ -1,8 +1,9 @@
 /**
  * The running node agent: the datapath, the pod sources, the agent core, the
- * kubelet cgroup follower, the Event recorder, metrics, the local HTTP server
- * and the CNI socket, wired together. Each part is built and tested on its
- * own; this file only composes them and owns their start/stop order.
+ * kubelet cgroup follower, the Event recorder and metrics, wired together with
+ * the listeners (listeners.ts: the HTTP servers, the CNI socket, the
+ * chaining). Each part is built and tested on its own; this file only
+ * composes them and owns their start/stop order.
  */
 import { getLogger } from "@logtape/logtape";
 import { CleanupStack } from "../cleanup_stack.ts";
@@ -10,14 +11,8 @@ import type { Config } from "../config.ts";
 import { AgentCore, type AgentSnapshot } from "./core.ts";
 import { CgroupFollower } from "../cgroup/follower.ts";
 import { Datapath } from "../datapath/loader.ts";
-import {
-  type AddressesView,
-  type Readiness,
-  startHealthServer,
-  startHttpServer,
-  startLocalServer,
-  type TargetView,
-} from "./http_server.ts";
+import type { AddressesView, Readiness, TargetView } from "./http_server.ts";
+import { type Listening, startListeners } from "./listeners.ts";
 import { hitsByKey, hitsOf, type HitsView, hitsView } from "../datapath/hits.ts";
 import type { ProbeKey } from "../datapath/probe_map.ts";
 import { monotonicNowNs } from "../datapath/libbpf/clock.ts";
@@ -291,7 +286,7 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
   follower.onChange(updateAttachMetrics);
 
   // Listeners whose accepts keep failing (EMFILE…) take no connections: not ready.
-  const listeners: { failure(): string | null }[] = [];
+  const listeners: Listening[] = [];
   const readiness = (): Readiness => {
     const reasons = [...follower.readiness().reasons];
     const snap = core.view();
@@ -343,50 +338,16 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     metricsText: () => metrics.text(),
     metricsContentType: metrics.contentType,
   };
-  const reporting = (listener: string) => {
-    metrics.listenerFailing.set({ listener }, 0);
-    return {
-      onAcceptError: () => metrics.acceptErrors.inc({ listener }),
-      onFailingChange: (failing: boolean) =>
-        metrics.listenerFailing.set({ listener }, failing ? 1 : 0),
-      onCapped: (outcome: "refused" | "evicted", cap: "connections" | "peer") =>
-        metrics.listenerCapped.inc({ listener, cap, outcome }),
-    };
-  };
-  // The node listener serves metrics and health only; the pods, addresses and networks the
-  // agent knows are served on the root-only local socket alone.
-  if (config.metricsAddr) {
-    const http = startHttpServer(config.metricsAddr, status, reporting("http"));
-    parts.push(() => http.shutdown());
-    listeners.push(http);
-  }
-  // The kubelet's probes of the agent: loopback only, out of reach of pods in their own networks.
-  if (config.healthAddr) {
-    const health = startHealthServer(config.healthAddr, status, reporting("health"));
-    parts.push(() => health.shutdown());
-    listeners.push(health);
-  }
-  if (config.agentSocket) {
-    const local = await startLocalServer(config.agentSocket, status, reporting("local"));
-    parts.push(() => local.shutdown());
-    listeners.push(local);
-  }
-  if (config.cniSocket) {
-    const { startCniServer } = await import("../cni/server.ts");
-    const { cniHandlerFor } = await import("../cni/check.ts");
-    // CHECK compares the core's desired targets with the map itself.
-    const cni = await startCniServer(
-      config.cniSocket,
-      cniHandlerFor(core, datapath.store),
-      reporting("cni"),
-    );
-    parts.push(() => cni.close());
-    listeners.push(cni);
-    // After the socket: a pod chained to lace finds the agent listening.
-    const { startChaining } = await import("./chaining.ts");
-    const chaining = startChaining(config, { metrics, events, node: nodeRef, uninstalling });
-    parts.push(() => chaining.stop());
-  }
+  listeners.push(
+    ...await startListeners({
+      config,
+      status,
+      metrics,
+      core,
+      store: datapath.store,
+      chaining: { events, node: nodeRef, uninstalling },
+    }, parts),
+  );
   log.info("Agent started on node {node} with pod sources {sources}", {
     node: config.nodeName || "(any)",
     sources: sources.map((s) => s.name).join(","),
