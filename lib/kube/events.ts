@@ -15,6 +15,7 @@ import type { EventSink, ObjectRef } from "./event_sink.ts";
 import { errorText } from "../error_text.ts";
 import { escapeUnsafe } from "../safe_text.ts";
 import { TokenBuckets, touch } from "../token_buckets.ts";
+import { apiStatus } from "./api_error.ts";
 
 const log = getLogger(["lace", "events"]);
 
@@ -86,12 +87,6 @@ interface Aggregate {
   namespace: string;
   count: number;
   first: number;
-}
-
-function statusOf(error: unknown): number | undefined {
-  const code = (error as { code?: unknown; statusCode?: unknown })?.code ??
-    (error as { statusCode?: unknown })?.statusCode;
-  return typeof code === "number" ? code : undefined;
 }
 
 /** Records Events through the API; see the module comment. */
@@ -232,7 +227,7 @@ export class EventRecorder implements EventSink {
         return;
       } catch (error) {
         // The Event expired (TTL) or was deleted: start a new one, as client-go does.
-        if (statusOf(error) !== 404) throw error;
+        if (apiStatus(error) !== 404) throw error;
         this.#aggregates.delete(key);
       }
     }
@@ -294,7 +289,7 @@ export class EventRecorder implements EventSink {
           "the Event request",
         );
       } catch (error) {
-        const status = statusOf(error);
+        const status = apiStatus(error);
         const final = (status !== undefined && status >= 400 && status < 500 && status !== 429) ||
           attempt >= this.#options.retries || this.#stopped;
         if (final) throw error;

@@ -6,12 +6,7 @@
 import { CoreV1Api, type KubeConfig } from "../kube/k8s.ts";
 import { normalisePod, type Pod } from "./pod.ts";
 import type { PodLookup } from "./source.ts";
-
-function statusOf(error: unknown): number | undefined {
-  const code = (error as { code?: unknown })?.code ??
-    (error as { statusCode?: unknown })?.statusCode;
-  return typeof code === "number" ? code : undefined;
-}
+import { apiStatus } from "../kube/api_error.ts";
 
 /** A PodLookup through the API; a pod that does not exist (404) is undefined. */
 export function apiPodLookup(kubeConfig: KubeConfig): PodLookup {
@@ -22,7 +17,7 @@ export function apiPodLookup(kubeConfig: KubeConfig): PodLookup {
         // Normalised as the watch's pods are: class instances and plain JSON read alike.
         return normalisePod(await api.readNamespacedPod({ name, namespace }));
       } catch (error) {
-        if (statusOf(error) === 404) return undefined;
+        if (apiStatus(error) === 404) return undefined;
         throw new Error(`Reading pod ${namespace}/${name} from the API failed`, { cause: error });
       }
     },
