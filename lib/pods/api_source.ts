@@ -9,18 +9,10 @@
  * gets `replaceAll` only after a list succeeded, never an empty list because
  * of an error, so the probe map survives an unreachable API.
  *
- * Memory stays bounded whatever a tenant binds to the node (issue 24, finding
- * 2: a pod object may be 1.5 MB, and any tenant can bind pods to any node with
- * spec.nodeName). The source asks only for pods that have not finished
- * (`status.phase!=Succeeded,status.phase!=Failed`, which kube-apiserver
- * supports for pods beside spec.nodeName, and checks it again itself), lists
- * in pages, and trims every object to Lace's fields (normalisePod, with only
- * Lace's annotations) as it arrives, before client-node's informer caches it:
- * the informer holds the same frozen pod the sink gets, never the full
- * object. Each whole object is garbage once trimmed, and a HeapGate collects
- * it after every 16 MiB of growth, long before V8 would by itself. A pod
- * whose trimmed fields are still over `maxPodBytes` is kept by
- * its identity alone and refused (no targets, reported as `too-large`).
+ * Memory stays bounded whatever a tenant binds to the node: the source asks
+ * only for pods that have not finished (`status.phase!=Succeeded,status.phase!=Failed`,
+ * which kube-apiserver supports for pods beside spec.nodeName, and checks it again
+ * itself), and trims every object before client-node's informer caches it (api_trim.ts).
  *
  * Under Deno 2.9, a watch whose server went away may neither end nor fail
  * (undici's response body hangs after the connection closed, and aborting it
@@ -38,7 +30,9 @@ import { getLogger } from "@logtape/logtape";
 import { type Backoff, backoffDelay } from "../backoff.ts";
 import { realTimers, sleep, type Timers, within } from "../timers.ts";
 import { HeapGate } from "../heap_gate.ts";
-import { hasFinished, MAX_POD_BYTES, normalisePod, type Pod, podRef } from "./pod.ts";
+import { apiErrorText } from "../kube/api_error.ts";
+import { hasFinished, type Pod, podRef } from "./pod.ts";
+import { listTrimmedPods, type PodMemoryOptions, PodTrimmer } from "./api_trim.ts";
 import type { PodSink, PodSource } from "./source.ts";
 
 const log = getLogger(["lace", "api"]);
@@ -49,7 +43,7 @@ const log = getLogger(["lace", "api"]);
  */
 const DEFAULT_BACKOFF: Backoff = { initialMs: 500, maxMs: 30_000, jitter: 0.5 };
 
-export interface ApiPodSourceOptions {
+export interface ApiPodSourceOptions extends PodMemoryOptions {
   kubeConfig: KubeConfig;
   nodeName: string;
   backoff?: Partial<Backoff>;
@@ -71,30 +65,11 @@ export interface ApiPodSourceOptions {
   /** How long past its server-side timeout a watch may stay open before it counts as dead, in ms. */
   deadlineGraceMs?: number;
   random?: () => number;
-  /**
-   * The only annotations kept of each pod (Lace's network annotations); every one when unset.
-   */
-  annotations?: readonly string[];
-  /** The largest a pod's kept fields may be, in bytes of JSON (default MAX_POD_BYTES). */
-  maxPodBytes?: number;
-  /**
-   * Pods per page of the list: a list holds a page of whole objects at a time, which at the
-   * API server's largest pod (1.5 MB) is 7.5 MB of JSON at the default of 5 (a node of 110
-   * pods lists in 22 requests). Listing 360 such pods peaked the agent at 241 MiB of RSS in
-   * pages of 10 and 214 MiB in pages of 5, with a HeapGate of 32 MiB steps
-   * (tests/agent_memory_test.ts).
-   */
-  pageSize?: number;
-  /** Collects the whole objects' garbage (a HeapGate of 16 MiB steps by default). */
-  heapGate?: HeapGate;
   /** Restart delays, liveness checks and deadlines; the process's own by default. */
   timers?: Timers;
 }
 
 type WatchDone = (error: unknown) => void;
-
-/** What stands in the informer for an object that is no usable pod: only where it is. */
-const SKELETONS = new WeakSet<object>();
 
 /** The pods of `nodeName` that have not finished: the API server filters, not the agent. */
 export function podFieldSelector(nodeName: string): string {
@@ -143,12 +118,14 @@ export class ApiPodSource implements PodSource {
   #probing = false;
   #unsubscribeWatchFailures?: () => void;
   #heap: HeapGate;
+  #trimmer: PodTrimmer;
 
   constructor(options: ApiPodSourceOptions) {
     this.#options = options;
     this.#backoff = { ...DEFAULT_BACKOFF, ...options.backoff };
     this.#timers = options.timers ?? realTimers;
     this.#heap = options.heapGate ?? new HeapGate();
+    this.#trimmer = new PodTrimmer(options);
   }
 
   /** Restarts after an error since start (lace_watch_restarts_total). */
@@ -182,26 +159,21 @@ export class ApiPodSource implements PodSource {
       this.#options.inactivityMs ?? 300_000;
     const listTimeoutMs = this.#options.listTimeoutMs ?? 60_000;
     const limit = this.#options.pageSize ?? 5;
-    // Page by page, each trimmed before the next is asked for: the informer gets a list of
-    // trimmed pods, and the pages' whole objects are garbage as soon as they are trimmed.
     const listFn = async () => {
-      const items: unknown[] = [];
-      let resourceVersion = "";
-      let token: string | undefined;
-      do {
-        const page = await within(
-          this.#timers,
-          core.listPodForAllNamespaces({ fieldSelector, limit, _continue: token }),
-          listTimeoutMs,
-          "a page of the pod list",
-        );
-        for (const item of page.items) if (!hasFinished(item)) items.push(this.#trim(item));
-        this.#heap.check();
-        resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
-        token = page.metadata?._continue || undefined;
-      } while (token !== undefined && !this.#stopped);
-      this.#deliverList(items);
-      return { metadata: { resourceVersion }, items };
+      const list = await listTrimmedPods(
+        (token) =>
+          within(
+            this.#timers,
+            core.listPodForAllNamespaces({ fieldSelector, limit, _continue: token }),
+            listTimeoutMs,
+            "a page of the pod list",
+          ),
+        this.#trimmer,
+        this.#heap,
+        () => this.#stopped,
+      );
+      this.#deliverList(list.items);
+      return { metadata: { resourceVersion: list.resourceVersion }, items: list.items };
     };
     const lw = new ListWatch<never>(
       "/api/v1/pods",
@@ -284,7 +256,9 @@ export class ApiPodSource implements PodSource {
       this.#lastActivity = this.#timers.now();
     } catch (error) {
       if (!this.#stopped) {
-        this.#abandonWatch(`the API server did not answer a liveness probe: ${describe(error)}`);
+        this.#abandonWatch(
+          `the API server did not answer a liveness probe: ${apiErrorText(error)}`,
+        );
       }
     } finally {
       this.#probing = false;
@@ -295,7 +269,7 @@ export class ApiPodSource implements PodSource {
   #watchConnectionFailed(error: unknown): void {
     // No watch open (a list or a restart delay in progress): nothing to abandon.
     if (this.#stopped || this.#restartTimer || !this.#watchDeadline) return;
-    this.#abandonWatch(`the watch's connection failed: ${describe(error)}`);
+    this.#abandonWatch(`the watch's connection failed: ${apiErrorText(error)}`);
   }
 
   /** Gives up on the current watch (its callbacks are ignored from now on) and restarts. */
@@ -317,12 +291,12 @@ export class ApiPodSource implements PodSource {
     log.warning("Pod watch failed, restarting in {delayMs} ms (attempt {attempt}): {error}", {
       delayMs,
       attempt: this.#attempt,
-      error: describe(error),
+      error: apiErrorText(error),
     });
     try {
       this.#options.onRestart?.(error);
     } catch (callbackError) {
-      log.error("Watch restart callback failed: {error}", { error: describe(callbackError) });
+      log.error("Watch restart callback failed: {error}", { error: apiErrorText(callbackError) });
     }
     this.#restartTimer = this.#timers.setTimeout(() => {
       this.#restartTimer = undefined;
@@ -354,13 +328,15 @@ export class ApiPodSource implements PodSource {
             this.#lastActivity = this.#timers.now();
             if (phase !== "ERROR") this.#attempt = 0;
             if (phase === "ERROR") {
-              log.info("Pod watch ended by the API server: {status}", { status: describe(object) });
+              log.info("Pod watch ended by the API server: {status}", {
+                status: apiErrorText(object),
+              });
             }
             if (phase === "ADDED" || phase === "MODIFIED" || phase === "DELETED") {
               // The informer caches what it is given: only ever the trimmed pod. A pod that
               // finished leaves it, as from an API server that applies the phase selector.
               const event = phase !== "DELETED" && hasFinished(object) ? "DELETED" : phase;
-              callback(event, this.#trim(object), undefined);
+              callback(event, this.#trimmer.trim(object), undefined);
               this.#heap.check();
               return;
             }
@@ -381,38 +357,9 @@ export class ApiPodSource implements PodSource {
     };
   }
 
-  /**
-   * The object the informer keeps and the sink gets: the pod trimmed to Lace's fields (or its
-   * identity alone when over the size cap), or for an object that is no usable pod a skeleton
-   * of its name, namespace and resourceVersion, which the informer needs and the sink never gets.
-   */
-  #trim(object: unknown): unknown {
-    try {
-      return normalisePod(object, {
-        annotations: this.#options.annotations,
-        maxBytes: this.#options.maxPodBytes ?? MAX_POD_BYTES,
-      });
-    } catch (error) {
-      log.warning("Ignoring a malformed pod from the API: {error}", { error: describe(error) });
-      const meta = (object as { metadata?: Record<string, unknown> } | null)?.metadata;
-      const skeleton: { metadata: Record<string, string> } = { metadata: {} };
-      for (const field of ["name", "namespace", "uid", "resourceVersion"]) {
-        const value = meta !== null && typeof meta === "object" ? meta[field] : undefined;
-        if (typeof value === "string") skeleton.metadata[field] = value;
-      }
-      SKELETONS.add(skeleton);
-      return skeleton;
-    }
-  }
-
-  #pod(object: unknown): Pod | undefined {
-    if (typeof object !== "object" || object === null || SKELETONS.has(object)) return undefined;
-    return normalisePod(object);
-  }
-
   #deliverList(items: unknown[]): void {
     if (this.#stopped) return;
-    const pods = items.map((item) => this.#pod(item)).filter((p): p is Pod => !!p);
+    const pods = items.map((item) => this.#trimmer.pod(item)).filter((p): p is Pod => !!p);
     this.#reported = new Map(pods.map((p) => [p.metadata.uid, p.metadata.resourceVersion ?? ""]));
     this.#attempt = 0;
     this.#lists++;
@@ -425,7 +372,7 @@ export class ApiPodSource implements PodSource {
 
   #upsert(object: unknown): void {
     if (this.#stopped) return;
-    const pod = this.#pod(object);
+    const pod = this.#trimmer.pod(object);
     if (!pod) return;
     const rv = pod.metadata.resourceVersion ?? "";
     if (rv !== "" && this.#reported.get(pod.metadata.uid) === rv) return;
@@ -442,16 +389,4 @@ export class ApiPodSource implements PodSource {
     log.debug("Pod {uid} deleted", { uid });
     this.#sink?.remove(this.name, uid);
   }
-}
-
-function describe(error: unknown): string {
-  if (error instanceof Error) {
-    const code = (error as { statusCode?: number; code?: number }).statusCode ??
-      (error as { code?: unknown }).code;
-    return code !== undefined ? `${error.message} (${code})` : error.message;
-  }
-  if (error && typeof error === "object" && "message" in error) {
-    return String((error as { message: unknown }).message);
-  }
-  return String(error);
 }
