@@ -1,0 +1,180 @@
+/**
+ * The agent core with one address held by pods of two networks: CNI ADDs refused, the API asked
+ * for a pod's network, the holder kept across restarts, and address sharing.
+ */
+import assert from "node:assert/strict";
+import type { AgentCore } from "./core.ts";
+import { AttachmentRefusedError } from "../cni/protocol.ts";
+import type { Pod } from "../pods/pod.ts";
+import type { PodLookup } from "../pods/source.ts";
+import { ATTACH_LOOKUP_MS } from "./attachment_network.ts";
+import { CONFIG, ids, pod, setup } from "./_core_fixture.ts";
+
+Deno.test("AgentCore refuses an attachment whose address a pod of another network holds", async () => {
+  const t = setup();
+  await t.core.start();
+  t.sources[0].list(pod("holder", "10.0.0.5", 2), pod("new", undefined, undefined));
+  await t.settle();
+  const attach = (uid: string, networkId?: number) =>
+    t.core.registerAttachment({
+      namespace: "ns",
+      name: `p-${uid}`,
+      uid,
+      ips: ["10.0.0.5"],
+      ...(networkId ? { network: `net${networkId}`, networkId } : {}),
+    });
+  await assert.rejects(attach("new", 1), (e: Error) => {
+    assert.ok(e instanceof AttachmentRefusedError);
+    assert.match(e.message, /Address 10\.0\.0\.5 is already used on this node/);
+    return true;
+  });
+  assert.deepEqual(t.refusals.map((r) => r.map((c) => c.holder.uid)), [["holder"]]);
+  assert.equal(t.core.cache.get("new")?.status?.podIPs, undefined, "nothing registered");
+  assert.deepEqual(ids(t.store), ["10.0.0.5:8080=2"]);
+  // The same network, or an ADD that does not say its network: no refusal.
+  await attach("new", 2);
+  await t.core.removeAttachment("new");
+  await attach("new");
+  assert.equal(t.refusals.length, 1);
+  await t.core.stop();
+});
+
+/** A pod lookup answering from `pods` by namespace/name, counting its calls. */
+function lookupOf(...pods: Pod[]): PodLookup & { calls: number } {
+  const lookup = {
+    calls: 0,
+    get(namespace: string, name: string) {
+      lookup.calls++;
+      return Promise.resolve(
+        pods.find((p) => p.metadata.namespace === namespace && p.metadata.name === name),
+      );
+    },
+  };
+  return lookup;
+}
+
+/** An ADD of pod `uid` at 10.0.0.5 whose conf names no network. */
+function unnamedAttach(core: AgentCore, uid: string) {
+  return core.registerAttachment({ namespace: "ns", name: `p-${uid}`, uid, ips: ["10.0.0.5"] });
+}
+
+Deno.test("AgentCore refuses an ADD naming no network when the cached annotations put the pod in another network than the address's holder", async () => {
+  const lookup = lookupOf();
+  const t = setup(["api"], {}, undefined, lookup);
+  await t.core.start();
+  t.sources[0].list(pod("holder", "10.0.0.5", 2), pod("new", undefined, 1));
+  await t.settle();
+  await assert.rejects(unnamedAttach(t.core, "new"), AttachmentRefusedError);
+  assert.equal(lookup.calls, 0, "the cache named the network: no API call");
+  assert.deepEqual(t.refusals.map((r) => r.map((c) => c.holder.uid)), [["holder"]]);
+  assert.deepEqual(ids(t.store), ["10.0.0.5:8080=2"]);
+  await t.core.stop();
+});
+
+Deno.test("AgentCore reads the pod from the API when the cache has no network annotations for it, and refuses a clash", async () => {
+  // The watch has not delivered the pod, or delivered it before the network plugin annotated it.
+  for (const cached of [undefined, pod("new", undefined, undefined)]) {
+    for (const [apiNetwork, refused] of [[1, true], [undefined, true], [2, false]] as const) {
+      const lookup = lookupOf(pod("new", undefined, apiNetwork));
+      const t = setup(["api"], {}, undefined, lookup);
+      await t.core.start();
+      t.sources[0].list(pod("holder", "10.0.0.5", 2), ...(cached ? [cached] : []));
+      await t.settle();
+      const add = unnamedAttach(t.core, "new");
+      const what = `cached ${!!cached}, API network ${apiNetwork ?? "default"}`;
+      if (refused) await assert.rejects(add, AttachmentRefusedError, what);
+      else await add;
+      assert.equal(lookup.calls, 1, what);
+      await t.core.stop();
+    }
+  }
+});
+
+Deno.test("AgentCore does not refuse an ADD whose pod the API names under another uid", async () => {
+  const other = pod("new", undefined, 1);
+  other.metadata.uid = "someone-else";
+  const t = setup(["api"], {}, undefined, lookupOf(other));
+  await t.core.start();
+  t.sources[0].list(pod("holder", "10.0.0.5", 2));
+  await t.settle();
+  await unnamedAttach(t.core, "new");
+  assert.equal(t.refusals.length, 0);
+  await t.core.stop();
+});
+
+Deno.test("AgentCore fails open when the API lookup misses its deadline, then tags none of the later pod's probes at the held address", async () => {
+  let calls = 0;
+  const hanging: PodLookup = {
+    get: () => {
+      calls++;
+      return new Promise(() => {});
+    },
+  };
+  const t = setup(["api"], {}, undefined, hanging);
+  await t.core.start();
+  t.sources[0].list(pod("holder", "10.0.0.5", 2, "2026-01-01T00:00:00Z", 9090));
+  await t.settle();
+  let settled = false;
+  const add = unnamedAttach(t.core, "late").finally(() => settled = true);
+  await t.clock.tickAsync(ATTACH_LOOKUP_MS - 1);
+  assert.equal(settled, false, "the ADD waits for the API up to its deadline");
+  await t.clock.tickAsync(1);
+  await add;
+  assert.equal(calls, 1);
+  assert.equal(t.refusals.length, 0, "fail open");
+  // The watch then delivers the pod, annotated with network 1 by the trusted writer.
+  t.sources[0].list(
+    pod("holder", "10.0.0.5", 2, "2026-01-01T00:00:00Z", 9090),
+    pod("late", "10.0.0.5", 1, "2026-01-02T00:00:00Z", 8080),
+  );
+  await t.settle();
+  assert.deepEqual(ids(t.store), ["10.0.0.5:9090=2"], "the holder keeps its own");
+  assert.deepEqual(t.clashes.map(([a, p]) => [a.address, p.pod.uid]), [["10.0.0.5", "late"]]);
+  assert.deepEqual(t.core.view().sharedAddresses.map((a) => a.holder.pod.uid), ["holder"]);
+  await t.settle(CONFIG.resyncMs);
+  assert.equal(t.clashes.length, 1, "reported once while it lasts");
+  await t.core.stop();
+});
+
+Deno.test("AgentCore restarted learns the same holder of an address whatever order its sources list the pods in", async () => {
+  const holder = pod("v", "10.0.0.5", 2, "2026-01-02T00:00:00Z", 9090);
+  const later = pod("a", "10.0.0.5", 1, "2026-01-03T00:00:00Z", 8080);
+  const first = setup();
+  await first.core.start();
+  first.sources[0].list(holder);
+  await first.settle();
+  first.sources[0].list(holder, later);
+  await first.settle();
+  await first.core.stop();
+  // The restart lists the later pod first and alone, then both: the map ends the same.
+  const again = setup(["api", "dir"], {}, first.store);
+  await again.core.start();
+  again.sources[1].list(later);
+  again.sources[0].list(later, holder);
+  await again.settle();
+  assert.deepEqual(ids(again.store), ids(first.store));
+  assert.deepEqual(ids(again.store), ["10.0.0.5:9090=2"]);
+  await again.core.stop();
+});
+
+Deno.test("AgentCore under shared neither refuses an ADD nor untags a pod at another network's address", async () => {
+  const t = setup(["api"], { addressSharing: "shared" }, undefined, lookupOf());
+  await t.core.start();
+  t.sources[0].list(
+    pod("holder", "10.0.0.5", 2, "2026-01-01T00:00:00Z", 9090),
+    pod("new", undefined, 1, "2026-01-02T00:00:00Z", 8080),
+  );
+  await t.settle();
+  await t.core.registerAttachment({
+    namespace: "ns",
+    name: "p-new",
+    uid: "new",
+    ips: ["10.0.0.5"],
+    network: "net1",
+    networkId: 1,
+  });
+  assert.deepEqual(ids(t.store), ["10.0.0.5:8080=1", "10.0.0.5:9090=2"]);
+  assert.equal(t.refusals.length + t.clashes.length, 0);
+  assert.equal(t.core.view().sharedAddresses.length, 1, "counted");
+  await t.core.stop();
+});

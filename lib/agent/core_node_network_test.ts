@@ -1,0 +1,127 @@
+/**
+ * The agent core with what the CNI path reports: the node's network over the annotation (kept
+ * across restarts), a pod's interfaces and sandboxes, and addresses that are never targets.
+ */
+import assert from "node:assert/strict";
+import { AgentCore } from "./core.ts";
+import type { PodSource } from "../pods/source.ts";
+import { MemoryProbeStore } from "../../tests/helpers/memory_probe_store.ts";
+import type { NetworkMismatch, PodNetwork } from "../rules/pod_network.ts";
+import type { NodeNetworkStore } from "./node_networks.ts";
+import { ATTACHED_TO_NET1, CONFIG, ids, pod, setup } from "./_core_fixture.ts";
+
+Deno.test("AgentCore never makes a target of a loopback or link-local address the CNI path reports", async () => {
+  const t = setup();
+  await t.core.start();
+  t.sources[0].list(pod("a", undefined, undefined));
+  await t.settle();
+  await t.core.registerAttachment({
+    namespace: "ns",
+    name: "p-a",
+    uid: "a",
+    ips: ["127.0.0.1", "169.254.169.254", "fe80::1"],
+    network: "red",
+    networkId: 5,
+  });
+  assert.deepEqual(ids(t.store), []);
+  assert.deepEqual(t.skips.map((s) => s.reason), Array(3).fill("special-address"));
+  await t.core.stop();
+});
+
+Deno.test("AgentCore tags a pod with the network its CNI attach reported, not its annotation", async () => {
+  const t = setup();
+  const mismatches: NetworkMismatch[] = [];
+  const core = new AgentCore({
+    config: CONFIG,
+    store: t.store,
+    sources: t.sources,
+    onNetworkMismatch: (m) => mismatches.push(m),
+    timers: t.timers,
+  });
+  await core.start();
+  // The pod's author claims network 2; the node attached the pod to network 1.
+  t.sources[0].list(pod("a", "10.0.0.8", 2));
+  await t.clock.tickAsync(CONFIG.debounceMs);
+  await core.runner.idle();
+  await core.registerAttachment(ATTACHED_TO_NET1);
+  assert.deepEqual(ids(t.store), ["10.0.0.8:8080=1"]);
+  assert.equal(mismatches.length, 1);
+  assert.equal(mismatches[0].annotated, 'network "net2" (id 2)');
+  assert.deepEqual(mismatches[0].node, { network: "net1", networkId: 1 });
+  assert.equal(core.view().counts.mismatches, 1);
+  // A later change of the annotation does not move the pod either, and is reported once.
+  t.sources[0].list(pod("a", "10.0.0.8", 3));
+  await core.reconcileNow();
+  await core.reconcileNow();
+  assert.deepEqual(ids(t.store), ["10.0.0.8:8080=1"]);
+  assert.equal(mismatches.length, 2);
+  // Once the attachment is gone, the annotation is all the agent has.
+  await core.removeAttachment("a");
+  assert.deepEqual(ids(t.store), ["10.0.0.8:8080=3"]);
+  await core.stop();
+});
+
+Deno.test("AgentCore restarted with the same store keeps the node's network over the annotation", async () => {
+  const saved = new Map<string, PodNetwork>();
+  const store: NodeNetworkStore = {
+    load: () => new Map(saved),
+    save: (networks) => {
+      saved.clear();
+      for (const [uid, net] of networks) saved.set(uid, net);
+    },
+  };
+  const withStore = (probes: MemoryProbeStore, sources: PodSource[]) =>
+    new AgentCore({ config: CONFIG, store: probes, sources, nodeNetworkStore: store });
+  const before = withStore(new MemoryProbeStore(), []);
+  await before.registerAttachment(ATTACHED_TO_NET1);
+  await before.stop();
+  assert.deepEqual([...saved], [["a", { network: "net1", networkId: 1 }]]);
+  // The restarted agent knows the pod from the API only, annotated with network 2.
+  const t = setup();
+  const after = withStore(t.store, t.sources);
+  await after.start();
+  t.sources[0].list(pod("a", "10.0.0.8", 2), pod("b", "10.0.0.9", 3));
+  await after.reconcileNow();
+  assert.deepEqual(ids(t.store), ["10.0.0.8:8080=1", "10.0.0.9:8080=3"]);
+  // A pod gone from every source is forgotten.
+  t.sources[0].list(pod("b", "10.0.0.9", 3));
+  await after.reconcileNow();
+  assert.deepEqual([...saved], []);
+  await after.stop();
+});
+
+Deno.test("AgentCore: a DEL of one of a pod's two interfaces keeps the other interface's targets", async () => {
+  const t = setup();
+  await t.core.start();
+  t.sources[0].list(pod("a", undefined, undefined));
+  await t.settle();
+  const eth0 = { containerId: "sandbox1", ifname: "eth0" };
+  const net1 = { containerId: "sandbox1", ifname: "net1" };
+  const attach = (ips: string[], ref: typeof eth0) =>
+    t.core.registerAttachment({ ...ATTACHED_TO_NET1, ips }, ref);
+  await attach(["10.0.0.8"], eth0);
+  await attach(["192.168.5.8"], net1);
+  assert.deepEqual(ids(t.store), ["10.0.0.8:8080=1", "192.168.5.8:8080=1"].sort());
+  await t.core.removeAttachment("a", net1);
+  assert.deepEqual(ids(t.store), ["10.0.0.8:8080=1"], "eth0's target stays");
+  await t.core.removeAttachment("a", eth0);
+  assert.deepEqual(ids(t.store), []);
+  await t.core.stop();
+});
+
+Deno.test("AgentCore: a new sandbox's ADD replaces the interfaces of the pod's old sandbox", async () => {
+  const t = setup();
+  await t.core.start();
+  t.sources[0].list(pod("a", undefined, undefined));
+  await t.settle();
+  const attach = (ips: string[], containerId: string, ifname: string) =>
+    t.core.registerAttachment({ ...ATTACHED_TO_NET1, ips }, {
+      containerId,
+      ifname,
+    });
+  await attach(["10.0.0.8"], "old", "eth0");
+  await attach(["192.168.5.8"], "old", "net1");
+  await attach(["10.0.0.9"], "new", "eth0");
+  assert.deepEqual(ids(t.store), ["10.0.0.9:8080=1"]);
+  await t.core.stop();
+});
