@@ -6,28 +6,22 @@
 import { getLogger } from "@logtape/logtape";
 import { type Attachment, AttachmentRefusedError } from "../cni/protocol.ts";
 import { type AddressClash, addressClashes } from "../rules/conflicts.ts";
-import type { Pod } from "../pods/pod.ts";
 import type { PodCache } from "../pods/cache.ts";
 import { canonicalAddress } from "../datapath/probe_map.ts";
 import type { PodNetwork, TargetOptions } from "../rules/pod_network.ts";
-import { type PodPlacement, podPlacement } from "../rules/placement.ts";
+import type { PodPlacement } from "../rules/placement.ts";
+import { placementOf, type RulesMemo } from "./desired_state.ts";
 import { callHook } from "./problems.ts";
 
 const log = getLogger(["lace", "agent"]);
-
-/** Where each merged pod object sits (network, addresses), with the node network it was computed for. */
-export type PlacementMemo = WeakMap<
-  Pod,
-  { node: PodNetwork | undefined; placement: PodPlacement | undefined }
->;
 
 export interface ClashCheck {
   pods: Pick<PodCache, "uids" | "get">;
   /** The network the node attached each pod to, by uid (authoritative over annotations). */
   nodeNetworks: ReadonlyMap<string, PodNetwork>;
   config: TargetOptions;
-  /** Kept across calls so an ADD costs a lookup per pod. */
-  memo: PlacementMemo;
+  /** The reconcile's memo: an ADD costs a lookup per pod, and places a pod the reconcile has not. */
+  memo: RulesMemo;
   /** Whether nothing can tell this pod's network yet (see DesiredStateInput.networkUnknown). */
   networkUnknown?: (uid: string) => boolean;
   /** Called with the refused attachment and its clashes (for Events). */
@@ -52,15 +46,8 @@ export function refuseClashingAttachment(
   const placements: PodPlacement[] = [];
   for (const uid of pods.uids()) {
     try {
-      const pod = pods.get(uid)!;
-      const node = nodeNetworks.get(uid);
-      // Cached per merged pod object, as the rules are: an ADD costs a lookup per pod.
-      let placed = memo.get(pod);
-      if (!placed || placed.node !== node) {
-        placed = { node, placement: podPlacement(pod, config, node) };
-        memo.set(pod, placed);
-      }
-      if (placed.placement && !check.networkUnknown?.(uid)) placements.push(placed.placement);
+      const placed = placementOf(memo, pods.get(uid)!, config, nodeNetworks.get(uid));
+      if (placed && !check.networkUnknown?.(uid)) placements.push(placed);
     } catch { /* a pod that cannot be evaluated is reported by the reconcile */ }
   }
   const addresses = a.ips.flatMap((ip) => {

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { type ClashCheck, refuseClashingAttachment } from "./attachment_clashes.ts";
+import { desiredState, type RulesMemo } from "./desired_state.ts";
 import { type Attachment, AttachmentRefusedError } from "../cni/protocol.ts";
 import type { AddressClash } from "../rules/conflicts.ts";
 import type { Pod } from "../pods/pod.ts";
@@ -93,4 +94,31 @@ Deno.test("refuseClashingAttachment() passes over a pod that cannot be evaluated
   const c = check([["bad", new Error("views disagree")], ["holder", pod("holder", "10.0.0.6", 2)]]);
   refuseClashingAttachment(attachment(), net(1), c);
   assert.equal(c.refusals.length, 0);
+});
+
+Deno.test("refuseClashingAttachment() and desiredState() place a pod once between them, in one memo", () => {
+  const holder = pod("holder", "10.0.0.5", 2);
+  const memo: RulesMemo = new WeakMap();
+  const c = { ...check([["holder", holder]]), memo };
+  assert.throws(() => refuseClashingAttachment(attachment(), net(1), c), AttachmentRefusedError);
+  const placed = memo.get(holder)?.placement;
+  assert.equal(placed?.network?.networkId, 2, "the ADD placed the holder");
+  const state = desiredState({
+    uids: ["holder"],
+    pods: { get: () => holder, identity: (uid) => ({ namespace: "ns", name: uid, uid }) },
+    nodeNetworks: new Map(),
+    config: {
+      ...CONFIG,
+      probeMark: 0x1000,
+      markShift: 16,
+      addressConflict: "fail-closed",
+      addressSharing: "exclusive",
+      maxTargetsPerPod: 64,
+    },
+    capacity: 100,
+    memo,
+  });
+  assert.deepEqual(state.skips, []);
+  assert.equal(memo.get(holder)?.placement, placed, "the reconcile used the ADD's placement");
+  assert.ok(memo.get(holder)?.result, "and added the rules' targets to the same entry");
 });

@@ -28,7 +28,7 @@ import {
   type ReconcileReport,
 } from "./reconcile.ts";
 import { desiredState, type RulesMemo, type TargetView } from "./desired_state.ts";
-import { type PlacementMemo, refuseClashingAttachment } from "./attachment_clashes.ts";
+import { refuseClashingAttachment } from "./attachment_clashes.ts";
 import { attachmentNetwork, logUnknownNetwork } from "./attachment_network.ts";
 import type { PodLookup } from "../pods/source.ts";
 import { Scheduler } from "./scheduler.ts";
@@ -126,10 +126,8 @@ export class AgentCore {
   readonly #reporter: ProblemReporter;
   /** The computation's unwritten targets; the apply step adds its write failures to them. */
   #unwrittenByRules: Unwritten[] = [];
-  /** The rules' result per merged pod object, with the node network it was computed for. */
+  /** What was derived from each merged pod object: one memo for the reconcile and the ADDs. */
   readonly #derived: RulesMemo = new WeakMap();
-  /** Where each merged pod object sits (network, addresses), for refusals at attach. */
-  readonly #placed: PlacementMemo = new WeakMap();
   /**
    * The network the node attached each pod to, by uid, as the CNI path reported it:
    * authoritative over the pod's annotations, which the pod's author can write.
@@ -247,7 +245,7 @@ export class AgentCore {
           pods: this.cache,
           nodeNetworks: this.#nodeNetworks,
           config: this.#opts.config,
-          memo: this.#placed,
+          memo: this.#derived,
           networkUnknown: this.#networkUnknown,
           onRefused: this.#opts.onAttachRefused,
         });

@@ -11,7 +11,7 @@ import { type Pod, PodRefusedError } from "../pods/pod.ts";
 import type { PodCache } from "../pods/cache.ts";
 import { keyId, type ProbeEntry, type ProbeKey, type ProbeValue } from "../datapath/probe_map.ts";
 import { type PodTargets, probeTargetsForPod, type Skip, type Target } from "../rules/targets.ts";
-import type { NetworkMismatch, PodNetwork } from "../rules/pod_network.ts";
+import type { NetworkMismatch, PodNetwork, TargetOptions } from "../rules/pod_network.ts";
 import { capTargets, shareMap, type Unwritten } from "../rules/share.ts";
 import { type PodPlacement, podPlacement } from "../rules/placement.ts";
 import {
@@ -40,20 +40,49 @@ export type DesiredStateConfig = Pick<
 >;
 
 /**
- * The rules' result per merged pod object, with the node network it was
- * computed for, and the views of its targets (made on first use, one per
- * target of `result.targets`, in its order): a pod that does not change keeps
- * its views and entries from one reconcile to the next.
+ * What was derived from one merged pod object, for the node network it was computed for: the
+ * rules' result and its views (made on first use, one per target of `result.targets`, in its
+ * order) for the reconcile, and where the pod sits (network, addresses) for both the
+ * reconcile's address holders and the refusals at attach (attachment_clashes.ts). The cache
+ * hands back the same object until the pod changes, so each is computed once per pod change,
+ * by whichever asks first, and a pod that does not change keeps its views and entries from one
+ * reconcile to the next.
  */
-export type RulesMemo = WeakMap<
-  Pod,
-  {
-    node: PodNetwork | undefined;
-    result: PodTargets;
-    views?: TargetView[];
-    placement?: PodPlacement | null;
+export interface PodDerived {
+  node: PodNetwork | undefined;
+  result?: PodTargets;
+  views?: TargetView[];
+  /** null: the pod sits nowhere (hostNetwork, finished, no spec). */
+  placement?: PodPlacement | null;
+}
+
+/** The derivations per merged pod object, kept by the agent core across reconciles and ADDs. */
+export type RulesMemo = WeakMap<Pod, PodDerived>;
+
+/** The memo's entry for `pod`, a fresh one when the pod's node network changed. */
+function derivedFor(memo: RulesMemo, pod: Pod, node: PodNetwork | undefined): PodDerived {
+  let derived = memo.get(pod);
+  if (!derived || derived.node !== node) {
+    derived = { node };
+    memo.set(pod, derived);
   }
->;
+  return derived;
+}
+
+/**
+ * Where `pod` sits in the node network `node` (podPlacement()), computed once per pod object
+ * and network; undefined for a pod that sits nowhere.
+ */
+export function placementOf(
+  memo: RulesMemo,
+  pod: Pod,
+  config: TargetOptions,
+  node: PodNetwork | undefined,
+): PodPlacement | undefined {
+  const derived = derivedFor(memo, pod, node);
+  if (derived.placement === undefined) derived.placement = podPlacement(pod, config, node) ?? null;
+  return derived.placement ?? undefined;
+}
 
 export interface DesiredStateInput {
   /** The pods to evaluate, by uid, as the cache lists them. */
@@ -121,18 +150,15 @@ export function desiredState(input: DesiredStateInput): DesiredState {
     try {
       const pod = pods.get(uid)!;
       const node = nodeNetworks.get(uid);
-      // The cache hands back the same object until the pod changes, so the rules run
-      // once per pod change rather than once per pod per reconcile.
-      let derived = memo.get(pod);
-      if (!derived || derived.node !== node) {
-        derived = { node, result: probeTargetsForPod(pod, config, node) };
-        memo.set(pod, derived);
-      }
+      // The rules run once per pod change rather than once per pod per reconcile.
+      const derived = derivedFor(memo, pod, node);
+      derived.result ??= probeTargetsForPod(pod, config, node);
+      const result = derived.result;
       const { writable, over, unwritten: capped } = capTargets(
-        derived.result.targets,
+        result.targets,
         config.maxTargetsPerPod,
       );
-      derived.views ??= targetViews(derived.result.targets, config);
+      derived.views ??= targetViews(result.targets, config);
       const views = derived.views;
       writable.forEach((t, i) => {
         rank.set(t, i);
@@ -140,19 +166,17 @@ export function desiredState(input: DesiredStateInput): DesiredState {
         // pod's views name its written targets).
         viewOf.set(t, views[i]);
       });
-      for (const t of [...over, ...(derived.result.claims ?? [])]) claimsOnly.add(t);
-      all.push(...writable, ...over, ...(derived.result.claims ?? []));
+      for (const t of [...over, ...(result.claims ?? [])]) claimsOnly.add(t);
+      all.push(...writable, ...over, ...(result.claims ?? []));
       if (capped) unwritten.push(capped);
-      skips.push(...derived.result.skipped);
-      if (derived.result.mismatch) mismatches.push(derived.result.mismatch);
-      // Every live pod at an address counts, with probes or without.
-      if (derived.placement === undefined) {
-        const placed = podPlacement(pod, config, node) ?? null;
-        derived.placement = placed && input.networkUnknown?.(uid)
-          ? { ...placed, network: undefined }
-          : placed;
+      skips.push(...result.skipped);
+      if (result.mismatch) mismatches.push(result.mismatch);
+      // Every live pod at an address counts, with probes or without; one whose network
+      // nothing can tell yet holds its addresses for no network.
+      const placed = placementOf(memo, pod, config, node);
+      if (placed) {
+        placements.push(input.networkUnknown?.(uid) ? { ...placed, network: undefined } : placed);
       }
-      if (derived.placement) placements.push(derived.placement);
     } catch (error) {
       skips.push(unusable(pods, uid, error));
     }
