@@ -8,21 +8,13 @@ import { join } from "node:path";
 import { randomSuffix, run } from "../lib/cli/process.ts";
 import { claimSuffix, OWNERS_DIR, sweepAbandoned } from "../lib/demo/leftovers.ts";
 import { bpffsMountPoints, cgroup2MountPoints, readMountInfo } from "../lib/mountinfo.ts";
+import { pathExists } from "../lib/datapath/pins.ts";
 import { privilegedSkipReason } from "./helpers/sim_world.ts";
 
 const reason = privilegedSkipReason();
 
 async function netnsExists(name: string): Promise<boolean> {
   return (await run(["ip", "netns", "list"])).split("\n").some((l) => l.split(" ")[0] === name);
-}
-
-function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 Deno.test({
@@ -56,9 +48,9 @@ Deno.test({
 
       assert.ok(removed.includes(`netns ${made.deadNetns}`), removed.join(", "));
       assert.equal(await netnsExists(made.deadNetns), false);
-      assert.equal(exists(made.deadCgroup), false);
-      assert.equal(exists(made.deadPins), false);
-      assert.equal(exists(deadOwner), false, "the dead owner's record goes too");
+      assert.equal(pathExists(made.deadCgroup), false);
+      assert.equal(pathExists(made.deadPins), false);
+      assert.equal(pathExists(deadOwner), false, "the dead owner's record goes too");
       assert.equal(await netnsExists(made.liveNetns), true, "a live owner's namespace stays");
     } finally {
       await run(["ip", "netns", "del", made.liveNetns]).catch(() => {});
