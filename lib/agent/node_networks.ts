@@ -7,6 +7,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { isObject } from "../json.ts";
+import { networkNameProblem } from "../network_name.ts";
 import { rootDirProblem } from "../root_dir.ts";
 import type { PodNetwork } from "../rules/pod_network.ts";
 
@@ -20,7 +21,8 @@ export interface NodeNetworkStore {
 
 /**
  * Reads the file's text: `{"<uid>": {"network": "...", "networkId": N}}`.
- * Entries that are not well formed are left out and named in `problems`.
+ * Entries that are not well formed, or whose name breaks the network name rule
+ * (lib/network_name.ts), are left out and named in `problems`; the others are kept.
  */
 export function parseNodeNetworks(
   text: string,
@@ -36,10 +38,21 @@ export function parseNodeNetworks(
   if (!isObject(raw)) return { networks, problems: ["not a JSON object"] };
   for (const [uid, value] of Object.entries(raw)) {
     const ok = uid !== "" && isObject(value) && typeof value.network === "string" &&
-      value.network !== "" && Number.isInteger(value.networkId) &&
+      Number.isInteger(value.networkId) &&
       (value.networkId as number) >= 1 && (value.networkId as number) <= 65535;
     if (!ok) {
       problems.push(`entry ${JSON.stringify(uid)} is not {network, networkId 1..65535}`);
+      continue;
+    }
+    const bad = networkNameProblem(value.network);
+    if (bad) {
+      // Not from the CNI path of this agent, which refuses such a name: left out, so the pod's
+      // network comes from its annotations until its sandbox's next CNI ADD.
+      problems.push(
+        `entry ${
+          JSON.stringify(uid)
+        }: the network ${bad}; left out (the pod's network comes from its annotations until its next CNI ADD)`,
+      );
       continue;
     }
     const v = value as unknown as PodNetwork;

@@ -101,6 +101,25 @@ Deno.test("ADD without network keys leaves the network to the pod annotations", 
   });
 });
 
+Deno.test("ADD with a malformed network name fails closed with code 7 and registers nothing", async () => {
+  await withAgent(async (socket, agent) => {
+    const out = await cniPlugin(env("ADD"), stdin(socket, { network: "blue\u200b" }));
+    assert.equal(out.code, 1);
+    const result = JSON.parse(out.stdout);
+    assert.equal(result.code, 7);
+    assert.match(result.msg, /^"network" must be 1\.\.253 printable characters/);
+    assert.deepEqual(agent.added, []);
+  });
+});
+
+Deno.test("DEL with a malformed network name still forgets the attachment", async () => {
+  await withAgent(async (socket, agent) => {
+    const out = await cniPlugin(env("DEL"), stdin(socket, { network: "blue net" }));
+    assert.equal(out.code, 0, out.stdout);
+    assert.deepEqual(agent.removed, ["u1"]);
+  });
+});
+
 Deno.test("ADD succeeds within the timeout when the agent is slow", async () => {
   const agent = new FakeAgent();
   const gate = Promise.withResolvers<void>();
@@ -386,5 +405,9 @@ Deno.test("the CNI plugin's path (main.ts's static imports and the plugin) loads
 Deno.test("the plugin itself reaches only the CNI folder and the small shared helpers", async () => {
   // Config, rules and the datapath stay off this path: each plugin call loads it anew.
   const reached = (await moduleGraph("./plugin.ts", true)).map((s) => s.replace(/^.*\/lib\//, ""));
-  assert.deepEqual(reached.filter((s) => !s.startsWith("cni/")).sort(), ["duration.ts", "json.ts"]);
+  assert.deepEqual(reached.filter((s) => !s.startsWith("cni/")).sort(), [
+    "duration.ts",
+    "json.ts",
+    "network_name.ts",
+  ]);
 });

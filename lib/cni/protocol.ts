@@ -5,6 +5,7 @@
  * `parseRequest` because anything can connect to a socket.
  */
 import { isObject } from "../json.ts";
+import { networkNameProblem } from "../network_name.ts";
 
 /**
  * Where the agent listens for the plugin and where the plugin calls it by
@@ -103,7 +104,9 @@ function parseAttachment(value: unknown): Attachment {
     a.ips.push(ip);
   }
   if (value.network !== undefined || value.networkId !== undefined) {
-    a.network = text(value, "network", where)!;
+    const bad = networkNameProblem(value.network);
+    if (bad) throw new TypeError(`attachment.network ${bad}`);
+    a.network = value.network as string;
     const id = value.networkId;
     if (typeof id !== "number" || !Number.isInteger(id) || id < 1 || id > 65535) {
       throw new TypeError(`attachment.networkId must be an integer 1..65535: ${show(id)}`);

@@ -92,8 +92,18 @@ Deno.test("parseRequest() takes network ids 1 and 65535 and refuses 0, 65536 and
   }
   assert.equal(
     refusal(add({ networkId: 7 })),
-    "attachment.network must be a non-empty string of at most 1024 characters",
+    "attachment.network must be a string of 1..253 printable characters without spaces: undefined",
   );
+});
+
+Deno.test("parseRequest() refuses a network name the annotations could not carry, as the plugin does", () => {
+  for (const network of ["", "blue net", "blue\r\nred", "blue\u202e", "x".repeat(254)]) {
+    assert.match(
+      refusal(add({ network, networkId: 7 })),
+      /^attachment\.network must be 1\.\.253 printable characters without spaces: /,
+      JSON.stringify(network),
+    );
+  }
 });
 
 Deno.test("parseRequest() takes strings of 1024 characters and refuses 1025 or empty ones", () => {

@@ -6,6 +6,7 @@
  */
 import { parseDuration } from "../duration.ts";
 import { isObject } from "../json.ts";
+import { networkNameProblem } from "../network_name.ts";
 import { DEFAULT_CNI_SOCKET } from "./protocol.ts";
 
 /** The spec versions this plugin speaks; results before 0.3.0 had another shape. */
@@ -259,8 +260,19 @@ export function parseNetConf(stdin: string, command: Command): NetConf {
         `Unsupported value of "networkId": ${show(id)} (network ids are 1..65535)`,
       );
     }
-    conf.network = raw.network;
-    conf.networkId = networkId;
+    const bad = networkNameProblem(raw.network);
+    if (bad === null) {
+      conf.network = raw.network;
+      conf.networkId = networkId;
+    } else if (command === "ADD" || command === "CHECK") {
+      // Fail closed: a name the pods' annotations could never match, or one that reads like
+      // another, would tag the pod into a network nobody can name.
+      throw invalid(
+        `"network" ${bad}: give the name Lace's network plugin writes in its pods' lace.io/network annotation`,
+      );
+    }
+    // DEL, GC and STATUS use no network: a configuration gone bad must not hold up a sandbox's
+    // removal, so they go on without it.
   }
   if (raw.socket !== undefined) {
     if (typeof raw.socket !== "string" || !raw.socket.startsWith("/")) {

@@ -224,3 +224,25 @@ Deno.test("parseNetConf() refuses a network id that is neither a number nor a st
     assert.equal(codeOf(() => parseNetConf(conf({ network: "b", networkId }), "ADD")), 7);
   }
 });
+
+Deno.test("parseNetConf() refuses at ADD and CHECK a network name no annotation could carry, with code 7 saying what to give", () => {
+  for (const network of ["blue net", "blue\n", "blue\u202e", "blue\u200b", "x".repeat(254)]) {
+    for (const command of ["ADD", "CHECK"] as const) {
+      const e = errorOf(() => parseNetConf(conf({ network, networkId: 7 }), command));
+      assert.equal(e.code, ERR.invalidConfig, JSON.stringify(network));
+      assert.match(
+        e.message,
+        /^"network" must be 1\.\.253 printable characters without spaces: .*: give the name Lace's network plugin writes in its pods' lace\.io\/network annotation$/s,
+      );
+    }
+  }
+  assert.equal(parseNetConf(conf({ network: "blå-2", networkId: 7 }), "ADD").network, "blå-2");
+});
+
+Deno.test("parseNetConf() goes on without a malformed network at DEL, GC and STATUS, which use none", () => {
+  for (const command of ["DEL", "GC", "STATUS"] as const) {
+    const c = parseNetConf(conf({ network: "blue net", networkId: 7 }, "1.1.0"), command);
+    assert.equal(c.network, undefined, command);
+    assert.equal(c.networkId, undefined, command);
+  }
+});

@@ -2,6 +2,7 @@
  * A pod's network: the Lace network named by its annotations (or given by the
  * node), or the default network of pods without one.
  */
+import { networkNameProblem } from "../network_name.ts";
 import type { PodIdentity } from "./pod_fields.ts";
 
 /** A Lace network: its name and its id (1..65535), the id going into the mark. */
@@ -39,22 +40,11 @@ export interface TargetOptions {
   lifecycleHooks?: boolean;
 }
 
-/** The longest network name, in characters: a Kubernetes object name's limit (DNS subdomain). */
-export const MAX_NETWORK_NAME = 253;
-
-/**
- * A network name is 1..253 characters, none of them a control, format or private-use
- * character, a space or separator, or unassigned: it is compared with the name the node's CNI
- * conf gives, kept in node-networks.json and printed in logs, Events and `lace targets`, where
- * such a character either hides what the name says or makes two names look alike.
- */
-const NETWORK_NAME = new RegExp(`^[^\\p{C}\\p{Z}]{1,${MAX_NETWORK_NAME}}$`, "u");
-
 /**
  * Parses the network annotations. Both absent: the pod is on the host-reachable
  * default network (null, not a problem). Lace writes both together, so one
  * without the other, an id that is not decimal 1..65535, or a name that is not
- * 1..253 printable characters without spaces (NETWORK_NAME), is malformed.
+ * 1..253 printable characters without spaces (networkNameProblem), is malformed.
  */
 export function podNetwork(
   annotations: Record<string, unknown>,
@@ -69,12 +59,8 @@ export function podNetwork(
   if (typeof name !== "string" || name === "") {
     return `Annotation ${opts.networkAnnotation} is missing or empty while ${opts.networkIdAnnotation} is "${id}": the pod's network is unknown`;
   }
-  if (!NETWORK_NAME.test(name)) {
-    const shown = name.length > 80 ? `${name.slice(0, 80)}…` : name;
-    return `Annotation ${opts.networkAnnotation} must be 1..${MAX_NETWORK_NAME} printable characters without spaces: ${
-      JSON.stringify(shown)
-    } (${[...name].length} characters)`;
-  }
+  const bad = networkNameProblem(name);
+  if (bad) return `Annotation ${opts.networkAnnotation} ${bad}`;
   const networkId = /^[0-9]{1,5}$/.test(id) ? Number(id) : NaN;
   if (!(networkId >= 1 && networkId <= 65535)) {
     return `Annotation ${opts.networkIdAnnotation} must be a decimal number 1..65535: "${id}"`;

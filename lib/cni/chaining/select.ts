@@ -5,6 +5,7 @@
  * and CRI-O gives it), or every file matching a configured list of names and
  * globs, each with its own network where one is given. Pure.
  */
+import { networkNameProblem } from "../../network_name.ts";
 import { isConfigName } from "./conflist.ts";
 
 /** One configured file pattern: a name or a glob (`*`, `?`), with an optional network. */
@@ -33,8 +34,8 @@ export function byteOrder(a: string, b: string): number {
 
 /**
  * Parses `--cni-chain-files`: comma-separated `PATTERN` or `PATTERN=NETWORK:ID`
- * (e.g. `10-flannel.conflist,20-*.conflist=blue:7`). Throws TypeError naming
- * every bad item.
+ * (e.g. `10-flannel.conflist,20-*.conflist=blue:7`), NETWORK held to the network name rule
+ * (lib/network_name.ts). Throws TypeError naming every bad item.
  */
 export function parseChainTargets(text: string): ChainTarget[] {
   const targets: ChainTarget[] = [];
@@ -49,10 +50,18 @@ export function parseChainTargets(text: string): ChainTarget[] {
       targets.push({ pattern });
       continue;
     }
-    const m = /^([^:\s]{1,253}):([0-9]{1,5})$/.exec(network);
+    // The id follows the last colon; the name is held to the rule of every network name.
+    const m = /^(.*):([0-9]{1,5})$/s.exec(network);
     const id = m ? Number(m[2]) : NaN;
     if (!m || id < 1 || id > 65535) {
       problems.push(`"${item}": the network must be NAME:ID with ID 1..65535`);
+      continue;
+    }
+    const bad = networkNameProblem(m[1]);
+    if (bad) {
+      problems.push(
+        `"${item}": the network name ${bad}; give the name Lace's network plugin writes in the pods' lace.io/network annotation`,
+      );
       continue;
     }
     targets.push({ pattern, network: m[1], networkId: id });

@@ -47,3 +47,23 @@ Deno.test("parseChainTargets names every bad item", () => {
     assert.deepStrictEqual(e.message.includes(bad), true, `${bad} in ${e.message}`);
   }
 });
+
+Deno.test("parseChainTargets holds a file's network to the network name rule", () => {
+  assert.deepStrictEqual(parseChainTargets("20-*.conflist=blå.net-2:7"), [
+    { pattern: "20-*.conflist", network: "blå.net-2", networkId: 7 },
+  ]);
+  for (const network of ["blue\u200b", "blue\u00a0net", "x".repeat(254), ""]) {
+    const item = `20-*.conflist=${network}:7`;
+    assert.throws(
+      () => parseChainTargets(item),
+      (e: Error) =>
+        e instanceof TypeError &&
+        e.message.startsWith(
+          `${
+            JSON.stringify(item)
+          }: the network name must be 1..253 printable characters without spaces: `,
+        ),
+      JSON.stringify(network),
+    );
+  }
+});

@@ -1,0 +1,35 @@
+/**
+ * The one rule for a Lace network's name, wherever a name enters: a pod's annotation, the CNI
+ * conf's `network`, the agent's `node-networks.json`, the `--cni-chain-files` flag and the CNI
+ * socket. Every one of those names is compared with the others and printed in logs, Events and
+ * `lace targets`, so they must all take the same form.
+ */
+
+/** The longest network name, in characters: a Kubernetes object name's limit (DNS subdomain). */
+export const MAX_NETWORK_NAME = 253;
+
+/**
+ * A network name is 1..253 characters, none of them a control, format or private-use
+ * character, a space or separator, or unassigned: where such a character is printed it either
+ * hides what the name says or makes two names look alike.
+ */
+const NETWORK_NAME = new RegExp(`^[^\\p{C}\\p{Z}]{1,${MAX_NETWORK_NAME}}$`, "u");
+
+/**
+ * Why `name` is not a network name, as the end of a sentence naming where it came from
+ * (`must be 1..253 printable characters without spaces: "blue net" (8 characters)`, at most 80
+ * of its characters quoted), or null when it is one. Callers prefix the file or field and say
+ * what to do.
+ */
+export function networkNameProblem(name: unknown): string | null {
+  if (typeof name === "string" && NETWORK_NAME.test(name)) return null;
+  if (typeof name !== "string") {
+    return `must be a string of 1..${MAX_NETWORK_NAME} printable characters without spaces: ${
+      JSON.stringify(name) ?? String(name)
+    }`;
+  }
+  const shown = name.length > 80 ? `${name.slice(0, 80)}…` : name;
+  return `must be 1..${MAX_NETWORK_NAME} printable characters without spaces: ${
+    JSON.stringify(shown)
+  } (${[...name].length} characters)`;
+}
