@@ -1,16 +1,15 @@
 /**
  * CNI CHECK on the agent's side: does the probe map hold what this pod's
  * attachment needs? Pure comparison of the agent's desired targets with the
- * map's entries, and the glue that makes an `AgentCore` a `CniHandler`.
+ * map's entries, and the glue that makes the agent (an `AttachmentAgent`) a `CniHandler`.
  */
-import type { AgentCore } from "../agent/core.ts";
 import {
   canonicalAddress,
   keyId,
   type ProbeEntry,
   type ProbeStore,
 } from "../datapath/probe_map.ts";
-import type { Attachment } from "./protocol.ts";
+import type { Attachment, AttachmentRef } from "./protocol.ts";
 import type { CniHandler } from "./server.ts";
 
 /** The part of a desired target CHECK looks at. */
@@ -34,7 +33,7 @@ function describe(entry: ProbeEntry): string {
  */
 export function checkAttachment(
   a: Attachment,
-  desired: DesiredTarget[],
+  desired: readonly DesiredTarget[],
   entries: ProbeEntry[],
   otherInterfaces: string[] = [],
 ): string[] {
@@ -71,17 +70,26 @@ export function checkAttachment(
 }
 
 /**
- * The handler `startCniServer` needs, made of the agent core (registration
+ * What the CNI path needs of the agent, owned here so the agent core (lib/agent/core.ts, above
+ * this folder) provides it rather than this folder reaching up for the core's type.
+ */
+export interface AttachmentAgent {
+  /** Writes the attachment's targets; resolves once they are in the probe map. */
+  registerAttachment(a: Attachment, ref?: AttachmentRef): Promise<void>;
+  /** Forgets what CNI said about one interface of the pod. */
+  removeAttachment(uid: string, ref?: AttachmentRef): Promise<void>;
+  /** The targets the agent wants in the map now. */
+  view(): { readonly targets: readonly DesiredTarget[] };
+  /** The addresses of the pod's other interfaces, whose targets are the pod's too. */
+  interfaceAddresses(uid: string): string[];
+}
+
+/**
+ * The handler `startCniServer` needs, made of the agent (registration
  * and removal, which resolve once the map is written) and the probe store
  * CHECK reads: the map itself, never a copy, so drift shows.
  */
-export function cniHandlerFor(
-  core: Pick<
-    AgentCore,
-    "registerAttachment" | "removeAttachment" | "view" | "interfaceAddresses"
-  >,
-  store: ProbeStore,
-): CniHandler {
+export function cniHandlerFor(core: AttachmentAgent, store: ProbeStore): CniHandler {
   return {
     registerAttachment: (a, ref) => core.registerAttachment(a, ref),
     removeAttachment: (uid, ref) => core.removeAttachment(uid, ref),

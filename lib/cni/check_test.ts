@@ -74,8 +74,7 @@ Deno.test("cniHandlerFor() checks against the store itself", async () => {
     interfaceAddresses: () => [],
     view: () => ({ targets: [{ ...t, pod: { ...t.pod, namespace: "ns", name: "web" } }] }),
   };
-  // deno-lint-ignore no-explicit-any
-  const handler = cniHandlerFor(core as any, store);
+  const handler = cniHandlerFor(core, store);
   assert.equal(
     (await handler.check!(attachment, { containerId: "c1", ifname: "eth0" })).problems.length,
     1,
