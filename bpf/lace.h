@@ -82,6 +82,26 @@ struct lace_range_key {
 
 #define LACE_MAX_RANGES 65536
 
+/*
+ * The pre-check before the pod ranges trie, so that a kubelet connect outside
+ * every range (the API server, a registry, a host-network pod) skips the trie
+ * lookup. Per family (0: IPv4, 1: IPv6), prefix is the shortest range prefix
+ * (at most 32 or 64 bits) and bits holds one bit per bucket: a destination's
+ * top `prefix` bits, xor-folded into LACE_FILTER_BITS bits, name its bucket.
+ * The agent sets the bucket of every range (lib/datapath/range_filter.ts), so
+ * every address inside a range finds its bit set; a clear bit proves the
+ * destination is outside every range, a set one only sends it to the trie.
+ * prefix 0 means "no filter": every destination asks the trie (a new object's
+ * zeroed map, or a /0 range). Like the trie, each object has its own.
+ */
+#define LACE_FILTER_BITS 14
+#define LACE_FILTER_WORDS ((1 << LACE_FILTER_BITS) / 64)
+
+struct lace_range_filter {
+	__u32 prefix[2];
+	__u64 bits[2][LACE_FILTER_WORDS];
+};
+
 /* The network a pod range belongs to (0: unknown, an operator's range). */
 struct lace_range_value {
 	__u16 network_id;

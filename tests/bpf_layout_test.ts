@@ -13,6 +13,7 @@ import {
   RANGE_KEY_LAYOUT,
   RANGE_VALUE_LAYOUT,
 } from "../lib/datapath/pod_ranges.ts";
+import { RANGE_FILTER_LAYOUT } from "../lib/datapath/range_filter.ts";
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import {
@@ -133,6 +134,7 @@ const STRUCTS: [string, StructLayout][] = [
   ["lace_range_key", RANGE_KEY_LAYOUT],
   ["lace_range_value", RANGE_VALUE_LAYOUT],
   ["lace_network_counts", NETWORK_COUNTS_LAYOUT],
+  ["lace_range_filter", RANGE_FILTER_LAYOUT],
 ];
 
 for (const [name, layout] of STRUCTS) {
@@ -163,6 +165,13 @@ Deno.test("the pod ranges map is an LPM trie of lace_range_key to lace_range_val
   assert.equal(map.maxEntries, MAX_RANGES);
   assert.equal(resolved(map.key).name, "lace_range_key");
   assert.equal(resolved(map.value).name, "lace_range_value");
+});
+
+Deno.test("the range filter map is an array of one lace_range_filter", () => {
+  const map = mapDefinition("range_filter");
+  assert.equal(map.type, 2, "BPF_MAP_TYPE_ARRAY");
+  assert.equal(map.maxEntries, 1);
+  assert.equal(resolved(map.value).name, "lace_range_filter");
 });
 
 Deno.test("the network counts map is an array of lace_network_counts, one per network id", () => {

@@ -9,7 +9,7 @@ import { defaultConfig, markFor } from "../lib/config.ts";
 import { Datapath } from "../lib/datapath/loader.ts";
 import { statCgroupId } from "../lib/cgroup/watch.ts";
 import { linkPinName, uninstall } from "../lib/datapath/pins.ts";
-import { hostRange } from "../lib/datapath/pod_ranges.ts";
+import { hostRange, parseCidr } from "../lib/datapath/pod_ranges.ts";
 import { BpfLink } from "../lib/datapath/libbpf/link.ts";
 import { BpfMap } from "../lib/datapath/libbpf/map.ts";
 import { unwrap } from "../lib/datapath/libbpf/errors.ts";
@@ -166,6 +166,39 @@ privileged(
       connects: 3n,
       unmatched: 2n,
     });
+  },
+);
+
+privileged(
+  "past the range filter, unmatched connects inside a pod range count for its network, " +
+    "those outside every range do not",
+  async () => {
+    await using w = await SimWorld.create();
+    const unmatched = w.datapath.unmatched!;
+    const counts = () => unmatched.networkCounts([1, 2, 3]);
+    // Prefixes longer than the bitmap's 14 bits, so the program folds the bucket as the agent does.
+    unmatched.syncRanges([
+      parseCidr("10.244.0.0/16", 1),
+      parseCidr("fd00:244::/48", 2),
+      parseCidr("10.245.0.0/16", 3),
+    ]);
+    assert.deepEqual(
+      [unmatched.rangeFilter()?.ipv4.prefix, unmatched.rangeFilter()?.ipv6.prefix],
+      [16, 48],
+    );
+    for (const host of [POD_IPV4, POD_IPV6, POD_IPV4]) {
+      await w.kubelet.probe({ host, port: TCP_PORTS[2], timeoutMs: TIMEOUT });
+    }
+    assert.deepEqual(counts().get(1), { connects: 2n, unmatched: 2n });
+    assert.deepEqual(counts().get(2), { connects: 1n, unmatched: 1n });
+    // Ranges elsewhere: the pod's addresses are outside every range, their buckets clear.
+    unmatched.syncRanges([parseCidr("10.245.0.0/16", 3), parseCidr("fd00:245::/48", 3)]);
+    for (const host of [POD_IPV4, POD_IPV6]) {
+      await w.kubelet.probe({ host, port: TCP_PORTS[2], timeoutMs: TIMEOUT });
+    }
+    assert.deepEqual(counts().get(1), { connects: 2n, unmatched: 2n });
+    assert.deepEqual(counts().get(2), { connects: 1n, unmatched: 1n });
+    assert.deepEqual(counts().get(3), { connects: 0n, unmatched: 0n });
   },
 );
 

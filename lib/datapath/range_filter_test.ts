@@ -1,0 +1,149 @@
+import assert from "node:assert/strict";
+import { forAll, type SeededRandom } from "../../tests/helpers/property.ts";
+import { parseCidr, type PodRange } from "./pod_ranges.ts";
+import { parseAddress } from "./probe_map.ts";
+import {
+  bucketOf,
+  computeRangeFilter,
+  decodeRangeFilter,
+  encodeRangeFilter,
+  FILTER_BITS,
+  filterPasses,
+  filterTurnedOff,
+  RANGE_FILTER_LAYOUT,
+} from "./range_filter.ts";
+
+/** An address as text from its bytes. */
+function text(bytes: Uint8Array): string {
+  if (bytes.length === 4) return Array.from(bytes).join(".");
+  const words: string[] = [];
+  for (let i = 0; i < 16; i += 2) words.push(((bytes[i] << 8) | bytes[i + 1]).toString(16));
+  return words.join(":");
+}
+
+function randomBytes(r: SeededRandom, n: number): Uint8Array {
+  return Uint8Array.from({ length: n }, () => r.int(0, 255));
+}
+
+/** The bytes with every bit past `prefix` zero. */
+function masked(bytes: Uint8Array, prefix: number): Uint8Array {
+  return bytes.map((b, i) => b & ((0xff << (8 - Math.max(0, Math.min(8, prefix - i * 8)))) & 0xff));
+}
+
+/** A random address inside `range`: its prefix bits, then random ones. */
+function inside(r: SeededRandom, range: PodRange): string {
+  const base = parseAddress(range.address).bytes;
+  const rand = randomBytes(r, base.length);
+  return text(
+    base.map((b, i) => b | (rand[i] & ~masked(Uint8Array.of(0xff), range.prefix - i * 8)[0])),
+  );
+}
+
+/** Whether `address` lies in `range`, as the LPM trie decides it. */
+function inRange(range: PodRange, address: string): boolean {
+  const a = parseAddress(address);
+  if (a.family !== range.family) return false;
+  const want = parseAddress(range.address).bytes;
+  return masked(a.bytes, range.prefix).every((b, i) => b === want[i]);
+}
+
+function randomRange(r: SeededRandom): PodRange {
+  const family = r.chance(0.5) ? "ipv4" : "ipv6";
+  const bits = family === "ipv4" ? 32 : 128;
+  // Mostly realistic prefixes (pod CIDRs, host ranges), sometimes any.
+  const prefix = r.chance(0.7)
+    ? r.pick(family === "ipv4" ? [8, 12, 16, 24, 32] : [48, 56, 64, 128])
+    : r.int(1, bits);
+  const bytes = masked(randomBytes(r, bits / 8), prefix);
+  return parseCidr(`${text(bytes)}/${prefix}`, r.int(0, 65535));
+}
+
+Deno.test("every address inside any range passes the filter (the trie's semantics)", () => {
+  forAll({ seed: 2801, runs: 300 }, (r) => {
+    const ranges = Array.from({ length: r.int(1, 12) }, () => randomRange(r));
+    const filter = computeRangeFilter(ranges);
+    for (let i = 0; i < 20; i++) {
+      const range = r.pick(ranges);
+      const address = inside(r, range);
+      assert(inRange(range, address), `generator: ${address} in ${range.address}/${range.prefix}`);
+      assert(filterPasses(filter, address), `${address} (in ${range.address}/${range.prefix})`);
+    }
+  });
+});
+
+Deno.test("while the shortest prefix fits the bitmap, exactly the addresses in a range pass", () => {
+  forAll({ seed: 2802, runs: 200 }, (r) => {
+    const family = r.chance(0.5) ? "ipv4" : "ipv6";
+    const prefix = r.int(1, FILTER_BITS);
+    const ranges = Array.from({ length: r.int(1, 4) }, () => {
+      const bytes = masked(randomBytes(r, family === "ipv4" ? 4 : 16), prefix);
+      return parseCidr(`${text(bytes)}/${prefix}`, 1);
+    });
+    const filter = computeRangeFilter(ranges);
+    assert.equal(filter[family].prefix, prefix);
+    for (let i = 0; i < 50; i++) {
+      const address = text(randomBytes(r, family === "ipv4" ? 4 : 16));
+      assert.equal(
+        filterPasses(filter, address),
+        ranges.some((range) => inRange(range, address)),
+        `${address} against ${ranges.map((x) => `${x.address}/${x.prefix}`).join(", ")}`,
+      );
+    }
+  });
+});
+
+Deno.test("a node's pod CIDRs let the API server's and a registry's addresses skip the trie", () => {
+  const filter = computeRangeFilter([
+    parseCidr("10.244.0.0/16"),
+    parseCidr("10.244.1.10/32", 1),
+    parseCidr("fd00:10:244::/56"),
+  ]);
+  assert.equal(filter.ipv4.prefix, 16);
+  assert.equal(filter.ipv6.prefix, 56);
+  // 10.244/16 is bucket 0x0af4 (16 bits folded into 14: 0x0af4 ^ 0x0af4 >> 14).
+  assert.deepEqual(
+    Array.from(filter.ipv4.bits.entries()).filter(([, b]) => b !== 0),
+    [[0x0af4 >> 3, 1 << (0x0af4 & 7)]],
+  );
+  assert(filterPasses(filter, "10.244.200.3"));
+  assert(filterPasses(filter, "fd00:10:244:0:ff::1"));
+  assert(!filterPasses(filter, "10.96.0.1"));
+  assert(!filterPasses(filter, "192.168.1.20"));
+  assert(!filterPasses(filter, "fd00:10:96::1"));
+  assert(!filterPasses(filter, "2001:db8::1"));
+});
+
+Deno.test("a family without ranges passes nothing; a /0 range turns its family's filter off", () => {
+  const none = computeRangeFilter([parseCidr("10.244.0.0/16")]);
+  assert(none.ipv6.prefix > 0);
+  assert(none.ipv6.bits.every((b) => b === 0));
+  assert(!filterPasses(none, "fd00::1"));
+  const all = computeRangeFilter([parseCidr("::/0"), parseCidr("10.244.0.0/16")]);
+  assert.equal(all.ipv6.prefix, 0);
+  assert(filterPasses(all, "2001:db8::1"));
+  assert(!filterPasses(all, "10.96.0.1"));
+});
+
+Deno.test("bucketOf() folds the top `prefix` bits into FILTER_BITS bits", () => {
+  assert.equal(bucketOf(0x0af4_0000_0000_0000n, 16), 0x0af4 ^ (0x0af4 >> FILTER_BITS));
+  assert.equal(
+    bucketOf(0xffff_ffff_ffff_ffffn, 64),
+    Number(0x3fffn ^ 0x3fffn ^ 0x3fffn ^ 0x3fffn ^ 0xffn),
+  );
+  assert.equal(bucketOf(0x8000_0000_0000_0000n, 1), 1);
+});
+
+Deno.test("the filter encodes as struct lace_range_filter and turns off without losing its bits", () => {
+  const filter = computeRangeFilter([parseCidr("10.244.0.0/16"), parseCidr("fd00::/8")]);
+  const bytes = encodeRangeFilter(filter);
+  assert.equal(bytes.length, RANGE_FILTER_LAYOUT.size);
+  const view = new DataView(bytes.buffer);
+  assert.equal(view.getUint32(0, true), 16);
+  assert.equal(view.getUint32(4, true), 8);
+  assert.deepEqual(decodeRangeFilter(bytes), filter);
+  const off = decodeRangeFilter(filterTurnedOff(bytes));
+  assert.deepEqual(off, {
+    ipv4: { prefix: 0, bits: filter.ipv4.bits },
+    ipv6: { prefix: 0, bits: filter.ipv6.bits },
+  });
+});
