@@ -4,8 +4,11 @@
  * built with -DLACE_BENCH_NOOP (returns at once: what the kernel charges for
  * running any cgroup connect program at all) and with -DLACE_BENCH_LOOKUP_ONLY
  * (one lookup in the probe map and the mark, nothing counted: the least a
- * program that tags probes must do). Built at run time with the script
- * `deno task bpf` runs, so they are today's source.
+ * program that tags probes must do); and Lace's own program once more, whose
+ * pod ranges the figure sets elsewhere, so that its non-matching connects are
+ * outside every range (as the API server's or a host-network pod's are).
+ * Built at run time with the script `deno task bpf` runs, so they are today's
+ * source.
  */
 import { join } from "node:path";
 import { Datapath } from "../lib/datapath/loader.ts";
@@ -28,9 +31,10 @@ export interface BenchProgram {
 const VARIANTS = [
   { name: "noop", define: "LACE_BENCH_NOOP", tags: false },
   { name: "lookup", define: "LACE_BENCH_LOOKUP_ONLY", tags: true },
+  { name: "outside", define: undefined, tags: true },
 ] as const;
 
-/** Builds, loads and attaches the no-op and the lookup-only program; cleanups undo all of it. */
+/** Builds, loads and attaches the programs above; cleanups undo all of it. */
 export async function loadBenchPrograms(
   cgroups: SimCgroups,
   cleanups: CleanupStack,
@@ -39,7 +43,10 @@ export async function loadBenchPrograms(
   cleanups.push(() => Deno.remove(dir, { recursive: true }));
   const out = {} as Record<(typeof VARIANTS)[number]["name"], BenchProgram>;
   for (const v of VARIANTS) {
-    const object = await buildBpfObject({ out: join(dir, `${v.name}.bpf.o`), defines: [v.define] });
+    const object = await buildBpfObject({
+      out: join(dir, `${v.name}.bpf.o`),
+      defines: v.define ? [v.define] : [],
+    });
     const pinPath = benchPinPath();
     cleanups.push(() => uninstall(pinPath));
     const datapath = Datapath.open({ pinPath, object: await Deno.readFile(object) });
