@@ -4,7 +4,7 @@
 #
 #   helm=$(scripts/install_helm.sh)      # e.g. /root/.cache/lace/tools/helm-v3.22.0/helm
 #
-# This is the one recipe for helm: scripts/build_k8s_tools.sh, CI and tests/chart_test.ts use the
+# This is the one recipe for helm: scripts/build_k8s_tools.sh, CI and tests/helpers/helm.ts use the
 # same cache path. Environment: LACE_TOOLS_CACHE (default ~/.cache/lace/tools), HELM_VERSION.
 set -euo pipefail
 

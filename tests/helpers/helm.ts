@@ -1,7 +1,9 @@
 /**
- * Runs the real `helm` against deploy/helm/lace for tests/chart_test.ts: finds the binary that
- * scripts/install_helm.sh builds (or one on PATH), renders the chart and parses the manifests.
+ * Runs the real `helm` against deploy/helm/lace for the chart's tests (tests/chart*_test.ts):
+ * finds the binary that scripts/install_helm.sh builds (or one on PATH), renders the chart,
+ * parses the manifests and finds the agent's pod spec, container and mounts in them.
  */
+import assert from "node:assert/strict";
 import { parseAllDocuments } from "yaml";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -114,4 +116,42 @@ export function only(manifests: Manifest[], kind: string, name?: string): Manife
 export function envOf(container: Manifest, name: string): Manifest | string | undefined {
   const entry = (container.env ?? []).find((e: Manifest) => e.name === name);
   return entry?.value ?? entry?.valueFrom;
+}
+
+/** The helm binary, when one is found. */
+export const HELM = findHelm();
+export const noHelm = HELM === undefined;
+/** A test that needs helm: skipped, and named so, without it. */
+export const helmTest = (name: string, fn: (helm: string) => Promise<void>) =>
+  Deno.test({
+    name: noHelm ? `${name} (skipped: helm not found; run scripts/install_helm.sh)` : name,
+    ignore: noHelm,
+    fn: () => fn(HELM!),
+  });
+
+/** The DaemonSet's pod spec. */
+export function podSpec(manifests: Manifest[]): Manifest {
+  return only(manifests, "DaemonSet").spec.template.spec;
+}
+
+/** The agent container of the DaemonSet. */
+export function agent(manifests: Manifest[]): Manifest {
+  const found = podSpec(manifests).containers.filter((c: Manifest) => c.name === "agent");
+  assert.equal(found.length, 1, "one agent container");
+  return found[0];
+}
+
+/** Where a volume is mounted in the agent and which host path backs it. */
+export function mountOf(manifests: Manifest[], mountPath: string) {
+  const mount = agent(manifests).volumeMounts.find((m: Manifest) => m.mountPath === mountPath);
+  assert.ok(mount, `agent mounts ${mountPath}`);
+  const volume = podSpec(manifests).volumes.find((v: Manifest) => v.name === mount.name);
+  return { mount, hostPath: volume?.hostPath?.path as string | undefined };
+}
+
+/** helm's message refusing `overrides` (fails when helm renders them). */
+export async function refusal(helmBin: string, overrides: string[]): Promise<string> {
+  const result = await helm(helmBin, templateArgs(overrides));
+  assert.notEqual(result.code, 0, `helm should refuse ${overrides.join(" ")}`);
+  return result.stderr;
 }

@@ -1,0 +1,125 @@
+/**
+ * What the Helm chart grants the agent, rendered by the real helm: its capabilities and privilege,
+ * the host namespaces, its RBAC (cluster-wide and on its own DaemonSet), and where it listens.
+ * helm comes from scripts/install_helm.sh; without it these tests are skipped.
+ */
+import assert from "node:assert/strict";
+import {
+  agent,
+  envOf,
+  helmTest,
+  type Manifest,
+  mountOf,
+  only,
+  podSpec,
+  render,
+} from "./helpers/helm.ts";
+
+const AGENT_CAPABILITIES = ["BPF", "NET_ADMIN", "PERFMON", "SYS_ADMIN"];
+
+helmTest("the agent gets exactly its capabilities and is not privileged", async (h) => {
+  const security = agent(await render(h)).securityContext;
+  assert.equal(security.privileged, false);
+  assert.deepEqual(security.capabilities.drop, ["ALL"]);
+  assert.deepEqual([...security.capabilities.add].sort(), AGENT_CAPABILITIES);
+  assert.equal(security.runAsUser, 0);
+  assert.equal(security.readOnlyRootFilesystem, true);
+  // With SYS_ADMIN, no_new_privs is no boundary; the chart does not pretend it is.
+  assert.equal(security.allowPrivilegeEscalation, true);
+});
+
+helmTest("without SYS_ADMIN the agent runs with no_new_privs", async (h) => {
+  const security = agent(await render(h, ["capabilities={BPF,NET_ADMIN,PERFMON}"])).securityContext;
+  assert.deepEqual([...security.capabilities.add].sort(), ["BPF", "NET_ADMIN", "PERFMON"]);
+  assert.equal(security.allowPrivilegeEscalation, false);
+});
+
+helmTest("privileged=true runs the agent privileged with bidirectional bpffs", async (h) => {
+  const manifests = await render(h, ["privileged=true"]);
+  const security = agent(manifests).securityContext;
+  assert.equal(security.privileged, true);
+  assert.equal(security.capabilities, undefined);
+  assert.equal(mountOf(manifests, "/sys/fs/bpf").mount.mountPropagation, "Bidirectional");
+});
+
+helmTest("the agent runs in the host network and PID namespace on every node", async (h) => {
+  const spec = podSpec(await render(h));
+  assert.equal(spec.hostNetwork, true);
+  assert.equal(spec.hostPID, true);
+  assert.equal(spec.priorityClassName, "system-node-critical");
+  assert.deepEqual(spec.tolerations, [{ operator: "Exists" }]);
+  assert.equal(spec.serviceAccountName, "lace");
+});
+
+helmTest(
+  "the agent learns its node name, serves metrics on the node IP and health to its probes on loopback (issue 24, finding 1)",
+  async (h) => {
+    const manifests = await render(h);
+    const c = agent(manifests);
+    assert.deepEqual(envOf(c, "NODE_NAME"), { fieldRef: { fieldPath: "spec.nodeName" } });
+    assert.deepEqual(envOf(c, "HOST_IP"), { fieldRef: { fieldPath: "status.hostIP" } });
+    assert.equal(envOf(c, "LACE_METRICS_ADDR"), "$(HOST_IP):9808");
+    // Kubernetes expands $(HOST_IP) only from variables defined earlier in the list.
+    const names = c.env.map((e: Manifest) => e.name);
+    assert.ok(names.indexOf("HOST_IP") < names.indexOf("LACE_METRICS_ADDR"));
+    assert.deepEqual(c.ports, [{ name: "metrics", containerPort: 9808, protocol: "TCP" }]);
+    // The kubelet probes the agent where no pod can reach: a loopback listener of health alone.
+    assert.equal(envOf(c, "LACE_HEALTH_ADDR"), "127.0.0.1:9809");
+    assert.deepEqual(c.livenessProbe.httpGet, { host: "127.0.0.1", path: "/healthz", port: 9809 });
+    assert.deepEqual(c.readinessProbe.httpGet, { host: "127.0.0.1", path: "/readyz", port: 9809 });
+
+    const moved = agent(
+      await render(h, ["node.metricsHost=[::]", "node.metricsPort=9900", "node.healthPort=9901"]),
+    );
+    assert.equal(envOf(moved, "LACE_METRICS_ADDR"), "[::]:9900");
+    assert.equal(envOf(moved, "LACE_HEALTH_ADDR"), "127.0.0.1:9901");
+    assert.equal(moved.livenessProbe.httpGet.port, 9901);
+  },
+);
+
+helmTest("RBAC grants exactly the verbs the agent uses", async (h) => {
+  const manifests = await render(h);
+  const grants = only(manifests, "ClusterRole").rules.flatMap((rule: Manifest) =>
+    rule.apiGroups.flatMap((group: string) =>
+      rule.resources.flatMap((resource: string) =>
+        rule.verbs.map((verb: string) => `${group}/${resource}:${verb}`)
+      )
+    )
+  ).sort();
+  assert.deepEqual(grants, [
+    "/events:create",
+    "/events:patch",
+    "/nodes:get",
+    "/pods:get",
+    "/pods:list",
+    "/pods:watch",
+  ]);
+  const binding = only(manifests, "ClusterRoleBinding");
+  assert.equal(binding.roleRef.name, only(manifests, "ClusterRole").metadata.name);
+  assert.deepEqual(binding.subjects, [
+    { kind: "ServiceAccount", name: "lace", namespace: "lace-system" },
+  ]);
+  assert.equal(only(manifests, "ServiceAccount").metadata.name, "lace");
+});
+
+helmTest(
+  "the agent may read its own DaemonSet and no other (to tell an uninstall from a restart)",
+  async (h) => {
+    const manifests = await render(h);
+    const role = only(manifests, "Role");
+    assert.equal(role.metadata.namespace, "lace-system");
+    assert.deepEqual(role.rules, [
+      {
+        apiGroups: ["apps"],
+        resources: ["daemonsets"],
+        resourceNames: ["lace"],
+        verbs: ["get", "list", "watch"],
+      },
+    ]);
+    const binding = only(manifests, "RoleBinding");
+    assert.equal(binding.roleRef.name, role.metadata.name);
+    assert.deepEqual(binding.subjects, [
+      { kind: "ServiceAccount", name: "lace", namespace: "lace-system" },
+    ]);
+  },
+);
