@@ -54,6 +54,10 @@ export class FakeSource implements PodSource {
   }
 }
 
+/**
+ * A running pod `p-<uid>` of namespace ns on node n1 at `ip` (none: no address yet) in network
+ * `net<N>` (none: the default network), with one httpGet readiness probe on `port`.
+ */
 export function pod(
   uid: string,
   ip: string | undefined,

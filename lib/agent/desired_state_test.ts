@@ -9,6 +9,7 @@ import { markFor } from "../config.ts";
 import { type Pod, PodRefusedError } from "../pods/pod.ts";
 import { keyId } from "../datapath/probe_map.ts";
 import type { PodNetwork } from "../rules/pod_network.ts";
+import { pod as podIn } from "./_core_fixture.ts";
 
 const CONFIG: DesiredStateConfig = {
   networkAnnotation: "lace.io/network",
@@ -20,7 +21,10 @@ const CONFIG: DesiredStateConfig = {
   maxTargetsPerPod: 64,
 };
 
-/** A running pod at `ip` in network `networkId` (none: the default network) with one TCP readiness probe per port. */
+/**
+ * A running pod at `ip` in network `networkId` (none: the default network), the agent tests'
+ * pod of that network, with one TCP readiness probe per port.
+ */
 function pod(
   uid: string,
   ip: string,
@@ -28,25 +32,12 @@ function pod(
   ports = [8080],
   created = "2026-01-01T00:00:00Z",
 ): Pod {
-  return {
-    metadata: {
-      name: `p-${uid}`,
-      namespace: "ns",
-      uid,
-      creationTimestamp: created,
-      annotations: networkId
-        ? { "lace.io/network": `net${networkId}`, "lace.io/network-id": String(networkId) }
-        : undefined,
-    },
-    spec: {
-      nodeName: "n1",
-      containers: ports.map((port, i) => ({
-        name: `c${i}`,
-        readinessProbe: { tcpSocket: { port } },
-      })),
-    },
-    status: { phase: "Running", podIPs: [{ ip }] },
-  };
+  const p = podIn(uid, ip, networkId, created);
+  p.spec.containers = ports.map((port, i) => ({
+    name: `c${i}`,
+    readinessProbe: { tcpSocket: { port } },
+  }));
+  return p;
 }
 
 /** desiredState over these pods; a uid mapped to an Error makes the cache throw for it. */
