@@ -161,10 +161,20 @@ helmTest(
   },
 );
 
-helmTest("helm refuses a chaining mode or a chain file it does not know", async (h) => {
-  assert.match(await refusal(h, ["node.cni.chaining=always"]), /chaining/);
-  assert.match(await refusal(h, ["node.cni.chainFiles={../etc/x.conflist}"]), /chainFiles/);
-});
+helmTest(
+  "helm refuses a chaining mode, a chain file or a file's network name it does not know",
+  async (h) => {
+    assert.match(await refusal(h, ["node.cni.chaining=always"]), /chaining/);
+    assert.match(await refusal(h, ["node.cni.chainFiles={../etc/x.conflist}"]), /chainFiles/);
+    // A file's network name is held to the agent's rule (lib/network_name.ts), at install.
+    for (const network of ["blue net", "blue\\u200b", "blue\\u00a0", "x".repeat(254)]) {
+      const stderr = await refusal(h, [`node.cni.chainFiles:=["20-x.conflist=${network}:7"]`]);
+      assert.match(stderr, /chainFiles/, network);
+    }
+    const colon = agent(await render(h, ['node.cni.chainFiles:=["20-x.conflist=blå:net:7"]']));
+    assert.equal(envOf(colon, "LACE_CNI_CHAIN_FILES"), "20-x.conflist=blå:net:7");
+  },
+);
 
 helmTest(
   "the CNI plugin is installed into the host's CNI bin directory when enabled",
