@@ -5,10 +5,12 @@
  * stand-in). Prints one JSON line: when the bandwidth sessions ran, whether
  * two ever shared an endpoint, and memory (peak RSS, live heap after GC).
  *
- *   deno run -A --v8-flags=--expose-gc bench/netcheck_worker.ts NODES SESSION_MS CONCURRENCY [PEERS]
+ *   deno run -A --v8-flags=--expose-gc bench/netcheck_worker.ts NODES SESSION_MS CONCURRENCY [PEERS [ROUNDS]]
  *
  * With PEERS, one round samples PEERS peers a node for every phase (as above
- * --sample-threshold, with connectivity no longer fitting the interval).
+ * --sample-threshold, with connectivity no longer fitting the interval); with
+ * ROUNDS, that many rounds of --watch back to back (the peers rotate), so a
+ * small cluster can run as many sessions, as long, as a large one.
  */
 import type { ExecOptions, ExecResult } from "../lib/netcheck/cluster.ts";
 import { defaultNetcheckOptions } from "../lib/netcheck/options.ts";
@@ -17,6 +19,7 @@ import { fakeNodes, MemoryCluster } from "../tests/netcheck/memory_cluster.ts";
 
 export interface NetcheckWorkerResult {
   nodes: number;
+  rounds: number;
   sessionMs: number;
   concurrency: number;
   exitCode: number;
@@ -36,15 +39,15 @@ export interface NetcheckWorkerResult {
   liveHeapSamples: number[];
 }
 
-const [nodesArg, msArg, concurrencyArg, peersArg] = Deno.args;
+const [nodesArg, msArg, concurrencyArg, peersArg, roundsArg] = Deno.args;
 const peers = Number(peersArg ?? 0);
+const rounds = Number(roundsArg ?? 1);
 const n = Number(nodesArg), sessionMs = Number(msArg), concurrency = Number(concurrencyArg);
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error("Run with --v8-flags=--expose-gc");
 
 /** The in-memory cluster with bandwidth sessions that last `sessionMs`. */
 class TimedCluster extends MemoryCluster {
-  readonly nodeOfAddress = new Map<string, string>();
   busy = new Set<string>();
   sessions = 0;
   running = 0;
@@ -64,7 +67,7 @@ class TimedCluster extends MemoryCluster {
   ): Promise<ExecResult> {
     if (container !== "bandwidth") return super.exec(namespace, pod, container, command, options);
     const from = pod.slice(pod.lastIndexOf("node-"));
-    const to = this.nodeOfAddress.get(command[command.indexOf("-c") + 1]) ?? "?";
+    const to = this.nodeAt(command[command.indexOf("-c") + 1])?.name ?? "?";
     for (const e of [from, to]) {
       if (this.busy.has(e)) this.overlaps++;
       this.busy.add(e);
@@ -81,7 +84,7 @@ class TimedCluster extends MemoryCluster {
       this.running--;
       this.lastEnd = performance.now();
       this.sessionTotalMs += this.lastEnd - started;
-      const every = Math.max(1, Math.floor((peers > 0 ? 2 * n * peers : n * (n - 1)) / 8));
+      const every = Math.max(1, Math.floor((peers > 0 ? 2 * n * peers * rounds : n * (n - 1)) / 8));
       if (++this.sessions % every === 0) {
         gc!();
         this.samples.push(Deno.memoryUsage().heapUsed);
@@ -92,29 +95,39 @@ class TimedCluster extends MemoryCluster {
 
 const nodes = fakeNodes(n);
 const cluster = new TimedCluster(nodes);
-for (const node of nodes) {
-  for (const a of [node.ipv4, node.ipv6]) if (a) cluster.nodeOfAddress.set(a, node.name);
-}
 // What the in-memory cluster itself holds (nodes, pods, address maps: O(N)), before the run.
 const rssNow = () =>
   Number(/^VmRSS:\s+(\d+)/m.exec(Deno.readTextFileSync("/proc/self/status"))?.[1] ?? 0) * 1024;
 await cluster.listPods("", "");
+cluster.nodeAt(""); // builds its index of nodes and addresses
 gc();
 const fixtureRssBytes = rssNow();
 const t0 = performance.now();
 const sampling = peers > 0
   ? { sampleThreshold: 2, peers, connectivityPeers: peers }
   : { sampleThreshold: 1_000_000 };
-const { exitCode } = await runChecks({ ...defaultNetcheckOptions(), concurrency, ...sampling }, {
+const stop = new AbortController();
+const { exitCode } = await runChecks({
+  ...defaultNetcheckOptions(),
+  concurrency,
+  ...sampling,
+  ...(rounds > 1 ? { watch: true, intervalMs: 0 } : {}),
+}, {
   cluster,
   progress: { write: () => {}, isTerminal: false },
   sinks: [],
   pollMs: 1,
+  signal: stop.signal,
+  sleep: () => Promise.resolve(),
+  onRound: (_summary, _outcome, { round }) => {
+    if (round >= rounds) stop.abort();
+  },
 });
 const totalMs = performance.now() - t0;
 const status = Deno.readTextFileSync("/proc/self/status");
 const result: NetcheckWorkerResult = {
   nodes: n,
+  rounds,
   sessionMs,
   concurrency,
   exitCode,

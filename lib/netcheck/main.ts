@@ -3,7 +3,8 @@
  * the run, the report. Returns the exit code: 0 every path passed, 1 a path
  * failed (or was slower than --min-bandwidth), 2 bad flags, 3 setup error
  * (cluster unreachable, pods not ready, another run holds the lease),
- * 130 interrupted.
+ * 130 interrupted; a --watch stopped by SIGTERM that removed everything it
+ * made exits 0.
  */
 import { helpText, UsageError } from "../cli/flags.ts";
 import type { NetcheckCluster } from "./cluster.ts";
@@ -11,7 +12,7 @@ import { netcheckCommand, type NetcheckOptions, parseNetcheckArgs } from "./opti
 import { NetcheckMetrics } from "./metrics.ts";
 import { serveMetrics } from "./metrics_server.ts";
 import { JsonReport, JunitReport, type PathSink, summaryData, textReport } from "./report.ts";
-import { EXIT_ERROR, EXIT_USAGE, newRunId, runChecks } from "./run.ts";
+import { EXIT_ERROR, EXIT_USAGE, newRunId, runChecks, STOP_REQUESTED } from "./run.ts";
 
 const encoder = new TextEncoder();
 const writeOut = (text: string) => writeAll(Deno.stdout, text);
@@ -67,13 +68,19 @@ async function runWithCluster(
   cluster: NetcheckCluster,
 ): Promise<number> {
   const controller = new AbortController();
-  const onSignal = () => {
-    if (controller.signal.aborted) Deno.exit(130);
-    writeErr("\nInterrupted: deleting the probe DaemonSet (Ctrl-C again to exit at once)\n");
-    controller.abort();
-  };
-  const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];
-  for (const s of signals) Deno.addSignalListener(s, onSignal);
+  const listeners = (["SIGINT", "SIGTERM"] as const).map((name) => {
+    const listener = () => {
+      if (controller.signal.aborted) Deno.exit(130);
+      writeErr(
+        `\n${name === "SIGTERM" ? "Stopping" : "Interrupted"}: deleting the probe DaemonSet ` +
+          "(Ctrl-C again to exit at once)\n",
+      );
+      // A service manager's stop ends a watch normally (exit 0 once everything is removed).
+      controller.abort(name === "SIGTERM" ? STOP_REQUESTED : "SIGINT");
+    };
+    Deno.addSignalListener(name, listener);
+    return { name, listener };
+  });
   try {
     const sinks: PathSink[] = [];
     // A watch prints each round as it ends; one document of every path would never end.
@@ -128,6 +135,6 @@ async function runWithCluster(
     else if (outcome.error) writeErr(`lace netcheck: ${outcome.error}\n`);
     return exitCode;
   } finally {
-    for (const s of signals) Deno.removeSignalListener(s, onSignal);
+    for (const { name, listener } of listeners) Deno.removeSignalListener(name, listener);
   }
 }

@@ -1,7 +1,14 @@
 import assert from "node:assert/strict";
 import { defaultNetcheckOptions, type NetcheckOptions } from "./options.ts";
 import { JsonReport, textReport } from "./report.ts";
-import { EXIT_ERROR, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_PASSED, runChecks } from "./run.ts";
+import {
+  EXIT_ERROR,
+  EXIT_FAILED,
+  EXIT_INTERRUPTED,
+  EXIT_PASSED,
+  runChecks,
+  STOP_REQUESTED,
+} from "./run.ts";
 import { LEASE_NAME } from "./lease_lock.ts";
 import { NetcheckMetrics } from "./metrics.ts";
 import { probeDaemonSet } from "./manifest.ts";
@@ -446,9 +453,14 @@ async function watch(
     onExec?: () => void;
     sleep?: (ms: number) => Promise<void>;
     now?: () => number;
+    /** The abort reason of the stop (main.ts gives STOP_REQUESTED on SIGTERM). */
+    stopReason?: unknown;
+    /** Made before the run (e.g. to break deleting). */
+    setUp?: (cluster: MemoryCluster) => void;
   },
 ) {
   const cluster = new MemoryCluster(nodes, { recordPaths: true });
+  hooks.setUp?.(cluster);
   const controller = new AbortController();
   const events: string[] = [];
   const metrics = new NetcheckMetrics(5);
@@ -487,7 +499,7 @@ async function watch(
         assert.equal(cluster.daemonSets.size, 1, "probe pods gone during the watch");
         events.push(`end ${info.round} ${outcome.status} ${summary.connect.tested}`);
         hooks.onRound?.(info.round, cluster);
-        if (info.round >= hooks.stopAfter) controller.abort();
+        if (info.round >= hooks.stopAfter) controller.abort(hooks.stopReason);
       },
       sleep: async (ms) => {
         events.push(`sleep ${ms}`);
@@ -525,6 +537,48 @@ Deno.test("--watch runs rounds one after another on the same probe pods and remo
     text,
     /^lace_netcheck_paths_total\{phase="connect",network="default",result="ok"\} 18$/m,
   );
+});
+
+Deno.test("--watch stopped as a service (SIGTERM) exits 0 once everything it made is removed", async () => {
+  const { cluster, exitCode, outcome } = await watch(fakeNodes(3), {}, {
+    stopAfter: 2,
+    now: () => 0,
+    stopReason: STOP_REQUESTED,
+  });
+  assert.equal(exitCode, EXIT_PASSED);
+  assert.equal(outcome.status, "interrupted");
+  assertCleanedUp(cluster);
+});
+
+Deno.test("--watch stopped by SIGTERM that cannot delete its DaemonSet exits 3 and says what is left", async () => {
+  const { exitCode, outcome } = await watch(fakeNodes(3), {}, {
+    stopAfter: 1,
+    now: () => 0,
+    stopReason: STOP_REQUESTED,
+    setUp: (c) => {
+      c.deleteDaemonSet = () => Promise.reject(new Error("forbidden"));
+    },
+  });
+  assert.equal(exitCode, EXIT_ERROR);
+  assert.match(
+    outcome.error!,
+    /Could not delete DaemonSet "lace-system\/lace-netcheck-w1": delete it by hand/,
+  );
+});
+
+Deno.test("a single run stopped by SIGTERM still exits 130: it did not finish its checks", async () => {
+  const cluster = new MemoryCluster(fakeNodes(3));
+  const controller = new AbortController();
+  cluster.options.onExec = () => controller.abort(STOP_REQUESTED);
+  const { exitCode } = await runChecks(options(), {
+    cluster,
+    progress: quiet,
+    sinks: [],
+    signal: controller.signal,
+    pollMs: 1,
+  });
+  assert.equal(exitCode, EXIT_INTERRUPTED);
+  assertCleanedUp(cluster);
 });
 
 Deno.test("--watch: a round longer than --interval delays the next one (no overlap) and counts an overrun", async () => {

@@ -132,6 +132,12 @@ export async function schedulePairs<T>(
    */
   const startExclusive = (): number => {
     turn++;
+    // Marks of earlier turns mean nothing; dropped once they outnumber what one turn can mark,
+    // so the maps hold the window's endpoints, not every endpoint of the run (O(N)).
+    if (seenIn.size > 4 * windowSize) {
+      seenIn.clear();
+      awaitedIn.clear();
+    }
     let room = concurrency - running.size;
     for (const pair of window) {
       const a = key(pair.from), b = key(pair.to);

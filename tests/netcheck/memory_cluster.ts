@@ -98,7 +98,8 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
   constructor(nodes: FakeNode[], readonly options: MemoryClusterOptions = {}) {
     super();
     this.nodes = nodes;
-    for (const n of nodes) this.#busyLeft.set(n.name, n.busyTimes ?? 0);
+    // Only the nodes that answer busy: a map of every node is O(N) of the figure's memory.
+    for (const n of nodes) if (n.busyTimes) this.#busyLeft.set(n.name, n.busyTimes);
   }
 
   ensureNamespace(namespace: string): Promise<void> {
@@ -111,7 +112,6 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
     const name = (manifest.metadata as { name: string }).name;
     if (this.daemonSets.has(name)) this.daemonSetPatches++;
     this.daemonSets.set(name, manifest);
-    this.#pods = this.#byAddress = undefined;
     this.#lists = 0;
     return Promise.resolve();
   }
@@ -122,7 +122,6 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
 
   deleteDaemonSet(_namespace: string, name: string): Promise<void> {
     this.daemonSets.delete(name);
-    this.#pods = this.#byAddress = undefined;
     return Promise.resolve();
   }
 
@@ -131,46 +130,86 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
   }
 
   /**
-   * Pod name → pod and (network, address) → pod, made once per set of
-   * DaemonSets: a per-exec scan that built every pod's name made the memory
-   * figure (bench/netcheck_worker.ts) measure this stand-in's garbage,
-   * O(nodes) per session, not netcheck's.
+   * Node name → node and address → node, made once per set of nodes. Pods
+   * are made when an exec names one (a few small objects of garbage): a
+   * per-exec scan that built every pod's name made the memory figure
+   * (bench/netcheck_worker.ts) measure this stand-in's garbage, and an index
+   * of every pod with its own name and composite address keys held 2.8 MiB
+   * at 5000 nodes, which the figure counted as netcheck's (only the nodes'
+   * own strings are kept here).
    */
-  #pods: Map<string, FakePod> | undefined;
-  #byAddress: Map<string, FakePod> | undefined;
+  #nodeByName: Map<string, FakeNode> | undefined;
+  #nodeByAddress: Map<string, FakeNode> | undefined;
 
   #index(): void {
-    this.#pods = new Map();
-    this.#byAddress = new Map();
-    for (const [ds, manifest] of this.daemonSets) {
-      const labels = (manifest.metadata as { labels?: Record<string, string> }).labels ?? {};
-      const network = labels[NETWORK_LABEL] ?? "";
-      const k = Number(network.slice(1)) || 0;
-      const shift = this.options.distinctAddresses && k > 0;
-      // Earlier nodes win a duplicated address, as before.
-      for (const node of [...this.nodes].reverse()) {
-        const addresses = [node.ipv4, node.ipv6].filter((a): a is string => !!a)
-          .map((a) => shift ? a.replace(/([.:])2$/, `$1${2 + k}`) : a);
-        const pod = { name: this.#podName(ds, node), node, network, addresses };
-        this.#pods.set(pod.name, pod);
-        for (const a of addresses) this.#byAddress.set(`${network}\u0000${a}`, pod);
+    this.#nodeByName = new Map();
+    this.#nodeByAddress = new Map();
+    for (const node of this.nodes) {
+      this.#nodeByName.set(node.name, node);
+      // Earlier nodes win a duplicated address.
+      for (const a of [node.ipv4, node.ipv6]) {
+        if (a && !this.#nodeByAddress.has(a)) this.#nodeByAddress.set(a, node);
       }
     }
   }
 
+  /** The network label of DaemonSet `ds` and how its pods' addresses are shifted (0: not). */
+  #networkOf(manifest: Record<string, unknown>): { network: string; shift: number } {
+    const labels = (manifest.metadata as { labels?: Record<string, string> }).labels ?? {};
+    const network = labels[NETWORK_LABEL] ?? "";
+    const k = Number(network.slice(1)) || 0;
+    return { network, shift: this.options.distinctAddresses && k > 0 ? k : 0 };
+  }
+
+  #makePod(ds: string, manifest: Record<string, unknown>, node: FakeNode): FakePod {
+    const { network, shift } = this.#networkOf(manifest);
+    const addresses = [node.ipv4, node.ipv6].filter((a): a is string => !!a)
+      .map((a) => shift ? a.replace(/([.:])2$/, `$1${2 + shift}`) : a);
+    return { name: this.#podName(ds, node), node, network, addresses };
+  }
+
   #pod(name: string): FakePod | undefined {
-    if (!this.#pods) this.#index();
-    return this.#pods!.get(name);
+    if (!this.#nodeByName) this.#index();
+    for (const [ds, manifest] of this.daemonSets) {
+      if (!name.startsWith(`${ds}-`)) continue;
+      const node = this.#nodeByName!.get(name.slice(ds.length + 1));
+      if (node) return this.#makePod(ds, manifest, node);
+    }
+    return undefined;
+  }
+
+  /** The node holding `address` (its own, not a pod's shifted one), if any. */
+  nodeAt(address: string): FakeNode | undefined {
+    if (!this.#nodeByAddress) this.#index();
+    return this.#nodeByAddress!.get(address);
+  }
+
+  /** The pod of a DaemonSet labelled `network` that holds `address`, if any. */
+  #podAt(network: string, address: string): FakePod | undefined {
+    for (const [ds, manifest] of this.daemonSets) {
+      const { network: own, shift } = this.#networkOf(manifest);
+      if (own !== network) continue;
+      // A shifted pod address ends in 2+k where its node's ends in 2 (others are kept as they are).
+      const bases = shift
+        ? [address.replace(new RegExp(`([.:])${2 + shift}$`), "$12"), address]
+        : [address];
+      for (const base of bases) {
+        const node = this.#nodeByAddress!.get(base);
+        const pod = node && this.#makePod(ds, manifest, node);
+        if (pod?.addresses.includes(address)) return pod;
+      }
+    }
+    return undefined;
   }
 
   /** Who answers `address` for a pod of `network`: its own network's pod, else through a leak. */
   #route(network: string, address: string): FakePod | undefined {
-    if (!this.#byAddress) this.#index();
-    const own = this.#byAddress!.get(`${network}\u0000${address}`);
+    if (!this.#nodeByAddress) this.#index();
+    const own = this.#podAt(network, address);
     if (own) return own;
     for (const [from, to] of this.options.leaks ?? []) {
       if (from !== network) continue;
-      const leaked = this.#byAddress!.get(`${to}\u0000${address}`);
+      const leaked = this.#podAt(to, address);
       if (leaked) return leaked;
     }
     return undefined;
@@ -201,7 +240,7 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
           nodeName: node.name,
           phase: ready ? "Running" : "Pending",
           ready,
-          podIPs: ready ? [...(this.#pod(name)?.addresses ?? [])] : [],
+          podIPs: ready ? this.#makePod(ds, manifest, node).addresses : [],
           unschedulable: !!node.cordoned,
           containerReasons: started && node.waitingReason ? { connect: node.waitingReason } : {},
         });
