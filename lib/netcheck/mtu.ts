@@ -10,8 +10,18 @@
  * reported beside the source pod's interface MTU (read by the same curl from
  * /sys/class/net/eth0/mtu); a path where the smallest passes and the largest
  * does not fails as MTU. No capability beyond the probe pods' is needed.
+ *
+ * Then the MSS a TCP connection to the target really gets, and a full-size
+ * transfer: iperf3 in the source pod's bandwidth container sends 1 MiB to the
+ * target's iperf3 server (MSS-sized segments, don't-fragment set) and reports
+ * its connection's MSS (`start.tcp_mss_default`, getsockopt TCP_MAXSEG: no
+ * capability). Segments of that MSS are at least MSS + 40 B (IPv4) or + 60 B
+ * (IPv6) on the wire; when they do not get through (the send times out with
+ * nothing acknowledged) while small payloads pass, the path fails as MTU,
+ * naming the MSS beside the largest payload through and the pod MTU.
  */
 import type { ExecResult } from "./cluster.ts";
+import { firstJsonObject } from "./iperf_result.ts";
 
 /** Payload sizes tried, bytes: below any MTU, one typical segment, a few, many. */
 export const MTU_PAYLOADS = [200, 1400, 4000, 16000];
@@ -95,4 +105,122 @@ export function parseMtu(result: ExecResult): MtuOutcome {
     message: `even a ${MTU_PAYLOADS[0]} B payload got no answer${beside}`,
     largest,
   };
+}
+
+/** Bytes of the full-size TCP transfer (iperf3 -n). */
+export const MSS_TRANSFER_BYTES = 1 << 20;
+
+/** iperf3 in the source pod: 1 MiB to `address`, giving up after `timeoutMs` without an ACK. */
+export function mssCommand(address: string, port: number, timeoutMs: number): string[] {
+  const ms = String(Math.max(1, Math.round(timeoutMs)));
+  return [
+    "iperf3",
+    "-c",
+    address,
+    "-p",
+    String(port),
+    "-n",
+    String(MSS_TRANSFER_BYTES),
+    "--connect-timeout",
+    ms,
+    // TCP_USER_TIMEOUT: data left unacknowledged this long ends the test with an error.
+    "--snd-timeout",
+    ms,
+    "-J",
+  ];
+}
+
+/**
+ * What the iperf3 transfer showed: the connection's MSS when it connected,
+ * and whether the full-size transfer got through (undefined: not measured,
+ * e.g. a busy server or a failed exec, which decides nothing).
+ */
+export interface TcpTransfer {
+  mss: number | undefined;
+  transferred: boolean | undefined;
+  /** Why the transfer did not get through or was not measured. */
+  detail?: string;
+}
+
+/** The largest MSS a TCP header can announce; anything outside 1..65535 is not an MSS. */
+const MAX_MSS = 65535;
+
+/**
+ * Reads mssCommand()'s output, a possible attacker's (the pod's image runs
+ * it): the MSS only as a whole number in range, the transfer as passed only
+ * when every byte was received.
+ */
+export function parseTcpTransfer(result: ExecResult): TcpTransfer {
+  if (result.error !== undefined) {
+    return { mss: undefined, transferred: undefined, detail: `exec failed: ${result.error}` };
+  }
+  const json = firstJsonObject(result.stdout);
+  let doc: Record<string, unknown> | undefined;
+  try {
+    doc = json === undefined ? undefined : JSON.parse(json);
+  } catch {
+    doc = undefined;
+  }
+  if (!doc || typeof doc !== "object") {
+    const text = (result.stderr || result.stdout).trim().split("\n")[0] || "no output";
+    return { mss: undefined, transferred: undefined, detail: `no iperf3 JSON: ${text}` };
+  }
+  const start = doc.start as Record<string, unknown> | undefined;
+  const raw = start?.tcp_mss_default ?? start?.tcp_mss;
+  const mss = Number.isInteger(raw) && (raw as number) > 0 && (raw as number) <= MAX_MSS
+    ? raw as number
+    : undefined;
+  const error = typeof doc.error === "string" ? doc.error : "";
+  const received = (doc.end as { sum_received?: { bytes?: unknown } } | undefined)
+    ?.sum_received?.bytes;
+  if (!error && result.exitCode === 0 && received === MSS_TRANSFER_BYTES) {
+    return { mss, transferred: true };
+  }
+  // Only a send that timed out on a connection that was made says "full-size segments lost";
+  // a busy or unreachable server says nothing about the MTU.
+  if (mss !== undefined && /unable to (write to|send).*timed out/i.test(error)) {
+    return { mss, transferred: false, detail: `iperf3: ${error}` };
+  }
+  return {
+    mss,
+    transferred: undefined,
+    detail: error ? `iperf3: ${error}` : `received ${String(received)} of ${MSS_TRANSFER_BYTES} B`,
+  };
+}
+
+/** The smallest packet a full segment of `mss` makes: MSS + IP and TCP headers (no options). */
+export function segmentSize(mss: number, ipv6: boolean): number {
+  return mss + (ipv6 ? 40 : 20) + 20;
+}
+
+/**
+ * One path's MTU verdict from the payloads (parseMtu) and the TCP transfer:
+ * small payloads through but full-size segments of the connection's own MSS
+ * lost fails as MTU even when every curl payload came back.
+ */
+export function mtuVerdict(payloads: MtuOutcome, tcp: TcpTransfer, ipv6: boolean): MtuOutcome {
+  const mssText = tcp.mss === undefined
+    ? ""
+    : `; the connection's MSS is ${tcp.mss} B (segments of ${
+      segmentSize(tcp.mss, ipv6)
+    } B and more)`;
+  if (!payloads.ok) {
+    return payloads.errorClass === "MTU"
+      ? { ...payloads, message: payloads.message + mssText }
+      : payloads;
+  }
+  if (tcp.transferred === false) {
+    const beside = payloads.podMtu ? ` (pod eth0 MTU ${payloads.podMtu})` : "";
+    return {
+      ok: false,
+      errorClass: "MTU",
+      message:
+        `payloads up to ${payloads.largest} B pass${beside}, but a ${
+          MSS_TRANSFER_BYTES / 1024
+        } KiB TCP transfer does not (${tcp.detail})${mssText}: full-size segments are lost on ` +
+        `this path, an MTU black hole; lower the pod MTU below the path's`,
+      largest: payloads.largest,
+    };
+  }
+  return payloads;
 }

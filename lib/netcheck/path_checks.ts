@@ -8,7 +8,14 @@ import { getLogger } from "@logtape/logtape";
 import { joinHostPort } from "../host_port.ts";
 import type { Endpoint, NetcheckCluster } from "./cluster.ts";
 import { formatMs, latencyCommand, parseLatency, worstP99 } from "./latency.ts";
-import { MTU_PAYLOADS, mtuCommand, parseMtu } from "./mtu.ts";
+import {
+  mssCommand,
+  MTU_PAYLOADS,
+  mtuCommand,
+  mtuVerdict,
+  parseMtu,
+  parseTcpTransfer,
+} from "./mtu.ts";
 import { parseIperf } from "./iperf_result.ts";
 import type { ProbeNetwork } from "./manifest.ts";
 import { isolationVerdict, type NetworkEndpoint } from "./isolation.ts";
@@ -83,7 +90,12 @@ export async function measureLatency(
   return { ...base, ok: true, latency };
 }
 
-/** One path's MTU check: payloads of growing size through /echo and back (mtu.ts). */
+/**
+ * One path's MTU check (mtu.ts): payloads of growing size through /echo and
+ * back, then the MSS of a TCP connection and a full-size transfer with iperf3
+ * from the source pod's bandwidth container (run under the endpoint locks:
+ * an iperf3 server takes one client at a time).
+ */
 export async function checkMtu(
   cluster: NetcheckCluster,
   options: NetcheckOptions,
@@ -100,7 +112,16 @@ export async function checkMtu(
     { timeoutMs: (MTU_PAYLOADS.length + 1) * timeoutMs + 30_000, signal },
   );
   if (signal?.aborted) return undefined;
-  const parsed = parseMtu(result);
+  const transfer = await cluster.exec(
+    pair.from.namespace ?? options.namespace,
+    pair.from.pod,
+    "bandwidth",
+    mssCommand(pair.to.address, IPERF_PORT, timeoutMs),
+    { timeoutMs: 2 * timeoutMs + 30_000, signal },
+  );
+  if (signal?.aborted) return undefined;
+  const tcp = parseTcpTransfer(transfer);
+  const parsed = mtuVerdict(parseMtu(result), tcp, pair.to.address.includes(":"));
   return {
     phase: "mtu",
     from: pair.from.node,
@@ -111,6 +132,7 @@ export async function checkMtu(
     ...(parsed.ok ? {} : { errorClass: parsed.errorClass, message: parsed.message }),
     largestPayload: parsed.largest,
     ...(parsed.ok && parsed.podMtu ? { podMtu: parsed.podMtu } : {}),
+    ...(tcp.mss === undefined ? {} : { mss: tcp.mss }),
     attempts: 1,
     durationMs: Date.now() - started,
   };

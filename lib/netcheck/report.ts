@@ -51,7 +51,14 @@ export function summaryData(summary: Summary, outcome: RunOutcome): Record<strin
     skippedNodes: summary.skippedNodes,
     ...(summary.sampling ? { sampling: summary.sampling } : {}),
     connect: summary.connect,
-    ...(summary.mtu.tested > 0 ? { mtu: summary.mtu } : {}),
+    ...(summary.mtu.tested > 0
+      ? {
+        mtu: {
+          ...summary.mtu,
+          ...(summary.maxMss > 0 ? { minMss: summary.minMss, maxMss: summary.maxMss } : {}),
+        },
+      }
+      : {}),
     ...(summary.udp.tested > 0 ? { udp: summary.udp } : {}),
     ...(summary.networks
       ? {
@@ -125,7 +132,12 @@ export function textReport(summary: Summary, outcome: RunOutcome): string {
     const m = summary.mtu;
     out.push(
       `MTU:          ${m.tested} paths, ${m.passed} passed, ${m.failed} failed` +
-        ` (payloads up to 16000 B both ways)`,
+        ` (payloads up to 16000 B both ways, a 1 MiB TCP transfer` +
+        (summary.maxMss === 0
+          ? ")"
+          : summary.minMss === summary.maxMss
+          ? `; MSS ${summary.minMss} B)`
+          : `; MSS ${summary.minMss}–${summary.maxMss} B)`),
     );
   }
   const floor = outcome.minBandwidthBps > 0

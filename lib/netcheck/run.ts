@@ -231,7 +231,7 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
       await schedulePairs(connected(), key, async (pair) => {
         const result = await checkMtu(cluster, options, pair, signal);
         if (result) await record(network === undefined ? result : { ...result, network });
-      }, { concurrency, exclusive: false, signal });
+      }, { concurrency, exclusive: true, signal });
       progress.end();
     }
 

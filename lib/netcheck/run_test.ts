@@ -680,7 +680,14 @@ Deno.test("--mtu fails the paths of a black hole (small payloads pass, full-size
     summary.failures.items[0].message!,
     /^a 200 B payload passes but 4000, 16000 B do not; largest through 1400 B \(pod eth0 MTU 1500\): an MTU black hole/,
   );
-  assert.match(textReport(summary, outcome), /MTU: {10}12 paths, 6 passed, 6 failed/);
+  assert.match(
+    summary.failures.items[0].message!,
+    /; the connection's MSS is 1448 B \(segments of 1488 B and more\)$/,
+  );
+  assert.match(
+    textReport(summary, outcome),
+    /MTU: {10}12 paths, 6 passed, 6 failed \(payloads up to 16000 B both ways, a 1 MiB TCP transfer; MSS 1448 B\)/,
+  );
 });
 
 Deno.test("--udp tests every path by datagram: a node that drops UDP fails its paths while TCP passes", async () => {

@@ -31,6 +31,8 @@ export interface PathResult {
   /** mtu phase: the largest payload (bytes) that came back whole, and the source pod's MTU. */
   largestPayload?: number;
   podMtu?: number;
+  /** mtu phase: the MSS a TCP connection on the path got (iperf3's getsockopt TCP_MAXSEG). */
+  mss?: number;
   /** Connect and request round trip percentiles (latency phase). */
   latency?: LatencyFigures;
   attempts: number;
@@ -150,6 +152,9 @@ export class Summary {
   readonly failures = new FailureSample();
   readonly slowest = new Smallest<PathResult>(3, (r) => r.bitsPerSecond ?? 0);
   readonly asymmetry: AsymmetryCheck;
+  /** Smallest and largest MSS seen by the mtu phase (0 when none was read). */
+  minMss = 0;
+  maxMss = 0;
   totalBps = 0;
   measured = 0;
   minBps = Infinity;
@@ -187,6 +192,10 @@ export class Summary {
       this.slowest.add(result);
     }
     if (result.phase === "latency" && result.latency) this.slowestLatency.add(result);
+    if (result.phase === "mtu" && result.mss !== undefined) {
+      this.minMss = this.minMss === 0 ? result.mss : Math.min(this.minMss, result.mss);
+      this.maxMss = Math.max(this.maxMss, result.mss);
+    }
     if (result.phase === "bandwidth") {
       this.asymmetry.record(result.from, result.to, result.bitsPerSecond);
     }

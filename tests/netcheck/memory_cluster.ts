@@ -296,6 +296,7 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
       if (command.includes("--protocol=udp") && (from.udpBlocked || target?.udpBlocked)) {
         return { exitCode: 1, stdout: "", stderr: "TIMEOUT\n" };
       }
+      if (isBandwidth && command.includes("-n")) return this.#transfer(from, target);
       return isBandwidth ? this.#iperf(from, target) : this.#connect(from, target);
     } finally {
       for (const k of lockKeys) this.#busyPods.delete(k);
@@ -353,6 +354,23 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
       lines.push("", through ? `LACE 200 ${size}` : "LACE 000 0");
     }
     return { exitCode: 0, stdout: lines.join("\n") + "\n", stderr: "" };
+  }
+
+  /** iperf3 -n (the MTU check's full-size transfer): MSS 1448; segments of 1500 B lost in a black hole. */
+  #transfer(from: FakeNode, to: FakeNode | undefined): ExecResult {
+    if (!to || from.unreachable || to.unreachable) {
+      return {
+        exitCode: 1,
+        stdout: JSON.stringify({ start: {}, end: {}, error: "unable to connect to server" }),
+        stderr: "",
+      };
+    }
+    const limit = Math.min(from.blackHoleAbove ?? Infinity, to.blackHoleAbove ?? Infinity);
+    const start = { tcp_mss_default: 1448 };
+    const json = limit < 1500
+      ? { start, end: {}, error: "unable to write to stream socket: Connection timed out" }
+      : { start, end: { sum_received: { bytes: 1 << 20 } } };
+    return { exitCode: 0, stdout: JSON.stringify(json) + "\n", stderr: "" };
   }
 
   #iperf(from: FakeNode, to: FakeNode | undefined): ExecResult {

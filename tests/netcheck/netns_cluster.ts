@@ -41,6 +41,8 @@ export interface SimNode {
    * pod's eth0 keeps MTU 1500: no ICMP comes back (an MTU black hole).
    */
   blackHoleMtu?: number;
+  /** With blackHoleMtu: only TCP frames to or from this port are dropped (other traffic passes). */
+  blackHolePort?: number;
   /** Its agnhost answers /hostname this much later (a slow request round trip). */
   answerDelayMs?: number;
 }
@@ -135,7 +137,14 @@ export class NetnsCluster extends MemoryLeases implements NetcheckCluster, Async
         await run(["ip", "-n", c.hub, "link", "set", `v${i}`, "master", "br0", "up"]);
         if (spec.blackHoleMtu) {
           // A bridge filter, not a lower MTU on the veth: GSO packets bypass a veth's MTU check.
-          const drop = `meta length > ${spec.blackHoleMtu} drop`;
+          const port = spec.blackHolePort;
+          const matches = port ? [`tcp dport ${port} `, `tcp sport ${port} `] : [""];
+          const rules = matches.flatMap((match) =>
+            ["iifname", "oifname"].map((dir) =>
+              `add rule bridge sim${i} big ${dir} "v${i}" ${match}` +
+              `meta length > ${spec.blackHoleMtu} drop`
+            )
+          );
           await run([
             "ip",
             "netns",
@@ -144,8 +153,7 @@ export class NetnsCluster extends MemoryLeases implements NetcheckCluster, Async
             "nft",
             `add table bridge sim${i}; ` +
             `add chain bridge sim${i} big { type filter hook forward priority 0; policy accept; }; ` +
-            `add rule bridge sim${i} big iifname "v${i}" ${drop}; ` +
-            `add rule bridge sim${i} big oifname "v${i}" ${drop}`,
+            rules.join("; "),
           ]);
         }
         await run(["ip", "-n", netns, "link", "set", "lo", "up"]);
