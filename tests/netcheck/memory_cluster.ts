@@ -358,13 +358,8 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
 
   /** iperf3 -n (the MTU check's full-size transfer): MSS 1448; segments of 1500 B lost in a black hole. */
   #transfer(from: FakeNode, to: FakeNode | undefined): ExecResult {
-    if (!to || from.unreachable || to.unreachable) {
-      return {
-        exitCode: 1,
-        stdout: JSON.stringify({ start: {}, end: {}, error: "unable to connect to server" }),
-        stderr: "",
-      };
-    }
+    // Unreachable: the same "unable to connect" as a bandwidth test.
+    if (!to || from.unreachable || to.unreachable) return this.#iperf(from, to);
     const limit = Math.min(from.blackHoleAbove ?? Infinity, to.blackHoleAbove ?? Infinity);
     const start = { tcp_mss_default: 1448 };
     const json = limit < 1500
