@@ -99,7 +99,6 @@ const cluster = new TimedCluster(nodes);
 const rssNow = () =>
   Number(/^VmRSS:\s+(\d+)/m.exec(Deno.readTextFileSync("/proc/self/status"))?.[1] ?? 0) * 1024;
 await cluster.listPods("", "");
-cluster.nodeAt(""); // builds its index of nodes and addresses
 gc();
 const fixtureRssBytes = rssNow();
 const t0 = performance.now();

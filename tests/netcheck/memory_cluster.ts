@@ -100,6 +100,13 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
     this.nodes = nodes;
     // Only the nodes that answer busy: a map of every node is O(N) of the figure's memory.
     for (const n of nodes) if (n.busyTimes) this.#busyLeft.set(n.name, n.busyTimes);
+    const seen = new Set<string>();
+    for (const n of nodes) {
+      for (const a of [n.ipv4, n.ipv6]) {
+        if (a && seen.has(a)) this.#duplicates = true;
+        else if (a) seen.add(a);
+      }
+    }
   }
 
   ensureNamespace(namespace: string): Promise<void> {
@@ -140,6 +147,8 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
    */
   #nodeByName: Map<string, FakeNode> | undefined;
   #nodeByAddress: Map<string, FakeNode> | undefined;
+  /** Some address is held by two nodes (the earlier wins, so the map decides). */
+  #duplicates = false;
 
   #index(): void {
     this.#nodeByName = new Map();
@@ -169,10 +178,9 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
   }
 
   #pod(name: string): FakePod | undefined {
-    if (!this.#nodeByName) this.#index();
     for (const [ds, manifest] of this.daemonSets) {
       if (!name.startsWith(`${ds}-`)) continue;
-      const node = this.#nodeByName!.get(name.slice(ds.length + 1));
+      const node = this.#nodeNamed(name.slice(ds.length + 1));
       if (node) return this.#makePod(ds, manifest, node);
     }
     return undefined;
@@ -180,8 +188,23 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
 
   /** The node holding `address` (its own, not a pod's shifted one), if any. */
   nodeAt(address: string): FakeNode | undefined {
+    // fakeNodes() numbers its nodes in their addresses: no map of them needed.
+    const v4 = /^10\.(\d{1,3})\.(\d{1,3})\.2$/.exec(address);
+    const v6 = /^fd00::([0-9a-f]{1,4}):2$/.exec(address);
+    const i = v4 ? Number(v4[1]) * 256 + Number(v4[2]) : v6 ? parseInt(v6[1], 16) : -1;
+    const node = this.nodes[i];
+    if (node && (node.ipv4 === address || node.ipv6 === address) && !this.#duplicates) return node;
     if (!this.#nodeByAddress) this.#index();
     return this.#nodeByAddress!.get(address);
+  }
+
+  /** The node named `name`; fakeNodes() names are numbered, others are found in a map. */
+  #nodeNamed(name: string): FakeNode | undefined {
+    const m = /^node-(\d{4,})$/.exec(name);
+    const node = m ? this.nodes[Number(m[1])] : undefined;
+    if (node?.name === name) return node;
+    if (!this.#nodeByName) this.#index();
+    return this.#nodeByName!.get(name);
   }
 
   /** The pod of a DaemonSet labelled `network` that holds `address`, if any. */
@@ -194,7 +217,7 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
         ? [address.replace(new RegExp(`([.:])${2 + shift}$`), "$12"), address]
         : [address];
       for (const base of bases) {
-        const node = this.#nodeByAddress!.get(base);
+        const node = this.nodeAt(base);
         const pod = node && this.#makePod(ds, manifest, node);
         if (pod?.addresses.includes(address)) return pod;
       }
@@ -204,7 +227,6 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
 
   /** Who answers `address` for a pod of `network`: its own network's pod, else through a leak. */
   #route(network: string, address: string): FakePod | undefined {
-    if (!this.#nodeByAddress) this.#index();
     const own = this.#podAt(network, address);
     if (own) return own;
     for (const [from, to] of this.options.leaks ?? []) {
