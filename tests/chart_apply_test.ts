@@ -105,3 +105,65 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    `the netcheck runner's ServiceAccount may do what netcheck does in its namespace, nothing in the agent's${suffix}`,
+  ignore: unavailable !== undefined,
+  async fn() {
+    await using cp = await startControlPlane();
+    await cp.createNamespace(NAMESPACE);
+    const objects = await helmTemplate({
+      namespace: NAMESPACE,
+      set: ["admissionPolicy.enabled=false", "netcheck.enabled=true"],
+    });
+    const created = await applyObjects(cp.adminConfig(), objects, NAMESPACE);
+    assert.deepEqual(created.map((o) => o.kind).sort(), objects.map((o) => o.kind).sort());
+    const authz = cp.adminConfig().makeApiClient(AuthorizationV1Api);
+    const allowed = async (
+      verb: string,
+      resource: string,
+      group: string,
+      namespace: string | undefined,
+      name?: string,
+      subresource?: string,
+    ) =>
+      (await authz.createSubjectAccessReview({
+        body: {
+          spec: {
+            user: `system:serviceaccount:${NAMESPACE}:lace-netcheck`,
+            groups: ["system:serviceaccounts", `system:serviceaccounts:${NAMESPACE}`],
+            resourceAttributes: { verb, resource, group, namespace, name, subresource },
+          },
+        },
+      })).status?.allowed ?? false;
+    const own = "lace-netcheck";
+    const expected: [string, string, string, string | undefined, string?, string?, boolean?][] = [
+      ["create", "daemonsets", "apps", own],
+      ["delete", "daemonsets", "apps", own],
+      ["list", "pods", "", own],
+      ["create", "pods", "", own, undefined, "exec"],
+      ["update", "leases", "coordination.k8s.io", own],
+      ["get", "namespaces", "", undefined, own],
+    ];
+    const refused: typeof expected = [
+      ["create", "pods", "", NAMESPACE, undefined, "exec"],
+      ["delete", "daemonsets", "apps", NAMESPACE],
+      ["list", "pods", "", NAMESPACE],
+      ["create", "pods", "", own],
+      ["get", "secrets", "", own],
+      ["get", "namespaces", "", undefined, NAMESPACE],
+      ["create", "namespaces", "", undefined],
+      ["list", "daemonsets", "apps", undefined],
+    ];
+    for (const [want, cases] of [[true, expected], [false, refused]] as const) {
+      for (const [verb, resource, group, ns, name, sub] of cases) {
+        assert.equal(
+          await allowed(verb, resource, group, ns, name, sub),
+          want,
+          `${verb} ${group}/${resource}${sub ? `/${sub}` : ""} ${ns ?? "(cluster)"} ${name ?? ""}`,
+        );
+      }
+    }
+  },
+});
