@@ -22,22 +22,15 @@ function headline(error: unknown): string {
 /**
  * The frames in `error.stack` that are Lace's own code (a `file:` location outside npm
  * packages and the bundle). The stack starts with the error's name and message, which may hold
- * newlines of its own, so the frames are read after that text where the stack starts with it,
- * and otherwise as the trailing run of `at` lines.
+ * newlines of its own, so the frames are read after that text. A stack that does not start with
+ * them (the message or name changed after V8 wrote the stack) shows no frame: the message it was
+ * written with is unknown, and its lines could imitate frames, right up to the real ones.
  */
 function ownFrames(error: Error): string[] {
   const stack = typeof error.stack === "string" ? error.stack : "";
   const head = error.message === "" ? String(error.name) : `${error.name}: ${error.message}`;
-  let lines: string[];
-  if (stack.startsWith(head)) {
-    lines = stack.slice(head.length).split("\n");
-  } else {
-    lines = stack.split("\n");
-    let first = lines.length;
-    while (first > 0 && /^\s+at /.test(lines[first - 1])) first--;
-    lines = lines.slice(first);
-  }
-  return lines
+  if (!stack.startsWith(head)) return [];
+  return stack.slice(head.length).split("\n")
     .map((line) => line.trim())
     .filter((line) => line.startsWith("at ") && line.includes("file:"))
     .filter((line) => !FOREIGN_FRAME.test(line))

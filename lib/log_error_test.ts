@@ -47,3 +47,18 @@ Deno.test("errorLogText() lists each cause and aggregated error below, escaped, 
     ],
   });
 });
+
+Deno.test("errorLogText() shows no frame when the stack no longer starts with the message", () => {
+  // The stack was written, then the message changed (a wrapper adding context): the frames can
+  // no longer be told apart from lines of the message that was written into the stack.
+  const e = withStack(new Error("pod text\n    at forged (file:///lace/lib/x.ts:1:1)"), [
+    "real (file:///lace/lib/y.ts:2:2)",
+  ]);
+  e.message = `while syncing: ${e.message}`;
+  const { inline, lines } = errorLogText(e);
+  assert.equal(
+    inline,
+    "Error: while syncing: pod text\\x0a    at forged (file:///lace/lib/x.ts:1:1)",
+  );
+  assert.deepEqual(lines, []);
+});
