@@ -16,7 +16,9 @@ const FOREIGN_FRAME = /\bext:|\bnode:|node_modules|registry\.npmjs\.org|\.bundle
 function headline(error: unknown): string {
   if (!(error instanceof Error)) return escapeUnsafe(errorText(error));
   const name = escapeUnsafe(String(error.name));
-  return error.message === "" ? name : `${name}: ${escapeUnsafe(error.message)}`;
+  // Anything may sit in `message`: a formatter that throws loses the whole record.
+  const message = String(error.message);
+  return message === "" ? name : `${name}: ${escapeUnsafe(message)}`;
 }
 
 /**

@@ -62,3 +62,9 @@ Deno.test("errorLogText() shows no frame when the stack no longer starts with th
   );
   assert.deepEqual(lines, []);
 });
+
+Deno.test("errorLogText() writes an error whose message is not a string", () => {
+  const e = new Error("x");
+  (e as { message: unknown }).message = 42;
+  assert.equal(errorLogText(e).inline, "Error: 42");
+});
