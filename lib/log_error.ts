@@ -7,18 +7,21 @@
  * does, and is escaped as well.
  */
 import { errorText } from "./error_text.ts";
-import { escapeUnsafe } from "./safe_text.ts";
+import { escapeUnsafe, safeText } from "./safe_text.ts";
 
 /** The frames of the runtime, of npm packages and of the bundled Kubernetes client. */
 const FOREIGN_FRAME = /\bext:|\bnode:|node_modules|registry\.npmjs\.org|\.bundle\.js/;
 
-/** `Name: message`, as the log line shows an error (escaped). */
+/**
+ * `Name: message`, as the log line shows an error: escaped, and unquoted, so its backslashes are
+ * doubled (safeText) and a message's own `\x0a` cannot pass for an escaped newline.
+ */
 function headline(error: unknown): string {
-  if (!(error instanceof Error)) return escapeUnsafe(errorText(error));
-  const name = escapeUnsafe(String(error.name));
+  if (!(error instanceof Error)) return safeText(errorText(error));
+  const name = safeText(String(error.name));
   // Anything may sit in `message`: a formatter that throws loses the whole record.
   const message = String(error.message);
-  return message === "" ? name : `${name}: ${escapeUnsafe(message)}`;
+  return message === "" ? name : `${name}: ${safeText(message)}`;
 }
 
 /**

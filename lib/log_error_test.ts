@@ -68,3 +68,9 @@ Deno.test("errorLogText() writes an error whose message is not a string", () => 
   (e as { message: unknown }).message = 42;
   assert.equal(errorLogText(e).inline, "Error: 42");
 });
+
+Deno.test("errorLogText() doubles a message's backslashes: its text cannot pass for an escape", () => {
+  const e = withStack(new Error("one\\x0a    at two"), []);
+  assert.equal(errorLogText(e).inline, "Error: one\\\\x0a    at two");
+  assert.notEqual(errorLogText(e).inline, errorLogText(new Error("one\n    at two")).inline);
+});
