@@ -28,8 +28,16 @@ export function networkNameProblem(name: unknown): string | null {
       JSON.stringify(name) ?? String(name)
     }`;
   }
-  const shown = name.length > 80 ? `${name.slice(0, 80)}…` : name;
   return `must be 1..${MAX_NETWORK_NAME} printable characters without spaces: ${
-    JSON.stringify(shown)
+    quotedAtMost80(name)
   } (${[...name].length} characters)`;
+}
+
+/**
+ * `text` quoted as JSON, cut to its first 80 characters (then `…`): for an annotation's value
+ * in a message, which a pod author may make as long as the API server lets annotations be.
+ */
+export function quotedAtMost80(text: string): string {
+  const chars = [...text];
+  return JSON.stringify(chars.length > 80 ? `${chars.slice(0, 80).join("")}…` : text);
 }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { MAX_NETWORK_NAME, networkNameProblem } from "./network_name.ts";
+import { MAX_NETWORK_NAME, networkNameProblem, quotedAtMost80 } from "./network_name.ts";
 
 Deno.test("networkNameProblem() takes 1..253 printable characters, counted as code points", () => {
   for (const name of ["b", "blå", "x".repeat(MAX_NETWORK_NAME), "🦕".repeat(MAX_NETWORK_NAME)]) {
@@ -22,4 +22,10 @@ Deno.test("networkNameProblem() refuses what is not a string, quoting it", () =>
     "must be a string of 1..253 printable characters without spaces: 5",
   );
   assert.match(networkNameProblem(undefined)!, /: undefined$/);
+});
+
+Deno.test("quotedAtMost80() quotes up to 80 characters whole, and cuts a longer text after 80", () => {
+  assert.equal(quotedAtMost80('7" x'), '"7\\" x"');
+  assert.equal(quotedAtMost80("🦕".repeat(80)), `"${"🦕".repeat(80)}"`);
+  assert.equal(quotedAtMost80("🦕".repeat(81)), `"${"🦕".repeat(80)}…"`);
 });

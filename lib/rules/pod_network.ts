@@ -2,7 +2,7 @@
  * A pod's network: the Lace network named by its annotations (or given by the
  * node), or the default network of pods without one.
  */
-import { networkNameProblem } from "../network_name.ts";
+import { networkNameProblem, quotedAtMost80 } from "../network_name.ts";
 import type { PodIdentity } from "./pod_fields.ts";
 
 /** A Lace network: its name and its id (1..65535), the id going into the mark. */
@@ -57,13 +57,17 @@ export function podNetwork(
     return `Annotation ${opts.networkIdAnnotation} is missing or not a string while ${opts.networkAnnotation} is set: the pod's network is unknown`;
   }
   if (typeof name !== "string" || name === "") {
-    return `Annotation ${opts.networkAnnotation} is missing or empty while ${opts.networkIdAnnotation} is "${id}": the pod's network is unknown`;
+    return `Annotation ${opts.networkAnnotation} is missing or empty while ${opts.networkIdAnnotation} is ${
+      quotedAtMost80(id)
+    }: the pod's network is unknown`;
   }
   const bad = networkNameProblem(name);
   if (bad) return `Annotation ${opts.networkAnnotation} ${bad}`;
   const networkId = /^[0-9]{1,5}$/.test(id) ? Number(id) : NaN;
   if (!(networkId >= 1 && networkId <= 65535)) {
-    return `Annotation ${opts.networkIdAnnotation} must be a decimal number 1..65535: "${id}"`;
+    return `Annotation ${opts.networkIdAnnotation} must be a decimal number 1..65535: ${
+      quotedAtMost80(id)
+    }`;
   }
   return { network: name, networkId };
 }

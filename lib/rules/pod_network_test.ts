@@ -122,3 +122,22 @@ Deno.test("probeTargetsForPod() reports a refused name as a mismatch when the no
   assert.equal(targets[0].network, "green");
   assert.match(mismatch!.annotated, /printable characters without spaces: "green\\n"/);
 });
+
+Deno.test("podNetwork()'s refusals quote at most 80 characters of the id annotation, escaped", () => {
+  const long = "9".repeat(100_000);
+  for (
+    const annotations of [{ "lace.io/network-id": long }, {
+      "lace.io/network": "",
+      "lace.io/network-id": long,
+    }]
+  ) {
+    const net = podNetwork({ "lace.io/network": "blue", ...annotations }, OPTS) as string;
+    assert.ok(net.length < 300, `${net.length} characters: ${net.slice(0, 120)}`);
+    assert.ok(net.includes(`"${"9".repeat(80)}…"`), net.slice(0, 200));
+  }
+  const quote = podNetwork({ "lace.io/network": "blue", "lace.io/network-id": '7" (id 7)' }, OPTS);
+  assert.equal(
+    quote,
+    'Annotation lace.io/network-id must be a decimal number 1..65535: "7\\" (id 7)"',
+  );
+});
