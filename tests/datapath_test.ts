@@ -203,6 +203,28 @@ privileged(
 );
 
 privileged(
+  "past the range filter, pods' own host ranges count their unmatched connects: " +
+    "IPv4 /32, IPv6 /128 (its first 64 bits folded), and an IPv4-mapped destination as IPv4",
+  async () => {
+    await using w = await SimWorld.create();
+    const unmatched = w.datapath.unmatched!;
+    // Without --pod-cidrs the agent's ranges are its pods' addresses: the filter's prefixes are
+    // then the longest it takes, 32 and 64, where the program shifts by 32 and by 0.
+    unmatched.syncRanges([hostRange(POD_IPV4, 1), hostRange(POD_IPV6, 2)]);
+    assert.deepEqual(
+      [unmatched.rangeFilter()?.ipv4.prefix, unmatched.rangeFilter()?.ipv6.prefix],
+      [32, 64],
+    );
+    for (const host of [POD_IPV4, POD_IPV6, `::ffff:${POD_IPV4}`]) {
+      await w.kubelet.probe({ host, port: TCP_PORTS[2], timeoutMs: TIMEOUT });
+    }
+    const counts = unmatched.networkCounts([1, 2]);
+    assert.deepEqual(counts.get(1), { connects: 2n, unmatched: 2n });
+    assert.deepEqual(counts.get(2), { connects: 1n, unmatched: 1n });
+  },
+);
+
+privileged(
   "pinned map and links keep tagging with no agent running, and a restart reuses them",
   async () => {
     await using w = await SimWorld.create();
