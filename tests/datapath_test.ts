@@ -8,10 +8,12 @@ import { join } from "node:path";
 import { defaultConfig, markFor } from "../lib/config.ts";
 import { Datapath } from "../lib/datapath/loader.ts";
 import { statCgroupId } from "../lib/cgroup/watch.ts";
-import { linkPinName, uninstall } from "../lib/datapath/pins.ts";
+import { linkPinName, openPinnedLink, uninstall } from "../lib/datapath/pins.ts";
 import { hostRange, parseCidr } from "../lib/datapath/pod_ranges.ts";
 import { BpfLink } from "../lib/datapath/libbpf/link.ts";
 import { BpfMap } from "../lib/datapath/libbpf/map.ts";
+import { programMapIds } from "../lib/datapath/libbpf/program.ts";
+import { computeRangeFilter, encodeRangeFilter } from "../lib/datapath/range_filter.ts";
 import { unwrap } from "../lib/datapath/libbpf/errors.ts";
 import { cString } from "../lib/datapath/libbpf/ffi.ts";
 import { libbpfSymbols } from "../lib/datapath/libbpf/library.ts";
@@ -221,6 +223,45 @@ privileged(
     const counts = unmatched.networkCounts([1, 2]);
     assert.deepEqual(counts.get(1), { connects: 2n, unmatched: 2n });
     assert.deepEqual(counts.get(2), { connects: 1n, unmatched: 1n });
+  },
+);
+
+/** The range filter map of the program in `pinPath`'s connect4 link (it is not pinned). */
+function rangeFilterMap(pinPath: string): BpfMap {
+  using link = openPinnedLink(join(pinPath, linkPinName("connect4")));
+  for (const id of programMapIds(link!.info().progId)) {
+    const map = BpfMap.openById(id);
+    if (map.info.name === "range_filter") return map;
+    map.close();
+  }
+  throw new Error(`no range_filter map in the program of ${pinPath}'s connect4 link`);
+}
+
+privileged(
+  "a clear bit in the range filter skips the trie; a prefix of 0 or past the family's asks it",
+  async () => {
+    await using w = await SimWorld.create();
+    const unmatched = w.datapath.unmatched!;
+    unmatched.syncRanges([hostRange(POD_IPV4, 1)]);
+    using filter = rangeFilterMap(w.pinPath);
+    const key = new Uint8Array(4);
+    const probe = () => w.kubelet.probe({ host: POD_IPV4, port: TCP_PORTS[2], timeoutMs: TIMEOUT });
+    const count = () => unmatched.networkCounts([1]).get(1)!.unmatched;
+    // The pod's range is in the trie, but the filter written here has no bit set: the program
+    // must take the filter's word for it (what the agent's filter saves every other connect).
+    const none = computeRangeFilter([]);
+    assert.equal(none.ipv4.prefix, 32);
+    filter.update(key, encodeRangeFilter(none));
+    await probe();
+    assert.equal(count(), 0n, "a clear bit skips the trie");
+    // Prefix 0 (a new object's zeroed filter, or one turned off while its bits change) and a
+    // prefix no IPv4 address has send every connect to the trie.
+    for (const prefix of [0, 33]) {
+      filter.update(key, encodeRangeFilter({ ...none, ipv4: { ...none.ipv4, prefix } }));
+      const before = count();
+      await probe();
+      assert.equal(count(), before + 1n, `prefix ${prefix} asks the trie`);
+    }
   },
 );
 
