@@ -242,37 +242,14 @@ export function parseNetConf(stdin: string, command: Command): NetConf {
     conf.prevResult = raw.prevResult;
   }
   if (raw.network !== undefined || raw.networkId !== undefined) {
-    if (typeof raw.network !== "string" || raw.network === "") {
-      throw invalid(`"network" must be a non-empty string when "networkId" is set`);
+    try {
+      Object.assign(conf, networkOf(raw));
+    } catch (e) {
+      // Fail closed at ADD and CHECK: a pod is never tagged into a network nobody can name.
+      // DEL, GC and STATUS use no network: a configuration gone bad, in any of these keys, must
+      // not hold up a sandbox's removal, so they go on without it.
+      if (command === "ADD" || command === "CHECK") throw e;
     }
-    const id = raw.networkId;
-    const networkId = typeof id === "number"
-      ? id
-      : typeof id === "string" && /^[0-9]{1,5}$/.test(id)
-      ? Number(id)
-      : NaN;
-    if (!Number.isInteger(networkId)) {
-      throw invalid(`"networkId" must be an integer 1..65535 when "network" is set: ${show(id)}`);
-    }
-    if (networkId < 1 || networkId > 65535) {
-      throw new CniError(
-        ERR.unsupportedField,
-        `Unsupported value of "networkId": ${show(id)} (network ids are 1..65535)`,
-      );
-    }
-    const bad = networkNameProblem(raw.network);
-    if (bad === null) {
-      conf.network = raw.network;
-      conf.networkId = networkId;
-    } else if (command === "ADD" || command === "CHECK") {
-      // Fail closed: a name the pods' annotations could never match, or one that reads like
-      // another, would tag the pod into a network nobody can name.
-      throw invalid(
-        `"network" ${bad}: give the name Lace's network plugin writes in its pods' lace.io/network annotation`,
-      );
-    }
-    // DEL, GC and STATUS use no network: a configuration gone bad must not hold up a sandbox's
-    // removal, so they go on without it.
   }
   if (raw.socket !== undefined) {
     if (typeof raw.socket !== "string" || !raw.socket.startsWith("/")) {
@@ -294,6 +271,39 @@ export function parseNetConf(stdin: string, command: Command): NetConf {
     conf.timeoutMs = ms;
   }
   return conf;
+}
+
+/**
+ * The conf's `network` and `networkId`, both present and well formed (the name held to the rule
+ * of every network name, lib/network_name.ts), else a CniError saying which key to fix.
+ */
+function networkOf(raw: Record<string, unknown>): { network: string; networkId: number } {
+  const invalid = (message: string) => new CniError(ERR.invalidConfig, message);
+  if (typeof raw.network !== "string" || raw.network === "") {
+    throw invalid(`"network" must be a non-empty string when "networkId" is set`);
+  }
+  const id = raw.networkId;
+  const networkId = typeof id === "number"
+    ? id
+    : typeof id === "string" && /^[0-9]{1,5}$/.test(id)
+    ? Number(id)
+    : NaN;
+  if (!Number.isInteger(networkId)) {
+    throw invalid(`"networkId" must be an integer 1..65535 when "network" is set: ${show(id)}`);
+  }
+  if (networkId < 1 || networkId > 65535) {
+    throw new CniError(
+      ERR.unsupportedField,
+      `Unsupported value of "networkId": ${show(id)} (network ids are 1..65535)`,
+    );
+  }
+  const bad = networkNameProblem(raw.network);
+  if (bad) {
+    throw invalid(
+      `"network" ${bad}: give the name Lace's network plugin writes in its pods' lace.io/network annotation`,
+    );
+  }
+  return { network: raw.network, networkId };
 }
 
 function show(value: unknown): string {

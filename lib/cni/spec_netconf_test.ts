@@ -246,3 +246,25 @@ Deno.test("parseNetConf() goes on without a malformed network at DEL, GC and STA
     assert.equal(c.networkId, undefined, command);
   }
 });
+
+Deno.test("parseNetConf() goes on at DEL, GC and STATUS without network keys that ADD refuses", () => {
+  const bad = [
+    { network: "", networkId: 7 },
+    { network: 42, networkId: 7 },
+    { networkId: 7 },
+    { network: "blue" },
+    { network: "blue", networkId: 0 },
+    { network: "blue", networkId: "seven" },
+  ];
+  for (const keys of bad) {
+    // ADD refuses each (code 7 or 2); the commands that use no network must not.
+    assert.ok(([ERR.invalidConfig, ERR.unsupportedField] as number[]).includes(
+      codeOf(() => parseNetConf(conf(keys), "ADD")),
+    ));
+    for (const command of ["DEL", "GC", "STATUS"] as const) {
+      const c = parseNetConf(conf(keys, "1.1.0"), command);
+      assert.equal(c.network, undefined, `${command} ${JSON.stringify(keys)}`);
+      assert.equal(c.networkId, undefined, `${command} ${JSON.stringify(keys)}`);
+    }
+  }
+});
