@@ -55,9 +55,19 @@ export interface UnmatchedView {
   lastSeen: number;
 }
 
+/**
+ * A log line about one destination: `message` is the template, Lace's own text only (the
+ * destination as Lace writes an address and port), and `values` fill it, so a pod's names are
+ * logged (and escaped) as values, never read as a template (a network name may hold braces).
+ */
+export interface UnmatchedLog {
+  message: string;
+  values: { owner: string };
+}
+
 /** What the agent does about one report; each part is absent when rate-limited. */
 export interface UnmatchedAction {
-  log?: string;
+  log?: UnmatchedLog;
   event?: { pod: PodIdentity; message: string };
 }
 
@@ -113,7 +123,10 @@ export class UnmatchedLedger {
     entry.actedAt = now;
     const where = pod ? `pod ${pod} (network ${owner!.network})` : "no pod this agent knows";
     return {
-      log: `Kubelet connect to ${id} matched no probe target; the address belongs to ${where}`,
+      log: {
+        message: `Kubelet connect to ${id} matched no probe target; the address belongs to {owner}`,
+        values: { owner: where },
+      },
       ...(owner ? { event: { pod: owner.pod, message: unmatchedMessage(key) } } : {}),
     };
   }

@@ -68,7 +68,7 @@ export class UnmatchedWatch {
       this.#owners ??= ownersByAddress(this.#view().targets);
       const owner = this.#owners.get(report.key.address);
       const action = this.#ledger.record(report.key, report.networkId, owner);
-      if (action.log) log.warn(action.log);
+      if (action.log) log.warn(action.log.message, action.log.values);
       if (action.event) {
         this.#events.warn(
           podObjectRef(action.event.pod),

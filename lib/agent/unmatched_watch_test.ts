@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import type { UnmatchedMaps } from "../datapath/unmatched_maps.ts";
-import type { PodRange } from "../datapath/pod_ranges.ts";
+import type { PodRange, UnmatchedReport } from "../datapath/pod_ranges.ts";
+import { setupLogging } from "../log.ts";
 import { noopEventSink } from "../kube/event_sink.ts";
 import type { AgentSnapshot } from "./core.ts";
 import type { TargetView } from "./desired_state.ts";
@@ -86,4 +87,32 @@ Deno.test("the watch writes the pod ranges again at the next tick after a failed
   watch.tick();
   assert.equal(attempts.length, 2, "retried once, then up to date");
   watch.stop();
+});
+
+Deno.test("the watch logs a pod's network name as it is, never read as a log template", () => {
+  // A name may hold braces (lib/network_name.ts): in a template, {x} would be a missing value
+  // and {constructor} Object's, so the line would name a network nobody has.
+  const network = "blue{x}{constructor}";
+  const snapshot = { targets: [{ ...target("10.0.0.1"), network }] } as AgentSnapshot;
+  const report: UnmatchedReport = {
+    key: { family: "ipv4", address: "10.0.0.1", port: 81 },
+    networkId: 1,
+  };
+  const maps = {
+    syncRanges: () => ({ put: 0, removed: 0 }),
+    reportReader: (onReport: (r: UnmatchedReport) => void) => ({
+      consume: () => onReport(report),
+      close() {},
+    }),
+  } as unknown as UnmatchedMaps;
+  const out: string[] = [];
+  setupLogging("info", "json", (bytes) => out.push(new TextDecoder().decode(bytes)));
+  try {
+    new UnmatchedWatch({ maps, cidrs: [], view: () => snapshot, events: noopEventSink }).tick();
+  } finally {
+    setupLogging("info", "json", () => {});
+  }
+  const lines = out.map((l) => JSON.parse(l)).filter((r) => /matched no probe/.test(r.message));
+  assert.equal(lines.length, 1, out.join(""));
+  assert.match(lines[0].message, /10\.0\.0\.1:81.*pod ns\/a \(network blue\{x\}\{constructor\}\)/);
 });
