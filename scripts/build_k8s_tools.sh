@@ -13,14 +13,15 @@
 #   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/containerd-<version>/{containerd,containerd-shim-runc-v2,ctr}
 #   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/kubectl-<version>/kubectl       (for scripts/dev node)
 #   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/e2e.test-<version>/e2e.test     (upstream's e2e suite
-#     for tests/node/conformance.ts: 20 min cold on 2 busy cores, 5 min once the kubelet is built)
+#     for tests/node/conformance_test.ts and deno task conformance: 20 min cold on 2 busy cores,
+#     5 min once the kubelet is built, so it is built last)
 #   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/ginkgo-<version>/ginkgo         (runs e2e.test's specs
 #     in parallel; built with e2e.test)
 # A binary already in the cache is reused, so only the first run on a machine pays (about
 # 10-20 minutes on 2 cores for everything). Safe to run concurrently and repeatedly.
 #
 # Usage: scripts/build_k8s_tools.sh [kube-apiserver|etcd|helm|kubelet|kubectl|agnhost|pause|containerd
-#        |e2e.test ...]   (default: all but e2e.test, which deno task conformance needs)
+#        |e2e.test ...]   (default: all of them; scripts/setup.sh --tests runs it so)
 set -euo pipefail
 
 HELM_VERSION=v3.22.0
@@ -152,7 +153,7 @@ build_etcd() {
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(etcd helm kube-apiserver pause containerd kubelet kube-controller-manager kube-scheduler
-    agnhost kubectl)
+    agnhost kubectl e2e.test)
 fi
 total=$SECONDS
 for target in "${targets[@]}"; do

@@ -2,8 +2,9 @@
 # Installs what a fresh Debian 12 machine lacks to build, run and test Lace,
 # and builds the BPF object. Idempotent: a second run only checks.
 #   scripts/setup.sh          runtime + build needs (the demo)
-#   scripts/setup.sh --tests  also the test tools (helm, kube-apiserver, etcd, and the real node:
-#                             kubelet, containerd, runc, the controller manager and scheduler)
+#   scripts/setup.sh --tests  also the test tools (helm, kube-apiserver, etcd, the real node:
+#                             kubelet, containerd, runc, the controller manager and scheduler,
+#                             and upstream's e2e.test with ginkgo for tests/node/conformance_test.ts)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -19,7 +19,15 @@ import { parseArgs } from "node:util";
 import { join } from "node:path";
 import { isExecutable, kubeToolPath, nodeUnavailableReason } from "../kube/tools.ts";
 import { installLace } from "./chart.ts";
-import { parseJsonReport, renderTable, type Run, type SpecResult } from "./conformance_report.ts";
+import {
+  inTestCommand,
+  parseJsonReport,
+  renderTable,
+  type Run,
+  type SpecResult,
+  TEST_COMMAND_LABELS,
+  unpassed,
+} from "./conformance_report.ts";
 import { startNode } from "./node.ts";
 
 /** The upstream files whose every spec runs. */
@@ -36,8 +44,8 @@ export const RUNS = {
 } as const;
 export type RunName = keyof typeof RUNS;
 
-/** The subset upstream marks for every conformant cluster (CI's test command runs it). */
-export const CONFORMANCE_FOCUS = "\\[Conformance\\]";
+/** ginkgo's filter for the test command's share: upstream's labels, not a list of names. */
+export const TEST_COMMAND_LABEL_FILTER = TEST_COMMAND_LABELS.join(" || ");
 
 async function ginkgoPath(): Promise<string> {
   const goMod = await Deno.readTextFile(new URL("../k8s/go.mod", import.meta.url));
@@ -60,11 +68,14 @@ export async function conformanceUnavailableReason(): Promise<string | undefined
   return undefined;
 }
 
-/** ginkgo's arguments selecting the specs: the files, and the [Conformance] subset if asked. */
+/**
+ * ginkgo's arguments selecting the specs: the files, and with "conformance" only those labelled
+ * [Conformance] or [NodeConformance].
+ */
 export function specSelection(subset: "conformance" | "all"): string[] {
   return [
     ...SPEC_FILES.map((file) => `--focus-file=${file}`),
-    ...(subset === "conformance" ? [`--focus=${CONFORMANCE_FOCUS}`] : []),
+    ...(subset === "conformance" ? [`--label-filter=${TEST_COMMAND_LABEL_FILTER}`] : []),
   ];
 }
 
@@ -158,6 +169,66 @@ export async function runSpecs(name: RunName, o: RunOptions): Promise<SpecResult
   }
 }
 
+/** Every spec of the files with its labels, from ginkgo's dry run of the binary (no node). */
+export function listSpecs(out: string): Promise<SpecResult[]> {
+  return runSpecs("lace-ipv4", { subset: "all", procs: 1, out, dryRun: true });
+}
+
+/** The test command's share on Lace, over each family, and what it found. */
+export interface ShareResult {
+  /** The specs labelled [Conformance] or [NodeConformance], from the binary's own list. */
+  expected: SpecResult[];
+  runs: Run[];
+  /** Per run, each expected spec that did not pass, with its failure message. */
+  failures: { run: string; specs: string[] }[];
+}
+
+/**
+ * Runs the specs upstream labels [Conformance] or [NodeConformance] on a fresh Lace node over
+ * IPv4 and one over IPv6-only pods (`runs`), both at once when `concurrent` (each node is its own
+ * set of namespaces; each run's node is closed when its run ends, failed or not, and both runs
+ * end before this returns or throws).
+ */
+export async function runTestCommandShare(o: {
+  out: string;
+  procs: number;
+  concurrent: boolean;
+  runs?: RunName[];
+  focus?: string;
+}): Promise<ShareResult> {
+  const names = o.runs ?? ["lace-ipv4", "lace-ipv6"];
+  const expected = (await listSpecs(join(o.out, "list"))).filter(inTestCommand);
+  if (expected.length === 0) {
+    throw new Error(`ginkgo's dry run lists no spec labelled ${TEST_COMMAND_LABEL_FILTER}`);
+  }
+  const one = async (name: RunName): Promise<Run> => ({
+    title: RUNS[name].title,
+    control: !RUNS[name].agent,
+    results: await runSpecs(name, {
+      subset: "conformance",
+      procs: o.procs,
+      out: join(o.out, name),
+      focus: o.focus,
+    }),
+  });
+  let settled: PromiseSettledResult<Run>[];
+  if (o.concurrent) {
+    settled = await Promise.allSettled(names.map(one));
+  } else {
+    settled = [];
+    for (const name of names) settled.push(...await Promise.allSettled([one(name)]));
+  }
+  const errors = settled.flatMap((s, i) =>
+    s.status === "rejected" ? [`${names[i]}: ${s.reason?.stack ?? s.reason}`] : []
+  );
+  if (errors.length > 0) throw new Error(`A run did not finish:\n${errors.join("\n")}`);
+  const runs = settled.map((s) => (s as PromiseFulfilledResult<Run>).value);
+  const wanted = o.focus ? expected.filter((s) => new RegExp(o.focus!).test(s.name)) : expected;
+  const failures = runs.map((run) => ({ run: run.title, specs: unpassed(wanted, run) }))
+    .filter((f) => f.specs.length > 0);
+  return { expected: wanted, runs, failures };
+}
+
 const BEGIN = "<!-- conformance-table:begin -->";
 const END = "<!-- conformance-table:end -->";
 
@@ -178,6 +249,7 @@ if (import.meta.main) {
       out: { type: "string" },
       doc: { type: "string" },
       focus: { type: "string" },
+      with: { type: "string" },
     },
   });
   const unavailable = await conformanceUnavailableReason();
@@ -198,12 +270,7 @@ if (import.meta.main) {
   }
   const out = values.out ?? await Deno.makeTempDir({ prefix: "lace-conformance-" });
   // Every spec of the files, listed by ginkgo itself, so the table names those that did not run.
-  const all = await runSpecs("lace-ipv4", {
-    subset: "all",
-    procs: 1,
-    out: join(out, "list"),
-    dryRun: true,
-  });
+  const all = await listSpecs(join(out, "list"));
   const runs: Run[] = [];
   for (const name of names) {
     const results = await runSpecs(name, {
@@ -212,10 +279,22 @@ if (import.meta.main) {
       out: join(out, name),
       focus: values.focus,
     });
-    runs.push({ title: RUNS[name].title, results });
+    runs.push({ title: RUNS[name].title, control: !RUNS[name].agent, results });
     await Deno.writeTextFile(join(out, "results.json"), JSON.stringify(runs, null, 2));
   }
-  const table = renderTable(all.map((r) => r.name).sort(), runs);
+  if (values.with) {
+    // Earlier runs' columns; a results.json from before `control` was recorded names it by title.
+    const earlier = JSON.parse(await Deno.readTextFile(values.with)) as Run[];
+    for (const run of earlier) {
+      const control = run.control ??
+        Object.values(RUNS).some((r) => r.title === run.title && !r.agent);
+      runs.push({ ...run, control });
+    }
+  }
+  const table = renderTable(
+    all.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
+    runs,
+  );
   await Deno.writeTextFile(join(out, "table.md"), table);
   console.log(table);
   if (values.doc) {
