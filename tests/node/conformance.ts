@@ -282,15 +282,19 @@ if (import.meta.main) {
     runs.push({ title: RUNS[name].title, control: !RUNS[name].agent, results });
     await Deno.writeTextFile(join(out, "results.json"), JSON.stringify(runs, null, 2));
   }
-  if (values.with) {
-    // Earlier runs' columns; a results.json from before `control` was recorded names it by title.
-    const earlier = JSON.parse(await Deno.readTextFile(values.with)) as Run[];
-    for (const run of earlier) {
+  // Earlier invocations' runs (their results.json files, comma-separated) as further columns, in
+  // the order of RUNS; a results.json from before `control` was recorded names it by title.
+  for (const file of (values.with ?? "").split(",").filter((f) => f !== "")) {
+    for (const run of JSON.parse(await Deno.readTextFile(file)) as Run[]) {
       const control = run.control ??
         Object.values(RUNS).some((r) => r.title === run.title && !r.agent);
       runs.push({ ...run, control });
     }
   }
+  const titles: string[] = Object.values(RUNS).map((r) => r.title);
+  const order = (run: Run) =>
+    titles.includes(run.title) ? titles.indexOf(run.title) : titles.length;
+  runs.sort((a, b) => order(a) - order(b));
   const table = renderTable(
     all.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
     runs,
