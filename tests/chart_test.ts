@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { dirname } from "node:path";
+import { parseChainTargets } from "../lib/cni/chaining/select.ts";
 import { listenUnixSocket } from "../lib/unix_socket.ts";
 import {
   agent,
@@ -21,6 +22,7 @@ import {
   podSpec,
   refusal,
   render,
+  templateArgs,
 } from "./helpers/helm.ts";
 
 const DEFAULT_KUBELET_CGROUP = "/sys/fs/cgroup/system.slice/kubelet.service";
@@ -173,6 +175,27 @@ helmTest(
     }
     const colon = agent(await render(h, ['node.cni.chainFiles:=["20-x.conflist=blå:net:7"]']));
     assert.equal(envOf(colon, "LACE_CNI_CHAIN_FILES"), "20-x.conflist=blå:net:7");
+  },
+);
+
+helmTest(
+  "helm takes a chain file's network id exactly when the agent does: 1..65535, at most 5 digits",
+  async (h) => {
+    const ids = ["1", "7", "00007", "0100", "9999", "10000", "59999", "65529", "65535"];
+    const bad = ["0", "00000", "000007", "65536", "65540", "65600", "66000", "70000", "99999"];
+    for (const id of [...ids, ...bad]) {
+      const item = `20-x.conflist=blue:${id}`;
+      let agentTakes = true;
+      try {
+        parseChainTargets(item);
+      } catch {
+        agentTakes = false;
+      }
+      assert.equal(agentTakes, ids.includes(id), `the agent on ${item}`);
+      const result = await helm(h, templateArgs([`node.cni.chainFiles:=["${item}"]`]));
+      assert.equal(result.code === 0, agentTakes, `helm on ${item}: ${result.stderr}`);
+      if (!agentTakes) assert.match(result.stderr, /chainFiles/);
+    }
   },
 );
 
