@@ -41,3 +41,13 @@ export function quotedAtMost80(text: string): string {
   const chars = [...text];
   return JSON.stringify(chars.length > 80 ? `${chars.slice(0, 80).join("")}…` : text);
 }
+
+/**
+ * `network "blue"`: a network's name in a message, quoted as JSON. The rule lets a name hold
+ * `"`, `)` or `,`, so a name written bare or between plain quotes could close them and make
+ * the message name another network or say something else (`network "a" (id 1), and network
+ * "b"`); JSON quoting escapes the quote, and the name is one string however it reads.
+ */
+export function networkLabel(name: string): string {
+  return `network ${JSON.stringify(name)}`;
+}

@@ -23,6 +23,7 @@ import { Metrics } from "./metrics.ts";
 import { fileNodeNetworkStore } from "./node_networks.ts";
 import { conflictMessage, refusalMessage } from "../rules/conflicts.ts";
 import { addressClashMessage } from "../rules/address_holders.ts";
+import { networkMismatchMessage } from "../rules/pod_network.ts";
 import type { PodLookup } from "../pods/source.ts";
 import type { PodSource } from "../pods/source.ts";
 import { DirPodSource } from "../pods/dir_source.ts";
@@ -227,7 +228,7 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
       events.warn(
         podObjectRef(m.pod),
         "NetworkAnnotationMismatch",
-        `The pod's annotations say ${m.annotated}, but the node attached it to network "${m.node.network}" (id ${m.node.networkId}): its probe targets use the node's network and the annotations are ignored`,
+        networkMismatchMessage(m),
       ),
     observer: {
       onReconcile: (report) => {

@@ -9,6 +9,7 @@ import {
   type ProbeEntry,
   type ProbeStore,
 } from "../datapath/probe_map.ts";
+import { networkLabel } from "../network_name.ts";
 import type { Attachment, AttachmentRef } from "./protocol.ts";
 import type { CniHandler } from "./server.ts";
 
@@ -58,7 +59,11 @@ export function checkAttachment(
       problems.push(`target ${id} is on an address the attachment does not have`);
     }
     if (a.network !== undefined && t.network !== a.network) {
-      problems.push(`target ${id} is in network "${t.network}", the plugin says "${a.network}"`);
+      problems.push(
+        `target ${id} is in ${networkLabel(t.network)}, the plugin says ${
+          JSON.stringify(a.network)
+        }`,
+      );
     }
     if (a.networkId !== undefined && t.entry.value.networkId !== a.networkId) {
       problems.push(

@@ -6,6 +6,7 @@
  * order, so the agent never flaps between two pods.
  */
 import { keyId, type ProbeKey } from "../datapath/probe_map.ts";
+import { networkLabel } from "../network_name.ts";
 import { comparePodAge, type PodIdentity } from "./pod_fields.ts";
 import type { PodNetwork } from "./pod_network.ts";
 import type { PodPlacement } from "./placement.ts";
@@ -149,7 +150,7 @@ function where(key: ProbeKey): string {
 }
 
 function networkName(claim: Claim): string {
-  return claim.networkId === 0 ? "the default network" : `network "${claim.network}"`;
+  return claim.networkId === 0 ? "the default network" : networkLabel(claim.network);
 }
 
 /**

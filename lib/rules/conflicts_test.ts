@@ -230,6 +230,17 @@ Deno.test("conflictMessage() names the address and port, never the other tenant"
   }
 });
 
+Deno.test("conflictMessage() quotes a network name holding a quote so it says nothing else", () => {
+  const [c] = resolveConflicts([target("mine", NEW, 2), target("theirs", OLD, 1)], "fail-closed")
+    .conflicts;
+  const mine = c.dropped.find((d) => d.pod.uid === "mine")!;
+  const hostile = 'net2"-and-the-default-network"';
+  const message = conflictMessage(c, { ...mine, network: hostile });
+  const quoted = /not tagged into network ("(?:[^"\\]|\\.)*") until/.exec(message);
+  assert.ok(quoted, message);
+  assert.equal(JSON.parse(quoted[1]), hostile);
+});
+
 Deno.test("conflictMessage() says fail closed and older-wins apart", () => {
   const targets = [target("a", NEW, 2), target("b", OLD, 1)];
   const [closed] = resolveConflicts(targets, "fail-closed").conflicts;

@@ -2,7 +2,7 @@
  * A pod's network: the Lace network named by its annotations (or given by the
  * node), or the default network of pods without one.
  */
-import { networkNameProblem, quotedAtMost80 } from "../network_name.ts";
+import { networkLabel, networkNameProblem, quotedAtMost80 } from "../network_name.ts";
 import type { PodIdentity } from "./pod_fields.ts";
 
 /** A Lace network: its name and its id (1..65535), the id going into the mark. */
@@ -70,6 +70,16 @@ export function podNetwork(
     }`;
   }
   return { network: name, networkId };
+}
+
+/**
+ * The Event message for a pod whose annotations name another network than the node attached it
+ * to: both networks, the node's one used.
+ */
+export function networkMismatchMessage(m: NetworkMismatch): string {
+  return `The pod's annotations say ${m.annotated}, but the node attached it to ${
+    networkLabel(m.node.network)
+  } (id ${m.node.networkId}): its probe targets use the node's network and the annotations are ignored`;
 }
 
 /** Whether a parsed annotation (or its error message) names exactly the network `b`. */

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { keyId } from "../datapath/probe_map.ts";
 import { OPTS, pod } from "./_pod_fixture.ts";
 import { probeTargetsForPod } from "./targets.ts";
-import { podNetwork } from "./pod_network.ts";
+import { networkMismatchMessage, podNetwork } from "./pod_network.ts";
 
 Deno.test("probeTargetsForPod() uses configured annotation keys", () => {
   const p = pod({ annotations: { "x.io/net": "red", "x.io/id": "12" } });
@@ -25,6 +25,23 @@ Deno.test("probeTargetsForPod() tags every target with the node's network, not t
     node: NODE_NET,
     annotated: 'network "blue" (id 7)',
   });
+});
+
+/** Every `network "…"` in a message, each name read back as the JSON string it must be. */
+function networksNamed(message: string): string[] {
+  return [...message.matchAll(/network ("(?:[^"\\]|\\.)*")/g)].map((m) => JSON.parse(m[1]));
+}
+
+Deno.test("the mismatch Event quotes a network name holding quotes so it names no other network", () => {
+  // The name rule allows `"`, `(` and `,`: written between plain quotes, this annotated name
+  // would read as network "red" with an id, and the node's as network "green".
+  const annotated = 'red"(id:9),but"blue';
+  const node = { network: 'green"\\', networkId: 1 };
+  const p = pod({ annotations: { "lace.io/network": annotated, "lace.io/network-id": "7" } });
+  const { mismatch } = probeTargetsForPod(p, OPTS, node);
+  const message = networkMismatchMessage(mismatch!);
+  assert.deepEqual(networksNamed(message), [annotated, node.network], message);
+  assert.match(message, / \(id 7\), but the node attached it to .* \(id 1\): /);
 });
 
 Deno.test("probeTargetsForPod() reports no mismatch when the annotations agree with the node", () => {

@@ -7,6 +7,7 @@
 import { hasFinished, type Pod } from "../pods/pod.ts";
 import { canonicalAddress, type ProbeKey } from "../datapath/probe_map.ts";
 import { isObject } from "../json.ts";
+import { networkLabel } from "../network_name.ts";
 import { type Loose, podAddresses, type PodIdentity, podIdentity, str } from "./pod_fields.ts";
 import {
   DEFAULT_NETWORK,
@@ -143,7 +144,7 @@ export function probeTargetsForPod(
       node: { network: node.network, networkId: node.networkId },
       annotated: typeof annotated === "string"
         ? annotated
-        : `network "${annotated.network}" (id ${annotated.networkId})`,
+        : `${networkLabel(annotated.network)} (id ${annotated.networkId})`,
     };
   }
   const net = node ?? annotated ?? DEFAULT_NETWORK;
