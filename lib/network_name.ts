@@ -34,6 +34,14 @@ export function networkNameProblem(name: unknown): string | null {
 }
 
 /**
+ * What to do about a bad name in a CNI conf or `--cni-chain-files`, after the problem. The CNI
+ * plugin and the flag parser do not know which annotation key the agent was given, so this
+ * names the flag that sets it and its default rather than a key that may not be the one in use.
+ */
+export const GIVE_ANNOTATED_NAME =
+  "give the name Lace's network plugin writes in its pods' network annotation (the agent's --network-annotation, lace.io/network by default)";
+
+/**
  * `text` quoted as JSON, cut to its first 80 characters (then `…`): for an annotation's value
  * in a message, which a pod author may make as long as the API server lets annotations be.
  */

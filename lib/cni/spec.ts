@@ -6,7 +6,7 @@
  */
 import { parseDuration } from "../duration.ts";
 import { isObject } from "../json.ts";
-import { networkNameProblem } from "../network_name.ts";
+import { GIVE_ANNOTATED_NAME, networkNameProblem } from "../network_name.ts";
 import { DEFAULT_CNI_SOCKET } from "./protocol.ts";
 
 /** The spec versions this plugin speaks; results before 0.3.0 had another shape. */
@@ -300,7 +300,7 @@ function networkOf(raw: Record<string, unknown>): { network: string; networkId: 
   const bad = networkNameProblem(raw.network);
   if (bad) {
     throw invalid(
-      `"network" ${bad}: give the name Lace's network plugin writes in its pods' lace.io/network annotation`,
+      `"network" ${bad}: ${GIVE_ANNOTATED_NAME}`,
     );
   }
   return { network: raw.network, networkId };

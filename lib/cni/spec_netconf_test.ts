@@ -232,7 +232,7 @@ Deno.test("parseNetConf() refuses at ADD and CHECK a network name no annotation 
       assert.equal(e.code, ERR.invalidConfig, JSON.stringify(network));
       assert.match(
         e.message,
-        /^"network" must be 1\.\.253 printable characters without spaces: .*: give the name Lace's network plugin writes in its pods' lace\.io\/network annotation$/s,
+        /^"network" must be 1\.\.253 printable characters without spaces: .*: give the name Lace's network plugin writes in its pods' network annotation \(the agent's --network-annotation, lace\.io\/network by default\)$/s,
       );
     }
   }

@@ -5,7 +5,7 @@
  * and CRI-O gives it), or every file matching a configured list of names and
  * globs, each with its own network where one is given. Pure.
  */
-import { networkNameProblem } from "../../network_name.ts";
+import { GIVE_ANNOTATED_NAME, networkNameProblem } from "../../network_name.ts";
 import { isConfigName } from "./conflist.ts";
 
 /** One configured file pattern: a name or a glob (`*`, `?`), with an optional network. */
@@ -60,7 +60,7 @@ export function parseChainTargets(text: string): ChainTarget[] {
     const bad = networkNameProblem(m[1]);
     if (bad) {
       problems.push(
-        `"${item}": the network name ${bad}; give the name Lace's network plugin writes in the pods' lace.io/network annotation`,
+        `"${item}": the network name ${bad}; ${GIVE_ANNOTATED_NAME}`,
       );
       continue;
     }

@@ -62,6 +62,10 @@ Deno.test("parseChainTargets holds a file's network to the network name rule", (
           `${
             JSON.stringify(item)
           }: the network name must be 1..253 printable characters without spaces: `,
+        ) &&
+        // The parser does not know the agent's annotation key: it names the flag that sets it.
+        e.message.endsWith(
+          "; give the name Lace's network plugin writes in its pods' network annotation (the agent's --network-annotation, lace.io/network by default)",
         ),
       JSON.stringify(network),
     );
