@@ -83,6 +83,16 @@ interface ProgStats {
   runCnt: number;
 }
 
+/** A copy of `items` in random order (Fisher–Yates). */
+function shuffled<T>(items: readonly T[]): T[] {
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [out[i], out[j]] = [out[j], out[i]];
+  }
+  return out;
+}
+
 async function progStats(id: number): Promise<ProgStats> {
   const info = JSON.parse(await run(["bpftool", "prog", "show", "id", String(id), "--json"]));
   return { runTimeNs: Number(info.run_time_ns ?? 0), runCnt: Number(info.run_cnt ?? 0) };
@@ -272,14 +282,19 @@ export async function hookCost(
     const floorSamples = new Map<string, number[]>();
     for (let r = 0; r < statRounds; r++) {
       for (const { family, match } of cells) {
-        const side = { cgroup: cgroups.kubelet, family, port: port(family, match) };
-        const got = await bpfNsPerConnect(progIds[PROGRAM[family]], side, statCount);
-        const cell = samples.get(key(family, match))!;
-        cell.ns.push(got.ns);
-        cell.runs += got.runs;
-        if (!floorSizes.includes(size)) continue;
-        for (const name of FLOOR_PROGRAMS) {
-          if (name === "outside" && match) continue;
+        const others = floorSizes.includes(size)
+          ? FLOOR_PROGRAMS.filter((name) => !(name === "outside" && match))
+          : [];
+        // In a new order each round, so no program always runs right after the same other one.
+        for (const name of shuffled(["lace" as const, ...others])) {
+          if (name === "lace") {
+            const side = { cgroup: cgroups.kubelet, family, port: port(family, match) };
+            const got = await bpfNsPerConnect(progIds[PROGRAM[family]], side, statCount);
+            const cell = samples.get(key(family, match))!;
+            cell.ns.push(got.ns);
+            cell.runs += got.runs;
+            continue;
+          }
           const p = programs[name];
           const s = { cgroup: p.cgroup, family, port: port(family, match) };
           const k = `${name}/${key(family, match)}`;

@@ -74,7 +74,8 @@ export class UnmatchedMaps {
     const filterChanged = filter !== undefined && !sameBytes(have, filter);
     // A program reads the prefix, then one word of the bits, while a write copies the whole
     // value: so it turns the filter off (prefixes 0: every connect asks the trie) while the
-    // bits change, and on again only after, never pairing a prefix with the other's bits.
+    // bits change, and on again only after, never pairing a prefix with the other's bits. A
+    // write that fails on the way leaves it off until the next sync, which finds it differs.
     if (filterChanged) {
       if (have) this.#filter!.update(FILTER_KEY, filterTurnedOff(have));
       this.#filter!.update(FILTER_KEY, filterTurnedOff(filter));
