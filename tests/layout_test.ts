@@ -2,7 +2,8 @@
  * The product never depends on test support: no file under lib/ (other than a
  * unit test or a fixture beside the unit tests, `_*.ts`) and not main.ts imports
  * from tests/, from a path with a `sim` folder or from such a fixture. Unit tests
- * and their fixtures may import fixtures from tests/. And imports run downhill
+ * may import fixtures from tests/; a fixture beside them may not (one that needs
+ * tests/ belongs there, STYLE.md). And imports run downhill
  * between lib/'s folders (STYLE.md): the commands on top, the agent's loop under
  * them, the parts under it.
  */
@@ -19,10 +20,14 @@ export function importSpecifiers(source: string): string[] {
   return [...source.matchAll(pattern)].map((m) => m[1] ?? m[2] ?? m[3]);
 }
 
+/** True when a resolved path (relative to the repository) is under tests/ or a sim folder. */
+function isTestsOrSim(path: string): boolean {
+  return path.startsWith("tests/") || /(^|\/)sim\//.test(path);
+}
+
 /** True when a resolved path (relative to the repository) is test support. */
 function isTestSupport(path: string): boolean {
-  return path.startsWith("tests/") || /(^|\/)sim\//.test(path) ||
-    (path.startsWith("lib/") && /(^|\/)_[^/]*\.ts$/.test(path));
+  return isTestsOrSim(path) || (path.startsWith("lib/") && /(^|\/)_[^/]*\.ts$/.test(path));
 }
 
 function* productFiles(dir: string): Generator<string> {
@@ -32,6 +37,15 @@ function* productFiles(dir: string): Generator<string> {
     else if (
       entry.name.endsWith(".ts") && !entry.name.endsWith("_test.ts") && !entry.name.startsWith("_")
     ) yield path;
+  }
+}
+
+/** The fixtures beside lib/'s unit tests (`_*.ts`). */
+function* libFixtures(dir: string): Generator<string> {
+  for (const entry of Deno.readDirSync(dir)) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory) yield* libFixtures(path);
+    else if (entry.name.startsWith("_") && entry.name.endsWith(".ts")) yield path;
   }
 }
 
@@ -71,6 +85,20 @@ Deno.test("no product file under lib/ or main.ts imports from tests/, a sim fold
     relativeImports > files.length,
     `only ${relativeImports} imports in ${files.length} files`,
   );
+  assert.deepEqual(offenders, []);
+});
+
+Deno.test("no fixture beside lib/'s unit tests imports from tests/ or a sim folder", () => {
+  const fixtures = [...libFixtures(join(ROOT, "lib"))];
+  assert(fixtures.length >= 5, `only ${fixtures.length} fixtures found under lib/`);
+  const offenders: string[] = [];
+  for (const file of fixtures) {
+    for (const spec of importSpecifiers(Deno.readTextFileSync(file))) {
+      if (spec.startsWith(".") && isTestsOrSim(relative(ROOT, resolve(dirname(file), spec)))) {
+        offenders.push(`${relative(ROOT, file)} imports ${spec}`);
+      }
+    }
+  }
   assert.deepEqual(offenders, []);
 });
 

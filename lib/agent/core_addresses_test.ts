@@ -8,7 +8,7 @@ import { AttachmentRefusedError } from "../cni/protocol.ts";
 import type { Pod } from "../pods/pod.ts";
 import type { PodLookup } from "../pods/source.ts";
 import { ATTACH_LOOKUP_MS } from "./attachment_network.ts";
-import { CONFIG, ids, pod, setup } from "./_core_fixture.ts";
+import { CONFIG, ids, pod, setup } from "../../tests/helpers/core_world.ts";
 
 Deno.test("AgentCore refuses an attachment whose address a pod of another network holds", async () => {
   const t = setup();

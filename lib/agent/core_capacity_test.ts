@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import type { Pod } from "../pods/pod.ts";
 import { MemoryProbeStore } from "../../tests/helpers/memory_probe_store.ts";
-import { CONFIG, entry, ids, pod, setup } from "./_core_fixture.ts";
+import { CONFIG, entry, ids, pod, setup } from "../../tests/helpers/core_world.ts";
 
 /** A pod in network `networkId` at `ip` with one TCP readiness probe per port, in this order. */
 function podWithPorts(uid: string, ip: string, networkId: number, ports: number[]): Pod {

@@ -2,7 +2,7 @@
  * The agent core with one address and port claimed by two networks (rules/conflicts.ts).
  */
 import assert from "node:assert/strict";
-import { CONFIG, entry, ids, pod, setup } from "./_core_fixture.ts";
+import { CONFIG, entry, ids, pod, setup } from "../../tests/helpers/core_world.ts";
 
 Deno.test("AgentCore under older-wins keeps the older pod on a conflict, stably, and reports it once", async () => {
   const t = setup(["api"], { addressConflict: "older-wins" });

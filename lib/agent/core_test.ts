@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import type { Pod } from "../pods/pod.ts";
-import { CONFIG, entry, ids, pod, setup } from "./_core_fixture.ts";
+import { CONFIG, entry, ids, pod, setup } from "../../tests/helpers/core_world.ts";
 
 Deno.test("AgentCore deletes nothing before every source's first full list", async () => {
   const t = setup(["api", "dir"]);

@@ -9,7 +9,7 @@ import { markFor } from "../config.ts";
 import { type Pod, PodRefusedError } from "../pods/pod.ts";
 import { keyId } from "../datapath/probe_map.ts";
 import type { PodNetwork } from "../rules/pod_network.ts";
-import { pod as podIn } from "./_core_fixture.ts";
+import { pod as podIn } from "../../tests/helpers/core_world.ts";
 
 const CONFIG: DesiredStateConfig = {
   networkAnnotation: "lace.io/network",

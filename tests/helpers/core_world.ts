@@ -2,17 +2,17 @@
  * The agent core's unit tests' world: fake pod sources, a memory probe store, fake time, the
  * core's reports collected, and pods of network N at an address with one readiness probe.
  */
-import { AgentCore, type AgentCoreConfig } from "./core.ts";
-import { markFor } from "../config.ts";
-import type { AddressClash, Claim, Conflict } from "../rules/conflicts.ts";
-import type { Pod } from "../pods/pod.ts";
-import type { PodLookup, PodSink, PodSource } from "../pods/source.ts";
-import { keyId, type ProbeEntry } from "../datapath/probe_map.ts";
-import { MemoryProbeStore } from "../../tests/helpers/memory_probe_store.ts";
-import { fakeTime } from "../../tests/helpers/fake_time.ts";
-import type { Skip } from "../rules/targets.ts";
-import type { Unwritten } from "../rules/share.ts";
-import type { PodAt, SharedAddress } from "../rules/address_holders.ts";
+import { AgentCore, type AgentCoreConfig } from "../../lib/agent/core.ts";
+import { markFor } from "../../lib/config.ts";
+import type { AddressClash, Claim, Conflict } from "../../lib/rules/conflicts.ts";
+import type { Pod } from "../../lib/pods/pod.ts";
+import type { PodLookup, PodSink, PodSource } from "../../lib/pods/source.ts";
+import { keyId, type ProbeEntry } from "../../lib/datapath/probe_map.ts";
+import { MemoryProbeStore } from "./memory_probe_store.ts";
+import { fakeTime } from "./fake_time.ts";
+import type { Skip } from "../../lib/rules/targets.ts";
+import type { Unwritten } from "../../lib/rules/share.ts";
+import type { PodAt, SharedAddress } from "../../lib/rules/address_holders.ts";
 
 export const CONFIG: AgentCoreConfig = {
   nodeName: "n1",
