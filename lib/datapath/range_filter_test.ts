@@ -3,6 +3,7 @@ import { forAll, type SeededRandom } from "../../tests/helpers/property.ts";
 import { parseCidr, type PodRange } from "./pod_ranges.ts";
 import { parseAddress } from "./probe_map.ts";
 import {
+  AddressBits,
   bucketOf,
   computeRangeFilter,
   decodeRangeFilter,
@@ -71,6 +72,14 @@ Deno.test("every address inside any range passes the filter (the trie's semantic
   });
 });
 
+Deno.test("a filter computed with the addresses of the last one kept equals one computed afresh", () => {
+  const known = new AddressBits();
+  forAll({ seed: 2803, runs: 100 }, (r) => {
+    const ranges = Array.from({ length: r.int(0, 12) }, () => randomRange(r));
+    assert.deepEqual(computeRangeFilter(ranges, known), computeRangeFilter(ranges));
+  });
+});
+
 Deno.test("while the shortest prefix fits the bitmap, exactly the addresses in a range pass", () => {
   forAll({ seed: 2802, runs: 200 }, (r) => {
     const family = r.chance(0.5) ? "ipv4" : "ipv6";
@@ -125,12 +134,15 @@ Deno.test("a family without ranges passes nothing; a /0 range turns its family's
 });
 
 Deno.test("bucketOf() folds the top `prefix` bits into FILTER_BITS bits", () => {
-  assert.equal(bucketOf(0x0af4_0000_0000_0000n, 16), 0x0af4 ^ (0x0af4 >> FILTER_BITS));
-  assert.equal(
-    bucketOf(0xffff_ffff_ffff_ffffn, 64),
-    Number(0x3fffn ^ 0x3fffn ^ 0x3fffn ^ 0x3fffn ^ 0xffn),
-  );
-  assert.equal(bucketOf(0x8000_0000_0000_0000n, 1), 1);
+  assert.equal(bucketOf(0x0af4_0000, 0, 16), 0x0af4 ^ (0x0af4 >> FILTER_BITS));
+  // All 64 bits set: five pieces, four of 14 ones (cancelling in pairs) and one of 8.
+  assert.equal(bucketOf(0xffff_ffff, 0xffff_ffff, 64), 0xff);
+  assert.equal(bucketOf(0x8000_0000, 0, 1), 1);
+  // Across the halves: 0x0123456789abcdef >> 24 = 0x0123456789, xor of its 14-bit pieces.
+  const top = 0x0123456789n;
+  let want = 0n;
+  for (let s = 0n; s < 64n; s += 14n) want ^= top >> s;
+  assert.equal(bucketOf(0x0123_4567, 0x89ab_cdef, 40), Number(want & 0x3fffn));
 });
 
 Deno.test("the filter encodes as struct lace_range_filter and turns off without losing its bits", () => {

@@ -19,6 +19,7 @@ import {
   type UnmatchedReport,
 } from "./pod_ranges.ts";
 import {
+  AddressBits,
   computeRangeFilter,
   decodeRangeFilter,
   encodeRangeFilter,
@@ -37,6 +38,7 @@ export class UnmatchedMaps {
   readonly #counts: BpfMap;
   readonly #reports: BpfMap;
   readonly #filter: BpfMap | undefined;
+  readonly #addressBits = new AddressBits();
 
   private constructor(ranges: BpfMap, counts: BpfMap, reports: BpfMap, filter?: BpfMap) {
     this.#ranges = ranges;
@@ -69,7 +71,7 @@ export class UnmatchedMaps {
    */
   syncRanges(want: PodRange[]): { put: number; removed: number } {
     const { put, remove } = diffRanges(this.ranges(), want);
-    const filter = this.#filter && encodeRangeFilter(computeRangeFilter(want));
+    const filter = this.#filter && encodeRangeFilter(computeRangeFilter(want, this.#addressBits));
     const have = this.#filter?.lookup(FILTER_KEY);
     const filterChanged = filter !== undefined && !sameBytes(have, filter);
     // A program reads the prefix, then one word of the bits, while a write copies the whole
