@@ -8,7 +8,7 @@
  * (tests/helpers/hostile_pods.ts): `bulk` (250 KB of annotations, 4000 ports
  * and env, which Lace drops), `at-cap` (the most Lace keeps of one pod: its
  * probes' fields just under MAX_POD_BYTES) and `probes` (1.5 MB of probes,
- * refused and kept by identity alone).
+ * refused and kept as a skeleton).
  */
 import { fileURLToPath } from "node:url";
 import { JsonLineChild } from "./json_child.ts";

@@ -10,13 +10,14 @@ import type { PodCache } from "../pods/cache.ts";
 import { canonicalAddress } from "../datapath/probe_map.ts";
 import type { PodNetwork, TargetOptions } from "../rules/pod_network.ts";
 import type { PodPlacement } from "../rules/placement.ts";
-import { placementOf, type RulesMemo } from "./desired_state.ts";
+import { heldPlacement, placementOf, type RulesMemo } from "./desired_state.ts";
+import { errorText } from "../error_text.ts";
 import { callHook } from "./problems.ts";
 
 const log = getLogger(["lace", "agent"]);
 
 export interface ClashCheck {
-  pods: Pick<PodCache, "uids" | "get">;
+  pods: Pick<PodCache, "uids" | "get" | "holderView">;
   /** The network the node attached each pod to, by uid (authoritative over annotations). */
   nodeNetworks: ReadonlyMap<string, PodNetwork>;
   config: TargetOptions;
@@ -33,9 +34,11 @@ export interface ClashCheck {
  * already holds on this node: the kubelet's probes of either pod could be
  * delivered into the other's network. Throws AttachmentRefusedError, which
  * the CNI server turns into a refusal that fails the ADD (the runtime
- * retries, and the address manager picks another address). Refuses only on
- * what the agent knows: `network` is the attachment's (attachmentNetwork()),
- * and a holder whose network is unknown is no clash.
+ * retries, and the address manager picks another address). `network` is the
+ * attachment's (attachmentNetwork()). A holder whose annotations are malformed
+ * is no clash (its network is unknown, and it is reported); a holder the cache
+ * refused (too large) holds its addresses all the same, against every network
+ * when its network is unknown (heldPlacement()).
  */
 export function refuseClashingAttachment(
   a: Attachment,
@@ -45,10 +48,29 @@ export function refuseClashingAttachment(
   const { pods, nodeNetworks, config, memo } = check;
   const placements: PodPlacement[] = [];
   for (const uid of pods.uids()) {
+    const node = nodeNetworks.get(uid);
+    let placed: PodPlacement | undefined;
     try {
-      const placed = placementOf(memo, pods.get(uid)!, config, nodeNetworks.get(uid));
-      if (placed && !check.networkUnknown?.(uid)) placements.push(placed);
-    } catch { /* a pod that cannot be evaluated is reported by the reconcile */ }
+      placed = placementOf(memo, pods.get(uid)!, config, node);
+      if (placed && check.networkUnknown?.(uid)) placed = undefined;
+    } catch {
+      // A pod the cache cannot evaluate (refused as too large, nested too deeply) still holds
+      // its addresses, in its network or, when that is unknown, against every network: passing
+      // over it would let this attachment take the address of a pod whose kubelet probes would
+      // then be tagged into this attachment's network. The reconcile reports the pod itself.
+      try {
+        placed = heldPlacement(pods, uid, memo, config, node);
+      } catch (error) {
+        // Nothing of it is readable, so nothing says which addresses it has: refusing every
+        // ADD of the node for it would let one pod stop all others from starting, so it is
+        // passed over, loudly (the reconcile's address rule cannot place it either).
+        log.error(
+          "Cannot tell which addresses pod {uid} holds, so the CNI ADD of pod {pod} is not checked against them: {error}",
+          { uid, pod: `${a.namespace}/${a.name}`, error: errorText(error) },
+        );
+      }
+    }
+    if (placed) placements.push(placed);
   }
   const addresses = a.ips.flatMap((ip) => {
     try {

@@ -3,7 +3,7 @@ import { type ClashCheck, refuseClashingAttachment } from "./attachment_clashes.
 import { desiredState, type RulesMemo } from "./desired_state.ts";
 import { type Attachment, AttachmentRefusedError } from "../cni/protocol.ts";
 import type { AddressClash } from "../rules/conflicts.ts";
-import type { Pod } from "../pods/pod.ts";
+import { assertUsable, normalisePod, type Pod } from "../pods/pod.ts";
 import type { PodNetwork } from "../rules/pod_network.ts";
 
 const CONFIG = { networkAnnotation: "lace.io/network", networkIdAnnotation: "lace.io/network-id" };
@@ -22,6 +22,29 @@ function pod(uid: string, ip: string, networkId: number): Pod {
     spec: { nodeName: "n1", containers: [] },
     status: { phase: "Running", podIPs: [{ ip }] },
   };
+}
+
+/**
+ * `pod(uid, ip, networkId)` with probe paths over the API source's size cap, as that source keeps
+ * it: refused (no targets), a skeleton of who it is and where it sits. `annotations` replaces
+ * its network annotations (null: none at all).
+ */
+function refusedPod(
+  uid: string,
+  ip: string,
+  networkId: number,
+  annotations?: Record<string, string> | null,
+): Pod {
+  const p = pod(uid, ip, networkId) as Pod & { metadata: { annotations?: unknown } };
+  if (annotations !== undefined) p.metadata.annotations = annotations ?? undefined;
+  p.spec.containers = [{
+    name: "c",
+    readinessProbe: { httpGet: { port: 8080, path: "/" + "x".repeat(20_000) } },
+  }];
+  return normalisePod(p, {
+    maxBytes: 16 * 1024,
+    annotations: [CONFIG.networkAnnotation, CONFIG.networkIdAnnotation],
+  });
 }
 
 function attachment(ips = ["10.0.0.5"]): Attachment {
@@ -48,7 +71,12 @@ function check(
       get(uid) {
         const p = byUid.get(uid);
         if (p instanceof Error) throw p;
+        if (p) assertUsable(p);
         return p;
+      },
+      holderView(uid) {
+        const p = byUid.get(uid);
+        return p instanceof Error ? undefined : p;
       },
     },
     nodeNetworks,
@@ -90,6 +118,47 @@ Deno.test("refuseClashingAttachment() places a holder in the network the node at
   assert.throws(() => refuseClashingAttachment(attachment(), net(1), c), AttachmentRefusedError);
 });
 
+Deno.test("refuseClashingAttachment() refuses an address a pod refused as too large holds in another network", () => {
+  const c = check([["huge", refusedPod("huge", "10.0.0.5", 2)]]);
+  assert.throws(() => assertUsable(refusedPod("huge", "10.0.0.5", 2)), /over the cap/);
+  assert.throws(() => refuseClashingAttachment(attachment(), net(1), c), AttachmentRefusedError);
+  assert.deepEqual(c.refusals.map((r) => r.map((x) => [x.holder.uid, x.address])), [
+    [["huge", "10.0.0.5"]],
+  ]);
+  // Of its own network: the usual rule, no clash.
+  refuseClashingAttachment(attachment(), net(2), c);
+  assert.equal(c.refusals.length, 1);
+});
+
+Deno.test("refuseClashingAttachment() refuses every network at the address of a refused pod whose network is unknown", () => {
+  const unknown = refusedPod("huge", "10.0.0.5", 2, {
+    "lace.io/network": "net 2",
+    "lace.io/network-id": "2",
+  });
+  const c = check([["huge", unknown]]);
+  for (const id of [0, 1, 2]) {
+    assert.throws(() => refuseClashingAttachment(attachment(), net(id), c), (e: Error) => {
+      assert.ok(e instanceof AttachmentRefusedError);
+      // The pod's Event text (conflicts.ts refusalMessage) names no other tenant; nor does this.
+      assert.doesNotMatch(e.message, /huge|net 2|ns\//);
+      return true;
+    });
+  }
+  // Not at another address, and never against a new sandbox of the same pod.
+  refuseClashingAttachment(attachment(["10.0.0.6"]), net(1), c);
+  refuseClashingAttachment({ ...attachment(), uid: "huge" }, net(1), c);
+  assert.equal(c.refusals.length, 3);
+});
+
+Deno.test("refuseClashingAttachment() holds a refused pod without annotations to the network the node attached it to", () => {
+  const c = check(
+    [["huge", refusedPod("huge", "10.0.0.5", 2, null)]],
+    new Map([["huge", { network: "net2", networkId: 2 }]]),
+  );
+  assert.throws(() => refuseClashingAttachment(attachment(), net(1), c), AttachmentRefusedError);
+  refuseClashingAttachment(attachment(), net(2), c);
+});
+
 Deno.test("refuseClashingAttachment() passes over a pod that cannot be evaluated", () => {
   const c = check([["bad", new Error("views disagree")], ["holder", pod("holder", "10.0.0.6", 2)]]);
   refuseClashingAttachment(attachment(), net(1), c);
@@ -105,7 +174,11 @@ Deno.test("refuseClashingAttachment() and desiredState() place a pod once betwee
   assert.equal(placed?.network?.networkId, 2, "the ADD placed the holder");
   const state = desiredState({
     uids: ["holder"],
-    pods: { get: () => holder, identity: (uid) => ({ namespace: "ns", name: uid, uid }) },
+    pods: {
+      get: () => holder,
+      holderView: () => holder,
+      identity: (uid) => ({ namespace: "ns", name: uid, uid }),
+    },
     nodeNetworks: new Map(),
     config: {
       ...CONFIG,

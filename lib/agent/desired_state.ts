@@ -11,7 +11,12 @@ import { type Pod, PodRefusedError } from "../pods/pod.ts";
 import type { PodCache } from "../pods/cache.ts";
 import { keyId, type ProbeEntry, type ProbeKey, type ProbeValue } from "../datapath/probe_map.ts";
 import { type PodTargets, probeTargetsForPod, type Skip, type Target } from "../rules/targets.ts";
-import type { NetworkMismatch, PodNetwork, TargetOptions } from "../rules/pod_network.ts";
+import {
+  type NetworkMismatch,
+  type PodNetwork,
+  type TargetOptions,
+  UNKNOWN_NETWORK,
+} from "../rules/pod_network.ts";
 import { capTargets, shareMap, type Unwritten } from "../rules/share.ts";
 import { type PodPlacement, podPlacement } from "../rules/placement.ts";
 import {
@@ -84,10 +89,33 @@ export function placementOf(
   return derived.placement ?? undefined;
 }
 
+/**
+ * Where a pod that cannot be evaluated sits (PodCache.get throws for it: refused as too large or
+ * nested too deeply), from its views as they are (PodCache.holderView): such a pod gets no
+ * targets, but the addresses it has are its own on this node, so it holds them like any pod.
+ * Its network is the node's attachment's, else its annotations'; when neither tells,
+ * UNKNOWN_NETWORK, which holds them against every network (fail closed): otherwise a tenant
+ * could make its pod unreadable to have another network's pod take its address, and the
+ * kubelet's probes of its pod tagged into that network. Undefined for a pod that holds no
+ * address (on the host network, finished) or has no view left.
+ */
+export function heldPlacement(
+  pods: Pick<PodCache, "holderView">,
+  uid: string,
+  memo: RulesMemo,
+  config: TargetOptions,
+  node: PodNetwork | undefined,
+): PodPlacement | undefined {
+  const pod = pods.holderView(uid);
+  const placed = pod && placementOf(memo, pod, config, node);
+  if (!placed) return undefined;
+  return placed.network ? placed : { ...placed, network: UNKNOWN_NETWORK };
+}
+
 export interface DesiredStateInput {
   /** The pods to evaluate, by uid, as the cache lists them. */
   uids: string[];
-  pods: Pick<PodCache, "get" | "identity">;
+  pods: Pick<PodCache, "get" | "identity" | "holderView">;
   /** The network the node attached each pod to, by uid (authoritative over annotations). */
   nodeNetworks: ReadonlyMap<string, PodNetwork>;
   config: DesiredStateConfig;
@@ -179,6 +207,11 @@ export function desiredState(input: DesiredStateInput): DesiredState {
       }
     } catch (error) {
       skips.push(unusable(pods, uid, error));
+      // No targets, but its addresses stay held (a pod refused as too large, say).
+      try {
+        const held = heldPlacement(pods, uid, memo, config, nodeNetworks.get(uid));
+        if (held) placements.push(held);
+      } catch { /* nothing of it is readable: the skip above reports it */ }
     }
   }
   const shared = sharedAddresses(placements);

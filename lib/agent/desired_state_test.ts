@@ -6,7 +6,7 @@ import {
   targetViews,
 } from "./desired_state.ts";
 import { markFor } from "../config.ts";
-import { type Pod, PodRefusedError } from "../pods/pod.ts";
+import { assertUsable, normalisePod, type Pod, PodRefusedError } from "../pods/pod.ts";
 import { keyId } from "../datapath/probe_map.ts";
 import type { PodNetwork } from "../rules/pod_network.ts";
 import { pod as podIn } from "../../tests/helpers/core_world.ts";
@@ -59,7 +59,12 @@ function compute(
       get(uid) {
         const p = byUid.get(uid);
         if (p instanceof Error) throw p;
+        if (p) assertUsable(p);
         return p;
+      },
+      holderView(uid) {
+        const p = byUid.get(uid);
+        return p instanceof Error ? undefined : p;
       },
       identity: (uid) => ({ namespace: "ns", name: `p-${uid}`, uid }),
     },
@@ -149,6 +154,74 @@ Deno.test("desiredState() skips a pod that cannot be evaluated and keeps the oth
   assert.equal(state.skips[0].reason, "malformed");
   assert.deepEqual(state.skips[0].pod, { namespace: "ns", name: "p-bad", uid: "bad" });
   assert.match(state.skips[0].message, /could not be evaluated.*views disagree/);
+});
+
+/**
+ * `pod()` with probe paths over the API source's size cap, as that source keeps it: refused, a
+ * skeleton of who it is and where it sits. `annotations` replaces its network annotations.
+ */
+function refused(
+  uid: string,
+  ip: string,
+  networkId: number | undefined,
+  created: string,
+  annotations?: Record<string, string>,
+): Pod {
+  const p = pod(uid, ip, networkId, [8080], created);
+  if (annotations) p.metadata.annotations = annotations;
+  p.spec.containers[0].readinessProbe = {
+    httpGet: { port: 8080, path: "/" + "x".repeat(20_000) },
+  };
+  return normalisePod(p, {
+    maxBytes: 16 * 1024,
+    annotations: [CONFIG.networkAnnotation, CONFIG.networkIdAnnotation],
+  });
+}
+
+const UNKNOWN = { "lace.io/network": "blue net", "lace.io/network-id": "1" };
+
+Deno.test("desiredState() under exclusive lets a pod refused as too large hold its address against a later pod of another network", () => {
+  const huge = refused("huge", "10.0.0.5", 1, "2026-01-01T00:00:00Z");
+  const later = pod("b", "10.0.0.5", 2, [8080, 9090], "2026-01-02T00:00:00Z");
+  const state = compute([later, huge]);
+  assert.deepEqual([...state.desired.keys()], [], "none of the later pod's probes at the address");
+  assert.deepEqual(
+    state.sharedAddresses.map((s) => [s.address, s.holder.pod.uid, s.later.map((p) => p.pod.uid)]),
+    [["10.0.0.5", "huge", ["b"]]],
+  );
+  assert.deepEqual(state.skips.map((s) => [s.pod.uid, s.reason]), [["huge", "too-large"]]);
+  // A later pod of the refused pod's own network is not displaced (the usual rule).
+  const peer = pod("c", "10.0.0.5", 1, [8080], "2026-01-02T00:00:00Z");
+  assert.deepEqual([...compute([peer, huge]).desired.keys()], ["10.0.0.5:8080"]);
+});
+
+Deno.test("desiredState() under exclusive lets an older pod keep its address against a later refused pod", () => {
+  const holder = pod("a", "10.0.0.5", 1, [8080], "2026-01-01T00:00:00Z");
+  const huge = refused("huge", "10.0.0.5", 2, "2026-01-02T00:00:00Z");
+  const state = compute([huge, holder]);
+  assert.deepEqual([...state.desired.keys()], ["10.0.0.5:8080"]);
+  assert.deepEqual(state.sharedAddresses.map((s) => s.holder.pod.uid), ["a"]);
+});
+
+Deno.test("desiredState() under exclusive lets a refused pod whose network is unknown hold its address against every network", () => {
+  const huge = refused("huge", "10.0.0.5", 1, "2026-01-01T00:00:00Z", UNKNOWN);
+  for (const networkId of [undefined, 1, 2]) {
+    const later = pod("b", "10.0.0.5", networkId, [8080], "2026-01-02T00:00:00Z");
+    const state = compute([later, huge]);
+    assert.deepEqual([...state.desired.keys()], [], `network ${networkId}`);
+    assert.deepEqual(state.sharedAddresses.map((s) => s.holder.pod.uid), ["huge"]);
+    assert.deepEqual(state.sharedAddresses[0].later.map((p) => p.pod.uid), ["b"]);
+  }
+});
+
+Deno.test("desiredState() under exclusive withdraws the holder's targets when a later refused pod's network is unknown", () => {
+  // The kubelet may reach that pod without a mark (it may be on the default network), and it
+  // could answer with a redirect to the holder's probe port.
+  const holder = pod("a", "10.0.0.5", 1, [8080], "2026-01-01T00:00:00Z");
+  const huge = refused("huge", "10.0.0.5", 1, "2026-01-02T00:00:00Z", UNKNOWN);
+  const state = compute([huge, holder]);
+  assert.deepEqual([...state.desired.keys()], []);
+  assert.equal(state.sharedAddresses[0].holderWithdrawn, true);
 });
 
 Deno.test("desiredState() reports a pod refused for its size as too-large", () => {

@@ -6,8 +6,8 @@
  * arrives, before client-node's informer caches it. The informer holds the same frozen pod the
  * sink gets, never the full object. Each whole object is garbage once trimmed, and a HeapGate
  * collects it after every 16 MiB of growth, long before V8 would by itself. A pod whose trimmed
- * fields are still over `maxPodBytes` is kept by its identity alone and refused (no targets,
- * reported as `too-large`).
+ * fields are still over `maxPodBytes` is kept as a bounded skeleton (skeleton.ts: who it is and
+ * the addresses it holds) and refused (no targets, reported as `too-large`).
  */
 import { getLogger } from "@logtape/logtape";
 import { errorText } from "../error_text.ts";
@@ -46,7 +46,7 @@ export class PodTrimmer {
 
   /**
    * The object the informer keeps and the sink gets: the pod trimmed to Lace's fields (or its
-   * identity alone when over the size cap), or for an object that is no usable pod a skeleton
+   * skeleton when over the size cap), or for an object that is no usable pod a skeleton
    * of its name, namespace and resourceVersion, which the informer needs and the sink never
    * gets.
    */

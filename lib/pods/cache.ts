@@ -33,11 +33,10 @@ function hasIPs(pod: Pod): boolean {
  * part of any view: the agent core holds it apart, so no source can forge it.
  * Views are normalised, hence frozen: the merge shares their parts, and is the
  * best view itself when that view has the addresses too (or none has any).
- * Throws for a view nested too deeply (assertUsable): that pod is then
- * reported and gets no targets.
+ * Refused views (assertUsable) merge like any: callers that evaluate the pod
+ * check them first (PodCache.get).
  */
 function mergePodViews(views: Pod[]): Pod {
-  views.forEach(assertUsable);
   const [best] = views;
   const withIPs = views.find(hasIPs);
   if (!withIPs || withIPs === best) return best;
@@ -160,13 +159,31 @@ export class PodCache implements PodSink {
   get(uid: string): Pod | undefined {
     const cached = this.#merged.get(uid);
     if (cached) return cached;
-    const views = this.#sourcesByPriority()
-      .map((s) => this.#bySource.get(s)?.get(uid))
-      .filter((p): p is Pod => p !== undefined);
+    const views = this.#views(uid);
     if (!views.length) return undefined;
+    // A refused view (over the size cap, nested too deeply) throws: the pod gets no targets.
+    views.forEach(assertUsable);
     const merged = mergePodViews(views);
     this.#merged.set(uid, merged);
     return merged;
+  }
+
+  /**
+   * The merged view of one pod even when a view of it was refused (get() throws then), for
+   * where the pod sits and nothing else: a refused pod gets no targets, but it still holds its
+   * addresses on the node (a refused API view is a skeleton of them, or the CNI path's view
+   * brings them). Never throws. Not kept: only refused pods are asked for it, and the merge
+   * costs a copy of their status at most.
+   */
+  holderView(uid: string): Pod | undefined {
+    const views = this.#views(uid);
+    return views.length ? mergePodViews(views) : undefined;
+  }
+
+  #views(uid: string): Pod[] {
+    return this.#sourcesByPriority()
+      .map((s) => this.#bySource.get(s)?.get(uid))
+      .filter((p): p is Pod => p !== undefined);
   }
 
   /** The sources that have a view of this pod now, best first. */

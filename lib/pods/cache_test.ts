@@ -132,3 +132,23 @@ Deno.test("PodCache's merge of two views is frozen and leaves both views as they
   assert.deepEqual(api.status, { phase: "Pending" });
   assert.deepEqual(cni.status, { podIPs: [{ ip: "10.0.0.5" }] });
 });
+
+Deno.test("PodCache.holderView() merges a refused pod's views where get() refuses it", () => {
+  const cache = new PodCache();
+  const huge = normalisePod({
+    metadata: { name: "huge", namespace: "ns", uid: "h" },
+    spec: {
+      containers: [{ name: "c", livenessProbe: { httpGet: { port: 80, path: "x".repeat(5000) } } }],
+    },
+    status: { phase: "Running" },
+  }, { maxBytes: 1024 });
+  cache.upsert("api", huge);
+  cache.upsert("cni", pod("h", {}, { status: { podIPs: [{ ip: "10.0.0.5" }] } }));
+  assert.throws(() => cache.get("h"), /over the cap of 1024/);
+  const view = cache.holderView("h")!;
+  assert.equal(view.metadata.name, "huge", "who it is from the API's view");
+  assert.equal(view.status?.phase, "Running");
+  assert.deepEqual(view.status?.podIPs, [{ ip: "10.0.0.5" }], "its addresses from the CNI path");
+  assert.deepEqual(view.spec.containers, [], "never its probes");
+  assert.equal(cache.holderView("nobody"), undefined);
+});

@@ -5,6 +5,7 @@
  * JSON (string timestamps).
  */
 import { nestedDeeperThan } from "../json.ts";
+import { refusedSkeleton } from "./skeleton.ts";
 
 export interface ContainerPort {
   name?: string;
@@ -115,8 +116,8 @@ export class PodRefusedError extends TypeError {
 
 /**
  * Throws the PodRefusedError of a pod normalisePod refused (nested too deeply,
- * or over its size cap). Such a pod stays known by its identity, so it can be
- * reported, but gets no targets.
+ * or over its size cap). Such a pod stays known, so it can be reported and
+ * still holds its addresses (PodCache.holderView), but gets no targets.
  */
 export function assertUsable(pod: Pod): void {
   const refused = REFUSED.get(pod);
@@ -132,7 +133,7 @@ export interface NormaliseOptions {
   annotations?: readonly string[];
   /**
    * The largest JSON the kept fields may make, in UTF-16 code units (bytes for ASCII): a pod
-   * over it is kept by its identity alone and refused (assertUsable). No cap when unset.
+   * over it is kept as a skeleton (skeleton.ts) and refused (assertUsable). No cap when unset.
    */
   maxBytes?: number;
 }
@@ -274,11 +275,6 @@ function frozen(out: Json, refused?: PodRefusedError): Pod {
   return out as unknown as Pod;
 }
 
-/** `value` when it is a string (the identity fields a refused pod keeps). */
-function text(value: unknown): string | undefined {
-  return typeof value === "string" ? value : undefined;
-}
-
 /**
  * Turns anything a source produced into a plain-JSON Pod, or throws TypeError
  * saying which required field is missing. Dates become RFC 3339 strings, so
@@ -292,8 +288,8 @@ function text(value: unknown): string | undefined {
  * the whole input. The result is frozen and handed back as it is when
  * normalised again, so a source and the cache share one copy.
  *
- * Refused, kept by identity alone with no containers, and marked for
- * assertUsable: a pod whose kept fields are over `options.maxBytes`. Marked
+ * Refused, kept as a bounded skeleton (who it is and where it sits: refusedSkeleton) with no
+ * containers, and marked for assertUsable: a pod whose kept fields are over `options.maxBytes`. Marked
  * too: a pod nested deeper than MAX_POD_DEPTH (in any field, kept or not).
  */
 export function normalisePod(input: unknown, options: NormaliseOptions = {}): Pod {
@@ -329,23 +325,13 @@ export function normalisePod(input: unknown, options: NormaliseOptions = {}): Po
   // One JSON round trip of the kept fields only: Dates become strings, class instances plain.
   const json = JSON.stringify(picked);
   if (options.maxBytes !== undefined && json.length > options.maxBytes) {
-    const identity = JSON.parse(JSON.stringify({
-      name: meta.name,
-      namespace,
-      uid: meta.uid,
-      resourceVersion: text(meta.resourceVersion),
-      creationTimestamp: meta.creationTimestamp,
-    }));
-    const nodeName = text(input.spec.nodeName);
     return frozen(
-      {
-        metadata: identity,
-        spec: nodeName === undefined ? { containers: [] } : { nodeName, containers: [] },
-      },
+      refusedSkeleton(input, namespace, options.annotations),
       new PodRefusedError(
         "too-large",
         `Pod's probe-related fields take ${json.length} bytes, over the cap of ${options.maxBytes}: ` +
-          "it is ignored; keep a pod's probes, ports and Lace annotations smaller",
+          "it gets no probe targets (its addresses stay held on the node); keep a pod's probes, " +
+          "ports and Lace annotations smaller",
       ),
     );
   }

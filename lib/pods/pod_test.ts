@@ -246,6 +246,7 @@ Deno.test("normalisePod() refuses a pod whose kept fields are over maxBytes, kee
   assert.deepEqual(refused, {
     metadata: { name: "x", namespace: "t", uid: "u", resourceVersion: "5" },
     spec: { nodeName: "n1", containers: [] },
+    status: { phase: "Pending" },
   });
   assert.ok(Object.isFrozen(refused.metadata));
   assert.throws(

@@ -9,7 +9,7 @@
  */
 import type { Family } from "../datapath/probe_map.ts";
 import { comparePodAge, type PodIdentity } from "./pod_fields.ts";
-import type { PodNetwork } from "./pod_network.ts";
+import { type PodNetwork, UNKNOWN_NETWORK } from "./pod_network.ts";
 import type { PodPlacement } from "./placement.ts";
 
 /**
@@ -42,7 +42,8 @@ export interface SharedAddress {
    * Under `exclusive`, the holder and its peers lose their targets at the
    * address too when a pod on the default network is among the later pods:
    * the kubelet reaches that pod without any mark, so it could answer with a
-   * redirect to the holder's probe ports. Fail closed: never into a network.
+   * redirect to the holder's probe ports; likewise a later pod whose network
+   * is unknown (UNKNOWN_NETWORK). Fail closed: never into a network.
    */
   holderWithdrawn: boolean;
 }
@@ -50,8 +51,10 @@ export interface SharedAddress {
 /**
  * The addresses that pods of two or more networks hold, sorted by address,
  * each with its holder (the oldest pod) and the later pods of other networks.
- * Pods whose network is unknown (malformed annotations, no targets of their
- * own) take no part: nothing says which network they are in.
+ * Placements without a network (malformed annotations, no targets of their
+ * own) take no part: nothing says which network they are in. A pod refused by
+ * the cache whose network is unknown comes as UNKNOWN_NETWORK instead, and
+ * holds its addresses against every network (older wins, as for any pod).
  */
 export function sharedAddresses(placements: PodPlacement[]): SharedAddress[] {
   // One pass that only notes, per address, its first network and whether another follows: at
@@ -91,10 +94,18 @@ export function sharedAddresses(placements: PodPlacement[]): SharedAddress[] {
       holder,
       peers: rest.filter((p) => p.network.networkId === id),
       later,
-      holderWithdrawn: id !== 0 && later.some((p) => p.network.networkId === 0),
+      holderWithdrawn: id !== 0 && later.some((p) => reachedUnmarked(p.network)),
     });
   }
   return out;
+}
+
+/**
+ * Whether the kubelet may reach a pod of `network` without a mark: one on the default network,
+ * or one whose network is unknown (UNKNOWN_NETWORK: it may be on the default network).
+ */
+function reachedUnmarked(network: PodNetwork): boolean {
+  return network.networkId === 0 || network.networkId === UNKNOWN_NETWORK.networkId;
 }
 
 /** The key of one pod's address in untaggedAt(). */
@@ -126,6 +137,8 @@ export function untaggedAt(shared: SharedAddress[]): Set<string> {
 export function addressClashMessage(s: SharedAddress, pod: PodAt): string {
   const own = pod.network.networkId === 0
     ? "the default network"
+    : pod.network.networkId === UNKNOWN_NETWORK.networkId
+    ? "any network"
     : `network "${pod.network.network}"`;
   const later = s.later.some((p) => p.pod.uid === pod.pod.uid);
   const why = later
