@@ -14,11 +14,11 @@ import {
   eventsWithReason,
   metricReaches,
   plugin,
+  putLater,
   startTenantWorld,
   tenantPod,
 } from "./helpers/tenant_world.ts";
 import { waitFor } from "./helpers/wait.ts";
-import type { KubeObject, TestApiServer } from "./api_server/mod.ts";
 
 /** The victim, in network 2, holds both addresses; the attacker will come later, in network 1. */
 function victimAndAttacker() {
@@ -26,24 +26,6 @@ function victimAndAttacker() {
     victim: tenantPod("victim", "tenant-a", 2, 8080, 9000, "2026-01-01T00:00:00Z"),
     attacker: tenantPod("attacker", "tenant-b", 1, 8081, 9001, "2026-01-02T00:00:00Z"),
   };
-}
-
-/**
- * Adds `pod` to the API a second after `older` was created: the server stamps creation times in
- * whole seconds, and the older pod must be older by its stamp, not by chance of uids.
- */
-async function putLater(
-  api: TestApiServer,
-  older: Record<string, unknown>,
-  pod: Record<string, unknown>,
-) {
-  const meta = older.metadata as { namespace: string; name: string };
-  const created = Date.parse(
-    api.store.get(api.typeOf({ apiVersion: "v1", kind: "Pod" }), meta.namespace, meta.name)
-      .metadata?.creationTimestamp as string,
-  );
-  await waitFor(() => Date.now() >= created + 1000, { message: "the next second" });
-  (pod.metadata as { uid: string }).uid = api.put(pod as unknown as KubeObject).metadata!.uid!;
 }
 
 Deno.test({

@@ -56,6 +56,24 @@ export async function startTenantWorld(
   }
 }
 
+/**
+ * Adds `pod` to the API a second after `older` was created: the server stamps creation times in
+ * whole seconds, and the older pod must be older by its stamp, not by chance of uids.
+ */
+export async function putLater(
+  api: TestApiServer,
+  older: Record<string, unknown>,
+  pod: Record<string, unknown>,
+) {
+  const meta = older.metadata as { namespace: string; name: string };
+  const created = Date.parse(
+    api.store.get(api.typeOf({ apiVersion: "v1", kind: "Pod" }), meta.namespace, meta.name)
+      .metadata?.creationTimestamp as string,
+  );
+  await waitFor(() => Date.now() >= created + 1000, { message: "the next second" });
+  (pod.metadata as { uid: string }).uid = api.put(pod as unknown as KubeObject).metadata!.uid!;
+}
+
 /** The Events the agent recorded with this reason. */
 export function eventsWithReason(api: TestApiServer, reason: string) {
   return api.store.list(api.typeOf({ apiVersion: "v1", kind: "Event" }), {}).items

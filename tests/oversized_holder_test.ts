@@ -1,0 +1,153 @@
+/**
+ * A tenant makes its pod too large for the agent to read (probe fields over the 16 KiB cap), so
+ * that the agent refuses it and, before, forgot the addresses it holds: a later pod of another
+ * network was then given one of them unrefused, its targets were registered there, and the
+ * kubelet's probes of the oversized pod (a path and headers its author chose, on a port the
+ * later pod probes) were tagged into the later pod's network. Played against the real agent
+ * process on the simulated node (two overlay networks whose pods share one IPv4 and one IPv6
+ * address), with pods from the repository's test API server and the chained `lace` plugin: the
+ * refused pod gets no targets and holds its addresses, at the ADD and in the address rule.
+ */
+import assert from "node:assert/strict";
+import { agentTestOptions, POD_IPV4, POD_IPV6, podManifest } from "./helpers/agent_process.ts";
+import {
+  eventsWithReason,
+  metricReaches,
+  plugin,
+  putLater,
+  startTenantWorld,
+  tenantPod,
+} from "./helpers/tenant_world.ts";
+import { waitFor } from "./helpers/wait.ts";
+
+/**
+ * Tenant A's pod in network 2 at both addresses, over the size cap by a startup probe on port
+ * 8081 (the port tenant B's later pod probes) whose path alone is 20 KB.
+ */
+function oversized(): Record<string, unknown> {
+  const pod = tenantPod("huge", "tenant-a", 2, 8080, 9000, "2026-01-01T00:00:00Z");
+  const [app] = (pod.spec as { containers: Record<string, unknown>[] }).containers;
+  app.startupProbe = {
+    httpGet: {
+      port: 8081,
+      path: "/" + "a".repeat(20_000),
+      httpHeaders: [{ name: "X-Chosen-By", value: "tenant-a" }],
+    },
+  };
+  return pod;
+}
+
+/** The Events of `reason` on `name` name none of tenant A's pod, namespace or network. */
+function assertEventsNameNoOtherTenant(
+  events: ReturnType<typeof eventsWithReason>,
+  name: string,
+): void {
+  assert.ok(events.length > 0, `no Event on ${name}`);
+  for (const e of events) {
+    assert.equal(e.involvedObject.name, name);
+    for (const word of ["huge", "tenant-a", "net2"]) {
+      assert.ok(!e.message.includes(word), `${word} in "${e.message}"`);
+    }
+  }
+}
+
+Deno.test({
+  name:
+    "a pod refused as too large keeps its addresses: a later pod of another network there gets none of its probes tagged",
+  ...agentTestOptions,
+  async fn() {
+    const huge = oversized();
+    // Known from the API only (no CNI ADD to refuse): the clash is learnt after the ADD.
+    await using t = await startTenantWorld([huge], [], [], "default");
+    const { w, api, agent } = t;
+    await metricReaches(agent, 'lace_probes_ignored{reason="too-large"}', 1);
+    const later = tenantPod("later", "tenant-b", 1, 8081, 9001, "2026-01-02T00:00:00Z");
+    await putLater(api, huge, later);
+    // The kubelet's connects to the later pod's ports at the held addresses (among them the
+    // oversized pod's startup probe, on 8081) are tagged for no network. Waits for the clash or
+    // for the attack to work (the probe tagged into network 1), so a failure shows which.
+    await waitFor(async () =>
+      (await agent.metric("lace_address_clashes")) === 2 ||
+      (await w.probe(POD_IPV4, 8081, "/")).body === w.podIn(1), {
+      timeout: 15_000,
+      message: "the clash learnt, or the later pod's targets tagged",
+    });
+    for (const [host, port, path] of [[POD_IPV4, 8081, "/"], [POD_IPV6, 9001]] as const) {
+      const res = await w.probe(host, port, path);
+      assert.equal(res.result, "NO_ROUTE", `${host}:${port}: ${JSON.stringify(res)}`);
+    }
+    await metricReaches(agent, "lace_address_clashes", 2);
+    const events = await waitFor(() => {
+      const found = eventsWithReason(api, "AddressClash");
+      return found.length >= 2 ? found : undefined;
+    }, { message: "an AddressClash Event per address on the later pod" });
+    assertEventsNameNoOtherTenant(events, "later");
+  },
+});
+
+Deno.test({
+  name:
+    "a CNI ADD bringing an address a pod refused as too large holds is refused for another network",
+  ...agentTestOptions,
+  async fn() {
+    const huge = oversized();
+    const newcomer = podManifest({
+      name: "newcomer",
+      networkId: 1,
+      httpPort: 8081,
+      tcpPort: 9001,
+      ips: [],
+    });
+    await using t = await startTenantWorld([huge, newcomer], [], [], "default");
+    const { w, api, agent, socket } = t;
+    await metricReaches(agent, 'lace_probes_ignored{reason="too-large"}', 1);
+    const uid = (newcomer.metadata as { uid: string }).uid;
+    const add = await plugin("ADD", socket, { name: "newcomer", uid }, {
+      network: "net1",
+      networkId: 1,
+    });
+    assert.equal(add.code, 1, add.stdout + add.stderr);
+    assert.equal(add.result.code, 101);
+    assert.match(add.result.msg, /is already used on this node by a pod of another network/);
+    assert.doesNotMatch(add.result.msg, /huge|tenant-a|net2/);
+    assert.equal((await w.probe(POD_IPV4, 8081, "/")).result, "NO_ROUTE");
+    await metricReaches(agent, 'lace_cni_add_refusals_total{reason="address-conflict"}', 1);
+    const events = await waitFor(() => {
+      const found = eventsWithReason(api, "AttachRefused");
+      return found.length >= 1 ? found : undefined;
+    }, { message: "an AttachRefused Event on the newcomer" });
+    assertEventsNameNoOtherTenant(events, "newcomer");
+  },
+});
+
+Deno.test({
+  name:
+    "a CNI ADD at the address of a pod refused as too large whose network is unknown is refused for every network",
+  ...agentTestOptions,
+  async fn() {
+    const huge = oversized();
+    // A network name with a space is no network's: nothing tells which network the pod is in.
+    (huge.metadata as { annotations: Record<string, string> }).annotations["lace.io/network"] =
+      "net 2";
+    const newcomer = podManifest({
+      name: "newcomer",
+      networkId: 1,
+      httpPort: 8081,
+      tcpPort: 9001,
+      ips: [],
+    });
+    await using t = await startTenantWorld([huge, newcomer], [], [], "default");
+    const { agent, socket } = t;
+    await metricReaches(agent, 'lace_probes_ignored{reason="too-large"}', 1);
+    const uid = (newcomer.metadata as { uid: string }).uid;
+    for (const networkId of [1, 2]) {
+      const add = await plugin("ADD", socket, { name: "newcomer", uid }, {
+        network: `net${networkId}`,
+        networkId,
+      });
+      assert.equal(add.code, 1, `network ${networkId}: ${add.stdout}${add.stderr}`);
+      assert.equal(add.result.code, 101);
+    }
+    await metricReaches(agent, 'lace_cni_add_refusals_total{reason="address-conflict"}', 2);
+  },
+});
