@@ -62,12 +62,12 @@ export interface MemoryClusterOptions {
 
 const DEFAULT_BPS = 9.4e9;
 
+/** A probe pod as an exec sees it: its DaemonSet, node and network (its name is made when needed). */
 interface FakePod {
-  name: string;
+  ds: string;
   node: FakeNode;
   /** Its DaemonSet's network label ("" without --networks). */
   network: string;
-  addresses: string[];
 }
 
 /** Generates `n` healthy fake nodes with IPv4 and IPv6 addresses. */
@@ -137,13 +137,12 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
   }
 
   /**
-   * Node name → node and address → node, made once per set of nodes. Pods
-   * are made when an exec names one (a few small objects of garbage): a
-   * per-exec scan that built every pod's name made the memory figure
-   * (bench/netcheck_worker.ts) measure this stand-in's garbage, and an index
-   * of every pod with its own name and composite address keys held 2.8 MiB
-   * at 5000 nodes, which the figure counted as netcheck's (only the nodes'
-   * own strings are kept here).
+   * Pods are not stored: an exec finds its source and target node by the
+   * number in a fakeNodes() name or address (other nodes through a map of
+   * them, made when first needed) and makes no object per pod. An index of
+   * every pod held 2.8 MiB at 5000 nodes, and pods made per exec were enough
+   * garbage to raise the bench's peak RSS by 10 MiB (bench/netcheck_worker.ts
+   * measures netcheck, not this stand-in).
    */
   #nodeByName: Map<string, FakeNode> | undefined;
   #nodeByAddress: Map<string, FakeNode> | undefined;
@@ -170,41 +169,48 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
     return { network, shift: this.options.distinctAddresses && k > 0 ? k : 0 };
   }
 
-  #makePod(ds: string, manifest: Record<string, unknown>, node: FakeNode): FakePod {
-    const { network, shift } = this.#networkOf(manifest);
-    const addresses = [node.ipv4, node.ipv6].filter((a): a is string => !!a)
+  /** The addresses of DaemonSet `manifest`'s pod on `node`. */
+  #addressesOf(manifest: Record<string, unknown>, node: FakeNode): string[] {
+    const { shift } = this.#networkOf(manifest);
+    return [node.ipv4, node.ipv6].filter((a): a is string => !!a)
       .map((a) => shift ? a.replace(/([.:])2$/, `$1${2 + shift}`) : a);
-    return { name: this.#podName(ds, node), node, network, addresses };
   }
 
   #pod(name: string): FakePod | undefined {
     for (const [ds, manifest] of this.daemonSets) {
-      if (!name.startsWith(`${ds}-`)) continue;
-      const node = this.#nodeNamed(name.slice(ds.length + 1));
-      if (node) return this.#makePod(ds, manifest, node);
+      if (name.charCodeAt(ds.length) !== 45 || !name.startsWith(ds)) continue;
+      const node = this.#nodeNamed(name, ds.length + 1);
+      if (node) return { ds, node, network: this.#networkOf(manifest).network };
     }
     return undefined;
   }
 
   /** The node holding `address` (its own, not a pod's shifted one), if any. */
   nodeAt(address: string): FakeNode | undefined {
-    // fakeNodes() numbers its nodes in their addresses: no map of them needed.
-    const v4 = /^10\.(\d{1,3})\.(\d{1,3})\.2$/.exec(address);
-    const v6 = /^fd00::([0-9a-f]{1,4}):2$/.exec(address);
-    const i = v4 ? Number(v4[1]) * 256 + Number(v4[2]) : v6 ? parseInt(v6[1], 16) : -1;
+    // fakeNodes() numbers its nodes in their addresses: 10.<i/256>.<i%256>.2 and fd00::<i>:2.
+    let i = -1;
+    if (address.startsWith("10.") && address.endsWith(".2")) {
+      const dot = address.indexOf(".", 3);
+      i = Number(address.slice(3, dot)) * 256 + Number(address.slice(dot + 1, -2));
+    } else if (address.startsWith("fd00::") && address.endsWith(":2")) {
+      i = parseInt(address.slice(6, -2), 16);
+    }
     const node = this.nodes[i];
     if (node && (node.ipv4 === address || node.ipv6 === address) && !this.#duplicates) return node;
     if (!this.#nodeByAddress) this.#index();
     return this.#nodeByAddress!.get(address);
   }
 
-  /** The node named `name`; fakeNodes() names are numbered, others are found in a map. */
-  #nodeNamed(name: string): FakeNode | undefined {
-    const m = /^node-(\d{4,})$/.exec(name);
-    const node = m ? this.nodes[Number(m[1])] : undefined;
-    if (node?.name === name) return node;
+  /** The node named by `name` from `offset` on; fakeNodes() names are numbered. */
+  #nodeNamed(name: string, offset: number): FakeNode | undefined {
+    if (name.startsWith("node-", offset)) {
+      const node = this.nodes[Number(name.slice(offset + 5))];
+      if (node && node.name.length === name.length - offset && name.endsWith(node.name)) {
+        return node;
+      }
+    }
     if (!this.#nodeByName) this.#index();
-    return this.#nodeByName!.get(name);
+    return this.#nodeByName!.get(name.slice(offset));
   }
 
   /** The pod of a DaemonSet labelled `network` that holds `address`, if any. */
@@ -212,14 +218,17 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
     for (const [ds, manifest] of this.daemonSets) {
       const { network: own, shift } = this.#networkOf(manifest);
       if (own !== network) continue;
+      if (!shift) {
+        const node = this.nodeAt(address);
+        if (node) return { ds, node, network };
+        continue;
+      }
       // A shifted pod address ends in 2+k where its node's ends in 2 (others are kept as they are).
-      const bases = shift
-        ? [address.replace(new RegExp(`([.:])${2 + shift}$`), "$12"), address]
-        : [address];
-      for (const base of bases) {
+      for (const base of [address.replace(new RegExp(`([.:])${2 + shift}$`), "$12"), address]) {
         const node = this.nodeAt(base);
-        const pod = node && this.#makePod(ds, manifest, node);
-        if (pod?.addresses.includes(address)) return pod;
+        if (node && this.#addressesOf(manifest, node).includes(address)) {
+          return { ds, node, network };
+        }
       }
     }
     return undefined;
@@ -262,7 +271,7 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
           nodeName: node.name,
           phase: ready ? "Running" : "Pending",
           ready,
-          podIPs: ready ? this.#makePod(ds, manifest, node).addresses : [],
+          podIPs: ready ? this.#addressesOf(manifest, node) : [],
           unschedulable: !!node.cordoned,
           containerReasons: started && node.waitingReason ? { connect: node.waitingReason } : {},
         });
@@ -353,7 +362,7 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
     const lines: string[] = [];
     const to = answering?.node;
     const reachable = to && !from.unreachable && !to.unreachable && !to.refuses;
-    const answeredBy = answering?.name ?? "";
+    const answeredBy = answering ? this.#podName(answering.ds, answering.node) : "";
     for (let i = 0; i < samples; i++) {
       const rtt = ((to?.rttMs ?? 0.2) * (i === samples - 1 ? 3 : 1)) / 1000;
       lines.push(
