@@ -4,14 +4,40 @@
  * ServiceAccount exactly the access the agent uses.
  */
 import assert from "node:assert/strict";
-import { AuthorizationV1Api } from "@kubernetes/client-node";
-import { startControlPlane } from "./kube/fixture.ts";
+import { AuthorizationV1Api, type V1ResourceAttributes } from "@kubernetes/client-node";
+import { type ControlPlane, startControlPlane } from "./kube/fixture.ts";
 import { applyObjects, helmTemplate } from "./kube/helm.ts";
 import { chartOnControlPlaneUnavailableReason } from "./kube/tools.ts";
 
 const unavailable = await chartOnControlPlaneUnavailableReason();
 const suffix = unavailable ? ` (skipped: ${unavailable})` : "";
 const NAMESPACE = "lace-system";
+
+/** Creates the chart rendered with `set` in NAMESPACE on `cp`; returns what was rendered and created. */
+async function installChart(cp: ControlPlane, set: string[]) {
+  await cp.createNamespace(NAMESPACE);
+  const objects = await helmTemplate({ namespace: NAMESPACE, set });
+  return { objects, created: await applyObjects(cp.adminConfig(), objects, NAMESPACE) };
+}
+
+/** Asks the API server whether ServiceAccount `name` of NAMESPACE may do what `attributes` say. */
+function accessOf(cp: ControlPlane, name: string) {
+  const authz = cp.adminConfig().makeApiClient(AuthorizationV1Api);
+  return async (attributes: V1ResourceAttributes) =>
+    (await authz.createSubjectAccessReview({
+      body: {
+        spec: {
+          user: `system:serviceaccount:${NAMESPACE}:${name}`,
+          groups: [
+            "system:serviceaccounts",
+            `system:serviceaccounts:${NAMESPACE}`,
+            "system:authenticated",
+          ],
+          resourceAttributes: attributes,
+        },
+      },
+    })).status?.allowed ?? false;
+}
 
 Deno.test({
   name: `the API server accepts every object of the rendered chart${suffix}`,
@@ -57,33 +83,10 @@ Deno.test({
   ignore: unavailable !== undefined,
   async fn() {
     await using cp = await startControlPlane();
-    await cp.createNamespace(NAMESPACE);
-    const objects = await helmTemplate({
-      namespace: NAMESPACE,
-      set: ["admissionPolicy.enabled=false"],
-    });
-    await applyObjects(cp.adminConfig(), objects, NAMESPACE);
-    const authz = cp.adminConfig().makeApiClient(AuthorizationV1Api);
-    const user = `system:serviceaccount:${NAMESPACE}:lace`;
-    const allowed = async (verb: string, resource: string, group = "") =>
-      (await authz.createSubjectAccessReview({
-        body: {
-          spec: {
-            user,
-            groups: [
-              "system:serviceaccounts",
-              `system:serviceaccounts:${NAMESPACE}`,
-              "system:authenticated",
-            ],
-            resourceAttributes: {
-              verb,
-              resource,
-              group,
-              namespace: resource === "nodes" ? undefined : "default",
-            },
-          },
-        },
-      })).status?.allowed ?? false;
+    await installChart(cp, ["admissionPolicy.enabled=false"]);
+    const access = accessOf(cp, "lace");
+    const allowed = (verb: string, resource: string, group = "") =>
+      access({ verb, resource, group, namespace: resource === "nodes" ? undefined : "default" });
     const expected: [string, string, string, boolean][] = [
       ["get", "pods", "", true],
       ["list", "pods", "", true],
@@ -112,31 +115,20 @@ Deno.test({
   ignore: unavailable !== undefined,
   async fn() {
     await using cp = await startControlPlane();
-    await cp.createNamespace(NAMESPACE);
-    const objects = await helmTemplate({
-      namespace: NAMESPACE,
-      set: ["admissionPolicy.enabled=false", "netcheck.enabled=true"],
-    });
-    const created = await applyObjects(cp.adminConfig(), objects, NAMESPACE);
+    const { objects, created } = await installChart(cp, [
+      "admissionPolicy.enabled=false",
+      "netcheck.enabled=true",
+    ]);
     assert.deepEqual(created.map((o) => o.kind).sort(), objects.map((o) => o.kind).sort());
-    const authz = cp.adminConfig().makeApiClient(AuthorizationV1Api);
-    const allowed = async (
+    const access = accessOf(cp, "lace-netcheck");
+    const allowed = (
       verb: string,
       resource: string,
       group: string,
       namespace: string | undefined,
       name?: string,
       subresource?: string,
-    ) =>
-      (await authz.createSubjectAccessReview({
-        body: {
-          spec: {
-            user: `system:serviceaccount:${NAMESPACE}:lace-netcheck`,
-            groups: ["system:serviceaccounts", `system:serviceaccounts:${NAMESPACE}`],
-            resourceAttributes: { verb, resource, group, namespace, name, subresource },
-          },
-        },
-      })).status?.allowed ?? false;
+    ) => access({ verb, resource, group, namespace, name, subresource });
     const own = "lace-netcheck";
     const expected: [string, string, string, string | undefined, string?, string?, boolean?][] = [
       ["create", "daemonsets", "apps", own],
