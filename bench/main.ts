@@ -21,6 +21,8 @@ import { targetsView } from "./targets_view.ts";
 import { timeToReachable } from "./time_to_reachable.ts";
 import { type FigureFailure, type FigureResult, formatTable } from "./report.ts";
 import { machineInfo } from "./system.ts";
+import { bpfObjectLocation } from "../lib/datapath/bpf_object.ts";
+import { errorChain } from "../lib/cli/error_chain.ts";
 import { CleanupStack } from "../lib/cleanup_stack.ts";
 
 export interface BenchOptions {
@@ -50,6 +52,36 @@ async function buildClientBundle(): Promise<void> {
   }
 }
 
+/**
+ * Builds the BPF object the agent loads (`deno task bpf`, about 2 s) when the checkout has none
+ * (`git clone` without set-up): every figure that runs the agent or its datapath needs it. Throws
+ * one line saying what to run when it cannot be built, or when LACE_BPF_OBJECT names no file.
+ */
+async function buildBpfObjectIfMissing(): Promise<void> {
+  const where = bpfObjectLocation();
+  const path = where instanceof URL ? fileURLToPath(where) : where;
+  try {
+    await Deno.stat(path);
+    return;
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
+  if (!(where instanceof URL)) {
+    throw new Error(`LACE_BPF_OBJECT names "${path}", which does not exist: build it, or unset it`);
+  }
+  console.error("  building the BPF object (deno task bpf)…");
+  const script = fileURLToPath(new URL("../scripts/build_bpf.sh", import.meta.url));
+  const out = await new Deno.Command("bash", { args: [script], stdout: "piped", stderr: "piped" })
+    .output()
+    .catch((e: Error) => ({ success: false, stderr: new TextEncoder().encode(e.message) }));
+  if (!out.success) {
+    const why = new TextDecoder().decode(out.stderr).trim().split("\n").at(-1) ?? "";
+    throw new Error(
+      `the BPF object bpf/lace.bpf.o could not be built (${why}): run \`deno task bpf\` and fix what it says`,
+    );
+  }
+}
+
 const FIGURES: {
   name: string;
   title: string;
@@ -57,19 +89,47 @@ const FIGURES: {
   prepare?: () => Promise<void>;
   run: (o: BenchOptions, c: CleanupStack) => Promise<FigureResult>;
 }[] = [
-  { name: "hook", title: "1. Hook cost", run: (o, c) => hookCost(o, c) },
-  { name: "reachable", title: "2. Time to reachable", run: (o, c) => timeToReachable(o, c) },
-  { name: "reconcile", title: "3. Reconcile at scale", run: (o, c) => reconcileScale(o, c) },
+  {
+    name: "hook",
+    title: "1. Hook cost",
+    prepare: buildBpfObjectIfMissing,
+    run: (o, c) => hookCost(o, c),
+  },
+  {
+    name: "reachable",
+    title: "2. Time to reachable",
+    prepare: buildBpfObjectIfMissing,
+    run: (o, c) => timeToReachable(o, c),
+  },
+  {
+    name: "reconcile",
+    title: "3. Reconcile at scale",
+    prepare: buildBpfObjectIfMissing,
+    run: (o, c) => reconcileScale(o, c),
+  },
   {
     name: "footprint",
     title: "4. Agent footprint",
-    prepare: buildClientBundle,
+    prepare: async () => {
+      await buildBpfObjectIfMissing();
+      await buildClientBundle();
+    },
     run: (o, c) => footprint(o, c),
   },
   { name: "netcheck", title: "5. netcheck scheduling", run: (o, c) => netcheckScheduling(o, c) },
   { name: "cni", title: "6. CNI plugin", run: (o, c) => cniPluginFigure(o, c) },
-  { name: "targets", title: "7. Local view", run: (o, c) => targetsView(o, c) },
-  { name: "flood", title: "8. Health under a flood", run: (o, c) => listenerFlood(o, c) },
+  {
+    name: "targets",
+    title: "7. Local view",
+    prepare: buildBpfObjectIfMissing,
+    run: (o, c) => targetsView(o, c),
+  },
+  {
+    name: "flood",
+    title: "8. Health under a flood",
+    prepare: buildBpfObjectIfMissing,
+    run: (o, c) => listenerFlood(o, c),
+  },
   { name: "pods", title: "9. Pod memory", run: (o, c) => podMemory(o, c) },
 ];
 
@@ -169,7 +229,8 @@ async function main(args: string[]): Promise<number> {
       result.data.loadAverage = { before: loadBefore, after: loadAfter };
       results.push(result);
     } catch (e) {
-      console.error(`${figure.title} failed:`, e);
+      // What failed and why, causes included; a stack trace is for the figure's author.
+      console.error(`${figure.title} failed: ${errorChain(e)}`);
       failures.push({
         name: figure.name,
         title: figure.title,

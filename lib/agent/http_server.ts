@@ -14,6 +14,7 @@ import { getLogger } from "@logtape/logtape";
 import { joinHostPort, splitHostPort } from "../host_port.ts";
 import { type HttpListener, type HttpListenerOptions, serveHttp } from "./http_listener.ts";
 import { listenUnixSocket } from "../unix_socket.ts";
+import { TimeSlice, yieldToEventLoop } from "../timers.ts";
 import type { UnmatchedView } from "./unmatched.ts";
 
 const log = getLogger(["lace", "http"]);
@@ -140,8 +141,11 @@ export async function handleRequest(
   return new Response(NOT_FOUND[surface], { status: 404 });
 }
 
-/** Items per chunk of a streamed JSON array, at most. */
-const ITEMS_PER_CHUNK = 512;
+/**
+ * Items per chunk of a streamed JSON array, at most: ~450 KB of /targets text,
+ * where a fast machine writes more items than SLICE_MS allows.
+ */
+const ITEMS_PER_CHUNK = 2048;
 /**
  * Items per piece of a chunk, each encoded on its own: ~15 KB of text. A whole
  * chunk's text (~120 KB for /targets) made one string past V8's large-object
@@ -151,12 +155,14 @@ const ITEMS_PER_CHUNK = 512;
  */
 const ITEMS_PER_PIECE = 64;
 /**
- * Work per chunk, at most, in ms. An item's cost depends on the machine (each
- * /targets item reads its hits from the BPF map, a system call): 512 of them
- * took about 1 ms on one machine and 9 ms on another, where the kernel's
- * return-stack mitigation makes every system call several times dearer.
+ * The longest the agent works on one long answer (/targets) before it lets
+ * the event loop run, in ms: a health probe arriving meanwhile waits for the
+ * rest of the slice. Slices of 4 ms held the kubelet's probes a median 3.7 ms
+ * (p99 2.5–3.3× idle, bench figure 7); each pause between slices is a timer
+ * (yieldToEventLoop: 1–2.5 ms here), so shorter slices make the transfer
+ * longer.
  */
-const CHUNK_MS = 4;
+export const SLICE_MS = 0.5;
 
 /** How long jsonArrayResponse() works before it lets the event loop run, and its clock. */
 export interface ChunkBudget {
@@ -167,27 +173,28 @@ export interface ChunkBudget {
 /**
  * A JSON array written in chunks, the event loop running between chunks: a
  * full map's /targets (65,536 targets, ~15 MB of JSON) would otherwise block
- * the agent for tens of milliseconds and hold it all at once. A chunk ends
- * after `perChunk` items or `budget.ms` of work, whichever comes first. Each
- * chunk is enqueued in pieces of `perPiece` items, so that no string it makes
- * outlives the young generation.
+ * the agent for hundreds of milliseconds and hold it all at once. A chunk
+ * ends after `perChunk` items or `budget.ms` of work, whichever comes first
+ * (the time of getting an item counts: an async iterable may do its own
+ * sliced work before its first). Each chunk is enqueued in pieces of
+ * `perPiece` items, so that no string it makes outlives the young generation.
  */
 export function jsonArrayResponse(
   items: Iterable<unknown> | AsyncIterable<unknown>,
   perChunk = ITEMS_PER_CHUNK,
   perPiece = ITEMS_PER_PIECE,
-  budget: ChunkBudget = { ms: CHUNK_MS, now: () => performance.now() },
+  budget: ChunkBudget = { ms: SLICE_MS, now: () => performance.now() },
 ): Response {
   const encoder = new TextEncoder();
   let iterator: Iterator<unknown> | AsyncIterator<unknown> | undefined;
   let first = true;
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
-      if (iterator) await new Promise((resolve) => setTimeout(resolve, 0));
+      if (iterator) await yieldToEventLoop();
       iterator ??= Symbol.asyncIterator in items
         ? items[Symbol.asyncIterator]()
         : items[Symbol.iterator]();
-      const began = budget.now();
+      const slice = new TimeSlice(budget.ms, budget.now);
       let text = first ? "[" : "";
       for (let i = 1; i <= perChunk; i++) {
         const next = await iterator.next();
@@ -198,7 +205,7 @@ export function jsonArrayResponse(
         }
         text += (first ? "" : ",") + JSON.stringify(next.value);
         first = false;
-        if (i < perChunk && budget.now() - began >= budget.ms) break;
+        if (i < perChunk && slice.spent()) break;
         if (i % perPiece === 0 && i < perChunk) {
           controller.enqueue(encoder.encode(text));
           text = "";

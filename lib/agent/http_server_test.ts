@@ -12,6 +12,8 @@ import {
 } from "./http_server.ts";
 import { getFromAgent } from "./local_client.ts";
 import { refusedAtEachLayer, unprivilegedUnavailable } from "../../tests/helpers/unprivileged.ts";
+import { probeOnce } from "../../tests/helpers/http_flood.ts";
+import { waitFor } from "../../tests/helpers/wait.ts";
 
 function provider(ready: boolean): StatusProvider {
   return {
@@ -198,6 +200,37 @@ Deno.test("a /targets answer of many chunks arrives whole on a kept-alive socket
     assert.equal((await getFromAgent(path, "/healthz", 2000)).status, 200);
   } finally {
     await server.shutdown();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a health probe on loopback is answered while a long /targets is still being written", async () => {
+  // Each target costs 0.4 ms of work: 500 keep the one thread busy 200 ms in all, which the
+  // answer must cut into slices with the event loop (sockets too, not only timers) run between.
+  // 50 KB of text: the socket takes every write at once, so no write waits for the reader.
+  let begun = false, ended = false;
+  function* slowTargets() {
+    begun = true;
+    for (const t of manyTargets(500)) {
+      for (const until = performance.now() + 0.4; performance.now() < until;) { /* work */ }
+      yield t;
+    }
+    ended = true;
+  }
+  const dir = await Deno.makeTempDir({ prefix: "lace-local-" });
+  const path = `${dir}/agent.sock`;
+  const local = await startLocalServer(path, { ...provider(true), targets: slowTargets });
+  const health = startHealthServer("127.0.0.1:0", provider(true));
+  try {
+    const transfer = getFromAgent(path, "/targets", 30_000);
+    await waitFor(() => begun, { interval: 1, message: "the /targets answer to begin" });
+    assert.equal(await probeOnce(health.addr, "/healthz", 10_000), 200);
+    assert.equal(ended, false, "the probe was answered before the last target was made");
+    const res = await transfer;
+    assert.equal(JSON.parse(res.body).length, 500);
+  } finally {
+    await health.shutdown();
+    await local.shutdown();
     await Deno.remove(dir, { recursive: true });
   }
 });

@@ -11,11 +11,12 @@ import type { Config } from "../config.ts";
 import { AgentCore, type AgentSnapshot } from "./core.ts";
 import { CgroupFollower } from "../cgroup/follower.ts";
 import { Datapath } from "../datapath/loader.ts";
-import type { AddressesView, Readiness, TargetView } from "./http_server.ts";
+import { type AddressesView, type Readiness, SLICE_MS, type TargetView } from "./http_server.ts";
 import { type Listening, startListeners } from "./listeners.ts";
-import { hitsByKey, hitsOf, type HitsView, hitsView } from "../datapath/hits.ts";
+import { hitsByKey, hitsOf, type HitsView, hitsView, NO_HITS } from "../datapath/hits.ts";
 import type { ProbeKey } from "../datapath/probe_map.ts";
 import { monotonicNowNs } from "../datapath/libbpf/clock.ts";
+import { runInSlices, TimeSlice } from "../timers.ts";
 import { parseCidr } from "../datapath/pod_ranges.ts";
 import { UnmatchedWatch } from "./unmatched_watch.ts";
 import { trimMallocHeap } from "./malloc_trim.ts";
@@ -308,11 +309,14 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     const hits = hitsByKey(datapath.store.entriesWithHits(), monotonicNowNs());
     return [...targetViews(core.view(), (key) => hitsOf(hits, key))];
   };
-  // /targets: each target's hits looked up as its view is written, so a full map's answer is
-  // made a chunk at a time (the event loop running in between) and nothing of it is held.
-  const targets = () => {
+  // /targets: the map's hits read in batches into an index over the read's buffers, a time slice
+  // at a time, then each target's view made as it is written (a slice at a time too, by
+  // jsonArrayResponse): the event loop runs in between and nothing but the buffers is held. One
+  // lookup per target cost a system call each, ~60% of a full map's answer.
+  const targets = async function* (): AsyncGenerator<TargetView> {
+    const hits = await runInSlices(datapath.store.hitsInSteps(), new TimeSlice(SLICE_MS));
     const nowNs = monotonicNowNs();
-    return targetViews(core.view(), (key) => hitsView(datapath.store.hits(key), nowNs));
+    yield* targetViews(core.view(), (key) => hitsView(hits.get(key) ?? NO_HITS, nowNs));
   };
 
   follower.start();

@@ -4,9 +4,9 @@
  */
 import { getLogger } from "@logtape/logtape";
 import type { BpfMap, RawEntries, ReadMode } from "./libbpf/map.ts";
+import { HitsIndex } from "./hits.ts";
 import { probeMapCodecFits } from "./layout.ts";
 import {
-  decodeHits,
   decodeHitsAt,
   decodeKey,
   decodeValue,
@@ -57,6 +57,23 @@ export class BpfProbeStore implements ProbeStore, Disposable {
     return this.#decoded(this.#map.readAll(mode), true) as ProbeEntryWithHits[];
   }
 
+  /**
+   * Every entry's hits by key, read a batch per step (one system call of
+   * `batch` entries; key by key, in one step, where the kernel has no batch
+   * lookup): the caller lets the event loop run between steps. A full map is
+   * 64 steps of 1024.
+   */
+  *hitsInSteps(batch = 1024): Generator<void, HitsIndex, void> {
+    const index = new HitsIndex(this.#map.info.maxEntries);
+    const steps = this.#map.readInSteps("auto", batch);
+    for (;;) {
+      const step = steps.next();
+      index.add(step.value);
+      if (step.done) return index;
+      yield;
+    }
+  }
+
   /** Decodes raw entries; undecodable ones are logged and skipped. */
   #decoded(raw: RawEntries, withHits: boolean): ProbeEntry[] {
     const out: ProbeEntry[] = [];
@@ -99,12 +116,6 @@ export class BpfProbeStore implements ProbeStore, Disposable {
   get(key: ProbeKey): ProbeValue | undefined {
     const value = this.#map.lookup(encodeKey(key));
     return value && decodeValue(value.subarray(0, VALUE_SIZE));
-  }
-
-  /** One entry's hits (zero when the map does not hold it, or its layout has none). */
-  hits(key: ProbeKey): ProbeHits {
-    const value = this.#map.lookup(encodeKey(key));
-    return value ? decodeHits(value) : { hits: 0n, lastHitNs: 0n };
   }
 
   /** How many entries the kernel map holds. */

@@ -239,9 +239,28 @@ export class BpfMap implements Disposable {
    * for tests.
    */
   readAll(mode: ReadMode = "auto", firstBatch = FIRST_BATCH): RawEntries {
+    const steps = this.readInSteps(mode, firstBatch);
+    for (;;) {
+      const step = steps.next();
+      if (step.done) return step.value;
+    }
+  }
+
+  /**
+   * readAll() a step at a time, for a caller that lets the event loop run
+   * between steps: each step of a batched read is one bpf_map_lookup_batch
+   * call (`firstBatch` entries, ~0.3 ms for 1024 here) and yields the entries
+   * read so far (the buffers may be replaced as they grow: read them through
+   * the yielded object, not a copy of its fields); a key-by-key read is one
+   * step. Returns every entry, as readAll() does.
+   */
+  *readInSteps(
+    mode: ReadMode = "auto",
+    firstBatch = FIRST_BATCH,
+  ): Generator<RawEntries, RawEntries, void> {
     const type = this.info.type;
     if (mode === "auto" && !PERCPU_TYPES.has(type) && batchSupport.get(type) !== false) {
-      const raw = this.#readBatched(firstBatch);
+      const raw = yield* this.#readBatched(firstBatch);
       if (raw) return raw;
       batchSupport.set(type, false);
     }
@@ -249,7 +268,7 @@ export class BpfMap implements Disposable {
   }
 
   /** A batched read, or undefined when the kernel has no batch lookup for this map type. */
-  #readBatched(firstBatch: number): RawEntries | undefined {
+  *#readBatched(firstBatch: number): Generator<RawEntries, RawEntries | undefined, void> {
     const { keySize, valueSize, maxEntries } = this.info;
     let batch = Math.max(1, Math.floor(firstBatch));
     const out = new EntryBuffer(keySize, valueSize, Math.min(maxEntries, batch));
@@ -277,6 +296,7 @@ export class BpfMap implements Disposable {
         if (rc === -Errno.ENOENT) return out.done();
         inBatch ??= new Uint8Array(outBatch.length);
         inBatch.set(outBatch);
+        yield out;
         continue;
       }
       const error = new BpfError(`bpf_map_lookup_batch "${this.name}"`, rc);
