@@ -259,6 +259,12 @@ Deno.test("jsonArrayResponse() writes, byte for byte, the document JSON.stringif
     const streamed = await jsonArrayResponse(targets, perChunk, perPiece).text();
     assert.equal(streamed, JSON.stringify(targets), `chunks of ${perChunk}, pieces of ${perPiece}`);
   }
+  const promised = await jsonArrayResponse(Promise.resolve(targets), 100, 7).text();
+  assert.equal(promised, JSON.stringify(targets), "items given as a promise");
+  async function* oneByOne() {
+    yield* targets;
+  }
+  assert.equal(await jsonArrayResponse(oneByOne(), 100, 7).text(), JSON.stringify(targets));
 });
 
 Deno.test("jsonArrayResponse() hands a chunk over in pieces of at most perPiece items", async () => {

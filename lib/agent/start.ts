@@ -313,10 +313,10 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
   // at a time, then each target's view made as it is written (a slice at a time too, by
   // jsonArrayResponse): the event loop runs in between and nothing but the buffers is held. One
   // lookup per target cost a system call each, ~60% of a full map's answer.
-  const targets = async function* (): AsyncGenerator<TargetView> {
+  const targets = async (): Promise<Iterable<TargetView>> => {
     const hits = await runInSlices(datapath.store.hitsInSteps(), new TimeSlice(SLICE_MS));
     const nowNs = monotonicNowNs();
-    yield* targetViews(core.view(), (key) => hitsView(hits.get(key) ?? NO_HITS, nowNs));
+    return targetViews(core.view(), (key) => hitsView(hits.get(key) ?? NO_HITS, nowNs));
   };
 
   follower.start();
