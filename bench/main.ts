@@ -82,55 +82,25 @@ async function buildBpfObjectIfMissing(): Promise<void> {
   }
 }
 
+/** What a figure may need built first, and how. */
+const BUILDS = { bpf: buildBpfObjectIfMissing, bundle: buildClientBundle };
+
 const FIGURES: {
   name: string;
   title: string;
   /** What the figure needs built first; a failure skips the figure with its one-line reason. */
-  prepare?: () => Promise<void>;
+  needs?: (keyof typeof BUILDS)[];
   run: (o: BenchOptions, c: CleanupStack) => Promise<FigureResult>;
 }[] = [
-  {
-    name: "hook",
-    title: "1. Hook cost",
-    prepare: buildBpfObjectIfMissing,
-    run: (o, c) => hookCost(o, c),
-  },
-  {
-    name: "reachable",
-    title: "2. Time to reachable",
-    prepare: buildBpfObjectIfMissing,
-    run: (o, c) => timeToReachable(o, c),
-  },
-  {
-    name: "reconcile",
-    title: "3. Reconcile at scale",
-    prepare: buildBpfObjectIfMissing,
-    run: (o, c) => reconcileScale(o, c),
-  },
-  {
-    name: "footprint",
-    title: "4. Agent footprint",
-    prepare: async () => {
-      await buildBpfObjectIfMissing();
-      await buildClientBundle();
-    },
-    run: (o, c) => footprint(o, c),
-  },
-  { name: "netcheck", title: "5. netcheck scheduling", run: (o, c) => netcheckScheduling(o, c) },
-  { name: "cni", title: "6. CNI plugin", run: (o, c) => cniPluginFigure(o, c) },
-  {
-    name: "targets",
-    title: "7. Local view",
-    prepare: buildBpfObjectIfMissing,
-    run: (o, c) => targetsView(o, c),
-  },
-  {
-    name: "flood",
-    title: "8. Health under a flood",
-    prepare: buildBpfObjectIfMissing,
-    run: (o, c) => listenerFlood(o, c),
-  },
-  { name: "pods", title: "9. Pod memory", run: (o, c) => podMemory(o, c) },
+  { name: "hook", title: "1. Hook cost", needs: ["bpf"], run: hookCost },
+  { name: "reachable", title: "2. Time to reachable", needs: ["bpf"], run: timeToReachable },
+  { name: "reconcile", title: "3. Reconcile at scale", needs: ["bpf"], run: reconcileScale },
+  { name: "footprint", title: "4. Agent footprint", needs: ["bpf", "bundle"], run: footprint },
+  { name: "netcheck", title: "5. netcheck scheduling", run: netcheckScheduling },
+  { name: "cni", title: "6. CNI plugin", run: cniPluginFigure },
+  { name: "targets", title: "7. Local view", needs: ["bpf"], run: targetsView },
+  { name: "flood", title: "8. Health under a flood", needs: ["bpf"], run: listenerFlood },
+  { name: "pods", title: "9. Pod memory", run: podMemory },
 ];
 
 const USAGE = `Usage: deno task bench [--quick] [--only NAMES] [--json FILE] [--idle-seconds N]
@@ -211,7 +181,7 @@ async function main(args: string[]): Promise<number> {
     current = new CleanupStack(figure.name);
     try {
       try {
-        await figure.prepare?.();
+        for (const need of figure.needs ?? []) await BUILDS[need]();
       } catch (e) {
         console.error(`${figure.title} skipped: ${(e as Error).message}`);
         failures.push({ name: figure.name, title: figure.title, error: (e as Error).message });
