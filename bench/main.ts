@@ -32,6 +32,12 @@ export interface BenchOptions {
   idleSeconds: number;
 }
 
+/** The line of a failed build's output that says why: its first error, else its last line. */
+function failureLine(stderr: Uint8Array): string {
+  const lines = new TextDecoder().decode(stderr).trim().split("\n");
+  return (lines.find((l) => /\berror\b/i.test(l)) ?? lines.at(-1) ?? "").trim();
+}
+
 /**
  * Builds the Kubernetes client's bundle (`deno task bundle`: about 2.5 s, the bundle replaced
  * only when its bytes differ), which the footprint figure measures: a checkout where set-up has
@@ -45,7 +51,7 @@ async function buildClientBundle(): Promise<void> {
     stderr: "piped",
   }).output();
   if (!out.success) {
-    const why = new TextDecoder().decode(out.stderr).trim().split("\n").at(-1) ?? "";
+    const why = failureLine(out.stderr);
     throw new Error(
       `the Kubernetes client's bundle could not be built (${why}): run \`deno task bundle\` and fix what it says`,
     );
@@ -75,7 +81,7 @@ async function buildBpfObjectIfMissing(): Promise<void> {
     .output()
     .catch((e: Error) => ({ success: false, stderr: new TextEncoder().encode(e.message) }));
   if (!out.success) {
-    const why = new TextDecoder().decode(out.stderr).trim().split("\n").at(-1) ?? "";
+    const why = failureLine(out.stderr);
     throw new Error(
       `the BPF object bpf/lace.bpf.o could not be built (${why}): run \`deno task bpf\` and fix what it says`,
     );
