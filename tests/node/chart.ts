@@ -3,7 +3,7 @@
  * and the values every install on such a node needs. Shared by the real-node tests and the dev
  * node of scripts/dev.
  */
-import { CoreV1Api } from "@kubernetes/client-node";
+import { AppsV1Api, CoreV1Api, type V1DaemonSet } from "@kubernetes/client-node";
 import { join } from "node:path";
 import { toolPaths } from "../kube/tools.ts";
 import type { Node } from "./node.ts";
@@ -64,6 +64,12 @@ export const HAND_CHAINED = ["--set", "node.cni.chaining=manual"];
  * their network plugin hands out node-unique addresses). Waits until the agent's pod is Ready.
  */
 export async function installLace(node: Node, ...extra: string[]): Promise<void> {
+  await helmInstall(node, extra);
+  await readyAgentPod(node.controlPlane.adminConfig().makeApiClient(CoreV1Api), node);
+}
+
+/** `helm install lace` with nodeChartValues and `extra`, not waiting for the agent. */
+async function helmInstall(node: Node, extra: string[]): Promise<void> {
   await helm(node, [
     "install",
     "lace",
@@ -74,7 +80,6 @@ export async function installLace(node: Node, ...extra: string[]): Promise<void>
     ...nodeChartValues(node),
     ...extra,
   ]);
-  await readyAgentPod(node.controlPlane.adminConfig().makeApiClient(CoreV1Api), node);
 }
 
 /** `helm upgrade lace` to nodeChartValues and `extra` only (earlier --set values are reset). */
@@ -94,4 +99,63 @@ export function upgradeLace(node: Node, ...extra: string[]): Promise<string> {
 /** `helm uninstall lace`, waiting for its resources to go. */
 export function uninstallLace(node: Node): Promise<string> {
   return helm(node, ["uninstall", "lace", "--namespace", "lace-system", "--wait"]);
+}
+
+/** What differs between nodes in the chart's values: the node paths under the run directory. */
+export interface NodePaths {
+  name: string;
+  dir: string;
+  kubeletCgroup: string;
+}
+
+/** The label that tells the per-node copies of the agent's DaemonSet apart. */
+const COPY_LABEL = "lace.test/node-copy";
+
+/**
+ * `helm install` of the chart on several real nodes (the first a `cluster` node, the others
+ * joined by second_node.ts), waiting until every node's agent is Ready. The chart's node paths
+ * (CNI directories, the kubelet's cgroup) are one value for every node, but each real node keeps
+ * them under its own run directory, as a node pool with other paths would: the release runs on
+ * the first node only, and each other node gets a copy of its DaemonSet with that node's paths
+ * (gone with the cluster; `helm uninstall` leaves them). The copies still name the release's
+ * DaemonSet as theirs, so `helm uninstall` reads as an uninstall to their agents too.
+ */
+export async function installLaceOnNodes(
+  first: Node,
+  others: readonly NodePaths[],
+  ...extra: string[]
+): Promise<void> {
+  const onFirst = ["--set-string", `nodeSelector.kubernetes\\.io/hostname=${first.name}`];
+  await helmInstall(first, [...onFirst, ...extra]);
+  const config = first.controlPlane.adminConfig();
+  const apps = config.makeApiClient(AppsV1Api);
+  const release = await apps.readNamespacedDaemonSet({ name: "lace", namespace: "lace-system" });
+  for (const other of others) {
+    const copy = nodeCopy(release, first, other);
+    await apps.createNamespacedDaemonSet({ namespace: "lace-system", body: copy });
+  }
+  const core = config.makeApiClient(CoreV1Api);
+  for (const node of [first, ...others]) await readyAgentPod(core, node);
+}
+
+/** The release's DaemonSet for `other`: `first`'s node paths replaced by its own. */
+function nodeCopy(release: V1DaemonSet, first: NodePaths, other: NodePaths): V1DaemonSet {
+  const spec = JSON.parse(
+    JSON.stringify(release.spec)
+      .replaceAll(first.kubeletCgroup, other.kubeletCgroup)
+      .replaceAll(first.dir, other.dir)
+      .replaceAll(`"${first.name}"`, `"${other.name}"`),
+  );
+  spec.selector.matchLabels[COPY_LABEL] = other.name;
+  spec.template.metadata.labels[COPY_LABEL] = other.name;
+  return {
+    apiVersion: "apps/v1",
+    kind: "DaemonSet",
+    metadata: {
+      name: `lace-${other.name}`,
+      namespace: "lace-system",
+      labels: { ...release.metadata?.labels, [COPY_LABEL]: other.name },
+    },
+    spec,
+  };
 }

@@ -92,7 +92,10 @@ export async function startContainerd(o: ContainerdOptions): Promise<Containerd>
 }
 
 /** Imports each image archive into containerd's k8s.io namespace, unpacked. */
-export async function importImages(containerd: Containerd, archives: string[]): Promise<void> {
+export async function importImages(
+  containerd: Containerd,
+  archives: readonly string[],
+): Promise<void> {
   for (const archive of archives) {
     await containerd.ctr("-n", "k8s.io", "images", "import", "--no-unpack=false", archive);
   }

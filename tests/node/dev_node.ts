@@ -5,6 +5,8 @@
  * plugin with one isolated network per namespace (a `lace-test.io/network` label picks another;
  * every network reuses the same address ranges; `--ipv6-only` gives pods IPv6 addresses only),
  * the locally built images and those upstream's e2e tests run under their upstream names.
+ * `up --nodes 2` joins a second node (tests/node/second_node.ts) with Lace's agent too and each
+ * network linked between the two on its own link (the first DEV_LINKED_NETWORKS network ids).
  *
  * It lives in tests/node/ because it is the fixture's front end: the product (lib/, main.ts)
  * never imports tests/ (tests/layout_test.ts), and the fixture is not product code.
@@ -19,8 +21,10 @@ import { ownerIsGone, OWNERS_DIR, sweepAbandoned } from "../../lib/demo/leftover
 import { isExecutable, kubeToolPath, nodeUnavailableReason } from "../kube/tools.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { CGROUP_V1, CGROUP_V2, killCgroups, removeCgroupTree, V1_CONTROLLERS } from "./cgroups.ts";
-import { installLace } from "./chart.ts";
+import { installLace, installLaceOnNodes } from "./chart.ts";
+import { NETWORKS } from "./network.ts";
 import { startNode } from "./node.ts";
+import { joinSecondNode } from "./second_node.ts";
 
 /** Where the dev node's record, its supervisor's log and a stable copy of the kubeconfig live. */
 export const STATE_DIR = "/run/lace-dev-node";
@@ -36,7 +40,9 @@ export interface DevNodeState {
   name?: string;
   dir?: string;
   initPid?: number;
-  /** Set once the agent is Ready. */
+  /** The second node of `up --nodes 2`. */
+  second?: { name: string; dir: string; initPid: number };
+  /** Set once the agent is Ready (on every node). */
   ready?: boolean;
   /** Why the start failed, if it did. */
   error?: string;
@@ -65,8 +71,14 @@ function alive(pid: number): boolean {
   }
 }
 
-/** The supervisor: starts the node and the chart, records them, holds them until SIGTERM. */
-async function serve(ipv6Only: boolean): Promise<void> {
+/**
+ * Network ids (from 1) linked between the two nodes of `up --nodes 2`: the fixed networks and
+ * the first namespaces' networks; a namespace's network beyond these reaches its own node only.
+ */
+export const DEV_LINKED_NETWORKS = 32;
+
+/** The supervisor: starts the node(s) and the chart, records them, holds them until SIGTERM. */
+async function serve(ipv6Only: boolean, nodes: number): Promise<void> {
   const state: DevNodeState = { pid: Deno.pid };
   await writeState(state);
   let stop!: () => void;
@@ -74,7 +86,7 @@ async function serve(ipv6Only: boolean): Promise<void> {
   for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
     Deno.addSignalListener(signal, () => stop());
   }
-  let node;
+  let node, second;
   try {
     node = await startNode({
       networkPerNamespace: true,
@@ -87,7 +99,21 @@ async function serve(ipv6Only: boolean): Promise<void> {
     Object.assign(state, { name: node.name, dir: node.dir, initPid: node.initPid });
     await writeState(state);
     console.log(`node ${node.name} up: ${JSON.stringify(node.timings)}`);
-    await installLace(node);
+    if (nodes === 2) {
+      second = await joinSecondNode(node, {
+        network: NETWORKS[0],
+        namespaces: [],
+        networkPerNamespace: true,
+        linkedNetworks: DEV_LINKED_NETWORKS,
+        chainLace: false,
+      });
+      state.second = { name: second.name, dir: second.dir, initPid: second.initPid };
+      await writeState(state);
+      console.log(`node ${second.name} up: ${JSON.stringify(second.timings)}`);
+      await installLaceOnNodes(node, [second]);
+    } else {
+      await installLace(node);
+    }
     await Deno.copyFile(node.controlPlane.kubeconfigPath, KUBECONFIG);
     state.ready = true;
     await writeState(state);
@@ -98,7 +124,9 @@ async function serve(ipv6Only: boolean): Promise<void> {
     await writeState(state);
     console.error(error);
     if (node) console.error(await node.logs(40));
+    if (second) console.error(await second.logs(40));
   } finally {
+    await second?.close();
     await node?.close();
     await Deno.remove(KUBECONFIG).catch(() => {});
     await Deno.remove(STATE).catch(() => {});
@@ -106,7 +134,7 @@ async function serve(ipv6Only: boolean): Promise<void> {
   }
 }
 
-function usage(kubectl: string, kubectlBuilt: boolean): string {
+function usage(kubectl: string, kubectlBuilt: boolean, second?: string): string {
   const k = `KUBECONFIG=${KUBECONFIG} ${kubectl}`;
   return [
     `The Lace node is up. kubeconfig: ${KUBECONFIG}`,
@@ -118,11 +146,21 @@ function usage(kubectl: string, kubectlBuilt: boolean): string {
     "Inside the node (its network, mount and PID namespaces):",
     "  scripts/dev node exec lace targets",
     "  scripts/dev node exec lace doctor pod <namespace>/<pod>",
+    ...(second
+      ? [
+        `The second node ${second}: the same with --node 2`,
+        "  scripts/dev node exec --node 2 lace targets",
+      ]
+      : []),
     "Tear it down: scripts/dev node down",
   ].filter((line) => line !== "").join("\n");
 }
 
-async function up(ipv6Only: boolean): Promise<number> {
+async function up(ipv6Only: boolean, nodes: number): Promise<number> {
+  if (nodes === 2 && ipv6Only) {
+    console.error("--ipv6-only is one node only: the links between two nodes route IPv4");
+    return 2;
+  }
   const unavailable = await nodeUnavailableReason();
   if (unavailable) {
     console.error(`Cannot start a node here: ${unavailable}`);
@@ -131,7 +169,7 @@ async function up(ipv6Only: boolean): Promise<number> {
   const existing = await readState();
   if (existing && alive(existing.pid)) {
     console.error(`A dev node is already up (supervisor pid ${existing.pid}); see below.`);
-    console.log(usage(await kubeToolPath("kubectl"), true));
+    console.log(usage(await kubeToolPath("kubectl"), true, existing.second?.name));
     return existing.ready ? 0 : 1;
   }
   if (existing) await down();
@@ -142,11 +180,12 @@ async function up(ipv6Only: boolean): Promise<number> {
   const child = new Deno.Command("sh", {
     args: [
       "-c",
-      `exec setsid "$0" run --allow-all --no-prompt "$1" serve $3 >"$2" 2>&1 </dev/null`,
+      `exec setsid "$0" run --allow-all --no-prompt "$1" serve $3 --nodes=$4 >"$2" 2>&1 </dev/null`,
       Deno.execPath(),
       self,
       LOG,
       ipv6Only ? "--ipv6-only" : "",
+      String(nodes),
     ],
     stdin: "null",
     stdout: "null",
@@ -172,7 +211,7 @@ async function up(ipv6Only: boolean): Promise<number> {
     return 1;
   }
   const kubectl = await kubeToolPath("kubectl");
-  console.log(usage(kubectl, await isExecutable(kubectl)));
+  console.log(usage(kubectl, await isExecutable(kubectl), (await readState())?.second?.name));
   return 0;
 }
 
@@ -212,7 +251,9 @@ async function down(): Promise<number> {
   // its namespace, cgroups and run directory remain.
   await sweepNodeCgroups();
   for (const what of await sweepAbandoned()) console.error(`removed ${what}`);
-  if (state?.dir) await Deno.remove(state.dir, { recursive: true }).catch(() => {});
+  for (const dir of [state?.second?.dir, state?.dir]) {
+    if (dir) await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
   await Deno.remove(KUBECONFIG).catch(() => {});
   await Deno.remove(STATE).catch(() => {});
   console.error(state ? "The dev node is down" : "No dev node was up; swept leftovers");
@@ -225,21 +266,30 @@ async function status(): Promise<number> {
     console.log("down");
     return 1;
   }
-  console.log(state.ready ? `up: ${state.name}, kubeconfig ${KUBECONFIG}` : "starting");
+  const names = [state.name, state.second?.name].filter((n) => n).join(" and ");
+  console.log(state.ready ? `up: ${names}, kubeconfig ${KUBECONFIG}` : "starting");
   return state.ready ? 0 : 1;
 }
 
-/** Runs a command in the node's network, mount and PID namespaces; `lace` is the chart's. */
-async function exec(cmd: string[]): Promise<number> {
+/**
+ * Runs a command in node `which`'s (1 or 2) network, mount and PID namespaces; `lace` is the
+ * chart's.
+ */
+async function exec(which: number, cmd: string[]): Promise<number> {
   const state = await readState();
   if (!state?.ready || !state.initPid || !alive(state.pid)) {
     console.error("No dev node is up: scripts/dev node up");
     return 1;
   }
+  const initPid = which === 2 ? state.second?.initPid : state.initPid;
+  if (!initPid) {
+    console.error("The dev node has no second node: scripts/dev node up --nodes 2");
+    return 1;
+  }
   if (cmd.length === 0) cmd = ["sh"];
   const { code } = await new Deno.Command("nsenter", {
     args: [
-      `--target=${state.initPid}`,
+      `--target=${initPid}`,
       "--mount",
       "--net",
       "--pid",
@@ -252,11 +302,28 @@ async function exec(cmd: string[]): Promise<number> {
   return code;
 }
 
+const USAGE = "usage: scripts/dev node up [--nodes 1|2] [--ipv6-only] | down | status | " +
+  "exec [--node 1|2] [--] COMMAND...";
+
+/** 1 or 2 from a command line's argument; anything else ends the command with the usage. */
+function nodeNumber(text: string | undefined): number {
+  if (text === "1" || text === "2") return Number(text);
+  console.error(`Not a node count or number (1 or 2): "${text}"\n${USAGE}`);
+  Deno.exit(2);
+}
+
+/** `--nodes N` or `--nodes=N` of `args`, 1 without. */
+function nodeCount(args: string[]): number {
+  const i = args.findIndex((a) => a === "--nodes" || a.startsWith("--nodes="));
+  if (i < 0) return 1;
+  return nodeNumber(args[i] === "--nodes" ? args[i + 1] : args[i].slice("--nodes=".length));
+}
+
 if (import.meta.main) {
   const [command, ...rest] = Deno.args;
   switch (command) {
     case "up":
-      Deno.exit(await up(rest.includes("--ipv6-only")));
+      Deno.exit(await up(rest.includes("--ipv6-only"), nodeCount(rest)));
       break;
     case "down":
       Deno.exit(await down());
@@ -264,16 +331,17 @@ if (import.meta.main) {
     case "status":
       Deno.exit(await status());
       break;
-    case "exec":
-      Deno.exit(await exec(rest[0] === "--" ? rest.slice(1) : rest));
+    case "exec": {
+      const which = rest[0] === "--node" ? nodeNumber(rest[1]) : 1;
+      const cmd = rest[0] === "--node" ? rest.slice(2) : rest;
+      Deno.exit(await exec(which, cmd[0] === "--" ? cmd.slice(1) : cmd));
       break;
+    }
     case "serve":
-      await serve(rest.includes("--ipv6-only"));
+      await serve(rest.includes("--ipv6-only"), nodeCount(rest));
       break;
     default:
-      console.error(
-        "usage: scripts/dev node up [--ipv6-only] | down | status | exec [--] COMMAND...",
-      );
+      console.error(USAGE);
       Deno.exit(2);
   }
 }

@@ -5,9 +5,11 @@
  * making that network's node side (bridge, routing table, mark rules) on its first pod. Every
  * network allocates from the same ranges, so the namespaces' pods share addresses and only the
  * mark tells them apart. The assignments (name → id) live in the plugin's state directory, in a
- * file locked while used, so concurrent ADDs agree.
+ * file locked while used, so concurrent ADDs agree; nodes that share one file (networksFile: the
+ * two-node dev node) give a namespace the same id, bridge and mark on each, and each node makes
+ * the network's node side on its own first pod there.
  */
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { run } from "../../lib/cli/process.ts";
 import { addNetworkNodeSide, type PodSubnets } from "./network.ts";
 import type { NetworkSetting } from "./node_config.ts";
@@ -59,14 +61,21 @@ export interface NetworksConf {
   subnet4: string;
   subnet6: string;
   stateDir: string;
+  /** The assignments' file, if not networks.json in stateDir (ConflistSettings.networksFile). */
+  networksFile?: string;
+}
+
+/** Where `conf`'s assignments live. */
+function assignmentsPath(conf: NetworksConf): string {
+  return conf.networksFile ?? join(conf.stateDir, "networks.json");
 }
 
 async function withAssignments<T>(
-  stateDir: string,
+  conf: NetworksConf,
   change: (assigned: Assignments) => Promise<T>,
 ): Promise<T> {
-  await Deno.mkdir(stateDir, { recursive: true });
-  const path = join(stateDir, "networks.json");
+  const path = assignmentsPath(conf);
+  await Deno.mkdir(dirname(path), { recursive: true });
   const file = await Deno.open(path, { read: true, write: true, create: true });
   try {
     await file.lock(true);
@@ -82,32 +91,43 @@ async function withAssignments<T>(
 
 /**
  * The network called `wanted`, its node side made here (in the node's network namespace, where
- * the plugin runs) if it is new. A half-made network's bridge is removed again and nothing is
+ * the plugin runs) if its bridge is not here yet (a new network, or one another node sharing the
+ * assignments made). A half-made network's bridge is removed again and a new one is not
  * recorded, so the next pod's ADD tries afresh.
  */
 export function namespaceNetwork(conf: NetworksConf, wanted: string): Promise<NetworkSetting> {
-  return withAssignments(conf.stateDir, async (assigned) => {
+  return withAssignments(conf, async (assigned) => {
     const { network, isNew } = assignNetwork(conf.networks, assigned, wanted);
-    if (!isNew) return network;
-    const subnets: PodSubnets = { v4: conf.subnet4, v6: conf.subnet6 };
-    try {
-      await addNetworkNodeSide((...args) => run(["ip", ...args]), network, subnets);
-    } catch (error) {
-      await run(["ip", "link", "del", network.bridge]).catch(() => {});
-      throw new Error(`Could not make the node side of network ${wanted}: ${error}`, {
-        cause: error,
-      });
-    }
-    assigned[wanted] = network.id;
+    // A fixed network's node side is made with the node; another's on its first pod here.
+    if (conf.networks.includes(network)) return network;
+    if (!await bridgeIsHere(network.bridge)) await makeNodeSide(conf, network);
+    if (isNew) assigned[wanted] = network.id;
     return network;
   });
+}
+
+async function bridgeIsHere(bridge: string): Promise<boolean> {
+  return await run(["ip", "link", "show", "dev", bridge]).then(() => true, () => false);
+}
+
+/** Makes `network`'s node side; a half-made one's bridge is removed again. */
+async function makeNodeSide(conf: NetworksConf, network: NetworkSetting): Promise<void> {
+  const subnets: PodSubnets = { v4: conf.subnet4, v6: conf.subnet6 };
+  try {
+    await addNetworkNodeSide((...args) => run(["ip", ...args]), network, subnets);
+  } catch (error) {
+    await run(["ip", "link", "del", network.bridge]).catch(() => {});
+    throw new Error(`Could not make the node side of network ${network.name}: ${error}`, {
+      cause: error,
+    });
+  }
 }
 
 /** Every network's name: the fixed ones and those made so far. */
 export async function networkNames(conf: NetworksConf): Promise<string[]> {
   const names = conf.networks.map((n) => n.name);
   try {
-    const text = await Deno.readTextFile(join(conf.stateDir, "networks.json"));
+    const text = await Deno.readTextFile(assignmentsPath(conf));
     if (text) names.push(...Object.keys(JSON.parse(text) as Assignments));
   } catch (error) {
     if (!(error instanceof Deno.errors.NotFound)) throw error;

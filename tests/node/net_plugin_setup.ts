@@ -62,6 +62,11 @@ export async function unchainLace(netConf: string): Promise<() => Promise<void>>
   return () => replace(original);
 }
 
+/** The network plugin's state directory on the node of run directory `dir`. */
+export function pluginStateDir(dir: string): string {
+  return join(dir, "ipam");
+}
+
 export interface NetPluginOptions {
   /** The run's directory: the launcher and the plugin's IPAM state go there. */
   dir: string;
@@ -103,7 +108,7 @@ export async function installNetPlugin(o: NetPluginOptions): Promise<void> {
       networks: NETWORKS,
       subnet4: POD_SUBNET4,
       subnet6: POD_SUBNET6,
-      stateDir: join(o.dir, "ipam"),
+      stateDir: pluginStateDir(o.dir),
       apiServer: o.apiServer,
       caFile: o.caFile,
       tokenFile: o.tokenFile,

@@ -114,3 +114,19 @@ export async function addNetworkNodeSide(
     );
   }
 }
+
+/**
+ * The kubernetes Service address (10.96.0.1:443) in the node's namespace `netns`, as kube-proxy
+ * would make it, translated to the API server's port on the node's loopback: the agent's
+ * in-cluster config.
+ */
+export async function addKubernetesService(netns: string, port: string): Promise<void> {
+  await run([
+    "nsenter",
+    `--net=/run/netns/${netns}`,
+    "--",
+    "nft",
+    `add table ip lace_node; add chain ip lace_node out { type nat hook output priority -100; }; ` +
+    `add rule ip lace_node out ip daddr 10.96.0.1 tcp dport 443 dnat to 127.0.0.1:${port}`,
+  ]);
+}

@@ -15,7 +15,6 @@
  * run's directory; a failed start does the same.
  */
 import { join } from "node:path";
-import { run } from "../../lib/cli/process.ts";
 import { type ControlPlane, startControlPlane } from "../kube/fixture.ts";
 import { ManagedProcess } from "../kube/_process.ts";
 import { nodeToolPaths } from "../kube/tools.ts";
@@ -24,7 +23,7 @@ import { buildE2eImages } from "./e2e_images.ts";
 import { buildImages, buildLaceVariantImage, type IMAGES } from "./images.ts";
 import { enterNodeNamespaces } from "./namespaces.ts";
 import { networkPluginToken } from "./net_plugin_setup.ts";
-import { createNodeNetwork, NODE_IP } from "./network.ts";
+import { addKubernetesService, createNodeNetwork, NODE_IP } from "./network.ts";
 import { startNodeRuntime } from "./node_runtime.ts";
 import { beginNodeStart } from "./node_start.ts";
 import { waitFor } from "../helpers/wait.ts";
@@ -47,8 +46,10 @@ export interface Node {
   logs(maxLines?: number): Promise<string>;
   /** Measured start-up phases in ms. */
   readonly timings: Record<string, number>;
-  /** The image archives the node imported, for another node to import too. */
+  /** The archives of the images built here (IMAGES), by name. */
   readonly images: Record<keyof typeof IMAGES, string>;
+  /** Every image archive the node imported (upstream's too), for another node to import. */
+  readonly archives: readonly string[];
   /** The lace image's tree (mounted at LACE_IMAGE_HOME in the node). */
   readonly laceTree: string;
   /** The variant lace image's BPF object (NodeOptions.laceVariant), if it was built. */
@@ -63,8 +64,8 @@ export interface NodeOptions {
   /**
    * The first node of several (tests/node/second_node.ts joins another): the API server execs
    * into pods through each kubelet at its node IP with a client certificate the kubelets trust;
-   * pods in these namespaces join the named network without a label; no `lace` plugin is
-   * chained, as no agent runs.
+   * pods in these namespaces join the named network without a label. `lace` is chained as on a
+   * single node; installLaceOnNodes (second_node.ts) runs the agent on every node.
    */
   cluster?: { namespaceNetworks: Record<string, string> };
   /**
@@ -180,14 +181,7 @@ export async function startNode(options: NodeOptions = {}): Promise<Node & Async
     const port = new URL(plane.url).port;
     // The kubernetes Service address (10.96.0.1:443), as kube-proxy would make it, for the
     // agent's in-cluster config.
-    await run([
-      "nsenter",
-      `--net=/run/netns/${netns}`,
-      "--",
-      "nft",
-      `add table ip lace_node; add chain ip lace_node out { type nat hook output priority -100; }; ` +
-      `add rule ip lace_node out ip daddr 10.96.0.1 tcp dport 443 dnat to 127.0.0.1:${port}`,
-    ]);
+    await addKubernetesService(netns, port);
     const caFile = await writeFile(join(dir, "ca.pem"), plane.caPem);
     // The network plugin's identity: the chart's default networkAnnotationWriters.
     const tokenFile = await writeFile(
@@ -218,6 +212,11 @@ export async function startNode(options: NodeOptions = {}): Promise<Node & Async
       "--v=1",
     ]);
 
+    const archives = [
+      ...Object.values(images),
+      ...upstreamImages,
+      ...(variantObject ? [variantArchive] : []),
+    ];
     const { restartKubelet } = await startNodeRuntime({
       name,
       dir,
@@ -225,11 +224,7 @@ export async function startNode(options: NodeOptions = {}): Promise<Node & Async
       node,
       cleanup,
       plane,
-      images: [
-        ...Object.values(images),
-        ...upstreamImages,
-        ...(variantObject ? [variantArchive] : []),
-      ],
+      images: archives,
       cniBin,
       caFile,
       tokenFile,
@@ -241,10 +236,7 @@ export async function startNode(options: NodeOptions = {}): Promise<Node & Async
         kubeletAddress: NODE_IP,
         clientCAFile: caFile,
       }),
-      ...(options.cluster && {
-        namespaceNetworks: options.cluster.namespaceNetworks,
-        noAgent: true,
-      }),
+      ...(options.cluster && { namespaceNetworks: options.cluster.namespaceNetworks }),
       ...(options.chainLace === false && { noAgent: true }),
       mark,
     });
@@ -264,6 +256,7 @@ export async function startNode(options: NodeOptions = {}): Promise<Node & Async
       logs,
       timings,
       images,
+      archives,
       laceTree,
       variantObject,
       caFile,

@@ -149,6 +149,11 @@ export interface ConflistSettings {
    * its namespace, made on its first pod (namespace_networks.ts).
    */
   networkPerNamespace?: boolean;
+  /**
+   * The file of the namespace networks' ids, if not networks.json in stateDir: nodes that share
+   * one give a namespace the same network id (bridge, mark) on each (namespace_networks.ts).
+   */
+  networksFile?: string;
   /** Every pod gets an IPv6 address only, as a pod with the family label `ipv6` does. */
   ipv6Only?: boolean;
   /**
@@ -177,6 +182,7 @@ export function conflist(s: ConflistSettings): string {
           tokenFile: s.tokenFile,
           ...(s.namespaceNetworks ? { namespaceNetworks: s.namespaceNetworks } : {}),
           ...(s.networkPerNamespace ? { networkPerNamespace: true } : {}),
+          ...(s.networksFile ? { networksFile: s.networksFile } : {}),
           ...(s.ipv6Only ? { ipv6Only: true } : {}),
           ...(s.uniqueAddresses ? { uniqueAddresses: true } : {}),
         },

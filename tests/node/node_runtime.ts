@@ -26,7 +26,7 @@ export interface NodeRuntimeOptions {
   cleanup: CleanupStack;
   plane: ControlPlane;
   /** Image archives to import. */
-  images: string[];
+  images: readonly string[];
   /** The CNI plugins' directory inside the node. */
   cniBin: string;
   caFile: string;
@@ -47,6 +47,8 @@ export interface NodeRuntimeOptions {
   networkPerNamespace?: boolean;
   /** Every pod gets an IPv6 address only. */
   ipv6Only?: boolean;
+  /** The namespace networks' ids in this file, shared with another node (ConflistSettings). */
+  networksFile?: string;
   /** No agent runs on this node: no `lace` plugin is chained after ours. */
   noAgent?: boolean;
   /** Records a start-up phase's duration. */
@@ -83,6 +85,7 @@ export async function startNodeRuntime(o: NodeRuntimeOptions): Promise<NodeRunti
       ...(o.subnets ? { subnet4: o.subnets.v4, subnet6: o.subnets.v6 } : {}),
       ...(o.namespaceNetworks ? { namespaceNetworks: o.namespaceNetworks } : {}),
       ...(o.networkPerNamespace ? { networkPerNamespace: true } : {}),
+      ...(o.networksFile ? { networksFile: o.networksFile } : {}),
       ...(o.ipv6Only ? { ipv6Only: true } : {}),
       ...(o.networkPerNamespace ? { uniqueAddresses: true } : {}),
     },

@@ -59,7 +59,11 @@ export async function failedProbes(
 }
 
 /** The agent pod on the node once it is Ready, other than the pod with uid `not`. */
-export async function readyAgentPod(core: CoreV1Api, node: Node, not?: string): Promise<V1Pod> {
+export async function readyAgentPod(
+  core: CoreV1Api,
+  node: Pick<Node, "name">,
+  not?: string,
+): Promise<V1Pod> {
   return await waitFor(async () => {
     const list = await core.listNamespacedPod({ namespace: "lace-system" });
     return list.items.find((p) =>

@@ -1,11 +1,14 @@
 /**
  * A second real node joined to the first (tests/node/node.ts started with `cluster`): its own
- * network, mount and PID namespaces and cgroups, its own containerd and kubelet registered with
- * the first node's API server, and only what `lace netcheck` needs (no controller manager,
- * scheduler or agent). The nodes are joined by the links of node_link.ts: the kubelet reaches the
- * API server over the control link through a relay at the same loopback port as in the first
- * node (so the same kubeconfig works), and the API server reaches the kubelet at its node IP on
- * that link. close() tears down everything made here, also after a failed start.
+ * network, mount and PID namespaces and cgroups, its own containerd (with the first node's
+ * images, Lace's included) and kubelet registered with the first node's API server, its conflist
+ * chaining `lace` as the first node's does; no controller manager or scheduler (the first node's
+ * serve both). installLaceOnNodes (chart.ts) runs the agent on it. The nodes are joined by the
+ * links of node_link.ts, one per pod network: the kubelet reaches the API server over the control
+ * link through a relay at the same loopback port as in the first node (so the same kubeconfig
+ * works, and the agent's in-cluster address is translated to it as on the first node), and the
+ * API server reaches the kubelet at its node IP on that link. close() tears down everything made
+ * here, also after a failed start.
  */
 import { join } from "node:path";
 import { ManagedProcess } from "../kube/_process.ts";
@@ -13,22 +16,46 @@ import { nodeToolPaths } from "../kube/tools.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { makeNodeCgroups } from "./cgroups.ts";
 import { enterNodeNamespaces } from "./namespaces.ts";
-import { createNodeNetwork, POD_SUBNET4, type PodSubnets } from "./network.ts";
+import {
+  addKubernetesService,
+  createNodeNetwork,
+  NETWORKS,
+  POD_SUBNET4,
+  type PodSubnets,
+} from "./network.ts";
 import type { NetworkSetting } from "./node_config.ts";
 import type { Node } from "./node.ts";
-import { CONTROL_LINK, linkNodes, setOneWayCut, setPodLink } from "./node_link.ts";
+import {
+  CONTROL_LINK,
+  leakBetweenNetworks,
+  linkNodes,
+  setOneWayCut,
+  setPodLink,
+} from "./node_link.ts";
 import { startNodeRuntime } from "./node_runtime.ts";
 import { beginNodeStart } from "./node_start.ts";
+import { pluginStateDir } from "./net_plugin_setup.ts";
 
 /** The second node's pod ranges, beside the first node's POD_SUBNET4 / POD_SUBNET6. */
 export const SECOND_SUBNETS: PodSubnets = { v4: "10.244.2.0/24", v6: "fd00:245::/64" };
 
 export interface SecondNode {
   readonly name: string;
+  /** The run's directory (the chart's node paths are under it). */
+  readonly dir: string;
+  /** The kubelet's own cgroup v2 directory (the chart's node.kubeletCgroupPath). */
+  readonly kubeletCgroup: string;
+  /** The node's pid 1 as the machine sees it: `nsenter --target` enters the node through it. */
+  readonly initPid: number;
   /** Measured start-up phases in ms. */
   readonly timings: Record<string, number>;
-  /** Takes the pod link between the two nodes down (false) or up again (true). */
+  /** Takes the pod link of `network` between the two nodes down (false) or up again (true). */
   setPodLink(up: boolean): Promise<void>;
+  /**
+   * Breaks isolation between networks `a` and `b` on this node (node_link.ts
+   * leakBetweenNetworks); returns the undo.
+   */
+  leakBetween(a: NetworkSetting, b: NetworkSetting): Promise<() => Promise<void>>;
   /**
    * Drops (true) or lets through again (false) new connections from this node's pods to the
    * first node's; the other direction keeps working.
@@ -42,10 +69,29 @@ export interface SecondNode {
 }
 
 export interface SecondNodeOptions {
-  /** The network pods join by their namespace; the one the links route between the nodes. */
+  /**
+   * The network pods join by their namespace, and whose pod link setPodLink and
+   * cutTowardsFirst break; every network of NETWORKS is linked.
+   */
   network: NetworkSetting;
   /** Namespaces whose pods join `network` without a label (as the first node's `cluster`). */
   namespaces: string[];
+  /**
+   * As the first node's networkPerNamespace (scripts/dev node): a namespace's network has the
+   * same id on both nodes (the first node's networks file) and is linked if its id is at most
+   * `linkedNetworks`.
+   */
+  networkPerNamespace?: boolean;
+  /** How many network ids (from 1) get a pod link; default the fixed NETWORKS only. */
+  linkedNetworks?: number;
+  /** false: `lace` is not chained by hand, as NodeOptions.chainLace (the chart chains it). */
+  chainLace?: boolean;
+}
+
+/** The network of id `id`: a fixed one, or a namespace's, whatever its name will be. */
+function networkOfId(id: number): NetworkSetting {
+  return NETWORKS.find((n) => n.id === id) ??
+    { name: `namespace network ${id}`, id, bridge: `lnet${id}` };
 }
 
 /**
@@ -63,11 +109,15 @@ export async function joinSecondNode(
 
   try {
     await createNodeNetwork(name, cleanup, SECOND_SUBNETS);
-    await linkNodes(firstEnd, secondEnd, options.network);
+    const linked = options.linkedNetworks ?? NETWORKS.length;
+    await linkNodes(
+      firstEnd,
+      secondEnd,
+      Array.from({ length: linked }, (_, i) => networkOfId(i + 1)),
+    );
     mark("network");
     const { pidsRoot, kubeletCgroup } = await makeNodeCgroups(name, cleanup);
     const cniBin = "/opt/cni/bin";
-    // The lace tree is only mounted (the holder expects it); no agent runs here.
     const node = await enterNodeNamespaces({
       netns: name,
       dir,
@@ -105,9 +155,10 @@ export async function joinSecondNode(
       ]);
       return probe.success;
     }, { timeout: 10_000, interval: 250, message: "the API server relay over the control link" });
+    // The kubernetes Service address, as on the first node (node.ts), for the agent.
+    await addKubernetesService(name, port);
     mark("control link");
 
-    const images = [first.images.pause, first.images.agnhost, first.images.iperf3];
     await startNodeRuntime({
       name,
       dir,
@@ -115,7 +166,7 @@ export async function joinSecondNode(
       node,
       cleanup,
       plane: first.controlPlane,
-      images,
+      images: first.archives,
       cniBin,
       caFile: first.caFile,
       tokenFile: first.tokenFile,
@@ -127,15 +178,23 @@ export async function joinSecondNode(
       namespaceNetworks: Object.fromEntries(
         options.namespaces.map((n) => [n, options.network.name]),
       ),
-      noAgent: true,
+      ...(options.networkPerNamespace && {
+        networkPerNamespace: true,
+        networksFile: join(pluginStateDir(first.dir), "networks.json"),
+      }),
+      ...(options.chainLace === false && { noAgent: true }),
       mark,
     });
 
     const close = () => cleanup.run();
     return {
       name,
+      dir,
+      kubeletCgroup,
+      initPid: node.initPid,
       timings,
-      setPodLink: (up) => setPodLink(firstEnd, secondEnd, up),
+      setPodLink: (up) => setPodLink(firstEnd, secondEnd, options.network, up),
+      leakBetween: (a, b) => leakBetweenNetworks(secondEnd, a, b),
       cutTowardsFirst: (cut) => setOneWayCut(secondEnd, firstEnd, options.network, cut),
       exec: node.exec,
       logs,

@@ -1,13 +1,16 @@
 /**
- * `lace netcheck` against two real nodes (tests/node/node.ts and second_node.ts): the real
- * command (main.ts netcheck, through @kubernetes/client-node) starts its agnhost and iperf3
- * DaemonSet from the images built here, the real kubelets run the pods, and the API server
- * execs into them through each kubelet. The nodes' pods reach each other over a pod link
- * between the two node namespaces; the test breaks that link and reads which pairs netcheck
+ * `lace netcheck` against two real nodes (tests/node/node.ts and second_node.ts), Lace's agent
+ * on both (the real kubelets' probes reach each network's pods by the mark, as in production):
+ * the real command (main.ts netcheck, through @kubernetes/client-node) starts its agnhost and
+ * iperf3 DaemonSets from the images built here, the real kubelets run the pods, and the API
+ * server execs into them through each kubelet. Each pod network has its own link between the two
+ * node namespaces, and every network allocates from the same ranges; the test breaks one link,
+ * and then the isolation between two networks inside a node, and reads which pairs netcheck
  * reports. Brought up once for the file; prints what it measured.
  */
 import assert from "node:assert/strict";
 import { nodeUnavailableReason } from "../kube/tools.ts";
+import { HAND_CHAINED, installLaceOnNodes } from "./chart.ts";
 import { IMAGES } from "./images.ts";
 import { NETWORKS } from "./network.ts";
 import { startNode } from "./node.ts";
@@ -17,18 +20,31 @@ import type { PathResult } from "../../lib/netcheck/summary.ts";
 const reason = await nodeUnavailableReason();
 const NAMESPACE = "lace-netcheck";
 const NETWORK = NETWORKS[0];
+/** The network plugin's pod label (net_plugin.ts): `--networks` entries `${LABEL}=<network>`. */
+const LABEL = "lace-test.io/network";
 const main = new URL("../../main.ts", import.meta.url).pathname;
 
 interface NetcheckRun {
   code: number;
   paths: PathResult[];
-  summary: { status: string; nodes: string[]; error?: string };
+  summary: {
+    status: string;
+    nodes: string[];
+    error?: string;
+    isolation?: {
+      leaks: number;
+      matrix: { networks: string[]; cells: { tested: number; failed: number }[][] };
+    };
+  };
   stderr: string;
   ms: number;
 }
 
-/** Runs the real `lace netcheck` against the cluster of `kubeconfig`, JSON on stdout. */
-async function netcheck(kubeconfig: string): Promise<NetcheckRun> {
+/**
+ * Runs the real `lace netcheck` against the cluster of `kubeconfig` with `extra` arguments, JSON
+ * on stdout.
+ */
+async function netcheck(kubeconfig: string, ...extra: string[]): Promise<NetcheckRun> {
   const began = performance.now();
   const out = await new Deno.Command(Deno.execPath(), {
     args: [
@@ -46,6 +62,7 @@ async function netcheck(kubeconfig: string): Promise<NetcheckRun> {
       "--bandwidth-time=2s",
       "--ready-timeout=120s",
       "--output=json",
+      ...extra,
     ],
     stdin: "null",
     stdout: "piped",
@@ -79,9 +96,10 @@ function measured(run: NetcheckRun): string {
     const figure = p.bitsPerSecond !== undefined
       ? `${(p.bitsPerSecond / 1e9).toFixed(2)} Gbit/s`
       : p.ok
-      ? "ok"
+      ? p.message ?? "ok"
       : `${p.errorClass}: ${p.message}`;
-    lines.push(`  ${p.phase.padEnd(9)} ${p.from} → ${p.to} ${p.durationMs} ms ${figure}`);
+    const network = p.network ? ` [${p.network}]` : "";
+    lines.push(`  ${p.phase.padEnd(9)}${network} ${p.from} → ${p.to} ${p.durationMs} ms ${figure}`);
   }
   return lines.join("\n");
 }
@@ -99,10 +117,13 @@ Deno.test({
   });
   const firstUp = performance.now();
   await using second = await joinSecondNode(first, { network: NETWORK, namespaces: [NAMESPACE] });
+  const secondUp = performance.now();
+  await installLaceOnNodes(first, [second], ...HAND_CHAINED);
   console.log(
     `first node up in ${Math.round(firstUp - start)} ms: ${JSON.stringify(first.timings)}\n` +
-      `second node up in ${Math.round(performance.now() - firstUp)} ms: ` +
-      JSON.stringify(second.timings),
+      `second node up in ${Math.round(secondUp - firstUp)} ms: ` +
+      `${JSON.stringify(second.timings)}\n` +
+      `agents Ready on both ${Math.round(performance.now() - secondUp)} ms after helm install`,
   );
   const kubeconfig = first.controlPlane.kubeconfigPath;
   const explain = async (run: NetcheckRun) =>
@@ -161,6 +182,70 @@ Deno.test({
         assert.deepEqual(pairs(run, "bandwidth"), [`${a} → ${b}: ok`], await explain(run));
       } finally {
         await second.cutTowardsFirst(false);
+      }
+    },
+  );
+
+  const [red, green] = NETWORKS;
+  const networks = `--networks=${LABEL}=${red.name},${LABEL}=${green.name}`;
+  const names = [`${LABEL}=${red.name}`, `${LABEL}=${green.name}`];
+  const isolationArgs = [networks, "--skip-bandwidth", "--latency-samples=2"];
+
+  await t.step(
+    "--networks over two networks in the same ranges: every same-network path passes, every cross-network path is isolated",
+    async () => {
+      const run = await netcheck(kubeconfig, ...isolationArgs);
+      console.log(measured(run));
+      assert.equal(run.code, 0, await explain(run));
+      const isolation = run.summary.isolation!;
+      assert.deepEqual(isolation.matrix.networks, names);
+      // Two nodes, one pod per network on each: per network 2 paths, between networks 2·2.
+      assert.deepEqual(
+        isolation.matrix.cells,
+        [
+          [{ tested: 2, failed: 0 }, { tested: 4, failed: 0 }],
+          [{ tested: 4, failed: 0 }, { tested: 2, failed: 0 }],
+        ],
+        await explain(run),
+      );
+      assert.equal(isolation.leaks, 0);
+      assert.deepEqual(
+        pairs(run, "connect"),
+        [`${a} → ${b}: ok`, `${a} → ${b}: ok`, `${b} → ${a}: ok`, `${b} → ${a}: ok`].sort(),
+      );
+    },
+  );
+
+  await t.step(
+    "with the second node routing its own range between the two networks, netcheck fails with LEAK naming that pair and its networks",
+    async () => {
+      const undo = await second.leakBetween(red, green);
+      try {
+        const run = await netcheck(kubeconfig, ...isolationArgs);
+        console.log(measured(run));
+        assert.equal(run.code, 1, await explain(run));
+        assert.equal(run.summary.isolation!.leaks, 2, await explain(run));
+        const failed = run.paths.filter((p) => !p.ok);
+        assert.deepEqual(
+          failed.map((p) => `${p.phase} ${p.network}: ${p.from} → ${p.to} ${p.errorClass}`).sort(),
+          [
+            `isolation ${names[0]} → ${names[1]}: ${b} → ${b} LEAK`,
+            `isolation ${names[1]} → ${names[0]}: ${b} → ${b} LEAK`,
+          ].sort(),
+          await explain(run),
+        );
+        for (const leak of failed) {
+          const [fromNet, toNet] = leak.network!.split(" → ");
+          assert.match(
+            leak.message!,
+            new RegExp(
+              `^pod "${leak.fromPod}" \\(network ${fromNet}, node ${b}\\) asked \\S+ of pod ` +
+                `"${leak.toPod}" \\(network ${toNet}, node ${b}\\): answered by "${leak.toPod}" itself`,
+            ),
+          );
+        }
+      } finally {
+        await undo();
       }
     },
   );
