@@ -25,7 +25,11 @@ import { waitFor } from "./helpers/wait.ts";
  * 8081 (the port tenant B's later pod probes) whose path alone is 20 KB.
  */
 function oversized(): Record<string, unknown> {
-  const pod = tenantPod("huge", "tenant-a", 2, 8080, 9000, "2026-01-01T00:00:00Z");
+  return makeOversized(tenantPod("huge", "tenant-a", 2, 8080, 9000, "2026-01-01T00:00:00Z"));
+}
+
+/** `pod` with a startup probe on port 8081 whose path alone puts it over the size cap. */
+function makeOversized(pod: Record<string, unknown>): Record<string, unknown> {
   const [app] = (pod.spec as { containers: Record<string, unknown>[] }).containers;
   app.startupProbe = {
     httpGet: {
@@ -149,5 +153,67 @@ Deno.test({
       assert.equal(add.result.code, 101);
     }
     await metricReaches(agent, 'lace_cni_add_refusals_total{reason="address-conflict"}', 2);
+  },
+});
+
+Deno.test({
+  name:
+    "the CNI ADD of a pod refused as too large is refused at an address a pod of another network holds",
+  ...agentTestOptions,
+  async fn() {
+    const holder = tenantPod("holder", "tenant-a", 2, 8080, 9000, "2026-01-01T00:00:00Z");
+    const huge = makeOversized(
+      podManifest({ name: "huge", networkId: 1, httpPort: 8082, tcpPort: 9002, ips: [] }),
+    );
+    await using t = await startTenantWorld([holder, huge], [], [], "default");
+    const { w, agent, socket } = t;
+    await metricReaches(agent, 'lace_probes_ignored{reason="too-large"}', 1);
+    const uid = (huge.metadata as { uid: string }).uid;
+    const add = await plugin("ADD", socket, { name: "huge", uid }, {
+      network: "net1",
+      networkId: 1,
+    });
+    assert.equal(add.code, 1, add.stdout + add.stderr);
+    assert.equal(add.result.code, 101);
+    assert.equal((await w.probe(POD_IPV4, 8080, "/")).body, w.podIn(2), "the holder keeps its own");
+  },
+});
+
+Deno.test({
+  name:
+    "a later pod refused as too large at a held address, learnt after its ADD, takes the holder's targets there away",
+  ...agentTestOptions,
+  async fn() {
+    // Its probes are unknown: the kubelet may probe it on the holder's port, which must then not
+    // be tagged into the holder's network.
+    const holder = tenantPod("holder", "tenant-a", 2, 8080, 9000, "2026-01-01T00:00:00Z");
+    await using t = await startTenantWorld([holder], [], [], "default");
+    const { w, api, agent } = t;
+    assert.equal((await w.probe(POD_IPV4, 8080, "/")).body, w.podIn(2));
+    const huge = makeOversized(
+      tenantPod("huge", "tenant-b", 1, 8082, 9002, "2026-01-02T00:00:00Z"),
+    );
+    await putLater(api, holder, huge);
+    await waitFor(async () => (await agent.metric("lace_address_clashes")) === 2, {
+      timeout: 15_000,
+      message: "both addresses shared with the refused pod",
+    });
+    for (const [host, port, path] of [[POD_IPV4, 8080, "/"], [POD_IPV6, 9000]] as const) {
+      const res = await w.probe(host, port, path);
+      assert.equal(res.result, "NO_ROUTE", `${host}:${port}: ${JSON.stringify(res)}`);
+    }
+    const events = await waitFor(() => {
+      const found = eventsWithReason(api, "AddressClash");
+      return found.filter((e) => e.involvedObject.name === "holder").length >= 2
+        ? found
+        : undefined;
+    }, { message: "an AddressClash Event per address on the holder" });
+    // Each pod's Events (the refused pod loses nothing, but hears of it too) name no other tenant.
+    for (const e of events) {
+      const other = e.involvedObject.name === "holder"
+        ? ["huge", "tenant-b", "net1"]
+        : ["holder", "tenant-a", "net2"];
+      for (const word of other) assert.ok(!e.message.includes(word), `${word} in "${e.message}"`);
+    }
   },
 });

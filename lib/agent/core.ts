@@ -234,7 +234,9 @@ export class AgentCore {
     if (this.#opts.config.addressSharing === "exclusive") {
       const sources = this.cache.sourcesOf(a.uid).filter((s) => s !== CNI_SOURCE);
       const found = await attachmentNetwork(a, {
-        cached: sources.length ? this.cache.get(a.uid) : undefined,
+        // holderView, not get: get throws for a pod refused as too large, and that pod's own
+        // ADD must be checked like any (it would otherwise take another network's address).
+        cached: sources.length ? this.cache.holderView(a.uid) : undefined,
         cachedFromApi: sources[0] === "api",
         lookup: this.#opts.podLookup,
         opts: this.#opts.config,
@@ -284,7 +286,8 @@ export class AgentCore {
    */
   async removeAttachment(uid: string, ref?: AttachmentRef): Promise<void> {
     const left = this.#interfaces.remove(uid, ref);
-    const view = left && this.cache.get(uid);
+    // Only who the pod is: a pod refused as too large has that too (get would throw).
+    const view = left && this.cache.holderView(uid);
     if (left && view) {
       this.#upsertCniView({ ...view.metadata, uid }, left);
     } else {

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import type { AgentCore } from "./core.ts";
 import { AttachmentRefusedError } from "../cni/protocol.ts";
-import type { Pod } from "../pods/pod.ts";
+import { normalisePod, type Pod } from "../pods/pod.ts";
 import type { PodLookup } from "../pods/source.ts";
 import { ATTACH_LOOKUP_MS } from "./attachment_network.ts";
 import { CONFIG, ids, pod, setup } from "../../tests/helpers/core_world.ts";
@@ -36,6 +36,30 @@ Deno.test("AgentCore refuses an attachment whose address a pod of another networ
   await t.core.removeAttachment("new");
   await attach("new");
   assert.equal(t.refusals.length, 1);
+  await t.core.stop();
+});
+
+Deno.test("AgentCore checks the CNI ADD of a pod refused as too large like any, and refuses a clash", async () => {
+  const t = setup();
+  await t.core.start();
+  // As the API source keeps it: a skeleton with its network annotations, no address yet.
+  const big = pod("huge", undefined, 1);
+  big.spec.containers[0].readinessProbe!.httpGet!.path = "/" + "x".repeat(20_000);
+  const huge = normalisePod(big, {
+    maxBytes: 16 * 1024,
+    annotations: [CONFIG.networkAnnotation, CONFIG.networkIdAnnotation],
+  });
+  t.sources[0].list(pod("holder", "10.0.0.5", 2), huge);
+  await t.settle();
+  const attach = (ip: string) =>
+    t.core.registerAttachment({ namespace: "ns", name: "p-huge", uid: "huge", ips: [ip] });
+  await assert.rejects(attach("10.0.0.5"), AttachmentRefusedError);
+  assert.deepEqual(t.refusals.map((r) => r.map((c) => c.holder.uid)), [["holder"]]);
+  assert.deepEqual(ids(t.store), ["10.0.0.5:8080=2"]);
+  // At an address of its own it is attached (and gets no targets), and detached again.
+  await attach("10.0.0.6");
+  assert.deepEqual(ids(t.store), ["10.0.0.5:8080=2"]);
+  await t.core.removeAttachment("huge");
   await t.core.stop();
 });
 

@@ -96,8 +96,10 @@ export function placementOf(
  * Its network is the node's attachment's, else its annotations'; when neither tells,
  * UNKNOWN_NETWORK, which holds them against every network (fail closed): otherwise a tenant
  * could make its pod unreadable to have another network's pod take its address, and the
- * kubelet's probes of its pod tagged into that network. Undefined for a pod that holds no
- * address (on the host network, finished) or has no view left.
+ * kubelet's probes of its pod tagged into that network. Its probes are unknown, so where it is
+ * the later pod at an address the holder loses its targets there too (sharedAddresses). A new
+ * object each call: the memo keeps podPlacement's result, which is the pod's own. Undefined
+ * for a pod that holds no address (on the host network, finished) or has no view left.
  */
 export function heldPlacement(
   pods: Pick<PodCache, "holderView">,
@@ -109,7 +111,7 @@ export function heldPlacement(
   const pod = pods.holderView(uid);
   const placed = pod && placementOf(memo, pod, config, node);
   if (!placed) return undefined;
-  return placed.network ? placed : { ...placed, network: UNKNOWN_NETWORK };
+  return { ...placed, network: placed.network ?? UNKNOWN_NETWORK, probesUnknown: true };
 }
 
 export interface DesiredStateInput {

@@ -195,14 +195,6 @@ Deno.test("desiredState() under exclusive lets a pod refused as too large hold i
   assert.deepEqual([...compute([peer, huge]).desired.keys()], ["10.0.0.5:8080"]);
 });
 
-Deno.test("desiredState() under exclusive lets an older pod keep its address against a later refused pod", () => {
-  const holder = pod("a", "10.0.0.5", 1, [8080], "2026-01-01T00:00:00Z");
-  const huge = refused("huge", "10.0.0.5", 2, "2026-01-02T00:00:00Z");
-  const state = compute([huge, holder]);
-  assert.deepEqual([...state.desired.keys()], ["10.0.0.5:8080"]);
-  assert.deepEqual(state.sharedAddresses.map((s) => s.holder.pod.uid), ["a"]);
-});
-
 Deno.test("desiredState() under exclusive lets a refused pod whose network is unknown hold its address against every network", () => {
   const huge = refused("huge", "10.0.0.5", 1, "2026-01-01T00:00:00Z", UNKNOWN);
   for (const networkId of [undefined, 1, 2]) {
@@ -222,6 +214,19 @@ Deno.test("desiredState() under exclusive withdraws the holder's targets when a 
   const state = compute([huge, holder]);
   assert.deepEqual([...state.desired.keys()], []);
   assert.equal(state.sharedAddresses[0].holderWithdrawn, true);
+});
+
+Deno.test("desiredState() under exclusive withdraws the holder's targets at an address a later refused pod of another network holds", () => {
+  // The refused pod's probes are unknown: one of them may be on the holder's probe port.
+  const holder = pod("a", "10.0.0.5", 1, [8080], "2026-01-01T00:00:00Z");
+  const elsewhere = pod("e", "10.0.0.6", 1, [8080], "2026-01-01T00:00:00Z");
+  const huge = refused("huge", "10.0.0.5", 2, "2026-01-02T00:00:00Z");
+  const state = compute([huge, holder, elsewhere]);
+  assert.deepEqual([...state.desired.keys()], ["10.0.0.6:8080"]);
+  assert.equal(state.sharedAddresses[0].holderWithdrawn, true);
+  // Of the holder's own network, the refused pod is a peer: the holder keeps its targets.
+  const peer = refused("peer", "10.0.0.5", 1, "2026-01-02T00:00:00Z");
+  assert.deepEqual([...compute([peer, holder]).desired.keys()], ["10.0.0.5:8080"]);
 });
 
 Deno.test("desiredState() reports a pod refused for its size as too-large", () => {

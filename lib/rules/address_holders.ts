@@ -26,6 +26,8 @@ export const ADDRESS_SHARING: readonly AddressSharing[] = ["exclusive", "shared"
 export interface PodAt {
   pod: PodIdentity;
   network: PodNetwork;
+  /** The agent cannot read the pod's probes (PodPlacement.probesUnknown). */
+  probesUnknown?: true;
 }
 
 /** An address that live pods of two or more networks (the default network counts) hold on this node. */
@@ -43,7 +45,9 @@ export interface SharedAddress {
    * address too when a pod on the default network is among the later pods:
    * the kubelet reaches that pod without any mark, so it could answer with a
    * redirect to the holder's probe ports; likewise a later pod whose network
-   * is unknown (UNKNOWN_NETWORK). Fail closed: never into a network.
+   * is unknown (UNKNOWN_NETWORK), and one whose probes the agent cannot read
+   * (refused as too large): any port the kubelet probes it on may be one of
+   * the holder's. Fail closed: never into a network.
    */
   holderWithdrawn: boolean;
 }
@@ -79,7 +83,12 @@ export function sharedAddresses(placements: PodPlacement[]): SharedAddress[] {
   for (const p of placements) {
     if (!p.network) continue;
     // One pod lists an address once (podAddresses drops duplicates).
-    for (const a of p.addresses) pods.get(a.address)?.push({ pod: p.pod, network: p.network });
+    for (const a of p.addresses) {
+      const at: PodAt = p.probesUnknown
+        ? { pod: p.pod, network: p.network, probesUnknown: true }
+        : { pod: p.pod, network: p.network };
+      pods.get(a.address)?.push(at);
+    }
   }
   const out: SharedAddress[] = [];
   for (const address of [...pods.keys()].sort()) {
@@ -94,7 +103,7 @@ export function sharedAddresses(placements: PodPlacement[]): SharedAddress[] {
       holder,
       peers: rest.filter((p) => p.network.networkId === id),
       later,
-      holderWithdrawn: id !== 0 && later.some((p) => reachedUnmarked(p.network)),
+      holderWithdrawn: id !== 0 && later.some((p) => reachedUnmarked(p.network) || p.probesUnknown),
     });
   }
   return out;
@@ -143,6 +152,6 @@ export function addressClashMessage(s: SharedAddress, pod: PodAt): string {
   const later = s.later.some((p) => p.pod.uid === pod.pod.uid);
   const why = later
     ? `Address ${s.address} of this pod is already held on this node by an older pod of another network`
-    : `Address ${s.address} of this pod is also held on this node by a later pod that the kubelet reaches without a network mark, which could redirect the kubelet's probes to this pod's ports`;
+    : `Address ${s.address} of this pod is also held on this node by a later pod that the kubelet reaches without a network mark or whose probes Lace cannot read, so the kubelet's probes of that pod could land at this pod's ports`;
   return `${why} (--address-sharing=exclusive): none of the kubelet's probes of this pod at ${s.address} is tagged into ${own}, so they may fail, until the address is unique on the node; the network's address manager must give each pod an address no other network uses on the node`;
 }

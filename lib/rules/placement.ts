@@ -13,6 +13,11 @@ export interface PodPlacement {
   pod: PodIdentity;
   network: PodNetwork | undefined;
   addresses: ProbeKey[];
+  /**
+   * The agent cannot read the pod's probes (refused as too large, or not evaluable): any port
+   * at its addresses may be one the kubelet probes it on.
+   */
+  probesUnknown?: true;
 }
 
 /**
