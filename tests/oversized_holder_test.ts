@@ -41,6 +41,11 @@ function makeOversized(pod: Record<string, unknown>): Record<string, unknown> {
   return pod;
 }
 
+/** Tenant B's pod in network 1, bound to the node with no address yet (its ADD comes next). */
+function newcomerPod(): Record<string, unknown> {
+  return podManifest({ name: "newcomer", networkId: 1, httpPort: 8081, tcpPort: 9001, ips: [] });
+}
+
 /** The Events of `reason` on `name` name none of tenant A's pod, namespace or network. */
 function assertEventsNameNoOtherTenant(
   events: ReturnType<typeof eventsWithReason>,
@@ -95,13 +100,7 @@ Deno.test({
   ...agentTestOptions,
   async fn() {
     const huge = oversized();
-    const newcomer = podManifest({
-      name: "newcomer",
-      networkId: 1,
-      httpPort: 8081,
-      tcpPort: 9001,
-      ips: [],
-    });
+    const newcomer = newcomerPod();
     await using t = await startTenantWorld([huge, newcomer], [], [], "default");
     const { w, api, agent, socket } = t;
     await metricReaches(agent, 'lace_probes_ignored{reason="too-large"}', 1);
@@ -133,13 +132,7 @@ Deno.test({
     // A network name with a space is no network's: nothing tells which network the pod is in.
     (huge.metadata as { annotations: Record<string, string> }).annotations["lace.io/network"] =
       "net 2";
-    const newcomer = podManifest({
-      name: "newcomer",
-      networkId: 1,
-      httpPort: 8081,
-      tcpPort: 9001,
-      ips: [],
-    });
+    const newcomer = newcomerPod();
     await using t = await startTenantWorld([huge, newcomer], [], [], "default");
     const { agent, socket } = t;
     await metricReaches(agent, 'lace_probes_ignored{reason="too-large"}', 1);
