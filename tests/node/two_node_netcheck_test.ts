@@ -133,17 +133,26 @@ Deno.test({
       .logs(30)}`;
   const [a, b] = [first.name, second.name];
 
-  await t.step("every directed pair passes TCP connect and iperf3 bandwidth", async () => {
-    const run = await netcheck(kubeconfig);
-    console.log(measured(run));
-    assert.equal(run.code, 0, await explain(run));
-    assert.deepEqual([...run.summary.nodes].sort(), [a, b].sort());
-    assert.deepEqual(pairs(run, "connect"), [`${a} → ${b}: ok`, `${b} → ${a}: ok`].sort());
-    assert.deepEqual(pairs(run, "bandwidth"), [`${a} → ${b}: ok`, `${b} → ${a}: ok`].sort());
-    for (const p of run.paths.filter((p) => p.phase === "bandwidth")) {
-      assert.ok(p.bitsPerSecond! > 1e6, `implausible bandwidth ${p.bitsPerSecond} bit/s`);
-    }
-  });
+  await t.step(
+    "every directed pair passes TCP connect, the MTU check and iperf3 bandwidth",
+    async () => {
+      const run = await netcheck(kubeconfig, "--mtu");
+      console.log(measured(run));
+      assert.equal(run.code, 0, await explain(run));
+      assert.deepEqual([...run.summary.nodes].sort(), [a, b].sort());
+      assert.deepEqual(pairs(run, "connect"), [`${a} → ${b}: ok`, `${b} → ${a}: ok`].sort());
+      assert.deepEqual(pairs(run, "bandwidth"), [`${a} → ${b}: ok`, `${b} → ${a}: ok`].sort());
+      for (const p of run.paths.filter((p) => p.phase === "bandwidth")) {
+        assert.ok(p.bitsPerSecond! > 1e6, `implausible bandwidth ${p.bitsPerSecond} bit/s`);
+      }
+      // Payloads up to 16000 B and a 1 MiB transfer through kubelet exec, the connection's MSS read
+      // by the real iperf3 image without a capability.
+      assert.deepEqual(pairs(run, "mtu"), [`${a} → ${b}: ok`, `${b} → ${a}: ok`].sort());
+      for (const p of run.paths.filter((p) => p.phase === "mtu")) {
+        assert.ok(p.mss! > 500 && p.mss! + 40 <= p.podMtu!, `MSS ${p.mss} beside MTU ${p.podMtu}`);
+      }
+    },
+  );
 
   await t.step(
     "with the pod link between the nodes down, netcheck exits 1 naming both cross-node pairs",
