@@ -185,11 +185,18 @@ static __always_inline int may_be_in_range(struct lace_probe_key *key)
 {
 	__u32 zero = 0, fam = key->family == LACE_AF_INET6, prefix, hi, lo = 0;
 	struct lace_range_filter *f = bpf_map_lookup_elem(&range_filter, &zero);
+	struct lace_range_filter_slot *s;
 	__u64 top, idx;
 
 	if (!f)
 		return 1;
-	prefix = f->prefix[fam];
+	/*
+	 * One load of `active`, then only its slot, whose bytes the agent's next
+	 * write leaves as they are (lace.h): volatile, so that the compiler loads
+	 * each of `active` and the prefix once and uses what it loaded.
+	 */
+	s = &f->slot[*(volatile __u32 *)&f->active & 1];
+	prefix = *(volatile __u32 *)&s->prefix[fam];
 	if (prefix == 0 || prefix > (fam ? 64 : 32))
 		return 1;
 	__builtin_memcpy(&hi, key->addr, 4);
@@ -200,7 +207,7 @@ static __always_inline int may_be_in_range(struct lace_probe_key *key)
 	idx = top ^ (top >> LACE_FILTER_BITS) ^ (top >> 2 * LACE_FILTER_BITS) ^
 	      (top >> 3 * LACE_FILTER_BITS) ^ (top >> 4 * LACE_FILTER_BITS);
 	idx &= (1 << LACE_FILTER_BITS) - 1;
-	return (f->bits[fam][idx / 64] >> (idx % 64)) & 1;
+	return (s->bits[fam][idx / 64] >> (idx % 64)) & 1;
 }
 
 /*

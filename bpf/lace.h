@@ -93,13 +93,30 @@ struct lace_range_key {
  * destination is outside every range, a set one only sends it to the trie.
  * prefix 0 means "no filter": every destination asks the trie (a new object's
  * zeroed map, or a /0 range). Like the trie, each object has its own.
+ *
+ * Two slots, and `active` names the one the program reads. A connect program
+ * can be preempted between loading a prefix and loading a word of the bits,
+ * and each write of the map copies the whole value, so one buffer would let
+ * a connect pair one filter's prefix with another's bits. The agent writes a
+ * new filter into the other slot (the active slot's bytes written back as
+ * they were, so a reader of it loads the same bytes throughout), then writes
+ * the value again with `active` flipped. The program loads `active` once and
+ * then reads only that slot: it pairs two filters' prefix and bits only if,
+ * between its loads, the agent flips away from that slot and then begins the
+ * next change, which writes over it.
  */
 #define LACE_FILTER_BITS 14
 #define LACE_FILTER_WORDS ((1 << LACE_FILTER_BITS) / 64)
 
-struct lace_range_filter {
+struct lace_range_filter_slot {
 	__u32 prefix[2];
 	__u64 bits[2][LACE_FILTER_WORDS];
+};
+
+struct lace_range_filter {
+	__u32 active; /* the slot the program reads: its lowest bit */
+	__u32 pad; /* reserved, zero */
+	struct lace_range_filter_slot slot[2];
 };
 
 /* The network a pod range belongs to (0: unknown, an operator's range). */

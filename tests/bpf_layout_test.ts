@@ -13,7 +13,7 @@ import {
   RANGE_KEY_LAYOUT,
   RANGE_VALUE_LAYOUT,
 } from "../lib/datapath/pod_ranges.ts";
-import { RANGE_FILTER_LAYOUT } from "../lib/datapath/range_filter.ts";
+import { RANGE_FILTER_LAYOUT, RANGE_FILTER_SLOT_LAYOUT } from "../lib/datapath/range_filter.ts";
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import {
@@ -135,6 +135,7 @@ const STRUCTS: [string, StructLayout][] = [
   ["lace_range_value", RANGE_VALUE_LAYOUT],
   ["lace_network_counts", NETWORK_COUNTS_LAYOUT],
   ["lace_range_filter", RANGE_FILTER_LAYOUT],
+  ["lace_range_filter_slot", RANGE_FILTER_SLOT_LAYOUT],
 ];
 
 for (const [name, layout] of STRUCTS) {
@@ -167,11 +168,15 @@ Deno.test("the pod ranges map is an LPM trie of lace_range_key to lace_range_val
   assert.equal(resolved(map.value).name, "lace_range_value");
 });
 
-Deno.test("the range filter map is an array of one lace_range_filter", () => {
+Deno.test("the range filter map is an array of one lace_range_filter, of two lace_range_filter_slot", () => {
   const map = mapDefinition("range_filter");
   assert.equal(map.type, 2, "BPF_MAP_TYPE_ARRAY");
   assert.equal(map.maxEntries, 1);
   assert.equal(resolved(map.value).name, "lace_range_filter");
+  const slot = struct("lace_range_filter").members!.find((m) => m.name === "slot")!;
+  assert.equal(type(slot.type_id).kind, "ARRAY");
+  assert.equal(type(slot.type_id).nr_elems, 2);
+  assert.equal(resolved(type(slot.type_id).type_id!).name, "lace_range_filter_slot");
 });
 
 Deno.test("the network counts map is an array of lace_network_counts, one per network id", () => {

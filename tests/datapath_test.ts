@@ -13,7 +13,12 @@ import { hostRange, parseCidr } from "../lib/datapath/pod_ranges.ts";
 import { BpfLink } from "../lib/datapath/libbpf/link.ts";
 import { BpfMap } from "../lib/datapath/libbpf/map.ts";
 import { programMapIds } from "../lib/datapath/libbpf/program.ts";
-import { computeRangeFilter, encodeRangeFilter } from "../lib/datapath/range_filter.ts";
+import {
+  computeRangeFilter,
+  encodeRangeFilter,
+  RANGE_FILTER_LAYOUT,
+  RANGE_FILTER_SLOT_LAYOUT,
+} from "../lib/datapath/range_filter.ts";
 import { unwrap } from "../lib/datapath/libbpf/errors.ts";
 import { cString } from "../lib/datapath/libbpf/ffi.ts";
 import { libbpfSymbols } from "../lib/datapath/libbpf/library.ts";
@@ -254,13 +259,44 @@ privileged(
     filter.update(key, encodeRangeFilter(none));
     await probe();
     assert.equal(count(), 0n, "a clear bit skips the trie");
-    // Prefix 0 (a new object's zeroed filter, or one turned off while its bits change) and a
-    // prefix no IPv4 address has send every connect to the trie.
+    // Prefix 0 (a new object's zeroed filter, or a /0 range) and a prefix no IPv4 address has
+    // send every connect to the trie.
     for (const prefix of [0, 33]) {
       filter.update(key, encodeRangeFilter({ ...none, ipv4: { ...none.ipv4, prefix } }));
       const before = count();
       await probe();
       assert.equal(count(), before + 1n, `prefix ${prefix} asks the trie`);
+    }
+  },
+);
+
+privileged(
+  "the program reads the range filter in the slot `active` names, the other slot not at all",
+  async () => {
+    await using w = await SimWorld.create();
+    const unmatched = w.datapath.unmatched!;
+    unmatched.syncRanges([hostRange(POD_IPV4, 1)]);
+    using filter = rangeFilterMap(w.pinPath);
+    const key = new Uint8Array(4);
+    const probe = () => w.kubelet.probe({ host: POD_IPV4, port: TCP_PORTS[2], timeoutMs: TIMEOUT });
+    const count = () => unmatched.networkCounts([1]).get(1)!.unmatched;
+    // One slot holds a filter with no bit set (the pod's connect skips the trie), the other the
+    // agent's (its bit set): which one counts the connect is the one `active` names.
+    const none = encodeRangeFilter(computeRangeFilter([]));
+    const pods = encodeRangeFilter(unmatched.rangeFilter()!, 1);
+    const slot0 = RANGE_FILTER_LAYOUT.fields.slot.offset;
+    const both = (active: number) => {
+      const value = pods.slice();
+      value.set(none.subarray(slot0, slot0 + RANGE_FILTER_SLOT_LAYOUT.size), slot0);
+      new DataView(value.buffer).setUint32(RANGE_FILTER_LAYOUT.fields.active.offset, active, true);
+      return value;
+    };
+    // 3: the program reads the lowest bit, as the agent does.
+    for (const [active, counted] of [[0, 0n], [1, 1n], [0, 0n], [3, 1n]] as const) {
+      filter.update(key, both(active));
+      const before = count();
+      await probe();
+      assert.equal(count(), before + counted, `active ${active}`);
     }
   },
 );

@@ -18,10 +18,20 @@ const FILTER_BYTES = (1 << FILTER_BITS) / 8;
 const MAX_PREFIX: Record<Family, number> = { ipv4: 32, ipv6: 64 };
 const FAMILY_INDEX: Record<Family, number> = { ipv4: 0, ipv6: 1 };
 
-/** struct lace_range_filter: prefix u32[2], bits u64[2][FILTER_WORDS]. */
-export const RANGE_FILTER_LAYOUT = {
+/** struct lace_range_filter_slot: prefix u32[2], bits u64[2][FILTER_WORDS]. */
+export const RANGE_FILTER_SLOT_LAYOUT = {
   size: 8 + 2 * FILTER_BYTES,
   fields: { prefix: { offset: 0, size: 8 }, bits: { offset: 8, size: 2 * FILTER_BYTES } },
+} as const satisfies StructLayout;
+
+/** struct lace_range_filter: active u32, pad u32, slot lace_range_filter_slot[2]. */
+export const RANGE_FILTER_LAYOUT = {
+  size: 8 + 2 * RANGE_FILTER_SLOT_LAYOUT.size,
+  fields: {
+    active: { offset: 0, size: 4 },
+    pad: { offset: 4, size: 4 },
+    slot: { offset: 8, size: 2 * RANGE_FILTER_SLOT_LAYOUT.size },
+  },
 } as const satisfies StructLayout;
 
 /** One family's filter: prefix 0 means "no filter" (every address asks the trie). */
@@ -119,39 +129,100 @@ export function filterPasses(filter: RangeFilter, address: string): boolean {
   return (f.bits[b >> 3] & (1 << (b & 7))) !== 0;
 }
 
-/** Encodes a filter as the map's value (little-endian, as the other codecs). */
-export function encodeRangeFilter(filter: RangeFilter): Uint8Array {
-  const out = new Uint8Array(RANGE_FILTER_LAYOUT.size);
-  const view = new DataView(out.buffer);
-  const { prefix, bits } = RANGE_FILTER_LAYOUT.fields;
+/** Which slot the program reads, and the filter in each slot. */
+export interface RangeFilterValue {
+  active: 0 | 1;
+  slots: [RangeFilter, RangeFilter];
+}
+
+/** The offset of slot `i` in the map's value. */
+function slotOffset(i: number): number {
+  return RANGE_FILTER_LAYOUT.fields.slot.offset + RANGE_FILTER_SLOT_LAYOUT.size * i;
+}
+
+/** The slot the value's `active` names (its lowest bit, as the program reads it). */
+function activeSlot(value: Uint8Array): 0 | 1 {
+  const view = new DataView(value.buffer, value.byteOffset, value.byteLength);
+  return (view.getUint32(RANGE_FILTER_LAYOUT.fields.active.offset, true) & 1) as 0 | 1;
+}
+
+/** Writes `filter` into slot `i` of `value` (little-endian, as the other codecs). */
+function writeSlot(value: Uint8Array, i: number, filter: RangeFilter): void {
+  const view = new DataView(value.buffer, value.byteOffset, value.byteLength);
+  const { prefix, bits } = RANGE_FILTER_SLOT_LAYOUT.fields;
   for (const family of ["ipv4", "ipv6"] as const) {
-    const i = FAMILY_INDEX[family];
-    view.setUint32(prefix.offset + 4 * i, filter[family].prefix, true);
-    out.set(filter[family].bits, bits.offset + FILTER_BYTES * i);
+    const f = FAMILY_INDEX[family];
+    view.setUint32(slotOffset(i) + prefix.offset + 4 * f, filter[family].prefix, true);
+    value.set(filter[family].bits, slotOffset(i) + bits.offset + FILTER_BYTES * f);
+  }
+}
+
+function readSlot(value: Uint8Array, i: number): RangeFilter {
+  const view = new DataView(value.buffer, value.byteOffset, value.byteLength);
+  const { prefix, bits } = RANGE_FILTER_SLOT_LAYOUT.fields;
+  const out = {} as RangeFilter;
+  for (const family of ["ipv4", "ipv6"] as const) {
+    const f = FAMILY_INDEX[family];
+    const start = slotOffset(i) + bits.offset + FILTER_BYTES * f;
+    out[family] = {
+      prefix: view.getUint32(slotOffset(i) + prefix.offset + 4 * f, true),
+      bits: value.slice(start, start + FILTER_BYTES),
+    };
   }
   return out;
 }
 
-/** An encoded filter with both prefixes 0: turned off (the program asks the trie), bits kept. */
-export function filterTurnedOff(value: Uint8Array): Uint8Array {
-  const { offset, size } = RANGE_FILTER_LAYOUT.fields.prefix;
-  const out = value.slice();
-  out.fill(0, offset, offset + size);
+/** A map value with `filter` in slot `active` and the other slot zero (it asks the trie). */
+export function encodeRangeFilter(filter: RangeFilter, active: 0 | 1 = 0): Uint8Array {
+  const out = new Uint8Array(RANGE_FILTER_LAYOUT.size);
+  new DataView(out.buffer).setUint32(RANGE_FILTER_LAYOUT.fields.active.offset, active, true);
+  writeSlot(out, active, filter);
   return out;
 }
 
 /** Decodes the map's value. */
-export function decodeRangeFilter(bytes: Uint8Array): RangeFilter {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const { prefix, bits } = RANGE_FILTER_LAYOUT.fields;
-  const out = {} as RangeFilter;
-  for (const family of ["ipv4", "ipv6"] as const) {
-    const i = FAMILY_INDEX[family];
-    const start = bits.offset + FILTER_BYTES * i;
-    out[family] = {
-      prefix: view.getUint32(prefix.offset + 4 * i, true),
-      bits: bytes.slice(start, start + FILTER_BYTES),
-    };
+export function decodeRangeFilter(value: Uint8Array): RangeFilterValue {
+  checkSize(value);
+  return { active: activeSlot(value), slots: [readSlot(value, 0), readSlot(value, 1)] };
+}
+
+function checkSize(value: Uint8Array): void {
+  if (value.length !== RANGE_FILTER_LAYOUT.size) {
+    throw new RangeError(
+      `A range filter value has ${RANGE_FILTER_LAYOUT.size} bytes, not ${value.length}: ` +
+        "the object and this agent disagree on struct lace_range_filter; rebuild them together",
+    );
   }
-  return out;
+}
+
+/**
+ * The two writes that put `want` in front of the program, or undefined when
+ * the slot it reads holds `want` already (struct lace_range_filter in
+ * bpf/lace.h says why two): `fill` is `have` with the other slot holding
+ * `want`, every byte of `active` and of the slot it names as they were, so a
+ * program reading that slot meanwhile loads the same bytes; `flip` is `fill`
+ * with `active` naming the other slot. No value yet counts as zero: `active`
+ * 0, both slots off.
+ */
+export function filterWrites(
+  have: Uint8Array | undefined,
+  want: RangeFilter,
+): { fill: Uint8Array; flip: Uint8Array } | undefined {
+  if (have) checkSize(have);
+  const fill = have?.slice() ?? new Uint8Array(RANGE_FILTER_LAYOUT.size);
+  const active = activeSlot(fill);
+  const next = (1 - active) as 0 | 1;
+  writeSlot(fill, next, want);
+  if (sameBytes(slotBytes(fill, active), slotBytes(fill, next))) return undefined;
+  const flip = fill.slice();
+  new DataView(flip.buffer).setUint32(RANGE_FILTER_LAYOUT.fields.active.offset, next, true);
+  return { fill, flip };
+}
+
+function slotBytes(value: Uint8Array, i: number): Uint8Array {
+  return value.subarray(slotOffset(i), slotOffset(i) + RANGE_FILTER_SLOT_LAYOUT.size);
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
 }

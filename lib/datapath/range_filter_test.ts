@@ -10,8 +10,9 @@ import {
   encodeRangeFilter,
   FILTER_BITS,
   filterPasses,
-  filterTurnedOff,
+  filterWrites,
   RANGE_FILTER_LAYOUT,
+  RANGE_FILTER_SLOT_LAYOUT,
 } from "./range_filter.ts";
 
 /** An address as text from its bytes. */
@@ -145,17 +146,63 @@ Deno.test("bucketOf() folds the top `prefix` bits into FILTER_BITS bits", () => 
   assert.equal(bucketOf(0x0123_4567, 0x89ab_cdef, 40), Number(want & 0x3fffn));
 });
 
-Deno.test("the filter encodes as struct lace_range_filter and turns off without losing its bits", () => {
+Deno.test("the filter encodes as struct lace_range_filter, in the slot `active` names", () => {
   const filter = computeRangeFilter([parseCidr("10.244.0.0/16"), parseCidr("fd00::/8")]);
-  const bytes = encodeRangeFilter(filter);
-  assert.equal(bytes.length, RANGE_FILTER_LAYOUT.size);
-  const view = new DataView(bytes.buffer);
-  assert.equal(view.getUint32(0, true), 16);
-  assert.equal(view.getUint32(4, true), 8);
-  assert.deepEqual(decodeRangeFilter(bytes), filter);
-  const off = decodeRangeFilter(filterTurnedOff(bytes));
-  assert.deepEqual(off, {
-    ipv4: { prefix: 0, bits: filter.ipv4.bits },
-    ipv6: { prefix: 0, bits: filter.ipv6.bits },
-  });
+  const off = computeRangeFilter([parseCidr("::/0"), parseCidr("0.0.0.0/0")]);
+  for (const active of [0, 1] as const) {
+    const bytes = encodeRangeFilter(filter, active);
+    assert.equal(bytes.length, RANGE_FILTER_LAYOUT.size);
+    const view = new DataView(bytes.buffer);
+    const slot = RANGE_FILTER_LAYOUT.fields.slot.offset + RANGE_FILTER_SLOT_LAYOUT.size * active;
+    assert.equal(view.getUint32(0, true), active);
+    assert.equal(view.getUint32(slot, true), 16);
+    assert.equal(view.getUint32(slot + 4, true), 8);
+    const decoded = decodeRangeFilter(bytes);
+    assert.equal(decoded.active, active);
+    assert.deepEqual(decoded.slots[active], filter);
+    assert.deepEqual(decoded.slots[1 - active], off, "the other slot is zero: it asks the trie");
+  }
+  // The program reads the lowest bit of `active`.
+  const odd = encodeRangeFilter(filter, 1);
+  new DataView(odd.buffer).setUint32(0, 3, true);
+  assert.equal(decodeRangeFilter(odd).active, 1);
+  assert.throws(() => decodeRangeFilter(new Uint8Array(8 + 2 * 2048)), /8216 bytes, not 4104/);
+});
+
+/** The bytes of slot `i` of a map value. */
+function slot(value: Uint8Array, i: number): Uint8Array {
+  const start = RANGE_FILTER_LAYOUT.fields.slot.offset + RANGE_FILTER_SLOT_LAYOUT.size * i;
+  return value.slice(start, start + RANGE_FILTER_SLOT_LAYOUT.size);
+}
+
+Deno.test("a new filter is written into the other slot, the active slot's bytes unchanged, then flipped", () => {
+  const first = computeRangeFilter([parseCidr("10.244.0.0/16"), parseCidr("fd00:10:244::/56")]);
+  const second = computeRangeFilter([parseCidr("10.245.0.0/16")]);
+  // A new object's zeroed map: `active` 0, slot 0 off.
+  let have: Uint8Array = new Uint8Array(RANGE_FILTER_LAYOUT.size);
+  for (const [want, from] of [[first, 0], [second, 1], [first, 0]] as const) {
+    const writes = filterWrites(have, want);
+    assert(writes, `a new filter in slot ${from} is written`);
+    const { fill, flip } = writes;
+    assert.equal(decodeRangeFilter(fill).active, from, "the fill leaves `active`");
+    assert.deepEqual(fill.slice(0, 8), have.slice(0, 8));
+    assert.deepEqual(slot(fill, from), slot(have, from), "the fill leaves the active slot's bytes");
+    assert.deepEqual(decodeRangeFilter(fill).slots[1 - from], want);
+    assert.equal(decodeRangeFilter(flip).active, 1 - from, "the flip names the other slot");
+    assert.deepEqual(flip.slice(4), fill.slice(4), "the flip changes `active` alone");
+    have = flip;
+  }
+});
+
+Deno.test("the filter the program reads already: no writes; the same in the other slot only: both", () => {
+  const want = computeRangeFilter([parseCidr("10.244.0.0/16")]);
+  assert.equal(filterWrites(encodeRangeFilter(want, 1), want), undefined);
+  // A flip that failed: the other slot holds the filter, the program still reads the old one.
+  const { fill } = filterWrites(encodeRangeFilter(want, 1), computeRangeFilter([]))!;
+  const retried = filterWrites(fill, computeRangeFilter([]));
+  assert(retried);
+  assert.deepEqual(retried.fill, fill);
+  assert.equal(decodeRangeFilter(retried.flip).active, 0);
+  // No value yet counts as a zeroed one.
+  assert.equal(decodeRangeFilter(filterWrites(undefined, want)!.flip).active, 1);
 });

@@ -22,8 +22,7 @@ import {
   AddressBits,
   computeRangeFilter,
   decodeRangeFilter,
-  encodeRangeFilter,
-  filterTurnedOff,
+  filterWrites,
   type RangeFilter,
 } from "./range_filter.ts";
 
@@ -71,27 +70,26 @@ export class UnmatchedMaps {
    */
   syncRanges(want: PodRange[]): { put: number; removed: number } {
     const { put, remove } = diffRanges(this.ranges(), want);
-    const filter = this.#filter && encodeRangeFilter(computeRangeFilter(want, this.#addressBits));
-    const have = this.#filter?.lookup(FILTER_KEY);
-    const filterChanged = filter !== undefined && !sameBytes(have, filter);
-    // A program reads the prefix, then one word of the bits, while a write copies the whole
-    // value: so it turns the filter off (prefixes 0: every connect asks the trie) while the
-    // bits change, and on again only after, never pairing a prefix with the other's bits. A
-    // write that fails on the way leaves it off until the next sync, which finds it differs.
-    if (filterChanged) {
-      if (have) this.#filter!.update(FILTER_KEY, filterTurnedOff(have));
-      this.#filter!.update(FILTER_KEY, filterTurnedOff(filter));
-    }
+    // The new filter goes into the slot the program does not read, the old one stays in front
+    // while the trie changes, and the flip puts the new one there (bpf/lace.h says why two
+    // slots). Meanwhile a connect into a range in both sets passes either filter; one into a
+    // range coming or going is counted or not as if it came before or after the change. A
+    // write that fails leaves the old filter in front: the next sync finds it differs.
+    const writes = this.#filter &&
+      filterWrites(this.#filter.lookup(FILTER_KEY), computeRangeFilter(want, this.#addressBits));
+    if (writes) this.#filter!.update(FILTER_KEY, writes.fill);
     for (const r of put) this.#ranges.update(encodeRangeKey(r), encodeRangeValue(r));
     for (const r of remove) this.#ranges.delete(encodeRangeKey(r));
-    if (filterChanged) this.#filter!.update(FILTER_KEY, filter);
+    if (writes) this.#filter!.update(FILTER_KEY, writes.flip);
     return { put: put.length, removed: remove.length };
   }
 
-  /** The filter in front of the trie now; undefined for objects older than it. */
+  /** The filter in front of the trie now (the slot the program reads); undefined for objects older than it. */
   rangeFilter(): RangeFilter | undefined {
     const value = this.#filter?.lookup(FILTER_KEY);
-    return value && decodeRangeFilter(value);
+    if (!value) return undefined;
+    const { active, slots } = decodeRangeFilter(value);
+    return slots[active];
   }
 
   /** Each network's counts (network 0: ranges of no known network). */
@@ -122,7 +120,3 @@ export class UnmatchedMaps {
 }
 
 const FILTER_KEY = new Uint8Array(4);
-
-function sameBytes(a: Uint8Array | undefined, b: Uint8Array): boolean {
-  return a !== undefined && a.length === b.length && a.every((x, i) => x === b[i]);
-}

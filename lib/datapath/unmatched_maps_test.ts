@@ -5,9 +5,11 @@ import { parseCidr, type PodRange } from "./pod_ranges.ts";
 import { computeRangeFilter, decodeRangeFilter, RANGE_FILTER_LAYOUT } from "./range_filter.ts";
 import { UnmatchedMaps } from "./unmatched_maps.ts";
 
-/** A map in memory that logs every write as "<map> <op> [filter prefixes]". */
+/** A map in memory that logs every write as "<map> <op>", the filter's with its slots' prefixes. */
 class FakeMap {
   readonly entries_ = new Map<string, [Uint8Array, Uint8Array]>();
+  /** The filter's value after each write, the first before any. */
+  readonly values: Uint8Array[] = [];
   constructor(readonly name: string, readonly log: string[]) {}
   entries(): [Uint8Array, Uint8Array][] {
     return [...this.entries_.values()];
@@ -18,8 +20,10 @@ class FakeMap {
   update(key: Uint8Array, value: Uint8Array): void {
     this.entries_.set(key.join(), [key.slice(), value.slice()]);
     if (this.name !== "range_filter") return this.log.push(`${this.name} put`), undefined;
-    const f = decodeRangeFilter(value);
-    this.log.push(`range_filter /${f.ipv4.prefix} /${f.ipv6.prefix}`);
+    this.values.push(value.slice());
+    const { active, slots } = decodeRangeFilter(value);
+    const [a, b] = slots.map((f) => `/${f.ipv4.prefix} /${f.ipv6.prefix}`);
+    this.log.push(`range_filter active ${active}: ${a} | ${b}`);
   }
   delete(key: Uint8Array): boolean {
     this.log.push(`${this.name} delete`);
@@ -35,39 +39,83 @@ function maps(withFilter: boolean) {
     ),
   );
   // An array map starts zeroed: the filter is off.
-  all.get("range_filter")?.entries_.set("0,0,0,0", [
-    new Uint8Array(4),
-    new Uint8Array(RANGE_FILTER_LAYOUT.size),
-  ]);
+  const filter = all.get("range_filter");
+  filter?.entries_.set("0,0,0,0", [new Uint8Array(4), new Uint8Array(RANGE_FILTER_LAYOUT.size)]);
+  filter?.values.push(new Uint8Array(RANGE_FILTER_LAYOUT.size));
   const object = {
     hasMap: (n: string) => all.has(n),
     map: (n: string) => all.get(n) as unknown as BpfMap,
   } as unknown as BpfObject;
-  return { unmatched: UnmatchedMaps.of(object)!, log };
+  return { unmatched: UnmatchedMaps.of(object)!, log, values: filter?.values ?? [] };
 }
 
 const RANGES: PodRange[] = [parseCidr("10.244.0.0/16"), parseCidr("fd00:10:244::/56", 1)];
 
-Deno.test("new ranges: the filter goes off, gets its new bits, the trie changes, then it goes on", () => {
+Deno.test("new ranges: the new filter fills the other slot, the trie changes, then `active` flips to it", () => {
   const { unmatched, log } = maps(true);
   unmatched.syncRanges(RANGES);
   assert.deepEqual(log, [
-    "range_filter /0 /0",
-    "range_filter /0 /0",
+    "range_filter active 0: /0 /0 | /16 /56",
     "pod_ranges put",
     "pod_ranges put",
-    "range_filter /16 /56",
+    "range_filter active 1: /0 /0 | /16 /56",
   ]);
   assert.deepEqual(unmatched.rangeFilter(), computeRangeFilter(RANGES));
-  // Fewer ranges: off (the old bits), off with the new bits, the trie, on.
+  // Fewer ranges: into slot 0 this time, slot 1 as it was until the flip.
   log.length = 0;
   unmatched.syncRanges([RANGES[0]]);
   assert.deepEqual(log, [
-    "range_filter /0 /0",
-    "range_filter /0 /0",
+    "range_filter active 1: /16 /64 | /16 /56",
     "pod_ranges delete",
-    "range_filter /16 /64",
+    "range_filter active 0: /16 /64 | /16 /56",
   ]);
+  assert.deepEqual(unmatched.rangeFilter(), computeRangeFilter([RANGES[0]]));
+});
+
+/**
+ * What may_be_in_range() in bpf/lace.bpf.c loads, the first loads (`active`, the prefix) from
+ * one value and the word of the bits from a later one: whether that word is the one the filter
+ * whose prefix it loaded has, for every word it may load. A prefix of 0 loads no word.
+ */
+function pairsOneFilter(first: Uint8Array, later: Uint8Array): boolean {
+  const a = decodeRangeFilter(first);
+  const b = decodeRangeFilter(later);
+  return (["ipv4", "ipv6"] as const).every((family) => {
+    const loaded = a.slots[a.active][family];
+    const words = b.slots[a.active][family].bits;
+    return loaded.prefix === 0 || loaded.bits.every((x, i) => x === words[i]);
+  });
+}
+
+Deno.test("a connect reading the filter while the agent writes it pairs one filter's prefix and bits", () => {
+  const { unmatched, values } = maps(true);
+  const sets: PodRange[][] = [
+    RANGES,
+    [RANGES[0]],
+    [parseCidr("10.245.0.0/16"), parseCidr("fd00:245::/48", 1)],
+    RANGES,
+  ];
+  for (const set of sets) unmatched.syncRanges(set);
+  const flipped = (k: number) =>
+    decodeRangeFilter(values[k]).active !== decodeRangeFilter(values[k - 1]).active;
+  // Whether writes i+1..j hold a flip and, after it, the next change's fill.
+  const flipThenFill = (i: number, j: number) => {
+    const k = values.findIndex((_, k) => k > i && k <= j && flipped(k));
+    return k > 0 && values.some((_, m) => m > k && m <= j && !flipped(m));
+  };
+  let stale = 0;
+  // The connect loads `active` and the prefix after write i, a word of the bits after write j.
+  for (let i = 0; i < values.length; i++) {
+    for (let j = i; j < values.length; j++) {
+      if (pairsOneFilter(values[i], values[j])) continue;
+      assert(
+        flipThenFill(i, j),
+        `a connect reading across writes ${i + 1}..${j} pairs two filters`,
+      );
+      stale++;
+    }
+  }
+  assert(stale > 0, "a connect that stalls past a flip and the next fill does pair two: the limit");
 });
 
 Deno.test("ranges that leave the filter as it is write only the trie", () => {
