@@ -242,30 +242,44 @@ function rangeFilterMap(pinPath: string): BpfMap {
   throw new Error(`no range_filter map in the program of ${pinPath}'s connect4 link`);
 }
 
+/**
+ * The pod's IPv4 host range in the trie and the program's range filter map to write directly;
+ * `unmatchedProbe()` connects to the pod on a port without a target and returns how many
+ * unmatched connects its network counted for it (1 when the program asked the trie).
+ */
+function filterTester(w: SimWorld) {
+  const unmatched = w.datapath.unmatched!;
+  unmatched.syncRanges([hostRange(POD_IPV4, 1)]);
+  const map = rangeFilterMap(w.pinPath);
+  const count = () => unmatched.networkCounts([1]).get(1)!.unmatched;
+  return {
+    podFilter: unmatched.rangeFilter()!,
+    write: (value: Uint8Array) => map.update(new Uint8Array(4), value),
+    unmatchedProbe: async () => {
+      const before = count();
+      await w.kubelet.probe({ host: POD_IPV4, port: TCP_PORTS[2], timeoutMs: TIMEOUT });
+      return count() - before;
+    },
+    [Symbol.dispose]: () => map.close(),
+  };
+}
+
 privileged(
   "a clear bit in the range filter skips the trie; a prefix of 0 or past the family's asks it",
   async () => {
     await using w = await SimWorld.create();
-    const unmatched = w.datapath.unmatched!;
-    unmatched.syncRanges([hostRange(POD_IPV4, 1)]);
-    using filter = rangeFilterMap(w.pinPath);
-    const key = new Uint8Array(4);
-    const probe = () => w.kubelet.probe({ host: POD_IPV4, port: TCP_PORTS[2], timeoutMs: TIMEOUT });
-    const count = () => unmatched.networkCounts([1]).get(1)!.unmatched;
+    using t = filterTester(w);
     // The pod's range is in the trie, but the filter written here has no bit set: the program
     // must take the filter's word for it (what the agent's filter saves every other connect).
     const none = computeRangeFilter([]);
     assert.equal(none.ipv4.prefix, 32);
-    filter.update(key, encodeRangeFilter(none));
-    await probe();
-    assert.equal(count(), 0n, "a clear bit skips the trie");
+    t.write(encodeRangeFilter(none));
+    assert.equal(await t.unmatchedProbe(), 0n, "a clear bit skips the trie");
     // Prefix 0 (a new object's zeroed filter, or a /0 range) and a prefix no IPv4 address has
     // send every connect to the trie.
     for (const prefix of [0, 33]) {
-      filter.update(key, encodeRangeFilter({ ...none, ipv4: { ...none.ipv4, prefix } }));
-      const before = count();
-      await probe();
-      assert.equal(count(), before + 1n, `prefix ${prefix} asks the trie`);
+      t.write(encodeRangeFilter({ ...none, ipv4: { ...none.ipv4, prefix } }));
+      assert.equal(await t.unmatchedProbe(), 1n, `prefix ${prefix} asks the trie`);
     }
   },
 );
@@ -274,29 +288,21 @@ privileged(
   "the program reads the range filter in the slot `active` names, the other slot not at all",
   async () => {
     await using w = await SimWorld.create();
-    const unmatched = w.datapath.unmatched!;
-    unmatched.syncRanges([hostRange(POD_IPV4, 1)]);
-    using filter = rangeFilterMap(w.pinPath);
-    const key = new Uint8Array(4);
-    const probe = () => w.kubelet.probe({ host: POD_IPV4, port: TCP_PORTS[2], timeoutMs: TIMEOUT });
-    const count = () => unmatched.networkCounts([1]).get(1)!.unmatched;
-    // One slot holds a filter with no bit set (the pod's connect skips the trie), the other the
+    using t = filterTester(w);
+    // Slot 0 holds a filter with no bit set (the pod's connect skips the trie), slot 1 the
     // agent's (its bit set): which one counts the connect is the one `active` names.
     const none = encodeRangeFilter(computeRangeFilter([]));
-    const pods = encodeRangeFilter(unmatched.rangeFilter()!, 1);
     const slot0 = RANGE_FILTER_LAYOUT.fields.slot.offset;
     const both = (active: number) => {
-      const value = pods.slice();
+      const value = encodeRangeFilter(t.podFilter, 1);
       value.set(none.subarray(slot0, slot0 + RANGE_FILTER_SLOT_LAYOUT.size), slot0);
       new DataView(value.buffer).setUint32(RANGE_FILTER_LAYOUT.fields.active.offset, active, true);
       return value;
     };
     // 3: the program reads the lowest bit, as the agent does.
     for (const [active, counted] of [[0, 0n], [1, 1n], [0, 0n], [3, 1n]] as const) {
-      filter.update(key, both(active));
-      const before = count();
-      await probe();
-      assert.equal(count(), before + counted, `active ${active}`);
+      t.write(both(active));
+      assert.equal(await t.unmatchedProbe(), counted, `active ${active}`);
     }
   },
 );
