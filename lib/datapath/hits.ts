@@ -4,8 +4,11 @@
  * clock reading is the caller's.
  */
 import {
+  AF_INET,
+  AF_INET6,
   decodeHitsAt,
   decodeKey,
+  KEY_LAYOUT,
   keyId,
   type ProbeEntryWithHits,
   type ProbeHits,
@@ -66,7 +69,7 @@ export class HitsIndex {
   #raw: RawHitEntries | undefined;
   /** Entry i + 1 per slot; 0 is empty. */
   #slots: Int32Array;
-  /** The hash of each slot's keyId, to skip other keys without formatting theirs. */
+  /** The hash of each slot's key (hashKey), to skip other keys without comparing them. */
   #hashes: Uint32Array;
   #indexed = 0;
   #view: DataView | undefined;
@@ -97,8 +100,7 @@ export class HitsIndex {
   get(key: ProbeKey): ProbeHits | undefined {
     const raw = this.#raw;
     if (!raw) return undefined;
-    const id = keyId(key);
-    const i = this.#find(id, hashText(id));
+    const i = this.#find(key, hashKey(key));
     if (i < 0) return undefined;
     if (this.#view?.buffer !== raw.values.buffer) {
       this.#view = new DataView(raw.values.buffer, raw.values.byteOffset, raw.values.byteLength);
@@ -106,30 +108,47 @@ export class HitsIndex {
     return decodeHitsAt(this.#view, i * raw.valueSize, raw.valueSize);
   }
 
-  /** The entry whose keyId is `id` (of hash `h`), or -1. */
-  #find(id: string, h: number): number {
+  /** The entry whose key is `key` (of hash `h`), or -1. */
+  #find(key: ProbeKey, h: number): number {
     const mask = this.#slots.length - 1;
     for (let s = h & mask;; s = (s + 1) & mask) {
       const at = this.#slots[s];
       if (at === 0) return -1;
-      if (this.#hashes[s] === h && this.#idOf(at - 1) === id) return at - 1;
+      if (this.#hashes[s] === h && this.#holds(at - 1, key)) return at - 1;
     }
   }
 
-  #idOf(i: number): string | undefined {
+  /**
+   * Whether entry i's key is `key`: family and port from the bytes, an IPv4
+   * address compared octet by octet with its text, an IPv6 one formatted (the
+   * only case that makes garbage: a target's lookup ran ~70 young-generation
+   * collections per full map when every key was formatted).
+   */
+  #holds(i: number, key: ProbeKey): boolean {
     const raw = this.#raw!;
+    const at = i * raw.keySize;
+    const { family, port, addr } = KEY_LAYOUT.fields;
+    const bytes = raw.keys;
+    if (bytes[at + family.offset] !== (key.family === "ipv4" ? AF_INET : AF_INET6)) return false;
+    if (((bytes[at + port.offset] << 8) | bytes[at + port.offset + 1]) !== key.port) return false;
+    if (key.family === "ipv4") return dottedQuadIs(key.address, bytes, at + addr.offset);
     try {
-      return keyId(decodeKey(raw.keys.subarray(i * raw.keySize, (i + 1) * raw.keySize)));
+      return decodeKey(bytes.subarray(at, at + raw.keySize)).address === key.address;
     } catch {
-      return undefined;
+      return false;
     }
   }
 
   #insert(i: number): void {
-    const id = this.#idOf(i);
-    if (id === undefined) return;
-    const h = hashText(id);
-    if (this.#find(id, h) >= 0) return; // the first of a key wins
+    const raw = this.#raw!;
+    let key: ProbeKey;
+    try {
+      key = decodeKey(raw.keys.subarray(i * raw.keySize, (i + 1) * raw.keySize));
+    } catch {
+      return;
+    }
+    const h = hashKey(key);
+    if (this.#find(key, h) >= 0) return; // the first of a key wins
     const mask = this.#slots.length - 1;
     let s = h & mask;
     while (this.#slots[s] !== 0) s = (s + 1) & mask;
@@ -151,9 +170,32 @@ function slotsFor(entries: number): number {
   return n;
 }
 
-/** FNV-1a over the UTF-16 code units of `text`. */
-function hashText(text: string): number {
+/** FNV-1a over a key's address text, then its port and family. */
+function hashKey(key: ProbeKey): number {
   let h = 0x811c9dc5;
+  const text = key.address;
   for (let j = 0; j < text.length; j++) h = Math.imul(h ^ text.charCodeAt(j), 0x01000193);
+  h = Math.imul(h ^ key.port, 0x01000193);
+  h = Math.imul(h ^ (key.family === "ipv4" ? 4 : 6), 0x01000193);
   return h >>> 0;
+}
+
+/** Whether `text` is the dotted quad of the 4 bytes of `bytes` at `at` (no allocation). */
+function dottedQuadIs(text: string, bytes: Uint8Array, at: number): boolean {
+  let octet = 0, digits = 0, n = 0;
+  for (let j = 0; j <= text.length; j++) {
+    const c = j < text.length ? text.charCodeAt(j) : 46; // the end closes the last octet
+    if (c >= 48 && c <= 57 && digits < 3) {
+      octet = octet * 10 + (c - 48);
+      digits++;
+    } else if (c === 46 && digits > 0 && n < 4) {
+      if (octet !== bytes[at + n]) return false;
+      n++;
+      octet = 0;
+      digits = 0;
+    } else {
+      return false;
+    }
+  }
+  return n === 4;
 }

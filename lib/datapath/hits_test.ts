@@ -136,17 +136,27 @@ Deno.test("HitsIndex keeps the first of a key a read gives twice, and forgets a 
   assert.deepEqual(index.get(v4(7)), { hits: 7n, lastHitNs: 7n });
 });
 
-Deno.test("HitsIndex tells apart two keys whose keyIds hash alike", () => {
-  // FNV-1a of "10.0.107.237:80" and of "10.2.219.40:80" are both 1166801206.
-  const a: ProbeKey = { family: "ipv4", address: "10.0.107.237", port: 80 };
-  const b: ProbeKey = { family: "ipv4", address: "10.2.219.40", port: 80 };
-  const read = new FakeRead();
-  read.push(a, { hits: 1n, lastHitNs: 1n });
-  const index = new HitsIndex(16);
-  index.add(read);
-  assert.equal(index.get(b), undefined, "b is not in the read");
-  read.push(b, { hits: 2n, lastHitNs: 2n });
-  index.add(read);
-  assert.deepEqual(index.get(a), { hits: 1n, lastHitNs: 1n });
-  assert.deepEqual(index.get(b), { hits: 2n, lastHitNs: 2n });
+Deno.test("HitsIndex tells apart two keys that hash alike, IPv4 and IPv6", () => {
+  // hashKey() of 10.0.107.237 and 10.2.219.40 (port 80) are both 1943229276; of fd00::5:b29a and
+  // fd00::9:a4d9 both 1686380748.
+  for (
+    const [a, b] of [
+      ["10.0.107.237", "10.2.219.40"],
+      ["fd00::5:b29a", "fd00::9:a4d9"],
+    ] as const
+  ) {
+    const family = a.includes(":") ? "ipv6" : "ipv4";
+    const keyA: ProbeKey = { family, address: a, port: 80 };
+    const keyB: ProbeKey = { family, address: b, port: 80 };
+    const read = new FakeRead();
+    read.push(keyA, { hits: 1n, lastHitNs: 1n });
+    const index = new HitsIndex(16);
+    index.add(read);
+    assert.equal(index.get(keyB), undefined, `${b} is not in the read`);
+    read.push(keyB, { hits: 2n, lastHitNs: 2n });
+    index.add(read);
+    assert.deepEqual(index.get(keyA), { hits: 1n, lastHitNs: 1n });
+    assert.deepEqual(index.get(keyB), { hits: 2n, lastHitNs: 2n });
+    assert.equal(index.get({ ...keyA, port: 81 }), undefined);
+  }
 });
