@@ -198,7 +198,7 @@ const dirPrefix = "lace-control-plane-";
  * Removes the directories of earlier runs whose test process is gone (killed, or crashed before
  * its cleanup ran): etcd preallocates its WAL, so each holds over 100 MB.
  */
-async function removeAbandonedDirs(): Promise<void> {
+export async function removeAbandonedControlPlaneDirs(): Promise<void> {
   const tmp = Deno.env.get("TMPDIR") ?? "/tmp";
   for await (const entry of Deno.readDir(tmp)) {
     if (!entry.isDirectory || !entry.name.startsWith(dirPrefix)) continue;
@@ -231,7 +231,7 @@ export async function startControlPlane(
   const tools = await toolPaths();
   const readyTimeoutMs = options.readyTimeoutMs ?? 90_000;
   const keepDir = options.keepDir ?? Deno.env.get("LACE_KEEP_CONTROL_PLANE") === "1";
-  await removeAbandonedDirs();
+  await removeAbandonedControlPlaneDirs();
   const dir = await Deno.makeTempDir({ prefix: dirPrefix });
   await Deno.writeTextFile(`${dir}/owner.pid`, `${Deno.pid}\n`);
   const etcdLog = `${dir}/etcd.log`;

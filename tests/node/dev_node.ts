@@ -18,6 +18,7 @@
  */
 import { join } from "node:path";
 import { ownerIsGone, OWNERS_DIR, sweepAbandoned } from "../../lib/demo/leftovers.ts";
+import { removeAbandonedControlPlaneDirs } from "../kube/fixture.ts";
 import { isExecutable, kubeToolPath, nodeUnavailableReason } from "../kube/tools.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { CGROUP_V1, CGROUP_V2, killCgroups, removeCgroupTree, V1_CONTROLLERS } from "./cgroups.ts";
@@ -28,7 +29,7 @@ import { joinSecondNode } from "./second_node.ts";
 
 /** Where the dev node's record, its supervisor's log and a stable copy of the kubeconfig live. */
 export const STATE_DIR = "/run/lace-dev-node";
-const STATE = join(STATE_DIR, "state.json");
+export const STATE = join(STATE_DIR, "state.json");
 const LOG = join(STATE_DIR, "supervisor.log");
 export const KUBECONFIG = join(STATE_DIR, "kubeconfig");
 
@@ -36,6 +37,9 @@ export const KUBECONFIG = join(STATE_DIR, "kubeconfig");
 export interface DevNodeState {
   /** The supervisor's pid. */
   pid: number;
+  /** What `up` asked for: a second `up` asking for another shape is refused. */
+  nodes?: number;
+  ipv6Only?: boolean;
   /** The node's name (`lace-knode-<suffix>`), its run directory and its pid 1. */
   name?: string;
   dir?: string;
@@ -79,7 +83,7 @@ export const DEV_LINKED_NETWORKS = 32;
 
 /** The supervisor: starts the node(s) and the chart, records them, holds them until SIGTERM. */
 async function serve(ipv6Only: boolean, nodes: number): Promise<void> {
-  const state: DevNodeState = { pid: Deno.pid };
+  const state: DevNodeState = { pid: Deno.pid, nodes, ipv6Only };
   await writeState(state);
   let stop!: () => void;
   const stopped = new Promise<void>((resolve) => (stop = resolve));
@@ -167,11 +171,7 @@ async function up(ipv6Only: boolean, nodes: number): Promise<number> {
     return 1;
   }
   const existing = await readState();
-  if (existing && alive(existing.pid)) {
-    console.error(`A dev node is already up (supervisor pid ${existing.pid}); see below.`);
-    console.log(usage(await kubeToolPath("kubectl"), true, existing.second?.name));
-    return existing.ready ? 0 : 1;
-  }
+  if (existing && alive(existing.pid)) return alreadyUp(existing, ipv6Only, nodes);
   if (existing) await down();
   await Deno.mkdir(STATE_DIR, { recursive: true, mode: 0o700 });
   const self = new URL(import.meta.url).pathname;
@@ -215,6 +215,33 @@ async function up(ipv6Only: boolean, nodes: number): Promise<number> {
   return 0;
 }
 
+/**
+ * A second `up` while a dev node runs starts nothing: the same shape is already what was asked
+ * for (its usage again, exit 0 once Ready); another shape (node count, --ipv6-only) is refused
+ * with exit 1, since one dev node at a time fits this machine and the names it uses.
+ */
+async function alreadyUp(existing: DevNodeState, ipv6Only: boolean, nodes: number) {
+  const shape = (n: number, v6: boolean) =>
+    `${n} node${n === 2 ? "s" : ""}${v6 ? ", IPv6 only" : ""}`;
+  const running = shape(existing.nodes ?? 1, existing.ipv6Only ?? false);
+  if ((existing.nodes ?? 1) !== nodes || (existing.ipv6Only ?? false) !== ipv6Only) {
+    console.error(
+      `Refused: a dev node is already up (${running}, supervisor pid ${existing.pid}), not ` +
+        `the ${shape(nodes, ipv6Only)} asked for; scripts/dev node down first`,
+    );
+    return 1;
+  }
+  if (!existing.ready) {
+    console.error(`A dev node is already starting (supervisor pid ${existing.pid}); see ${LOG}`);
+    return 1;
+  }
+  console.error(
+    `A dev node is already up (${running}, supervisor pid ${existing.pid}); nothing started`,
+  );
+  console.log(usage(await kubeToolPath("kubectl"), true, existing.second?.name));
+  return 0;
+}
+
 /** Kills and removes the v1 cgroups `lace-knode-*` of owners that are gone. */
 async function sweepNodeCgroups(): Promise<void> {
   const suffixes = new Set<string>();
@@ -250,6 +277,8 @@ async function down(): Promise<number> {
   // A supervisor killed outright took the node's processes with it (pdeathsig, the node's pid 1);
   // its namespace, cgroups and run directory remain.
   await sweepNodeCgroups();
+  // Its control plane's directory (etcd's data, over 100 MB) is the fixture's, by owner pid.
+  await removeAbandonedControlPlaneDirs();
   for (const what of await sweepAbandoned()) console.error(`removed ${what}`);
   for (const dir of [state?.second?.dir, state?.dir]) {
     if (dir) await Deno.remove(dir, { recursive: true }).catch(() => {});
