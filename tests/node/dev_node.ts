@@ -242,8 +242,12 @@ async function alreadyUp(existing: DevNodeState, ipv6Only: boolean, nodes: numbe
   return 0;
 }
 
-/** Kills and removes the v1 cgroups `lace-knode-*` of owners that are gone. */
-async function sweepNodeCgroups(): Promise<void> {
+/**
+ * Kills and removes the cgroups `lace-knode-*` of owners that are gone, and removes their nodes'
+ * run directories (`lace-knode-<suffix>-*` in the temporary directory), also when the state that
+ * names them is gone.
+ */
+async function sweepNodeLeftovers(): Promise<void> {
   const suffixes = new Set<string>();
   const owners: string[] = [];
   try {
@@ -261,6 +265,12 @@ async function sweepNodeCgroups(): Promise<void> {
     const dirs = [...V1_CONTROLLERS.map((c) => join(CGROUP_V1, c, name)), join(CGROUP_V2, name)];
     await killCgroups(dirs);
     for (const dir of dirs) await removeCgroupTree(dir);
+    const tmp = Deno.env.get("TMPDIR") ?? "/tmp";
+    for await (const entry of Deno.readDir(tmp)) {
+      if (entry.isDirectory && entry.name.startsWith(`${name}-`)) {
+        await Deno.remove(join(tmp, entry.name), { recursive: true });
+      }
+    }
   }
 }
 
@@ -268,15 +278,26 @@ async function down(): Promise<number> {
   const state = await readState();
   if (state && alive(state.pid)) {
     Deno.kill(state.pid, "SIGTERM");
-    await waitFor(() => !alive(state.pid), {
+    const stopped = await waitFor(() => !alive(state.pid), {
       timeout: 120_000,
       interval: 250,
       message: `the supervisor (pid ${state.pid}) to tear the node down`,
-    });
+    }).then(() => true, () => false);
+    if (!stopped) {
+      // Hung in its teardown: killed, it leaves what a crash leaves, which the sweep removes.
+      console.error(`The supervisor (pid ${state.pid}) did not stop within 120 s; killing it`);
+      Deno.kill(state.pid, "SIGKILL");
+      const gone = () => Deno.stat(`/proc/${state.pid}`).then(() => false, () => true);
+      await waitFor(gone, {
+        timeout: 10_000,
+        interval: 100,
+        message: `the supervisor (pid ${state.pid}) to exit after SIGKILL`,
+      }).catch(() => {});
+    }
   }
   // A supervisor killed outright took the node's processes with it (pdeathsig, the node's pid 1);
   // its namespace, cgroups and run directory remain.
-  await sweepNodeCgroups();
+  await sweepNodeLeftovers();
   // Its control plane's directory (etcd's data, over 100 MB) is the fixture's, by owner pid.
   await removeAbandonedControlPlaneDirs();
   for (const what of await sweepAbandoned()) console.error(`removed ${what}`);

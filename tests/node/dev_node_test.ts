@@ -297,6 +297,8 @@ Deno.test({
 
       const down = await dev("down");
       assert.equal(down.code, 0, describe(down));
+      // The supervisor tore both nodes down itself: down did not have to kill it and sweep.
+      assert.doesNotMatch(down.stderr, /did not stop/, describe(down));
       assert.deepEqual(await leftovers(state), []);
       assert.equal((await dev("status")).stdout.trim(), "down");
     } finally {
