@@ -12,6 +12,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { CoreV1Api, KubeConfig, type V1Pod } from "@kubernetes/client-node";
+import { pathExists } from "../../lib/datapath/pins.ts";
 import { OWNERS_DIR } from "../../lib/demo/leftovers.ts";
 import { nodeUnavailableReason } from "../kube/tools.ts";
 import { waitFor } from "../helpers/wait.ts";
@@ -25,7 +26,7 @@ const devNode = new URL("./dev_node.ts", import.meta.url).pathname;
 async function existingDevNode(): Promise<string | undefined> {
   try {
     const state = JSON.parse(await Deno.readTextFile(STATE)) as DevNodeState;
-    if (Deno.statSync(`/proc/${state.pid}`)) {
+    if (pathExists(`/proc/${state.pid}`)) {
       return `a dev node is up (supervisor pid ${state.pid}); scripts/dev node down first`;
     }
   } catch {
@@ -104,15 +105,6 @@ function processesNaming(text: string): string[] {
   return found;
 }
 
-function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 function entries(dir: string): string[] {
   try {
     return [...Deno.readDirSync(dir)].map((e) => e.name);
@@ -144,21 +136,21 @@ async function leftovers(state: DevNodeState): Promise<string[]> {
     if (netns.includes(name)) left.push(`network namespace ${name}`);
     for (const hierarchy of CONTAINER_HIERARCHIES) {
       const cgroup = join(CGROUP_V1, hierarchy, name);
-      if (exists(cgroup)) left.push(`cgroup ${cgroup}`);
+      if (pathExists(cgroup)) left.push(`cgroup ${cgroup}`);
     }
     for (const pin of entries("/sys/fs/bpf").filter((e) => e.endsWith(`-${suffix}`))) {
       left.push(`bpffs /sys/fs/bpf/${pin}`);
     }
-    if (exists(dir)) left.push(`run directory ${dir}`);
+    if (pathExists(dir)) left.push(`run directory ${dir}`);
     for (const process of processesNaming(dir)) left.push(`process ${process}`);
     for (const process of processesNaming(name)) left.push(`process ${process}`);
   }
-  if (exists(`/proc/${state.pid}`)) left.push(`supervisor ${state.pid}`);
+  if (pathExists(`/proc/${state.pid}`)) left.push(`supervisor ${state.pid}`);
   for (const dir of controlPlaneDirsOf(state.pid)) left.push(`control plane directory ${dir}`);
   for (const owner of entries(OWNERS_DIR).filter((o) => o.startsWith(`${state.pid}-`))) {
     left.push(`owner record ${join(OWNERS_DIR, owner)}`);
   }
-  for (const file of [STATE, KUBECONFIG]) if (exists(file)) left.push(`file ${file}`);
+  for (const file of [STATE, KUBECONFIG]) if (pathExists(file)) left.push(`file ${file}`);
   return [...new Set(left)];
 }
 
@@ -167,6 +159,18 @@ async function downQuietly(): Promise<void> {
   const run = await dev("down");
   if (run.code !== 0) console.error(`down in cleanup failed: ${describe(run)}`);
 }
+
+/** `up ARGS`, then `body` with the node's state, then `down` whatever happened. */
+async function withDevNode(args: string[], body: (state: DevNodeState) => Promise<void>) {
+  try {
+    await body(await up(...args));
+  } finally {
+    await downQuietly();
+  }
+}
+
+/** A real node: started by the commands under test, whose operations outlive a test's. */
+const realNode = { ignore: reason !== undefined, sanitizeOps: false, sanitizeResources: false };
 
 /** A pod the kubelet probes (the README's example), in NAMESPACE, pinned to `node`. */
 function probedPod(name: string, node: string): V1Pod {
@@ -226,13 +230,9 @@ async function probedPodsReady(state: DevNodeState): Promise<void> {
 Deno.test({
   name: "dev node: up, a probed pod Ready through its kubeconfig, a second up starts nothing, " +
     "and down after the supervisor was killed leaves nothing",
-  ignore: reason !== undefined,
-  sanitizeOps: false,
-  sanitizeResources: false,
-  async fn() {
-    let state: DevNodeState | undefined;
-    try {
-      state = await up();
+  ...realNode,
+  fn: () =>
+    withDevNode([], async (state) => {
       const status = await dev("status");
       assert.equal(status.code, 0, describe(status));
       assert.equal(status.stdout.trim(), `up: ${state.name}, kubeconfig ${KUBECONFIG}`);
@@ -254,7 +254,7 @@ Deno.test({
 
       // The crash: the supervisor killed outright; the node's processes die with it.
       Deno.kill(state.pid, "SIGKILL");
-      await waitFor(() => !exists(`/proc/${state!.pid}`), {
+      await waitFor(() => !pathExists(`/proc/${state.pid}`), {
         timeout: 10_000,
         interval: 100,
         message: `the supervisor ${state.pid} to exit`,
@@ -268,22 +268,15 @@ Deno.test({
       assert.equal(down.code, 0, describe(down));
       assert.match(down.stderr, /The dev node is down/);
       assert.deepEqual(await leftovers(state), []);
-    } finally {
-      await downQuietly();
-    }
-  },
+    }),
 });
 
 Deno.test({
   name: "dev node --nodes 2: a probed pod Ready on each node, exec --node 2, and down takes both " +
     "down, leaving nothing",
-  ignore: reason !== undefined,
-  sanitizeOps: false,
-  sanitizeResources: false,
-  async fn() {
-    let state: DevNodeState | undefined;
-    try {
-      state = await up("--nodes", "2");
+  ...realNode,
+  fn: () =>
+    withDevNode(["--nodes", "2"], async (state) => {
       assert.ok(state.second, JSON.stringify(state));
       assert.match((await dev("up")).stderr, /Refused: a dev node is already up \(2 nodes/);
       const status = await dev("status");
@@ -301,8 +294,5 @@ Deno.test({
       assert.doesNotMatch(down.stderr, /did not stop/, describe(down));
       assert.deepEqual(await leftovers(state), []);
       assert.equal((await dev("status")).stdout.trim(), "down");
-    } finally {
-      await downQuietly();
-    }
-  },
+    }),
 });
