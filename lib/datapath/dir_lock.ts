@@ -97,12 +97,25 @@ export class DirLock implements Disposable {
   }
 }
 
-/** One non-blocking flock; false when another holder has it. */
-function flockOnce(fd: number, op: number, path: string): boolean {
+/**
+ * One non-blocking flock; false when another holder has it. `errnoOf` reads errno (a
+ * parameter so tests can play a runtime that clobbered it).
+ */
+export function flockOnce(
+  fd: number,
+  op: number,
+  path: string,
+  errnoOf: () => number = lastErrno,
+): boolean {
   const c = libcSymbols();
-  if (c.flock(fd, op) === 0) return true;
-  const errno = lastErrno();
-  if (errno === Errno.EAGAIN) return false; // EWOULDBLOCK: another holder
+  let errno = 0;
+  // Twice before an errno other than EAGAIN is believed: errno is only a hint (lastErrno),
+  // and one V8 left behind would turn "another holder" into a failed start.
+  for (let attempt = 0; attempt < 2; attempt++) {
+    if (c.flock(fd, op) === 0) return true;
+    errno = errnoOf();
+    if (errno === Errno.EAGAIN) return false; // EWOULDBLOCK: another holder
+  }
   closeFd(fd);
   throw new BpfError(`flock "${path}"`, -errno, "check that the pin path is a bpffs directory");
 }

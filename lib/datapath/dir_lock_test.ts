@@ -1,5 +1,9 @@
 import assert from "node:assert/strict";
-import { DirLock, lockHolders } from "./dir_lock.ts";
+import { DirLock, flockOnce, lockHolders } from "./dir_lock.ts";
+import { Errno } from "./libbpf/errors.ts";
+import { closeFd, openDirectory } from "./libbpf/fd.ts";
+import { LOCK_EX, LOCK_NB } from "./libbpf/ffi.ts";
+import { lastErrno } from "./libbpf/library.ts";
 
 function withDir(fn: (dir: string) => void): void {
   const dir = Deno.makeTempDirSync({ prefix: "lace-dir-lock-" });
@@ -62,4 +66,21 @@ Deno.test("openers() finds another process that has the directory open, and no o
     await child.stdout.cancel().catch(() => {});
     Deno.removeSync(dir, { recursive: true });
   }
+});
+
+Deno.test("flockOnce() still calls a held lock held when errno was clobbered once after the flock", () => {
+  withDir((dir) => {
+    using held = DirLock.tryTake(dir, "exclusive");
+    assert.ok(held);
+    const fd = openDirectory(dir);
+    try {
+      // The first errno read is what V8 may leave (ENOENT); the second is the flock's own.
+      let reads = 0;
+      const errnoOf = () => reads++ === 0 ? Errno.ENOENT : lastErrno();
+      assert.equal(flockOnce(fd, LOCK_EX | LOCK_NB, dir, errnoOf), false);
+      assert.equal(reads, 2);
+    } finally {
+      closeFd(fd);
+    }
+  });
 });

@@ -90,23 +90,55 @@ function waitFor(c: Libc, fd: number, events: number, deadline: number): boolean
   return c.poll(pfd, 1n, ms) > 0;
 }
 
-/** Probes once, synchronously: connect, read the mark, then talk HTTP or raw TCP. */
-function probeOnce(c: Libc, req: ProbeRequest): ProbeResponse {
+/** Whether the socket is connected: getpeername's return value, which needs no errno. */
+function isConnected(c: Libc, fd: number): boolean {
+  const addr = new Uint8Array(128), len = new Uint32Array([addr.length]);
+  return c.getpeername(fd, addr, new Uint8Array(len.buffer)) === 0;
+}
+
+/**
+ * Connects the non-blocking socket and says how it ended. The verdict comes from the
+ * socket itself (SO_ERROR, then whether it has a peer), never from errno alone: errno is
+ * read after V8 may have run (lastErrno), so it only names a connect that failed at once.
+ */
+function connectOnce(
+  c: Libc,
+  fd: number,
+  sa: Uint8Array,
+  deadline: number,
+  errnoOf: () => number,
+): { outcome: "connected" } | { outcome: ProbeOutcome; errno?: number } {
+  if (c.connect(fd, sa, sa.length) === 0) return { outcome: "connected" };
+  const hint = errnoOf();
+  // In progress, or failed at once: either way poll returns (a failed socket is ready at once).
+  if (!waitFor(c, fd, POLLOUT, deadline)) return { outcome: "TIMEOUT" };
+  const err = sockopt(c, fd, SO_ERROR);
+  if (err) return { outcome: outcomeOf(err), errno: err };
+  if (isConnected(c, fd)) return { outcome: "connected" };
+  return { outcome: hint === Errno.EINPROGRESS ? "ERROR" : outcomeOf(hint), errno: hint };
+}
+
+/**
+ * Probes once, synchronously: connect, read the mark, then talk HTTP or raw TCP. `errnoOf`
+ * reads errno (a parameter so tests can play a runtime that clobbered it).
+ */
+export function probeOnce(
+  c: Libc,
+  req: ProbeRequest,
+  errnoOf: () => number = lastErrno,
+): ProbeResponse {
   const deadline = Date.now() + req.timeoutMs;
   const { family, bytes } = sockaddr(req.host, req.port);
   const fd = c.socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return { result: "ERROR", error: `socket failed: ${errnoName(lastErrno())}` };
+  if (fd < 0) return { result: "ERROR", error: `socket failed: ${errnoName(errnoOf())}` };
   try {
-    const rc = c.connect(fd, bytes, bytes.length);
-    const connectErr = rc < 0 ? lastErrno() : 0;
+    const connected = connectOnce(c, fd, bytes, deadline, errnoOf);
     const mark = sockopt(c, fd, SO_MARK) >>> 0;
-    if (connectErr && connectErr !== Errno.EINPROGRESS) {
-      return withErrno({ result: outcomeOf(connectErr), mark }, "connect", connectErr);
-    }
-    if (connectErr === Errno.EINPROGRESS) {
-      if (!waitFor(c, fd, POLLOUT, deadline)) return { result: "TIMEOUT", mark };
-      const err = sockopt(c, fd, SO_ERROR);
-      if (err) return withErrno({ result: outcomeOf(err), mark }, "connect", err);
+    if (connected.outcome !== "connected") {
+      const { outcome, errno } = connected;
+      return errno === undefined
+        ? { result: outcome, mark }
+        : withErrno({ result: outcome, mark }, "connect", errno);
     }
     if (req.connectOnly) return { result: "reached", mark };
     if (req.http !== undefined) {
@@ -121,17 +153,23 @@ function probeOnce(c: Libc, req: ProbeRequest): ProbeResponse {
     }
     // The answer comes from the pod's author: read at most MAX_ANSWER bytes of it, into one buffer.
     const answer = new Uint8Array(MAX_ANSWER);
-    let used = 0;
+    let used = 0, failedWhenReady = false;
     while (used < answer.length) {
       const n = Number(c.read(fd, answer.subarray(used), BigInt(answer.length - used)));
-      if (n > 0) used += n;
-      else if (n === 0) break;
+      if (n > 0) {
+        used += n;
+        failedWhenReady = false;
+      } else if (n === 0) break;
       else {
-        const err = lastErrno();
-        if (err !== Errno.EAGAIN) {
+        const err = errnoOf();
+        // A failure right after the socket was ready is believed; one before, whatever
+        // errno says (it may be V8's), waits for the socket first and reads again.
+        if (err !== Errno.EAGAIN && failedWhenReady) {
           return { result: "ERROR", mark, error: `read failed: ${errnoName(err)}` };
         }
         if (!waitFor(c, fd, POLLIN, deadline)) return { result: "TIMEOUT", mark };
+        failedWhenReady = true;
+        continue;
       }
     }
     const text = new TextDecoder().decode(answer.subarray(0, used));

@@ -109,6 +109,8 @@ export const LIBC_SYMBOLS = {
   connect: { parameters: ["i32", "buffer", "u32"], result: "i32" },
   /** int poll(struct pollfd *fds, nfds_t nfds, int timeout) */
   poll: { parameters: ["buffer", "u64", "i32"], result: "i32" },
+  /** int getpeername(int sockfd, struct sockaddr *addr, socklen_t *addrlen) */
+  getpeername: { parameters: ["i32", "buffer", "buffer"], result: "i32" },
   /** int getsockopt(int sockfd, int level, int optname, void *optval, socklen_t *optlen) */
   getsockopt: { parameters: ["i32", "i32", "i32", "buffer", "buffer"], result: "i32" },
   /** int clock_gettime(clockid_t clockid, struct timespec *tp) */

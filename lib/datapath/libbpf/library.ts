@@ -55,9 +55,12 @@ export function libcSymbols(): Libc {
 }
 
 /**
- * This thread's errno, for a libc call that just failed. FFI calls run on this
- * thread one after the other, so nothing else sets errno in between as long as
- * this is the next call.
+ * This thread's errno, for a libc call that just failed. Read it as the very next
+ * call, and still treat it as a hint: V8 runs on this thread between two FFI calls
+ * (a collection, compiling a function) and its own system calls may have set errno
+ * since (seen: ENOENT after a non-blocking connect). So a caller decides an outcome
+ * from return values and socket state where it can, and uses errno to name a
+ * failure, or retries once before it believes an errno that would change a verdict.
  */
 export function lastErrno(): number {
   return new Deno.UnsafePointerView(libcSymbols().__errno_location()!).getInt32();
