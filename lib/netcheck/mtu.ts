@@ -19,6 +19,10 @@
  * (IPv6) on the wire; when they do not get through (the send times out with
  * nothing acknowledged) while small payloads pass, the path fails as MTU,
  * naming the MSS beside the largest payload through and the pod MTU.
+ *
+ * Then UDP: iperf3 -u sends datagrams filling the pod MTU (don't-fragment on
+ * IPv4; IPv6 routers never fragment); when none arrive, 200 B ones. Small
+ * through and full-size lost fails as MTU naming UDP and the size.
  */
 import type { ExecResult } from "./cluster.ts";
 import { firstJsonObject } from "./iperf_result.ts";
@@ -223,4 +227,149 @@ export function mtuVerdict(payloads: MtuOutcome, tcp: TcpTransfer, ipv6: boolean
     };
   }
   return payloads;
+}
+
+/** IP and UDP headers: a datagram payload of the pod MTU minus these fills the MTU. */
+export function udpHeaderBytes(ipv6: boolean): number {
+  return (ipv6 ? 40 : 20) + 8;
+}
+
+/** The small UDP datagram's payload, bytes: below any MTU (the smallest curl payload). */
+export const UDP_SMALL_BYTES = MTU_PAYLOADS[0];
+
+/** The UDP payload that fills the pod MTU (1500 when the MTU was not read). */
+export function fullUdpPayload(podMtu: number | undefined, ipv6: boolean): number {
+  return (podMtu ?? 1500) - udpHeaderBytes(ipv6);
+}
+
+/**
+ * iperf3 in the source pod: one second of `size`-byte UDP datagrams (1 Mbit/s,
+ * about 85 datagrams at 1472 B) to `address`. On IPv4 with don't-fragment
+ * (`--dont-fragment`, IP_PMTUDISC_DO: no capability), so no router splits them;
+ * on IPv6 routers never fragment and a datagram within the pod MTU leaves the
+ * pod whole, so the flag (IPv4 only in iperf3) is not needed.
+ */
+export function udpCommand(
+  address: string,
+  port: number,
+  size: number,
+  timeoutMs: number,
+): string[] {
+  const ms = String(Math.max(1, Math.round(timeoutMs)));
+  return [
+    "iperf3",
+    "-c",
+    address,
+    "-p",
+    String(port),
+    "-u",
+    "-l",
+    String(size),
+    "-b",
+    "1M",
+    "-t",
+    "1",
+    "--connect-timeout",
+    ms,
+    ...(address.includes(":") ? [] : ["--dont-fragment"]),
+    "-J",
+  ];
+}
+
+/** Whether datagrams of `size` bytes got through (undefined: not measured, decides nothing). */
+export interface UdpDatagrams {
+  size: number;
+  passed: boolean | undefined;
+  detail?: string;
+}
+
+function count(value: unknown): number | undefined {
+  return Number.isInteger(value) && (value as number) >= 0 ? value as number : undefined;
+}
+
+/**
+ * Reads udpCommand()'s output, a possible attacker's: passed when the server
+ * received at least one datagram (`end.sum_received.packets`; iperf3 3.12's
+ * `lost_packets` stays 0 when none arrive, so it is not read), lost when it
+ * received none of those sent, or when the send failed with "Message too
+ * long" (don't-fragment set, a route MTU below the datagram). iperf3 may
+ * print warnings before the JSON. A busy server or a failed exec is not
+ * measured.
+ */
+export function parseUdpDatagrams(result: ExecResult, size: number): UdpDatagrams {
+  if (result.error !== undefined) {
+    return { size, passed: undefined, detail: `exec failed: ${result.error}` };
+  }
+  const json = firstJsonObject(result.stdout);
+  let doc: Record<string, unknown> | undefined;
+  try {
+    doc = json === undefined ? undefined : JSON.parse(json);
+  } catch {
+    doc = undefined;
+  }
+  if (!doc || typeof doc !== "object") {
+    const text = (result.stderr || result.stdout).trim().split("\n")[0] || "no output";
+    return { size, passed: undefined, detail: `no iperf3 JSON: ${text}` };
+  }
+  const error = typeof doc.error === "string" ? doc.error : "";
+  if (/message too long/i.test(error)) {
+    return { size, passed: false, detail: `iperf3: ${error}` };
+  }
+  if (error) return { size, passed: undefined, detail: `iperf3: ${error}` };
+  const end = doc.end as
+    | { sum_received?: { packets?: unknown }; sum_sent?: { packets?: unknown } }
+    | undefined;
+  const received = count(end?.sum_received?.packets);
+  const sent = count(end?.sum_sent?.packets);
+  if (received !== undefined && received > 0) return { size, passed: true };
+  if (received === 0 && sent !== undefined && sent > 0) {
+    return { size, passed: false, detail: `received 0 of ${sent} datagrams` };
+  }
+  return {
+    size,
+    passed: undefined,
+    detail: `received ${String(received)} of ${String(sent)} datagrams`,
+  };
+}
+
+/** The UDP part of a path's MTU check: the full-size datagrams, and the small ones when those were lost. */
+export interface UdpMtu {
+  full: UdpDatagrams;
+  small?: UdpDatagrams;
+}
+
+/** The largest UDP payload that got through (0: none, undefined: not measured). */
+export function udpLargest(udp: UdpMtu | undefined): number | undefined {
+  if (!udp) return undefined;
+  if (udp.full.passed) return udp.full.size;
+  if (udp.small?.passed) return udp.small.size;
+  return udp.full.passed === false && udp.small?.passed === false ? 0 : undefined;
+}
+
+/**
+ * Adds the UDP datagrams to mtuVerdict()'s verdict: small datagrams through but
+ * full-size ones lost fails as MTU naming UDP and the size, like the TCP part;
+ * nothing through or nothing measured leaves the verdict as it was.
+ */
+export function udpMtuVerdict(verdict: MtuOutcome, udp: UdpMtu, ipv6: boolean): MtuOutcome {
+  if (udp.full.passed !== false || udp.small?.passed !== true) return verdict;
+  const packet = udp.full.size + udpHeaderBytes(ipv6);
+  const df = ipv6 ? "" : " with don't-fragment";
+  const small = `a ${udp.small.size} B UDP datagram passes`;
+  const fullLost = `a full-size ${udp.full.size} B one${df} (${packet} B packets) does not ` +
+    `(${udp.full.detail})`;
+  if (!verdict.ok) {
+    return verdict.errorClass === "MTU"
+      ? { ...verdict, message: `${verdict.message}; ${small} but ${fullLost}` }
+      : verdict;
+  }
+  const beside = verdict.podMtu ? ` (pod eth0 MTU ${verdict.podMtu})` : "";
+  return {
+    ok: false,
+    errorClass: "MTU",
+    message: `payloads up to ${verdict.largest} B pass over TCP${beside} and ${small}, but ` +
+      `${fullLost}: full-size UDP datagrams are lost on this path, an MTU black hole; lower ` +
+      `the pod MTU below the path's`,
+    largest: verdict.largest,
+  };
 }

@@ -1,12 +1,17 @@
 import assert from "node:assert/strict";
 import {
+  fullUdpPayload,
   mssCommand,
   MTU_PAYLOADS,
   mtuCommand,
   mtuVerdict,
   parseMtu,
   parseTcpTransfer,
+  parseUdpDatagrams,
   segmentSize,
+  udpCommand,
+  udpLargest,
+  udpMtuVerdict,
 } from "./mtu.ts";
 
 const out = (mtu: string, passed: boolean[]) => ({
@@ -137,4 +142,113 @@ Deno.test("mtuVerdict(): a transfer that was not measured leaves the payloads' v
   const busy = parseTcpTransfer(iperf({ error: "the server is busy running a test" }, 1));
   assert.deepEqual(mtuVerdict(payloads, busy, false), payloads);
   assert.equal(segmentSize(1448, false), 1488);
+});
+
+// What iperf3 3.12 printed as uid 65534 before its JSON (seen in the feasibility run).
+const NOISE =
+  "iperf3: warning: UDP block size 1472 exceeds TCP MSS 0, may result in fragmentation / drops\n";
+const udpOut = (doc: unknown, stdoutPrefix = "", stderr = NOISE) => ({
+  exitCode: 0,
+  stdout: stdoutPrefix + JSON.stringify(doc) + "\n",
+  stderr,
+});
+const udpDoc = (sent: number, received: number) => ({
+  start: {},
+  end: { sum_sent: { packets: sent }, sum_received: { packets: received, lost_packets: 0 } },
+});
+
+Deno.test("udpCommand(): datagrams of the size given with don't-fragment on IPv4, without on IPv6 (iperf3's flag is IPv4 only)", () => {
+  const v4 = udpCommand("10.0.0.2", 5201, 1472, 3000);
+  assert.deepEqual(v4.slice(0, 8), ["iperf3", "-c", "10.0.0.2", "-p", "5201", "-u", "-l", "1472"]);
+  assert.ok(v4.includes("--dont-fragment"));
+  assert.equal(v4[v4.indexOf("-t") + 1], "1");
+  assert.equal(v4[v4.indexOf("--connect-timeout") + 1], "3000");
+  assert.equal(v4.at(-1), "-J");
+  assert.ok(!udpCommand("fd00::2", 5201, 1452, 3000).includes("--dont-fragment"));
+  assert.equal(fullUdpPayload(1500, false), 1472);
+  assert.equal(fullUdpPayload(1450, true), 1402);
+  assert.equal(fullUdpPayload(undefined, false), 1472);
+});
+
+Deno.test("parseUdpDatagrams(): received datagrams pass, none of those sent is lost, warnings before the JSON are skipped", () => {
+  assert.deepEqual(parseUdpDatagrams(udpOut(udpDoc(92, 92), NOISE, ""), 200), {
+    size: 200,
+    passed: true,
+  });
+  assert.deepEqual(parseUdpDatagrams(udpOut(udpDoc(85, 0)), 1472), {
+    size: 1472,
+    passed: false,
+    detail: "received 0 of 85 datagrams",
+  });
+  // lost_packets stays 0 in iperf3 3.12 when nothing arrives: not read.
+  assert.equal(parseUdpDatagrams(udpOut(udpDoc(85, 3)), 1472).passed, true);
+  const tooLong = parseUdpDatagrams(
+    udpOut({
+      start: {},
+      end: {},
+      error: "error - unable to write to stream socket: Message too long",
+    }),
+    1472,
+  );
+  assert.equal(tooLong.passed, false, "DF set and a route MTU below the datagram");
+  assert.match(tooLong.detail!, /Message too long/);
+});
+
+Deno.test("parseUdpDatagrams(): a busy server, a failed exec, no JSON or forged counts decide nothing", () => {
+  const undecided = [
+    udpOut({ start: {}, end: {}, error: "the server is busy running a test. try again later" }),
+    { exitCode: -1, stdout: "", stderr: "", error: "pod gone" },
+    { exitCode: 1, stdout: "", stderr: NOISE + "iperf3: error - unable to connect\n" },
+    udpOut({ start: {}, end: { sum_sent: { packets: 0 }, sum_received: { packets: 0 } } }),
+    udpOut({ start: {}, end: { sum_sent: { packets: 9 }, sum_received: { packets: -1 } } }),
+    udpOut({ start: {}, end: { sum_sent: { packets: 9 }, sum_received: { packets: "1" } } }),
+    udpOut({ start: {}, end: { sum_received: { packets: 0 } } }),
+  ];
+  for (const r of undecided) assert.equal(parseUdpDatagrams(r, 1472).passed, undefined);
+  assert.match(parseUdpDatagrams(undecided[1], 1472).detail!, /^exec failed: pod gone/);
+});
+
+const lost = { size: 1472, passed: false, detail: "received 0 of 85 datagrams" };
+const through = (size: number) => ({ size, passed: true });
+
+Deno.test("udpMtuVerdict(): small datagrams through, full-size lost fails as MTU naming UDP and the size", () => {
+  const payloads = parseMtu(out("1500", [true, true, true, true]));
+  const v = udpMtuVerdict(payloads, { full: lost, small: through(200) }, false);
+  assert.ok(!v.ok && v.errorClass === "MTU");
+  assert.equal(
+    !v.ok && v.message,
+    "payloads up to 16000 B pass over TCP (pod eth0 MTU 1500) and a 200 B UDP datagram passes, " +
+      "but a full-size 1472 B one with don't-fragment (1500 B packets) does not (received 0 of 85 " +
+      "datagrams): full-size UDP datagrams are lost on this path, an MTU black hole; lower the pod " +
+      "MTU below the path's",
+  );
+  assert.equal(v.largest, 16000);
+  assert.equal(udpLargest({ full: lost, small: through(200) }), 200);
+  // IPv6: 48 B of headers, no don't-fragment flag.
+  const v6 = udpMtuVerdict(payloads, { full: { ...lost, size: 1452 }, small: through(200) }, true);
+  assert.match(!v6.ok ? v6.message : "", /a full-size 1452 B one \(1500 B packets\) does not/);
+  // A TCP black hole already found gets the UDP finding appended.
+  const tcpLost = parseMtu(out("1500", [true, false, false, false]));
+  const both = udpMtuVerdict(tcpLost, { full: lost, small: through(200) }, false);
+  assert.match(
+    !both.ok ? both.message : "",
+    /; a 200 B UDP datagram passes but a full-size 1472 B one/,
+  );
+});
+
+Deno.test("udpMtuVerdict(): full-size through, nothing through or nothing measured leaves the verdict", () => {
+  const payloads = parseMtu(out("1500", [true, true, true, true]));
+  const unmeasured = { size: 1472, passed: undefined, detail: "iperf3: the server is busy" };
+  for (
+    const udp of [
+      { full: through(1472) },
+      { full: lost, small: { size: 200, passed: false, detail: "received 0 of 600 datagrams" } },
+      { full: unmeasured },
+      { full: lost, small: { ...unmeasured, size: 200 } },
+    ]
+  ) {
+    assert.deepEqual(udpMtuVerdict(payloads, udp, false), payloads);
+  }
+  assert.equal(udpLargest({ full: through(1472) }), 1472);
+  assert.equal(udpLargest({ full: unmeasured }), undefined);
 });

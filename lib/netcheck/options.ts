@@ -65,7 +65,7 @@ export interface NetcheckOptions {
    * with --watch as many as fit half the interval once all pairs no longer do.
    */
   connectivityPeers: number;
-  /** Check every path for an MTU black hole (payloads up to 16000 B each way, the MSS, 1 MiB over TCP). */
+  /** Check every path for an MTU black hole (TCP payloads to 16000 B, MSS, 1 MiB; full-size UDP). */
   mtu: boolean;
   /** Test UDP reachability per path (agnhost connect --protocol=udp to netexec's UDP server). */
   udp: boolean;
@@ -409,7 +409,7 @@ export const netcheckCommand: CommandSpec<NetcheckOptions> = {
       key: "mtu",
       value: boolean,
       help:
-        "Check each path for an MTU black hole: small payloads pass, full-size ones (or segments of the connection's MSS) vanish",
+        "Check each path for an MTU black hole: small payloads pass, full-size ones (segments of the connection's MSS, UDP datagrams filling the pod MTU) vanish",
     },
     {
       name: "udp",

@@ -9,12 +9,19 @@ import { joinHostPort } from "../host_port.ts";
 import type { Endpoint, NetcheckCluster } from "./cluster.ts";
 import { formatMs, latencyCommand, parseLatency, worstP99 } from "./latency.ts";
 import {
+  fullUdpPayload,
   mssCommand,
   MTU_PAYLOADS,
   mtuCommand,
   mtuVerdict,
   parseMtu,
   parseTcpTransfer,
+  parseUdpDatagrams,
+  UDP_SMALL_BYTES,
+  udpCommand,
+  udpLargest,
+  type UdpMtu,
+  udpMtuVerdict,
 } from "./mtu.ts";
 import { parseIperf } from "./iperf_result.ts";
 import type { ProbeNetwork } from "./manifest.ts";
@@ -93,8 +100,9 @@ export async function measureLatency(
 /**
  * One path's MTU check (mtu.ts): payloads of growing size through /echo and
  * back, then the MSS of a TCP connection and a full-size transfer with iperf3
- * from the source pod's bandwidth container (run under the endpoint locks:
- * an iperf3 server takes one client at a time).
+ * from the source pod's bandwidth container, then full-size UDP datagrams
+ * (and small ones when those are lost) with iperf3 -u (run under the endpoint
+ * locks: an iperf3 server takes one client at a time).
  */
 export async function checkMtu(
   cluster: NetcheckCluster,
@@ -121,7 +129,27 @@ export async function checkMtu(
   );
   if (signal?.aborted) return undefined;
   const tcp = parseTcpTransfer(transfer);
-  const parsed = mtuVerdict(parseMtu(result), tcp, pair.to.address.includes(":"));
+  const ipv6 = pair.to.address.includes(":");
+  const payloads = parseMtu(result);
+  // Full-size UDP datagrams; the small ones only when those were lost (a healthy path costs one run).
+  const udpRun = async (size: number) => {
+    const out = await cluster.exec(
+      pair.from.namespace ?? options.namespace,
+      pair.from.pod,
+      "bandwidth",
+      udpCommand(pair.to.address, IPERF_PORT, size, timeoutMs),
+      { timeoutMs: timeoutMs + 30_000, signal },
+    );
+    return parseUdpDatagrams(out, size);
+  };
+  const udp: UdpMtu = {
+    full: await udpRun(fullUdpPayload(payloads.ok ? payloads.podMtu : undefined, ipv6)),
+  };
+  if (signal?.aborted) return undefined;
+  if (udp.full.passed === false) udp.small = await udpRun(UDP_SMALL_BYTES);
+  if (signal?.aborted) return undefined;
+  const parsed = udpMtuVerdict(mtuVerdict(payloads, tcp, ipv6), udp, ipv6);
+  const udpThrough = udpLargest(udp);
   return {
     phase: "mtu",
     from: pair.from.node,
@@ -133,6 +161,8 @@ export async function checkMtu(
     largestPayload: parsed.largest,
     ...(parsed.ok && parsed.podMtu ? { podMtu: parsed.podMtu } : {}),
     ...(tcp.mss === undefined ? {} : { mss: tcp.mss }),
+    ...(udpThrough === undefined ? {} : { udpDatagram: udpThrough }),
+    ...(udp.full.passed === undefined ? {} : { udpFullSize: udp.full.passed }),
     attempts: 1,
     durationMs: Date.now() - started,
   };

@@ -56,6 +56,7 @@ export function summaryData(summary: Summary, outcome: RunOutcome): Record<strin
         mtu: {
           ...summary.mtu,
           ...(summary.maxMss > 0 ? { minMss: summary.minMss, maxMss: summary.maxMss } : {}),
+          udpFullSize: summary.udpFullSize,
         },
       }
       : {}),
@@ -137,7 +138,9 @@ export function textReport(summary: Summary, outcome: RunOutcome): string {
           ? ")"
           : summary.minMss === summary.maxMss
           ? `; MSS ${summary.minMss} B)`
-          : `; MSS ${summary.minMss}–${summary.maxMss} B)`),
+          : `; MSS ${summary.minMss}–${summary.maxMss} B)`) +
+        `; full-size UDP datagrams: ${summary.udpFullSize.passed} paths through, ` +
+        `${summary.udpFullSize.lost} lost`,
     );
   }
   const floor = outcome.minBandwidthBps > 0

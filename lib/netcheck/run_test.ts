@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { defaultNetcheckOptions, type NetcheckOptions } from "./options.ts";
-import { JsonReport, textReport } from "./report.ts";
+import { JsonReport, summaryData, textReport } from "./report.ts";
 import {
   EXIT_ERROR,
   EXIT_FAILED,
@@ -682,12 +682,38 @@ Deno.test("--mtu fails the paths of a black hole (small payloads pass, full-size
   );
   assert.match(
     summary.failures.items[0].message!,
-    /; the connection's MSS is 1448 B \(segments of 1488 B and more\)$/,
+    /; the connection's MSS is 1448 B \(segments of 1488 B and more\); a 200 B UDP datagram passes but a full-size 1472 B one with don't-fragment \(1500 B packets\) does not \(received 0 of 85 datagrams\)$/,
   );
   assert.match(
     textReport(summary, outcome),
-    /MTU: {10}12 paths, 6 passed, 6 failed \(payloads up to 16000 B both ways, a 1 MiB TCP transfer; MSS 1448 B\)/,
+    /MTU: {10}12 paths, 6 passed, 6 failed \(payloads up to 16000 B both ways, a 1 MiB TCP transfer; MSS 1448 B\); full-size UDP datagrams: 6 paths through, 6 lost/,
   );
+});
+
+Deno.test("--mtu fails the paths where small UDP datagrams pass and full-size ones vanish, naming UDP and the size", async () => {
+  const nodes = fakeNodes(3);
+  nodes[1].udpBlackHoleAbove = 1400;
+  const { exitCode, summary, outcome, cluster } = await run(nodes, {
+    mtu: true,
+    skipBandwidth: true,
+  });
+  assert.equal(exitCode, EXIT_FAILED);
+  assert.deepEqual(summary.mtu, { tested: 6, passed: 2, failed: 4 });
+  assert.deepEqual(summary.udpFullSize, { passed: 2, lost: 4 });
+  for (const f of summary.failures.items) {
+    assert.equal(f.errorClass, "MTU");
+    assert.ok(f.from === nodes[1].name || f.to === nodes[1].name);
+    assert.equal(f.udpDatagram, 200, "the largest datagram through, beside the pod MTU");
+    assert.equal(f.udpFullSize, false);
+    assert.match(
+      f.message!,
+      /^payloads up to 16000 B pass over TCP \(pod eth0 MTU 1500\) and a 200 B UDP datagram passes, but a full-size 1472 B one with don't-fragment \(1500 B packets\) does not \(received 0 of 85 datagrams\): full-size UDP datagrams are lost on this path/,
+    );
+  }
+  assert.match(textReport(summary, outcome), /full-size UDP datagrams: 2 paths through, 4 lost/);
+  const json = summaryData(summary, outcome) as { mtu: { udpFullSize: unknown } };
+  assert.deepEqual(json.mtu.udpFullSize, { passed: 2, lost: 4 });
+  assert.equal(cluster.violations.length, 0, cluster.violations.join());
 });
 
 Deno.test("--udp tests every path by datagram: a node that drops UDP fails its paths while TCP passes", async () => {

@@ -33,6 +33,9 @@ export interface PathResult {
   podMtu?: number;
   /** mtu phase: the MSS a TCP connection on the path got (iperf3's getsockopt TCP_MAXSEG). */
   mss?: number;
+  /** mtu phase: the largest UDP datagram payload (bytes) through, and whether the full-size one was. */
+  udpDatagram?: number;
+  udpFullSize?: boolean;
   /** Connect and request round trip percentiles (latency phase). */
   latency?: LatencyFigures;
   attempts: number;
@@ -155,6 +158,8 @@ export class Summary {
   /** Smallest and largest MSS seen by the mtu phase (0 when none was read). */
   minMss = 0;
   maxMss = 0;
+  /** mtu phase: paths whose full-size UDP datagrams got through or were lost (unmeasured: neither). */
+  readonly udpFullSize = { passed: 0, lost: 0 };
   totalBps = 0;
   measured = 0;
   minBps = Infinity;
@@ -195,6 +200,10 @@ export class Summary {
     if (result.phase === "mtu" && result.mss !== undefined) {
       this.minMss = this.minMss === 0 ? result.mss : Math.min(this.minMss, result.mss);
       this.maxMss = Math.max(this.maxMss, result.mss);
+    }
+    if (result.phase === "mtu" && result.udpFullSize !== undefined) {
+      if (result.udpFullSize) this.udpFullSize.passed++;
+      else this.udpFullSize.lost++;
     }
     if (result.phase === "bandwidth") {
       this.asymmetry.record(result.from, result.to, result.bitsPerSecond);

@@ -35,6 +35,8 @@ export interface FakeNode {
   udpBlocked?: boolean;
   /** Payloads above this many bytes vanish on paths to or from this node (an MTU black hole). */
   blackHoleAbove?: number;
+  /** UDP packets above this many bytes (IP length) vanish on paths to or from this node; TCP passes. */
+  udpBlackHoleAbove?: number;
   /** Round trip of paths to this node, ms (latency samples; the last one is 3× slower). */
   rttMs?: number;
 }
@@ -327,6 +329,7 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
       if (command.includes("--protocol=udp") && (from.udpBlocked || target?.udpBlocked)) {
         return { exitCode: 1, stdout: "", stderr: "TIMEOUT\n" };
       }
+      if (isBandwidth && command.includes("-u")) return this.#udpDatagrams(from, target, command);
       if (isBandwidth && command.includes("-n")) return this.#transfer(from, target);
       return isBandwidth ? this.#iperf(from, target) : this.#connect(from, target);
     } finally {
@@ -396,6 +399,21 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
     const json = limit < 1500
       ? { start, end: {}, error: "unable to write to stream socket: Connection timed out" }
       : { start, end: { sum_received: { bytes: 1 << 20 } } };
+    return { exitCode: 0, stdout: JSON.stringify(json) + "\n", stderr: "" };
+  }
+
+  /** iperf3 -u -l SIZE (the MTU check's UDP datagrams): none arrive above a black hole. */
+  #udpDatagrams(from: FakeNode, to: FakeNode | undefined, command: string[]): ExecResult {
+    if (!to || from.unreachable || to.unreachable) return this.#iperf(from, to);
+    const size = Number(command[command.indexOf("-l") + 1]);
+    const limit = Math.min(
+      ...[from, to].flatMap((n) => [n.blackHoleAbove ?? Infinity, n.udpBlackHoleAbove ?? Infinity]),
+    );
+    const sent = Math.ceil(1_000_000 / 8 / size);
+    const json = {
+      start: {},
+      end: { sum_sent: { packets: sent }, sum_received: { packets: size + 28 > limit ? 0 : sent } },
+    };
     return { exitCode: 0, stdout: JSON.stringify(json) + "\n", stderr: "" };
   }
 

@@ -43,6 +43,8 @@ export interface SimNode {
   blackHoleMtu?: number;
   /** With blackHoleMtu: only TCP frames to or from this port are dropped (other traffic passes). */
   blackHolePort?: number;
+  /** With blackHolePort: the protocol whose frames are dropped (default tcp). */
+  blackHoleProto?: "tcp" | "udp";
   /** Its agnhost answers /hostname this much later (a slow request round trip). */
   answerDelayMs?: number;
 }
@@ -138,7 +140,8 @@ export class NetnsCluster extends MemoryLeases implements NetcheckCluster, Async
         if (spec.blackHoleMtu) {
           // A bridge filter, not a lower MTU on the veth: GSO packets bypass a veth's MTU check.
           const port = spec.blackHolePort;
-          const matches = port ? [`tcp dport ${port} `, `tcp sport ${port} `] : [""];
+          const proto = spec.blackHoleProto ?? "tcp";
+          const matches = port ? [`${proto} dport ${port} `, `${proto} sport ${port} `] : [""];
           const rules = matches.flatMap((match) =>
             ["iifname", "oifname"].map((dir) =>
               `add rule bridge sim${i} big ${dir} "v${i}" ${match}` +
