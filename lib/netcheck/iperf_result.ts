@@ -30,6 +30,25 @@ export function firstJsonObject(text: string): string | undefined {
   return undefined;
 }
 
+/**
+ * The iperf3 JSON document of an exec, or why there is none: the exec failed
+ * (`exec failed: …`) or printed no JSON object (`no iperf3 JSON: ` and the
+ * first line it printed). Warnings printed before the JSON are skipped.
+ */
+export function iperfDocument(result: ExecResult): Record<string, unknown> | string {
+  if (result.error !== undefined) return `exec failed: ${result.error}`;
+  const json = firstJsonObject(result.stdout);
+  let doc: unknown;
+  try {
+    doc = json === undefined ? undefined : JSON.parse(json);
+  } catch {
+    doc = undefined;
+  }
+  if (doc && typeof doc === "object") return doc as Record<string, unknown>;
+  const text = (result.stderr || result.stdout).trim().split("\n")[0] || "no output";
+  return `no iperf3 JSON: ${text}`;
+}
+
 function failure(message: string): IperfOutcome {
   const oneLine = message.trim().split("\n")[0] || "no output";
   return { ok: false, message: oneLine, retryable: RETRYABLE.some((re) => re.test(message)) };

@@ -25,7 +25,7 @@
  * through and full-size lost fails as MTU naming UDP and the size.
  */
 import type { ExecResult } from "./cluster.ts";
-import { firstJsonObject } from "./iperf_result.ts";
+import { iperfDocument } from "./iperf_result.ts";
 
 /** Payload sizes tried, bytes: below any MTU, one typical segment, a few, many. */
 export const MTU_PAYLOADS = [200, 1400, 4000, 16000];
@@ -155,20 +155,8 @@ const MAX_MSS = 65535;
  * when every byte was received.
  */
 export function parseTcpTransfer(result: ExecResult): TcpTransfer {
-  if (result.error !== undefined) {
-    return { mss: undefined, transferred: undefined, detail: `exec failed: ${result.error}` };
-  }
-  const json = firstJsonObject(result.stdout);
-  let doc: Record<string, unknown> | undefined;
-  try {
-    doc = json === undefined ? undefined : JSON.parse(json);
-  } catch {
-    doc = undefined;
-  }
-  if (!doc || typeof doc !== "object") {
-    const text = (result.stderr || result.stdout).trim().split("\n")[0] || "no output";
-    return { mss: undefined, transferred: undefined, detail: `no iperf3 JSON: ${text}` };
-  }
+  const doc = iperfDocument(result);
+  if (typeof doc === "string") return { mss: undefined, transferred: undefined, detail: doc };
   const start = doc.start as Record<string, unknown> | undefined;
   const raw = start?.tcp_mss_default ?? start?.tcp_mss;
   const mss = Number.isInteger(raw) && (raw as number) > 0 && (raw as number) <= MAX_MSS
@@ -297,20 +285,8 @@ function count(value: unknown): number | undefined {
  * measured.
  */
 export function parseUdpDatagrams(result: ExecResult, size: number): UdpDatagrams {
-  if (result.error !== undefined) {
-    return { size, passed: undefined, detail: `exec failed: ${result.error}` };
-  }
-  const json = firstJsonObject(result.stdout);
-  let doc: Record<string, unknown> | undefined;
-  try {
-    doc = json === undefined ? undefined : JSON.parse(json);
-  } catch {
-    doc = undefined;
-  }
-  if (!doc || typeof doc !== "object") {
-    const text = (result.stderr || result.stdout).trim().split("\n")[0] || "no output";
-    return { size, passed: undefined, detail: `no iperf3 JSON: ${text}` };
-  }
+  const doc = iperfDocument(result);
+  if (typeof doc === "string") return { size, passed: undefined, detail: doc };
   const error = typeof doc.error === "string" ? doc.error : "";
   if (/message too long/i.test(error)) {
     return { size, passed: false, detail: `iperf3: ${error}` };
