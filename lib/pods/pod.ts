@@ -4,7 +4,7 @@
  * client-node's informer mixes class instances (Date fields) with plain watch
  * JSON (string timestamps).
  */
-import { nestedDeeperThan } from "../json.ts";
+import { isObject, nestedDeeperThan } from "../json.ts";
 import { refusedSkeleton } from "./skeleton.ts";
 
 export interface ContainerPort {
@@ -169,13 +169,9 @@ const STATUS_FIELDS = ["phase", "podIP", "podIPs"];
 
 type Json = Record<string, unknown>;
 
-function isRecord(value: unknown): value is Json {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 /** `value` with only `fields` when it is an object; anything else as it is (the rules judge it). */
 function pick(value: unknown, fields: readonly string[]): unknown {
-  if (!isRecord(value)) return value;
+  if (!isObject(value)) return value;
   const out: Json = {};
   for (const f of fields) if (Object.hasOwn(value, f)) out[f] = value[f];
   return out;
@@ -186,7 +182,7 @@ function pick(value: unknown, fields: readonly string[]): unknown {
  * period, and whether it runs a command (`exec: {}`: the command itself never matters).
  */
 function probe(value: unknown): unknown {
-  if (!isRecord(value)) return value;
+  if (!isObject(value)) return value;
   const out = pick(value, PROBE_FIELDS) as Json;
   for (const [handler, fields] of Object.entries(HANDLER_FIELDS)) {
     if (Object.hasOwn(out, handler)) out[handler] = pick(out[handler], fields);
@@ -201,7 +197,7 @@ function probe(value: unknown): unknown {
  * (its handlers' address fields, and of exec only that it is set; a sleep makes no connection).
  */
 function lifecycle(value: unknown): unknown {
-  if (!isRecord(value)) return value;
+  if (!isObject(value)) return value;
   const out = pick(value, HOOK_KINDS) as Json;
   for (const kind of HOOK_KINDS) if (Object.hasOwn(out, kind)) out[kind] = probe(out[kind]);
   return out;
@@ -213,7 +209,7 @@ function lifecycle(value: unknown): unknown {
  * rules look up.
  */
 function container(value: unknown): unknown {
-  if (!isRecord(value)) return value;
+  if (!isObject(value)) return value;
   const out = pick(value, CONTAINER_FIELDS) as Json;
   const names = new Set<string>();
   const handlers: unknown[] = [];
@@ -224,21 +220,21 @@ function container(value: unknown): unknown {
   }
   if (Object.hasOwn(out, "lifecycle")) {
     out.lifecycle = lifecycle(out.lifecycle);
-    if (isRecord(out.lifecycle)) {
+    if (isObject(out.lifecycle)) {
       for (const kind of HOOK_KINDS) handlers.push(out.lifecycle[kind]);
     }
   }
   for (const p of handlers) {
-    if (!isRecord(p)) continue;
+    if (!isObject(p)) continue;
     for (const handler of ["httpGet", "tcpSocket"]) {
-      const port = isRecord(p[handler]) ? (p[handler] as Json).port : undefined;
+      const port = isObject(p[handler]) ? (p[handler] as Json).port : undefined;
       if (typeof port === "string") names.add(port);
     }
   }
   if (names.size > 0 && Array.isArray(value.ports)) {
     const ports: Json[] = [];
     for (const port of value.ports) {
-      if (!isRecord(port) || typeof port.name !== "string" || !names.has(port.name)) continue;
+      if (!isObject(port) || typeof port.name !== "string" || !names.has(port.name)) continue;
       names.delete(port.name);
       ports.push(pick(port, ["name", "containerPort"]) as Json);
     }
@@ -252,7 +248,7 @@ function containers(list: unknown): unknown {
 }
 
 function annotations(value: unknown, keys: readonly string[] | undefined): unknown {
-  if (keys === undefined || !isRecord(value)) return value;
+  if (keys === undefined || !isObject(value)) return value;
   const out: Json = {};
   for (const k of keys) if (Object.hasOwn(value, k)) out[k] = value[k];
   return out;
@@ -294,9 +290,9 @@ function frozen(out: Json, refused?: PodRefusedError): Pod {
  */
 export function normalisePod(input: unknown, options: NormaliseOptions = {}): Pod {
   if (typeof input === "object" && input !== null && NORMALISED.has(input)) return input as Pod;
-  if (!isRecord(input)) throw new TypeError("Pod is not an object");
+  if (!isObject(input)) throw new TypeError("Pod is not an object");
   const meta = input.metadata;
-  if (!isRecord(meta)) throw new TypeError("Pod has no metadata");
+  if (!isObject(meta)) throw new TypeError("Pod has no metadata");
   for (const field of ["name", "uid"] as const) {
     if (typeof meta[field] !== "string" || meta[field] === "") {
       throw new TypeError(`Pod has no metadata.${field}`);
@@ -306,7 +302,7 @@ export function normalisePod(input: unknown, options: NormaliseOptions = {}): Po
     ? "default"
     : meta.namespace;
   if (typeof namespace !== "string") throw new TypeError("Pod metadata.namespace is not a string");
-  if (!isRecord(input.spec)) throw new TypeError(`Pod "${meta.name}" has no spec`);
+  if (!isObject(input.spec)) throw new TypeError(`Pod "${meta.name}" has no spec`);
   if (!Array.isArray(input.spec.containers)) {
     throw new TypeError(`Pod "${meta.name}" has no spec.containers list`);
   }

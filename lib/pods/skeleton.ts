@@ -8,6 +8,7 @@
  * any number of pods to a node (issue 24).
  */
 import { canonicalAddress } from "../datapath/probe_map.ts";
+import { isObject } from "../json.ts";
 import { networkNameProblem } from "../network_name.ts";
 
 /**
@@ -36,10 +37,6 @@ export const SKELETON_MAX_BYTES = 6 * 253 + MAX_TIMESTAMP + MAX_PHASE + SKELETON
 
 type Json = Record<string, unknown>;
 
-function isRecord(value: unknown): value is Json {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 /** `value` when it is a string of at most `max` characters (UTF-16 units). */
 function bounded(value: unknown, max: number): string | undefined {
   return typeof value === "string" && value.length <= max ? value : undefined;
@@ -57,9 +54,9 @@ function timestamp(value: unknown): string | undefined {
  * the rules as any pod's addresses are (special addresses set aside there).
  */
 function addresses(status: unknown): { ip: string }[] {
-  if (!isRecord(status)) return [];
+  if (!isObject(status)) return [];
   const raw: unknown[] = Array.isArray(status.podIPs) && status.podIPs.length > 0
-    ? status.podIPs.slice(0, 4 * SKELETON_MAX_IPS).map((item) => isRecord(item) ? item.ip : item)
+    ? status.podIPs.slice(0, 4 * SKELETON_MAX_IPS).map((item) => isObject(item) ? item.ip : item)
     : [status.podIP];
   const out: { ip: string }[] = [];
   for (const ip of raw) {
@@ -85,7 +82,7 @@ function addresses(status: unknown): { ip: string }[] {
  */
 function annotations(value: unknown, keys: readonly string[] | undefined): Json | undefined {
   if (keys === undefined) return undefined;
-  const all = isRecord(value) ? value : {};
+  const all = isObject(value) ? value : {};
   const out: Json = {};
   for (const k of keys) {
     if (!Object.hasOwn(all, k)) continue;
@@ -105,7 +102,7 @@ export function refusedSkeleton(
   namespace: string,
   keys: readonly string[] | undefined,
 ): Json {
-  const meta = isRecord(input.metadata) ? input.metadata : {};
+  const meta = isObject(input.metadata) ? input.metadata : {};
   // normalisePod checked that name and uid are strings; the API server bounds them and the
   // namespace (253, 36 and 63 characters), and they are who the pod is, so never cut.
   const metadata: Json = { name: meta.name, namespace, uid: meta.uid };
@@ -115,14 +112,14 @@ export function refusedSkeleton(
   if (created !== undefined) metadata.creationTimestamp = created;
   const kept = annotations(meta.annotations, keys);
   if (kept) metadata.annotations = kept;
-  const specIn = isRecord(input.spec) ? input.spec : {};
+  const specIn = isObject(input.spec) ? input.spec : {};
   const spec: Json = {};
   const nodeName = bounded(specIn.nodeName, MAX_IDENTITY);
   if (nodeName !== undefined) spec.nodeName = nodeName;
   if (typeof specIn.hostNetwork === "boolean") spec.hostNetwork = specIn.hostNetwork;
   spec.containers = [];
   const status: Json = {};
-  const phase = isRecord(input.status) ? bounded(input.status.phase, MAX_PHASE) : undefined;
+  const phase = isObject(input.status) ? bounded(input.status.phase, MAX_PHASE) : undefined;
   if (phase !== undefined) status.phase = phase;
   const ips = addresses(input.status);
   if (ips.length > 0) status.podIPs = ips;
