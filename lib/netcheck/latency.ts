@@ -13,6 +13,7 @@
  * the expected shape or the path fails as BAD_ANSWER.
  */
 import type { ExecResult } from "./cluster.ts";
+import { curlCommand } from "./curl.ts";
 
 /** p50, p99 and max of a set of samples, ms. */
 export interface Percentiles {
@@ -55,17 +56,8 @@ const WRITE_OUT =
 
 /** The `curl` command measuring `samples` requests to `url` (each on its own connection). */
 export function latencyCommand(url: string, samples: number, timeoutMs: number): string[] {
-  const seconds = (timeoutMs / 1000).toFixed(3);
   return [
-    "curl",
-    "--silent",
-    "--globoff",
-    "--noproxy",
-    "*",
-    "--connect-timeout",
-    seconds,
-    "--max-time",
-    seconds,
+    ...curlCommand(timeoutMs),
     "--max-filesize",
     "1024",
     "--header",

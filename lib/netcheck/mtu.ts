@@ -25,6 +25,7 @@
  * through and full-size lost fails as MTU naming UDP and the size.
  */
 import type { ExecResult } from "./cluster.ts";
+import { curlCommand } from "./curl.ts";
 import { iperfDocument } from "./iperf_result.ts";
 
 /** Payload sizes tried, bytes: below any MTU, one typical segment, a few, many. */
@@ -32,17 +33,8 @@ export const MTU_PAYLOADS = [200, 1400, 4000, 16000];
 
 /** The curl command: the pod MTU first, then one /echo per payload size. */
 export function mtuCommand(baseUrl: string, timeoutMs: number): string[] {
-  const seconds = (timeoutMs / 1000).toFixed(3);
   return [
-    "curl",
-    "--silent",
-    "--globoff",
-    "--noproxy",
-    "*",
-    "--connect-timeout",
-    seconds,
-    "--max-time",
-    seconds,
+    ...curlCommand(timeoutMs),
     "--write-out",
     "\\nLACE %{http_code} %{size_download}\\n",
     // Each --output binds to the next URL in order: the MTU file goes to stdout.
@@ -111,6 +103,11 @@ export function parseMtu(result: ExecResult): MtuOutcome {
   };
 }
 
+/** iperf3 as a client of the server at `address`:`port`. */
+function iperfClient(address: string, port: number): string[] {
+  return ["iperf3", "-c", address, "-p", String(port)];
+}
+
 /** Bytes of the full-size TCP transfer (iperf3 -n). */
 export const MSS_TRANSFER_BYTES = 1 << 20;
 
@@ -118,11 +115,7 @@ export const MSS_TRANSFER_BYTES = 1 << 20;
 export function mssCommand(address: string, port: number, timeoutMs: number): string[] {
   const ms = String(Math.max(1, Math.round(timeoutMs)));
   return [
-    "iperf3",
-    "-c",
-    address,
-    "-p",
-    String(port),
+    ...iperfClient(address, port),
     "-n",
     String(MSS_TRANSFER_BYTES),
     "--connect-timeout",
@@ -245,11 +238,7 @@ export function udpCommand(
 ): string[] {
   const ms = String(Math.max(1, Math.round(timeoutMs)));
   return [
-    "iperf3",
-    "-c",
-    address,
-    "-p",
-    String(port),
+    ...iperfClient(address, port),
     "-u",
     "-l",
     String(size),

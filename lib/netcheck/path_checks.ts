@@ -6,7 +6,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { joinHostPort } from "../host_port.ts";
-import type { Endpoint, NetcheckCluster } from "./cluster.ts";
+import type { Endpoint, ExecOptions, ExecResult, NetcheckCluster } from "./cluster.ts";
 import { formatMs, latencyCommand, parseLatency, worstP99 } from "./latency.ts";
 import {
   fullUdpPayload,
@@ -34,6 +34,24 @@ import type { PathResult } from "./summary.ts";
 
 const log = getLogger(["lace", "netcheck"]);
 
+/** Runs `command` in `container` of the path's source pod. */
+function execInSource(
+  cluster: NetcheckCluster,
+  options: NetcheckOptions,
+  pair: Pair<Endpoint>,
+  container: string,
+  command: string[],
+  execOptions: ExecOptions,
+): Promise<ExecResult> {
+  return cluster.exec(
+    pair.from.namespace ?? options.namespace,
+    pair.from.pod,
+    container,
+    command,
+    execOptions,
+  );
+}
+
 /**
  * One path's latency: `latencySamples` requests from the source pod to the
  * target's /hostname, each on a new connection, timed inside the pod. The
@@ -49,9 +67,10 @@ export async function measureLatency(
   const started = Date.now();
   const url = `http://${joinHostPort(pair.to.address, CONNECT_PORT)}/hostname`;
   const samples = options.latencySamples;
-  const result = await cluster.exec(
-    pair.from.namespace ?? options.namespace,
-    pair.from.pod,
+  const result = await execInSource(
+    cluster,
+    options,
+    pair,
     "connect",
     latencyCommand(url, samples, options.connectTimeoutMs),
     { timeoutMs: samples * options.connectTimeoutMs + 30_000, signal },
@@ -112,17 +131,19 @@ export async function checkMtu(
 ): Promise<PathResult | undefined> {
   const started = Date.now();
   const timeoutMs = Math.min(options.connectTimeoutMs, 3000);
-  const result = await cluster.exec(
-    pair.from.namespace ?? options.namespace,
-    pair.from.pod,
+  const result = await execInSource(
+    cluster,
+    options,
+    pair,
     "connect",
     mtuCommand(`http://${joinHostPort(pair.to.address, CONNECT_PORT)}`, timeoutMs),
     { timeoutMs: (MTU_PAYLOADS.length + 1) * timeoutMs + 30_000, signal },
   );
   if (signal?.aborted) return undefined;
-  const transfer = await cluster.exec(
-    pair.from.namespace ?? options.namespace,
-    pair.from.pod,
+  const transfer = await execInSource(
+    cluster,
+    options,
+    pair,
     "bandwidth",
     mssCommand(pair.to.address, IPERF_PORT, timeoutMs),
     { timeoutMs: 2 * timeoutMs + 30_000, signal },
@@ -133,9 +154,10 @@ export async function checkMtu(
   const payloads = parseMtu(result);
   // Full-size UDP datagrams; the small ones only when those were lost (a healthy path costs one run).
   const udpRun = async (size: number) => {
-    const out = await cluster.exec(
-      pair.from.namespace ?? options.namespace,
-      pair.from.pod,
+    const out = await execInSource(
+      cluster,
+      options,
+      pair,
       "bandwidth",
       udpCommand(pair.to.address, IPERF_PORT, size, timeoutMs),
       { timeoutMs: timeoutMs + 30_000, signal },
@@ -184,9 +206,10 @@ export async function measureBandwidth(
     toPod: pair.to.pod,
   };
   for (let attempt = 1;; attempt++) {
-    const result = await cluster.exec(
-      pair.from.namespace ?? options.namespace,
-      pair.from.pod,
+    const result = await execInSource(
+      cluster,
+      options,
+      pair,
       "bandwidth",
       [
         "iperf3",
@@ -253,9 +276,10 @@ export async function checkIsolation(
 ): Promise<PathResult | undefined> {
   const started = Date.now();
   const url = `http://${joinHostPort(pair.to.address, CONNECT_PORT)}/hostname`;
-  const result = await cluster.exec(
-    pair.from.namespace ?? options.namespace,
-    pair.from.pod,
+  const result = await execInSource(
+    cluster,
+    options,
+    pair,
     "connect",
     latencyCommand(url, 1, options.isolationTimeoutMs),
     { timeoutMs: options.isolationTimeoutMs + 30_000, signal },
