@@ -1,0 +1,43 @@
+/**
+ * The shared setup of runChecks() unit tests in lib/netcheck/run*_test.ts:
+ * options with a small concurrency, a run over the in-memory cluster with
+ * fast polling, and the check that a run left nothing behind.
+ */
+import assert from "node:assert/strict";
+import { defaultNetcheckOptions, type NetcheckOptions } from "../../lib/netcheck/options.ts";
+import { runChecks } from "../../lib/netcheck/run.ts";
+import { type FakeNode, MemoryCluster, type MemoryClusterOptions } from "./memory_cluster.ts";
+
+/** A progress sink that prints nothing, off a terminal. */
+export const quiet = { write: () => {}, isTerminal: false };
+
+/** The default options with concurrency 8, overridden by `over`. */
+export function options(over: Partial<NetcheckOptions> = {}): NetcheckOptions {
+  return { ...defaultNetcheckOptions(), concurrency: 8, ...over };
+}
+
+/** A run over `nodes` on an in-memory cluster recording paths, polling and retrying every millisecond. */
+export async function run(
+  nodes: FakeNode[],
+  over: Partial<NetcheckOptions> = {},
+  sim: MemoryClusterOptions = {},
+  signal?: AbortSignal,
+) {
+  const cluster = new MemoryCluster(nodes, { recordPaths: true, ...sim });
+  const result = await runChecks(options(over), {
+    cluster,
+    progress: quiet,
+    sinks: [],
+    signal,
+    runId: "test1",
+    pollMs: 1,
+    retryDelayMs: 1,
+  });
+  return { cluster, ...result };
+}
+
+/** Fails unless the run removed its DaemonSet and released its Lease. */
+export function assertCleanedUp(cluster: MemoryCluster) {
+  assert.equal(cluster.daemonSets.size, 0, "DaemonSet left behind");
+  assert.equal(cluster.leases.size, 0, "Lease left behind");
+}
