@@ -5,131 +5,29 @@
  * cgroup. Every connect must stay tagged: the goal is zero untagged connects.
  */
 import assert from "node:assert/strict";
-import { defaultConfig, markFor } from "../lib/config.ts";
 import { Datapath } from "../lib/datapath/loader.ts";
-import { isPresenceDir } from "../lib/datapath/layout.ts";
 import { BpfObject } from "../lib/datapath/libbpf/object.ts";
-import {
-  MAP_NAMES,
-  openCurrentMap,
-  readCounterSlot,
-  readPinnedInfo,
-  readPinnedTargets,
-  readPinnedTargetsWithHits,
-} from "../lib/datapath/pins.ts";
-import { ABI_VERSION, COUNTER_SLOTS, keyId, type ProbeEntry } from "../lib/datapath/probe_map.ts";
-import {
-  type AgentProcess,
-  agentTestOptions,
-  AgentWorld,
-  POD_A,
-  POD_IPV4,
-  POD_IPV6,
-} from "./helpers/agent_process.ts";
-import { installUnversionedRelease, Releases, sha256Of } from "./helpers/releases.ts";
-import { type KubeletTally, StandInKubelet } from "./helpers/stand_in_kubelet.ts";
+import { MAP_NAMES } from "../lib/datapath/pins.ts";
+import { ABI_VERSION } from "../lib/datapath/probe_map.ts";
+import { agentTestOptions, AgentWorld, POD_A } from "./helpers/agent_process.ts";
+import { installUnversionedRelease, Releases } from "./helpers/releases.ts";
+import { StandInKubelet } from "./helpers/stand_in_kubelet.ts";
 import { waitFor } from "./helpers/wait.ts";
-
-const MARK = markFor(defaultConfig(), 1);
-const TARGET = { host: POD_IPV4, port: 9000, mark: MARK };
-/** What the stand-in kubelet connects to: TARGET, and the same pod and port over IPv6. */
-const TARGETS = [TARGET, { ...TARGET, host: POD_IPV6 }];
-/** What the map holds for POD_A, whatever the release. */
-const EXPECTED: ProbeEntry[] = [POD_IPV4, POD_IPV6].flatMap((address) =>
-  [8080, 9000].map((port) => ({
-    key: { family: address === POD_IPV4 ? "ipv4" as const : "ipv6" as const, address, port },
-    value: { networkId: 1, mark: MARK },
-  }))
-);
-
-/** Starts an agent running `object` (default: today's) on w's pods. */
-function startAgent(w: AgentWorld, object?: string, env: Record<string, string> = {}) {
-  return w.startAgent(
-    ["--no-kube-api", `--pods-dir=${w.podsDir}`],
-    w.cgroups.kubelet,
-    { env: object ? { LACE_BPF_OBJECT: object, ...env } : env },
-  );
-}
-
-/** Starts an agent and waits until it is ready (attached, its program in the links). */
-async function startReadyAgent(w: AgentWorld, object?: string): Promise<AgentProcess> {
-  const agent = startAgent(w, object);
-  await agent.ready();
-  return agent;
-}
-
-/** Connects counted in the last counter slot, which only the test variant counts. */
-function variantCount(pinPath: string): bigint {
-  using counters = openCurrentMap(pinPath, "counters");
-  return readCounterSlot(counters, COUNTER_SLOTS - 1);
-}
-
-/** The names under the pin path, and under each layout directory; not running agents' presence. */
-function pins(pinPath: string): string[] {
-  const out: string[] = [];
-  for (const e of Deno.readDirSync(pinPath)) {
-    if (isPresenceDir(e.name)) continue;
-    out.push(e.name);
-    if (e.isDirectory) {
-      for (const m of Deno.readDirSync(`${pinPath}/${e.name}`)) out.push(`${e.name}/${m.name}`);
-    }
-  }
-  return out.sort();
-}
-
-/** Exactly one layout's maps and the two links. */
-function onlyLayout(abi: number): string[] {
-  return [
-    `abi${abi}`,
-    `abi${abi}/counters`,
-    `abi${abi}/info`,
-    `abi${abi}/probe_targets`,
-    "link_connect4",
-    "link_connect6",
-  ];
-}
-
-function sorted(entries: ProbeEntry[]): string[] {
-  return entries.map((e) => `${keyId(e.key)} ${e.value.networkId} ${e.value.mark}`).sort();
-}
-
-/** Waits until the node runs `object` on layout `abi` alone, with POD_A's targets. */
-async function converged(w: AgentWorld, object: string, abi: number): Promise<void> {
-  const sha = await sha256Of(object);
-  await waitFor(() => readPinnedInfo(w.pinPath)?.objectSha256 === sha, {
-    message: `the links to run ${object}`,
-  });
-  assert.equal(readPinnedInfo(w.pinPath)?.abiVersion, abi);
-  await waitFor(() => pins(w.pinPath).join() === onlyLayout(abi).join(), {
-    message: `only layout ${abi} pinned (have ${pins(w.pinPath).join(", ")})`,
-  });
-  assert.deepEqual(sorted(readPinnedTargets(w.pinPath)), sorted(EXPECTED));
-}
-
-function assertNoneUntagged(tally: KubeletTally) {
-  assert.equal(tally.untagged, 0, `untagged connects: ${tally.samples.join(", ")}`);
-  for (const { host } of TARGETS) {
-    const n = tally.perHost[host] ?? 0;
-    assert.ok(n > 25, `only ${n} connects to ${host}`);
-  }
-}
-
-/** The end of every upgrade: 20 more connects, then none of the kubelet's went untagged. */
-async function assertLastConnectsTagged(kubelet: StandInKubelet): Promise<void> {
-  await kubelet.connects(20);
-  assertNoneUntagged(await kubelet.stop());
-}
-
-/** Stops `agent` as a rolling update does and asserts that it exited cleanly. */
-async function stopCleanly(agent: AgentProcess): Promise<void> {
-  assert.equal((await agent.stop()).code, 0);
-}
-
-/** The node before the change under test: POD_A written, an agent running `object` on it. */
-async function nodeRunning(w: AgentWorld, object?: string): Promise<AgentProcess> {
-  await w.writePod(POD_A);
-  return await startReadyAgent(w, object);
-}
+import {
+  assertLastConnectsTagged,
+  assertNoneUntagged,
+  converged,
+  EXPECTED,
+  nodeRunning,
+  pins,
+  startAgent,
+  startReadyAgent,
+  stopCleanly,
+  targetHits,
+  TARGETS,
+  TODAY,
+  variantCount,
+} from "./helpers/upgrade_node.ts";
 
 Deno.test({
   name:
@@ -164,16 +62,6 @@ Deno.test({
     assertNoneUntagged(await kubelet.stop());
   },
 });
-
-const TODAY = new URL("../bpf/lace.bpf.o", import.meta.url).pathname;
-
-/** The hits the map holds for TARGET now (0n when its layout has none). */
-function targetHits(pinPath: string): bigint {
-  const e = readPinnedTargetsWithHits(pinPath).find((e) =>
-    e.key.address === TARGET.host && e.key.port === TARGET.port
-  );
-  return e?.hits.hits ?? 0n;
-}
 
 Deno.test({
   name: "the previous release's layout (ABI 1) migrates up to today's (hits) and back down, " +
@@ -270,85 +158,6 @@ for (
     },
   });
 }
-
-for (const first of ["older", "newer"] as const) {
-  Deno.test({
-    name: `two agents of different layouts, the ${first} in the links first, leave the newer ` +
-      "layout alone, the older standing by loudly until the newer stops",
-    ...agentTestOptions,
-    async fn() {
-      await using w = await AgentWorld.create();
-      await using releases = await Releases.create();
-      const previous = await releases.previous();
-      const node = await nodeRunning(w);
-      await using kubelet = new StandInKubelet(w.kubelet, TARGETS);
-      await stopCleanly(node);
-
-      // The race's two outcomes, each forced: one agent has its program in the links before
-      // the other starts.
-      const start = { older: () => startAgent(w, previous), newer: () => startAgent(w, TODAY) };
-      const agents = {} as Record<"older" | "newer", AgentProcess>;
-      agents[first] = start[first]();
-      await agents[first].ready();
-      await converged(w, first === "older" ? previous : TODAY, first === "older" ? 1 : 2);
-      const second = first === "older" ? "newer" : "older";
-      agents[second] = start[second]();
-      const { older, newer } = agents;
-      await newer.ready();
-      await converged(w, TODAY, 2);
-      await waitFor(async () => {
-        const r = await older.get("/readyz");
-        return r.status === 503 && r.body.includes("stands by");
-      }, { timeout: 20_000, message: "the older agent to report that it stands by" }).catch((e) => {
-        throw new Error(`${e.message}\nolder agent log:\n${older.logs.join("\n")}`);
-      });
-      assert.ok(older.logs.some((l) => l.includes("Standing by")), "the older agent says so");
-      assert.equal(await older.metric("lace_standing_by"), 1);
-      await kubelet.connects(50);
-      assert.equal(pins(w.pinPath).join(), onlyLayout(2).join(), "still one set of pins");
-
-      // The newer agent goes (a rollback): the older one takes over with its own layout.
-      await stopCleanly(newer);
-      await older.ready();
-      assert.equal(await older.metric("lace_standing_by"), 0);
-      await converged(w, previous, 1);
-      await assertLastConnectsTagged(kubelet);
-    },
-  });
-}
-
-Deno.test({
-  name: "two agents of the same layout leave the links to the one that started last, " +
-    "with no swapping back and forth",
-  ...agentTestOptions,
-  async fn() {
-    await using w = await AgentWorld.create();
-    await using releases = await Releases.create();
-    const variant = await releases.variant();
-    const earlier = await nodeRunning(w);
-    await using kubelet = new StandInKubelet(w.kubelet, TARGETS);
-    const later = await startReadyAgent(w, variant);
-    await converged(w, variant, 2);
-    await waitFor(async () => (await earlier.metric("lace_standing_by")) === 1, {
-      message: "the earlier agent to stand by",
-    });
-    await kubelet.connects(50);
-    // Still the later agent's program, swapped in once: nobody swapped back.
-    assert.equal(readPinnedInfo(w.pinPath)?.objectSha256, await sha256Of(variant));
-    assert.equal(await later.metric('lace_program_replacements_total{program="connect4"}'), 1);
-    // A counter with no increment has no labelled sample.
-    assert.equal(
-      (await earlier.metric('lace_program_replacements_total{program="connect4"}')) ?? 0,
-      0,
-    );
-    assert.equal((await earlier.get("/readyz")).status, 503);
-
-    await stopCleanly(later);
-    await earlier.ready();
-    await converged(w, TODAY, 2);
-    await assertLastConnectsTagged(kubelet);
-  },
-});
 
 Deno.test({
   name: "over a layout it cannot read, an agent swaps only once its first full pod list " +
