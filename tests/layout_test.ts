@@ -174,8 +174,8 @@ const KNOWN_UPHILL = new Set([
   "lib/doctor/prober.ts imports lib/cli/self_command.ts",
   "lib/doctor/probes.ts imports lib/cli/process.ts",
   "lib/doctor/probes.ts imports lib/cli/self_command.ts",
+  "lib/netcheck/flags.ts imports lib/cli/flags.ts",
   "lib/netcheck/main.ts imports lib/cli/flags.ts",
-  "lib/netcheck/options.ts imports lib/cli/flags.ts",
 ]);
 
 /** The floor of a path relative to the repository (lib/...): 0 unless FLOORS names its folder. */

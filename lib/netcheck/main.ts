@@ -8,7 +8,8 @@
  */
 import { helpText, UsageError } from "../cli/flags.ts";
 import type { NetcheckCluster } from "./cluster.ts";
-import { netcheckCommand, type NetcheckOptions, parseNetcheckArgs } from "./options.ts";
+import { netcheckCommand, parseNetcheckArgs } from "./flags.ts";
+import type { NetcheckOptions } from "./options.ts";
 import { NetcheckMetrics } from "./metrics.ts";
 import { serveMetrics } from "./metrics_server.ts";
 import { JsonReport, JunitReport, type PathSink, summaryData, textReport } from "./report.ts";

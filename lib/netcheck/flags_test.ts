@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { UsageError } from "../cli/flags.ts";
-import { defaultNetcheckOptions, parseBandwidth, parseNetcheckArgs } from "./options.ts";
+import { parseBandwidth, parseNetcheckArgs } from "./flags.ts";
+import { defaultNetcheckOptions } from "./options.ts";
 
 Deno.test("parseNetcheckArgs() gives the defaults when no flag is set", () => {
   const o = parseNetcheckArgs([], {});
