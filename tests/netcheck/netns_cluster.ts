@@ -80,6 +80,27 @@ async function run(
   return result;
 }
 
+/** Makes the namespace `netns` and plugs its eth0 into the bridge of `hub` as port `v<i>`. */
+async function plugIntoHub(hub: string, i: number, netns: string): Promise<void> {
+  await run(["ip", "netns", "add", netns]);
+  await run([
+    "ip",
+    "-n",
+    hub,
+    "link",
+    "add",
+    `v${i}`,
+    "type",
+    "veth",
+    "peer",
+    "name",
+    "eth0",
+    "netns",
+    netns,
+  ]);
+  await run(["ip", "-n", hub, "link", "set", `v${i}`, "master", "br0", "up"]);
+}
+
 export class NetnsCluster extends MemoryLeases implements NetcheckCluster, AsyncDisposable {
   readonly nodes: NodeState[] = [];
   /** Each network's pod per node; networks[0] is `nodes`. */
@@ -120,23 +141,7 @@ export class NetnsCluster extends MemoryLeases implements NetcheckCluster, Async
           busyPending: !!spec.busyOnce,
         };
         c.nodes.push(node);
-        await run(["ip", "netns", "add", netns]);
-        await run([
-          "ip",
-          "-n",
-          c.hub,
-          "link",
-          "add",
-          `v${i}`,
-          "type",
-          "veth",
-          "peer",
-          "name",
-          "eth0",
-          "netns",
-          netns,
-        ]);
-        await run(["ip", "-n", c.hub, "link", "set", `v${i}`, "master", "br0", "up"]);
+        await plugIntoHub(c.hub, i, netns);
         if (spec.blackHoleMtu) {
           // A bridge filter, not a lower MTU on the veth: GSO packets bypass a veth's MTU check.
           const port = spec.blackHolePort;
@@ -224,23 +229,7 @@ export class NetnsCluster extends MemoryLeases implements NetcheckCluster, Async
         busyPending: false,
       };
       pods.push(pod);
-      await run(["ip", "netns", "add", netns]);
-      await run([
-        "ip",
-        "-n",
-        hub,
-        "link",
-        "add",
-        `v${i}`,
-        "type",
-        "veth",
-        "peer",
-        "name",
-        "eth0",
-        "netns",
-        netns,
-      ]);
-      await run(["ip", "-n", hub, "link", "set", `v${i}`, "master", "br0", "up"]);
+      await plugIntoHub(hub, i, netns);
       await run(["ip", "-n", netns, "link", "set", "lo", "up"]);
       await run(["ip", "-n", netns, "link", "set", "eth0", "up"]);
       await run(["ip", "-n", netns, "addr", "add", `${pod.ipv4}/24`, "dev", "eth0"]);
