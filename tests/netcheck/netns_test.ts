@@ -37,6 +37,14 @@ async function withCluster(
   await fn(cluster);
 }
 
+/** A --mtu run with one latency sample and no bandwidth phase, as each MTU test makes it. */
+function runMtu(cluster: NetnsCluster) {
+  return runChecks(
+    options({ mtu: true, skipBandwidth: true, latencySamples: 1, connectTimeoutMs: 1000 }),
+    { cluster, progress: quiet, sinks: [], pollMs: 50 },
+  );
+}
+
 async function namespacesLeft(prefix: string): Promise<string[]> {
   const out = await new Deno.Command("ip", { args: ["netns", "list"], stdout: "piped" }).output();
   return new TextDecoder().decode(out.stdout).split("\n").filter((l) => l.startsWith(prefix));
@@ -141,10 +149,7 @@ Deno.test({
     await withCluster([{ name: "a" }, { name: "b" }, { name: "c", blackHoleMtu: 1200 }], async (
       cluster,
     ) => {
-      const r = await runChecks(
-        options({ mtu: true, skipBandwidth: true, latencySamples: 1, connectTimeoutMs: 1000 }),
-        { cluster, progress: quiet, sinks: [], pollMs: 50 },
-      );
+      const r = await runMtu(cluster);
       console.log(textReport(r.summary, r.outcome));
       assert.equal(r.exitCode, EXIT_FAILED, textReport(r.summary, r.outcome));
       // Connect and latency pass: small packets get through.
@@ -178,10 +183,7 @@ Deno.test({
     await withCluster(
       [{ name: "a" }, { name: "b", blackHoleMtu: 1200, blackHolePort: 5201 }],
       async (cluster) => {
-        const r = await runChecks(
-          options({ mtu: true, skipBandwidth: true, latencySamples: 1, connectTimeoutMs: 1000 }),
-          { cluster, progress: quiet, sinks: [], pollMs: 50 },
-        );
+        const r = await runMtu(cluster);
         assert.equal(r.exitCode, EXIT_FAILED, textReport(r.summary, r.outcome));
         assert.equal(r.summary.mtu.failed, 2);
         for (const f of r.summary.failures.items) {
@@ -212,10 +214,7 @@ Deno.test({
         blackHoleProto: "udp",
       }],
       async (cluster) => {
-        const r = await runChecks(
-          options({ mtu: true, skipBandwidth: true, latencySamples: 1, connectTimeoutMs: 1000 }),
-          { cluster, progress: quiet, sinks: [], pollMs: 50 },
-        );
+        const r = await runMtu(cluster);
         assert.equal(r.exitCode, EXIT_FAILED, textReport(r.summary, r.outcome));
         assert.equal(r.summary.mtu.failed, 2);
         assert.deepEqual(r.summary.udpFullSize, { passed: 0, lost: 2 });
