@@ -12,6 +12,14 @@ import type {
 } from "../../lib/netcheck/cluster.ts";
 import { MemoryLeases } from "./memory_leases.ts";
 import { NETWORK_LABEL } from "../../lib/netcheck/manifest.ts";
+import {
+  connectAnswer,
+  curlAnswer,
+  mtuAnswer,
+  transferAnswer,
+  udpDatagramsAnswer,
+  unreachableIperf,
+} from "./memory_exec.ts";
 
 export interface FakeNode {
   name: string;
@@ -323,15 +331,18 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
         this.pathCounts.set(key, (this.pathCounts.get(key) ?? 0) + 1);
       }
       if (isCurl && command.includes("file:///sys/class/net/eth0/mtu")) {
-        return this.#mtu(from, target, command);
+        return mtuAnswer(from, target, command);
       }
-      if (isCurl) return this.#curl(from, answering, command);
+      if (isCurl) {
+        const answeredBy = answering ? this.#podName(answering.ds, answering.node) : "";
+        return curlAnswer(from, target, answeredBy, command);
+      }
       if (command.includes("--protocol=udp") && (from.udpBlocked || target?.udpBlocked)) {
         return { exitCode: 1, stdout: "", stderr: "TIMEOUT\n" };
       }
-      if (isBandwidth && command.includes("-u")) return this.#udpDatagrams(from, target, command);
-      if (isBandwidth && command.includes("-n")) return this.#transfer(from, target);
-      return isBandwidth ? this.#iperf(from, target) : this.#connect(from, target);
+      if (isBandwidth && command.includes("-u")) return udpDatagramsAnswer(from, target, command);
+      if (isBandwidth && command.includes("-n")) return transferAnswer(from, target);
+      return isBandwidth ? this.#iperf(from, target) : connectAnswer(from, target);
     } finally {
       for (const k of lockKeys) this.#busyPods.delete(k);
       this.active--;
@@ -352,79 +363,8 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
     });
   }
 
-  #connect(from: FakeNode, to: FakeNode | undefined): ExecResult {
-    if (!to) return { exitCode: 1, stdout: "", stderr: "OTHER: connect: no route to host\n" };
-    if (from.unreachable || to.unreachable) return { exitCode: 1, stdout: "", stderr: "TIMEOUT\n" };
-    if (to.refuses) return { exitCode: 1, stdout: "", stderr: "REFUSED\n" };
-    return { exitCode: 0, stdout: "", stderr: "" };
-  }
-
-  /** curl's output for latencyCommand(): each sample answered by the pod the address routes to. */
-  #curl(from: FakeNode, answering: FakePod | undefined, command: string[]): ExecResult {
-    const samples = command.filter((a) => a.startsWith("http://")).length;
-    const lines: string[] = [];
-    const to = answering?.node;
-    const reachable = to && !from.unreachable && !to.unreachable && !to.refuses;
-    const answeredBy = answering ? this.#podName(answering.ds, answering.node) : "";
-    for (let i = 0; i < samples; i++) {
-      const rtt = ((to?.rttMs ?? 0.2) * (i === samples - 1 ? 3 : 1)) / 1000;
-      lines.push(
-        reachable ? answeredBy : "",
-        reachable
-          ? `LACE 200 1 ${rtt.toFixed(6)} ${rtt.toFixed(6)} ${(2 * rtt).toFixed(6)}`
-          : "LACE 000 0 0.000000 0.000000 0.000000",
-      );
-    }
-    return { exitCode: reachable ? 0 : 28, stdout: lines.join("\n") + "\n", stderr: "" };
-  }
-
-  /** curl's output for mtuCommand(): the pod MTU, then each /echo payload whole or lost. */
-  #mtu(from: FakeNode, to: FakeNode | undefined, command: string[]): ExecResult {
-    const lines = ["1500", "LACE 000 5"];
-    for (const url of command.filter((a) => a.includes("/echo?msg="))) {
-      const size = url.length - url.indexOf("msg=") - 4;
-      const limit = Math.min(from.blackHoleAbove ?? Infinity, to?.blackHoleAbove ?? Infinity);
-      const through = to && !from.unreachable && !to.unreachable && size <= limit;
-      lines.push("", through ? `LACE 200 ${size}` : "LACE 000 0");
-    }
-    return { exitCode: 0, stdout: lines.join("\n") + "\n", stderr: "" };
-  }
-
-  /** iperf3 -n (the MTU check's full-size transfer): MSS 1448; segments of 1500 B lost in a black hole. */
-  #transfer(from: FakeNode, to: FakeNode | undefined): ExecResult {
-    // Unreachable: the same "unable to connect" as a bandwidth test.
-    if (!to || from.unreachable || to.unreachable) return this.#iperf(from, to);
-    const limit = Math.min(from.blackHoleAbove ?? Infinity, to.blackHoleAbove ?? Infinity);
-    const start = { tcp_mss_default: 1448 };
-    const json = limit < 1500
-      ? { start, end: {}, error: "unable to write to stream socket: Connection timed out" }
-      : { start, end: { sum_received: { bytes: 1 << 20 } } };
-    return { exitCode: 0, stdout: JSON.stringify(json) + "\n", stderr: "" };
-  }
-
-  /** iperf3 -u -l SIZE (the MTU check's UDP datagrams): none arrive above a black hole. */
-  #udpDatagrams(from: FakeNode, to: FakeNode | undefined, command: string[]): ExecResult {
-    if (!to || from.unreachable || to.unreachable) return this.#iperf(from, to);
-    const size = Number(command[command.indexOf("-l") + 1]);
-    const limit = Math.min(
-      ...[from, to].flatMap((n) => [n.blackHoleAbove ?? Infinity, n.udpBlackHoleAbove ?? Infinity]),
-    );
-    const sent = Math.ceil(1_000_000 / 8 / size);
-    const json = {
-      start: {},
-      end: { sum_sent: { packets: sent }, sum_received: { packets: size + 28 > limit ? 0 : sent } },
-    };
-    return { exitCode: 0, stdout: JSON.stringify(json) + "\n", stderr: "" };
-  }
-
   #iperf(from: FakeNode, to: FakeNode | undefined): ExecResult {
-    if (!to || from.unreachable || to.unreachable) {
-      return {
-        exitCode: 1,
-        stdout: JSON.stringify({ start: {}, end: {}, error: "unable to connect to server" }),
-        stderr: "",
-      };
-    }
+    if (!to || from.unreachable || to.unreachable) return unreachableIperf();
     const busy = this.#busyLeft.get(to.name) ?? 0;
     if (busy > 0) {
       this.#busyLeft.set(to.name, busy - 1);

@@ -1,0 +1,89 @@
+/**
+ * What a probe pod's exec prints on the in-memory cluster, from the two nodes
+ * of its path and their faults: agnhost's connect, curl's latency samples and
+ * MTU payloads, iperf3's full-size transfer and UDP datagrams. The bandwidth
+ * test's answer stays in MemoryCluster, which counts a busy server's retries.
+ */
+import type { ExecResult } from "../../lib/netcheck/cluster.ts";
+import type { FakeNode } from "./memory_cluster.ts";
+
+/** iperf3's answer when the server cannot be reached. */
+export function unreachableIperf(): ExecResult {
+  return {
+    exitCode: 1,
+    stdout: JSON.stringify({ start: {}, end: {}, error: "unable to connect to server" }),
+    stderr: "",
+  };
+}
+
+export function connectAnswer(from: FakeNode, to: FakeNode | undefined): ExecResult {
+  if (!to) return { exitCode: 1, stdout: "", stderr: "OTHER: connect: no route to host\n" };
+  if (from.unreachable || to.unreachable) return { exitCode: 1, stdout: "", stderr: "TIMEOUT\n" };
+  if (to.refuses) return { exitCode: 1, stdout: "", stderr: "REFUSED\n" };
+  return { exitCode: 0, stdout: "", stderr: "" };
+}
+
+/** curl's output for latencyCommand(): each sample answered by the pod the address routes to. */
+export function curlAnswer(
+  from: FakeNode,
+  to: FakeNode | undefined,
+  answeredBy: string,
+  command: string[],
+): ExecResult {
+  const samples = command.filter((a) => a.startsWith("http://")).length;
+  const lines: string[] = [];
+  const reachable = to && !from.unreachable && !to.unreachable && !to.refuses;
+  for (let i = 0; i < samples; i++) {
+    const rtt = ((to?.rttMs ?? 0.2) * (i === samples - 1 ? 3 : 1)) / 1000;
+    lines.push(
+      reachable ? answeredBy : "",
+      reachable
+        ? `LACE 200 1 ${rtt.toFixed(6)} ${rtt.toFixed(6)} ${(2 * rtt).toFixed(6)}`
+        : "LACE 000 0 0.000000 0.000000 0.000000",
+    );
+  }
+  return { exitCode: reachable ? 0 : 28, stdout: lines.join("\n") + "\n", stderr: "" };
+}
+
+/** curl's output for mtuCommand(): the pod MTU, then each /echo payload whole or lost. */
+export function mtuAnswer(from: FakeNode, to: FakeNode | undefined, command: string[]): ExecResult {
+  const lines = ["1500", "LACE 000 5"];
+  for (const url of command.filter((a) => a.includes("/echo?msg="))) {
+    const size = url.length - url.indexOf("msg=") - 4;
+    const limit = Math.min(from.blackHoleAbove ?? Infinity, to?.blackHoleAbove ?? Infinity);
+    const through = to && !from.unreachable && !to.unreachable && size <= limit;
+    lines.push("", through ? `LACE 200 ${size}` : "LACE 000 0");
+  }
+  return { exitCode: 0, stdout: lines.join("\n") + "\n", stderr: "" };
+}
+
+/** iperf3 -n (the MTU check's full-size transfer): MSS 1448; segments of 1500 B lost in a black hole. */
+export function transferAnswer(from: FakeNode, to: FakeNode | undefined): ExecResult {
+  // Unreachable: the same "unable to connect" as a bandwidth test.
+  if (!to || from.unreachable || to.unreachable) return unreachableIperf();
+  const limit = Math.min(from.blackHoleAbove ?? Infinity, to.blackHoleAbove ?? Infinity);
+  const start = { tcp_mss_default: 1448 };
+  const json = limit < 1500
+    ? { start, end: {}, error: "unable to write to stream socket: Connection timed out" }
+    : { start, end: { sum_received: { bytes: 1 << 20 } } };
+  return { exitCode: 0, stdout: JSON.stringify(json) + "\n", stderr: "" };
+}
+
+/** iperf3 -u -l SIZE (the MTU check's UDP datagrams): none arrive above a black hole. */
+export function udpDatagramsAnswer(
+  from: FakeNode,
+  to: FakeNode | undefined,
+  command: string[],
+): ExecResult {
+  if (!to || from.unreachable || to.unreachable) return unreachableIperf();
+  const size = Number(command[command.indexOf("-l") + 1]);
+  const limit = Math.min(
+    ...[from, to].flatMap((n) => [n.blackHoleAbove ?? Infinity, n.udpBlackHoleAbove ?? Infinity]),
+  );
+  const sent = Math.ceil(1_000_000 / 8 / size);
+  const json = {
+    start: {},
+    end: { sum_sent: { packets: sent }, sum_received: { packets: size + 28 > limit ? 0 : sent } },
+  };
+  return { exitCode: 0, stdout: JSON.stringify(json) + "\n", stderr: "" };
+}
