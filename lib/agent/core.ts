@@ -7,14 +7,13 @@
 import { getLogger } from "@logtape/logtape";
 import type { Config } from "../config.ts";
 import type { Attachment, AttachmentRef } from "../cni/protocol.ts";
-import { PodInterfaces } from "./pod_interfaces.ts";
+import { CNI_SOURCE, CniAttachments } from "./cni_attachments.ts";
 import type { AddressClash, Conflict } from "../rules/conflicts.ts";
-import type { Pod } from "../pods/pod.ts";
 import { PodCache } from "../pods/cache.ts";
 import type { PodSource } from "../pods/source.ts";
 import { keyId, MAX_TARGETS, type ProbeStore } from "../datapath/probe_map.ts";
 import type { Skip } from "../rules/targets.ts";
-import type { NetworkMismatch, PodNetwork } from "../rules/pod_network.ts";
+import type { NetworkMismatch } from "../rules/pod_network.ts";
 import { failedWrites, type Unwritten } from "../rules/share.ts";
 import { callHook, type ProblemHooks, ProblemReporter } from "./problems.ts";
 import type { NodeNetworkStore } from "./node_networks.ts";
@@ -35,9 +34,6 @@ import { Scheduler } from "./scheduler.ts";
 import type { AddressSharing, SharedAddress } from "../rules/address_holders.ts";
 
 const log = getLogger(["lace", "agent"]);
-
-/** The pod view the CNI path maintains, ranked below the API and the directory. */
-const CNI_SOURCE = "cni";
 
 export type AgentCoreConfig = Pick<
   Config,
@@ -128,13 +124,8 @@ export class AgentCore {
   #unwrittenByRules: Unwritten[] = [];
   /** What was derived from each merged pod object: one memo for the reconcile and the ADDs. */
   readonly #derived: RulesMemo = new WeakMap();
-  /**
-   * The network the node attached each pod to, by uid, as the CNI path reported it:
-   * authoritative over the pod's annotations, which the pod's author can write.
-   */
-  readonly #nodeNetworks = new Map<string, PodNetwork>();
-  /** The addresses of each interface the CNI path attached (Multus: several per pod). */
-  readonly #interfaces = new PodInterfaces();
+  /** The networks the node attached pods to and their interfaces' addresses (the CNI path's). */
+  readonly #attachments: CniAttachments;
   #started: PodSource[] = [];
   readonly #timers: Timers;
 
@@ -142,11 +133,11 @@ export class AgentCore {
     this.#opts = opts;
     this.#snapshot.addressSharing = opts.config.addressSharing;
     this.#reporter = new ProblemReporter(opts);
-    for (const [uid, net] of opts.nodeNetworkStore?.load() ?? []) this.#nodeNetworks.set(uid, net);
     this.cache = new PodCache({
       nodeName: opts.config.nodeName,
       onChange: (source) => this.runner.trigger(source),
     });
+    this.#attachments = new CniAttachments(this.cache, opts.nodeNetworkStore);
     for (const source of opts.sources) this.cache.register(source.name);
     const timers = opts.timers ?? realTimers;
     this.#timers = timers;
@@ -245,24 +236,17 @@ export class AgentCore {
       if (found.network) {
         refuseClashingAttachment(a, found.network, {
           pods: this.cache,
-          nodeNetworks: this.#nodeNetworks,
+          nodeNetworks: this.#attachments.nodeNetworks,
           config: this.#opts.config,
           memo: this.#derived,
-          networkUnknown: this.#networkUnknown,
+          networkUnknown: this.#attachments.networkUnknown,
           onRefused: this.#opts.onAttachRefused,
         });
       } else {
         logUnknownNetwork(a, found.unknown);
       }
     }
-    if (a.network !== undefined && a.networkId !== undefined) {
-      const known = this.#nodeNetworks.get(a.uid);
-      if (known?.network !== a.network || known.networkId !== a.networkId) {
-        this.#nodeNetworks.set(a.uid, { network: a.network, networkId: a.networkId });
-        this.#opts.nodeNetworkStore?.save(this.#nodeNetworks);
-      }
-    }
-    this.#upsertCniView(a, this.#interfaces.add(a.uid, ref, a.ips));
+    this.#attachments.add(a, ref);
     const report = await this.runner.runNow("cni-add");
     if (report.error) {
       throw new Error(`Reconcile for pod ${a.namespace}/${a.name} failed: ${report.error}`);
@@ -285,41 +269,18 @@ export class AgentCore {
    * still know the pod.
    */
   async removeAttachment(uid: string, ref?: AttachmentRef): Promise<void> {
-    const left = this.#interfaces.remove(uid, ref);
-    // Only who the pod is: a pod refused as too large has that too (get would throw).
-    const view = left && this.cache.holderView(uid);
-    if (left && view) {
-      this.#upsertCniView({ ...view.metadata, uid }, left);
-    } else {
-      this.#interfaces.remove(uid, undefined);
-      if (this.#nodeNetworks.delete(uid)) this.#opts.nodeNetworkStore?.save(this.#nodeNetworks);
-      this.cache.remove(CNI_SOURCE, uid);
-    }
+    const interfaceOnly = this.#attachments.remove(uid, ref);
     const report = await this.runner.runNow("cni-del");
     if (report.error) {
-      const what = left && view ? "an interface of pod" : "pod";
+      const what = interfaceOnly ? "an interface of pod" : "pod";
       throw new Error(`Reconcile after removing ${what} ${uid} failed: ${report.error}`);
     }
   }
 
   /** Every address the CNI path attached the pod's interfaces with (CHECK of one interface). */
   interfaceAddresses(uid: string): string[] {
-    return this.#interfaces.addresses(uid);
+    return this.#attachments.interfaceAddresses(uid);
   }
-
-  /** The pod as the CNI path knows it: its identity and addresses, no spec. */
-  #upsertCniView(p: { namespace: string; name: string; uid: string }, ips: string[]): void {
-    const pod: Pod = {
-      metadata: { namespace: p.namespace, name: p.name, uid: p.uid },
-      spec: { containers: [] },
-      status: { podIPs: ips.map((ip) => ({ ip })) },
-    };
-    this.cache.upsert(CNI_SOURCE, pod);
-  }
-
-  /** Known from the CNI path only, which named no network: its network is unknown, not default. */
-  readonly #networkUnknown = (uid: string): boolean =>
-    !this.#nodeNetworks.has(uid) && this.cache.sourcesOf(uid).every((s) => s === CNI_SOURCE);
 
   #compute(): ReconcileInput {
     const { config } = this.#opts;
@@ -328,14 +289,14 @@ export class AgentCore {
       desiredState({
         uids,
         pods: this.cache,
-        nodeNetworks: this.#nodeNetworks,
+        nodeNetworks: this.#attachments.nodeNetworks,
         config,
         capacity: this.#opts.store.capacity ?? MAX_TARGETS,
         memo: this.#derived,
-        networkUnknown: this.#networkUnknown,
+        networkUnknown: this.#attachments.networkUnknown,
       });
     const synced = this.cache.synced;
-    if (synced) this.#forgetGonePods(uids);
+    if (synced) this.#attachments.forgetGonePods(uids);
     this.#snapshot = {
       ...this.#snapshot,
       targets: views,
@@ -368,21 +329,6 @@ export class AgentCore {
       conflicts: conflicts.length,
       skips: skips.length,
     };
-  }
-
-  /**
-   * Forgets the node's network of pods no source knows any more (deleted while
-   * the agent was away, or without a CNI DEL), once every source has listed.
-   */
-  #forgetGonePods(uids: string[]): void {
-    const known = new Set(uids);
-    this.#interfaces.keepOnly(known);
-    if (this.#nodeNetworks.size === 0) return;
-    let changed = false;
-    for (const uid of [...this.#nodeNetworks.keys()]) {
-      if (!known.has(uid)) changed = this.#nodeNetworks.delete(uid) || changed;
-    }
-    if (changed) this.#opts.nodeNetworkStore?.save(this.#nodeNetworks);
   }
 
   #observe(report: ReconcileReport): void {
