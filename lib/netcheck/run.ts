@@ -5,9 +5,8 @@
  * success, failure, timeout and interrupt.
  */
 import { getLogger } from "@logtape/logtape";
-import { addressOfFamily } from "./address.ts";
 import { joinHostPort } from "../host_port.ts";
-import type { Endpoint, NetcheckCluster } from "./cluster.ts";
+import type { NetcheckCluster } from "./cluster.ts";
 import { classifyConnect } from "./connect_result.ts";
 import { checkIsolation, checkMtu, measureBandwidth, measureLatency } from "./path_checks.ts";
 import { acquireLease, type LeaseLock } from "./lease_lock.ts";
@@ -17,7 +16,8 @@ import { CONNECT_PORT, type NetcheckOptions, UDP_PORT } from "./options.ts";
 import { directedPairs, type Pair, pairCount } from "./pairs.ts";
 import { connectivityPeers, roundsToCover, sampledPairCount, sampledPairs } from "./peers.ts";
 import { Progress, type ProgressOutput } from "./progress.ts";
-import { abortableSleep, SetupError, waitForProbePods } from "./readiness.ts";
+import { abortableSleep, SetupError } from "./readiness.ts";
+import { listEndpoints, nodeNames, waitForEndpoints } from "./endpoints.ts";
 import type { PathSink, RunOutcome } from "./report.ts";
 import { schedulePairs } from "./scheduler.ts";
 import { type PathResult, Summary } from "./summary.ts";
@@ -78,31 +78,6 @@ export interface RunResult {
 /** A short random run id, valid in names and labels. */
 export function newRunId(): string {
   return crypto.randomUUID().replaceAll("-", "").slice(0, 8);
-}
-
-/** Picks each ready pod's address of the chosen family; a pod without one fails the setup. */
-function endpointsOf(
-  pods: { name: string; nodeName: string; podIPs: string[] }[],
-  family: NetcheckOptions["ipFamily"],
-): Endpoint[] {
-  const endpoints = pods.map((pod) => {
-    const address = addressOfFamily(pod.podIPs, family);
-    if (!address) {
-      throw new SetupError(
-        `Probe pod "${pod.name}" on node "${pod.nodeName}" has no ${family} address in ` +
-          `status.podIPs (${pod.podIPs.join(", ") || "none"}); choose another --ip-family`,
-      );
-    }
-    return { pod: pod.name, node: pod.nodeName, address };
-  });
-  return endpoints.sort((a, b) => a.node < b.node ? -1 : a.node > b.node ? 1 : 0);
-}
-
-/** The nodes of the endpoints of every network, sorted, each once. */
-function nodeNames(perNetwork: NetworkEndpoint[][]): string[] {
-  const nodes = new Set<string>();
-  for (const endpoints of perNetwork) for (const e of endpoints) nodes.add(e.node);
-  return [...nodes].sort();
 }
 
 /** Runs netcheck; returns the exit code, summary and outcome (the caller prints the report). */
@@ -291,60 +266,13 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
     }
   };
 
-  /** The ready probe pods now (a watch round picks up nodes that came and went). */
-  const relist = async (): Promise<NetworkEndpoint[][]> => {
-    const out: NetworkEndpoint[][] = [];
-    for (const [index, network] of networks.entries()) {
-      const pods = (await cluster.listPods(network.namespace, network.selector))
-        .filter((p) => p.ready && addressOfFamily(p.podIPs, options.ipFamily));
-      out.push(
-        endpointsOf(pods, options.ipFamily).map((e) => ({
-          ...e,
-          ...(network.namespace === ns ? {} : { namespace: network.namespace }),
-          network: index,
-        })),
-      );
-    }
-    return out;
-  };
-
-  /**
-   * Waits for each network's probe pods and keeps only their endpoints: the
-   * listed pods (a few hundred bytes each with their status) are dropped here,
-   * not held by the run for its whole length (1.2 MiB at 5000 nodes).
-   */
-  const readyEndpoints = async (): Promise<NetworkEndpoint[][]> => {
-    const perNetwork: NetworkEndpoint[][] = [];
-    for (const [index, network] of networks.entries()) {
-      const { ready, skipped } = await waitForProbePods(cluster, {
-        namespace: network.namespace,
-        daemonSet: network.daemonSet,
-        selector: network.selector,
-        timeoutMs: options.readyTimeoutMs,
-        pollMs: env.pollMs,
-        signal,
-        now: env.now,
-      });
-      summary.skippedNodes.push(...skipped.map((s) => ({
-        node: (s.pod.nodeName || s.pod.name) + (multi ? ` (network ${network.name})` : ""),
-        reason: s.reason,
-      })));
-      const endpoints = endpointsOf(ready, options.ipFamily).map((e) => ({
-        ...e,
-        ...(network.namespace === ns ? {} : { namespace: network.namespace }),
-        network: index,
-      }));
-      if (endpoints.length < 2) {
-        throw new SetupError(
-          `Only ${endpoints.length} probe pod is ready` +
-            (multi ? ` in network "${network.name}"` : "") +
-            "; netcheck needs at least two nodes",
-        );
-      }
-      perNetwork.push(endpoints);
-    }
-    return perNetwork;
-  };
+  const relist = () => listEndpoints(cluster, networks, options);
+  const readyEndpoints = () =>
+    waitForEndpoints(cluster, networks, options, summary.skippedNodes, {
+      pollMs: env.pollMs,
+      signal,
+      now: env.now,
+    });
 
   summary.networks = matrix;
   let lease: LeaseLock | undefined;
