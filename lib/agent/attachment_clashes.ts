@@ -10,7 +10,7 @@ import type { PodCache } from "../pods/cache.ts";
 import { canonicalAddress } from "../datapath/probe_map.ts";
 import type { PodNetwork, TargetOptions } from "../rules/pod_network.ts";
 import type { PodPlacement } from "../rules/placement.ts";
-import { heldPlacement, placementOf, type RulesMemo } from "./desired_state.ts";
+import { addressPlacement, type RulesMemo } from "./desired_state.ts";
 import { errorText } from "../error_text.ts";
 import { callHook } from "./problems.ts";
 
@@ -35,42 +35,35 @@ export interface ClashCheck {
  * delivered into the other's network. Throws AttachmentRefusedError, which
  * the CNI server turns into a refusal that fails the ADD (the runtime
  * retries, and the address manager picks another address). `network` is the
- * attachment's (attachmentNetwork()). A holder whose annotations are malformed
- * is no clash (its network is unknown, and it is reported); a holder the cache
- * refused (too large) holds its addresses all the same, against every network
- * when its network is unknown (heldPlacement()).
+ * attachment's (attachmentNetwork()). Holders are placed by the reconcile's rule
+ * (addressPlacement()): one whose network nothing tells (annotations malformed,
+ * known from the CNI path alone, refused as too large without a network) holds
+ * its addresses against every network.
  */
 export function refuseClashingAttachment(
   a: Attachment,
   network: PodNetwork,
   check: ClashCheck,
 ): void {
-  const { pods, nodeNetworks, config, memo } = check;
+  const { pods, nodeNetworks } = check;
   const placements: PodPlacement[] = [];
   for (const uid of pods.uids()) {
-    const node = nodeNetworks.get(uid);
-    let placed: PodPlacement | undefined;
     try {
-      placed = placementOf(memo, pods.get(uid)!, config, node);
-      if (placed && check.networkUnknown?.(uid)) placed = undefined;
-    } catch {
-      // A pod the cache cannot evaluate (refused as too large, nested too deeply) still holds
-      // its addresses, in its network or, when that is unknown, against every network: passing
-      // over it would let this attachment take the address of a pod whose kubelet probes would
-      // then be tagged into this attachment's network. The reconcile reports the pod itself.
-      try {
-        placed = heldPlacement(pods, uid, memo, config, node);
-      } catch (error) {
-        // Nothing of it is readable, so nothing says which addresses it has: refusing every
-        // ADD of the node for it would let one pod stop all others from starting, so it is
-        // passed over, loudly (the reconcile's address rule cannot place it either).
-        log.error(
-          "Cannot tell which addresses pod {uid} holds, so the CNI ADD of pod {pod} is not checked against them: {error}",
-          { uid, pod: `${a.namespace}/${a.name}`, error: errorText(error) },
-        );
-      }
+      // The reconcile's rule (addressPlacement): a pod the cache cannot evaluate (refused as too
+      // large) or whose network nothing tells holds its addresses all the same, against every
+      // network when its network is unknown; passing over it would let this attachment take the
+      // address of a pod whose kubelet probes would then be tagged into this network.
+      const placed = addressPlacement({ ...check, node: nodeNetworks.get(uid) }, uid);
+      if (placed) placements.push(placed);
+    } catch (error) {
+      // Nothing of it is readable, so nothing says which addresses it has: refusing every ADD of
+      // the node for it would let one pod stop all others from starting, so it is passed over,
+      // loudly (the reconcile's address rule cannot place it either).
+      log.error(
+        "Cannot tell which addresses pod {uid} holds, so the CNI ADD of pod {pod} is not checked against them: {error}",
+        { uid, pod: `${a.namespace}/${a.name}`, error: errorText(error) },
+      );
     }
-    if (placed) placements.push(placed);
   }
   const addresses = a.ips.flatMap((ip) => {
     try {

@@ -195,3 +195,85 @@ Deno.test("refuseClashingAttachment() and desiredState() place a pod once betwee
   assert.equal(memo.get(holder)?.placement, placed, "the reconcile used the ADD's placement");
   assert.ok(memo.get(holder)?.result, "and added the rules' targets to the same entry");
 });
+
+Deno.test("refuseClashingAttachment() refuses every network at the address of a pod whose network annotations are malformed", () => {
+  const unknown = pod("u", "10.0.0.5", 2);
+  unknown.metadata.annotations = { "lace.io/network": "net 2", "lace.io/network-id": "2" };
+  const c = check([["u", unknown]]);
+  for (const id of [0, 1, 2]) {
+    assert.throws(() => refuseClashingAttachment(attachment(), net(id), c), AttachmentRefusedError);
+  }
+  // The node's attach network tells it: then only another network is refused.
+  const known = check([["u", unknown]], new Map([["u", net(2)]]));
+  refuseClashingAttachment(attachment(), net(2), known);
+  assert.throws(
+    () => refuseClashingAttachment(attachment(), net(1), known),
+    AttachmentRefusedError,
+  );
+});
+
+Deno.test("refuseClashingAttachment() refuses exactly where desiredState() would find the address held by another network", () => {
+  // One rule (addressPlacement) for both: a holder of each kind whose network is known, unknown
+  // (malformed annotations, known from the CNI path alone, refused without a network), refused
+  // with a network, or evaluable in a network.
+  const malformed = pod("m", "10.0.0.1", 2);
+  malformed.metadata.annotations = { "lace.io/network": "net 2" };
+  const holders: [string, Pod, string[]][] = [
+    ["plain", pod("plain", "10.0.0.2", 2), []],
+    ["m", malformed, []],
+    [
+      "cni",
+      { ...pod("cni", "10.0.0.3", 2), metadata: { name: "c", namespace: "ns", uid: "cni" } },
+      [
+        "cni",
+      ],
+    ],
+    ["huge", refusedPod("huge", "10.0.0.4", 2), []],
+    ["hugeu", refusedPod("hugeu", "10.0.0.5", 2, { "lace.io/network": "x y" }), []],
+  ];
+  const config = {
+    ...CONFIG,
+    probeMark: 0x1000,
+    markShift: 16,
+    addressConflict: "fail-closed" as const,
+    addressSharing: "exclusive" as const,
+    maxTargetsPerPod: 64,
+  };
+  for (const [uid, holder, unknownUids] of holders) {
+    const ip = holder.status!.podIPs![0].ip;
+    for (const id of [0, 1, 2]) {
+      const newcomer = pod("new", ip, id);
+      if (id === 0) delete newcomer.metadata.annotations;
+      const c = {
+        ...check([[uid, holder]]),
+        networkUnknown: (u: string) => unknownUids.includes(u),
+      };
+      let refused = false;
+      try {
+        refuseClashingAttachment(attachment([ip]), net(id), c);
+      } catch (e) {
+        assert.ok(e instanceof AttachmentRefusedError);
+        refused = true;
+      }
+      const state = desiredState({
+        uids: [uid, "new"],
+        pods: {
+          get: (u) => {
+            const p = u === "new" ? newcomer : holder;
+            assertUsable(p);
+            return p;
+          },
+          holderView: (u) => u === "new" ? newcomer : holder,
+          identity: (u) => ({ namespace: "ns", name: u, uid: u }),
+        },
+        nodeNetworks: new Map(),
+        config,
+        capacity: 100,
+        memo: new WeakMap(),
+        networkUnknown: c.networkUnknown,
+      });
+      const held = state.sharedAddresses.some((s) => s.address === ip);
+      assert.equal(refused, held, `holder ${uid}, newcomer in network ${id}`);
+    }
+  }
+});

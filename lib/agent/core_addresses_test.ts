@@ -126,7 +126,7 @@ Deno.test("AgentCore does not refuse an ADD whose pod the API names under anothe
   await t.core.stop();
 });
 
-Deno.test("AgentCore fails open when the API lookup misses its deadline, then tags none of the later pod's probes at the held address", async () => {
+Deno.test("AgentCore fails open when the API lookup misses its deadline, withdraws the holder's targets while the later pod's network is unknown, then tags none of the later pod's probes at the held address", async () => {
   let calls = 0;
   const hanging: PodLookup = {
     get: () => {
@@ -146,6 +146,14 @@ Deno.test("AgentCore fails open when the API lookup misses its deadline, then ta
   await add;
   assert.equal(calls, 1);
   assert.equal(t.refusals.length, 0, "fail open");
+  // Known from the CNI path alone, its network unknown: it holds the address against every
+  // network, and the holder's targets there go (the kubelet may probe it on the holder's port).
+  assert.deepEqual(ids(t.store), []);
+  assert.deepEqual(t.clashes.map(([a, p]) => [a.address, p.pod.uid]), [
+    ["10.0.0.5", "holder"],
+    ["10.0.0.5", "late"],
+  ]);
+  t.clashes.length = 0;
   // The watch then delivers the pod, annotated with network 1 by the trusted writer.
   t.sources[0].list(
     pod("holder", "10.0.0.5", 2, "2026-01-01T00:00:00Z", 9090),

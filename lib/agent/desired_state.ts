@@ -90,28 +90,52 @@ export function placementOf(
 }
 
 /**
- * Where a pod that cannot be evaluated sits (PodCache.get throws for it: refused as too large or
- * nested too deeply), from its views as they are (PodCache.holderView): such a pod gets no
- * targets, but the addresses it has are its own on this node, so it holds them like any pod.
- * Its network is the node's attachment's, else its annotations'; when neither tells,
- * UNKNOWN_NETWORK, which holds them against every network (fail closed): otherwise a tenant
- * could make its pod unreadable to have another network's pod take its address, and the
- * kubelet's probes of its pod tagged into that network. Its probes are unknown, so where it is
- * the later pod at an address the holder loses its targets there too (sharedAddresses). A new
- * object each call: the memo keeps podPlacement's result, which is the pod's own. Undefined
- * for a pod that holds no address (on the host network, finished) or has no view left.
+ * Where pod `uid` sits for the one-network-per-address rule: the one rule the reconcile's
+ * address holders (desiredState) and the refusals at attach (attachment_clashes.ts) both place
+ * pods by. A pod whose network nothing tells holds its addresses as UNKNOWN_NETWORK, against
+ * every network (fail closed), and its probes count as unknown (it has no targets or claims):
+ * its annotations malformed and no attach network from the node, known from the CNI path alone
+ * whose conf named none (`networkUnknown`), or refused by the cache (too large, nested too
+ * deeply) with neither. Otherwise a tenant could leave its pod's network unknown to share
+ * another network's address, and the kubelet's probes of its pod, on a port the other pod
+ * probes, would be tagged into that network. A refused pod is placed from its views as they
+ * are (PodCache.holderView), and always has its probes unknown. Undefined for a pod that holds
+ * no address (on the host network, finished, gone); throws only when nothing of a refused pod
+ * is readable. `probesKnown` false: the caller could not evaluate the pod's probes (its rules
+ * threw), which counts like a refusal. The memo keeps podPlacement's result, which is the pod's
+ * own; an unknown one is a new object each call.
  */
-export function heldPlacement(
-  pods: Pick<PodCache, "holderView">,
+export function addressPlacement(
+  input: AddressPlacementInput,
   uid: string,
-  memo: RulesMemo,
-  config: TargetOptions,
-  node: PodNetwork | undefined,
+  probesKnown = true,
 ): PodPlacement | undefined {
-  const pod = pods.holderView(uid);
-  const placed = pod && placementOf(memo, pod, config, node);
+  const { pods, memo, config, node } = input;
+  let placed: PodPlacement | undefined;
+  let evaluable = probesKnown;
+  try {
+    const pod = pods.get(uid);
+    placed = pod && placementOf(memo, pod, config, node);
+  } catch {
+    evaluable = false;
+    const pod = pods.holderView(uid);
+    placed = pod && placementOf(memo, pod, config, node);
+  }
   if (!placed) return undefined;
-  return { ...placed, network: placed.network ?? UNKNOWN_NETWORK, probesUnknown: true };
+  const unknown = !placed.network || input.networkUnknown?.(uid) === true;
+  if (!unknown && evaluable) return placed;
+  return { ...placed, network: unknown ? UNKNOWN_NETWORK : placed.network, probesUnknown: true };
+}
+
+/** What addressPlacement() reads: the pods, the memo, and the network the node attached the pod to. */
+export interface AddressPlacementInput {
+  pods: Pick<PodCache, "get" | "holderView">;
+  memo: RulesMemo;
+  config: TargetOptions;
+  /** The network the node attached the pod to, if it did (authoritative over annotations). */
+  node: PodNetwork | undefined;
+  /** Whether nothing can tell this pod's network yet (DesiredStateInput.networkUnknown). */
+  networkUnknown?: (uid: string) => boolean;
 }
 
 export interface DesiredStateInput {
@@ -128,8 +152,8 @@ export interface DesiredStateInput {
   /**
    * Whether nothing can tell this pod's network yet: the CNI path reported it
    * without one and no other source knows it. Such a pod holds its addresses
-   * for no network (it is not on the default network merely because its only
-   * view has no annotations).
+   * against every network (UNKNOWN_NETWORK; it is not on the default network
+   * merely because its only view has no annotations).
    */
   networkUnknown?: (uid: string) => boolean;
 }
@@ -175,6 +199,7 @@ export function desiredState(input: DesiredStateInput): DesiredState {
   const unwritten: Unwritten[] = [];
   const placements: PodPlacement[] = [];
   for (const uid of uids) {
+    let evaluated = false;
     // Each pod on its own: whatever one pod's objects make throw (a manifest nested
     // thousands of levels deep, a shape nobody foresaw) costs that pod its targets only.
     try {
@@ -201,20 +226,16 @@ export function desiredState(input: DesiredStateInput): DesiredState {
       if (capped) unwritten.push(capped);
       skips.push(...result.skipped);
       if (result.mismatch) mismatches.push(result.mismatch);
-      // Every live pod at an address counts, with probes or without; one whose network
-      // nothing can tell yet holds its addresses for no network.
-      const placed = placementOf(memo, pod, config, node);
-      if (placed) {
-        placements.push(input.networkUnknown?.(uid) ? { ...placed, network: undefined } : placed);
-      }
+      evaluated = true;
     } catch (error) {
       skips.push(unusable(pods, uid, error));
-      // No targets, but its addresses stay held (a pod refused as too large, say).
-      try {
-        const held = heldPlacement(pods, uid, memo, config, nodeNetworks.get(uid));
-        if (held) placements.push(held);
-      } catch { /* nothing of it is readable: the skip above reports it */ }
     }
+    // Every live pod at an address counts, with probes or without, also one that cannot be
+    // evaluated (its addresses stay held) or whose network nothing tells.
+    try {
+      const placed = addressPlacement({ ...input, node: nodeNetworks.get(uid) }, uid, evaluated);
+      if (placed) placements.push(placed);
+    } catch { /* nothing of it is readable: the skip above reports it */ }
   }
   const shared = sharedAddresses(placements);
   const displaced: ProbeKey[] = [];

@@ -338,3 +338,23 @@ Deno.test("desiredState() skips a pod whose network name is refused and keeps ev
     [["b", "annotation"]],
   );
 });
+
+Deno.test("desiredState() under exclusive lets a pod whose network annotations are malformed hold its address against every network, and withdraws the holder's targets when it comes later", () => {
+  // Evaluable, but nothing tells its network: it gets no targets, and the kubelet's probes of it
+  // (on any port, the holder's too) must never be tagged into another network at its address.
+  const unknown = pod("u", "10.0.0.5", 2, [8080], "2026-01-01T00:00:00Z");
+  Object.assign(unknown.metadata.annotations!, UNKNOWN);
+  for (const networkId of [undefined, 1, 2]) {
+    const later = pod("b", "10.0.0.5", networkId, [8080], "2026-01-02T00:00:00Z");
+    const state = compute([later, unknown]);
+    assert.deepEqual([...state.desired.keys()], [], `network ${networkId}`);
+    assert.deepEqual(state.sharedAddresses.map((s) => s.holder.pod.uid), ["u"]);
+  }
+  const holder = pod("a", "10.0.0.5", 1, [8080], "2026-01-01T00:00:00Z");
+  const late = pod("u", "10.0.0.5", 2, [8080], "2026-01-02T00:00:00Z");
+  Object.assign(late.metadata.annotations!, UNKNOWN);
+  const state = compute([late, holder]);
+  assert.deepEqual([...state.desired.keys()], []);
+  assert.equal(state.sharedAddresses[0].holderWithdrawn, true);
+  assert.deepEqual(state.skips.map((s) => [s.pod.uid, s.reason]), [["u", "annotation"]]);
+});

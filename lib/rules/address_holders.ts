@@ -55,10 +55,10 @@ export interface SharedAddress {
 /**
  * The addresses that pods of two or more networks hold, sorted by address,
  * each with its holder (the oldest pod) and the later pods of other networks.
- * Placements without a network (malformed annotations, no targets of their
- * own) take no part: nothing says which network they are in. A pod refused by
- * the cache whose network is unknown comes as UNKNOWN_NETWORK instead, and
- * holds its addresses against every network (older wins, as for any pod).
+ * A pod whose network nothing tells comes as UNKNOWN_NETWORK (the agent places
+ * it so: desired_state.ts addressPlacement) and holds its addresses against
+ * every network (older wins, as for any pod); a placement without a network
+ * takes no part.
  */
 export function sharedAddresses(placements: PodPlacement[]): SharedAddress[] {
   // One pass that only notes, per address, its first network and whether another follows: at

@@ -25,7 +25,8 @@ export interface PodPlacement {
  * or undefined for a pod that holds none: on the host network, or finished
  * (Succeeded/Failed). The network is `node` when the node attached the pod,
  * else the annotations', else DEFAULT_NETWORK; undefined when the annotations
- * are malformed. Addresses as in probeTargetsForPod (ports are 0).
+ * are malformed (the agent then holds the addresses as UNKNOWN_NETWORK:
+ * addressPlacement). Addresses as in probeTargetsForPod (ports are 0).
  */
 export function podPlacement(
   pod: Pod,

@@ -30,9 +30,10 @@ export interface NetworkMismatch {
 export const DEFAULT_NETWORK: Readonly<PodNetwork> = { network: "", networkId: 0 };
 
 /**
- * The network of a pod that holds its addresses against every network: a pod refused as too
- * large (or that could not be evaluated) whose network nothing tells, the node's attachment nor
- * valid annotations. It gets no targets, and at its addresses every other pod counts as of
+ * The network of a pod that holds its addresses against every network: a pod whose network
+ * nothing tells, the node's attachment nor valid annotations (malformed ones, a pod known from
+ * the CNI path alone, one refused as too large or that could not be evaluated). It gets no
+ * targets, and at its addresses every other pod counts as of
  * another network (fail closed). Its id is no real network's (those are 0..65535) and its name
  * no real network's either (a network name has no spaces); it is never in a mark.
  */

@@ -1,0 +1,118 @@
+/**
+ * A pod whose network nothing tells (annotations malformed, no network from the node's attach),
+ * played as a hostile tenant would against the real agent process on the simulated node (two
+ * overlay networks whose pods share one IPv4 and one IPv6 address), with pods from the
+ * repository's test API server and the chained `lace` plugin. Such a pod gets no targets of its
+ * own; before, it held no address either, so another network's pod shared its address unrefused
+ * and kept its targets there, and the kubelet's probes of the unknown pod (a path and headers its
+ * author chose, on a port the other pod probes) were tagged into the other pod's network. Now it
+ * holds its addresses against every network, as a pod refused as too large does, and its own ADD
+ * is refused at an address another pod holds.
+ */
+import assert from "node:assert/strict";
+import { agentTestOptions, POD_IPV4, POD_IPV6, podManifest } from "./helpers/agent_process.ts";
+import {
+  eventsWithReason,
+  metricReaches,
+  plugin,
+  putLater,
+  startTenantWorld,
+  tenantPod,
+} from "./helpers/tenant_world.ts";
+import { waitFor } from "./helpers/wait.ts";
+
+/**
+ * `pod` with network annotations no network has (a name with a space) and a readiness probe on
+ * port 8081, the victim's, with a path and header of its author's choosing.
+ */
+function unknownNetwork(pod: Record<string, unknown>): Record<string, unknown> {
+  (pod.metadata as { annotations: Record<string, string> }).annotations["lace.io/network"] =
+    "net 2";
+  const [app] = (pod.spec as { containers: Record<string, unknown>[] }).containers;
+  app.startupProbe = {
+    httpGet: {
+      port: 8081,
+      path: "/chosen-by-tenant-a",
+      httpHeaders: [{ name: "X-Chosen-By", value: "tenant-a" }],
+    },
+  };
+  return pod;
+}
+
+/** The Events of `reason` on `name` name none of `words` (the other tenant's pod, namespace). */
+function assertEventsNameNone(
+  events: ReturnType<typeof eventsWithReason>,
+  name: string,
+  words: string[],
+): void {
+  const mine = events.filter((e) => e.involvedObject.name === name);
+  assert.ok(mine.length > 0, `no Event on ${name}`);
+  for (const e of mine) {
+    for (const word of words) assert.ok(!e.message.includes(word), `${word} in "${e.message}"`);
+  }
+}
+
+Deno.test({
+  name:
+    "a later pod whose network annotations are malformed takes the holder's targets at its address away, so none of its probes lands in the holder's network",
+  ...agentTestOptions,
+  async fn() {
+    const victim = tenantPod("victim", "tenant-b", 1, 8081, 9001, "2026-01-01T00:00:00Z");
+    // Known from the API only (no CNI ADD to refuse): the clash is learnt after the ADD.
+    await using t = await startTenantWorld([victim], [], [], "default");
+    const { w, api, agent } = t;
+    assert.equal((await w.probe(POD_IPV4, 8081, "/")).body, w.podIn(1));
+    const attacker = unknownNetwork(
+      tenantPod("attacker", "tenant-a", 2, 8080, 9000, "2026-01-02T00:00:00Z"),
+    );
+    await putLater(api, victim, attacker);
+    await metricReaches(agent, 'lace_probes_ignored{reason="annotation"}', 1);
+    // The reconcile that saw the attacker is done: the kubelet's probe of it at 8081 must not be
+    // tagged into the victim's network.
+    for (const [host, port, path] of [[POD_IPV4, 8081, "/"], [POD_IPV6, 9001]] as const) {
+      const res = await w.probe(host, port, path);
+      assert.equal(res.result, "NO_ROUTE", `${host}:${port}: ${JSON.stringify(res)}`);
+    }
+    await metricReaches(agent, "lace_address_clashes", 2);
+    const events = await waitFor(() => {
+      const found = eventsWithReason(api, "AddressClash");
+      return found.filter((e) => e.involvedObject.name === "victim").length >= 2
+        ? found
+        : undefined;
+    }, { message: "an AddressClash Event per address on the victim" });
+    assertEventsNameNone(events, "victim", ["attacker", "tenant-a", "net 2"]);
+  },
+});
+
+Deno.test({
+  name:
+    "a CNI ADD at an address a pod with malformed network annotations holds is refused for every network",
+  ...agentTestOptions,
+  async fn() {
+    const holder = unknownNetwork(
+      tenantPod("holder", "tenant-a", 2, 8080, 9000, "2026-01-01T00:00:00Z"),
+    );
+    const newcomer = podManifest({
+      name: "newcomer",
+      networkId: 1,
+      httpPort: 8081,
+      tcpPort: 9001,
+      ips: [],
+    });
+    await using t = await startTenantWorld([holder, newcomer], [], [], "default");
+    const { w, agent, socket } = t;
+    await metricReaches(agent, 'lace_probes_ignored{reason="annotation"}', 1);
+    const uid = (newcomer.metadata as { uid: string }).uid;
+    for (const networkId of [1, 2]) {
+      const add = await plugin("ADD", socket, { name: "newcomer", uid }, {
+        network: `net${networkId}`,
+        networkId,
+      });
+      assert.equal(add.code, 1, `network ${networkId}: ${add.stdout}${add.stderr}`);
+      assert.equal(add.result.code, 101);
+      assert.doesNotMatch(add.result.msg, /holder|tenant-a|net 2/);
+    }
+    assert.equal((await w.probe(POD_IPV4, 8081, "/")).result, "NO_ROUTE");
+    await metricReaches(agent, 'lace_cni_add_refusals_total{reason="address-conflict"}', 2);
+  },
+});
