@@ -6,8 +6,9 @@
  * own; before, it held no address either, so another network's pod shared its address unrefused
  * and kept its targets there, and the kubelet's probes of the unknown pod (a path and headers its
  * author chose, on a port the other pod probes) were tagged into the other pod's network. Now it
- * holds its addresses against every network, as a pod refused as too large does, and its own ADD
- * is refused at an address another pod holds.
+ * holds its addresses against every network, as a pod refused as too large does, and its own ADD,
+ * whose network is then unknown too, is refused at an address another pod holds (before, it was
+ * accepted: fail open).
  */
 import assert from "node:assert/strict";
 import { agentTestOptions, POD_IPV4, POD_IPV6, podManifest } from "./helpers/agent_process.ts";
@@ -114,5 +115,39 @@ Deno.test({
     }
     assert.equal((await w.probe(POD_IPV4, 8081, "/")).result, "NO_ROUTE");
     await metricReaches(agent, 'lace_cni_add_refusals_total{reason="address-conflict"}', 2);
+  },
+});
+
+Deno.test({
+  name:
+    "a CNI ADD whose network is unknown is refused at an address a pod of another network holds, and the holder keeps its probes",
+  ...agentTestOptions,
+  async fn() {
+    const holder = tenantPod("holder", "tenant-b", 1, 8081, 9001, "2026-01-01T00:00:00Z");
+    // Its conf names no network and its annotations name none that exists.
+    const newcomer = unknownNetwork(podManifest({
+      name: "newcomer",
+      networkId: 2,
+      httpPort: 8080,
+      tcpPort: 9000,
+      ips: [],
+    }));
+    await using t = await startTenantWorld([holder, newcomer], [], [], "default");
+    const { w, api, agent, socket } = t;
+    await metricReaches(agent, 'lace_probes_ignored{reason="annotation"}', 1);
+    const uid = (newcomer.metadata as { uid: string }).uid;
+    const add = await plugin("ADD", socket, { name: "newcomer", uid }, {});
+    assert.equal(add.code, 1, add.stdout + add.stderr);
+    assert.equal(add.result.code, 101);
+    assert.match(add.result.msg, /network is unknown/);
+    assert.doesNotMatch(add.result.msg, /holder|tenant-b|net1/);
+    await metricReaches(agent, 'lace_cni_add_refusals_total{reason="address-conflict"}', 1);
+    assert.equal((await w.probe(POD_IPV4, 8081, "/")).body, w.podIn(1), "the holder keeps its own");
+    assert.equal((await w.probe(POD_IPV6, 9001)).body, w.podIn(1));
+    const events = await waitFor(() => {
+      const found = eventsWithReason(api, "AttachRefused");
+      return found.length >= 1 ? found : undefined;
+    }, { message: "an AttachRefused Event on the newcomer" });
+    assertEventsNameNone(events, "newcomer", ["holder", "tenant-b", "net1"]);
   },
 });

@@ -8,13 +8,17 @@ import { type Attachment, AttachmentRefusedError } from "../cni/protocol.ts";
 import { type AddressClash, addressClashes } from "../rules/conflicts.ts";
 import type { PodCache } from "../pods/cache.ts";
 import { canonicalAddress } from "../datapath/probe_map.ts";
-import type { PodNetwork, TargetOptions } from "../rules/pod_network.ts";
+import { type PodNetwork, type TargetOptions, UNKNOWN_NETWORK } from "../rules/pod_network.ts";
 import type { PodPlacement } from "../rules/placement.ts";
 import { addressPlacement, type RulesMemo } from "./desired_state.ts";
 import { errorText } from "../error_text.ts";
 import { callHook } from "./problems.ts";
 
 const log = getLogger(["lace", "agent"]);
+
+/** Who holds the address, said to an attachment whose own network is unknown. */
+const UNKNOWN_BY =
+  "by another pod, and this pod's network is unknown (the CNI conf names none and no valid network annotations were known in time), so it may be another network";
 
 export interface ClashCheck {
   pods: Pick<PodCache, "uids" | "get" | "holderView">;
@@ -25,8 +29,11 @@ export interface ClashCheck {
   memo: RulesMemo;
   /** Whether nothing can tell this pod's network yet (see DesiredStateInput.networkUnknown). */
   networkUnknown?: (uid: string) => boolean;
-  /** Called with the refused attachment and its clashes (for Events). */
-  onRefused?: (attachment: Attachment, clashes: AddressClash[]) => void;
+  /**
+   * Called with the refused attachment and its clashes (for Events); `networkUnknown` when the
+   * attachment's own network is unknown (UNKNOWN_NETWORK).
+   */
+  onRefused?: (attachment: Attachment, clashes: AddressClash[], networkUnknown: boolean) => void;
 }
 
 /**
@@ -35,7 +42,9 @@ export interface ClashCheck {
  * delivered into the other's network. Throws AttachmentRefusedError, which
  * the CNI server turns into a refusal that fails the ADD (the runtime
  * retries, and the address manager picks another address). `network` is the
- * attachment's (attachmentNetwork()). Holders are placed by the reconcile's rule
+ * attachment's (attachmentNetwork()), UNKNOWN_NETWORK when that is unknown: it is
+ * then refused at an address any pod of a known network holds, as it may be
+ * another network's (fail closed). Holders are placed by the reconcile's rule
  * (addressPlacement()): one whose network nothing tells (annotations malformed,
  * known from the CNI path alone, refused as too large without a network) holds
  * its addresses against every network.
@@ -87,10 +96,11 @@ export function refuseClashingAttachment(
       holderNetwork: clashes[0].holderNetwork.network || "(default)",
     },
   );
-  callHook(() => check.onRefused?.(a, clashes));
+  const unknown = network.networkId === UNKNOWN_NETWORK.networkId;
+  callHook(() => check.onRefused?.(a, clashes, unknown));
   throw new AttachmentRefusedError(
-    `Address ${
-      clashes[0].address
-    } is already used on this node by a pod of another network: the kubelet's probes could be delivered into the wrong network, so this attachment is refused; retry with another address (node-local pod addresses must be unique across networks)`,
+    `Address ${clashes[0].address} is already used on this node ${
+      unknown ? UNKNOWN_BY : "by a pod of another network"
+    }: the kubelet's probes could be delivered into the wrong network, so this attachment is refused; retry with another address (node-local pod addresses must be unique across networks)`,
   );
 }

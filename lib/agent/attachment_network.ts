@@ -62,8 +62,8 @@ function annotationsOf(pod: Pod): Record<string, unknown> {
  * A pod without them is on the default network only when a source that
  * would show them says so: the API's answer, or the pods directory when
  * there is no API. Anything else (malformed annotations, the API slow, down
- * or naming another pod) is unknown: the caller does not refuse then, and
- * the reconcile's address rule catches a clash later.
+ * or naming another pod) is unknown: the caller refuses it then at an address
+ * another pod holds, as it may be another network's.
  */
 export async function attachmentNetwork(
   a: Attachment,
@@ -101,10 +101,13 @@ export async function attachmentNetwork(
   return { network: net ?? DEFAULT_NETWORK, from: "api" };
 }
 
-/** Logs an attachment whose network stays unknown: it is not refused (fail open). */
+/**
+ * Logs an attachment whose network stays unknown: it is refused at an address another pod holds
+ * (it may be another network's), attached elsewhere.
+ */
 export function logUnknownNetwork(a: Attachment, why: string): void {
   log.warning(
-    "CNI ADD of pod {pod}: its network is unknown ({why}); not refused (fail open), the address rule applies once it is known",
+    "CNI ADD of pod {pod}: its network is unknown ({why}); refused at an address another pod holds, else attached, and its addresses held against every network until its network is known",
     { pod: `${a.namespace}/${a.name}`, why },
   );
 }

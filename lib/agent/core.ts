@@ -13,7 +13,7 @@ import { PodCache } from "../pods/cache.ts";
 import type { PodSource } from "../pods/source.ts";
 import { keyId, MAX_TARGETS, type ProbeStore } from "../datapath/probe_map.ts";
 import type { Skip } from "../rules/targets.ts";
-import type { NetworkMismatch } from "../rules/pod_network.ts";
+import { type NetworkMismatch, UNKNOWN_NETWORK } from "../rules/pod_network.ts";
 import { failedWrites, type Unwritten } from "../rules/share.ts";
 import { callHook, type ProblemHooks, ProblemReporter } from "./problems.ts";
 import type { NodeNetworkStore } from "./node_networks.ts";
@@ -55,7 +55,11 @@ export interface AgentCoreOptions extends ProblemHooks {
   store: ProbeStore;
   sources: PodSource[];
   /** A CNI ADD refused because its address is held by a pod of another network (for Events). */
-  onAttachRefused?: (attachment: Attachment, clashes: AddressClash[]) => void;
+  onAttachRefused?: (
+    attachment: Attachment,
+    clashes: AddressClash[],
+    networkUnknown: boolean,
+  ) => void;
   /**
    * Where the networks the node attached pods to outlive the agent; without
    * it they are kept in memory only, and a restart forgets them.
@@ -233,18 +237,17 @@ export class AgentCore {
         opts: this.#opts.config,
         timers: this.#timers,
       });
-      if (found.network) {
-        refuseClashingAttachment(a, found.network, {
-          pods: this.cache,
-          nodeNetworks: this.#attachments.nodeNetworks,
-          config: this.#opts.config,
-          memo: this.#derived,
-          networkUnknown: this.#attachments.networkUnknown,
-          onRefused: this.#opts.onAttachRefused,
-        });
-      } else {
-        logUnknownNetwork(a, found.unknown);
-      }
+      // An ADD whose network is unknown may be another network's than any holder's: it is
+      // refused at an address another pod holds (fail closed), and attached elsewhere.
+      if (!found.network) logUnknownNetwork(a, found.unknown);
+      refuseClashingAttachment(a, found.network ?? UNKNOWN_NETWORK, {
+        pods: this.cache,
+        nodeNetworks: this.#attachments.nodeNetworks,
+        config: this.#opts.config,
+        memo: this.#derived,
+        networkUnknown: this.#attachments.networkUnknown,
+        onRefused: this.#opts.onAttachRefused,
+      });
     }
     this.#attachments.add(a, ref);
     const report = await this.runner.runNow("cni-add");

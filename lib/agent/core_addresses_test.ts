@@ -31,11 +31,12 @@ Deno.test("AgentCore refuses an attachment whose address a pod of another networ
   assert.deepEqual(t.refusals.map((r) => r.map((c) => c.holder.uid)), [["holder"]]);
   assert.equal(t.core.cache.get("new")?.status?.podIPs, undefined, "nothing registered");
   assert.deepEqual(ids(t.store), ["10.0.0.5:8080=2"]);
-  // The same network, or an ADD that does not say its network: no refusal.
+  // The same network: no refusal. An ADD whose network nothing tells (no conf network, no
+  // annotations, no API to ask) may be another network's: refused there too.
   await attach("new", 2);
   await t.core.removeAttachment("new");
-  await attach("new");
-  assert.equal(t.refusals.length, 1);
+  await assert.rejects(attach("new"), /this pod's network is unknown/);
+  assert.equal(t.refusals.length, 2);
   await t.core.stop();
 });
 
@@ -114,19 +115,27 @@ Deno.test("AgentCore reads the pod from the API when the cache has no network an
   }
 });
 
-Deno.test("AgentCore does not refuse an ADD whose pod the API names under another uid", async () => {
-  const other = pod("new", undefined, 1);
+Deno.test("AgentCore takes an ADD whose pod the API names under another uid as of unknown network: refused at a held address, attached at a free one", async () => {
+  const other = pod("new", undefined, 2);
   other.metadata.uid = "someone-else";
   const t = setup(["api"], {}, undefined, lookupOf(other));
   await t.core.start();
   t.sources[0].list(pod("holder", "10.0.0.5", 2));
   await t.settle();
-  await unnamedAttach(t.core, "new");
-  assert.equal(t.refusals.length, 0);
+  // The other pod's network (the holder's) says nothing of this one's.
+  await assert.rejects(unnamedAttach(t.core, "new"), AttachmentRefusedError);
+  assert.equal(t.refusals.length, 1);
+  await t.core.registerAttachment({
+    namespace: "ns",
+    name: "p-new",
+    uid: "new",
+    ips: ["10.0.0.6"],
+  });
+  assert.deepEqual(ids(t.store), ["10.0.0.5:8080=2"]);
   await t.core.stop();
 });
 
-Deno.test("AgentCore fails open when the API lookup misses its deadline, withdraws the holder's targets while the later pod's network is unknown, then tags none of the later pod's probes at the held address", async () => {
+Deno.test("AgentCore refuses an ADD whose network the API cannot tell within its deadline at a held address, and fails open at a free one", async () => {
   let calls = 0;
   const hanging: PodLookup = {
     get: () => {
@@ -139,16 +148,47 @@ Deno.test("AgentCore fails open when the API lookup misses its deadline, withdra
   t.sources[0].list(pod("holder", "10.0.0.5", 2, "2026-01-01T00:00:00Z", 9090));
   await t.settle();
   let settled = false;
-  const add = unnamedAttach(t.core, "late").finally(() => settled = true);
+  const add = unnamedAttach(t.core, "late")
+    .then(() => undefined, (e: unknown) => e)
+    .finally(() => settled = true);
   await t.clock.tickAsync(ATTACH_LOOKUP_MS - 1);
   assert.equal(settled, false, "the ADD waits for the API up to its deadline");
   await t.clock.tickAsync(1);
-  await add;
+  // Its network unknown, it may be another network's: refused (the runtime retries), and the
+  // holder keeps its targets.
+  const refused = await add;
+  assert.ok(refused instanceof AttachmentRefusedError);
+  assert.match(refused.message, /this pod's network is unknown/);
   assert.equal(calls, 1);
-  assert.equal(t.refusals.length, 0, "fail open");
-  // Known from the CNI path alone, its network unknown: it holds the address against every
-  // network, and the holder's targets there go (the kubelet may probe it on the holder's port).
-  assert.deepEqual(ids(t.store), []);
+  assert.equal(t.refusals.length, 1);
+  assert.deepEqual(ids(t.store), ["10.0.0.5:9090=2"]);
+  // At an address nobody holds it is attached (fail open), and holds it against every network
+  // until its network is known.
+  const free = t.core.registerAttachment({
+    namespace: "ns",
+    name: "p-late",
+    uid: "late",
+    ips: ["10.0.0.6"],
+  });
+  await t.clock.tickAsync(ATTACH_LOOKUP_MS);
+  await free;
+  assert.equal(t.refusals.length, 1);
+  assert.deepEqual(ids(t.store), ["10.0.0.5:9090=2"]);
+  assert.deepEqual(t.core.view().sharedAddresses, []);
+  await t.core.stop();
+});
+
+Deno.test("AgentCore withdraws the holder's targets while a later pod known from the CNI path alone has an unknown network, then tags none of the later pod's probes at the held address", async () => {
+  // The holder is learnt after the later pod's ADD (the watch was behind): the later pod, known
+  // from the CNI path alone, holds the address against every network until the watch says more.
+  const t = setup(["api"], {}, undefined, lookupOf());
+  await t.core.start();
+  t.sources[0].list();
+  await t.settle();
+  await unnamedAttach(t.core, "late");
+  t.sources[0].list(pod("holder", "10.0.0.5", 2, "2026-01-01T00:00:00Z", 9090));
+  await t.settle();
+  assert.deepEqual(ids(t.store), [], "the kubelet may probe the later pod on the holder's port");
   assert.deepEqual(t.clashes.map(([a, p]) => [a.address, p.pod.uid]), [
     ["10.0.0.5", "holder"],
     ["10.0.0.5", "late"],

@@ -221,9 +221,9 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     onUnwritten: (u) => events.warn(podObjectRef(u.pod), "ProbeTargetsNotWritten", u.message),
     onAddressClash: (a, p) =>
       events.warn(podObjectRef(p.pod), "AddressClash", addressClashMessage(a, p)),
-    onAttachRefused: (a, clashes) => {
+    onAttachRefused: (a, clashes, networkUnknown) => {
       metrics.attachRefusals.inc({ reason: "address-conflict" });
-      events.warn(podObjectRef(a), "AttachRefused", refusalMessage(clashes));
+      events.warn(podObjectRef(a), "AttachRefused", refusalMessage(clashes, networkUnknown));
     },
     onNetworkMismatch: (m) =>
       events.warn(

@@ -172,8 +172,15 @@ export function conflictMessage(c: Conflict, dropped: Claim): string {
   return `${what}: Lace tags it for neither pod (fail closed), so ${effect} until the address is unique on the node`;
 }
 
-/** The Event message for a pod whose CNI ADD was refused; names no other pod. */
-export function refusalMessage(clashes: AddressClash[]): string {
+/**
+ * The Event message for a pod whose CNI ADD was refused; names no other pod. `networkUnknown`:
+ * the pod's own network was unknown at its ADD, so any other pod's address counted as another
+ * network's.
+ */
+export function refusalMessage(clashes: AddressClash[], networkUnknown = false): string {
   const addresses = [...new Set(clashes.map((c) => c.address))].join(", ");
-  return `The CNI ADD of this pod was refused: address ${addresses} is already used on this node by a pod of another network, and the kubelet's probes could be delivered into the wrong network; the runtime retries, and the network's address manager must pick an address unique on the node`;
+  const by = networkUnknown
+    ? "by another pod, and this pod's network was unknown at its ADD (no network in its CNI conf, no valid network annotations known in time), so it may be another network"
+    : "by a pod of another network";
+  return `The CNI ADD of this pod was refused: address ${addresses} is already used on this node ${by}, and the kubelet's probes could be delivered into the wrong network; the runtime retries, and the network's address manager must pick an address unique on the node`;
 }

@@ -256,6 +256,10 @@ Deno.test("refusalMessage() names the address and no other pod", () => {
   const message = refusalMessage(clashes);
   assert.match(message, /address 10\.0\.0\.5 is already used/);
   assert.doesNotMatch(message, /holder|net2/);
+  // To a pod whose own network was unknown at its ADD, the holder may be of its own network.
+  const unknown = refusalMessage(clashes, true);
+  assert.match(unknown, /by another pod, and this pod's network was unknown at its ADD/);
+  assert.doesNotMatch(unknown, /holder|net2/);
 });
 
 Deno.test("the conflict policies are fail-closed and older-wins", () => {
