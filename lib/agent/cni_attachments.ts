@@ -43,6 +43,23 @@ export class CniAttachments {
   }
 
   /**
+   * The network the node attached another live interface of this pod's sandbox to, when `a`
+   * names a different Lace network (Multus attaching what the pod's own annotation asks for):
+   * the pod has one network for all its targets, the kubelet probes its first interface's
+   * address, and taking the second network for it would tag those probes into a network whose
+   * own pods may hold that address. Undefined when `a` names no network, the same one, or the
+   * pod has no other interface in this sandbox (a new sandbox may attach it anywhere).
+   */
+  otherNetwork(a: Attachment, ref?: AttachmentRef): PodNetwork | undefined {
+    if (a.network === undefined || a.networkId === undefined) return undefined;
+    const known = this.nodeNetworks.get(a.uid);
+    if (!known || (known.network === a.network && known.networkId === a.networkId)) {
+      return undefined;
+    }
+    return this.#interfaces.hasOther(a.uid, ref) ? known : undefined;
+  }
+
+  /**
    * Forgets one interface of a pod (`ref`), or the whole pod (no `ref`, or its
    * last interface). True when only an interface went and the pod stays.
    */

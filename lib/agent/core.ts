@@ -6,7 +6,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import type { Config } from "../config.ts";
-import type { Attachment, AttachmentRef } from "../cni/protocol.ts";
+import { type Attachment, type AttachmentRef, AttachmentRefusedError } from "../cni/protocol.ts";
 import { CNI_SOURCE, CniAttachments } from "./cni_attachments.ts";
 import type { AddressClash, Conflict } from "../rules/conflicts.ts";
 import { PodCache } from "../pods/cache.ts";
@@ -35,6 +35,10 @@ import type { AddressSharing, SharedAddress } from "../rules/address_holders.ts"
 
 const log = getLogger(["lace", "agent"]);
 
+/** Why an attachment to a second Lace network is refused (also the pod's Event; names no other pod). */
+export const SECOND_NETWORK_REFUSAL =
+  "The CNI ADD of this interface was refused: the node already attached this pod to another Lace network on another interface, and the kubelet's probes of a pod can be delivered into one network only; attach the pod's further interfaces with configurations that name no Lace network";
+
 export type AgentCoreConfig = Pick<
   Config,
   | "nodeName"
@@ -60,6 +64,8 @@ export interface AgentCoreOptions extends ProblemHooks {
     clashes: AddressClash[],
     networkUnknown: boolean,
   ) => void;
+  /** A CNI ADD refused because it attaches the pod to a second Lace network (for Events). */
+  onSecondNetworkRefused?: (attachment: Attachment) => void;
   /**
    * Where the networks the node attached pods to outlive the agent; without
    * it they are kept in memory only, and a restart forgets them.
@@ -226,6 +232,20 @@ export class AgentCore {
    * entries was not written.
    */
   async registerAttachment(a: Attachment, ref?: AttachmentRef): Promise<void> {
+    const first = this.#attachments.otherNetwork(a, ref);
+    if (first) {
+      log.warning(
+        "Refused the CNI ADD of interface {ifname} of pod {pod} in network {network}: the node attached the pod to network {first} on another interface, and a pod's probes go into one network",
+        {
+          ifname: ref?.ifname ?? "",
+          pod: `${a.namespace}/${a.name}`,
+          network: a.network ?? "",
+          first: first.network,
+        },
+      );
+      callHook(() => this.#opts.onSecondNetworkRefused?.(a));
+      throw new AttachmentRefusedError(SECOND_NETWORK_REFUSAL);
+    }
     if (this.#opts.config.addressSharing === "exclusive") {
       const sources = this.cache.sourcesOf(a.uid).filter((s) => s !== CNI_SOURCE);
       const found = await attachmentNetwork(a, {

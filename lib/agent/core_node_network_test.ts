@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { AgentCore } from "./core.ts";
+import { AttachmentRefusedError } from "../cni/protocol.ts";
 import type { PodSource } from "../pods/source.ts";
 import { MemoryProbeStore } from "../../tests/helpers/memory_probe_store.ts";
 import type { NetworkMismatch, PodNetwork } from "../rules/pod_network.ts";
@@ -123,5 +124,27 @@ Deno.test("AgentCore: a new sandbox's ADD replaces the interfaces of the pod's o
   await attach(["192.168.5.8"], "old", "net1");
   await attach(["10.0.0.9"], "new", "eth0");
   assert.deepEqual(ids(t.store), ["10.0.0.9:8080=1"]);
+  await t.core.stop();
+});
+
+Deno.test("AgentCore refuses a second interface of a pod's sandbox in another Lace network, and lets a new sandbox attach the pod anywhere", async () => {
+  const t = setup(["api"], { addressSharing: "shared" });
+  await t.core.start();
+  t.sources[0].list(pod("a", undefined, undefined));
+  await t.settle();
+  const attach = (containerId: string, ifname: string, ip: string, networkId: number) =>
+    t.core.registerAttachment(
+      { namespace: "ns", name: "p-a", uid: "a", ips: [ip], network: `net${networkId}`, networkId },
+      { containerId, ifname },
+    );
+  await attach("s1", "eth0", "10.0.0.8", 1);
+  // Multus attaching what the pod's own annotation asks for: its probes would go into network 2.
+  await assert.rejects(attach("s1", "net1", "10.9.0.9", 2), AttachmentRefusedError);
+  assert.deepEqual(ids(t.store), ["10.0.0.8:8080=1"]);
+  // The same network on a second interface, the same interface again, or a new sandbox: attached.
+  await attach("s1", "net1", "10.9.0.9", 1);
+  await attach("s1", "eth0", "10.0.0.8", 1);
+  await attach("s2", "eth0", "10.0.0.7", 2);
+  assert.deepEqual(ids(t.store), ["10.0.0.7:8080=2"]);
   await t.core.stop();
 });

@@ -8,7 +8,7 @@
 import { getLogger } from "@logtape/logtape";
 import { CleanupStack } from "../cleanup_stack.ts";
 import type { Config } from "../config.ts";
-import { AgentCore, type AgentSnapshot } from "./core.ts";
+import { AgentCore, type AgentSnapshot, SECOND_NETWORK_REFUSAL } from "./core.ts";
 import { CgroupFollower } from "../cgroup/follower.ts";
 import { Datapath } from "../datapath/loader.ts";
 import { type AddressesView, type Readiness, SLICE_MS, type TargetView } from "./http_server.ts";
@@ -221,6 +221,10 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     onUnwritten: (u) => events.warn(podObjectRef(u.pod), "ProbeTargetsNotWritten", u.message),
     onAddressClash: (a, p) =>
       events.warn(podObjectRef(p.pod), "AddressClash", addressClashMessage(a, p)),
+    onSecondNetworkRefused: (a) => {
+      metrics.attachRefusals.inc({ reason: "second-network" });
+      events.warn(podObjectRef(a), "AttachRefused", SECOND_NETWORK_REFUSAL);
+    },
     onAttachRefused: (a, clashes, networkUnknown) => {
       metrics.attachRefusals.inc({ reason: "address-conflict" });
       events.warn(podObjectRef(a), "AttachRefused", refusalMessage(clashes, networkUnknown));

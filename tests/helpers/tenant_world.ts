@@ -107,7 +107,8 @@ export function tenantPod(
 
 /**
  * Runs the `lace` plugin for one command as the runtime does, chained after a network plugin;
- * `network` is what its conf names (empty: none, as on a node where annotations tell it).
+ * `network` is what its conf names (empty: none, as on a node where annotations tell it), and
+ * `ifname` the interface of the pod's sandbox it attaches (Multus names a second one net1).
  */
 export async function plugin(
   command: "ADD" | "CHECK",
@@ -115,10 +116,11 @@ export async function plugin(
   pod: { name: string; uid: string },
   network: { network: string; networkId: number } | Record<never, never>,
   ips = [POD_IPV4, POD_IPV6],
+  ifname = "eth0",
 ) {
   const prevResult = {
     cniVersion: "1.0.0",
-    interfaces: [{ name: "eth0", sandbox: "/var/run/netns/x" }],
+    interfaces: [{ name: ifname, sandbox: "/var/run/netns/x" }],
     ips: ips.map((ip) => ({ address: `${ip}/${ip.includes(":") ? 64 : 24}`, interface: 0 })),
   };
   const run = await execPlugin(
@@ -127,7 +129,7 @@ export async function plugin(
       CNI_COMMAND: command,
       CNI_CONTAINERID: `sandbox-${pod.name}`,
       CNI_NETNS: "/var/run/netns/x",
-      CNI_IFNAME: "eth0",
+      CNI_IFNAME: ifname,
       CNI_PATH: "/usr/lib/cni",
       CNI_ARGS: `K8S_POD_NAMESPACE=e2e;K8S_POD_NAME=${pod.name};K8S_POD_UID=${pod.uid}`,
     },
