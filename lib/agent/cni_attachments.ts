@@ -12,6 +12,12 @@ import type { PodNetwork } from "../rules/pod_network.ts";
 import type { NodeNetworkStore } from "./node_networks.ts";
 import { PodInterfaces } from "./pod_interfaces.ts";
 
+/**
+ * The pod's primary interface: containerd and CRI-O attach the pod network on eth0, and Multus
+ * its cluster network there (its further attachments get net1, net2 or the name the pod asks).
+ */
+export const PRIMARY_IFNAME = "eth0";
+
 /** The pod view the CNI path maintains, ranked below the API and the directory. */
 export const CNI_SOURCE = "cni";
 
@@ -43,20 +49,23 @@ export class CniAttachments {
   }
 
   /**
-   * The network the node attached another live interface of this pod's sandbox to, when `a`
-   * names a different Lace network (Multus attaching what the pod's own annotation asks for):
-   * the pod has one network for all its targets, the kubelet probes its first interface's
-   * address, and taking the second network for it would tag those probes into a network whose
-   * own pods may hold that address. Undefined when `a` names no network, the same one, or the
-   * pod has no other interface in this sandbox (a new sandbox may attach it anywhere).
+   * Why `a` may not name its network, or undefined. The pod's network is its primary
+   * interface's (PRIMARY_IFNAME: the interface the runtime attaches the pod network on, whose
+   * addresses are the status.podIPs the kubelet probes). Another interface (Multus attaching
+   * what the pod's own `k8s.v1.cni.cncf.io/networks` annotation asks for) may name only that
+   * network: taking its network for the pod would tag the kubelet's probes of the primary
+   * address into a network whose own pods may hold that address. Refused too when the
+   * primary's network is not the node's (its attachment named none, or Lace was not chained
+   * there): nothing says the two are one network.
    */
-  otherNetwork(a: Attachment, ref?: AttachmentRef): PodNetwork | undefined {
+  refusedNetwork(a: Attachment, ref?: AttachmentRef): string | undefined {
     if (a.network === undefined || a.networkId === undefined) return undefined;
+    if (!ref || ref.ifname === PRIMARY_IFNAME) return undefined;
     const known = this.nodeNetworks.get(a.uid);
-    if (!known || (known.network === a.network && known.networkId === a.networkId)) {
-      return undefined;
-    }
-    return this.#interfaces.hasOther(a.uid, ref) ? known : undefined;
+    if (known?.network === a.network && known.networkId === a.networkId) return undefined;
+    return known
+      ? `the node attached the pod's ${PRIMARY_IFNAME} to network ${JSON.stringify(known.network)}`
+      : `the node named no network for the pod's ${PRIMARY_IFNAME}`;
   }
 
   /**

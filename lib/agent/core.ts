@@ -37,7 +37,7 @@ const log = getLogger(["lace", "agent"]);
 
 /** Why an attachment to a second Lace network is refused (also the pod's Event; names no other pod). */
 export const SECOND_NETWORK_REFUSAL =
-  "The CNI ADD of this interface was refused: the node already attached this pod to another Lace network on another interface, and the kubelet's probes of a pod can be delivered into one network only; attach the pod's further interfaces with configurations that name no Lace network";
+  "The CNI ADD of this interface was refused: it names a Lace network other than the one the node attached this pod's eth0 to, and the kubelet's probes of a pod can be delivered into one network only; attach the pod's further interfaces with configurations that name no Lace network";
 
 export type AgentCoreConfig = Pick<
   Config,
@@ -232,15 +232,15 @@ export class AgentCore {
    * entries was not written.
    */
   async registerAttachment(a: Attachment, ref?: AttachmentRef): Promise<void> {
-    const first = this.#attachments.otherNetwork(a, ref);
-    if (first) {
+    const refused = this.#attachments.refusedNetwork(a, ref);
+    if (refused) {
       log.warning(
-        "Refused the CNI ADD of interface {ifname} of pod {pod} in network {network}: the node attached the pod to network {first} on another interface, and a pod's probes go into one network",
+        "Refused the CNI ADD of interface {ifname} of pod {pod} in network {network}: {why}, and the kubelet's probes of a pod go into one network",
         {
           ifname: ref?.ifname ?? "",
           pod: `${a.namespace}/${a.name}`,
-          network: a.network ?? "",
-          first: first.network,
+          network: a.network,
+          why: refused,
         },
       );
       callHook(() => this.#opts.onSecondNetworkRefused?.(a));

@@ -127,24 +127,36 @@ Deno.test("AgentCore: a new sandbox's ADD replaces the interfaces of the pod's o
   await t.core.stop();
 });
 
-Deno.test("AgentCore refuses a second interface of a pod's sandbox in another Lace network, and lets a new sandbox attach the pod anywhere", async () => {
+Deno.test("AgentCore takes a pod's network from its eth0 alone: another interface naming another Lace network, or one when eth0 named none, is refused", async () => {
   const t = setup(["api"], { addressSharing: "shared" });
   await t.core.start();
-  t.sources[0].list(pod("a", undefined, undefined));
+  t.sources[0].list(pod("a", undefined, undefined), pod("b", undefined, 1));
   await t.settle();
-  const attach = (containerId: string, ifname: string, ip: string, networkId: number) =>
+  const attach = (uid: string, containerId: string, ifname: string, ip: string, id?: number) =>
     t.core.registerAttachment(
-      { namespace: "ns", name: "p-a", uid: "a", ips: [ip], network: `net${networkId}`, networkId },
+      {
+        namespace: "ns",
+        name: `p-${uid}`,
+        uid,
+        ips: [ip],
+        ...(id ? { network: `net${id}`, networkId: id } : {}),
+      },
       { containerId, ifname },
     );
-  await attach("s1", "eth0", "10.0.0.8", 1);
+  await attach("a", "s1", "eth0", "10.0.0.8", 1);
   // Multus attaching what the pod's own annotation asks for: its probes would go into network 2.
-  await assert.rejects(attach("s1", "net1", "10.9.0.9", 2), AttachmentRefusedError);
+  await assert.rejects(attach("a", "s1", "net1", "10.9.0.9", 2), AttachmentRefusedError);
   assert.deepEqual(ids(t.store), ["10.0.0.8:8080=1"]);
-  // The same network on a second interface, the same interface again, or a new sandbox: attached.
-  await attach("s1", "net1", "10.9.0.9", 1);
-  await attach("s1", "eth0", "10.0.0.8", 1);
-  await attach("s2", "eth0", "10.0.0.7", 2);
+  // The same network on another interface, eth0 again, or a new sandbox's eth0: attached.
+  await attach("a", "s1", "net1", "10.9.0.9", 1);
+  await attach("a", "s1", "eth0", "10.0.0.8", 1);
+  await attach("a", "s2", "eth0", "10.0.0.7", 2);
   assert.deepEqual(ids(t.store), ["10.0.0.7:8080=2"]);
+  await assert.rejects(attach("a", "s2", "net1", "10.9.0.9", 1), AttachmentRefusedError);
+  // Pod b's eth0 names no network (its annotations tell it): no other interface may name one.
+  await attach("b", "s3", "eth0", "10.0.0.6");
+  await assert.rejects(attach("b", "s3", "net1", "10.9.0.8", 2), /names a Lace network other/);
+  await assert.rejects(attach("b", "s3", "net1", "10.9.0.8", 1), AttachmentRefusedError);
+  assert.deepEqual(ids(t.store), ["10.0.0.6:8080=1", "10.0.0.7:8080=2"]);
   await t.core.stop();
 });

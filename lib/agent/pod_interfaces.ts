@@ -46,16 +46,6 @@ export class PodInterfaces {
     for (const uid of [...this.#byPod.keys()]) if (!uids.has(uid)) this.#byPod.delete(uid);
   }
 
-  /** Whether the pod has an interface of `ref`'s sandbox other than `ref` itself. */
-  hasOther(uid: string, ref: AttachmentRef | undefined): boolean {
-    if (!ref) return false;
-    const self = refKey(ref);
-    for (const key of this.#byPod.get(uid)?.keys() ?? []) {
-      if (key !== self && key.startsWith(`${ref.containerId}/`)) return true;
-    }
-    return false;
-  }
-
   /** Every address the CNI path attached the pod's interfaces with. */
   addresses(uid: string): string[] {
     const ifaces = this.#byPod.get(uid);
