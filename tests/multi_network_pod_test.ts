@@ -9,27 +9,15 @@
  * one IPv6 address) with the chained `lace` plugin run as the runtime runs it.
  */
 import assert from "node:assert/strict";
-import { agentTestOptions, POD_IPV4, podManifest } from "./helpers/agent_process.ts";
-import { metricReaches, plugin, startTenantWorld } from "./helpers/tenant_world.ts";
+import { agentTestOptions, POD_IPV4 } from "./helpers/agent_process.ts";
+import { metricReaches, plugin, podBeforeAdd, startTenantWorld } from "./helpers/tenant_world.ts";
 
 /** The attack, with the attacker's eth0 conf naming network 1 or no network. */
 async function secondInterface(primary: "names network 1" | "names no network") {
   // The attacker's pod, in network 1 by its trusted annotations (probes on 8081 and 9001),
   // and a victim of network 2 whose sandbox comes later; neither has an address in the API.
-  const attacker = podManifest({
-    name: "attacker",
-    networkId: 1,
-    httpPort: 8081,
-    tcpPort: 9001,
-    ips: [],
-  });
-  const victim = podManifest({
-    name: "victim",
-    networkId: 2,
-    httpPort: 8080,
-    tcpPort: 9000,
-    ips: [],
-  });
+  const attacker = podBeforeAdd("attacker", 1, 8081, 9001);
+  const victim = podBeforeAdd("victim", 2, 8080, 9000);
   await using t = await startTenantWorld([attacker, victim], [], [], "default");
   const { w, agent, socket } = t;
   const uid = (pod: Record<string, unknown>) => (pod.metadata as { uid: string }).uid;

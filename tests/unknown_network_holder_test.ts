@@ -11,11 +11,13 @@
  * accepted: fail open).
  */
 import assert from "node:assert/strict";
-import { agentTestOptions, POD_IPV4, POD_IPV6, podManifest } from "./helpers/agent_process.ts";
+import { agentTestOptions, POD_IPV4, POD_IPV6 } from "./helpers/agent_process.ts";
 import {
+  assertHolderWithdrawn,
   eventsWithReason,
   metricReaches,
   plugin,
+  podBeforeAdd,
   putLater,
   startTenantWorld,
   tenantPod,
@@ -70,17 +72,11 @@ Deno.test({
     await metricReaches(agent, 'lace_probes_ignored{reason="annotation"}', 1);
     // The reconcile that saw the attacker is done: the kubelet's probe of it at 8081 must not be
     // tagged into the victim's network.
-    for (const [host, port, path] of [[POD_IPV4, 8081, "/"], [POD_IPV6, 9001]] as const) {
-      const res = await w.probe(host, port, path);
-      assert.equal(res.result, "NO_ROUTE", `${host}:${port}: ${JSON.stringify(res)}`);
-    }
-    await metricReaches(agent, "lace_address_clashes", 2);
-    const events = await waitFor(() => {
-      const found = eventsWithReason(api, "AddressClash");
-      return found.filter((e) => e.involvedObject.name === "victim").length >= 2
-        ? found
-        : undefined;
-    }, { message: "an AddressClash Event per address on the victim" });
+    const events = await assertHolderWithdrawn(t, {
+      name: "victim",
+      httpPort: 8081,
+      tcpPort: 9001,
+    });
     assertEventsNameNone(events, "victim", ["attacker", "tenant-a", "net 2"]);
   },
 });
@@ -93,13 +89,7 @@ Deno.test({
     const holder = unknownNetwork(
       tenantPod("holder", "tenant-a", 2, 8080, 9000, "2026-01-01T00:00:00Z"),
     );
-    const newcomer = podManifest({
-      name: "newcomer",
-      networkId: 1,
-      httpPort: 8081,
-      tcpPort: 9001,
-      ips: [],
-    });
+    const newcomer = podBeforeAdd("newcomer", 1, 8081, 9001);
     await using t = await startTenantWorld([holder, newcomer], [], [], "default");
     const { w, agent, socket } = t;
     await metricReaches(agent, 'lace_probes_ignored{reason="annotation"}', 1);
@@ -125,13 +115,7 @@ Deno.test({
   async fn() {
     const holder = tenantPod("holder", "tenant-b", 1, 8081, 9001, "2026-01-01T00:00:00Z");
     // Its conf names no network and its annotations name none that exists.
-    const newcomer = unknownNetwork(podManifest({
-      name: "newcomer",
-      networkId: 2,
-      httpPort: 8080,
-      tcpPort: 9000,
-      ips: [],
-    }));
+    const newcomer = unknownNetwork(podBeforeAdd("newcomer", 2, 8080, 9000));
     await using t = await startTenantWorld([holder, newcomer], [], [], "default");
     const { w, api, agent, socket } = t;
     await metricReaches(agent, 'lace_probes_ignored{reason="annotation"}', 1);

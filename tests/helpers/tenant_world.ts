@@ -3,6 +3,7 @@
  * networks whose pods share one IPv4 and one IPv6 address) fed by the repository's test API
  * server, and what the tests read back from it (Events, metrics).
  */
+import assert from "node:assert/strict";
 import { TestApiServer } from "../api_server/mod.ts";
 import type { KubeObject } from "../api_server/mod.ts";
 import { type AgentProcess, AgentWorld, podManifest } from "./agent_process.ts";
@@ -144,4 +145,41 @@ export async function plugin(
     }),
   );
   return { ...run, result: run.stdout ? JSON.parse(run.stdout) : undefined };
+}
+
+/** A pod of `networkId` bound to the node with no address yet: its CNI ADD comes next. */
+export function podBeforeAdd(name: string, networkId: number, httpPort: number, tcpPort: number) {
+  return podManifest({ name, networkId, httpPort, tcpPort, ips: [] });
+}
+
+/**
+ * Asserts that the holder of both shared addresses lost its targets there to a later pod (one
+ * the kubelet may probe on the holder's ports): its HTTP port on the IPv4 address and its TCP
+ * port on the IPv6 one are tagged for no network, `lace_address_clashes` is 2. Returns the
+ * AddressClash Events once the holder has one per address.
+ */
+export async function assertHolderWithdrawn(
+  t: { w: AgentWorld; api: TestApiServer; agent: AgentProcess },
+  holder: { name: string; httpPort: number; tcpPort: number },
+) {
+  const { w, api, agent } = t;
+  await waitFor(async () => (await agent.metric("lace_address_clashes")) === 2, {
+    timeout: 15_000,
+    message: "both addresses shared with the later pod",
+  });
+  for (
+    const [host, port, path] of [[POD_IPV4, holder.httpPort, "/"], [
+      POD_IPV6,
+      holder.tcpPort,
+    ]] as const
+  ) {
+    const res = await w.probe(host, port, path);
+    assert.equal(res.result, "NO_ROUTE", `${host}:${port}: ${JSON.stringify(res)}`);
+  }
+  return await waitFor(() => {
+    const found = eventsWithReason(api, "AddressClash");
+    return found.filter((e) => e.involvedObject.name === holder.name).length >= 2
+      ? found
+      : undefined;
+  }, { message: `an AddressClash Event per address on ${holder.name}` });
 }
