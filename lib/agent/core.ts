@@ -26,7 +26,14 @@ import {
   type ReconcileObserver,
   type ReconcileReport,
 } from "./reconcile.ts";
-import { desiredState, type RulesMemo, type TargetView } from "./desired_state.ts";
+import {
+  desiredState,
+  type HostHeldAddress,
+  type RulesMemo,
+  type TargetView,
+} from "./desired_state.ts";
+import { HOST_ADDRESS_REFUSAL } from "./host_addresses.ts";
+import { canonicalAddress } from "../datapath/probe_map.ts";
 import { refuseClashingAttachment } from "./attachment_clashes.ts";
 import { attachmentNetwork, logUnknownNetwork } from "./attachment_network.ts";
 import type { PodLookup } from "../pods/source.ts";
@@ -64,6 +71,14 @@ export interface AgentCoreOptions extends ProblemHooks {
     clashes: AddressClash[],
     networkUnknown: boolean,
   ) => void;
+  /** A CNI ADD refused because it brings one of the node's own addresses (for Events). */
+  onHostAddressRefused?: (attachment: Attachment, address: string) => void;
+  /**
+   * The node's own addresses (readHostAddresses() in the agent), read at every reconcile and
+   * every CNI ADD: no pod gets a target at one, and an ADD bringing one is refused. None when
+   * absent (unit tests).
+   */
+  hostAddresses?: () => ReadonlySet<string>;
   /** A CNI ADD refused because it attaches the pod to a second Lace network (for Events). */
   onSecondNetworkRefused?: (attachment: Attachment) => void;
   /**
@@ -95,6 +110,8 @@ export interface AgentSnapshot {
    * the addresses shared.
    */
   sharedAddresses: SharedAddress[];
+  /** Pods at the node's own addresses: they get no targets there. */
+  hostHeld: HostHeldAddress[];
   /** The policy in force (--address-sharing). */
   addressSharing: AddressSharing;
   /**
@@ -123,6 +140,7 @@ export class AgentCore {
     skips: [],
     mismatches: [],
     sharedAddresses: [],
+    hostHeld: [],
     addressSharing: "exclusive",
     unwritten: [],
     synced: false,
@@ -232,6 +250,7 @@ export class AgentCore {
    * entries was not written.
    */
   async registerAttachment(a: Attachment, ref?: AttachmentRef): Promise<void> {
+    this.#refuseHostAddress(a);
     const refused = this.#attachments.refusedNetwork(a, ref);
     if (refused) {
       log.warning(
@@ -305,19 +324,54 @@ export class AgentCore {
     return this.#attachments.interfaceAddresses(uid);
   }
 
+  /**
+   * Refuses an attachment bringing one of the node's own addresses, under both sharing modes: the
+   * kubelet probes the node's host-network pods there and cannot tell their probes from this
+   * pod's, which would be tagged into its network.
+   */
+  #refuseHostAddress(a: Attachment): void {
+    const host = this.#opts.hostAddresses?.();
+    if (!host?.size) return;
+    for (const ip of a.ips) {
+      let address: string;
+      try {
+        address = canonicalAddress(ip).address;
+      } catch {
+        continue;
+      }
+      if (!host.has(address)) continue;
+      log.warning(
+        "Refused the CNI ADD of pod {pod}: its address {address} is one of this node's own, where the kubelet probes the node's host-network pods",
+        { pod: `${a.namespace}/${a.name}`, address },
+      );
+      callHook(() => this.#opts.onHostAddressRefused?.(a, address));
+      throw new AttachmentRefusedError(`Address ${address} ${HOST_ADDRESS_REFUSAL}`);
+    }
+  }
+
   #compute(): ReconcileInput {
     const { config } = this.#opts;
     const uids = this.cache.uids();
-    const { desired, views, conflicts, skips, mismatches, unwritten, withdraw, sharedAddresses } =
-      desiredState({
-        uids,
-        pods: this.cache,
-        nodeNetworks: this.#attachments.nodeNetworks,
-        config,
-        capacity: this.#opts.store.capacity ?? MAX_TARGETS,
-        memo: this.#derived,
-        networkUnknown: this.#attachments.networkUnknown,
-      });
+    const {
+      desired,
+      views,
+      conflicts,
+      skips,
+      mismatches,
+      unwritten,
+      withdraw,
+      sharedAddresses,
+      hostHeld,
+    } = desiredState({
+      uids,
+      pods: this.cache,
+      nodeNetworks: this.#attachments.nodeNetworks,
+      config,
+      capacity: this.#opts.store.capacity ?? MAX_TARGETS,
+      memo: this.#derived,
+      networkUnknown: this.#attachments.networkUnknown,
+      hostAddresses: this.#opts.hostAddresses?.(),
+    });
     const synced = this.cache.synced;
     if (synced) this.#attachments.forgetGonePods(uids);
     this.#snapshot = {
@@ -327,6 +381,7 @@ export class AgentCore {
       skips,
       mismatches,
       sharedAddresses,
+      hostHeld,
       unwritten,
       synced,
       counts: {

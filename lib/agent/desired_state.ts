@@ -26,6 +26,8 @@ import {
   untaggedAt,
 } from "../rules/address_holders.ts";
 import { errorText } from "../error_text.ts";
+import { HOST_ADDRESS_REFUSAL } from "./host_addresses.ts";
+import type { PodIdentity } from "../rules/pod_fields.ts";
 
 /** One desired map entry and the pod and probe it serves. */
 export interface TargetView extends Omit<Target, "key" | "networkId"> {
@@ -156,6 +158,17 @@ export interface DesiredStateInput {
    * merely because its only view has no annotations).
    */
   networkUnknown?: (uid: string) => boolean;
+  /**
+   * The node's own addresses (host_addresses.ts): no pod gets a target at one, under both
+   * sharing modes, as the kubelet probes the node's host-network pods there.
+   */
+  hostAddresses?: ReadonlySet<string>;
+}
+
+/** A pod at one of the node's own addresses: it gets no targets there. */
+export interface HostHeldAddress {
+  pod: PodIdentity;
+  address: string;
 }
 
 export interface DesiredState {
@@ -175,6 +188,8 @@ export interface DesiredState {
    * got no entry at them; under `shared` they are only counted.
    */
   sharedAddresses: SharedAddress[];
+  /** Pods at the node's own addresses, which the host holds (no targets there). */
+  hostHeld: HostHeldAddress[];
 }
 
 /**
@@ -239,6 +254,22 @@ export function desiredState(input: DesiredStateInput): DesiredState {
   }
   const shared = sharedAddresses(placements);
   const displaced: ProbeKey[] = [];
+  const hostHeld = heldByHost(placements, input.hostAddresses);
+  if (hostHeld.length > 0) {
+    const host = input.hostAddresses!;
+    for (const t of all) {
+      if (!host.has(t.key.address)) continue;
+      if (!claimsOnly.has(t)) displaced.push(t.key);
+      claimsOnly.add(t);
+    }
+    for (const h of hostHeld) {
+      skips.push({
+        pod: h.pod,
+        reason: "host-address",
+        message: `Pod IP ${h.address} ${HOST_ADDRESS_REFUSAL}`,
+      });
+    }
+  }
   if (config.addressSharing === "exclusive" && shared.length > 0) {
     const untagged = untaggedAt(shared);
     for (const t of all) {
@@ -277,7 +308,23 @@ export function desiredState(input: DesiredStateInput): DesiredState {
     unwritten,
     withdraw,
     sharedAddresses: shared,
+    hostHeld,
   };
+}
+
+/**
+ * The pods placed at one of the node's own addresses: the kubelet probes the node's host-network
+ * pods there, so whatever the pod's network (known, unknown or the default), none of its probes
+ * there may be tagged.
+ */
+function heldByHost(
+  placements: readonly PodPlacement[],
+  host: ReadonlySet<string> | undefined,
+): HostHeldAddress[] {
+  if (!host?.size) return [];
+  return placements.flatMap((p) =>
+    p.addresses.filter((a) => host.has(a.address)).map((a) => ({ pod: p.pod, address: a.address }))
+  );
 }
 
 /**

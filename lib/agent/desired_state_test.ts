@@ -48,6 +48,7 @@ function compute(
     capacity?: number;
     config?: Partial<DesiredStateConfig>;
     memo?: RulesMemo;
+    hostAddresses?: ReadonlySet<string>;
   } = {},
 ) {
   const byUid = new Map(
@@ -72,6 +73,7 @@ function compute(
     config: { ...CONFIG, ...opts.config },
     capacity: opts.capacity ?? 1000,
     memo: opts.memo ?? new WeakMap(),
+    ...(opts.hostAddresses ? { hostAddresses: opts.hostAddresses } : {}),
   });
 }
 
@@ -357,4 +359,29 @@ Deno.test("desiredState() under exclusive lets a pod whose network annotations a
   assert.deepEqual([...state.desired.keys()], []);
   assert.equal(state.sharedAddresses[0].holderWithdrawn, true);
   assert.deepEqual(state.skips.map((s) => [s.pod.uid, s.reason]), [["u", "annotation"]]);
+});
+
+for (const addressSharing of ["exclusive", "shared"] as const) {
+  Deno.test(`desiredState() under ${addressSharing} gives no pod a target at one of the node's own addresses, withdraws it and reports the pod`, () => {
+    const host = new Set(["10.0.0.5", "fd00::5"]);
+    const state = compute([pod("a", "10.0.0.5", 1), pod("b", "10.0.0.6", 2)], {
+      hostAddresses: host,
+      config: { addressSharing },
+    });
+    assert.deepEqual([...state.desired.values()].map((e) => keyId(e.key)), ["10.0.0.6:8080"]);
+    assert.deepEqual(state.withdraw.map(keyId), ["10.0.0.5:8080"]);
+    assert.deepEqual(state.hostHeld.map((h) => [h.pod.uid, h.address]), [["a", "10.0.0.5"]]);
+    const skip = state.skips.find((s) => s.reason === "host-address");
+    assert.equal(skip?.pod.uid, "a");
+    assert.match(skip?.message ?? "", /10\.0\.0\.5 is one of this node's own addresses/);
+  });
+}
+
+Deno.test("desiredState() holds the node's addresses against a pod whose network is unknown or the default too", () => {
+  const state = compute([pod("plain", "10.0.0.5", undefined), pod("b", "10.0.0.5", 2)], {
+    hostAddresses: new Set(["10.0.0.5"]),
+    config: { addressSharing: "shared" },
+  });
+  assert.equal(state.desired.size, 0);
+  assert.deepEqual(state.hostHeld.map((h) => h.pod.uid).sort(), ["b", "plain"]);
 });

@@ -59,6 +59,8 @@ export interface AddressesView {
     /** Exclusive: the holder lost its targets there too (a later pod is on the default network). */
     holderWithdrawn: boolean;
   }[];
+  /** Pods at one of the node's own addresses ("namespace/name"): no targets there. */
+  hostHeld?: { pod: string; address: string }[];
 }
 
 export interface Readiness {

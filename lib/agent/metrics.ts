@@ -138,7 +138,7 @@ export class Metrics {
     this.attachRefusals = new CounterClass({
       name: "lace_cni_add_refusals_total",
       help:
-        "CNI ADDs the agent refused, by reason (address-conflict: a pod of another network holds the address; second-network: the pod is attached to another Lace network already)",
+        "CNI ADDs the agent refused, by reason (address-conflict: a pod of another network holds the address; second-network: the pod is attached to another Lace network already; host-address: the address is one of the node's own)",
       labelNames: ["reason"],
       registers,
     });

@@ -25,6 +25,7 @@ const snapshot: AgentSnapshot = {
   skips: [],
   mismatches: [],
   sharedAddresses: [],
+  hostHeld: [],
   addressSharing: "exclusive",
   unwritten: [{ pod, reason: "map-full", count: 1, wanted: 3, message: "full" }],
   synced: true,

@@ -22,6 +22,7 @@ import { UnmatchedWatch } from "./unmatched_watch.ts";
 import { trimMallocHeap } from "./malloc_trim.ts";
 import { Metrics } from "./metrics.ts";
 import { fileNodeNetworkStore } from "./node_networks.ts";
+import { HOST_ADDRESS_REFUSAL, readHostAddresses } from "./host_addresses.ts";
 import { conflictMessage, refusalMessage } from "../rules/conflicts.ts";
 import { addressClashMessage } from "../rules/address_holders.ts";
 import { networkMismatchMessage } from "../rules/pod_network.ts";
@@ -82,6 +83,7 @@ function addressesView(snapshot: Readonly<AgentSnapshot>): AddressesView {
       later: s.later.map((p) => ({ pod: name(p.pod), network: p.network.network })),
       holderWithdrawn: s.holderWithdrawn,
     })),
+    hostHeld: snapshot.hostHeld.map((h) => ({ pod: name(h.pod), address: h.address })),
   };
 }
 
@@ -221,6 +223,11 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     onUnwritten: (u) => events.warn(podObjectRef(u.pod), "ProbeTargetsNotWritten", u.message),
     onAddressClash: (a, p) =>
       events.warn(podObjectRef(p.pod), "AddressClash", addressClashMessage(a, p)),
+    hostAddresses: readHostAddresses,
+    onHostAddressRefused: (a, address) => {
+      metrics.attachRefusals.inc({ reason: "host-address" });
+      events.warn(podObjectRef(a), "AttachRefused", `Address ${address} ${HOST_ADDRESS_REFUSAL}`);
+    },
     onSecondNetworkRefused: (a) => {
       metrics.attachRefusals.inc({ reason: "second-network" });
       events.warn(podObjectRef(a), "AttachRefused", SECOND_NETWORK_REFUSAL);

@@ -57,6 +57,7 @@ export function agentChecks(s: NodeSnapshot): Check[] {
   if (a.targets) out.push(staleTargetsCheck(a.targets));
   if (a.unmatched) out.push(unmatchedCheck(a.unmatched));
   if (a.addresses) out.push(addressSharingCheck(a.addresses));
+  if (a.addresses?.hostHeld) out.push(hostAddressesCheck(a.addresses.hostHeld));
   if (!isError(s.counters)) {
     const c = s.counters;
     const seen = (c.connect4Seen ?? 0n) + (c.connect6Seen ?? 0n);
@@ -192,5 +193,26 @@ export function addressSharingCheck(view: AddressesView): Check {
     "the networks' address managers gave one address to two networks on this node: make their " +
       "node-local ranges disjoint, then recreate the later pods",
     "warning",
+  );
+}
+
+/**
+ * Pods at one of the node's own addresses: the kubelet probes the node's host-network pods there
+ * and cannot tell their probes from the pod's, so the agent tags none of them there (Event
+ * ProbeIgnored, reason host-address) and refuses such an ADD; a pod there means a network's
+ * address manager hands out the node's addresses, or a pod named one for itself.
+ */
+export function hostAddressesCheck(held: NonNullable<AddressesView["hostHeld"]>): Check {
+  const lines = held.slice(0, 10).map((h) => `${h.pod} at ${h.address}`);
+  const more = held.length > 10 ? `; and ${held.length - 10} more` : "";
+  return check(
+    "host-addresses",
+    held.length === 0,
+    held.length === 0
+      ? "no pod holds one of the node's own addresses"
+      : `pods at one of the node's own addresses, where the kubelet probes host-network pods ` +
+        `(their probes there are not tagged): ${lines.join("; ")}${more}`,
+    "give the networks' address managers ranges that exclude the node's addresses (a Multus " +
+      "static IP too), then recreate these pods",
   );
 }

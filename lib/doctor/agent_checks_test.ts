@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { addressSharingCheck, staleTargetsCheck, unmatchedCheck } from "./agent_checks.ts";
+import {
+  addressSharingCheck,
+  hostAddressesCheck,
+  staleTargetsCheck,
+  unmatchedCheck,
+} from "./agent_checks.ts";
 
 const target = (port: number, age: number | null, periodSeconds?: number) => ({
   family: "ipv4" as const,
@@ -79,4 +84,13 @@ Deno.test("addressSharingCheck() passes with no clash, names each clash under ex
   assert.equal(shared.severity, "warning");
   assert.match(shared.message, /redirect to another network's pod/);
   assert.match(addressSharingCheck({ sharing: "shared", addresses: [clash] }).message, /1 address/);
+});
+
+Deno.test("hostAddressesCheck() fails naming each pod at one of the node's own addresses, with the fix", () => {
+  assert.equal(hostAddressesCheck([]).ok, true);
+  const held = hostAddressesCheck([{ pod: "tenant-a/x", address: "10.99.1.1" }]);
+  assert.equal(held.ok, false);
+  assert.equal(held.severity, "error");
+  assert.match(held.message, /tenant-a\/x at 10\.99\.1\.1/);
+  assert.match(held.fix, /exclude the node's addresses/);
 });

@@ -72,6 +72,7 @@ export type SkipReason =
   | "annotation"
   | "address"
   | "special-address"
+  | "host-address"
   | "malformed"
   | "too-large";
 

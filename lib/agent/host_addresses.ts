@@ -1,0 +1,50 @@
+/**
+ * The node's own addresses, which no pod may hold: the kubelet probes
+ * hostNetwork pods (system daemons, Lace's own agent) at the node's address,
+ * and it cannot tell such a probe from one of a Lace pod at the same address
+ * and port. A pod whose address is one of them would have the kubelet's
+ * probes of the system pods there tagged into its network (its author then
+ * decides whether a system daemon is healthy). So the host holds them
+ * against every network, under both sharing modes.
+ *
+ * Read from the node, not from the API's Node object: the agent runs on the
+ * host network (the chart's hostNetwork, the kubelet's namespace), and the
+ * addresses the kernel delivers locally there are the truth; the Node's
+ * status lists only some of them, and a stale or absent Node object must not
+ * open the hole. They are read at every reconcile and every CNI ADD (a
+ * getifaddrs() of a few interfaces costs microseconds), so an address the
+ * node gains counts at the next ADD and, for pods already there, by the next
+ * periodic resync: no netlink subscription to keep alive, nothing cached to
+ * go stale.
+ */
+import { canonicalAddress } from "../datapath/probe_map.ts";
+import { specialAddressKind } from "../rules/addresses.ts";
+
+/**
+ * The canonical addresses among `interfaces`' that could be a pod's (loopback, link-local and the
+ * other special kinds never become targets anyway, rules/addresses.ts); unreadable ones are left
+ * out.
+ */
+export function hostAddressSet(interfaces: readonly { address: string }[]): Set<string> {
+  const out = new Set<string>();
+  for (const { address } of interfaces) {
+    try {
+      // A zone ("fe80::1%eth0") only ever comes with link-local addresses, left out below.
+      const { address: canonical } = canonicalAddress(address.split("%")[0]);
+      if (specialAddressKind(canonical) === undefined) out.add(canonical);
+    } catch { /* not an address Lace can target */ }
+  }
+  return out;
+}
+
+/**
+ * The addresses on the interfaces of the agent's network namespace: the host's, where the agent
+ * runs on the host network as the chart runs it.
+ */
+export function readHostAddresses(): Set<string> {
+  return hostAddressSet(Deno.networkInterfaces());
+}
+
+/** Why a pod address that is the node's own is refused (the pod's Event; names no other pod). */
+export const HOST_ADDRESS_REFUSAL =
+  "is one of this node's own addresses: the kubelet probes the node's host-network pods (system daemons) there and cannot tell their probes from this pod's, so the pod gets no probe targets there and an attachment bringing it is refused; give the pod's networks address ranges that exclude the node's own addresses";

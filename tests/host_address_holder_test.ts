@@ -1,0 +1,144 @@
+/**
+ * A tenant's pod at one of the node's own addresses, played against the real agent process
+ * running in the simulated node's namespace (as the chart runs it on the host network): a
+ * system daemon on the host network answers at the node's addresses, where the kubelet probes
+ * host-network pods, and the tenant's CNI result (a Multus static IP on an interface chained
+ * with `lace`) names the node's address for its pod, whose probes use the daemon's ports. Before,
+ * the ADD was accepted and the kubelet's probes of the system daemon were tagged into the
+ * tenant's network (the tenant then decides whether the daemon is healthy); now the host holds
+ * its addresses against every network, under both sharing modes, at attach and in the reconcile.
+ */
+import assert from "node:assert/strict";
+import { agentTestOptions, AgentWorld, podManifest } from "./helpers/agent_process.ts";
+import { metricReaches, plugin, podBeforeAdd } from "./helpers/tenant_world.ts";
+import { simNodeAddresses } from "../lib/demo/netns.ts";
+import { PodServer } from "../lib/demo/pod_server.ts";
+import type { AddressesView } from "../lib/agent/http_server.ts";
+import { waitFor } from "./helpers/wait.ts";
+
+/** The simulated node's own addresses on its link into network 1. */
+const NODE = simNodeAddresses(1);
+const HTTP_PORT = 8081, TCP_PORT = 9001;
+
+/**
+ * The world with a system daemon on the node's host network answering at the node's own
+ * addresses on the tenant pod's probe ports, and an agent in the node's namespace reading
+ * `dirPods` (the pods' specs; the API's part) and the CNI socket.
+ */
+async function startHostWorld(
+  dirPods: Record<string, unknown>[],
+  sharing: "exclusive" | "shared",
+) {
+  const w = await AgentWorld.create();
+  try {
+    const daemon = await PodServer.start({
+      netns: w.node.netns,
+      name: "system-daemon",
+      addresses: [NODE.ipv4, NODE.ipv6],
+      httpPorts: [HTTP_PORT],
+      tcpPorts: [TCP_PORT],
+    });
+    const socket = `${w.podsDir}/run/cni.sock`;
+    for (const pod of dirPods) await w.writePod(pod);
+    const agent = w.startAgent(
+      [
+        "--no-kube-api",
+        `--pods-dir=${w.podsDir}`,
+        `--cni-socket=${socket}`,
+        `--address-sharing=${sharing}`,
+      ],
+      w.cgroups.kubelet,
+      { netns: w.node.netns },
+    );
+    await agent.ready(60_000);
+    return {
+      w,
+      agent,
+      socket,
+      async [Symbol.asyncDispose]() {
+        await daemon.dispose();
+        await w.dispose();
+      },
+    };
+  } catch (e) {
+    await w.dispose();
+    throw e;
+  }
+}
+
+/** The kubelet's probes of the system daemon at the node's addresses reach it untagged. */
+async function assertDaemonUntagged(w: AgentWorld): Promise<void> {
+  for (
+    const [host, port, path] of [[NODE.ipv4, HTTP_PORT, "/"], [NODE.ipv6, TCP_PORT]] as const
+  ) {
+    const res = await w.probe(host, port, path);
+    assert.equal(res.result, "reached", `${host}:${port}: ${JSON.stringify(res)}`);
+    assert.equal(res.body, "system-daemon", `${host}:${port}: ${JSON.stringify(res)}`);
+    assert.ok(!res.mark, `${host}:${port} tagged with mark ${res.mark}: ${JSON.stringify(res)}`);
+  }
+}
+
+/** Plays the ADD naming the node's addresses under `sharing`; see the tests below. */
+async function refusedAtAdd(sharing: "exclusive" | "shared"): Promise<void> {
+  const tenant = podBeforeAdd("tenant", 2, HTTP_PORT, TCP_PORT);
+  await using t = await startHostWorld([tenant], sharing);
+  const { w, agent, socket } = t;
+  const add = await plugin(
+    "ADD",
+    socket,
+    { name: "tenant", uid: "uid-tenant" },
+    { network: "net2", networkId: 2 },
+    [NODE.ipv4, NODE.ipv6],
+  );
+  // The attack's effect first: before, the kubelet's probe of the daemon carried network 2's mark.
+  await assertDaemonUntagged(w);
+  assert.equal(add.code, 1, add.stdout + add.stderr);
+  assert.equal(add.result.code, 101);
+  assert.match(add.result.msg, /node's own addresses/);
+  await metricReaches(agent, 'lace_cni_add_refusals_total{reason="host-address"}', 1);
+}
+
+Deno.test({
+  name:
+    "a CNI ADD naming one of the node's own addresses is refused under exclusive, so the kubelet's probes of the node's host-network pods there are never tagged into the tenant's network",
+  ...agentTestOptions,
+  fn: () => refusedAtAdd("exclusive"),
+});
+
+Deno.test({
+  name:
+    "a CNI ADD naming one of the node's own addresses is refused under shared, so the kubelet's probes of the node's host-network pods there are never tagged into the tenant's network",
+  ...agentTestOptions,
+  fn: () => refusedAtAdd("shared"),
+});
+
+Deno.test({
+  name:
+    "a pod known at one of the node's own addresses gets no targets there, and lace's /addresses names it for the doctor",
+  ...agentTestOptions,
+  async fn() {
+    // Its view names the node's address (as the API or a CNI result the agent did not refuse
+    // would, e.g. one from before this agent): the reconcile must hold the address for the host.
+    const tenant = podManifest({
+      name: "tenant",
+      networkId: 2,
+      httpPort: HTTP_PORT,
+      tcpPort: TCP_PORT,
+      ips: [NODE.ipv4, NODE.ipv6],
+    });
+    await using t = await startHostWorld([tenant], "exclusive");
+    const { w, agent } = t;
+    // Ready: the first full list (the pods directory's) is in the map.
+    await assertDaemonUntagged(w);
+    await metricReaches(agent, 'lace_probes_ignored{reason="host-address"}', 2);
+    const view = await waitFor(async () => {
+      const v = JSON.parse((await agent.local("/addresses")).body) as AddressesView;
+      return v.hostHeld?.length ? v : undefined;
+    }, { message: "/addresses naming the pod at the node's addresses" });
+    assert.deepEqual(
+      view.hostHeld?.map((h) => h.address).sort(),
+      [NODE.ipv4, NODE.ipv6].sort(),
+    );
+    assert.ok(view.hostHeld?.every((h) => h.pod === "e2e/tenant"));
+  },
+});
