@@ -271,6 +271,7 @@ export type NodeSettings = Pick<
   | "agentSocket"
   | "cniConfDir"
   | "cniStateDir"
+  | "podsDir"
 >;
 
 /** What is wrong with the node settings present in `c` (the others are not checked). */

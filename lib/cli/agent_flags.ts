@@ -72,6 +72,14 @@ const chainTargets: ValueParser<ChainTarget[]> = {
 
 /** Flags every command that touches the node's BPF state understands, by the key they set. */
 export const nodeFlags = {
+  podsDir: {
+    name: "pods-dir",
+    key: "podsDir",
+    value: text,
+    env: ["LACE_PODS_DIR"],
+    metavar: "DIR",
+    help: "Directory of Pod manifests (YAML or JSON) to use as a pod source",
+  },
   pinPath: {
     name: "pin-path",
     key: "pinPath",
@@ -174,14 +182,7 @@ export const agentFlags: readonly FlagSpec<Config>[] = [
     env: ["LACE_KUBE_API"],
     help: "Watch pods through the Kubernetes API (--no-kube-api for the directory source alone)",
   },
-  {
-    name: "pods-dir",
-    key: "podsDir",
-    value: text,
-    env: ["LACE_PODS_DIR"],
-    metavar: "DIR",
-    help: "Directory of Pod manifests (YAML or JSON) to use as a pod source",
-  },
+  nodeFlags.podsDir,
   nodeFlags.pinPath,
   nodeFlags.kubeletCgroup,
   nodeFlags.hostCgroupRoot,

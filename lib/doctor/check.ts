@@ -86,6 +86,8 @@ export interface NodeSnapshot {
   cgroupPathOf: (id: bigint) => string | null;
   /** What the runtime's CNI configuration says about the lace plugin; absent: not checked. */
   cniChaining?: ChainStatus;
+  /** The pods directory and why the agent refuses it (pods/dir_trust.ts); absent: not checked. */
+  podsDir?: { dir: string; problem: string | undefined };
 }
 
 /** Whether a snapshot field holds why it could not be read instead of a value. */

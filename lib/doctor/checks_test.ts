@@ -277,3 +277,22 @@ Deno.test("evaluate() names the API server processes that share the kubelet cgro
   assert.match(c.fix, /chain the lace CNI plugin, keep the admission policy on/);
   assert.equal(evaluate(healthy()).some((x) => x.name === "api-server-in-kubelet-cgroup"), false);
 });
+
+Deno.test("evaluate() fails on a pods directory others may write, with the agent's reason", () => {
+  const problem = 'Pods directory "/srv/pods" is writable by group or others (mode 0777)';
+  const refused = byName(
+    evaluate({ ...healthy(), podsDir: { dir: "/srv/pods", problem } }),
+    "pods-dir",
+  );
+  assert.equal(refused?.ok, false);
+  assert.equal(refused?.message, problem);
+  const fine = byName(
+    evaluate({ ...healthy(), podsDir: { dir: "/srv/pods", problem: undefined } }),
+    "pods-dir",
+  );
+  assert.equal(fine?.ok, true);
+  assert.ok(
+    !evaluate(healthy()).some((c) => c.name === "pods-dir"),
+    "not checked without --pods-dir",
+  );
+});

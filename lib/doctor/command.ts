@@ -61,6 +61,7 @@ const spec: CommandSpec<DoctorOptions> = {
     nodeFlags.agentSocket,
     nodeFlags.cniConfDir,
     nodeFlags.cniStateDir,
+    nodeFlags.podsDir,
     {
       name: "timeout",
       key: "timeoutMs",
@@ -78,9 +79,17 @@ const spec: CommandSpec<DoctorOptions> = {
     },
   ],
   defaults: () => {
-    const { pinPath, kubeletCgroup, hostCgroupRoot, agentSocket, cniConfDir, cniStateDir } =
-      defaultConfig();
+    const {
+      pinPath,
+      kubeletCgroup,
+      hostCgroupRoot,
+      agentSocket,
+      cniConfDir,
+      cniStateDir,
+      podsDir,
+    } = defaultConfig();
     return {
+      podsDir,
       pinPath,
       kubeletCgroup,
       hostCgroupRoot,

@@ -28,6 +28,7 @@ import { bpffsMountPoints, type Mount, mountOf, readMountInfo } from "../mountin
 import { errorText } from "../error_text.ts";
 import { chainStatus } from "../cni/chaining/status.ts";
 import { rootDirProblem } from "../root_dir.ts";
+import { podsDirProblem } from "../pods/dir_trust.ts";
 import { DirLock } from "../datapath/dir_lock.ts";
 
 export interface DoctorOptions {
@@ -38,6 +39,8 @@ export interface DoctorOptions {
   agentSocket: string;
   /** The runtime's CNI configuration directory, checked for the lace plugin; empty: not. */
   cniConfDir?: string;
+  /** The agent's --pods-dir, checked for who may write it; empty: not. */
+  podsDir?: string;
   /** For tests: a fixture /proc and mount table. */
   procRoot?: string;
   mounts?: Mount[];
@@ -127,6 +130,9 @@ export async function gatherSnapshot(o: DoctorOptions): Promise<NodeSnapshot> {
     counters: guard(() => readPinnedCounters(o.pinPath)),
     cgroupPathOf: (id) => findCgroupById(v2, id),
     ...(o.cniConfDir ? { cniChaining: chainStatus(o.cniConfDir) } : {}),
+    ...(o.podsDir
+      ? { podsDir: { dir: o.podsDir, problem: podsDirProblem(o.podsDir, undefined, mounts) } }
+      : {}),
   };
 }
 

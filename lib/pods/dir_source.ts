@@ -9,6 +9,8 @@ import type { Pod } from "./pod.ts";
 import type { PodSink, PodSource } from "./source.ts";
 import { readManifestFile, UnusableManifestError } from "./manifest_file.ts";
 import { isYamlFile, loadYamlParser, parseManifests } from "./manifests.ts";
+import { checkPodsDir, judgeManifestFile, type PodsDirTrust } from "./dir_trust.ts";
+import type { Mount } from "../mountinfo.ts";
 
 const log = getLogger(["lace", "pods", "dir"]);
 
@@ -19,6 +21,10 @@ export interface DirPodSourceOptions {
   debounceMs?: number;
   /** Source name in logs and the cache. */
   name?: string;
+  /** Root's uid, who alone may write the directory (dir_trust.ts); this process's by default. */
+  owner?: number;
+  /** The mount table (tests); /proc/self/mountinfo by default. */
+  mounts?: readonly Mount[];
 }
 
 /**
@@ -30,7 +36,10 @@ export interface DirPodSourceOptions {
  * are followed) of at most MAX_MANIFEST_BYTES are read, anything else is
  * skipped with its reason and its pods dropped; a document nested too deeply
  * is skipped alone. A missing directory is an error at start: the operator
- * named a path that is not there.
+ * named a path that is not there. So is one others may write (dir_trust.ts:
+ * root's and writable by no one else, or on a read-only mount such as a
+ * ConfigMap volume), and a file in it owned by another non-root user, or
+ * writable by others outside a read-only mount, is skipped with its reason.
  */
 export class DirPodSource implements PodSource {
   readonly name: string;
@@ -38,6 +47,8 @@ export class DirPodSource implements PodSource {
   readonly #absDir: string;
   readonly #nodeName: string;
   readonly #debounceMs: number;
+  readonly #opts: DirPodSourceOptions;
+  #trust: PodsDirTrust | undefined;
   readonly #lastGood = new Map<string, Pod[]>();
   #watcher: Deno.FsWatcher | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
@@ -53,6 +64,7 @@ export class DirPodSource implements PodSource {
     this.#nodeName = nodeName;
     this.#debounceMs = opts.debounceMs ?? 100;
     this.name = opts.name ?? "dir";
+    this.#opts = opts;
   }
 
   async start(sink: PodSink): Promise<void> {
@@ -68,10 +80,16 @@ export class DirPodSource implements PodSource {
     if (!info.isDirectory) {
       throw new Error(`Pods directory "${this.#dir}" is not a directory: fix --pods-dir`);
     }
+    // Its pods are believed (network, addresses, age): refused unless only root may write it.
+    this.#trust = checkPodsDir(this.#dir, this.#owner, this.#opts.mounts);
     this.#sink = sink;
     this.#watcher = Deno.watchFs(this.#dir, { recursive: false });
     this.#watch(this.#watcher);
     await this.rescan();
+  }
+
+  get #owner(): number {
+    return this.#opts.owner ?? Deno.uid() ?? 0;
   }
 
   async stop(): Promise<void> {
@@ -179,7 +197,13 @@ export class DirPodSource implements PodSource {
     const path = `${this.#dir}/${name}`;
     let text: string | null;
     try {
-      text = await readManifestFile(realDir, name);
+      const readOnly = this.#trust?.readOnly ?? false;
+      text = await readManifestFile(
+        realDir,
+        name,
+        undefined,
+        (stat) => judgeManifestFile(stat, this.#owner, readOnly),
+      );
     } catch (error) {
       if (error instanceof UnusableManifestError) {
         // Not a file that is being written: as it is, it never becomes usable.

@@ -8,6 +8,7 @@ import { loadYamlParser } from "./manifests.ts";
 import { deepJson, deepYamlBlock, podYaml } from "./_manifest_fixture.ts";
 import { MAX_MANIFEST_BYTES } from "./manifest_file.ts";
 import { waitFor } from "../../tests/helpers/wait.ts";
+import type { Mount } from "../mountinfo.ts";
 
 await loadYamlParser();
 
@@ -152,13 +153,17 @@ async function warningsDuring(fn: () => Promise<void>): Promise<string[]> {
 async function startOn(
   prepare: (dir: string) => Promise<void>,
   check: (sink: RecordingSink, dir: string, source: DirPodSource) => Promise<void> | void,
+  opts: { mounts?: (dir: string) => Mount[] } = {},
 ): Promise<string[]> {
   const dir = await Deno.makeTempDir({ prefix: "lace-pods-" });
   try {
     await prepare(dir);
     return await warningsDuring(async () => {
       const sink = new RecordingSink();
-      const source = new DirPodSource(dir, "", { debounceMs: 5 });
+      const source = new DirPodSource(dir, "", {
+        debounceMs: 5,
+        ...(opts.mounts ? { mounts: opts.mounts(dir) } : {}),
+      });
       try {
         await within("starting the source", source.start(sink));
         await check(sink, dir, source);
@@ -264,4 +269,86 @@ Deno.test("DirPodSource skips a file of binary garbage with its reason and keeps
   }, (sink) => assert.deepEqual(sink.uids(), ["a"]));
   assert.ok(warnings.some((w) => /garbage\.yaml/.test(w)), `${warnings}`);
   assert.ok(warnings.some((w) => /garbage\.json/.test(w)), `${warnings}`);
+});
+
+/** The mount table of a node where `dir` is a read-only mount (a ConfigMap volume) over a writable root. */
+function readOnlyAt(dir: string): Mount[] {
+  const mount = (id: number, mountPoint: string, options: string[]): Mount => ({
+    id,
+    parentId: 1,
+    root: "/",
+    mountPoint,
+    fsType: "tmpfs",
+    source: "tmpfs",
+    options,
+  });
+  return [mount(1, "/", ["rw"]), mount(2, Deno.realPathSync(dir), ["ro", "relatime"])];
+}
+
+const asRoot = { ignore: Deno.uid() !== 0 };
+const NOBODY = 65534;
+
+Deno.test("DirPodSource refuses at start a pods directory others may write on a writable mount, saying what to do", async () => {
+  await assert.rejects(
+    () => startOn((dir) => Deno.chmod(dir, 0o777), () => {}),
+    /writable by group or others \(mode 0777\) on a writable mount: anyone may plant pods.*chmod go-w.*read-only/s,
+  );
+});
+
+Deno.test({
+  name: "DirPodSource refuses at start a pods directory another non-root user owns",
+  ...asRoot,
+  fn: async () => {
+    await assert.rejects(
+      () => startOn((dir) => Deno.chown(dir, NOBODY, NOBODY), () => {}),
+      /owned by uid 65534, not root.*chown root/s,
+    );
+  },
+});
+
+Deno.test("DirPodSource reads a pods directory others may write on a read-only mount (a ConfigMap volume)", async () => {
+  await startOn(
+    async (dir) => {
+      await Deno.writeTextFile(`${dir}/a.yaml`, podYaml("a"));
+      await Deno.chmod(`${dir}/a.yaml`, 0o666);
+      await Deno.chmod(dir, 0o777);
+    },
+    (sink) => assert.deepEqual(sink.uids(), ["a"]),
+    { mounts: readOnlyAt },
+  );
+});
+
+Deno.test({
+  name:
+    "DirPodSource skips a file another non-root user owns, with its reason, and keeps the other pods",
+  ...asRoot,
+  fn: async () => {
+    for (const mounts of [undefined, readOnlyAt]) {
+      const warnings = await startOn(
+        async (dir) => {
+          await Deno.writeTextFile(`${dir}/a.yaml`, podYaml("a"));
+          await Deno.writeTextFile(`${dir}/planted.yaml`, podYaml("planted"));
+          await Deno.chown(`${dir}/planted.yaml`, NOBODY, NOBODY);
+        },
+        (sink) => assert.deepEqual(sink.uids(), ["a"]),
+        mounts ? { mounts } : {},
+      );
+      assert.ok(
+        warnings.some((w) => /planted\.yaml.*owned by uid 65534, not root/.test(w)),
+        warnings.join("\n"),
+      );
+    }
+  },
+});
+
+Deno.test("DirPodSource skips a file others may write on a writable mount, and keeps the other pods", async () => {
+  const warnings = await startOn(async (dir) => {
+    await Deno.writeTextFile(`${dir}/a.yaml`, podYaml("a"));
+    await Deno.writeTextFile(`${dir}/open.yaml`, podYaml("open"));
+    await Deno.chmod(`${dir}/open.yaml`, 0o666);
+  }, (sink) => assert.deepEqual(sink.uids(), ["a"]));
+  assert.ok(
+    warnings.some((w) => /open\.yaml.*writable by group or others \(mode 0666\)/.test(w)),
+    warnings.join("\n"),
+  );
 });

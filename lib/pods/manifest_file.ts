@@ -26,13 +26,15 @@ const OPEN_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOL
  * Reads `name` in the directory whose real path is `realDir`. Resolves null
  * when the file is gone; throws UnusableManifestError when it is not a
  * regular file, resolves outside `realDir` (a symlink inside it, such as a
- * ConfigMap volume's `..data` links, is fine) or is larger than `maxBytes`;
+ * ConfigMap volume's `..data` links, is fine), is larger than `maxBytes` or
+ * `vet` (given the opened file's owner and mode) says why not;
  * throws the I/O error otherwise.
  */
 export async function readManifestFile(
   realDir: string,
   name: string,
   maxBytes = MAX_MANIFEST_BYTES,
+  vet?: (stat: { uid: number; mode: number }) => string | undefined,
 ): Promise<string | null> {
   let real: string;
   try {
@@ -56,6 +58,9 @@ export async function readManifestFile(
     if (!info.isFile()) {
       throw new UnusableManifestError(`it is a ${fileKind(info)}, not a regular file`);
     }
+    // The opened file's own owner and mode (fstat): the file read is the file judged.
+    const refused = vet?.({ uid: info.uid, mode: info.mode });
+    if (refused) throw new UnusableManifestError(refused);
     if (info.size > maxBytes) {
       throw new UnusableManifestError(`it is ${info.size} bytes, more than ${maxBytes}`);
     }
