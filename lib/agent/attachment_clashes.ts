@@ -29,6 +29,8 @@ export interface ClashCheck {
   memo: RulesMemo;
   /** Whether nothing can tell this pod's network yet (see DesiredStateInput.networkUnknown). */
   networkUnknown?: (uid: string) => boolean;
+  /** The network a pod's ADD learnt (AddressPlacementInput.learntNetwork). */
+  learntNetwork?: (uid: string) => PodNetwork | undefined;
   /**
    * Called with the refused attachment and its clashes (for Events); `networkUnknown` when the
    * attachment's own network is unknown (UNKNOWN_NETWORK).

@@ -25,6 +25,13 @@ export const CNI_SOURCE = "cni";
 export class CniAttachments {
   /** The network the node attached each pod to, by uid. */
   readonly nodeNetworks = new Map<string, PodNetwork>();
+  /**
+   * The network an ADD whose conf named none read from the pod's trusted annotations (the API's
+   * answer for that uid, or the cache's view from the API or the pods directory), by uid: what
+   * places the pod while the CNI path alone knows it (learntNetwork). Not the node's network,
+   * so never over the annotations, and not kept across a restart.
+   */
+  readonly #learnt = new Map<string, PodNetwork>();
   /** The addresses of each interface the CNI path attached (Multus: several per pod). */
   readonly #interfaces = new PodInterfaces();
   readonly #cache: PodCache;
@@ -36,8 +43,15 @@ export class CniAttachments {
     for (const [uid, net] of store?.load() ?? []) this.nodeNetworks.set(uid, net);
   }
 
-  /** Records the interface `ref` of the pod, with its network when the attachment names one. */
-  add(a: Attachment, ref?: AttachmentRef): void {
+  /**
+   * Records the interface `ref` of the pod, with its network when the attachment names one, else
+   * the network its ADD `learnt` (attachmentNetwork(): the trusted annotations it checked, never
+   * anything the pod's own ADD input says).
+   */
+  add(a: Attachment, ref?: AttachmentRef, learnt?: PodNetwork): void {
+    if (a.networkId === undefined && learnt && (!ref || ref.ifname === PRIMARY_IFNAME)) {
+      this.#learnt.set(a.uid, learnt);
+    }
     if (a.network !== undefined && a.networkId !== undefined) {
       const known = this.nodeNetworks.get(a.uid);
       if (known?.network !== a.network || known.networkId !== a.networkId) {
@@ -81,6 +95,7 @@ export class CniAttachments {
       return true;
     }
     this.#interfaces.remove(uid, undefined);
+    this.#learnt.delete(uid);
     if (this.nodeNetworks.delete(uid)) this.#store?.save(this.nodeNetworks);
     this.#cache.remove(CNI_SOURCE, uid);
     return false;
@@ -91,9 +106,24 @@ export class CniAttachments {
     return this.#interfaces.addresses(uid);
   }
 
-  /** Known from the CNI path only, which named no network: its network is unknown, not default. */
+  /**
+   * Known from the CNI path only, which named no network, and its ADD learnt none either: its
+   * network is unknown, not default.
+   */
   readonly networkUnknown = (uid: string): boolean =>
-    !this.nodeNetworks.has(uid) && this.#cache.sourcesOf(uid).every((s) => s === CNI_SOURCE);
+    !this.nodeNetworks.has(uid) && !this.#learnt.has(uid) && this.#cniOnly(uid);
+
+  /**
+   * The network the pod's ADD learnt, while the CNI path alone knows the pod and the node named
+   * none: without it the pod would count as of unknown network until the watch delivers it, and
+   * a same-network pod holding its address would lose its targets meanwhile.
+   */
+  readonly learntNetwork = (uid: string): PodNetwork | undefined =>
+    this.nodeNetworks.has(uid) || !this.#cniOnly(uid) ? undefined : this.#learnt.get(uid);
+
+  #cniOnly(uid: string): boolean {
+    return this.#cache.sourcesOf(uid).every((s) => s === CNI_SOURCE);
+  }
 
   /**
    * Forgets the node's network of pods no source knows any more (deleted while
@@ -102,6 +132,7 @@ export class CniAttachments {
   forgetGonePods(uids: string[]): void {
     const known = new Set(uids);
     this.#interfaces.keepOnly(known);
+    for (const uid of [...this.#learnt.keys()]) if (!known.has(uid)) this.#learnt.delete(uid);
     if (this.nodeNetworks.size === 0) return;
     let changed = false;
     for (const uid of [...this.nodeNetworks.keys()]) {

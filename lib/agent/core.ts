@@ -13,7 +13,7 @@ import { PodCache } from "../pods/cache.ts";
 import type { PodSource } from "../pods/source.ts";
 import { keyId, MAX_TARGETS, type ProbeStore } from "../datapath/probe_map.ts";
 import type { Skip } from "../rules/targets.ts";
-import { type NetworkMismatch, UNKNOWN_NETWORK } from "../rules/pod_network.ts";
+import { type NetworkMismatch, type PodNetwork, UNKNOWN_NETWORK } from "../rules/pod_network.ts";
 import { failedWrites, type Unwritten } from "../rules/share.ts";
 import { callHook, type ProblemHooks, ProblemReporter } from "./problems.ts";
 import type { NodeNetworkStore } from "./node_networks.ts";
@@ -265,6 +265,7 @@ export class AgentCore {
       callHook(() => this.#opts.onSecondNetworkRefused?.(a));
       throw new AttachmentRefusedError(SECOND_NETWORK_REFUSAL);
     }
+    let learnt: PodNetwork | undefined;
     if (this.#opts.config.addressSharing === "exclusive") {
       const sources = this.cache.sourcesOf(a.uid).filter((s) => s !== CNI_SOURCE);
       const found = await attachmentNetwork(a, {
@@ -279,16 +280,18 @@ export class AgentCore {
       // An ADD whose network is unknown may be another network's than any holder's: it is
       // refused at an address another pod holds (fail closed), and attached elsewhere.
       if (!found.network) logUnknownNetwork(a, found.unknown);
+      else if (found.from !== "conf") learnt = found.network;
       refuseClashingAttachment(a, found.network ?? UNKNOWN_NETWORK, {
         pods: this.cache,
         nodeNetworks: this.#attachments.nodeNetworks,
         config: this.#opts.config,
         memo: this.#derived,
         networkUnknown: this.#attachments.networkUnknown,
+        learntNetwork: this.#attachments.learntNetwork,
         onRefused: this.#opts.onAttachRefused,
       });
     }
-    this.#attachments.add(a, ref);
+    this.#attachments.add(a, ref, learnt);
     const report = await this.runner.runNow("cni-add");
     if (report.error) {
       throw new Error(`Reconcile for pod ${a.namespace}/${a.name} failed: ${report.error}`);
@@ -370,6 +373,7 @@ export class AgentCore {
       capacity: this.#opts.store.capacity ?? MAX_TARGETS,
       memo: this.#derived,
       networkUnknown: this.#attachments.networkUnknown,
+      learntNetwork: this.#attachments.learntNetwork,
       hostAddresses: this.#opts.hostAddresses?.(),
     });
     const synced = this.cache.synced;

@@ -250,3 +250,29 @@ Deno.test("AgentCore under shared neither refuses an ADD nor untags a pod at ano
   assert.equal(t.core.view().sharedAddresses.length, 1, "counted");
   await t.core.stop();
 });
+
+Deno.test("AgentCore keeps the network the API told at a pod's ADD while the CNI path alone knows the pod, so a same-network holder at its address keeps its targets", async () => {
+  // The watch is behind: the pod is known from the CNI path alone, but its ADD read its network
+  // (1, the holder's) from the API.
+  const t = setup(["api"], {}, undefined, lookupOf(pod("new", undefined, 1)));
+  await t.core.start();
+  t.sources[0].list(pod("holder", "10.0.0.5", 1, "2026-01-01T00:00:00Z", 9090));
+  await t.settle();
+  await unnamedAttach(t.core, "new");
+  await t.settle();
+  assert.deepEqual(ids(t.store), ["10.0.0.5:9090=1"], "the holder keeps its own");
+  assert.equal(t.clashes.length, 0, "no AddressClash");
+  assert.deepEqual(t.core.view().sharedAddresses, []);
+  // That network holds the address against the others': a later pod of network 2 there gets
+  // none of its probes tagged.
+  t.sources[0].list(
+    pod("holder", "10.0.0.5", 1, "2026-01-01T00:00:00Z", 9090),
+    pod("other", "10.0.0.5", 2, "2026-01-03T00:00:00Z", 8080),
+  );
+  await t.settle();
+  assert.deepEqual(ids(t.store), ["10.0.0.5:9090=1"]);
+  assert.deepEqual(t.clashes.map(([a, p]) => [a.address, p.pod.uid]), [["10.0.0.5", "other"]]);
+  // Gone at its DEL: nothing of it is kept.
+  await t.core.removeAttachment("new");
+  await t.core.stop();
+});

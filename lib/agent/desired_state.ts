@@ -124,6 +124,8 @@ export function addressPlacement(
     placed = pod && placementOf(memo, pod, config, node);
   }
   if (!placed) return undefined;
+  const learnt = input.learntNetwork?.(uid);
+  if (learnt) placed = { ...placed, network: learnt };
   const unknown = !placed.network || input.networkUnknown?.(uid) === true;
   if (!unknown && evaluable) return placed;
   return { ...placed, network: unknown ? UNKNOWN_NETWORK : placed.network, probesUnknown: true };
@@ -138,6 +140,11 @@ export interface AddressPlacementInput {
   node: PodNetwork | undefined;
   /** Whether nothing can tell this pod's network yet (DesiredStateInput.networkUnknown). */
   networkUnknown?: (uid: string) => boolean;
+  /**
+   * The network the pod's CNI ADD learnt from its trusted annotations while the CNI path alone
+   * knows it (CniAttachments.learntNetwork): it places the pod instead of UNKNOWN_NETWORK.
+   */
+  learntNetwork?: (uid: string) => PodNetwork | undefined;
 }
 
 export interface DesiredStateInput {
@@ -158,6 +165,8 @@ export interface DesiredStateInput {
    * merely because its only view has no annotations).
    */
   networkUnknown?: (uid: string) => boolean;
+  /** The network a pod's ADD learnt (AddressPlacementInput.learntNetwork). */
+  learntNetwork?: (uid: string) => PodNetwork | undefined;
   /**
    * The node's own addresses (host_addresses.ts): no pod gets a target at one, under both
    * sharing modes, as the kubelet probes the node's host-network pods there.
