@@ -355,17 +355,7 @@ export class AgentCore {
   #compute(): ReconcileInput {
     const { config } = this.#opts;
     const uids = this.cache.uids();
-    const {
-      desired,
-      views,
-      conflicts,
-      skips,
-      mismatches,
-      unwritten,
-      withdraw,
-      sharedAddresses,
-      hostHeld,
-    } = desiredState({
+    const state = desiredState({
       uids,
       pods: this.cache,
       nodeNetworks: this.#attachments.nodeNetworks,
@@ -376,6 +366,7 @@ export class AgentCore {
       learntNetwork: this.#attachments.learntNetwork,
       hostAddresses: this.#opts.hostAddresses?.(),
     });
+    const { desired, views, conflicts, skips, mismatches, unwritten, withdraw } = state;
     const synced = this.cache.synced;
     if (synced) this.#attachments.forgetGonePods(uids);
     this.#snapshot = {
@@ -384,8 +375,8 @@ export class AgentCore {
       conflicts,
       skips,
       mismatches,
-      sharedAddresses,
-      hostHeld,
+      sharedAddresses: state.sharedAddresses,
+      hostHeld: state.hostHeld,
       unwritten,
       synced,
       counts: {
@@ -402,7 +393,7 @@ export class AgentCore {
       conflicts,
       mismatches,
       unwritten,
-      ...(config.addressSharing === "exclusive" ? { addressClashes: sharedAddresses } : {}),
+      ...(config.addressSharing === "exclusive" ? { addressClashes: state.sharedAddresses } : {}),
     });
     return {
       desired,

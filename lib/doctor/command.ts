@@ -79,23 +79,15 @@ const spec: CommandSpec<DoctorOptions> = {
     },
   ],
   defaults: () => {
-    const {
-      pinPath,
-      kubeletCgroup,
-      hostCgroupRoot,
-      agentSocket,
-      cniConfDir,
-      cniStateDir,
-      podsDir,
-    } = defaultConfig();
+    const c = defaultConfig();
     return {
-      podsDir,
-      pinPath,
-      kubeletCgroup,
-      hostCgroupRoot,
-      agentSocket,
-      cniConfDir,
-      cniStateDir,
+      pinPath: c.pinPath,
+      kubeletCgroup: c.kubeletCgroup,
+      hostCgroupRoot: c.hostCgroupRoot,
+      agentSocket: c.agentSocket,
+      cniConfDir: c.cniConfDir,
+      cniStateDir: c.cniStateDir,
+      podsDir: c.podsDir,
       json: false,
       timeoutMs: 2000,
       netns: "",
