@@ -160,3 +160,39 @@ Deno.test("AgentCore takes a pod's network from its eth0 alone: another interfac
   assert.deepEqual(ids(t.store), ["10.0.0.6:8080=1", "10.0.0.7:8080=2"]);
   await t.core.stop();
 });
+
+Deno.test("AgentCore refuses an ADD bringing one of the node's own addresses under both sharing modes, reads them at each ADD, and says so once per refusal", async () => {
+  for (const addressSharing of ["exclusive", "shared"] as const) {
+    const host = new Set(["10.0.0.1"]);
+    const refused: [string, string][] = [];
+    const t = setup(["api"], { addressSharing }, undefined, undefined, {
+      hostAddresses: () => host,
+      onHostAddressRefused: (a, address) => refused.push([a.uid, address]),
+    });
+    await t.core.start();
+    t.sources[0].list(pod("new", undefined, 1));
+    await t.settle();
+    const attach = (ip: string) =>
+      t.core.registerAttachment({
+        namespace: "ns",
+        name: "p-new",
+        uid: "new",
+        ips: ["fd00::9", ip],
+        network: "net1",
+        networkId: 1,
+      });
+    await assert.rejects(attach("10.0.0.1"), (e: Error) => {
+      assert.ok(e instanceof AttachmentRefusedError, addressSharing);
+      assert.match(e.message, /Address 10\.0\.0\.1 is one of this node's own addresses/);
+      return true;
+    });
+    assert.deepEqual(refused, [["new", "10.0.0.1"]], addressSharing);
+    assert.deepEqual(ids(t.store), [], "nothing registered");
+    // The node's addresses change: read again at the next ADD.
+    host.clear();
+    await attach("10.0.0.1");
+    assert.deepEqual(ids(t.store), ["10.0.0.1:8080=1", "[fd00::9]:8080=1"], addressSharing);
+    assert.equal(refused.length, 1);
+    await t.core.stop();
+  }
+});

@@ -2,7 +2,7 @@
  * The agent core's unit tests' world: fake pod sources, a memory probe store, fake time, the
  * core's reports collected, and pods of network N at an address with one readiness probe.
  */
-import { AgentCore, type AgentCoreConfig } from "../../lib/agent/core.ts";
+import { AgentCore, type AgentCoreConfig, type AgentCoreOptions } from "../../lib/agent/core.ts";
 import { markFor } from "../../lib/config.ts";
 import type { AddressClash, Claim, Conflict } from "../../lib/rules/conflicts.ts";
 import type { Pod } from "../../lib/pods/pod.ts";
@@ -99,6 +99,7 @@ export function setup(
   config: Partial<AgentCoreConfig> = {},
   store = new MemoryProbeStore(),
   podLookup?: PodLookup,
+  extra: Partial<AgentCoreOptions> = {},
 ) {
   const { clock, timers } = fakeTime();
   const sources = sourceNames.map((n) => new FakeSource(n));
@@ -118,6 +119,7 @@ export function setup(
     onAddressClash: (a, p) => clashes.push([a, p]),
     timers,
     ...(podLookup ? { podLookup } : {}),
+    ...extra,
   });
   const settle = async (ms = CONFIG.debounceMs) => {
     await clock.tickAsync(ms);
