@@ -98,7 +98,7 @@ export async function addNetworkNodeSide(
   await ip("route", "add", subnets.v4, "dev", network.bridge, "src", nodeV4, "table", table);
   await ip("-6", "route", "add", subnets.v6, "dev", network.bridge, "src", nodeV6, "table", table);
   // The README's mark contract: network bits select the table, whatever else is set.
-  const value = (PROBE_FLAG | (network.id << MARK_SHIFT)) >>> 0;
+  const value = networkMark(network);
   const mask = (PROBE_FLAG | (0xffff << MARK_SHIFT)) >>> 0;
   for (const family of ["-4", "-6"]) {
     await ip(
@@ -115,18 +115,45 @@ export async function addNetworkNodeSide(
   }
 }
 
+/** The network mark of `network` (the README's mark contract): what selects its table. */
+function networkMark(network: NetworkSetting): number {
+  return (PROBE_FLAG | (network.id << MARK_SHIFT)) >>> 0;
+}
+
 /**
  * The kubernetes Service address (10.96.0.1:443) in the node's namespace `netns`, as kube-proxy
  * would make it, translated to the API server's port on the node's loopback: the agent's
- * in-cluster config.
+ * in-cluster config (host network), and that of pods of the fixed NETWORKS (the chart's netcheck
+ * runner). A pod's connection arrives on its network's bridge: it is translated to loopback
+ * (route_localnet on those bridges only) and given the network's mark, which the accepted socket
+ * keeps (tcp_fwmark_accept), so the API server's answers take that network's table back to the
+ * pod; the node's own table still leads into no pod network. Anything else arriving from outside
+ * for a loopback address is dropped.
  */
 export async function addKubernetesService(netns: string, port: string): Promise<void> {
+  const marks = NETWORKS.map((n) => `"${n.bridge}" : 0x${networkMark(n).toString(16)}`);
+  const service = "ip daddr 10.96.0.1 tcp dport 443";
+  const sysctls = [
+    "net.ipv4.tcp_fwmark_accept=1",
+    ...NETWORKS.map((n) => `net.ipv4.conf.${n.bridge}.route_localnet=1`),
+  ];
+  await run(["nsenter", `--net=/run/netns/${netns}`, "--", "sysctl", "-qw", ...sysctls]);
   await run([
     "nsenter",
     `--net=/run/netns/${netns}`,
     "--",
     "nft",
-    `add table ip lace_node; add chain ip lace_node out { type nat hook output priority -100; }; ` +
-    `add rule ip lace_node out ip daddr 10.96.0.1 tcp dport 443 dnat to 127.0.0.1:${port}`,
+    `add table ip lace_node; ` +
+    `add chain ip lace_node out { type nat hook output priority -100; }; ` +
+    `add rule ip lace_node out ${service} dnat to 127.0.0.1:${port}; ` +
+    `add chain ip lace_node pod_mark { type filter hook prerouting priority -150; }; ` +
+    `add rule ip lace_node pod_mark ${service} meta mark set iifname map { ${
+      marks.join(", ")
+    } }; ` +
+    `add chain ip lace_node pod_nat { type nat hook prerouting priority -100; }; ` +
+    `add rule ip lace_node pod_nat ${service} dnat to 127.0.0.1:${port}; ` +
+    `add chain ip lace_node loopback_guard { type filter hook input priority 0; }; ` +
+    `add rule ip lace_node loopback_guard iifname != "lo" ip daddr 127.0.0.0/8 ct status dnat accept; ` +
+    `add rule ip lace_node loopback_guard iifname != "lo" ip daddr 127.0.0.0/8 drop`,
   ]);
 }

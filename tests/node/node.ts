@@ -196,7 +196,8 @@ export async function startNode(options: NodeOptions = {}): Promise<Node & Async
       tools.kubeControllerManager,
       `--kubeconfig=${plane.kubeconfigPath}`,
       "--leader-elect=false",
-      "--controllers=daemonset-controller,serviceaccount-controller," +
+      "--controllers=daemonset-controller,deployment-controller,replicaset-controller," +
+      "serviceaccount-controller," +
       "root-ca-certificate-publisher-controller,garbage-collector-controller," +
       "namespace-controller",
       `--root-ca-file=${caFile}`,
