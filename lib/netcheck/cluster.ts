@@ -49,6 +49,16 @@ export interface LeaseRecord {
   renewTime: number;
   /** Opaque optimistic-concurrency token; empty for a new lease. */
   resourceVersion: string;
+  /** Written on create and update as the Lease's owner. */
+  owner?: OwnerReference;
+}
+
+/** An object that owns others: the garbage collector deletes them once it is gone. */
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
 }
 
 /** A create or update lost a race (HTTP 409). */
@@ -84,6 +94,8 @@ export interface NetcheckCluster {
   /** Throws ConflictError when the resourceVersion is stale. */
   updateLease(namespace: string, lease: LeaseRecord): Promise<LeaseRecord>;
   deleteLease(namespace: string, name: string): Promise<void>;
+  /** The ConfigMap as an owner (configmaps get); clusters without owners leave it out. */
+  configMapOwner?(namespace: string, name: string): Promise<OwnerReference>;
 }
 
 /** A pod picked for testing: its node and its address of the chosen family. */

@@ -266,6 +266,14 @@ export const netcheckCommand: CommandSpec<NetcheckOptions> = {
       help: "--watch: serve Prometheus metrics at http://HOST:PORT/metrics; empty for none",
     },
     {
+      name: "owner-configmap",
+      key: "ownerConfigMap",
+      value: text,
+      metavar: "NAME",
+      help: "A ConfigMap in --namespace owning the DaemonSets and Lease made there: deleting it " +
+        "deletes them (the chart's, for when the runner cannot clean up)",
+    },
+    {
       name: "metrics-failing-paths",
       key: "metricsFailingPaths",
       value: integer,

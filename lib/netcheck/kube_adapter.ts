@@ -13,6 +13,7 @@ import {
   type ExecResult,
   type LeaseRecord,
   type NetcheckCluster,
+  type OwnerReference,
   type ProbePod,
 } from "./cluster.ts";
 
@@ -238,6 +239,7 @@ export class ClientNodeCluster implements NetcheckCluster {
       metadata: {
         name: lease.name,
         ...(lease.resourceVersion ? { resourceVersion: lease.resourceVersion } : {}),
+        ...(lease.owner ? { ownerReferences: [lease.owner] } : {}),
       },
       spec: {
         holderIdentity: lease.holder,
@@ -268,6 +270,11 @@ export class ClientNodeCluster implements NetcheckCluster {
       if (statusOf(e) === 409) throw new ConflictError(`Lease "${lease.name}" changed`);
       throw e;
     }
+  }
+
+  async configMapOwner(namespace: string, name: string): Promise<OwnerReference> {
+    const map = await this.#core.readNamespacedConfigMap({ name, namespace });
+    return { apiVersion: "v1", kind: "ConfigMap", name, uid: map.metadata!.uid! };
   }
 
   async deleteLease(namespace: string, name: string): Promise<void> {

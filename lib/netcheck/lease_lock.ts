@@ -8,6 +8,14 @@ import { SetupError } from "./readiness.ts";
 
 export const LEASE_NAME = "lace-netcheck";
 
+/** The Lease is held, unexpired, by another run. */
+export class LeaseHeldError extends SetupError {
+  override name = "LeaseHeldError";
+  constructor(message: string, readonly holder: string, readonly expiresAt: number) {
+    super(message);
+  }
+}
+
 /** A held lease; release() is idempotent. */
 export interface LeaseLock {
   /** The run whose expired lease was taken over, if any. */
@@ -42,9 +50,11 @@ export async function acquireLease(
     if (existing === null) return acquireLease(cluster, namespace, holder, durationS, now);
     const expiresAt = existing.renewTime + existing.durationS * 1000;
     if (existing.holder && existing.holder !== holder && expiresAt > now()) {
-      throw new SetupError(
+      throw new LeaseHeldError(
         `Another netcheck run "${existing.holder}" holds Lease "${namespace}/${LEASE_NAME}" ` +
           `(until ${new Date(expiresAt).toISOString()}); wait for it to finish`,
+        existing.holder,
+        expiresAt,
       );
     }
     tookOverFrom = existing.holder || undefined;
@@ -93,4 +103,46 @@ export async function acquireLease(
       if (latest?.holder === holder) await cluster.deleteLease(namespace, LEASE_NAME);
     },
   };
+}
+
+/** How waitForLease waits and says that it does. */
+export interface StandbyOptions {
+  now?: () => number;
+  /** Ends early (without error) when `signal` aborts. */
+  sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
+  signal?: AbortSignal;
+  /** Gets a line when another run is found holding the Lease, once per holder. */
+  write?: (line: string) => void;
+}
+
+/**
+ * acquireLease for a runner that stands by (`--watch`, e.g. a second replica of the chart's
+ * Deployment): while another run holds the Lease it retries every third of the Lease's duration,
+ * creating nothing and running no round, and takes over once that run releases it or stops
+ * renewing it. Returns undefined when `signal` aborts first.
+ */
+export async function waitForLease(
+  cluster: NetcheckCluster,
+  namespace: string,
+  holder: string,
+  durationS: number,
+  standby: StandbyOptions,
+): Promise<LeaseLock | undefined> {
+  let announced = "";
+  while (!standby.signal?.aborted) {
+    try {
+      return await acquireLease(cluster, namespace, holder, durationS, standby.now);
+    } catch (e) {
+      if (!(e instanceof LeaseHeldError)) throw e;
+      if (e.holder !== announced) {
+        standby.write?.(
+          `Standing by: ${e.message.replace(/; wait for it to finish$/, "")}; taking over ` +
+            "when it is released or expires\n",
+        );
+      }
+      announced = e.holder;
+    }
+    await standby.sleep((durationS * 1000) / 3, standby.signal);
+  }
+  return undefined;
 }

@@ -71,6 +71,11 @@ export interface NetcheckOptions {
   leaseDurationS: number;
   /** Shows a progress bar on a terminal; false forces plain lines. */
   progress: boolean;
+  /**
+   * A ConfigMap in --namespace that owns the probe DaemonSets and the Lease made there, so the
+   * garbage collector deletes them with it; empty for none.
+   */
+  ownerConfigMap: string;
 }
 
 export const CONNECT_PORT = 1199;
@@ -114,5 +119,6 @@ export function defaultNetcheckOptions(): NetcheckOptions {
     bandwidthRetries: 3,
     leaseDurationS: 60,
     progress: true,
+    ownerConfigMap: "",
   };
 }

@@ -9,7 +9,7 @@ import { joinHostPort } from "../host_port.ts";
 import type { NetcheckCluster } from "./cluster.ts";
 import { classifyConnect } from "./connect_result.ts";
 import { checkIsolation, checkMtu, measureBandwidth, measureLatency } from "./path_checks.ts";
-import { acquireLease, type LeaseLock } from "./lease_lock.ts";
+import { acquireLease, type LeaseLock, waitForLease } from "./lease_lock.ts";
 import { probeDaemonSet, type ProbeNetwork, probeNetworks } from "./manifest.ts";
 import { crossNetworkPairs, type NetworkEndpoint, NetworkMatrix } from "./isolation.ts";
 import { CONNECT_PORT, type NetcheckOptions, UDP_PORT } from "./options.ts";
@@ -20,6 +20,8 @@ import { abortableSleep, SetupError } from "./readiness.ts";
 import { listEndpoints, nodeNames, waitForEndpoints } from "./endpoints.ts";
 import type { PathSink, RunOutcome } from "./report.ts";
 import { schedulePairs } from "./scheduler.ts";
+import { removeStaleRun } from "./takeover.ts";
+import { ownedByConfigMap } from "./owner.ts";
 import { type PathResult, Summary } from "./summary.ts";
 import { errorText } from "../error_text.ts";
 import type { NetcheckMetrics } from "./metrics.ts";
@@ -82,7 +84,9 @@ export function newRunId(): string {
 
 /** Runs netcheck; returns the exit code, summary and outcome (the caller prints the report). */
 export async function runChecks(options: NetcheckOptions, env: RunEnvironment): Promise<RunResult> {
-  const { cluster, signal } = env;
+  const { signal } = env;
+  // Owned (--owner-configmap) once the run has read its owner.
+  let cluster = env.cluster;
   const runId = env.runId ?? newRunId();
   const ns = options.namespace;
   let summary = new Summary(options.asymmetry);
@@ -133,6 +137,9 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
     const concurrency = options.concurrency;
 
     const label = (phase: string) => network === undefined ? phase : `${phase} (${network})`;
+    // Every path of the network names it (reports, and the metrics' per-network series).
+    const ofNetwork = (result: PathResult) =>
+      network === undefined ? result : { ...result, network };
     progress.start(label("Connectivity"), countOf(endpoints.length, connectPeers));
     // One agnhost connect from the pair's source pod, classified and recorded: whether it
     // connected, undefined when aborted.
@@ -187,7 +194,7 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
       );
       await schedulePairs(connected(), key, async (pair) => {
         const result = await measureLatency(cluster, options, pair, signal);
-        if (result) await record(result);
+        if (result) await record(ofNetwork(result));
       }, { concurrency, exclusive: false, signal });
       progress.end();
     }
@@ -205,7 +212,7 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
       progress.start(label("MTU"), countOf(endpoints.length, connectPeers) - failedConnect.size);
       await schedulePairs(connected(), key, async (pair) => {
         const result = await checkMtu(cluster, options, pair, signal);
-        if (result) await record(network === undefined ? result : { ...result, network });
+        if (result) await record(ofNetwork(result));
       }, { concurrency, exclusive: true, signal });
       progress.end();
     }
@@ -229,7 +236,7 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
       );
       await schedulePairs(connected(), key, async (pair) => {
         const result = await measureBandwidth(cluster, options, pair, env);
-        if (result) await record(result);
+        if (result) await record(ofNetwork(result));
       }, { concurrency, exclusive: true, signal });
       progress.end();
     }
@@ -281,9 +288,21 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
   let leftOver = false;
   try {
     await cluster.ensureNamespace(ns);
-    lease = await acquireLease(cluster, ns, env.holder ?? runId, options.leaseDurationS, env.now);
+    if (options.ownerConfigMap) {
+      cluster = await ownedByConfigMap(cluster, ns, options.ownerConfigMap);
+    }
+    const holder = env.holder ?? runId;
+    lease = options.watch
+      ? await waitForLease(cluster, ns, holder, options.leaseDurationS, {
+        now: env.now,
+        sleep: env.sleep ?? abortableSleep,
+        signal,
+        write: (line) => env.progress.write(line),
+      })
+      : await acquireLease(cluster, ns, holder, options.leaseDurationS, env.now);
+    if (!lease) throw new SetupError("Interrupted");
     if (lease.tookOverFrom) {
-      log.warn("Took over the expired Lease of run {run}", { run: lease.tookOverFrom });
+      await removeStaleRun(cluster, options, lease.tookOverFrom, (l) => env.progress.write(l));
     }
     for (const network of networks) {
       // Pushed first: a create that fails half-way is still deleted (a missing one is fine).

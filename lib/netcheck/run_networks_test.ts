@@ -122,3 +122,27 @@ Deno.test("--networks naming a namespace that does not exist stops the setup and
   assert.ok(!cluster.namespaces.has("tenant-x"));
   assertCleanedUp(cluster);
 });
+
+Deno.test("--networks: latency, MTU and bandwidth paths name their network, as connect paths do", async () => {
+  const cluster = new MemoryCluster(fakeNodes(3), { recordPaths: true });
+  for (const ns of ["tenant-a", "tenant-b"]) await cluster.ensureNamespace(ns);
+  const networksOf = new Map<string, Set<string | undefined>>();
+  const { exitCode, summary, outcome } = await runChecks(
+    options({ networks: ["tenant-a", "tenant-b"], mtu: true }),
+    {
+      cluster,
+      progress: quiet,
+      sinks: [{
+        path: (p) =>
+          void networksOf.set(p.phase, (networksOf.get(p.phase) ?? new Set()).add(p.network)),
+        finish: () => Promise.resolve(),
+      }],
+      pollMs: 1,
+      retryDelayMs: 1,
+    },
+  );
+  assert.equal(exitCode, EXIT_PASSED, textReport(summary, outcome));
+  for (const phase of ["connect", "latency", "mtu", "bandwidth"]) {
+    assert.deepEqual([...networksOf.get(phase) ?? []].sort(), ["tenant-a", "tenant-b"], phase);
+  }
+});
