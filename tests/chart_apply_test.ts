@@ -135,6 +135,8 @@ Deno.test({
       ["delete", "daemonsets", "apps", own],
       ["list", "pods", "", own],
       ["create", "pods", "", own, undefined, "exec"],
+      ["get", "pods", "", own, undefined, "exec"],
+      ["get", "configmaps", "", own, "lace-netcheck"],
       ["update", "leases", "coordination.k8s.io", own],
       ["get", "namespaces", "", undefined, own],
     ];
@@ -144,6 +146,7 @@ Deno.test({
       ["list", "pods", "", NAMESPACE],
       ["create", "pods", "", own],
       ["get", "secrets", "", own],
+      ["get", "configmaps", "", own, "other"],
       ["get", "namespaces", "", undefined, NAMESPACE],
       ["create", "namespaces", "", undefined],
       ["list", "daemonsets", "apps", undefined],

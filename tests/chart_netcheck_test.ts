@@ -49,6 +49,7 @@ helmTest(
       "--interval=5m",
       "--namespace=lace-netcheck",
       "--metrics-address=127.0.0.1:9469",
+      "--owner-configmap=lace-netcheck",
       "--mtu",
       "--peers=4",
     ]);
@@ -75,13 +76,16 @@ helmTest(
         verbs: ["create", "get", "patch", "delete"],
       },
       { apiGroups: [""], resources: ["pods"], verbs: ["list"] },
-      { apiGroups: [""], resources: ["pods/exec"], verbs: ["create"] },
+      { apiGroups: [""], resources: ["pods/exec"], verbs: ["get", "create"] },
       {
         apiGroups: ["coordination.k8s.io"],
         resources: ["leases"],
         verbs: ["get", "create", "update", "delete"],
       },
+      { apiGroups: [""], resources: ["configmaps"], resourceNames: [NAME], verbs: ["get"] },
     ]);
+    // The owner of the runner's DaemonSets and Lease, in their namespace.
+    assert.equal(only(manifests, "ConfigMap", NAME).metadata.namespace, "lace-netcheck");
     const binding = only(manifests, "RoleBinding", NAME);
     assert.equal(binding.metadata.namespace, "lace-netcheck");
     assert.deepEqual(binding.subjects, [
@@ -114,6 +118,8 @@ helmTest(
     assert.match(stderr, /netcheck.namespace must not be the release's namespace "lace-system"/);
     stderr = await refusal(h, [...ON, "netcheck.extraArgs={--namespace=kube-system}"]);
     assert.match(stderr, /netcheck.extraArgs must not set "--namespace=kube-system"/);
+    stderr = await refusal(h, [...ON, "netcheck.extraArgs={--owner-configmap=other}"]);
+    assert.match(stderr, /netcheck.extraArgs must not set "--owner-configmap=other"/);
     stderr = await refusal(h, [...ON, "netcheck.extraArgs={mtu}"]);
     assert.match(stderr, /schema/);
   },

@@ -6,7 +6,9 @@
  * server execs into them through each kubelet. Each pod network has its own link between the two
  * node namespaces, and every network allocates from the same ranges; the test breaks one link,
  * and then the isolation between two networks inside a node, and reads which pairs netcheck
- * reports. Brought up once for the file; prints what it measured.
+ * reports. Then the chart's continuous netcheck on the same two nodes (netcheck_deployment.ts:
+ * the runner as a Deployment, its metrics, a second runner, disabling it). Brought up once for the
+ * file; prints what it measured.
  */
 import assert from "node:assert/strict";
 import { nodeUnavailableReason } from "../kube/tools.ts";
@@ -15,6 +17,7 @@ import { IMAGES } from "./images.ts";
 import { NETWORKS } from "./network.ts";
 import { startNode } from "./node.ts";
 import { joinSecondNode } from "./second_node.ts";
+import { DEPLOYMENT_NAMESPACES, netcheckDeploymentSteps } from "./netcheck_deployment.ts";
 import type { PathResult } from "../../lib/netcheck/summary.ts";
 
 const reason = await nodeUnavailableReason();
@@ -106,17 +109,19 @@ function measured(run: NetcheckRun): string {
 
 Deno.test({
   name:
-    "lace netcheck on two real nodes: every pair passes, and a broken link between them fails exactly the broken pairs",
+    "lace netcheck on two real nodes: every pair passes, a broken link between them fails exactly the broken pairs, and the chart's netcheck Deployment runs rounds and leaves nothing when disabled",
   ignore: reason !== undefined,
   sanitizeOps: false,
   sanitizeResources: false,
 }, async (t) => {
   const start = performance.now();
+  // The namespaces of netcheck's pods: the CLI's probes, and the chart's runner and probes.
+  const namespaces = [...new Set([NAMESPACE, ...DEPLOYMENT_NAMESPACES])];
   await using first = await startNode({
-    cluster: { namespaceNetworks: { [NAMESPACE]: NETWORK.name } },
+    cluster: { namespaceNetworks: Object.fromEntries(namespaces.map((n) => [n, NETWORK.name])) },
   });
   const firstUp = performance.now();
-  await using second = await joinSecondNode(first, { network: NETWORK, namespaces: [NAMESPACE] });
+  await using second = await joinSecondNode(first, { network: NETWORK, namespaces });
   const secondUp = performance.now();
   await installLaceOnNodes(first, [second], ...HAND_CHAINED);
   console.log(
@@ -258,4 +263,6 @@ Deno.test({
       }
     },
   );
+
+  await netcheckDeploymentSteps(t, first, second);
 });
