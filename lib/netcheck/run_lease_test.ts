@@ -6,6 +6,24 @@ import type { NetcheckCluster } from "./cluster.ts";
 import { fakeNodes, MemoryCluster } from "../../tests/netcheck/memory_cluster.ts";
 import { assertCleanedUp, options, quiet, run } from "../../tests/netcheck/run_fixture.ts";
 
+/** A MemoryCluster of `nodes` nodes whose Lease `holder` renewed `ageMs` ago (live: 60 s). */
+async function withLease(
+  holder = "other-run by ops@laptop",
+  ageMs = 0,
+  nodes = 3,
+): Promise<MemoryCluster> {
+  const cluster = new MemoryCluster(fakeNodes(nodes));
+  await cluster.ensureNamespace("lace-system");
+  await cluster.createLease("lace-system", {
+    name: LEASE_NAME,
+    holder,
+    durationS: 60,
+    renewTime: Date.now() - ageMs,
+    resourceVersion: "",
+  });
+  return cluster;
+}
+
 Deno.test("an interrupt stops the run, deletes the DaemonSet and releases the lease", async () => {
   const controller = new AbortController();
   let execs = 0;
@@ -22,15 +40,7 @@ Deno.test("an interrupt stops the run, deletes the DaemonSet and releases the le
 });
 
 Deno.test("a live lease of another run stops this run, naming it, and creates nothing", async () => {
-  const cluster = new MemoryCluster(fakeNodes(3));
-  await cluster.ensureNamespace("lace-system");
-  await cluster.createLease("lace-system", {
-    name: LEASE_NAME,
-    holder: "other-run by ops@laptop",
-    durationS: 60,
-    renewTime: Date.now(),
-    resourceVersion: "",
-  });
+  const cluster = await withLease();
   const { exitCode, outcome } = await runChecks(options(), {
     cluster,
     progress: quiet,
@@ -44,15 +54,7 @@ Deno.test("a live lease of another run stops this run, naming it, and creates no
 });
 
 Deno.test("an expired lease of a crashed run is taken over", async () => {
-  const cluster = new MemoryCluster(fakeNodes(2));
-  await cluster.ensureNamespace("lace-system");
-  await cluster.createLease("lace-system", {
-    name: LEASE_NAME,
-    holder: "crashed",
-    durationS: 60,
-    renewTime: Date.now() - 120_000,
-    resourceVersion: "",
-  });
+  const cluster = await withLease("crashed", 120_000, 2);
   const { exitCode } = await runChecks(options(), {
     cluster,
     progress: quiet,
@@ -63,22 +65,8 @@ Deno.test("an expired lease of a crashed run is taken over", async () => {
   assertCleanedUp(cluster);
 });
 
-/** A MemoryCluster whose Lease is held, live, by "other-run by ops@laptop". */
-async function heldLease(): Promise<MemoryCluster> {
-  const cluster = new MemoryCluster(fakeNodes(3));
-  await cluster.ensureNamespace("lace-system");
-  await cluster.createLease("lace-system", {
-    name: LEASE_NAME,
-    holder: "other-run by ops@laptop",
-    durationS: 60,
-    renewTime: Date.now(),
-    resourceVersion: "",
-  });
-  return cluster;
-}
-
 Deno.test("--watch stands by while another run holds the Lease, making nothing, and takes over once it is released", async () => {
-  const cluster = await heldLease();
+  const cluster = await withLease();
   const controller = new AbortController();
   const written: string[] = [];
   const sleeps: number[] = [];
@@ -120,7 +108,7 @@ Deno.test("--watch stands by while another run holds the Lease, making nothing, 
 });
 
 Deno.test("--watch on standby stopped by SIGTERM exits 0, having made nothing and left the holder's Lease", async () => {
-  const cluster = await heldLease();
+  const cluster = await withLease();
   const controller = new AbortController();
   const { exitCode, outcome } = await runChecks(options({ watch: true, intervalMs: 60_000 }), {
     cluster,
@@ -140,16 +128,8 @@ Deno.test("--watch on standby stopped by SIGTERM exits 0, having made nothing an
 });
 
 Deno.test("taking over the expired Lease of a killed run deletes the probe DaemonSets it left", async () => {
-  const cluster = new MemoryCluster(fakeNodes(2));
-  await cluster.ensureNamespace("lace-system");
+  const cluster = await withLease("dead1234 by unknown@lace-netcheck-5f6d-abcde", 120_000, 2);
   await cluster.applyDaemonSet("lace-system", probeDaemonSet(options(), "dead1234"));
-  await cluster.createLease("lace-system", {
-    name: LEASE_NAME,
-    holder: "dead1234 by unknown@lace-netcheck-5f6d-abcde",
-    durationS: 60,
-    renewTime: Date.now() - 120_000,
-    resourceVersion: "",
-  });
   const written: string[] = [];
   const { exitCode } = await runChecks(options(), {
     cluster,
