@@ -149,12 +149,12 @@ export async function timeToReachable(
         20,
         "ms",
         source.name === "dir"
-          ? `p50 is ${fmt(p50)} ms: the directory source waits for 2 ms of quiet after a file ` +
-            "change and reads the changed file, then the agent's own 5 ms debounce gathers the " +
-            "burst before it reconciles"
+          ? `p50 is ${fmt(p50)} ms: the directory source reads a file once its write ended ` +
+            "(renamed in), and the agent reconciles at once when its last run started 5 ms ago " +
+            "or more"
           : `one-by-one p50 is ${
             fmt(p50)
-          } ms; the tail is the watch stream and the agent's 5 ms debounce`,
+          } ms; the tail is the watch stream and the agent's 5 ms between runs`,
       ),
       atMost(
         "reachable",

@@ -35,6 +35,26 @@ Deno.test("Scheduler gathers a burst of requests into one run after the minimum 
   await t.scheduler.stop();
 });
 
+Deno.test("Scheduler runs a request after a quiet minimum interval at once and gathers those within the next", async () => {
+  const t = setup();
+  t.scheduler.start();
+  await t.settle(10);
+  await t.settle(100);
+  // Two requests in one task (a source's list) are one run, started without waiting.
+  t.scheduler.trigger("a");
+  t.scheduler.trigger("b");
+  await t.settle(0);
+  await t.settle(4);
+  t.scheduler.trigger("c");
+  await t.settle(3);
+  t.scheduler.trigger("d");
+  await t.settle(2);
+  assert.equal(t.runs.length, 2, "c and d wait for the interval's end");
+  await t.settle(1);
+  assert.deepEqual(t.runs.map((r) => `${r.reason}@${r.at}`), ["start@10", "a,b@110", "c,d@120"]);
+  await t.scheduler.stop();
+});
+
 Deno.test("Scheduler starts requested runs at least the minimum interval apart", async () => {
   const t = setup();
   t.scheduler.start();

@@ -140,8 +140,8 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
 
   const sources: PodSource[] = [];
   if (config.podsDir) {
-    // A file write arrives as a few inotify events within a millisecond; the agent's own
-    // debounce then gathers bursts of pods, so this one only needs to cover a single write.
+    // A write that ended (closed, renamed in) is read at once; this quiet time only covers a
+    // writer that has not closed its file, and the agent's scheduler gathers bursts of pods.
     sources.push(new DirPodSource(config.podsDir, config.nodeName, { debounceMs: 2 }));
   }
   let events: EventSink = noopEventSink;

@@ -16,8 +16,17 @@ const log = getLogger(["lace", "pods", "dir"]);
 
 const MANIFEST = /\.(ya?ml|json)$/i;
 
+/** A name the source reads: a manifest's extension, not a dot file (editors write those). */
+function isManifestName(name: string): boolean {
+  return !name.startsWith(".") && MANIFEST.test(name);
+}
+
 export interface DirPodSourceOptions {
-  /** Quiet time after a file change before the directory is re-read, in ms. */
+  /**
+   * Quiet time after a write that has not ended (a create or modify with no
+   * close or rename after it, or a change to the directory itself) before the
+   * changed files are read, in ms.
+   */
   debounceMs?: number;
   /** Source name in logs and the cache. */
   name?: string;
@@ -30,8 +39,12 @@ export interface DirPodSourceOptions {
 /**
  * Watches a directory of Pod manifests (`*.yaml`, `*.yml`, `*.json`; dot files
  * are ignored, as editors write them) and reports every pod on this node with
- * `replaceAll`. A file that does not parse, or is empty, keeps its last good
- * pods: an editor or `cp` may be half way through writing it. Files are
+ * `replaceAll`. A file whose write has ended (closed after writing, renamed
+ * into the directory, removed) is read at once; a file still being written
+ * (created or modified, not closed yet) is left as it was until its writer
+ * closes it or has been quiet for the debounce time. A file that does not
+ * parse, or is empty, keeps its last good pods: an editor or `cp` may be half
+ * way through writing it. Files are
  * untrusted input: only regular files inside the directory (symlinks within it
  * are followed) of at most MAX_MANIFEST_BYTES are read, anything else is
  * skipped with its reason and its pods dropped; a document nested too deeply
@@ -51,12 +64,17 @@ export class DirPodSource implements PodSource {
   #trust: PodsDirTrust | undefined;
   readonly #lastGood = new Map<string, Pod[]>();
   #watcher: Deno.FsWatcher | undefined;
-  #timer: ReturnType<typeof setTimeout> | undefined;
+  /** The files whose writes ended are read after the current task (a 0 ms timer takes 1–2 ms). */
+  #soon = false;
+  /** Reads everything changed once writers have been quiet for the debounce time. */
+  #quiet: ReturnType<typeof setTimeout> | undefined;
   #scanning: Promise<void> | undefined;
   #rescanAgain = false;
   #sink: PodSink | undefined;
   /** Files named by watch events since the last read; "all" re-reads every file. */
   #dirty: Set<string> | "all" = "all";
+  /** Files written to and not closed or renamed since: not read until then, or until quiet. */
+  readonly #writing = new Set<string>();
 
   constructor(dir: string, nodeName: string, opts: DirPodSourceOptions = {}) {
     this.#dir = dir;
@@ -93,8 +111,9 @@ export class DirPodSource implements PodSource {
   }
 
   async stop(): Promise<void> {
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#soon = false;
+    clearTimeout(this.#quiet);
+    this.#quiet = undefined;
     this.#sink = undefined;
     try {
       this.#watcher?.close();
@@ -103,9 +122,10 @@ export class DirPodSource implements PodSource {
     await this.#scanning;
   }
 
-  /** Re-reads every file and reports the full list. */
+  /** Re-reads every file, those being written too, and reports the full list. */
   rescan(): Promise<void> {
     this.#dirty = "all";
+    this.#writing.clear();
     return this.#scan();
   }
 
@@ -130,37 +150,66 @@ export class DirPodSource implements PodSource {
   async #watch(watcher: Deno.FsWatcher): Promise<void> {
     try {
       for await (const event of watcher) {
+        // inotify's close after writing arrives as "access" (nothing else of that kind is
+        // watched); a rename or removal leaves the name whole or gone.
+        const ended = event.kind === "access" || event.kind === "rename" ||
+          event.kind === "remove";
         // Only the files an event names are read again; an event about anything
         // else (the directory itself, an overflow) re-reads them all.
+        let all = event.paths.length === 0, named = false;
         for (const path of event.paths) {
           const slash = path.lastIndexOf("/");
           // A name starting with ".." is a Kubernetes atomic writer's link swap (a ConfigMap
           // volume's `..data`): every file behind it may have changed.
           const name = path.slice(slash + 1);
-          if (
-            this.#dirty !== "all" && path.slice(0, slash) === this.#absDir &&
-            !name.startsWith("..")
-          ) {
-            this.#dirty.add(name);
-          } else this.#dirty = "all";
+          if (path.slice(0, slash) !== this.#absDir || name.startsWith("..")) {
+            all = true;
+            continue;
+          }
+          // A file the source never reads (a dot file being written beside, notes.txt).
+          if (!isManifestName(name)) continue;
+          named = true;
+          if (this.#dirty !== "all") this.#dirty.add(name);
+          if (ended) this.#writing.delete(name);
+          else this.#writing.add(name);
         }
-        if (event.paths.length === 0) this.#dirty = "all";
-        if (this.#timer !== undefined) clearTimeout(this.#timer);
-        this.#timer = setTimeout(() => {
-          this.#timer = undefined;
-          this.#scan().catch((error) => log.error("Rescan failed: {error}", { error }));
-        }, this.#debounceMs);
+        if (all) this.#dirty = "all";
+        if (ended && !all) {
+          if (named) this.#readSoon();
+        } else if (all || named) this.#readWhenQuiet();
       }
     } catch (error) {
       if (this.#sink) log.error("Watching {dir} failed: {error}", { dir: this.#dir, error });
     }
   }
 
+  #readSoon(): void {
+    if (this.#soon) return;
+    this.#soon = true;
+    // The events of one write come as separate results of the watcher: the rest of this
+    // one's are still dirty when the scan reads (or read again by the scan after it).
+    queueMicrotask(() => {
+      if (!this.#soon) return; // stopped
+      this.#soon = false;
+      this.#scan().catch((error) => log.error("Rescan failed: {error}", { error }));
+    });
+  }
+
+  #readWhenQuiet(): void {
+    clearTimeout(this.#quiet);
+    this.#quiet = setTimeout(() => {
+      this.#quiet = undefined;
+      // A writer quiet this long is taken as done, closed or not.
+      this.#writing.clear();
+      this.#scan().catch((error) => log.error("Rescan failed: {error}", { error }));
+    }, this.#debounceMs);
+  }
+
   async #readAll(dirty: Set<string> | "all"): Promise<Pod[]> {
     const files: string[] = [];
     try {
       for await (const e of Deno.readDir(this.#dir)) {
-        if (!e.name.startsWith(".") && MANIFEST.test(e.name) && !e.isDirectory) files.push(e.name);
+        if (isManifestName(e.name) && !e.isDirectory) files.push(e.name);
       }
     } catch (error) {
       // Reading the directory failed as a whole: report what we had, never an empty list.
@@ -185,6 +234,11 @@ export class DirPodSource implements PodSource {
       if (!files.includes(name)) this.#lastGood.delete(name);
     }
     for (const name of files) {
+      // A file being written keeps its last pods (none if new) until its write ends.
+      if (this.#writing.has(name)) {
+        if (this.#dirty !== "all") this.#dirty.add(name);
+        continue;
+      }
       // Unchanged files keep their parsed pods (the same objects), which costs nothing downstream.
       if (dirty === "all" || dirty.has(name) || !this.#lastGood.has(name)) {
         await this.#readFile(realDir, name);

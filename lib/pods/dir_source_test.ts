@@ -36,6 +36,7 @@ async function withSource(
   files: Record<string, string>,
   node: string,
   fn: (dir: string, sink: RecordingSink, source: DirPodSource) => void | Promise<void>,
+  debounceMs = 5,
 ): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "lace-pods-" });
   try {
@@ -43,7 +44,7 @@ async function withSource(
       await Deno.writeTextFile(`${dir}/${name}`, text);
     }
     const sink = new RecordingSink();
-    const source = new DirPodSource(dir, node, { debounceMs: 5 });
+    const source = new DirPodSource(dir, node, { debounceMs });
     await source.start(sink);
     try {
       await fn(dir, sink, source);
@@ -94,6 +95,33 @@ Deno.test("DirPodSource keeps a file's last pods while it is half written or emp
     await source.rescan();
     assert.deepEqual(sink.uids(), ["a", "b"]);
   }));
+
+// A quiet time longer than every wait below: what is seen, was read without waiting for it.
+const NEVER_QUIET = 60_000;
+
+Deno.test("DirPodSource reads a file renamed into the directory at once, without waiting for quiet", () =>
+  withSource({}, "", async (dir, sink) => {
+    await Deno.writeTextFile(`${dir}/.a.yaml`, podYaml("a"));
+    await Deno.rename(`${dir}/.a.yaml`, `${dir}/a.yaml`);
+    await waitFor(() => sink.uids().join() === "a", { message: "pod a", timeout: 2000 });
+  }, NEVER_QUIET));
+
+Deno.test("DirPodSource leaves a file being written as it was until its writer closes it", () =>
+  withSource({}, "", async (dir, sink) => {
+    // The first document alone parses: read now, it would report one pod of two.
+    const file = await Deno.open(`${dir}/b.yaml`, { write: true, create: true });
+    try {
+      await file.write(new TextEncoder().encode(`${podYaml("b1")}\n---\n`));
+      await Deno.writeTextFile(`${dir}/.a.yaml`, podYaml("a"));
+      await Deno.rename(`${dir}/.a.yaml`, `${dir}/a.yaml`);
+      await waitFor(() => sink.uids().includes("a"), { message: "pod a", timeout: 2000 });
+      assert.deepEqual(sink.uids(), ["a"]);
+      await file.write(new TextEncoder().encode(podYaml("b2")));
+    } finally {
+      file.close();
+    }
+    await waitFor(() => sink.uids().join() === "a,b1,b2", { message: "b's pods", timeout: 2000 });
+  }, NEVER_QUIET));
 
 Deno.test("DirPodSource keeps other files' pods when one file never parsed", () =>
   withSource(
