@@ -11,6 +11,7 @@ import { boolean, type CommandSpec } from "./flags.ts";
 import { nodeFlags, parseNodeCommand } from "./agent_flags.ts";
 import { lastHitText, servesText } from "../target_text.ts";
 import { safeJson, safeText } from "../safe_text.ts";
+import { networkLabel } from "../network_name.ts";
 
 interface TargetsOptions {
   json: boolean;
@@ -145,7 +146,8 @@ async function addressesFromAgent(socketPath: string): Promise<AddressesView | u
  * address is shared. Empty when there are none. Escaped like the table.
  */
 export function addressesText(view: AddressesView): string {
-  const net = (n: string) => n === "" ? "default network" : n;
+  // A pod's network is named by its author: quoted, so no name closes the parenthesis or the list.
+  const net = (n: string) => n === "" ? "default network" : networkLabel(n);
   const lines = view.addresses.map((a) => {
     const later = a.later.map((l) => `${l.pod} (${net(l.network)})`).join(", ");
     const holder = `${a.holder} (${net(a.holderNetwork)})`;

@@ -58,11 +58,28 @@ Deno.test("addressesText() says under exclusive who holds an address and whose p
   );
   assert.match(
     text,
-    /10\.244\.1\.10: held by green\/v \(green\); not tagged there: red\/a.* \(red\), plain\/p \(default network\), and the holder/,
+    /10\.244\.1\.10: held by green\/v \(network "green"\); not tagged there: red\/a.* \(network "red"\), plain\/p \(default network\), and the holder/,
   );
   assert.ok(!text.includes("\u001b"), "a pod name's escape sequence is not printed raw");
   assert.match(
     addressesText({ sharing: "shared", addresses: [{ ...address, holderWithdrawn: false }] }),
     /shared by pods of several networks \(--address-sharing=shared\):\n {2}10\.244\.1\.10: green\/v/,
   );
+});
+
+Deno.test("addressesText() quotes each network's name, so a pod-chosen name cannot add a pod to the line", () => {
+  // Unquoted, this reads "held by green/v (green), evil/x (blue); …": a second holder.
+  const forged = "green),evil/x(blue";
+  const text = addressesText({
+    sharing: "exclusive",
+    addresses: [{
+      family: "ipv4",
+      address: "10.244.1.10",
+      holder: "green/v",
+      holderNetwork: forged,
+      later: [{ pod: "red/a", network: "red" }],
+      holderWithdrawn: false,
+    }],
+  });
+  assert.ok(text.includes(`held by green/v (network ${JSON.stringify(forged)});`), text);
 });

@@ -6,6 +6,7 @@ import type { AddressesView, TargetView } from "../agent/http_server.ts";
 import type { UnmatchedView } from "../agent/unmatched.ts";
 import { keyId } from "../datapath/probe_map.ts";
 import { isHookKind } from "../rules/targets.ts";
+import { networkLabel } from "../network_name.ts";
 import { type Check, check, isError, type NodeSnapshot, START_AGENT } from "./check.ts";
 
 /** The agent's health, readiness, targets and counters, in reading order. */
@@ -162,7 +163,8 @@ export function unmatchedCheck(recent: UnmatchedView[]): Check {
  * pod there can redirect the kubelet's probes into another network.
  */
 export function addressSharingCheck(view: AddressesView): Check {
-  const network = (n: string) => n === "" ? "default network" : `network ${n}`;
+  // A pod's network is named by its author: quoted, so no name closes the parenthesis or the list.
+  const network = (n: string) => n === "" ? "default network" : networkLabel(n);
   const lines = view.addresses.slice(0, 10).map((a) =>
     `${a.address} held by ${a.holder} (${network(a.holderNetwork)}), later ${
       a.later.map((l) => `${l.pod} (${network(l.network)})`).join(", ")

@@ -77,7 +77,7 @@ Deno.test("addressSharingCheck() passes with no clash, names each clash under ex
   assert.equal(clashed.ok, false);
   assert.match(
     clashed.message,
-    /10\.244\.1\.10 held by green\/v \(network green\), later red\/a \(network red\)/,
+    /10\.244\.1\.10 held by green\/v \(network "green"\), later red\/a \(network "red"\)/,
   );
   const shared = addressSharingCheck({ sharing: "shared", addresses: [] });
   assert.equal(shared.ok, false, "sharing is an exposure even while no address is shared");
@@ -93,4 +93,24 @@ Deno.test("hostAddressesCheck() fails naming each pod at one of the node's own a
   assert.equal(held.severity, "error");
   assert.match(held.message, /tenant-a\/x at 10\.99\.1\.1/);
   assert.match(held.fix, /exclude the node's addresses/);
+});
+
+Deno.test("addressSharingCheck() quotes each network's name, so a pod-chosen name cannot add a pod to the line", () => {
+  // Unquoted, this reads "later red/a (network red), evil/x (network blue)": a second pod.
+  const forged = "red),evil/x(network:blue";
+  const check = addressSharingCheck({
+    sharing: "exclusive",
+    addresses: [{
+      family: "ipv4",
+      address: "10.244.1.10",
+      holder: "green/v",
+      holderNetwork: "green",
+      later: [{ pod: "red/a", network: forged }],
+      holderWithdrawn: false,
+    }],
+  });
+  assert.ok(
+    check.message.endsWith(`later red/a (network ${JSON.stringify(forged)})`),
+    check.message,
+  );
 });
