@@ -208,7 +208,7 @@ export class DirPodSource implements PodSource {
   async #readAll(dirty: Set<string> | "all"): Promise<Pod[]> {
     const files: string[] = [];
     try {
-      for await (const e of Deno.readDir(this.#dir)) {
+      for (const e of Deno.readDirSync(this.#dir)) {
         if (isManifestName(e.name) && !e.isDirectory) files.push(e.name);
       }
     } catch (error) {
@@ -222,7 +222,7 @@ export class DirPodSource implements PodSource {
     files.sort();
     let realDir: string;
     try {
-      realDir = await Deno.realPath(this.#dir);
+      realDir = Deno.realPathSync(this.#dir);
     } catch (error) {
       log.error("Cannot resolve {dir}, keeping the pods read before: {error}", {
         dir: this.#dir,
@@ -252,7 +252,7 @@ export class DirPodSource implements PodSource {
     let text: string | null;
     try {
       const readOnly = this.#trust?.readOnly ?? false;
-      text = await readManifestFile(
+      text = readManifestFile(
         realDir,
         name,
         undefined,

@@ -5,11 +5,11 @@ Deno.test("readManifestFile() reads a regular file of exactly the cap, and refus
   const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "lace-pods-" }));
   try {
     await Deno.writeTextFile(`${dir}/a.yaml`, "x".repeat(16));
-    assert.equal(await readManifestFile(dir, "a.yaml", 16), "x".repeat(16));
-    await assert.rejects(() => readManifestFile(dir, "a.yaml", 15), UnusableManifestError);
+    assert.equal(readManifestFile(dir, "a.yaml", 16), "x".repeat(16));
+    assert.throws(() => readManifestFile(dir, "a.yaml", 15), UnusableManifestError);
     await Deno.mkdir(`${dir}/d.yaml`);
-    await assert.rejects(() => readManifestFile(dir, "d.yaml"), /directory, not a regular file/);
-    assert.equal(await readManifestFile(dir, "gone.yaml"), null);
+    assert.throws(() => readManifestFile(dir, "d.yaml"), /directory, not a regular file/);
+    assert.equal(readManifestFile(dir, "gone.yaml"), null);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
