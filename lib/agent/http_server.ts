@@ -251,7 +251,8 @@ export const NODE_METRICS_TTL_MS = 1000;
 
 /**
  * `make`, called at most once per `ttlMs` on the clock `now`: callers within
- * that time share one answer. A failed answer is not kept.
+ * that time share one answer, and so do callers while it is still being made,
+ * however long that takes (with `ttlMs` 0, only they). A failed answer is not kept.
  */
 export function sharedFor<T>(
   ttlMs: number,
@@ -260,15 +261,20 @@ export function sharedFor<T>(
 ): () => Promise<T> {
   let made = -Infinity;
   let answer: Promise<T> | undefined;
+  let settled = false;
   return () => {
     const t = now();
-    if (answer === undefined || t - made >= ttlMs) {
+    if (answer === undefined || (settled && t - made >= ttlMs)) {
+      settled = false;
       made = t;
       const mine: Promise<T> = make().catch((e) => {
         if (answer === mine) answer = undefined;
         throw e;
       });
       answer = mine;
+      mine.then(() => {
+        if (answer === mine) settled = true;
+      }, () => {});
     }
     return answer;
   };

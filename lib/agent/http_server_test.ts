@@ -315,3 +315,23 @@ Deno.test("sharedFor() makes one answer per interval, shared by every caller in 
   fail = false;
   assert.equal(await get(), "render 4", "a failed render is not kept");
 });
+
+Deno.test("sharedFor() shares an answer still being made, however old, and with ttl 0 makes a new one once it is made", async () => {
+  let t = 0, made = 0;
+  const pending: (() => void)[] = [];
+  const get = sharedFor(0, () => {
+    made++;
+    const n = made;
+    return new Promise<string>((resolve) => pending.push(() => resolve(`read ${n}`)));
+  }, () => t);
+  const first = get();
+  t = 5000;
+  const second = get();
+  assert.equal(made, 1, "a request while the map is read shares the read");
+  pending.shift()!();
+  assert.deepEqual(await Promise.all([first, second]), ["read 1", "read 1"]);
+  const third = get();
+  assert.equal(made, 2, "once read, the next request reads again");
+  pending.shift()!();
+  assert.equal(await third, "read 2");
+});
