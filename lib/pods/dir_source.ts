@@ -75,6 +75,11 @@ export class DirPodSource implements PodSource {
   #dirty: Set<string> | "all" = "all";
   /** Files written to and not closed or renamed since: not read until then, or until quiet. */
   readonly #writing = new Set<string>();
+  /**
+   * The next read takes every file as it is, those being written too (an explicit rescan, or
+   * writers quiet for the debounce time): their events may still be on their way.
+   */
+  #readWriting = true;
 
   constructor(dir: string, nodeName: string, opts: DirPodSourceOptions = {}) {
     this.#dir = dir;
@@ -125,7 +130,7 @@ export class DirPodSource implements PodSource {
   /** Re-reads every file, those being written too, and reports the full list. */
   rescan(): Promise<void> {
     this.#dirty = "all";
-    this.#writing.clear();
+    this.#readWriting = true;
     return this.#scan();
   }
 
@@ -140,7 +145,10 @@ export class DirPodSource implements PodSource {
         this.#rescanAgain = false;
         const dirty = this.#dirty;
         this.#dirty = new Set();
-        const pods = await this.#readAll(dirty);
+        const readWriting = this.#readWriting;
+        this.#readWriting = false;
+        if (readWriting) this.#writing.clear();
+        const pods = await this.#readAll(dirty, readWriting);
         if (this.#sink) this.#sink.replaceAll(this.name, pods);
       } while (this.#rescanAgain && this.#sink);
     })().finally(() => this.#scanning = undefined);
@@ -200,12 +208,12 @@ export class DirPodSource implements PodSource {
     this.#quiet = setTimeout(() => {
       this.#quiet = undefined;
       // A writer quiet this long is taken as done, closed or not.
-      this.#writing.clear();
+      this.#readWriting = true;
       this.#scan().catch((error) => log.error("Rescan failed: {error}", { error }));
     }, this.#debounceMs);
   }
 
-  async #readAll(dirty: Set<string> | "all"): Promise<Pod[]> {
+  async #readAll(dirty: Set<string> | "all", readWriting: boolean): Promise<Pod[]> {
     const files: string[] = [];
     try {
       for (const e of Deno.readDirSync(this.#dir)) {
@@ -234,8 +242,9 @@ export class DirPodSource implements PodSource {
       if (!files.includes(name)) this.#lastGood.delete(name);
     }
     for (const name of files) {
-      // A file being written keeps its last pods (none if new) until its write ends.
-      if (this.#writing.has(name)) {
+      // A file being written keeps its last pods (none if new) until its write ends. (Its
+      // events may come during this read: the watcher hands out what it holds without a wait.)
+      if (!readWriting && this.#writing.has(name)) {
         if (this.#dirty !== "all") this.#dirty.add(name);
         continue;
       }
