@@ -232,7 +232,8 @@ export const agentFlags: readonly FlagSpec<Config>[] = [
     key: "debounceMs",
     value: duration,
     env: ["LACE_DEBOUNCE"],
-    help: "Delay that gathers a burst of pod events into one reconcile (up to 1m)",
+    help:
+      "Shortest time between two reconciles; pod events within it are gathered into one (up to 1m)",
   },
   {
     name: "resync-interval",

@@ -306,7 +306,7 @@ const AGENT_HELP = [
   "  --mark-shift N               Left shift of the network id in the socket mark (default 16; env LACE_MARK_SHIFT)",
   "  --network-annotation KEY     Pod annotation naming the pod's Lace network (default lace.io/network; env LACE_NETWORK_ANNOTATION)",
   "  --network-id-annotation KEY  Pod annotation holding the pod's network id (1..65535) (default lace.io/network-id; env LACE_NETWORK_ID_ANNOTATION)",
-  "  --debounce DURATION          Delay that gathers a burst of pod events into one reconcile (up to 1m) (default 5ms; env LACE_DEBOUNCE)",
+  "  --debounce DURATION          Shortest time between two reconciles; pod events within it are gathered into one (up to 1m) (default 5ms; env LACE_DEBOUNCE)",
   "  --resync-interval DURATION   Full resync that repairs drift in the probe map (1s..24h) (default 5m; env LACE_RESYNC_INTERVAL)",
   "  --watch-liveness DURATION    A pod watch silent this long gets the API server probed; a dead watch is restarted (1s..1h) (default 30s; env LACE_WATCH_LIVENESS)",
   "  --cni-socket PATH            Unix socket the CNI plugin registers attachments on (empty disables it) (default /run/lace/cni.sock; env LACE_CNI_SOCKET)",
