@@ -16,6 +16,9 @@ const log = getLogger(["lace", "pods", "dir"]);
 
 const MANIFEST = /\.(ya?ml|json)$/i;
 
+/** The shortest time between the starts of two reads of the directory for ended writes, in ms. */
+const READ_INTERVAL_MS = 2;
+
 /** A name the source reads: a manifest's extension, not a dot file (editors write those). */
 function isManifestName(name: string): boolean {
   return !name.startsWith(".") && MANIFEST.test(name);
@@ -64,8 +67,14 @@ export class DirPodSource implements PodSource {
   #trust: PodsDirTrust | undefined;
   readonly #lastGood = new Map<string, Pod[]>();
   #watcher: Deno.FsWatcher | undefined;
-  /** The files whose writes ended are read after the current task (a 0 ms timer takes 1–2 ms). */
+  /**
+   * The files whose writes ended are read after the current task (a 0 ms timer takes 1–2 ms
+   * here), or, within READ_INTERVAL_MS of the last read's start, at its end: a burst of files
+   * is read a few at a time, not one read of the whole directory per file.
+   */
   #soon = false;
+  #soonTimer: ReturnType<typeof setTimeout> | undefined;
+  #lastReadAt = -Infinity;
   /** Reads everything changed once writers have been quiet for the debounce time. */
   #quiet: ReturnType<typeof setTimeout> | undefined;
   #scanning: Promise<void> | undefined;
@@ -117,6 +126,7 @@ export class DirPodSource implements PodSource {
 
   async stop(): Promise<void> {
     this.#soon = false;
+    clearTimeout(this.#soonTimer);
     clearTimeout(this.#quiet);
     this.#quiet = undefined;
     this.#sink = undefined;
@@ -145,6 +155,7 @@ export class DirPodSource implements PodSource {
         this.#rescanAgain = false;
         const dirty = this.#dirty;
         this.#dirty = new Set();
+        this.#lastReadAt = performance.now();
         const readWriting = this.#readWriting;
         this.#readWriting = false;
         if (readWriting) this.#writing.clear();
@@ -194,13 +205,17 @@ export class DirPodSource implements PodSource {
   #readSoon(): void {
     if (this.#soon) return;
     this.#soon = true;
-    // The events of one write come as separate results of the watcher: the rest of this
-    // one's are still dirty when the scan reads (or read again by the scan after it).
-    queueMicrotask(() => {
+    const read = () => {
       if (!this.#soon) return; // stopped
       this.#soon = false;
+      this.#soonTimer = undefined;
       this.#scan().catch((error) => log.error("Rescan failed: {error}", { error }));
-    });
+    };
+    // The events of one write come as separate results of the watcher: the rest of this
+    // one's are still dirty when the scan reads (or read again by the scan after it).
+    const wait = this.#lastReadAt + READ_INTERVAL_MS - performance.now();
+    if (wait <= 0) queueMicrotask(read);
+    else this.#soonTimer = setTimeout(read, wait);
   }
 
   #readWhenQuiet(): void {
