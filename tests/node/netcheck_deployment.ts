@@ -250,6 +250,27 @@ function readyProbePods(core: CoreV1Api) {
   }, { timeout: 90_000, interval: 500, message: "4 Ready probe pods" });
 }
 
+/**
+ * The runner's processes as the machine sees them (the lace image runs Deno on its source: the
+ * command line names main.ts, netcheck and --watch).
+ */
+function runnerProcesses(): number[] {
+  const found: number[] = [];
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const args = Deno.readTextFileSync(`/proc/${entry.name}/cmdline`).split("\0");
+      const main = args.findIndex((a) => a.endsWith("/src/main.ts"));
+      if (main >= 0 && args[main + 1] === "netcheck" && args[main + 2] === "--watch") {
+        found.push(Number(entry.name));
+      }
+    } catch {
+      // Exited meanwhile.
+    }
+  }
+  return found;
+}
+
 /** `kubectl scale` of the runner's Deployment. */
 async function scale(first: Node, replicas: number): Promise<void> {
   const out = await new Deno.Command(await kubeToolPath("kubectl"), {
@@ -405,6 +426,53 @@ export async function netcheckDeploymentSteps(
         message: "one runner pod again",
       });
       assert.equal(await leaseHolder(api.coordination), holder);
+    },
+  );
+
+  await t.step(
+    "a runner killed without clean-up is restarted: it stands by until the dead run's Lease expires, then deletes that run's DaemonSets and tests again",
+    async () => {
+      const began = performance.now();
+      const dead = (await leaseHolder(api.coordination))!;
+      const deadRun = dead.split(" ")[0];
+      // The standby replica of the step before may still be exiting.
+      const [pid] = await waitFor(() => {
+        const found = runnerProcesses();
+        return found.length === 1 && found;
+      }, { timeout: 30_000, interval: 250, message: "one runner process" });
+      Deno.kill(pid, "SIGKILL");
+      // The kubelet restarts the container; the Lease lasts 60 s from its last renewal.
+      const holder = await waitFor(async () => {
+        const now = await leaseHolder(api.coordination);
+        return now !== undefined && !now.startsWith(`${deadRun} `) && now;
+      }, { timeout: 120_000, interval: 1000, message: "a new run to take the expired Lease over" })
+        .catch(async (e) => assert.fail(`${e.message}\n${await explain()}`));
+      const run = holder.split(" ")[0];
+      const [pod] = await runnerPods(api.core);
+      assert.equal(pod.status?.containerStatuses?.[0]?.restartCount, 1);
+      const log = await api.core.readNamespacedPodLog({
+        name: pod.metadata!.name!,
+        namespace: RELEASE_NAMESPACE,
+      });
+      assert.match(log, /^Standing by: Another netcheck run ".*" holds Lease/m, log);
+      assert.ok(
+        log.includes(
+          `Took over the expired Lease of run "${dead}": deleted the probe DaemonSets it left`,
+        ),
+        log,
+      );
+      const names = await waitFor(async () => {
+        const dss = await api.apps.listNamespacedDaemonSet({ namespace: WATCH_NAMESPACE });
+        const names = dss.items.map((d) => d.metadata!.name!).sort();
+        return names.length === 2 && names.every((n) => n.includes(run)) && names;
+      }, { timeout: 30_000, interval: 500, message: `only run ${run}'s DaemonSets` })
+        .catch(async (e) => assert.fail(`${e.message}\n${await explain()}`));
+      assert.deepEqual(names, [`lace-netcheck-${run}-n0`, `lace-netcheck-${run}-n1`]);
+      await readyProbePods(api.core);
+      console.log(
+        `netcheck Deployment: killed runner replaced, Lease taken over and run ${deadRun}'s ` +
+          `DaemonSets deleted ${Math.round(performance.now() - began)} ms after the kill`,
+      );
     },
   );
 
