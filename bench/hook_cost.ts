@@ -25,6 +25,11 @@
  * operator's ranges narrowed), for the misses most kubelet connects are (the
  * API server, a registry, a host-network pod), which the range filter lets
  * skip the trie.
+ *
+ * Beside the floors, Lace and lookup + mark each run as COPIES copies (the
+ * kubelet's Lace is one), and each round takes the median of a program's
+ * copies: where the kernel places a program is worth ±15–20 % of its cost on
+ * this kind of machine (bench/hook_programs.ts).
  */
 import { fileURLToPath } from "node:url";
 import { defaultConfig, markFor } from "../lib/config.ts";
@@ -37,7 +42,7 @@ import { run } from "../lib/cli/process.ts";
 import { POD_IPV4, POD_IPV6, SimNode, simNodeAddresses } from "../lib/demo/netns.ts";
 import type { ConnectRequest, ConnectResponse } from "./connect_worker.ts";
 import { connectRatios, type RatioResult } from "./connect_ratio.ts";
-import { loadBenchPrograms } from "./hook_programs.ts";
+import { type BenchProgram, COPIES, loadBenchPrograms } from "./hook_programs.ts";
 import { JsonLineChild } from "./json_child.ts";
 import { atMost, type FigureResult, fmt, type Goal, type Row } from "./report.ts";
 import { median, round } from "./stats.ts";
@@ -204,8 +209,15 @@ export async function hookCost(
   // the trie lookup it does on a real node.
   const ranges: PodRange[] = [parseCidr("10.0.0.0/8", 2), parseCidr("fd00::/8", 2)];
   // The other programs that look up get the same targets in maps of their own, so they look up
-  // alike; the "outside" one's ranges leave the pod's addresses (10.244.1.10, fd00:244::10) out.
-  const stores = [datapath.store, programs.lookup.datapath.store, programs.outside.datapath.store];
+  // alike; Lace's other copies get the kubelet's ranges, and the "outside" one's ranges leave the
+  // pod's addresses (10.244.1.10, fd00:244::10) out.
+  const laceCopies = [datapath, ...programs.lace.map((p) => p.datapath)];
+  const stores = [
+    ...laceCopies,
+    ...programs.lookup.map((p) => p.datapath),
+    programs.outside.datapath,
+  ]
+    .map((d) => d.store);
   const outsideRanges: PodRange[] = [parseCidr("10.0.0.0/16", 2), parseCidr("fd00::/32", 2)];
   const fillTo = (size: number) => {
     if (size > 0 && entries === 0) {
@@ -218,7 +230,7 @@ export async function hookCost(
       ranges.push(hostRange(key.address, 2));
       outsideRanges.push(hostRange(key.address, 2));
     }
-    datapath.unmatched?.syncRanges(ranges);
+    for (const d of laceCopies) d.unmatched?.syncRanges(ranges);
     programs.outside.datapath.unmatched?.syncRanges(outsideRanges);
   };
   const port = (family: Family, match: boolean) => ports[family][match ? 0 : 1];
@@ -228,7 +240,7 @@ export async function hookCost(
     cgroups.kubelet,
     cgroups.other,
     sibling2,
-    ...FLOOR_PROGRAMS.map((p) => programs[p].cgroup),
+    ...[programs.noop, programs.outside, ...programs.lookup, ...programs.lace].map((p) => p.cgroup),
   ];
   for (const cgroup of warm) {
     await connects({ cgroup, family: "ipv4", port: port("ipv4", false) }, 200);
@@ -255,7 +267,7 @@ export async function hookCost(
     ns: number;
     runs: number;
   }[] = [];
-  /** The cheaper programs' statistics at the floor sizes, beside Lace's. */
+  /** The cheaper programs' statistics at the floor sizes, beside Lace's (medians of copies). */
   const floorStats: {
     program: FloorProgram;
     entries: number;
@@ -265,8 +277,17 @@ export async function hookCost(
     /** The median over rounds of this program's time ÷ lookup + mark's in the same round. */
     overLookup: number;
   }[] = [];
-  /** Lace's time ÷ lookup + mark's, the median over rounds of each round's ratio. */
-  const laceOverLookup: { entries: number; family: Family; match: boolean; ratio: number }[] = [];
+  /**
+   * Lace's time ÷ lookup + mark's, the median over rounds of each round's ratio, each program
+   * the median of its copies in that round (ns: the median over rounds of Lace's).
+   */
+  const laceOverLookup: {
+    entries: number;
+    family: Family;
+    match: boolean;
+    ns: number;
+    ratio: number;
+  }[] = [];
   let ratios: RatioCell[] = [];
   let statsDuringRatios = false;
   const key = (family: Family, match: boolean) => `${family}/${match}`;
@@ -279,27 +300,43 @@ export async function hookCost(
     const samples = new Map(
       cells.map((c) => [key(c.family, c.match), { ns: [] as number[], runs: 0 }]),
     );
+    /** Per program and cell, each round's median over the program's copies. */
     const floorSamples = new Map<string, number[]>();
+    const kubeletLace: Pick<BenchProgram, "cgroup" | "progIds"> = {
+      cgroup: cgroups.kubelet,
+      progIds: progIds as BenchProgram["progIds"],
+    };
     for (let r = 0; r < statRounds; r++) {
       for (const { family, match } of cells) {
-        const others = floorSizes.includes(size)
-          ? FLOOR_PROGRAMS.filter((name) => !(name === "outside" && match))
-          : [];
+        const atFloor = floorSizes.includes(size);
+        const runs: {
+          group: "lace" | FloorProgram;
+          program: Pick<BenchProgram, "cgroup" | "progIds">;
+        }[] = [
+          { group: "lace", program: kubeletLace },
+        ];
+        if (atFloor) {
+          runs.push(...programs.lace.map((program) => ({ group: "lace" as const, program })));
+          runs.push({ group: "noop", program: programs.noop });
+          runs.push(...programs.lookup.map((program) => ({ group: "lookup" as const, program })));
+          if (!match) runs.push({ group: "outside", program: programs.outside });
+        }
+        const thisRound = new Map<string, number[]>();
         // In a new order each round, so no program always runs right after the same other one.
-        for (const name of shuffled(["lace" as const, ...others])) {
-          if (name === "lace") {
-            const side = { cgroup: cgroups.kubelet, family, port: port(family, match) };
-            const got = await bpfNsPerConnect(progIds[PROGRAM[family]], side, statCount);
+        for (const { group, program } of shuffled(runs)) {
+          const side = { cgroup: program.cgroup, family, port: port(family, match) };
+          const got = await bpfNsPerConnect(program.progIds[PROGRAM[family]], side, statCount);
+          if (program === kubeletLace) {
             const cell = samples.get(key(family, match))!;
             cell.ns.push(got.ns);
             cell.runs += got.runs;
-            continue;
           }
-          const p = programs[name];
-          const s = { cgroup: p.cgroup, family, port: port(family, match) };
-          const k = `${name}/${key(family, match)}`;
-          const ns = (await bpfNsPerConnect(p.progIds[PROGRAM[family]], s, statCount)).ns;
-          floorSamples.set(k, [...(floorSamples.get(k) ?? []), ns]);
+          thisRound.set(group, [...(thisRound.get(group) ?? []), got.ns]);
+        }
+        if (!atFloor) continue;
+        for (const [group, ns] of thisRound) {
+          const k = `${group}/${key(family, match)}`;
+          floorSamples.set(k, [...(floorSamples.get(k) ?? []), median(ns)]);
         }
       }
     }
@@ -315,7 +352,14 @@ export async function hookCost(
       const lookupNs = floorSamples.get(`lookup/${key(family, match)}`);
       if (!lookupNs) continue;
       const overLookup = (ns: number[]) => median(ns.map((x, r) => x / lookupNs[r]));
-      laceOverLookup.push({ entries: size, family, match, ratio: overLookup(cell.ns) });
+      const laceNs = floorSamples.get(`lace/${key(family, match)}`)!;
+      laceOverLookup.push({
+        entries: size,
+        family,
+        match,
+        ns: round(median(laceNs), 1),
+        ratio: overLookup(laceNs),
+      });
       for (const program of FLOOR_PROGRAMS) {
         const ns = floorSamples.get(`${program}/${key(family, match)}`);
         if (ns) {
@@ -360,7 +404,7 @@ export async function hookCost(
         sibling: side(cgroups.other, false),
         versus: {
           lace: side(cgroups.kubelet, true),
-          lookup: side(programs.lookup.cgroup, programs.lookup.tags),
+          lookup: side(programs.lookup[0].cgroup, programs.lookup[0].tags),
           noop: side(programs.noop.cgroup, programs.noop.tags),
           floor: side(sibling2, false),
         } satisfies Record<Comparison, Side>,
@@ -402,8 +446,9 @@ export async function hookCost(
     floorStats.find((s) =>
       s.program === program && s.entries === entries && s.family === family && s.match === match
     )?.ns ?? NaN;
+  /** Lace's ns beside the floors: the median of its copies (the kubelet's and the siblings'). */
   const laceStat = (entries: number, family: Family, match: boolean) =>
-    perConnect.find((c) => c.entries === entries && c.family === family && c.match === match)
+    laceOverLookup.find((c) => c.entries === entries && c.family === family && c.match === match)
       ?.ns ?? NaN;
   const cellsOf = FAMILIES.flatMap((family) => [false, true].map((match) => ({ family, match })));
   for (const entries of floorSizes) {
@@ -428,7 +473,7 @@ export async function hookCost(
     rows.push({
       measurement: `  Lace / lookup + mark only, at ${
         sizeLabel(entries)
-      } (median of each round's ratio)`,
+      } (median of each round's ratio, ${COPIES} copies of each)`,
       value: overLookup.map((c) =>
         `${label(c.family, c.match)} ${c.ratio.toFixed(2)}×`
       ).join(
@@ -562,6 +607,7 @@ export async function hookCost(
       perConnect,
       statConnectsPerCell: statCount * statRounds,
       statRounds,
+      copies: COPIES,
       floorStats,
       laceOverLookup,
       ratios,
