@@ -19,34 +19,72 @@
  */
 import type { Pair } from "./pairs.ts";
 
-/** Exclusive locks on named endpoints; a pair takes both or none. */
+/**
+ * Exclusive locks on endpoints numbered densely from 0 (EndpointSlots); a
+ * pair takes both or none. A flag per endpoint in a typed array, not a Set
+ * of names: a Set that gains and loses an entry per session rebuilds its
+ * table every few dozen sessions, garbage that outlived young collections.
+ */
 export class EndpointLocks {
-  #held = new Set<string>();
+  #held = new Uint8Array(64);
+  #size = 0;
 
-  /** Takes the locks of `a` and `b` in name order; false (holding nothing) if either is taken. */
-  tryAcquire(a: string, b: string): boolean {
-    const [first, second] = a < b ? [a, b] : [b, a];
-    if (this.#held.has(first)) return false;
-    this.#held.add(first);
-    if (this.#held.has(second)) {
-      this.#held.delete(first);
-      return false;
-    }
-    this.#held.add(second);
+  /** Takes the locks of `a` and `b`; false (holding nothing) if either is taken. */
+  tryAcquire(a: number, b: number): boolean {
+    if (a === b || this.isHeld(a) || this.isHeld(b)) return false;
+    const top = Math.max(a, b);
+    if (top >= this.#held.length) this.#held = grown(this.#held, top);
+    this.#held[a] = 1;
+    this.#held[b] = 1;
+    this.#size += 2;
     return true;
   }
 
-  release(a: string, b: string): void {
-    this.#held.delete(a);
-    this.#held.delete(b);
+  release(a: number, b: number): void {
+    this.#release(a);
+    this.#release(b);
   }
 
-  isHeld(a: string): boolean {
-    return this.#held.has(a);
+  #release(e: number): void {
+    if (this.isHeld(e)) {
+      this.#held[e] = 0;
+      this.#size--;
+    }
+  }
+
+  isHeld(a: number): boolean {
+    return a < this.#held.length && this.#held[a] === 1;
   }
 
   get size(): number {
-    return this.#held.size;
+    return this.#size;
+  }
+}
+
+/** `array` copied into one of at least twice its length that holds index `top`. */
+function grown<A extends Uint8Array | Int32Array>(array: A, top: number): A {
+  let length = array.length * 2;
+  while (length <= top) length *= 2;
+  const bigger = new (array.constructor as new (n: number) => A)(length);
+  bigger.set(array);
+  return bigger;
+}
+
+/**
+ * Endpoint keys numbered densely in order of first sight, for one schedule:
+ * the locks and turn marks are indexed by these numbers. The map gains an
+ * entry per endpoint once and never loses one (O(endpoints), no churn).
+ */
+class EndpointSlots {
+  #of = new Map<string, number>();
+
+  slot(key: string): number {
+    let slot = this.#of.get(key);
+    if (slot === undefined) {
+      slot = this.#of.size;
+      this.#of.set(key, slot);
+    }
+    return slot;
   }
 }
 
@@ -74,9 +112,13 @@ export async function schedulePairs<T>(
   const { concurrency, exclusive, signal } = options;
   const windowSize = Math.max(options.window ?? Math.max(64, concurrency * 4), 1);
   const locks = new EndpointLocks();
+  const slots = new EndpointSlots();
+  const slotOf = (endpoint: T) => slots.slot(key(endpoint));
   const iterator = pairs[Symbol.iterator]();
   const window: Pair<T>[] = [];
-  const running = new Set<Promise<void>>();
+  // A count, not a Set of the running tasks' promises (a Set that gains and loses an entry per
+  // task rebuilds its table every few dozen tasks).
+  let running = 0;
   let exhausted = false;
   let firstError: unknown;
   let failed = false;
@@ -95,22 +137,22 @@ export async function schedulePairs<T>(
   };
 
   const start = (pair: Pair<T>) => {
-    const job: Promise<void> = task(pair)
+    running++;
+    task(pair)
       .catch((e) => {
         if (!failed) firstError = e;
         failed = true;
       })
       .finally(() => {
-        if (exclusive) locks.release(key(pair.from), key(pair.to));
-        running.delete(job);
+        if (exclusive) locks.release(slotOf(pair.from), slotOf(pair.to));
+        running--;
         wake();
       });
-    running.add(job);
   };
 
   /** Starts pairs in window order up to the concurrency bound (no locks). */
   const startFifo = () => {
-    while (window.length > 0 && running.size < concurrency && !signal?.aborted) {
+    while (window.length > 0 && running < concurrency && !signal?.aborted) {
       start(window.shift()!);
       refill();
     }
@@ -119,10 +161,12 @@ export async function schedulePairs<T>(
   // Reused on every turn: the schedule runs one turn per finished pair. Endpoints are marked
   // with the number of the turn that saw them, not kept in sets cleared each turn: a cleared
   // Set shrinks and grows its table again, kilobytes of garbage per finished pair (at 100
-  // nodes, netcheck's peak RSS grew with it).
+  // nodes, netcheck's peak RSS grew with it). The marks are typed arrays indexed by endpoint
+  // slot: maps of names, cleared once they outgrew the window, were rebuilt every couple of
+  // hundred sessions at 5000 nodes (19.5 of the 85 MB the run left as old-generation garbage).
   let turn = 0;
-  const seenIn = new Map<string, number>();
-  const awaitedIn = new Map<string, number>();
+  let seenIn = new Int32Array(64);
+  let awaitedIn = new Int32Array(64);
   const chosen: Pair<T>[] = [];
   /**
    * Starts each pair that is the first waiting pair of both its endpoints
@@ -132,31 +176,30 @@ export async function schedulePairs<T>(
    */
   const startExclusive = (): number => {
     turn++;
-    // Marks of earlier turns mean nothing; dropped once they outnumber what one turn can mark,
-    // so the maps hold the window's endpoints, not every endpoint of the run (O(N)).
-    if (seenIn.size > 4 * windowSize) {
-      seenIn.clear();
-      awaitedIn.clear();
-    }
-    let room = concurrency - running.size;
+    let room = concurrency - running;
     for (const pair of window) {
-      const a = key(pair.from), b = key(pair.to);
-      if (seenIn.get(a) !== turn && seenIn.get(b) !== turn) {
+      const a = slotOf(pair.from), b = slotOf(pair.to);
+      const top = Math.max(a, b);
+      if (top >= seenIn.length) {
+        seenIn = grown(seenIn, top);
+        awaitedIn = grown(awaitedIn, top);
+      }
+      if (seenIn[a] !== turn && seenIn[b] !== turn) {
         if (room > 0 && locks.tryAcquire(a, b)) {
           chosen.push(pair);
           room--;
         } else {
-          awaitedIn.set(a, turn);
-          awaitedIn.set(b, turn);
+          awaitedIn[a] = turn;
+          awaitedIn[b] = turn;
         }
       }
-      seenIn.set(a, turn);
-      seenIn.set(b, turn);
+      seenIn[a] = turn;
+      seenIn[b] = turn;
     }
     for (let i = 0; i < window.length && room > 0; i++) {
-      const a = key(window[i].from), b = key(window[i].to);
+      const a = slotOf(window[i].from), b = slotOf(window[i].to);
       // Pairs taken above hold their locks, so tryAcquire skips them.
-      if (awaitedIn.get(a) !== turn && awaitedIn.get(b) !== turn && locks.tryAcquire(a, b)) {
+      if (awaitedIn[a] !== turn && awaitedIn[b] !== turn && locks.tryAcquire(a, b)) {
         chosen.push(window[i]);
         room--;
       }
@@ -175,10 +218,11 @@ export async function schedulePairs<T>(
 
   try {
     await loop();
+    // Tasks never reject here (start() catches), so settling means counting down.
+    while (running > 0) await new Promise<void>((resolve) => wake = resolve);
   } finally {
     signal?.removeEventListener("abort", onAbort);
   }
-  await Promise.allSettled(running);
   if (failed) throw firstError;
 
   async function loop() {
@@ -187,9 +231,9 @@ export async function schedulePairs<T>(
       if (!exclusive) startFifo();
       else {
         // Pulling pairs into the window after starts can bring endpoints' first pairs in.
-        while (running.size < concurrency && !signal?.aborted && startExclusive() > 0);
+        while (running < concurrency && !signal?.aborted && startExclusive() > 0);
       }
-      if (running.size === 0) {
+      if (running === 0) {
         if (window.length === 0) break;
         // Nothing runs, so every lock is free: a non-empty window can always start.
         throw new Error("Scheduler found no runnable pair with all endpoints free");

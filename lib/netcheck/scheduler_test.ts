@@ -169,15 +169,22 @@ Deno.test("schedulePairs() re-throws the first task error only after running tas
 
 Deno.test("EndpointLocks takes both locks or none", () => {
   const locks = new EndpointLocks();
-  assert.equal(locks.tryAcquire("b", "a"), true);
-  assert.equal(locks.tryAcquire("c", "b"), false);
+  const [a, b, c, d] = [0, 1, 2, 3];
+  assert.equal(locks.tryAcquire(b, a), true);
+  assert.equal(locks.tryAcquire(c, b), false);
   assert.equal(locks.size, 2);
-  assert.equal(locks.tryAcquire("c", "d"), true);
-  locks.release("a", "b");
-  assert.equal(locks.tryAcquire("a", "b"), true);
-  assert.equal(locks.isHeld("a"), true);
-  locks.release("a", "b");
-  assert.equal(locks.isHeld("a"), false);
+  assert.equal(locks.tryAcquire(c, d), true);
+  locks.release(a, b);
+  assert.equal(locks.tryAcquire(a, b), true);
+  assert.equal(locks.isHeld(a), true);
+  locks.release(a, b);
+  assert.equal(locks.isHeld(a), false);
+  assert.equal(locks.tryAcquire(a, a), false, "a pair needs two endpoints");
+  // Endpoints beyond the first table grow it.
+  assert.equal(locks.tryAcquire(5000, 7), true);
+  assert.equal(locks.isHeld(5000), true);
+  assert.equal(locks.tryAcquire(6000, 5000), false);
+  assert.equal(locks.size, 4);
 });
 
 const slowPath = (slow: string) => (p: Pair<string>) => `${p.from}>${p.to}` === slow ? 5000 : 1000;

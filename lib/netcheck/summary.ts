@@ -93,27 +93,51 @@ export class FailureSample {
   }
 }
 
-/** Pairs up A→B and B→A figures and flags those differing by more than `factor`. */
+/** A direction's figure waiting for its reverse (a class: see AsymmetryCheck). */
+class PendingFigure {
+  constructor(
+    /** The pair's other node: the greater name, the map's key being the lesser. */
+    readonly other: string,
+    readonly from: string,
+    readonly bps: number,
+    public next: PendingFigure | undefined,
+  ) {}
+}
+
+/**
+ * Pairs up A→B and B→A figures and flags those differing by more than
+ * `factor`. A waiting figure is filed under the lesser of its two node names
+ * (strings the run already holds), in a short chain per node: a key string
+ * made per pair ("a\0b") was most of what the check allocated, and it lived
+ * until the reverse direction came, long enough to reach the old generation.
+ */
 export class AsymmetryCheck {
-  #pending = new Map<string, { from: string; bps: number }>();
+  #pending = new Map<string, PendingFigure>();
+  #count = 0;
   readonly flagged: Asymmetry[] = [];
   count = 0;
 
   constructor(readonly factor: number) {}
 
-  #key(a: string, b: string): string {
-    return a < b ? `${a}\u0000${b}` : `${b}\u0000${a}`;
-  }
-
   /** Records a direction's figure; undefined means it has none (failed or skipped). */
   record(from: string, to: string, bps: number | undefined): void {
-    const key = this.#key(from, to);
-    const other = this.#pending.get(key);
+    const low = from < to ? from : to, high = from < to ? to : from;
+    const head = this.#pending.get(low);
+    let previous: PendingFigure | undefined;
+    let other = head;
+    while (other && other.other !== high) {
+      previous = other;
+      other = other.next;
+    }
     if (!other) {
-      this.#pending.set(key, { from, bps: bps ?? NaN });
+      this.#pending.set(low, new PendingFigure(high, from, bps ?? NaN, head));
+      this.#count++;
       return;
     }
-    this.#pending.delete(key);
+    if (previous) previous.next = other.next;
+    else if (other.next) this.#pending.set(low, other.next);
+    else this.#pending.delete(low);
+    this.#count--;
     if (bps === undefined || Number.isNaN(other.bps)) return;
     const factor = Math.max(bps, other.bps) / Math.max(Math.min(bps, other.bps), 1);
     if (factor > this.factor) {
@@ -126,7 +150,7 @@ export class AsymmetryCheck {
 
   /** Figures still waiting for their reverse direction. */
   get pending(): number {
-    return this.#pending.size;
+    return this.#count;
   }
 }
 

@@ -47,6 +47,25 @@ Deno.test("AsymmetryCheck forgets a pair when one direction has no figure", () =
   assert.equal(a.pending, 0);
 });
 
+Deno.test("AsymmetryCheck pairs each figure with its own reverse while a node waits on several", () => {
+  const a = new AsymmetryCheck(2);
+  // x waits on y, z and w at once; the reverses come in another order.
+  a.record("x", "y", 100);
+  a.record("x", "z", 100);
+  a.record("w", "x", 100);
+  assert.equal(a.pending, 3);
+  a.record("z", "x", 500);
+  a.record("x", "w", 120);
+  assert.equal(a.pending, 1);
+  a.record("y", "x", 110);
+  assert.equal(a.pending, 0);
+  assert.deepEqual(a.flagged, [{ a: "x", b: "z", aToB: 100, bToA: 500, factor: 5 }]);
+  // The same pair again is a new pair of figures.
+  a.record("y", "x", 100);
+  a.record("x", "y", 400);
+  assert.equal(a.count, 2);
+});
+
 Deno.test("Summary totals throughput and counts failures per phase", () => {
   const s = new Summary(2);
   s.add(path({ bitsPerSecond: 100 }));
