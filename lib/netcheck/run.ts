@@ -5,9 +5,9 @@
  * success, failure, timeout and interrupt.
  */
 import { getLogger } from "@logtape/logtape";
-import { joinHostPort } from "../host_port.ts";
 import type { NetcheckCluster } from "./cluster.ts";
-import { classifyConnect } from "./connect_result.ts";
+import { checkConnect } from "./connect_check.ts";
+import { describeError } from "./describe_error.ts";
 import { checkIsolation, checkMtu, measureBandwidth, measureLatency } from "./path_checks.ts";
 import { acquireLease, type LeaseLock, waitForLease } from "./lease_lock.ts";
 import { probeDaemonSet, type ProbeNetwork, probeNetworks } from "./manifest.ts";
@@ -23,7 +23,6 @@ import { schedulePairs } from "./scheduler.ts";
 import { removeStaleRun } from "./takeover.ts";
 import { ownedByConfigMap } from "./owner.ts";
 import { type PathResult, Summary } from "./summary.ts";
-import { errorText } from "../error_text.ts";
 import type { NetcheckMetrics } from "./metrics.ts";
 
 const log = getLogger(["lace", "netcheck"]);
@@ -141,37 +140,24 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
     const ofNetwork = (result: PathResult) =>
       network === undefined ? result : { ...result, network };
     progress.start(label("Connectivity"), countOf(endpoints.length, connectPeers));
-    // One agnhost connect from the pair's source pod, classified and recorded: whether it
-    // connected, undefined when aborted.
+    // One agnhost connect from the pair's source pod, recorded: whether it connected, undefined
+    // when aborted.
     const connectOnce = async (
       pair: Pair<NetworkEndpoint>,
       phase: "connect" | "udp",
       args: string[],
       port: number,
     ): Promise<boolean | undefined> => {
-      const started = Date.now();
-      const result = await cluster.exec(pair.from.namespace ?? ns, pair.from.pod, "connect", [
-        "/agnhost",
-        "connect",
-        ...args,
-        `--timeout=${options.connectTimeoutMs}ms`,
-        joinHostPort(pair.to.address, port),
-      ], { timeoutMs: options.connectTimeoutMs + 30_000, signal });
-      if (signal?.aborted) return undefined;
-      const outcome = classifyConnect(result);
-      await record({
-        phase,
-        ...(network === undefined ? {} : { network }),
-        from: pair.from.node,
-        to: pair.to.node,
-        fromPod: pair.from.pod,
-        toPod: pair.to.pod,
-        ok: outcome.ok,
-        ...(outcome.ok ? {} : { errorClass: outcome.errorClass, message: outcome.message }),
-        attempts: 1,
-        durationMs: Date.now() - started,
-      });
-      return outcome.ok;
+      const result = await checkConnect(
+        cluster,
+        options,
+        pair,
+        { phase, args, port, network },
+        signal,
+      );
+      if (!result) return undefined;
+      await record(result);
+      return result.ok;
     };
     await schedulePairs(pairsOf(endpoints, connectPeers), key, async (pair) => {
       const ok = await connectOnce(pair, "connect", [], CONNECT_PORT);
@@ -414,25 +400,4 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
     interrupted: EXIT_INTERRUPTED,
   }[outcome.status];
   return { exitCode, summary, outcome };
-}
-
-/** One line for an error; API errors name the HTTP status and point at the RBAC for 403. */
-function describeError(e: unknown): string {
-  const code = (e as { code?: unknown })?.code;
-  if (typeof code === "number" && code >= 400) {
-    const body = (e as { body?: unknown }).body;
-    let detail = "";
-    try {
-      detail =
-        (typeof body === "string" ? JSON.parse(body) : body as { message?: string })?.message ??
-          "";
-    } catch {
-      detail = String(body ?? "");
-    }
-    const hint = code === 403 ? "; grant the RBAC listed in docs/netcheck.md" : "";
-    return `Kubernetes API request failed with HTTP ${code}: ${
-      detail || (e as Error).message
-    }${hint}`;
-  }
-  return errorText(e);
 }
