@@ -16,17 +16,6 @@ export interface Pair<T> {
   to: T;
 }
 
-/**
- * A pair made by `new`, not an object literal: V8 pretenures a literal's
- * allocation site once most of its objects outlive a young-generation
- * collection (pairs waiting in the scheduler's window do), and then every
- * pair of the run is old-generation garbage (2.8 MB before the bandwidth
- * phase at 5000 nodes).
- */
-class DirectedPair<T> implements Pair<T> {
-  constructor(readonly from: T, readonly to: T) {}
-}
-
 /** Every ordered pair of distinct items exactly once, lazily, in round-robin order. */
 export function directedPairs<T>(items: readonly T[]): Generator<Pair<T>> {
   return matchingPairs(items, 0, matchingCount(items.length));
@@ -63,9 +52,7 @@ export function* matchingPairs<T>(
         const j = slots - 1 - i;
         const b = ((j - 1 + r) % rounds) + 1;
         if (a < n && b < n) {
-          yield reverse
-            ? new DirectedPair(items[b], items[a])
-            : new DirectedPair(items[a], items[b]);
+          yield reverse ? { from: items[b], to: items[a] } : { from: items[a], to: items[b] };
         }
       }
     }

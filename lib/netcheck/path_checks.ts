@@ -190,38 +190,6 @@ export async function checkMtu(
   };
 }
 
-/** The iperf3 command of the bandwidth phase, the same for every path but the target address. */
-const bandwidthTemplates = new WeakMap<NetcheckOptions, string[]>();
-
-/**
- * iperf3's bandwidth test of `address`: a copy of the run's template with the
- * address put in. Copied (a builtin's allocation), not an array literal: a
- * literal held for a whole session is pretenured by V8 once most of its
- * arrays outlive a young-generation collection, and every session's command
- * then became old-generation garbage.
- */
-function bandwidthCommand(address: string, options: NetcheckOptions): string[] {
-  let template = bandwidthTemplates.get(options);
-  if (!template) {
-    template = [
-      "iperf3",
-      "-c",
-      "",
-      "-p",
-      String(IPERF_PORT),
-      "-t",
-      String(options.bandwidthTimeS),
-      "--connect-timeout",
-      String(options.connectTimeoutMs),
-      "-J",
-    ];
-    bandwidthTemplates.set(options, template);
-  }
-  const command = template.slice();
-  command[2] = address;
-  return command;
-}
-
 /** One path's bandwidth with short retries for a busy server or a reset connection. */
 export async function measureBandwidth(
   cluster: NetcheckCluster,
@@ -230,26 +198,36 @@ export async function measureBandwidth(
   env: { signal?: AbortSignal; retryDelayMs?: number },
 ): Promise<PathResult | undefined> {
   const started = Date.now();
-  const command = bandwidthCommand(pair.to.address, options);
+  const base = {
+    phase: "bandwidth" as const,
+    from: pair.from.node,
+    to: pair.to.node,
+    fromPod: pair.from.pod,
+    toPod: pair.to.pod,
+  };
   for (let attempt = 1;; attempt++) {
     const result = await execInSource(
       cluster,
       options,
       pair,
       "bandwidth",
-      command,
+      [
+        "iperf3",
+        "-c",
+        pair.to.address,
+        "-p",
+        String(IPERF_PORT),
+        "-t",
+        String(options.bandwidthTimeS),
+        "--connect-timeout",
+        String(options.connectTimeoutMs),
+        "-J",
+      ],
       { timeoutMs: (options.bandwidthTimeS + 30) * 1000, signal: env.signal },
     );
     if (env.signal?.aborted) return undefined;
     const parsed = parseIperf(result);
     const durationMs = Date.now() - started;
-    const base = {
-      phase: "bandwidth" as const,
-      from: pair.from.node,
-      to: pair.to.node,
-      fromPod: pair.from.pod,
-      toPod: pair.to.pod,
-    };
     if (parsed.ok) {
       const bps = parsed.bitsPerSecond;
       const slow = options.minBandwidthBps > 0 && bps < options.minBandwidthBps;
