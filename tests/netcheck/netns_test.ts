@@ -199,35 +199,39 @@ Deno.test({
   },
 });
 
+/**
+ * Two nodes whose bridge drops only UDP frames above 1400 B to or from iperf3's port: curl's
+ * payloads and the TCP transfer pass, so the full-size datagrams alone see the black hole. Both
+ * paths must fail as MTU with the 200 B datagrams through and `message`; returns the run.
+ */
+async function udpBlackHole(family: NetcheckOptions["ipFamily"], message: RegExp) {
+  let run: Awaited<ReturnType<typeof runMtu>> | undefined;
+  await withCluster(
+    [{ name: "a" }, { name: "b", blackHoleMtu: 1400, blackHolePort: 5201, blackHoleProto: "udp" }],
+    async (cluster) => {
+      const r = run = await runMtu(cluster, { ipFamily: family });
+      assert.equal(r.exitCode, EXIT_FAILED, textReport(r.summary, r.outcome));
+      assert.equal(r.summary.mtu.failed, 2);
+      assert.deepEqual(r.summary.udpFullSize, { passed: 0, lost: 2 });
+      for (const f of r.summary.failures.items) {
+        assert.equal(f.errorClass, "MTU");
+        assert.equal(f.largestPayload, 16000);
+        assert.equal(f.udpDatagram, 200);
+        assert.match(f.message!, message);
+      }
+    },
+  );
+  return run!;
+}
+
 Deno.test({
   name:
     "--mtu on real namespaces: full-size UDP datagrams with don't-fragment lost where small ones pass fail as MTU naming UDP and the size",
   ignore,
   async fn() {
-    // Only UDP to or from iperf3's port drops large frames: curl's payloads and the TCP transfer
-    // pass, so the full-size datagrams alone see the black hole.
-    await withCluster(
-      [{ name: "a" }, {
-        name: "b",
-        blackHoleMtu: 1400,
-        blackHolePort: 5201,
-        blackHoleProto: "udp",
-      }],
-      async (cluster) => {
-        const r = await runMtu(cluster);
-        assert.equal(r.exitCode, EXIT_FAILED, textReport(r.summary, r.outcome));
-        assert.equal(r.summary.mtu.failed, 2);
-        assert.deepEqual(r.summary.udpFullSize, { passed: 0, lost: 2 });
-        for (const f of r.summary.failures.items) {
-          assert.equal(f.errorClass, "MTU");
-          assert.equal(f.largestPayload, 16000);
-          assert.equal(f.udpDatagram, 200);
-          assert.match(
-            f.message!,
-            /^payloads up to 16000 B pass over TCP \(pod eth0 MTU 1500\) and a 200 B UDP datagram passes, but a full-size 1472 B one with don't-fragment \(1500 B packets\) does not \(received 0 of \d+ datagrams\)/,
-          );
-        }
-      },
+    await udpBlackHole(
+      "ipv4",
+      /^payloads up to 16000 B pass over TCP \(pod eth0 MTU 1500\) and a 200 B UDP datagram passes, but a full-size 1472 B one with don't-fragment \(1500 B packets\) does not \(received 0 of \d+ datagrams\)/,
     );
   },
 });
@@ -237,34 +241,15 @@ Deno.test({
     "--mtu on real namespaces over IPv6: full-size UDP datagrams lost where small ones pass fail as MTU naming UDP and the size",
   ignore,
   async fn() {
-    // The IPv4 test's bridge, on an IPv6 path: UDP frames above 1400 B to or from iperf3's port
-    // vanish, nothing says so (no Packet Too Big), and routers never fragment IPv6. The full-size
-    // datagram fills the 1500 B pod MTU with a 40 B IPv6 header: 1452 B of payload.
-    await withCluster(
-      [{ name: "a" }, {
-        name: "b",
-        blackHoleMtu: 1400,
-        blackHolePort: 5201,
-        blackHoleProto: "udp",
-      }],
-      async (cluster) => {
-        const r = await runMtu(cluster, { ipFamily: "ipv6" });
-        assert.equal(r.exitCode, EXIT_FAILED, textReport(r.summary, r.outcome));
-        assert.equal(r.summary.mtu.failed, 2);
-        assert.deepEqual(r.summary.udpFullSize, { passed: 0, lost: 2 });
-        // TCP over IPv6 passes the same bridge: an MSS of 1500 − 60.
-        assert.equal(r.summary.minMss, 1428);
-        for (const f of r.summary.failures.items) {
-          assert.equal(f.errorClass, "MTU");
-          assert.equal(f.largestPayload, 16000);
-          assert.equal(f.udpDatagram, 200);
-          assert.match(
-            f.message!,
-            /^payloads up to 16000 B pass over TCP \(pod eth0 MTU 1500\) and a 200 B UDP datagram passes, but a full-size 1452 B one \(1500 B packets\) does not \(received 0 of \d+ datagrams\)/,
-          );
-        }
-      },
+    // The same bridge on an IPv6 path: nothing says the frames are dropped (no Packet Too Big),
+    // and routers never fragment IPv6. The full-size datagram fills the 1500 B pod MTU after a
+    // 40 B IPv6 and an 8 B UDP header: 1452 B of payload.
+    const r = await udpBlackHole(
+      "ipv6",
+      /^payloads up to 16000 B pass over TCP \(pod eth0 MTU 1500\) and a 200 B UDP datagram passes, but a full-size 1452 B one \(1500 B packets\) does not \(received 0 of \d+ datagrams\)/,
     );
+    // TCP over IPv6 passes the same bridge: an MSS of 1500 − 60 − 12 (timestamps).
+    assert.equal(r.summary.minMss, 1428);
   },
 });
 
