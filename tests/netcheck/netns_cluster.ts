@@ -13,6 +13,8 @@
  * uses hosts 10+i+40k of 10.99.0.0/24): a DaemonSet labelled
  * `lace.io/netcheck-network=n<k>` runs in network k. The networks are
  * isolated until `joinNetworks()` links two hubs' bridges (broken isolation).
+ * The namespaces, addresses, faults and links are made by netns_topology.ts;
+ * this file runs the pods and answers as a NetcheckCluster.
  */
 import type {
   ExecOptions,
@@ -22,32 +24,10 @@ import type {
 } from "../../lib/netcheck/cluster.ts";
 import { MemoryLeases } from "./memory_leases.ts";
 import { waitFor } from "../helpers/wait.ts";
+import { addHub, addNode, addPlainNode, linkHubs, run, type SimNode } from "./netns_topology.ts";
 import { NETWORK_LABEL } from "../../lib/netcheck/manifest.ts";
 
-export interface SimNode {
-  name: string;
-  /** Drop everything arriving at the node: its paths time out. */
-  unreachable?: boolean;
-  /** Its pod waits with this reason (e.g. ImagePullBackOff) and runs nothing. */
-  waitingReason?: string;
-  /** Its pod stays Pending, unschedulable. */
-  cordoned?: boolean;
-  /** The first bandwidth test against it finds its iperf3 server busy. */
-  busyOnce?: boolean;
-  /** Egress rate limit, Mbit/s. */
-  slowMbit?: number;
-  /**
-   * The bridge drops its frames (either way) longer than this many bytes, silently, while the
-   * pod's eth0 keeps MTU 1500: no ICMP comes back (an MTU black hole).
-   */
-  blackHoleMtu?: number;
-  /** With blackHoleMtu: only TCP frames to or from this port are dropped (other traffic passes). */
-  blackHolePort?: number;
-  /** With blackHolePort: the protocol whose frames are dropped (default tcp). */
-  blackHoleProto?: "tcp" | "udp";
-  /** Its agnhost answers /hostname this much later (a slow request round trip). */
-  answerDelayMs?: number;
-}
+export type { SimNode };
 
 interface NodeState extends SimNode {
   netns: string;
@@ -58,48 +38,6 @@ interface NodeState extends SimNode {
 }
 
 const AGNHOST = new URL("./agnhost.ts", import.meta.url).pathname;
-
-async function run(
-  args: string[],
-  check = true,
-): Promise<{ code: number; out: string; err: string }> {
-  const out = await new Deno.Command(args[0], {
-    args: args.slice(1),
-    stdout: "piped",
-    stderr: "piped",
-  })
-    .output();
-  const result = {
-    code: out.code,
-    out: new TextDecoder().decode(out.stdout),
-    err: new TextDecoder().decode(out.stderr),
-  };
-  if (check && out.code !== 0) {
-    throw new Error(`Command failed (${out.code}): ${args.join(" ")}: ${result.err.trim()}`);
-  }
-  return result;
-}
-
-/** Makes the namespace `netns` and plugs its eth0 into the bridge of `hub` as port `v<i>`. */
-async function plugIntoHub(hub: string, i: number, netns: string): Promise<void> {
-  await run(["ip", "netns", "add", netns]);
-  await run([
-    "ip",
-    "-n",
-    hub,
-    "link",
-    "add",
-    `v${i}`,
-    "type",
-    "veth",
-    "peer",
-    "name",
-    "eth0",
-    "netns",
-    netns,
-  ]);
-  await run(["ip", "-n", hub, "link", "set", `v${i}`, "master", "br0", "up"]);
-}
 
 export class NetnsCluster extends MemoryLeases implements NetcheckCluster, AsyncDisposable {
   readonly nodes: NodeState[] = [];
@@ -127,9 +65,7 @@ export class NetnsCluster extends MemoryLeases implements NetcheckCluster, Async
     const prefix = `lnc${crypto.randomUUID().slice(0, 6)}`;
     const c = new NetnsCluster(prefix);
     try {
-      await run(["ip", "netns", "add", c.hub]);
-      await run(["ip", "-n", c.hub, "link", "add", "br0", "type", "bridge"]);
-      await run(["ip", "-n", c.hub, "link", "set", "br0", "up"]);
+      await addHub(c.hub);
       for (const [i, spec] of specs.entries()) {
         const netns = `${prefix}-n${i}`;
         const node: NodeState = {
@@ -141,65 +77,7 @@ export class NetnsCluster extends MemoryLeases implements NetcheckCluster, Async
           busyPending: !!spec.busyOnce,
         };
         c.nodes.push(node);
-        await plugIntoHub(c.hub, i, netns);
-        if (spec.blackHoleMtu) {
-          // A bridge filter, not a lower MTU on the veth: GSO packets bypass a veth's MTU check.
-          const port = spec.blackHolePort;
-          const proto = spec.blackHoleProto ?? "tcp";
-          const matches = port ? [`${proto} dport ${port} `, `${proto} sport ${port} `] : [""];
-          const rules = matches.flatMap((match) =>
-            ["iifname", "oifname"].map((dir) =>
-              `add rule bridge sim${i} big ${dir} "v${i}" ${match}` +
-              `meta length > ${spec.blackHoleMtu} drop`
-            )
-          );
-          await run([
-            "ip",
-            "netns",
-            "exec",
-            c.hub,
-            "nft",
-            `add table bridge sim${i}; ` +
-            `add chain bridge sim${i} big { type filter hook forward priority 0; policy accept; }; ` +
-            rules.join("; "),
-          ]);
-        }
-        await run(["ip", "-n", netns, "link", "set", "lo", "up"]);
-        await run(["ip", "-n", netns, "link", "set", "eth0", "up"]);
-        await run(["ip", "-n", netns, "addr", "add", `${node.ipv4}/24`, "dev", "eth0"]);
-        await run(["ip", "-n", netns, "addr", "add", `${node.ipv6}/64`, "dev", "eth0", "nodad"]);
-        if (spec.unreachable) {
-          await run([
-            "ip",
-            "netns",
-            "exec",
-            netns,
-            "nft",
-            "add table inet sim; add chain inet sim in { type filter hook input priority 0; policy drop; }; " +
-            "add rule inet sim in iif lo accept",
-          ]);
-        }
-        if (spec.slowMbit) {
-          await run([
-            "ip",
-            "netns",
-            "exec",
-            netns,
-            "tc",
-            "qdisc",
-            "add",
-            "dev",
-            "eth0",
-            "root",
-            "tbf",
-            "rate",
-            `${spec.slowMbit}mbit`,
-            "burst",
-            "32kbit",
-            "latency",
-            "100ms",
-          ]);
-        }
+        await addNode(c.hub, i, netns, node, spec);
       }
       for (let k = 1; k < (options.networks ?? 1); k++) await c.#addNetwork(k);
     } catch (e) {
@@ -212,11 +90,11 @@ export class NetnsCluster extends MemoryLeases implements NetcheckCluster, Async
   /** Network k: its own hub bridge and a pod namespace per node, in the same address range. */
   async #addNetwork(k: number): Promise<void> {
     const hub = `${this.prefix}-hub${k}`;
-    await run(["ip", "netns", "add", hub]);
     this.#hubs.push(hub);
-    await run(["ip", "-n", hub, "link", "add", "br0", "type", "bridge"]);
-    await run(["ip", "-n", hub, "link", "set", "br0", "up"]);
+    await addHub(hub);
+    // Listed before they are made, so close() deletes what a failed setup left.
     const pods: NodeState[] = [];
+    this.networks.push(pods);
     for (const [i, base] of this.nodes.entries()) {
       const netns = `${this.prefix}-n${i}k${k}`;
       const host = 10 + i + 40 * k;
@@ -229,13 +107,8 @@ export class NetnsCluster extends MemoryLeases implements NetcheckCluster, Async
         busyPending: false,
       };
       pods.push(pod);
-      await plugIntoHub(hub, i, netns);
-      await run(["ip", "-n", netns, "link", "set", "lo", "up"]);
-      await run(["ip", "-n", netns, "link", "set", "eth0", "up"]);
-      await run(["ip", "-n", netns, "addr", "add", `${pod.ipv4}/24`, "dev", "eth0"]);
-      await run(["ip", "-n", netns, "addr", "add", `${pod.ipv6}/64`, "dev", "eth0", "nodad"]);
+      await addPlainNode(hub, i, netns, pod);
     }
-    this.networks.push(pods);
   }
 
   /** The hub namespace of network `k`. */
@@ -247,33 +120,8 @@ export class NetnsCluster extends MemoryLeases implements NetcheckCluster, Async
    * Breaks isolation: a veth between the bridges of networks `a` and `b` (what a stray route
    * or link between two networks' bridges does). Returns the undo.
    */
-  async joinNetworks(a: number, b: number): Promise<() => Promise<void>> {
-    const name = `j${this.#joins++}`;
-    await run([
-      "ip",
-      "-n",
-      this.#hub(a),
-      "link",
-      "add",
-      `${name}a`,
-      "type",
-      "veth",
-      "peer",
-      "name",
-      `${name}b`,
-      "netns",
-      this.#hub(b),
-    ]);
-    await run(["ip", "-n", this.#hub(a), "link", "set", `${name}a`, "master", "br0", "up"]);
-    await run(["ip", "-n", this.#hub(b), "link", "set", `${name}b`, "master", "br0", "up"]);
-    // A new bridge port forwards only once its carrier is up (about a second here).
-    for (const [hub, dev] of [[this.#hub(a), `${name}a`], [this.#hub(b), `${name}b`]]) {
-      await waitFor(async () => {
-        const { out } = await run(["bridge", "-n", hub, "link", "show", "dev", dev], false);
-        return /state forwarding/.test(out) && !/NO-CARRIER/.test(out);
-      }, { timeout: 10_000, message: `bridge port ${dev} forwarding` });
-    }
-    return () => run(["ip", "-n", this.#hub(a), "link", "del", `${name}a`], false).then(() => {});
+  joinNetworks(a: number, b: number): Promise<() => Promise<void>> {
+    return linkHubs(this.#hub(a), this.#hub(b), `j${this.#joins++}`);
   }
 
   /** Stops every server and deletes every namespace; idempotent. */
