@@ -52,6 +52,9 @@ function textLines(): (record: LogRecord) => string {
   };
 }
 
+/** The logging settings a long-running command carries (its --log-level and --log-format). */
+export type LogSettings = Pick<Config, "logLevel" | "logFormat">;
+
 /** Configures the root "lace" logger; safe to call again (tests, demo). */
 export function setupLogging(
   level: Config["logLevel"],

@@ -175,6 +175,7 @@ const KNOWN_UPHILL = new Set([
   "lib/doctor/probes.ts imports lib/cli/process.ts",
   "lib/doctor/probes.ts imports lib/cli/self_command.ts",
   "lib/netcheck/flags.ts imports lib/cli/flags.ts",
+  "lib/netcheck/flags.ts imports lib/cli/log_flags.ts",
   "lib/netcheck/main.ts imports lib/cli/flags.ts",
 ]);
 

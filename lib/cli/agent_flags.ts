@@ -9,7 +9,6 @@ import {
   type Config,
   ConfigError,
   defaultConfig,
-  LOG_LEVELS,
   nodeProblems,
   type NodeSettings,
   validateConfig,
@@ -29,6 +28,7 @@ import {
   UsageError,
   type ValueParser,
 } from "./flags.ts";
+import { logFlags } from "./log_flags.ts";
 import { CONFLICT_POLICIES } from "../rules/conflicts.ts";
 import { CNI_CHAINING_MODES } from "../config.ts";
 import { type ChainTarget, parseChainTargets } from "../cni/chaining/select.ts";
@@ -138,25 +138,6 @@ export const nodeFlags = {
       "Root-only host directory where the agent keeps the files' bytes from before chaining (for a byte-exact restore) and its chaining lock",
   },
 } as const satisfies { [K in keyof NodeSettings]: Flag<NodeSettings, K> };
-
-const logFlags: FlagSpec<Config>[] = [
-  {
-    name: "log-level",
-    key: "logLevel",
-    value: oneOf(LOG_LEVELS),
-    env: ["LACE_LOG_LEVEL"],
-    metavar: "LEVEL",
-    help: "Minimum level logged",
-  },
-  {
-    name: "log-format",
-    key: "logFormat",
-    value: oneOf(["auto", "json", "text"] as const),
-    env: ["LACE_LOG_FORMAT"],
-    metavar: "FORMAT",
-    help: "auto: text on a terminal, JSON lines otherwise",
-  },
-];
 
 export const agentFlags: readonly FlagSpec<Config>[] = [
   {
@@ -330,7 +311,7 @@ export const agentFlags: readonly FlagSpec<Config>[] = [
     help:
       "Pods of two networks at one address on this node: exclusive refuses the later pod's CNI ADD, or tags none of its probes at that address; shared allows it, for networks that trust each other only (a pod can then redirect the kubelet's probes into another network at its address)",
   },
-  ...logFlags,
+  ...logFlags<Config>(),
 ];
 
 /** The command line of `lace agent`. */

@@ -14,6 +14,7 @@ import {
   UsageError,
   type ValueParser,
 } from "../cli/flags.ts";
+import { logFlags } from "../cli/log_flags.ts";
 import { defaultNetcheckOptions, type NetcheckOptions } from "./options.ts";
 
 const labelKey = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
@@ -353,6 +354,7 @@ export const netcheckCommand: CommandSpec<NetcheckOptions> = {
       value: boolean,
       help: "Show a progress bar on a terminal (--no-progress for progress lines only)",
     },
+    ...logFlags<NetcheckOptions>(),
   ],
 };
 

@@ -7,6 +7,7 @@
  * made exits 0.
  */
 import { helpText, UsageError } from "../cli/flags.ts";
+import { setupLogging } from "../log.ts";
 import type { NetcheckCluster } from "./cluster.ts";
 import { netcheckCommand, parseNetcheckArgs } from "./flags.ts";
 import type { NetcheckOptions } from "./options.ts";
@@ -48,6 +49,9 @@ export async function runNetcheck(args: string[]): Promise<number> {
     writeOut(helpText(netcheckCommand) + "\n");
     return 0;
   }
+  // Without it every warning of the run (a DaemonSet it could not delete, a Lease it could not
+  // release, the switch to sampled connectivity) would be dropped, in a runner pod's log too.
+  setupLogging(options.logLevel, options.logFormat);
   let cluster: NetcheckCluster;
   try {
     const { connectCluster } = await import("./kube_adapter.ts");

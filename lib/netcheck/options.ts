@@ -2,10 +2,12 @@
  * `lace netcheck` options: what each holds, the ports the probe pods listen
  * on, and the defaults. How the values arrive and are checked is flags.ts.
  */
+import type { LogSettings } from "../log.ts";
+
 export type IpFamily = "ipv4" | "ipv6";
 export type OutputFormat = "text" | "json";
 
-export interface NetcheckOptions {
+export interface NetcheckOptions extends LogSettings {
   /** Kubeconfig file; empty means KUBECONFIG, then in-cluster. */
   kubeconfig: string;
   /** Namespace of the DaemonSet and the Lease; created when missing, never deleted. */
@@ -120,5 +122,8 @@ export function defaultNetcheckOptions(): NetcheckOptions {
     leaseDurationS: 60,
     progress: true,
     ownerConfigMap: "",
+    // Quiet beside the report and the progress lines: what went wrong, not each step.
+    logLevel: "warning",
+    logFormat: "auto",
   };
 }

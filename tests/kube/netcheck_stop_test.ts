@@ -2,7 +2,8 @@
  * `lace netcheck --watch` as a process against the real kube-apiserver, stopped by a signal: a
  * service manager's SIGTERM (Kubernetes stopping the chart's Deployment) is its normal end, so
  * once the probe DaemonSet and the Lease are removed it exits 0; Ctrl-C (SIGINT) exits 130. No
- * kubelet runs here, so the watch is stopped while it waits for its probe pods.
+ * kubelet runs here, so the watch is stopped while it waits for its probe pods. Its log (at
+ * --log-level=info) names the DaemonSet it made and the one it deleted.
  */
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
@@ -39,6 +40,7 @@ Deno.test({
         "--interval=1m",
         `--kubeconfig=${cp.kubeconfigPath}`,
         "--metrics-address=",
+        "--log-level=info",
       ],
       stdin: "null",
       stdout: "piped",
@@ -56,6 +58,17 @@ Deno.test({
       assert.equal(out.code, code, `${signal}: ${stderr}`);
       assert.deepEqual((await daemonSets()).map((d) => d.metadata?.name), [], "DaemonSet left");
       assert.equal(await leaseHeld(), false, "Lease left");
+      // The run's log reaches stderr (a runner pod's log): what it made and what it removed.
+      assert.match(
+        stderr,
+        /Created DaemonSet [^\n]*lace-system[^\n]*lace-netcheck-/,
+        `${signal}: ${stderr}`,
+      );
+      assert.match(
+        stderr,
+        /Deleted DaemonSet [^\n]*lace-system[^\n]*lace-netcheck-/,
+        `${signal}: ${stderr}`,
+      );
     } finally {
       try {
         child.kill("SIGKILL");

@@ -1,0 +1,34 @@
+/**
+ * The logging flags every long-running command shares (`lace agent`, `lace netcheck`): one
+ * definition, so the same flag and variable set the same thing wherever they are given.
+ */
+import { LOG_LEVELS } from "../config.ts";
+import type { LogSettings } from "../log.ts";
+import { type FlagSpec, oneOf } from "./flags.ts";
+
+const LOG_FLAGS: FlagSpec<LogSettings>[] = [
+  {
+    name: "log-level",
+    key: "logLevel",
+    value: oneOf(LOG_LEVELS),
+    env: ["LACE_LOG_LEVEL"],
+    metavar: "LEVEL",
+    help: "Minimum level logged",
+  },
+  {
+    name: "log-format",
+    key: "logFormat",
+    value: oneOf(["auto", "json", "text"] as const),
+    env: ["LACE_LOG_FORMAT"],
+    metavar: "FORMAT",
+    help: "auto: text on a terminal, JSON lines otherwise",
+  },
+];
+
+/**
+ * The flags for a command whose options include LogSettings. The cast only widens the options
+ * type: each flag writes its own key, whose type is LogSettings' in every such command.
+ */
+export function logFlags<O extends LogSettings>(): FlagSpec<O>[] {
+  return LOG_FLAGS as unknown as FlagSpec<O>[];
+}
