@@ -20,7 +20,8 @@ import { reconcileScale } from "./reconcile_scale.ts";
 import { targetsView } from "./targets_view.ts";
 import { timeToReachable } from "./time_to_reachable.ts";
 import { type FigureFailure, type FigureResult, formatTable } from "./report.ts";
-import { machineInfo } from "./system.ts";
+import { machineInfo, removeBenchPins } from "./system.ts";
+import { sweepAbandoned } from "../lib/demo/leftovers.ts";
 import { bpfObjectLocation } from "../lib/datapath/bpf_object.ts";
 import { errorChain } from "../lib/cli/error_chain.ts";
 import { CleanupStack } from "../lib/cleanup_stack.ts";
@@ -177,11 +178,21 @@ async function main(args: string[]): Promise<number> {
   }
   // The agent's parts log every reconcile at info: keep that out of the table.
   setupLogging("warning", "text");
+  // What a killed run left (namespaces, cgroups, pins of owners that are gone): its pins would
+  // otherwise stay pinned under bpffs for good.
+  try {
+    for (const what of await sweepAbandoned()) {
+      console.error(`Removed ${what}, left by a killed run`);
+    }
+  } catch (e) {
+    console.error((e as Error).message);
+  }
 
   let current: CleanupStack | undefined;
   const interrupted = async () => {
     console.error("\nInterrupted: cleaning up");
-    await current?.runAll();
+    const errors = [...(await current?.runAll() ?? []), ...removeBenchPins()];
+    for (const e of errors) console.error("Cleanup after the interrupt failed:", e);
     Deno.exit(130);
   };
   Deno.addSignalListener("SIGINT", interrupted);

@@ -3,7 +3,7 @@
  * from /proc, the machine description, and waiting for a condition with a deadline.
  */
 import { bpffsMountPoints, readMountInfo } from "../lib/mountinfo.ts";
-import { randomSuffix } from "../lib/cli/process.ts";
+import { claimSuffix, removePinDir } from "../lib/demo/leftovers.ts";
 import type { CleanupStack } from "../lib/cleanup_stack.ts";
 
 /** Reads a sysctl through /proc/sys (name with dots). */
@@ -18,11 +18,37 @@ export function setSysctl(name: string, value: string, cleanups: CleanupStack): 
   Deno.writeTextFileSync(`/proc/sys/${name.replaceAll(".", "/")}`, value);
 }
 
-/** A unique pin path under the bpffs mount, for one figure's datapath. */
+/** The pin paths this process has handed out, for removeBenchPins on an interrupt. */
+const pinPaths = new Set<string>();
+
+/**
+ * A unique pin path under the bpffs mount, for one figure's datapath. Its
+ * suffix is recorded as this process's (claimSuffix), so the next run's
+ * sweepAbandoned removes it when this process is killed before its clean-up.
+ */
 export function benchPinPath(): string {
   const bpffs = bpffsMountPoints(readMountInfo())[0];
   if (!bpffs) throw new Error("bpffs is not mounted: run `mount -t bpf bpf /sys/fs/bpf`");
-  return `${bpffs}/lace-bench-${randomSuffix()}`;
+  const path = `${bpffs}/lace-bench-${claimSuffix()}`;
+  pinPaths.add(path);
+  return path;
+}
+
+/**
+ * Removes every pin directory benchPinPath handed out that is still there:
+ * after an interrupt, a figure still running may have pinned after its
+ * clean-up ran. Returns the failures.
+ */
+export function removeBenchPins(): unknown[] {
+  const errors: unknown[] = [];
+  for (const path of pinPaths) {
+    try {
+      removePinDir(path);
+    } catch (e) {
+      errors.push(e);
+    }
+  }
+  return errors;
 }
 
 /** CPU time, memory and context switches of a process, from /proc. */

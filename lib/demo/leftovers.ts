@@ -92,6 +92,16 @@ function removeCgroup(mount: string, dir: string): void {
   Deno.removeSync(dir);
 }
 
+/** Removes a pin directory Lace's pins were made in, with whatever else is left in it; gone is fine. */
+export function removePinDir(dir: string): void {
+  uninstall(dir); // removes the directory too when only Lace's pins were in it
+  try {
+    Deno.removeSync(dir, { recursive: true });
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
+}
+
 /**
  * Removes the network namespaces, cgroups and bpffs pin directories named
  * with the suffixes of owners that are no longer alive, then their owner
@@ -133,14 +143,7 @@ export async function sweepAbandoned(): Promise<string[]> {
   for (const bpffs of bpffsMountPoints(mounts)) {
     for (const name of namesWithSuffixes(entries(bpffs), suffixes)) {
       const dir = join(bpffs, name);
-      await attempt(`pins ${dir}`, () => {
-        uninstall(dir); // removes the directory too when only Lace's pins were in it
-        try {
-          Deno.removeSync(dir, { recursive: true });
-        } catch (e) {
-          if (!(e instanceof Deno.errors.NotFound)) throw e;
-        }
-      });
+      await attempt(`pins ${dir}`, () => removePinDir(dir));
     }
   }
   if (failures.length) {
