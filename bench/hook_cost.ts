@@ -436,9 +436,8 @@ export async function hookCost(
     for (const match of [false, true]) {
       const cells = perConnect.filter((c) => c.family === family && c.match === match);
       rows.push({
-        measurement: `BPF ns/connect, ${label(family, match)} (by map entries)`,
+        measurement: `BPF ns/connect, ${label(family, match)}, the kubelet's copy (by map entries)`,
         value: cells.map((c) => `${sizeLabel(c.entries)}: ${fmt(c.ns)}`).join(", "),
-        goal: cells.some((c) => c.entries === MAX_TARGETS) ? "≤ 150 ns at 64k" : undefined,
       });
     }
   }
@@ -451,6 +450,8 @@ export async function hookCost(
     laceOverLookup.find((c) => c.entries === entries && c.family === family && c.match === match)
       ?.ns ?? NaN;
   const cellsOf = FAMILIES.flatMap((family) => [false, true].map((match) => ({ family, match })));
+  // The 150 ns goal is judged at a full map; a --quick run has none and judges its largest size.
+  const judgedAt = Math.max(...floorSizes);
   for (const entries of floorSizes) {
     rows.push({
       measurement: `BPF ns/connect at ${
@@ -461,6 +462,7 @@ export async function hookCost(
           fmt(statOf("lookup", entries, family, match))
         } / ${fmt(laceStat(entries, family, match))}`
       ).join(", "),
+      goal: entries === judgedAt ? "Lace ≤ 150 ns" : undefined,
     });
     // Issue 28: Lace within 1.25× of the least a tagging program does, in every case, same run.
     const overLookup = cellsOf.map(({ family, match }) => ({
@@ -531,13 +533,27 @@ export async function hookCost(
       } vs ${fmt(worstOutside.floor)} ns)`,
     });
   }
-  // Judged at a full map, the worst case (issue 16; it was 10k before).
-  const atFull = perConnect.filter((c) => c.entries === MAX_TARGETS);
-  if (atFull.length) {
-    const worst = atFull.reduce((a, b) => (b.ns > a.ns ? b : a));
+  // Judged at a full map, the worst case (issue 16; it was 10k before), on the median of Lace's
+  // copies as the ratios are: one copy alone read 151 ns in one run and 98 in the next. The
+  // kubelet's copy is printed beside it.
+  const atJudged = laceOverLookup.filter((c) => c.entries === judgedAt);
+  if (atJudged.length) {
+    const worst = atJudged.reduce((a, b) => (b.ns > a.ns ? b : a));
+    const kubeletCopy = perConnect.find((c) =>
+      c.entries === judgedAt && c.family === worst.family && c.match === worst.match
+    )?.ns ?? NaN;
+    const where = judgedAt === MAX_TARGETS ? "a full map" : `${sizeLabel(judgedAt)} entries`;
     goals.push({
-      ...atMost("hook", "BPF cost per connect at a full map (worst case)", worst.ns, 150, "ns"),
-      measured: `${fmt(worst.ns)} ns (${label(worst.family, worst.match)})`,
+      ...atMost(
+        "hook",
+        `BPF cost per connect at ${where}, median of Lace's ${COPIES} copies (worst case)`,
+        worst.ns,
+        150,
+        "ns",
+      ),
+      measured: `${fmt(worst.ns)} ns (${label(worst.family, worst.match)}; the kubelet's copy ${
+        fmt(kubeletCopy)
+      } ns)`,
     });
   }
   if (ratios.length) ratioRowsAndGoal();
