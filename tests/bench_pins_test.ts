@@ -16,6 +16,8 @@ import { privilegedSkipReason } from "./helpers/sim_world.ts";
 import { waitFor } from "./helpers/wait.ts";
 
 const MAIN = fileURLToPath(new URL("../bench/main.ts", import.meta.url));
+/** The bench's quickest figure that pins a datapath. */
+const HOOK_QUICK = ["run", "--allow-all", MAIN, "--quick", "--only", "hook"];
 const reason = privilegedSkipReason();
 
 function benchPins(bpffs: string): Set<string> {
@@ -28,7 +30,7 @@ function benchPins(bpffs: string): Set<string> {
 async function benchWithPins(bpffs: string) {
   const before = benchPins(bpffs);
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-all", MAIN, "--quick", "--only", "hook"],
+    args: HOOK_QUICK,
     stdout: "null",
     stderr: "piped",
   }).spawn();
@@ -73,7 +75,7 @@ Deno.test({
       );
       // The next bench run sweeps before its figures (the hook figure, a few seconds).
       const next = await new Deno.Command(Deno.execPath(), {
-        args: ["run", "--allow-all", MAIN, "--quick", "--only", "hook"],
+        args: HOOK_QUICK,
         stdout: "null",
         stderr: "piped",
       }).output();
