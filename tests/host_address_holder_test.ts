@@ -10,8 +10,10 @@
  */
 import assert from "node:assert/strict";
 import { agentTestOptions, AgentWorld, podManifest } from "./helpers/agent_process.ts";
+import { hostAddressSourceCheck } from "../lib/doctor/agent_checks.ts";
 import { metricReaches, plugin, podBeforeAdd } from "./helpers/tenant_world.ts";
 import { simNodeAddresses } from "../lib/demo/netns.ts";
+import { run } from "../lib/cli/process.ts";
 import { PodServer } from "../lib/demo/pod_server.ts";
 import type { AddressesView } from "../lib/agent/http_server.ts";
 import { waitFor } from "./helpers/wait.ts";
@@ -28,9 +30,17 @@ const HTTP_PORT = 8081, TCP_PORT = 9001;
 async function startHostWorld(
   dirPods: Record<string, unknown>[],
   sharing: "exclusive" | "shared",
+  opts: { agentInOwnNetns?: boolean } = {},
 ) {
   const w = await AgentWorld.create();
+  let agentNetns: string | undefined;
   try {
+    if (opts.agentInOwnNetns) {
+      // A namespace of the test's own, with loopback only: not the kubelet's (the node's).
+      agentNetns = `${w.node.netns}-agent`;
+      await run(["ip", "netns", "add", agentNetns]);
+      await run(["ip", "-n", agentNetns, "link", "set", "lo", "up"]);
+    }
     const daemon = await PodServer.start({
       netns: w.node.netns,
       name: "system-daemon",
@@ -48,7 +58,7 @@ async function startHostWorld(
         `--address-sharing=${sharing}`,
       ],
       w.cgroups.kubelet,
-      { netns: w.node.netns },
+      { netns: agentNetns ?? w.node.netns },
     );
     await agent.ready(60_000);
     return {
@@ -58,10 +68,12 @@ async function startHostWorld(
       async [Symbol.asyncDispose]() {
         await daemon.dispose();
         await w.dispose();
+        if (agentNetns) await run(["ip", "netns", "del", agentNetns]);
       },
     };
   } catch (e) {
     await w.dispose();
+    if (agentNetns) await run(["ip", "netns", "del", agentNetns]).catch(() => {});
     throw e;
   }
 }
@@ -79,9 +91,12 @@ async function assertDaemonUntagged(w: AgentWorld): Promise<void> {
 }
 
 /** Plays the ADD naming the node's addresses under `sharing`; see the tests below. */
-async function refusedAtAdd(sharing: "exclusive" | "shared"): Promise<void> {
+async function refusedAtAdd(
+  sharing: "exclusive" | "shared",
+  opts: { agentInOwnNetns?: boolean } = {},
+): Promise<void> {
   const tenant = podBeforeAdd("tenant", 2, HTTP_PORT, TCP_PORT);
-  await using t = await startHostWorld([tenant], sharing);
+  await using t = await startHostWorld([tenant], sharing, opts);
   const { w, agent, socket } = t;
   const add = await plugin(
     "ADD",
@@ -96,6 +111,18 @@ async function refusedAtAdd(sharing: "exclusive" | "shared"): Promise<void> {
   assert.equal(add.result.code, 101);
   assert.match(add.result.msg, /node's own addresses/);
   await metricReaches(agent, 'lace_cni_add_refusals_total{reason="host-address"}', 1);
+  if (opts.agentInOwnNetns) {
+    // Read from the kubelet's namespace, and the doctor names the agent's other namespace.
+    await metricReaches(agent, "lace_agent_other_netns", 1);
+    assert.equal(await agent.metric("lace_host_addresses_fallback"), 0);
+    const view = JSON.parse((await agent.local("/addresses")).body) as AddressesView;
+    assert.equal(view.hostAddressSource?.source, "kubelet-netns");
+    assert.equal(hostAddressSourceCheck(view.hostAddressSource!).ok, false);
+    assert.match(
+      hostAddressSourceCheck(view.hostAddressSource!).message,
+      /another network namespace/,
+    );
+  }
 }
 
 Deno.test({
@@ -110,6 +137,13 @@ Deno.test({
     "a CNI ADD naming one of the node's own addresses is refused under shared, so the kubelet's probes of the node's host-network pods there are never tagged into the tenant's network",
   ...agentTestOptions,
   fn: () => refusedAtAdd("shared"),
+});
+
+Deno.test({
+  name:
+    "an agent in another network namespace than the kubelet reads the node's own addresses from the kubelet's, so a CNI ADD naming one is still refused",
+  ...agentTestOptions,
+  fn: () => refusedAtAdd("exclusive", { agentInOwnNetns: true }),
 });
 
 Deno.test({

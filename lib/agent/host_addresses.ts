@@ -7,15 +7,13 @@
  * decides whether a system daemon is healthy). So the host holds them
  * against every network, under both sharing modes.
  *
- * Read from the node, not from the API's Node object: the agent runs on the
- * host network (the chart's hostNetwork, the kubelet's namespace), and the
- * addresses the kernel delivers locally there are the truth; the Node's
- * status lists only some of them, and a stale or absent Node object must not
- * open the hole. They are read at every reconcile and every CNI ADD (a
- * getifaddrs() of a few interfaces costs microseconds), so an address the
- * node gains counts at the next ADD and, for pods already there, by the next
- * periodic resync: no netlink subscription to keep alive, nothing cached to
- * go stale.
+ * Read from the node, not from the API's Node object: from the kubelet's network namespace
+ * (kubelet_netns_addresses.ts; readHostAddresses() here is the agent's own namespace's, its
+ * fallback), where the addresses the kernel delivers locally are the truth; the Node's status
+ * lists only some of them, and a stale or absent Node object must not open the hole. They are
+ * asked for at every reconcile and every CNI ADD, so an address the node gains counts at the
+ * next ADD after the reader's 1 s cache and, for pods already there, by the next periodic
+ * resync: no netlink subscription to keep alive.
  */
 import { canonicalAddress } from "../datapath/probe_map.ts";
 import { specialAddressKind } from "../rules/addresses.ts";

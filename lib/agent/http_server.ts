@@ -10,6 +10,7 @@
  * `lace doctor`: who can read it could map every tenant's pods on the node.
  * Read-only; none changes anything on the node.
  */
+import type { HostAddressSource } from "./kubelet_netns_addresses.ts";
 import { getLogger } from "@logtape/logtape";
 import { joinHostPort, splitHostPort } from "../host_port.ts";
 import { type HttpListener, type HttpListenerOptions, serveHttp } from "./http_listener.ts";
@@ -61,6 +62,8 @@ export interface AddressesView {
   }[];
   /** Pods at one of the node's own addresses ("namespace/name"): no targets there. */
   hostHeld?: { pod: string; address: string }[];
+  /** Where the node's own addresses are read from (kubelet_netns_addresses.ts). */
+  hostAddressSource?: HostAddressSource;
 }
 
 export interface Readiness {

@@ -53,6 +53,8 @@ export class Metrics {
   readonly attached: Gauge<"program">;
   readonly kubeletCgroupMismatch: Gauge;
   readonly kubeletLookalikes: Gauge;
+  readonly hostAddressesFallback: Gauge;
+  readonly agentOtherNetns: Gauge;
   readonly programReplacements: Counter<"program">;
   readonly standingBy: Gauge;
 
@@ -205,6 +207,17 @@ export class Metrics {
       name: "lace_kubelet_lookalikes",
       help: "Kubelet-looking processes not followed (in a container or pod cgroup, another " +
         "mount namespace, not root, or a second kubelet elsewhere)",
+      registers,
+    });
+    this.hostAddressesFallback = new GaugeClass({
+      name: "lace_host_addresses_fallback",
+      help: "1 when the node's own addresses cannot be read from the kubelet's network " +
+        "namespace and the last set read there plus the agent's own are held instead",
+      registers,
+    });
+    this.agentOtherNetns = new GaugeClass({
+      name: "lace_agent_other_netns",
+      help: "1 when the agent runs in another network namespace than the kubelet",
       registers,
     });
     this.programReplacements = new CounterClass({

@@ -29,6 +29,7 @@ import { trimMallocHeap } from "./malloc_trim.ts";
 import { Metrics } from "./metrics.ts";
 import { fileNodeNetworkStore } from "./node_networks.ts";
 import { HOST_ADDRESS_REFUSAL, readHostAddresses } from "./host_addresses.ts";
+import { type HostAddressSource, KubeletNetnsAddresses } from "./kubelet_netns_addresses.ts";
 import { conflictMessage, refusalMessage } from "../rules/conflicts.ts";
 import { addressClashMessage } from "../rules/address_holders.ts";
 import { networkMismatchMessage } from "../rules/pod_network.ts";
@@ -77,7 +78,10 @@ function* targetViews(
 }
 
 /** The snapshot's shared addresses for `/addresses` (local socket only). */
-function addressesView(snapshot: Readonly<AgentSnapshot>): AddressesView {
+function addressesView(
+  snapshot: Readonly<AgentSnapshot>,
+  hostAddressSource: HostAddressSource,
+): AddressesView {
   const name = (p: { namespace: string; name: string }) => `${p.namespace}/${p.name}`;
   return {
     sharing: snapshot.addressSharing,
@@ -90,6 +94,7 @@ function addressesView(snapshot: Readonly<AgentSnapshot>): AddressesView {
       holderWithdrawn: s.holderWithdrawn,
     })),
     hostHeld: snapshot.hostHeld.map((h) => ({ pod: name(h.pod), address: h.address })),
+    hostAddressSource,
   };
 }
 
@@ -210,6 +215,17 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
   parts.push(() => {
     if (trimTimer !== undefined) clearTimeout(trimTimer);
   });
+  // The node's own addresses from the kubelet's namespace, through the follower's cgroup; before
+  // the follower exists (or knows the cgroup) they fall back to the agent's own.
+  let kubeletCgroupPath: () => string | null = () => null;
+  const hostAddresses = new KubeletNetnsAddresses({
+    cgroupPath: () => kubeletCgroupPath(),
+    ownAddresses: readHostAddresses,
+    onChange: (s) => {
+      metrics.hostAddressesFallback.set(s.source === "fallback" ? 1 : 0);
+      metrics.agentOtherNetns.set(s.otherNetns ? 1 : 0);
+    },
+  });
   const core: AgentCore = new AgentCore({
     config,
     // Beside the CNI socket, in its root-only directory: only the CNI path reports networks.
@@ -229,7 +245,7 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     onUnwritten: (u) => events.warn(podObjectRef(u.pod), "ProbeTargetsNotWritten", u.message),
     onAddressClash: (a, p) =>
       events.warn(podObjectRef(p.pod), "AddressClash", addressClashMessage(a, p)),
-    hostAddresses: readHostAddresses,
+    hostAddresses: () => hostAddresses.read(),
     onHostAddressRefused: (a, address) => {
       metrics.attachRefusals.inc({ reason: "host-address" });
       events.warn(podObjectRef(a), "AttachRefused", `Address ${address} ${HOST_ADDRESS_REFUSAL}`);
@@ -302,6 +318,7 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
       metrics.attached.set({ program: link.program }, s.attached && link.alive ? 1 : 0);
     }
   };
+  kubeletCgroupPath = () => follower.status().path;
   follower.onChange(updateAttachMetrics);
 
   // Listeners whose accepts keep failing (EMFILE…) take no connections: not ready.
@@ -362,7 +379,7 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     readiness,
     targets,
     unmatched: () => unmatched?.recent() ?? [],
-    addresses: () => addressesView(core.view()),
+    addresses: () => addressesView(core.view(), hostAddresses.status()),
     metricsText: () => metrics.text(),
     metricsContentType: metrics.contentType,
   };

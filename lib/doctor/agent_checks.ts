@@ -59,6 +59,9 @@ export function agentChecks(s: NodeSnapshot): Check[] {
   if (a.unmatched) out.push(unmatchedCheck(a.unmatched));
   if (a.addresses) out.push(addressSharingCheck(a.addresses));
   if (a.addresses?.hostHeld) out.push(hostAddressesCheck(a.addresses.hostHeld));
+  if (a.addresses?.hostAddressSource) {
+    out.push(hostAddressSourceCheck(a.addresses.hostAddressSource));
+  }
   if (!isError(s.counters)) {
     const c = s.counters;
     const seen = (c.connect4Seen ?? 0n) + (c.connect6Seen ?? 0n);
@@ -194,6 +197,33 @@ export function addressSharingCheck(view: AddressesView): Check {
         `Event AddressClash): ${lines.join("; ")}${more}`,
     "the networks' address managers gave one address to two networks on this node: make their " +
       "node-local ranges disjoint, then recreate the later pods",
+    "warning",
+  );
+}
+
+/**
+ * Where the agent reads the node's own addresses: the kubelet's network namespace, through a
+ * process of its cgroup. Failing that it holds the last set read there and its own namespace's
+ * addresses (closed, but an address the node gained since may be missed); an agent in another
+ * namespace than the kubelet is named too.
+ */
+export function hostAddressSourceCheck(s: NonNullable<AddressesView["hostAddressSource"]>): Check {
+  const other = s.otherNetns
+    ? `; the agent runs in another network namespace than the kubelet (process ${s.pid})`
+    : "";
+  const ok = s.source === "kubelet-netns" && !s.otherNetns;
+  return check(
+    "host-address-source",
+    ok,
+    s.source === "kubelet-netns"
+      ? `the node's own addresses are read from the kubelet's network namespace (process ${s.pid})${other}`
+      : `${
+        s.error ?? "the kubelet's network namespace cannot be read"
+      }: holding the last addresses ` +
+        `read there and the agent's own${other}`,
+    s.source === "kubelet-netns"
+      ? "run the agent on the host network (the chart's hostNetwork: true)"
+      : "check --kubelet-cgroup and that the agent sees the host's /proc (hostPID: true)",
     "warning",
   );
 }

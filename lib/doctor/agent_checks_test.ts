@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import {
   addressSharingCheck,
   hostAddressesCheck,
+  hostAddressSourceCheck,
   staleTargetsCheck,
   unmatchedCheck,
 } from "./agent_checks.ts";
@@ -93,6 +94,27 @@ Deno.test("hostAddressesCheck() fails naming each pod at one of the node's own a
   assert.equal(held.severity, "error");
   assert.match(held.message, /tenant-a\/x at 10\.99\.1\.1/);
   assert.match(held.fix, /exclude the node's addresses/);
+});
+
+Deno.test("hostAddressSourceCheck() warns when the node's addresses are not read from the kubelet's namespace, or the agent runs in another one", () => {
+  assert.equal(
+    hostAddressSourceCheck({ source: "kubelet-netns", pid: 10, otherNetns: false }).ok,
+    true,
+  );
+  const other = hostAddressSourceCheck({ source: "kubelet-netns", pid: 10, otherNetns: true });
+  assert.equal(other.ok, false);
+  assert.equal(other.severity, "warning");
+  assert.match(other.message, /another network namespace than the kubelet \(process 10\)/);
+  assert.match(other.fix, /hostNetwork/);
+  const fallback = hostAddressSourceCheck({
+    source: "fallback",
+    pid: null,
+    error: "cannot read the kubelet's network namespace: no process in the kubelet cgroup",
+    otherNetns: null,
+  });
+  assert.equal(fallback.ok, false);
+  assert.match(fallback.message, /no process in the kubelet cgroup: holding the last addresses/);
+  assert.match(fallback.fix, /hostPID/);
 });
 
 Deno.test("addressSharingCheck() quotes each network's name, so a pod-chosen name cannot add a pod to the line", () => {

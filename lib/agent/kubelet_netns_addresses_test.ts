@@ -1,0 +1,115 @@
+import assert from "node:assert/strict";
+import { KubeletNetnsAddresses } from "./kubelet_netns_addresses.ts";
+import type { HostAddressSource } from "./kubelet_netns_addresses.ts";
+
+const fib = (...addrs: string[]) =>
+  "Local:\n  +-- 0.0.0.0/0 3 0 5\n" +
+  addrs.map((a) => `     |-- ${a}\n        /32 host LOCAL\n`).join("") +
+  "     |-- 127.0.0.1\n        /32 host LOCAL\n";
+
+/** A fake /proc and cgroup: `pids` with their fib_trie text; ns/net one file unless `otherNetns`. */
+function fakeNode(pids: Record<number, string>, otherNetns = false) {
+  const clock = { ms: 0 };
+  const root = Deno.makeTempDirSync({ prefix: "lace-hostns-" });
+  const proc = `${root}/proc`, cg = `${root}/cg`;
+  Deno.mkdirSync(cg);
+  Deno.writeTextFileSync(`${root}/netns`, "");
+  Deno.writeTextFileSync(`${root}/other-netns`, "");
+  const addPid = (pid: number | "self", text?: string) => {
+    Deno.mkdirSync(`${proc}/${pid}/net`, { recursive: true });
+    Deno.mkdirSync(`${proc}/${pid}/ns`, { recursive: true });
+    Deno.symlinkSync(
+      pid !== "self" && otherNetns ? `${root}/other-netns` : `${root}/netns`,
+      `${proc}/${pid}/ns/net`,
+    );
+    if (text !== undefined) {
+      Deno.writeTextFileSync(`${proc}/${pid}/net/fib_trie`, text);
+      Deno.writeTextFileSync(
+        `${proc}/${pid}/net/if_inet6`,
+        "fd990000000000000000000000000001 03 40 00 82       d0\n" +
+          "00000000000000000000000000000001 01 80 10 80       lo\n",
+      );
+    }
+  };
+  addPid("self");
+  for (const [pid, text] of Object.entries(pids)) addPid(Number(pid), text);
+  const setProcs = (...p: number[]) => Deno.writeTextFileSync(`${cg}/cgroup.procs`, p.join("\n"));
+  setProcs(...Object.keys(pids).map(Number));
+  const changes: HostAddressSource[] = [];
+  const reader = new KubeletNetnsAddresses({
+    cgroupPath: () => cg,
+    procRoot: proc,
+    ownAddresses: () => new Set(["10.0.0.99"]),
+    onChange: (s) => changes.push(s),
+    now: () => clock.ms,
+    ttlMs: 1000,
+  });
+  return {
+    clock,
+    proc,
+    reader,
+    changes,
+    setProcs,
+    addPid,
+    [Symbol.dispose]: () => Deno.removeSync(root, { recursive: true }),
+  };
+}
+
+Deno.test("KubeletNetnsAddresses reads the kubelet process's namespace, not the agent's own", () => {
+  using n = fakeNode({ 10: fib("10.99.1.1", "10.99.1.7") });
+  assert.deepEqual([...n.reader.read()].sort(), ["10.99.1.1", "10.99.1.7", "fd99::1"]);
+  assert.deepEqual(n.reader.status(), { source: "kubelet-netns", pid: 10, otherNetns: false });
+});
+
+Deno.test("KubeletNetnsAddresses finds another process of the cgroup when the one it read is gone", () => {
+  using n = fakeNode({ 10: fib("10.99.1.1"), 11: fib("10.99.1.2") });
+  n.reader.read();
+  assert.equal(n.reader.status().pid, 10);
+  n.setProcs(11); // within the TTL: a pid gone is never answered from the cache
+  assert.deepEqual([...n.reader.read()].sort(), ["10.99.1.2", "fd99::1"]);
+  assert.equal(n.reader.status().pid, 11);
+  // Listed but its /proc gone (exited between the two reads): the next one is read.
+  n.setProcs(12, 11);
+  assert.equal(n.reader.read().has("10.99.1.2"), true);
+  assert.equal(n.reader.status().source, "kubelet-netns");
+});
+
+Deno.test("KubeletNetnsAddresses fails closed on an empty cgroup: the last set read and the agent's own, said once", () => {
+  using n = fakeNode({ 10: fib("10.99.1.1") });
+  n.reader.read();
+  n.setProcs();
+  const got = n.reader.read();
+  assert.deepEqual([...got].sort(), ["10.0.0.99", "10.99.1.1", "fd99::1"]);
+  const s = n.reader.status();
+  assert.equal(s.source, "fallback");
+  assert.match(s.error ?? "", /no process in the kubelet cgroup/);
+  n.reader.read();
+  assert.deepEqual(n.changes.map((c) => c.source), ["kubelet-netns", "fallback"]);
+  // Back when a process is there again.
+  n.setProcs(10);
+  assert.equal(n.reader.read().has("10.0.0.99"), false);
+  assert.equal(n.reader.status().source, "kubelet-netns");
+});
+
+Deno.test("KubeletNetnsAddresses fails closed on text it cannot parse, naming it", () => {
+  using n = fakeNode({ 10: "garbage\n" });
+  assert.deepEqual([...n.reader.read()], ["10.0.0.99"]);
+  assert.match(n.reader.status().error ?? "", /fib_trie line 1/);
+  assert.deepEqual(n.changes.map((c) => c.source), ["fallback"]);
+});
+
+Deno.test("KubeletNetnsAddresses names a kubelet in another network namespace than the agent", () => {
+  using n = fakeNode({ 10: fib("10.99.1.1") }, true);
+  assert.ok(n.reader.read().has("10.99.1.1"));
+  assert.equal(n.reader.status().otherNetns, true);
+});
+
+Deno.test("KubeletNetnsAddresses answers from one pid's read for the TTL, then reads again", () => {
+  using n = fakeNode({ 10: fib("10.99.1.1") });
+  n.reader.read();
+  Deno.writeTextFileSync(`${n.proc}/10/net/fib_trie`, fib("10.99.1.1", "10.99.1.2"));
+  n.clock.ms = 999;
+  assert.equal(n.reader.read().has("10.99.1.2"), false);
+  n.clock.ms = 1000;
+  assert.equal(n.reader.read().has("10.99.1.2"), true);
+});
