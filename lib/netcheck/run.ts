@@ -10,7 +10,8 @@ import { checkConnect } from "./connect_check.ts";
 import { describeError } from "./describe_error.ts";
 import { checkIsolation, checkMtu, measureBandwidth, measureLatency } from "./path_checks.ts";
 import { acquireLease, type LeaseLock, waitForLease } from "./lease_lock.ts";
-import { probeDaemonSet, type ProbeNetwork, probeNetworks } from "./manifest.ts";
+import { type ProbeNetwork, probeNetworks } from "./manifest.ts";
+import { createProbeDaemonSets, removeRunObjects } from "./probe_daemonsets.ts";
 import { crossNetworkPairs, type NetworkEndpoint, NetworkMatrix } from "./isolation.ts";
 import { CONNECT_PORT, type NetcheckOptions, UDP_PORT } from "./options.ts";
 import { directedPairs, type Pair, pairCount } from "./pairs.ts";
@@ -290,24 +291,7 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
     if (lease.tookOverFrom) {
       await removeStaleRun(cluster, options, lease.tookOverFrom, (l) => env.progress.write(l));
     }
-    for (const network of networks) {
-      // Pushed first: a create that fails half-way is still deleted (a missing one is fine).
-      created.push(network);
-      try {
-        await cluster.applyDaemonSet(network.namespace, probeDaemonSet(options, runId, network));
-      } catch (e) {
-        if (!multi || network.namespace === ns) throw e;
-        throw new SetupError(
-          `Could not create the probe DaemonSet of network "${network.name}" in namespace ` +
-            `"${network.namespace}" (${describeError(e)}): --networks names namespaces that ` +
-            `exist and that the network plugin maps to a network; netcheck never creates them`,
-        );
-      }
-      log.info("Created DaemonSet {namespace}/{name}", {
-        namespace: network.namespace,
-        name: network.daemonSet,
-      });
-    }
+    await createProbeDaemonSets(cluster, options, runId, networks, created);
     const perNetwork = await readyEndpoints();
     summary.nodes = nodeNames(perNetwork);
     let started = env.now?.() ?? Date.now();
@@ -369,26 +353,7 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
     outcome.error = describeError(e);
     if (!(e instanceof SetupError)) log.debug("Run failed: {error}", { error: e });
   } finally {
-    for (const { namespace, daemonSet: name } of created) {
-      await cluster.deleteDaemonSet(namespace, name).then(
-        () => log.info("Deleted DaemonSet {namespace}/{name}", { namespace, name }),
-        (e) => {
-          log.error("Could not delete DaemonSet {namespace}/{name}: {error}", {
-            namespace,
-            name,
-            error: (e as Error).message,
-          });
-          leftOver = true;
-          const note = `Could not delete DaemonSet "${namespace}/${name}": delete it by hand`;
-          outcome.error = outcome.error ? `${outcome.error}; ${note}` : note;
-        },
-      );
-    }
-    await lease?.release().catch((e) => {
-      // It expires after --lease-duration; a stop that left it is not a clean one.
-      leftOver = true;
-      log.warn("Could not release the Lease: {error}", { error: (e as Error).message });
-    });
+    leftOver = await removeRunObjects(cluster, created, lease, outcome);
   }
   for (const sink of env.sinks) await sink.finish(summary, outcome);
   const stopped = options.watch && outcome.status === "interrupted" &&
