@@ -6,7 +6,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import type { Config } from "../config.ts";
-import { type Attachment, type AttachmentRef, AttachmentRefusedError } from "../cni/protocol.ts";
+import type { Attachment, AttachmentRef } from "../cni/protocol.ts";
 import { CNI_SOURCE, CniAttachments } from "./cni_attachments.ts";
 import type { AddressClash, Conflict } from "../rules/conflicts.ts";
 import { PodCache } from "../pods/cache.ts";
@@ -32,8 +32,7 @@ import {
   type RulesMemo,
   type TargetView,
 } from "./desired_state.ts";
-import { HOST_ADDRESS_REFUSAL } from "./host_addresses.ts";
-import { canonicalAddress } from "../datapath/probe_map.ts";
+import { refuseHostAddress, refuseSecondNetwork } from "./attachment_refusals.ts";
 import { refuseClashingAttachment } from "./attachment_clashes.ts";
 import { attachmentNetwork, logUnknownNetwork } from "./attachment_network.ts";
 import type { PodLookup } from "../pods/source.ts";
@@ -41,10 +40,6 @@ import { Scheduler } from "./scheduler.ts";
 import type { AddressSharing, SharedAddress } from "../rules/address_holders.ts";
 
 const log = getLogger(["lace", "agent"]);
-
-/** Why an attachment to a second Lace network is refused (also the pod's Event; names no other pod). */
-export const SECOND_NETWORK_REFUSAL =
-  "The CNI ADD of this interface was refused: it names a Lace network other than the one the node attached this pod's eth0 to, and the kubelet's probes of a pod can be delivered into one network only; attach the pod's further interfaces with configurations that name no Lace network";
 
 export type AgentCoreConfig = Pick<
   Config,
@@ -250,21 +245,9 @@ export class AgentCore {
    * entries was not written.
    */
   async registerAttachment(a: Attachment, ref?: AttachmentRef): Promise<void> {
-    this.#refuseHostAddress(a);
+    refuseHostAddress(a, this.#opts.hostAddresses?.(), this.#opts.onHostAddressRefused);
     const refused = this.#attachments.refusedNetwork(a, ref);
-    if (refused) {
-      log.warning(
-        "Refused the CNI ADD of interface {ifname} of pod {pod} in network {network}: {why}, and the kubelet's probes of a pod go into one network",
-        {
-          ifname: ref?.ifname ?? "",
-          pod: `${a.namespace}/${a.name}`,
-          network: a.network,
-          why: refused,
-        },
-      );
-      callHook(() => this.#opts.onSecondNetworkRefused?.(a));
-      throw new AttachmentRefusedError(SECOND_NETWORK_REFUSAL);
-    }
+    if (refused) refuseSecondNetwork(a, ref, refused, this.#opts.onSecondNetworkRefused);
     let learnt: PodNetwork | undefined;
     if (this.#opts.config.addressSharing === "exclusive") {
       const sources = this.cache.sourcesOf(a.uid).filter((s) => s !== CNI_SOURCE);
@@ -325,31 +308,6 @@ export class AgentCore {
   /** Every address the CNI path attached the pod's interfaces with (CHECK of one interface). */
   interfaceAddresses(uid: string): string[] {
     return this.#attachments.interfaceAddresses(uid);
-  }
-
-  /**
-   * Refuses an attachment bringing one of the node's own addresses, under both sharing modes: the
-   * kubelet probes the node's host-network pods there and cannot tell their probes from this
-   * pod's, which would be tagged into its network.
-   */
-  #refuseHostAddress(a: Attachment): void {
-    const host = this.#opts.hostAddresses?.();
-    if (!host?.size) return;
-    for (const ip of a.ips) {
-      let address: string;
-      try {
-        address = canonicalAddress(ip).address;
-      } catch {
-        continue;
-      }
-      if (!host.has(address)) continue;
-      log.warning(
-        "Refused the CNI ADD of pod {pod}: its address {address} is one of this node's own, where the kubelet probes the node's host-network pods",
-        { pod: `${a.namespace}/${a.name}`, address },
-      );
-      callHook(() => this.#opts.onHostAddressRefused?.(a, address));
-      throw new AttachmentRefusedError(`Address ${address} ${HOST_ADDRESS_REFUSAL}`);
-    }
   }
 
   #compute(): ReconcileInput {

@@ -1,0 +1,64 @@
+/**
+ * The CNI ADD's refusals that need no pod's network: an address that is one of the node's own,
+ * and a second Lace network for one pod. Each logs, calls its hook (for Events) and throws
+ * AttachmentRefusedError; the address clashes between networks are attachment_clashes.ts's.
+ */
+import { getLogger } from "@logtape/logtape";
+import { type Attachment, type AttachmentRef, AttachmentRefusedError } from "../cni/protocol.ts";
+import { canonicalAddress } from "../datapath/probe_map.ts";
+import { HOST_ADDRESS_REFUSAL } from "./host_addresses.ts";
+import { callHook } from "./problems.ts";
+
+const log = getLogger(["lace", "agent"]);
+
+/** Why an attachment to a second Lace network is refused (also the pod's Event; names no other pod). */
+export const SECOND_NETWORK_REFUSAL =
+  "The CNI ADD of this interface was refused: it names a Lace network other than the one the node attached this pod's eth0 to, and the kubelet's probes of a pod can be delivered into one network only; attach the pod's further interfaces with configurations that name no Lace network";
+
+/**
+ * Refuses an attachment bringing one of the node's own addresses (`host`), under both sharing
+ * modes: the kubelet probes the node's host-network pods there and cannot tell their probes from
+ * this pod's, which would be tagged into its network.
+ */
+export function refuseHostAddress(
+  a: Attachment,
+  host: ReadonlySet<string> | undefined,
+  onRefused?: (attachment: Attachment, address: string) => void,
+): void {
+  if (!host?.size) return;
+  for (const ip of a.ips) {
+    let address: string;
+    try {
+      address = canonicalAddress(ip).address;
+    } catch {
+      continue;
+    }
+    if (!host.has(address)) continue;
+    log.warning(
+      "Refused the CNI ADD of pod {pod}: its address {address} is one of this node's own, where the kubelet probes the node's host-network pods",
+      { pod: `${a.namespace}/${a.name}`, address },
+    );
+    callHook(() => onRefused?.(a, address));
+    throw new AttachmentRefusedError(`Address ${address} ${HOST_ADDRESS_REFUSAL}`);
+  }
+}
+
+/** Refuses an attachment to a second Lace network of its pod (`why`: CniAttachments.refusedNetwork). */
+export function refuseSecondNetwork(
+  a: Attachment,
+  ref: AttachmentRef | undefined,
+  why: string,
+  onRefused?: (attachment: Attachment) => void,
+): never {
+  log.warning(
+    "Refused the CNI ADD of interface {ifname} of pod {pod} in network {network}: {why}, and the kubelet's probes of a pod go into one network",
+    {
+      ifname: ref?.ifname ?? "",
+      pod: `${a.namespace}/${a.name}`,
+      network: a.network,
+      why,
+    },
+  );
+  callHook(() => onRefused?.(a));
+  throw new AttachmentRefusedError(SECOND_NETWORK_REFUSAL);
+}
