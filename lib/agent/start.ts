@@ -8,7 +8,9 @@
 import { getLogger } from "@logtape/logtape";
 import { CleanupStack } from "../cleanup_stack.ts";
 import type { Config } from "../config.ts";
-import { AgentCore, type AgentSnapshot, SECOND_NETWORK_REFUSAL } from "./core.ts";
+import { AgentCore, type AgentSnapshot } from "./core.ts";
+import { SECOND_NETWORK_REFUSAL } from "./attachment_refusals.ts";
+import { clusterParts } from "./cluster_parts.ts";
 import { CgroupFollower } from "../cgroup/follower.ts";
 import { Datapath } from "../datapath/loader.ts";
 import {
@@ -33,10 +35,7 @@ import { type HostAddressSource, KubeletNetnsAddresses } from "./kubelet_netns_a
 import { conflictMessage, refusalMessage } from "../rules/conflicts.ts";
 import { addressClashMessage } from "../rules/address_holders.ts";
 import { networkMismatchMessage } from "../rules/pod_network.ts";
-import type { PodLookup } from "../pods/source.ts";
-import type { PodSource } from "../pods/source.ts";
-import { DirPodSource } from "../pods/dir_source.ts";
-import { type EventSink, nodeObjectRef, noopEventSink, podObjectRef } from "../kube/event_sink.ts";
+import { nodeObjectRef, podObjectRef } from "../kube/event_sink.ts";
 
 const log = getLogger(["lace", "agent"]);
 
@@ -149,65 +148,11 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     },
   );
 
-  const sources: PodSource[] = [];
-  if (config.podsDir) {
-    // A write that ended (closed, renamed in) is read at once; this quiet time only covers a
-    // writer that has not closed its file, and the agent's scheduler gathers bursts of pods.
-    sources.push(new DirPodSource(config.podsDir, config.nodeName, { debounceMs: 2 }));
-  }
-  let events: EventSink = noopEventSink;
-  let uninstalling: (() => Promise<boolean>) | undefined;
-  let podLookup: PodLookup | undefined;
-  if (config.addressSharing === "shared") {
-    log.warning(
-      "Address sharing is on (--address-sharing=shared): pods of different networks may hold one address on this node, and a pod at such an address can answer the kubelet's probe with a redirect to another network's pod there, which the kubelet follows into that network with policy skipped; use it only for networks that trust each other (lace_shared_addresses counts them)",
-    );
-  }
-  if (config.useApi) {
-    // Loaded only here: the Kubernetes client costs ~30 MiB of RSS as its bundle, ~70 without
-    // (bench/RESULTS.md, figure 4).
-    const { ApiPodSource } = await import("../pods/api_source.ts");
-    const { loadKubeConfig } = await import("../kube/client.ts");
-    const { EventRecorder } = await import("../kube/events.ts");
-    const { AppsV1Api, CoreV1Api, clientNodeOrigin, Watch } = await import("../kube/k8s.ts");
-    log.debug("Kubernetes client loaded from its {origin}", { origin: clientNodeOrigin });
-    const kubeConfig = loadKubeConfig({ kubeconfig: config.kubeconfig });
-    if (config.addressSharing === "exclusive") {
-      const { apiPodLookup } = await import("../pods/api_lookup.ts");
-      podLookup = apiPodLookup(kubeConfig);
-    }
-    sources.push(
-      new ApiPodSource({
-        kubeConfig,
-        nodeName: config.nodeName,
-        annotations: [config.networkAnnotation, config.networkIdAnnotation],
-        livenessMs: config.watchLivenessMs,
-        onRestart: () => metrics.watchRestarts.inc(),
-      }),
-    );
-    const recorder = new EventRecorder({
-      api: kubeConfig.makeApiClient(CoreV1Api),
-      nodeName: config.nodeName,
-    });
-    events = recorder;
-    parts.push(() => recorder.stop());
-    if (config.daemonSet && config.cniSocket) {
-      // Its DaemonSet's deletion is what tells `helm uninstall` from a restart (lib/agent/chaining.ts).
-      const { OwnDaemonSet } = await import("../kube/own_daemonset.ts");
-      const [namespace, name] = config.daemonSet.split("/");
-      const apps = kubeConfig.makeApiClient(AppsV1Api);
-      const watch = new Watch(kubeConfig);
-      const own = new OwnDaemonSet({
-        namespace,
-        name,
-        watch: (path, query, callback, done) => watch.watch(path, query, callback, done),
-        get: () => apps.readNamespacedDaemonSet({ name, namespace }),
-      });
-      own.start();
-      parts.push(() => own.stop());
-      uninstalling = () => own.uninstalling();
-    }
-  }
+  const { sources, events, uninstalling, podLookup } = await clusterParts(
+    config,
+    parts,
+    () => metrics.watchRestarts.inc(),
+  );
   const nodeRef = nodeObjectRef(config.nodeName || Deno.hostname());
 
   let desiredApplied = false;

@@ -1,0 +1,90 @@
+/**
+ * The agent's parts that read and write the cluster, built for startAgent: the pod sources (the
+ * directory's, the API's watch), the API pod lookup of the CNI ADD (exclusive only), the Event
+ * recorder and the watch of the agent's own DaemonSet. Each one started here pushes its stop onto
+ * `parts`.
+ */
+import { getLogger } from "@logtape/logtape";
+import type { CleanupStack } from "../cleanup_stack.ts";
+import type { Config } from "../config.ts";
+import type { PodLookup, PodSource } from "../pods/source.ts";
+import { DirPodSource } from "../pods/dir_source.ts";
+import { type EventSink, noopEventSink } from "../kube/event_sink.ts";
+
+const log = getLogger(["lace", "agent"]);
+
+export interface ClusterParts {
+  sources: PodSource[];
+  events: EventSink;
+  /** Whether `helm uninstall` is under way (the agent's DaemonSet deleted); none without one. */
+  uninstalling?: () => Promise<boolean>;
+  podLookup?: PodLookup;
+}
+
+/** Builds the parts of the module comment; `onWatchRestart` counts the API watch's restarts. */
+export async function clusterParts(
+  config: Config,
+  parts: CleanupStack,
+  onWatchRestart: () => void,
+): Promise<ClusterParts> {
+  const sources: PodSource[] = [];
+  if (config.podsDir) {
+    // A write that ended (closed, renamed in) is read at once; this quiet time only covers a
+    // writer that has not closed its file, and the agent's scheduler gathers bursts of pods.
+    sources.push(new DirPodSource(config.podsDir, config.nodeName, { debounceMs: 2 }));
+  }
+  let events: EventSink = noopEventSink;
+  let uninstalling: (() => Promise<boolean>) | undefined;
+  let podLookup: PodLookup | undefined;
+  if (config.addressSharing === "shared") {
+    log.warning(
+      "Address sharing is on (--address-sharing=shared): pods of different networks may hold one address on this node, and a pod at such an address can answer the kubelet's probe with a redirect to another network's pod there, which the kubelet follows into that network with policy skipped; use it only for networks that trust each other (lace_shared_addresses counts them)",
+    );
+  }
+  if (config.useApi) {
+    // Loaded only here: the Kubernetes client costs ~30 MiB of RSS as its bundle, ~70 without
+    // (bench/RESULTS.md, figure 4).
+    const { ApiPodSource } = await import("../pods/api_source.ts");
+    const { loadKubeConfig } = await import("../kube/client.ts");
+    const { EventRecorder } = await import("../kube/events.ts");
+    const { AppsV1Api, CoreV1Api, clientNodeOrigin, Watch } = await import("../kube/k8s.ts");
+    log.debug("Kubernetes client loaded from its {origin}", { origin: clientNodeOrigin });
+    const kubeConfig = loadKubeConfig({ kubeconfig: config.kubeconfig });
+    if (config.addressSharing === "exclusive") {
+      const { apiPodLookup } = await import("../pods/api_lookup.ts");
+      podLookup = apiPodLookup(kubeConfig);
+    }
+    sources.push(
+      new ApiPodSource({
+        kubeConfig,
+        nodeName: config.nodeName,
+        annotations: [config.networkAnnotation, config.networkIdAnnotation],
+        livenessMs: config.watchLivenessMs,
+        onRestart: onWatchRestart,
+      }),
+    );
+    const recorder = new EventRecorder({
+      api: kubeConfig.makeApiClient(CoreV1Api),
+      nodeName: config.nodeName,
+    });
+    events = recorder;
+    parts.push(() => recorder.stop());
+    if (config.daemonSet && config.cniSocket) {
+      // Its DaemonSet's deletion is what tells `helm uninstall` from a restart (lib/agent/chaining.ts).
+      const { OwnDaemonSet } = await import("../kube/own_daemonset.ts");
+      const [namespace, name] = config.daemonSet.split("/");
+      const apps = kubeConfig.makeApiClient(AppsV1Api);
+      const watch = new Watch(kubeConfig);
+      const own = new OwnDaemonSet({
+        namespace,
+        name,
+        watch: (path, query, callback, done) => watch.watch(path, query, callback, done),
+        get: () => apps.readNamespacedDaemonSet({ name, namespace }),
+      });
+      own.start();
+      parts.push(() => own.stop());
+      uninstalling = () => own.uninstalling();
+    }
+  }
+  return { sources, events, uninstalling, podLookup };
+}
