@@ -149,6 +149,8 @@ export class AgentCore {
   readonly #derived: RulesMemo = new WeakMap();
   /** The networks the node attached pods to and their interfaces' addresses (the CNI path's). */
   readonly #attachments: CniAttachments;
+  /** The node's own addresses read by a CNI ADD, for the next reconcile (which then reads none). */
+  #hostAddressesRead: ReadonlySet<string> | undefined;
   #started: PodSource[] = [];
   readonly #timers: Timers;
 
@@ -245,7 +247,8 @@ export class AgentCore {
    * entries was not written.
    */
   async registerAttachment(a: Attachment, ref?: AttachmentRef): Promise<void> {
-    refuseHostAddress(a, this.#opts.hostAddresses?.(), this.#opts.onHostAddressRefused);
+    const host = this.#opts.hostAddresses?.();
+    refuseHostAddress(a, host, this.#opts.onHostAddressRefused);
     const refused = this.#attachments.refusedNetwork(a, ref);
     if (refused) refuseSecondNetwork(a, ref, refused, this.#opts.onSecondNetworkRefused);
     let learnt: PodNetwork | undefined;
@@ -275,6 +278,8 @@ export class AgentCore {
       });
     }
     this.#attachments.add(a, ref, learnt);
+    // The reconcile this ADD runs takes the set the ADD was checked against: one read per ADD.
+    this.#hostAddressesRead = host;
     const report = await this.runner.runNow("cni-add");
     if (report.error) {
       throw new Error(`Reconcile for pod ${a.namespace}/${a.name} failed: ${report.error}`);
@@ -313,6 +318,8 @@ export class AgentCore {
   #compute(): ReconcileInput {
     const { config } = this.#opts;
     const uids = this.cache.uids();
+    const hostAddresses = this.#hostAddressesRead ?? this.#opts.hostAddresses?.();
+    this.#hostAddressesRead = undefined;
     const state = desiredState({
       uids,
       pods: this.cache,
@@ -322,7 +329,7 @@ export class AgentCore {
       memo: this.#derived,
       networkUnknown: this.#attachments.networkUnknown,
       learntNetwork: this.#attachments.learntNetwork,
-      hostAddresses: this.#opts.hostAddresses?.(),
+      hostAddresses,
     });
     const { desired, views, conflicts, skips, mismatches, unwritten, withdraw } = state;
     const synced = this.cache.synced;

@@ -196,3 +196,31 @@ Deno.test("AgentCore refuses an ADD bringing one of the node's own addresses und
     await t.core.stop();
   }
 });
+
+Deno.test("AgentCore reads the node's own addresses once per CNI ADD, the reconcile it runs included", async () => {
+  let reads = 0;
+  const t = setup(["api"], {}, undefined, undefined, {
+    hostAddresses: () => {
+      reads++;
+      return new Set(["10.0.0.1"]);
+    },
+  });
+  await t.core.start();
+  t.sources[0].list(pod("new", undefined, 1));
+  await t.settle();
+  reads = 0;
+  await t.core.registerAttachment({
+    namespace: "ns",
+    name: "p-new",
+    uid: "new",
+    ips: ["10.0.0.9"],
+    network: "net1",
+    networkId: 1,
+  });
+  assert.deepEqual(ids(t.store), ["10.0.0.9:8080=1"]);
+  assert.equal(reads, 1);
+  // A reconcile of its own reads them again.
+  await t.core.reconcileNow();
+  assert.equal(reads, 2);
+  await t.core.stop();
+});
