@@ -5,288 +5,31 @@
  * its probe DaemonSets in the chart's netcheck namespace on both nodes, its metrics read through
  * `kubectl port-forward` (the API server, then the kubelet, into the runner pod's own loopback;
  * the forward listens on the test's loopback only). Steps for a test that brought the two nodes
- * up with the agent on both (two_node_netcheck_test.ts).
+ * up with the agent on both (two_node_netcheck_test.ts); the runner's objects and the waits on
+ * them are in netcheck_runner.ts, the metrics scrape in runner_metrics.ts.
  */
 import assert from "node:assert/strict";
-import {
-  AppsV1Api,
-  CoordinationV1Api,
-  CoreV1Api,
-  RbacAuthorizationV1Api,
-} from "@kubernetes/client-node";
-import { ManagedProcess } from "../kube/_process.ts";
-import { kubeToolPath } from "../kube/tools.ts";
 import { waitFor } from "../helpers/wait.ts";
-import { CHART, helm } from "./chart.ts";
-import { IMAGES } from "./images.ts";
 import type { Node } from "./node.ts";
-import { isReady } from "./pod_checks.ts";
+import {
+  clients,
+  describeRunner,
+  LABEL,
+  leaseHolder,
+  netcheckLeftovers,
+  readyProbePods,
+  RELEASE_NAMESPACE,
+  runnerPods,
+  runnerProcesses,
+  scale,
+  setNetcheck,
+  WATCH_NAMESPACE,
+  WATCH_NETWORKS,
+} from "./netcheck_runner.ts";
+import { scrape } from "./runner_metrics.ts";
 import type { SecondNode } from "./second_node.ts";
 
-/**
- * The chart's netcheck namespace here: one that exists already (`netcheck.createNamespace=false`),
- * as two_node_netcheck_test.ts's runs left it, so that disabling the chart cannot lean on the
- * namespace's deletion to remove what the runner made. Mapped to a network by the nodes.
- */
-export const WATCH_NAMESPACE = "lace-netcheck";
-/** Namespaces whose pods the nodes' network plugin must attach: the runner's and its probes'. */
-export const DEPLOYMENT_NAMESPACES = ["lace-system", WATCH_NAMESPACE];
-const RELEASE_NAMESPACE = "lace-system";
-const RUNNER = "lace-netcheck";
-const RUNNER_SELECTOR = "app.kubernetes.io/component=netcheck";
-const PROBE_SELECTOR = "app.kubernetes.io/name=lace-netcheck";
-const METRICS_PORT = 9469;
-const LABEL = "lace-test.io/network";
-/** The two networks the runner checks each round, isolation between them included. */
-export const WATCH_NETWORKS = [`${LABEL}=red`, `${LABEL}=green`];
-
-/** Flags of the runner: this fixture's images, short timeouts, both networks. */
-const EXTRA_ARGS = [
-  `--image=${IMAGES.agnhost}`,
-  `--bandwidth-image=${IMAGES.iperf3}`,
-  "--timeout=2s",
-  "--bandwidth-time=1s",
-  "--latency-samples=3",
-  `--networks=${WATCH_NETWORKS.join(",")}`,
-];
-
-/** `helm upgrade` of the release keeping its values, with netcheck on or off. */
-export function setNetcheck(first: Node, enabled: boolean, ...extra: string[]): Promise<string> {
-  return helm(first, [
-    "upgrade",
-    "lace",
-    CHART,
-    "--namespace",
-    RELEASE_NAMESPACE,
-    "--reuse-values",
-    "--set",
-    `netcheck.enabled=${enabled}`,
-    "--set",
-    `netcheck.namespace=${WATCH_NAMESPACE}`,
-    "--set",
-    "netcheck.createNamespace=false",
-    "--set",
-    "netcheck.interval=10s",
-    "--set-json",
-    `netcheck.extraArgs=${JSON.stringify(EXTRA_ARGS)}`,
-    ...extra,
-  ]);
-}
-
-/** One Prometheus sample line's value by `name{labels}` as exposed, label order included. */
-export function parseSamples(text: string): Map<string, number> {
-  const samples = new Map<string, number>();
-  for (const line of text.split("\n")) {
-    if (!line || line.startsWith("#")) continue;
-    const space = line.lastIndexOf(" ");
-    samples.set(line.slice(0, space), Number(line.slice(space + 1)));
-  }
-  return samples;
-}
-
-let forwards = 0;
-
-/** `kubectl port-forward` to the runner pod's metrics port, on a free port of the test's loopback. */
-async function forwardMetrics(
-  first: Node,
-  pod: string,
-): Promise<ManagedProcess & { port: number; log: string }> {
-  const kubectl = await kubeToolPath("kubectl");
-  const log = `${first.dir}/port-forward-${pod}-${++forwards}.log`;
-  const forward = await ManagedProcess.spawn(kubectl, [
-    `--kubeconfig=${first.controlPlane.kubeconfigPath}`,
-    "--namespace",
-    RELEASE_NAMESPACE,
-    "port-forward",
-    "--address=127.0.0.1",
-    `pod/${pod}`,
-    `:${METRICS_PORT}`,
-  ], log);
-  try {
-    const port = await waitFor(async () => {
-      const text = await Deno.readTextFile(log);
-      return Number(text.match(/Forwarding from 127\.0\.0\.1:(\d+)/)?.[1] ?? 0);
-    }, { timeout: 20_000, interval: 100, message: `kubectl port-forward to ${pod}` });
-    return Object.assign(forward, { port, log });
-  } catch (error) {
-    await forward.stop(1000);
-    throw error;
-  }
-}
-
-/** The runner pod's metrics, read through a port-forward opened for the read. */
-async function scrape(first: Node, pod: string): Promise<Map<string, number>> {
-  const forward = await forwardMetrics(first, pod);
-  try {
-    const response = await fetch(`http://127.0.0.1:${forward.port}/metrics`).catch(async (e) => {
-      const log = await Deno.readTextFile(forward.log);
-      throw new Error(`${e.message}: ${e.cause ?? ""}\n--- kubectl port-forward ---\n${log}`);
-    });
-    const text = await response.text();
-    assert.equal(response.status, 200, text);
-    return parseSamples(text);
-  } finally {
-    await forward.stop(1000);
-  }
-}
-
-interface Clients {
-  core: CoreV1Api;
-  apps: AppsV1Api;
-  coordination: CoordinationV1Api;
-  rbac: RbacAuthorizationV1Api;
-}
-
-function clients(first: Node): Clients {
-  const config = first.controlPlane.adminConfig();
-  return {
-    core: config.makeApiClient(CoreV1Api),
-    apps: config.makeApiClient(AppsV1Api),
-    coordination: config.makeApiClient(CoordinationV1Api),
-    rbac: config.makeApiClient(RbacAuthorizationV1Api),
-  };
-}
-
-/** Running runner pods, not being deleted. */
-async function runnerPods(core: CoreV1Api) {
-  const list = await core.listNamespacedPod({
-    namespace: RELEASE_NAMESPACE,
-    labelSelector: RUNNER_SELECTOR,
-  });
-  return list.items.filter((p) => p.status?.phase === "Running" && !p.metadata?.deletionTimestamp);
-}
-
-/** The Lease's holder, or undefined without one. */
-async function leaseHolder(coordination: CoordinationV1Api): Promise<string | undefined> {
-  try {
-    const lease = await coordination.readNamespacedLease({
-      name: RUNNER,
-      namespace: WATCH_NAMESPACE,
-    });
-    return lease.spec?.holderIdentity;
-  } catch {
-    return undefined;
-  }
-}
-
-/** What the runner's pods and the watch namespace hold, for a failure message. */
-async function describeRunner(first: Node, { core }: Clients): Promise<string> {
-  const lines: string[] = [];
-  const pods = await core.listNamespacedPod({
-    namespace: RELEASE_NAMESPACE,
-    labelSelector: RUNNER_SELECTOR,
-  }).catch(() => ({ items: [] }));
-  for (const pod of pods.items) {
-    const name = pod.metadata!.name!;
-    lines.push(`runner ${name}: ${JSON.stringify(pod.status?.containerStatuses ?? pod.status)}`);
-    const log = await core.readNamespacedPodLog({
-      name,
-      namespace: RELEASE_NAMESPACE,
-      tailLines: 40,
-    }).catch((e) => `(no log: ${e})`);
-    lines.push(`--- log of ${name} ---\n${log}`);
-  }
-  const events = await core.listNamespacedEvent({ namespace: RELEASE_NAMESPACE })
-    .then((l) =>
-      l.items.slice(-20).map((e) => `${e.involvedObject.name} ${e.reason}: ${e.message}`)
-    )
-    .catch(() => []);
-  lines.push("--- events ---", ...events);
-  lines.push(await first.logs(20));
-  return lines.join("\n");
-}
-
-/** The names of what the enabled chart made for netcheck and what it left running, by kind. */
-async function netcheckLeftovers({ core, apps, coordination, rbac }: Clients): Promise<string[]> {
-  const left: string[] = [];
-  const exists = (what: string, read: () => Promise<unknown>) =>
-    read().then(() => left.push(what), () => {});
-  const dss = await apps.listNamespacedDaemonSet({ namespace: WATCH_NAMESPACE })
-    .catch(() => ({ items: [] }));
-  for (const ds of dss.items) left.push(`DaemonSet ${ds.metadata!.name}`);
-  const pods = await core.listNamespacedPod({ namespace: WATCH_NAMESPACE })
-    .catch(() => ({ items: [] }));
-  for (const pod of pods.items) left.push(`Pod ${WATCH_NAMESPACE}/${pod.metadata!.name}`);
-  const holder = await leaseHolder(coordination);
-  if (holder !== undefined) left.push(`Lease held by ${holder}`);
-  for (
-    const pod of (await core.listNamespacedPod({
-      namespace: RELEASE_NAMESPACE,
-      labelSelector: RUNNER_SELECTOR,
-    })).items
-  ) left.push(`runner Pod ${pod.metadata!.name}`);
-  const name = "lace-netcheck";
-  await exists(
-    `Deployment ${name}`,
-    () => apps.readNamespacedDeployment({ name, namespace: RELEASE_NAMESPACE }),
-  );
-  await exists(
-    `ServiceAccount ${name}`,
-    () => core.readNamespacedServiceAccount({ name, namespace: RELEASE_NAMESPACE }),
-  );
-  await exists(`ClusterRole ${name}`, () => rbac.readClusterRole({ name }));
-  await exists(`Role ${name}`, () => rbac.readNamespacedRole({ name, namespace: WATCH_NAMESPACE }));
-  await exists(
-    `RoleBinding ${name}`,
-    () => rbac.readNamespacedRoleBinding({ name, namespace: WATCH_NAMESPACE }),
-  );
-  await exists(
-    `ConfigMap ${name}`,
-    () => core.readNamespacedConfigMap({ name, namespace: WATCH_NAMESPACE }),
-  );
-  await exists(`ClusterRoleBinding ${name}`, () => rbac.readClusterRoleBinding({ name }));
-  return left;
-}
-
-/** The 4 probe pods (2 networks × 2 nodes) once all are Ready. */
-function readyProbePods(core: CoreV1Api) {
-  return waitFor(async () => {
-    const list = await core.listNamespacedPod({
-      namespace: WATCH_NAMESPACE,
-      labelSelector: PROBE_SELECTOR,
-    });
-    const ready = list.items.filter(isReady);
-    return ready.length === 4 && ready;
-  }, { timeout: 90_000, interval: 500, message: "4 Ready probe pods" });
-}
-
-/**
- * The runner's processes as the machine sees them (the lace image runs Deno on its source: the
- * command line names main.ts, netcheck and --watch).
- */
-function runnerProcesses(): number[] {
-  const found: number[] = [];
-  for (const entry of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    try {
-      const args = Deno.readTextFileSync(`/proc/${entry.name}/cmdline`).split("\0");
-      const main = args.findIndex((a) => a.endsWith("/src/main.ts"));
-      if (main >= 0 && args[main + 1] === "netcheck" && args[main + 2] === "--watch") {
-        found.push(Number(entry.name));
-      }
-    } catch {
-      // Exited meanwhile.
-    }
-  }
-  return found;
-}
-
-/** `kubectl scale` of the runner's Deployment. */
-async function scale(first: Node, replicas: number): Promise<void> {
-  const out = await new Deno.Command(await kubeToolPath("kubectl"), {
-    args: [
-      `--kubeconfig=${first.controlPlane.kubeconfigPath}`,
-      "--namespace",
-      RELEASE_NAMESPACE,
-      "scale",
-      `deployment/${RUNNER}`,
-      `--replicas=${replicas}`,
-    ],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  assert.ok(out.success, new TextDecoder().decode(out.stderr));
-}
+export { DEPLOYMENT_NAMESPACES } from "./netcheck_runner.ts";
 
 /** The steps: enable, rounds and metrics, a second runner on standby, disable. */
 export async function netcheckDeploymentSteps(
