@@ -8,30 +8,21 @@
 import { getLogger } from "@logtape/logtape";
 import { CleanupStack } from "../cleanup_stack.ts";
 import type { Config } from "../config.ts";
-import { AgentCore, type AgentSnapshot } from "./core.ts";
+import { AgentCore } from "./core.ts";
 import { SECOND_NETWORK_REFUSAL } from "./attachment_refusals.ts";
 import { clusterParts } from "./cluster_parts.ts";
 import { CgroupFollower } from "../cgroup/follower.ts";
 import { Datapath } from "../datapath/loader.ts";
-import {
-  type AddressesView,
-  type Readiness,
-  sharedFor,
-  SLICE_MS,
-  type TargetView,
-} from "./http_server.ts";
+import type { Readiness, TargetView } from "./http_server.ts";
 import { type Listening, startListeners } from "./listeners.ts";
-import { hitsByKey, hitsOf, type HitsView, hitsView, NO_HITS } from "../datapath/hits.ts";
-import type { ProbeKey } from "../datapath/probe_map.ts";
-import { monotonicNowNs } from "../datapath/libbpf/clock.ts";
-import { runInSlices, TimeSlice } from "../timers.ts";
+import { agentStatus } from "./status.ts";
 import { parseCidr } from "../datapath/pod_ranges.ts";
 import { UnmatchedWatch } from "./unmatched_watch.ts";
 import { trimMallocHeap } from "./malloc_trim.ts";
 import { Metrics } from "./metrics.ts";
 import { fileNodeNetworkStore } from "./node_networks.ts";
 import { HOST_ADDRESS_REFUSAL, readHostAddresses } from "./host_addresses.ts";
-import { type HostAddressSource, KubeletNetnsAddresses } from "./kubelet_netns_addresses.ts";
+import { KubeletNetnsAddresses } from "./kubelet_netns_addresses.ts";
 import { conflictMessage, refusalMessage } from "../rules/conflicts.ts";
 import { addressClashMessage } from "../rules/address_holders.ts";
 import { networkMismatchMessage } from "../rules/pod_network.ts";
@@ -47,54 +38,6 @@ export interface RunningAgent {
   targets(): TargetView[];
   /** Stops everything and leaves the pinned program, links and map in place. */
   stop(): Promise<void>;
-}
-
-/**
- * Turns the core's snapshot into the HTTP view (`/targets`, `lace targets`,
- * doctor), with each target's hits as the map holds them now.
- */
-function* targetViews(
-  snapshot: Readonly<AgentSnapshot>,
-  hitsOfKey: (key: ProbeKey) => HitsView,
-): Generator<TargetView> {
-  for (const t of snapshot.targets) {
-    yield ({
-      family: t.entry.key.family,
-      address: t.entry.key.address,
-      port: t.entry.key.port,
-      networkId: t.entry.value.networkId,
-      mark: t.entry.value.mark,
-      pod: `${t.pod.namespace}/${t.pod.name}`,
-      network: t.network,
-      container: t.container,
-      probe: t.probe,
-      handler: t.handler,
-      ...(t.http ? { httpPath: t.http.path, httpScheme: t.http.scheme } : {}),
-      ...(t.periodSeconds ? { periodSeconds: t.periodSeconds } : {}),
-      ...hitsOfKey(t.entry.key),
-    });
-  }
-}
-
-/** The snapshot's shared addresses for `/addresses` (local socket only). */
-function addressesView(
-  snapshot: Readonly<AgentSnapshot>,
-  hostAddressSource: HostAddressSource,
-): AddressesView {
-  const name = (p: { namespace: string; name: string }) => `${p.namespace}/${p.name}`;
-  return {
-    sharing: snapshot.addressSharing,
-    addresses: snapshot.sharedAddresses.map((s) => ({
-      family: s.family,
-      address: s.address,
-      holder: name(s.holder.pod),
-      holderNetwork: s.holder.network.network,
-      later: s.later.map((p) => ({ pod: name(p.pod), network: p.network.network })),
-      holderWithdrawn: s.holderWithdrawn,
-    })),
-    hostHeld: snapshot.hostHeld.map((h) => ({ pod: name(h.pod), address: h.address })),
-    hostAddressSource,
-  };
 }
 
 /**
@@ -266,43 +209,16 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
   kubeletCgroupPath = () => follower.status().path;
   follower.onChange(updateAttachMetrics);
 
-  // Listeners whose accepts keep failing (EMFILE…) take no connections: not ready.
   const listeners: Listening[] = [];
-  const readiness = (): Readiness => {
-    const reasons = [...follower.readiness().reasons];
-    const snap = core.view();
-    if (!snap.firstFullListApplied) {
-      reasons.push(
-        snap.synced
-          ? "first full pod list not applied to the probe map yet"
-          : "waiting for the first full pod list from every source",
-      );
-    }
-    for (const l of listeners) {
-      const failure = l.failure();
-      if (failure) reasons.push(failure);
-    }
-    return { ready: reasons.length === 0, reasons };
-  };
-  const targetList = () => {
-    const hits = hitsByKey(datapath.store.entriesWithHits(), monotonicNowNs());
-    return [...targetViews(core.view(), (key) => hitsOf(hits, key))];
-  };
-  // /targets: the map's hits read in batches into an index over the read's buffers, a time slice
-  // at a time, then each target's view made as it is written (a slice at a time too, by
-  // jsonArrayResponse): the event loop runs in between and nothing but the buffers is held. One
-  // lookup per target cost a system call each, ~60% of a full map's answer. The read (~4 MB at
-  // a full map) is the map's every entry, as the answer is; requests that come while one is
-  // being read share it rather than each reading the map again.
-  const readHits = sharedFor(
-    0,
-    () => runInSlices(datapath.store.hitsInSteps(), new TimeSlice(SLICE_MS)),
-  );
-  const targets = async (): Promise<Iterable<TargetView>> => {
-    const hits = await readHits();
-    const nowNs = monotonicNowNs();
-    return targetViews(core.view(), (key) => hitsView(hits.get(key) ?? NO_HITS, nowNs));
-  };
+  const status = agentStatus({
+    core,
+    datapath,
+    follower,
+    listeners,
+    unmatched: () => unmatched,
+    hostAddresses,
+    metrics,
+  });
 
   follower.start();
   parts.push(() => follower.stop());
@@ -320,14 +236,6 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     unmatched = watch;
     parts.push(() => watch.stop());
   }
-  const status = {
-    readiness,
-    targets,
-    unmatched: () => unmatched?.recent() ?? [],
-    addresses: () => addressesView(core.view(), hostAddresses.status()),
-    metricsText: () => metrics.text(),
-    metricsContentType: metrics.contentType,
-  };
   listeners.push(
     ...await startListeners({
       config,
@@ -353,8 +261,8 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     core,
     follower,
     metrics,
-    readiness,
-    targets: targetList,
+    readiness: status.readiness,
+    targets: status.targetList,
     stop() {
       stopped ??= (async () => {
         log.info("Stopping; the pinned program, links and map stay in place");
