@@ -13,7 +13,6 @@ import { SECOND_NETWORK_REFUSAL } from "./attachment_refusals.ts";
 import { clusterParts } from "./cluster_parts.ts";
 import { CgroupFollower } from "../cgroup/follower.ts";
 import { Datapath } from "../datapath/loader.ts";
-import type { Readiness, TargetView } from "./http_server.ts";
 import { type Listening, startListeners } from "./listeners.ts";
 import { agentStatus } from "./status.ts";
 import { parseCidr } from "../datapath/pod_ranges.ts";
@@ -30,12 +29,8 @@ import { nodeObjectRef, podObjectRef } from "../kube/event_sink.ts";
 
 const log = getLogger(["lace", "agent"]);
 
+/** A started agent; what it serves is read over HTTP and the local socket. */
 export interface RunningAgent {
-  readonly core: AgentCore;
-  readonly follower: CgroupFollower;
-  readonly metrics: Metrics;
-  readiness(): Readiness;
-  targets(): TargetView[];
   /** Stops everything and leaves the pinned program, links and map in place. */
   stop(): Promise<void>;
 }
@@ -258,11 +253,6 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
 
   let stopped: Promise<void> | undefined;
   return {
-    core,
-    follower,
-    metrics,
-    readiness: status.readiness,
-    targets: status.targetList,
     stop() {
       stopped ??= (async () => {
         log.info("Stopping; the pinned program, links and map stay in place");

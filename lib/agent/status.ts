@@ -5,7 +5,7 @@
  * start.ts builds and orders the parts; this file only reads them.
  */
 import type { CgroupFollower } from "../cgroup/follower.ts";
-import { hitsByKey, hitsOf, type HitsView, hitsView, NO_HITS } from "../datapath/hits.ts";
+import { type HitsView, hitsView, NO_HITS } from "../datapath/hits.ts";
 import { monotonicNowNs } from "../datapath/libbpf/clock.ts";
 import type { Datapath } from "../datapath/loader.ts";
 import type { ProbeKey } from "../datapath/probe_map.ts";
@@ -36,15 +36,8 @@ export interface StatusParts {
   metrics: Pick<Metrics, "text" | "contentType">;
 }
 
-/** The HTTP servers' status, with readiness and the target list `RunningAgent` hands out. */
-export interface AgentStatus extends StatusProvider {
-  readiness(): Readiness;
-  /** Every target with its hits, read from the map in one go (tests, not the HTTP path). */
-  targetList(): TargetView[];
-}
-
 /** Builds the agent's status over `parts`; each call reads them as they are then. */
-export function agentStatus(parts: StatusParts): AgentStatus {
+export function agentStatus(parts: StatusParts): StatusProvider {
   const { core, datapath, follower, listeners } = parts;
   // Listeners whose accepts keep failing (EMFILE…) take no connections: not ready.
   const readiness = (): Readiness => {
@@ -79,10 +72,6 @@ export function agentStatus(parts: StatusParts): AgentStatus {
       const hits = await readHits();
       const nowNs = monotonicNowNs();
       return targetViews(core.view(), (key) => hitsView(hits.get(key) ?? NO_HITS, nowNs));
-    },
-    targetList() {
-      const hits = hitsByKey(datapath.store.entriesWithHits(), monotonicNowNs());
-      return [...targetViews(core.view(), (key) => hitsOf(hits, key))];
     },
     unmatched: () => parts.unmatched()?.recent() ?? [],
     addresses: () => addressesView(core.view(), parts.hostAddresses.status()),

@@ -9,8 +9,6 @@ import {
   decodeHitsAt,
   decodeKey,
   KEY_LAYOUT,
-  keyId,
-  type ProbeEntryWithHits,
   type ProbeHits,
   type ProbeKey,
 } from "./probe_map.ts";
@@ -31,16 +29,6 @@ export function hitsView(hits: ProbeHits, nowNs: bigint): HitsView {
   if (hits.lastHitNs === 0n) return { hits: Number(hits.hits), lastHitAgeSeconds: null };
   const ageNs = nowNs > hits.lastHitNs ? nowNs - hits.lastHitNs : 0n;
   return { hits: Number(hits.hits), lastHitAgeSeconds: Number(ageNs / 100_000_000n) / 10 };
-}
-
-/** Each key's hits at `nowNs`, by keyId(). */
-export function hitsByKey(entries: ProbeEntryWithHits[], nowNs: bigint): Map<string, HitsView> {
-  return new Map(entries.map((e) => [keyId(e.key), hitsView(e.hits, nowNs)]));
-}
-
-/** The hits of `key` in `byKey`, or none when the map does not hold it. */
-export function hitsOf(byKey: Map<string, HitsView>, key: ProbeKey): HitsView {
-  return byKey.get(keyId(key)) ?? { hits: 0, lastHitAgeSeconds: null };
 }
 
 /** A target the map does not hold (or not yet): no hits. */

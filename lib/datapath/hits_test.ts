@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { hitsByKey, HitsIndex, hitsOf, hitsView, type RawHitEntries } from "./hits.ts";
+import { HitsIndex, hitsView, type RawHitEntries } from "./hits.ts";
 import {
   decodeHits,
   encodeHitsInto,
@@ -30,22 +30,6 @@ Deno.test("hitsView() says null for a target the kubelet never connected to", ()
 
 Deno.test("hitsView() reads a last hit a coarse tick after now as age 0", () => {
   assert.equal(hitsView({ hits: 1n, lastHitNs: 10n * S + 4n }, 10n * S).lastHitAgeSeconds, 0);
-});
-
-Deno.test("hitsOf() gives no hits for a key the map does not hold", () => {
-  const byKey = hitsByKey([{
-    key: { family: "ipv4", address: "10.0.0.1", port: 80 },
-    value: { networkId: 1, mark: 1 },
-    hits: { hits: 3n, lastHitNs: S },
-  }], 2n * S);
-  assert.deepEqual(hitsOf(byKey, { family: "ipv4", address: "10.0.0.1", port: 80 }), {
-    hits: 3,
-    lastHitAgeSeconds: 1,
-  });
-  assert.deepEqual(hitsOf(byKey, { family: "ipv4", address: "10.0.0.1", port: 81 }), {
-    hits: 0,
-    lastHitAgeSeconds: null,
-  });
 });
 
 Deno.test("decodeHits() reads zero hits from a value of the layout before hits (ABI 1)", () => {
