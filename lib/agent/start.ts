@@ -59,31 +59,13 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
   parts.push(() => datapath.close());
   let unmatched: UnmatchedWatch | undefined;
   const metrics = new Metrics(
-    () => {
-      try {
-        return datapath.counters();
-      } catch (e) {
-        log.warning("Reading BPF counters failed: {error}", { error: String(e) });
-        return undefined;
-      }
-    },
-    () => {
-      try {
-        return { entries: datapath.store.count(), capacity: datapath.store.capacity };
-      } catch (e) {
-        log.warning("Reading the probe map's size failed: {error}", { error: String(e) });
-        return undefined;
-      }
-    },
+    orWarn("BPF counters", () => datapath.counters()),
+    orWarn(
+      "the probe map's size",
+      () => ({ entries: datapath.store.count(), capacity: datapath.store.capacity }),
+    ),
     datapath.abi,
-    () => {
-      try {
-        return unmatched?.networkConnects();
-      } catch (e) {
-        log.warning("Reading the per-network connect counts failed: {error}", { error: String(e) });
-        return undefined;
-      }
-    },
+    orWarn("the per-network connect counts", () => unmatched?.networkConnects()),
   );
 
   const { sources, events, uninstalling, podLookup } = await clusterParts(
@@ -260,5 +242,17 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
       })();
       return stopped;
     },
+  };
+}
+
+/** `read` for a scrape: a failure is logged and the scrape goes on without it (undefined). */
+function orWarn<T>(what: string, read: () => T): () => T | undefined {
+  return () => {
+    try {
+      return read();
+    } catch (e) {
+      log.warning(`Reading ${what} failed: {error}`, { error: String(e) });
+      return undefined;
+    }
   };
 }
