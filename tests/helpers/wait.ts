@@ -45,3 +45,24 @@ export async function waitFor<T>(
     await new Promise((resolve) => setTimeout(resolve, interval));
   }
 }
+
+/**
+ * Awaits `waiting`; when it fails, throws its message followed by `explain()`'s account of the
+ * state then (a pod's status and events, a runner's log), with the failure as the cause. A
+ * timed-out wait names what it awaited; the state says why it never came. An `explain()` that
+ * fails itself is named in the message rather than hiding the first failure.
+ */
+export async function explainFailure<T>(
+  waiting: Promise<T>,
+  explain: () => Promise<string>,
+): Promise<T> {
+  try {
+    return await waiting;
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    const state = await explain().catch((e) =>
+      `(could not say why: ${e instanceof Error ? e.message : e})`
+    );
+    throw new Error(`${message}\n${state}`, { cause: error });
+  }
+}

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { waitFor } from "./wait.ts";
+import { explainFailure, waitFor } from "./wait.ts";
 
 Deno.test("waitFor() returns the first truthy value of the condition", async () => {
   let calls = 0;
@@ -47,4 +47,34 @@ Deno.test("waitFor() names only the last check's error, not one from an earlier 
     }, { timeout: 20, interval: 5, message: "the server" }),
     /^Error: Timed out after 20 ms waiting for the server$/,
   );
+});
+
+Deno.test("explainFailure() adds the explained state to a failed wait and keeps it as the cause", async () => {
+  const timedOut = new Error("Timed out after 20 ms waiting for the pod");
+  await assert.rejects(
+    explainFailure(Promise.reject(timedOut), () => Promise.resolve("pod a: Pending")),
+    (e: unknown) => {
+      assert(e instanceof Error);
+      assert.equal(e.message, "Timed out after 20 ms waiting for the pod\npod a: Pending");
+      assert.equal(e.cause, timedOut);
+      return true;
+    },
+  );
+});
+
+Deno.test("explainFailure() keeps the failure when explaining it fails too", async () => {
+  await assert.rejects(
+    explainFailure(Promise.reject(new Error("no runner")), () => Promise.reject(new Error("403"))),
+    /^Error: no runner\n\(could not say why: 403\)$/,
+  );
+});
+
+Deno.test("explainFailure() returns the value of a wait that succeeds without explaining", async () => {
+  let explained = false;
+  const value = await explainFailure(Promise.resolve(7), () => {
+    explained = true;
+    return Promise.resolve("");
+  });
+  assert.equal(value, 7);
+  assert.equal(explained, false);
 });

@@ -15,7 +15,7 @@ import { CoreV1Api, KubeConfig, type V1Pod } from "@kubernetes/client-node";
 import { pathExists } from "../../lib/datapath/pins.ts";
 import { OWNERS_DIR } from "../../lib/demo/leftovers.ts";
 import { nodeUnavailableReason } from "../kube/tools.ts";
-import { waitFor } from "../helpers/wait.ts";
+import { explainFailure, waitFor } from "../helpers/wait.ts";
 import { CGROUP_V1, CONTAINER_HIERARCHIES } from "./cgroups.ts";
 import { type DevNodeState, KUBECONFIG, STATE, STATE_DIR } from "./dev_node.ts";
 import { E2E_IMAGES } from "./e2e_images.ts";
@@ -209,17 +209,20 @@ async function probedPodsReady(state: DevNodeState): Promise<void> {
   }
   for (const [i] of nodes.entries()) {
     const pod = `web-${i + 1}`;
-    await waitFor(
-      async () => isReady(await core.readNamespacedPod({ name: pod, namespace: NAMESPACE })),
-      { timeout: 120_000, interval: 500, message: `pod ${NAMESPACE}/${pod} to be Ready` },
-    ).catch(async (error) => {
-      const status = await core.readNamespacedPod({ name: pod, namespace: NAMESPACE })
-        .then((p) => JSON.stringify(p.status, null, 1)).catch((e) => String(e));
-      const events = await core.listNamespacedEvent({ namespace: NAMESPACE })
-        .then((l) => l.items.map((e) => `${e.reason}: ${e.message}`).join("\n"))
-        .catch((e) => String(e));
-      throw new Error(`${error.message}\n${status}\n${events}`, { cause: error });
-    });
+    await explainFailure(
+      waitFor(
+        async () => isReady(await core.readNamespacedPod({ name: pod, namespace: NAMESPACE })),
+        { timeout: 120_000, interval: 500, message: `pod ${NAMESPACE}/${pod} to be Ready` },
+      ),
+      async () => {
+        const status = await core.readNamespacedPod({ name: pod, namespace: NAMESPACE })
+          .then((p) => JSON.stringify(p.status, null, 1)).catch((e) => String(e));
+        const events = await core.listNamespacedEvent({ namespace: NAMESPACE })
+          .then((l) => l.items.map((e) => `${e.reason}: ${e.message}`).join("\n"))
+          .catch((e) => String(e));
+        return `${status}\n${events}`;
+      },
+    );
     const targets = await dev("exec", "--node", String(i + 1), "lace", "targets");
     assert.equal(targets.code, 0, describe(targets));
     assert.match(targets.stdout, new RegExp(`${NAMESPACE}/${pod}\\b`), describe(targets));

@@ -9,7 +9,7 @@
  * them are in netcheck_runner.ts, the metrics scrape in runner_metrics.ts.
  */
 import assert from "node:assert/strict";
-import { waitFor } from "../helpers/wait.ts";
+import { explainFailure, waitFor } from "../helpers/wait.ts";
 import type { Node } from "./node.ts";
 import {
   clients,
@@ -39,7 +39,9 @@ export async function netcheckDeploymentSteps(
 ): Promise<void> {
   const api = clients(first);
   const nodes = [first.name, second.name].sort();
+  // What a failed wait adds to its message: the runner's pods, events and log; what is left.
   const explain = () => describeRunner(first, api);
+  const leftovers = async () => `left: ${(await netcheckLeftovers(api)).join(", ")}`;
   let runner = "";
 
   await t.step(
@@ -52,33 +54,39 @@ export async function netcheckDeploymentSteps(
         },
       );
       await setNetcheck(first, true);
-      const pod = await waitFor(async () => (await runnerPods(api.core))[0], {
-        timeout: 90_000,
-        interval: 500,
-        message: "the netcheck runner pod Running",
-      }).catch(async (e) => assert.fail(`${e.message}\n${await explain()}`));
+      const pod = await explainFailure(
+        waitFor(async () => (await runnerPods(api.core))[0], {
+          timeout: 90_000,
+          interval: 500,
+          message: "the netcheck runner pod Running",
+        }),
+        explain,
+      );
       runner = pod.metadata!.name!;
       // The holder names the run and the pod's hostname (its name).
-      const holder = await waitFor(() => leaseHolder(api.coordination), {
-        timeout: 60_000,
-        interval: 500,
-        message: "the runner to take the Lease",
-      }).catch(async (e) => assert.fail(`${e.message}\n${await explain()}`));
-      assert.match(holder, new RegExp(`^[0-9a-f]{8} by \\S+@${runner}$`));
-      const probes = await readyProbePods(api.core).catch(async (e) =>
-        assert.fail(`${e.message}\n${await explain()}`)
+      const holder = await explainFailure(
+        waitFor(() => leaseHolder(api.coordination), {
+          timeout: 60_000,
+          interval: 500,
+          message: "the runner to take the Lease",
+        }),
+        explain,
       );
+      assert.match(holder, new RegExp(`^[0-9a-f]{8} by \\S+@${runner}$`));
+      const probes = await explainFailure(readyProbePods(api.core), explain);
       const placed = probes.map((p) => `${p.metadata!.labels![LABEL]} on ${p.spec!.nodeName}`);
       assert.deepEqual(
         placed.sort(),
         nodes.flatMap((n) => [`green on ${n}`, `red on ${n}`]).sort(),
       );
-      const metrics = await waitFor(async () => {
-        const samples = await scrape(first, runner);
-        return (samples.get('lace_netcheck_rounds_total{result="passed"}') ?? 0) >= 1 &&
-          samples;
-      }, { timeout: 90_000, interval: 1000, message: "a passed round in the runner's metrics" })
-        .catch(async (e) => assert.fail(`${e.message}\n${await explain()}`));
+      const metrics = await explainFailure(
+        waitFor(async () => {
+          const samples = await scrape(first, runner);
+          return (samples.get('lace_netcheck_rounds_total{result="passed"}') ?? 0) >= 1 &&
+            samples;
+        }, { timeout: 90_000, interval: 1000, message: "a passed round in the runner's metrics" }),
+        explain,
+      );
       console.log(
         `netcheck Deployment: first passed round ${Math.round(performance.now() - began)} ms ` +
           `after helm upgrade, round duration ${
@@ -134,20 +142,25 @@ export async function netcheckDeploymentSteps(
       const holder = await leaseHolder(api.coordination);
       await scale(first, 2);
       try {
-        const other = await waitFor(
-          async () => (await runnerPods(api.core)).find((p) => p.metadata!.name !== runner),
-          { timeout: 60_000, interval: 500, message: "a second runner pod Running" },
-        ).catch(async (e) => assert.fail(`${e.message}\n${await explain()}`));
+        const other = await explainFailure(
+          waitFor(
+            async () => (await runnerPods(api.core)).find((p) => p.metadata!.name !== runner),
+            { timeout: 60_000, interval: 500, message: "a second runner pod Running" },
+          ),
+          explain,
+        );
         const name = other.metadata!.name!;
         // It is up and says why it waits; meanwhile it made nothing and ran no round.
-        const log = await waitFor(async () => {
-          const text = await api.core.readNamespacedPodLog({
-            name,
-            namespace: RELEASE_NAMESPACE,
-          });
-          return /^Standing by: Another netcheck run ".*" holds Lease/m.test(text) && text;
-        }, { timeout: 60_000, interval: 500, message: `${name} to report the held Lease` })
-          .catch(async (e) => assert.fail(`${e.message}\n${await explain()}`));
+        const log = await explainFailure(
+          waitFor(async () => {
+            const text = await api.core.readNamespacedPodLog({
+              name,
+              namespace: RELEASE_NAMESPACE,
+            });
+            return /^Standing by: Another netcheck run ".*" holds Lease/m.test(text) && text;
+          }, { timeout: 60_000, interval: 500, message: `${name} to report the held Lease` }),
+          explain,
+        );
         assert.doesNotMatch(log, /--- round|Connectivity/, log);
         // On standby, not crash-looping.
         const standby = await api.core.readNamespacedPod({ name, namespace: RELEASE_NAMESPACE });
@@ -185,11 +198,17 @@ export async function netcheckDeploymentSteps(
       }, { timeout: 30_000, interval: 250, message: "one runner process" });
       Deno.kill(pid, "SIGKILL");
       // The kubelet restarts the container; the Lease lasts 60 s from its last renewal.
-      const holder = await waitFor(async () => {
-        const now = await leaseHolder(api.coordination);
-        return now !== undefined && !now.startsWith(`${deadRun} `) && now;
-      }, { timeout: 120_000, interval: 1000, message: "a new run to take the expired Lease over" })
-        .catch(async (e) => assert.fail(`${e.message}\n${await explain()}`));
+      const holder = await explainFailure(
+        waitFor(async () => {
+          const now = await leaseHolder(api.coordination);
+          return now !== undefined && !now.startsWith(`${deadRun} `) && now;
+        }, {
+          timeout: 120_000,
+          interval: 1000,
+          message: "a new run to take the expired Lease over",
+        }),
+        explain,
+      );
       const run = holder.split(" ")[0];
       const [pod] = await runnerPods(api.core);
       assert.equal(pod.status?.containerStatuses?.[0]?.restartCount, 1);
@@ -204,12 +223,14 @@ export async function netcheckDeploymentSteps(
         ),
         log,
       );
-      const names = await waitFor(async () => {
-        const dss = await api.apps.listNamespacedDaemonSet({ namespace: WATCH_NAMESPACE });
-        const names = dss.items.map((d) => d.metadata!.name!).sort();
-        return names.length === 2 && names.every((n) => n.includes(run)) && names;
-      }, { timeout: 30_000, interval: 500, message: `only run ${run}'s DaemonSets` })
-        .catch(async (e) => assert.fail(`${e.message}\n${await explain()}`));
+      const names = await explainFailure(
+        waitFor(async () => {
+          const dss = await api.apps.listNamespacedDaemonSet({ namespace: WATCH_NAMESPACE });
+          const names = dss.items.map((d) => d.metadata!.name!).sort();
+          return names.length === 2 && names.every((n) => n.includes(run)) && names;
+        }, { timeout: 30_000, interval: 500, message: `only run ${run}'s DaemonSets` }),
+        explain,
+      );
       assert.deepEqual(names, [`lace-netcheck-${run}-n0`, `lace-netcheck-${run}-n1`]);
       await readyProbePods(api.core);
       console.log(
@@ -224,22 +245,22 @@ export async function netcheckDeploymentSteps(
     async () => {
       const began = performance.now();
       await scale(first, 0);
-      await waitFor(async () => {
-        const dss = await api.apps.listNamespacedDaemonSet({ namespace: WATCH_NAMESPACE });
-        const pods = await api.core.listNamespacedPod({ namespace: RELEASE_NAMESPACE });
-        const running = pods.items.filter((p) =>
-          p.metadata!.labels?.["app.kubernetes.io/component"] === "netcheck"
-        );
-        return dss.items.length === 0 && running.length === 0 &&
-          await leaseHolder(api.coordination) === undefined;
-      }, {
-        timeout: 60_000,
-        interval: 500,
-        message: "the runner gone with its DaemonSets and Lease",
-      })
-        .catch(async (e) =>
-          assert.fail(`${e.message}: ${(await netcheckLeftovers(api)).join(", ")}`)
-        );
+      await explainFailure(
+        waitFor(async () => {
+          const dss = await api.apps.listNamespacedDaemonSet({ namespace: WATCH_NAMESPACE });
+          const pods = await api.core.listNamespacedPod({ namespace: RELEASE_NAMESPACE });
+          const running = pods.items.filter((p) =>
+            p.metadata!.labels?.["app.kubernetes.io/component"] === "netcheck"
+          );
+          return dss.items.length === 0 && running.length === 0 &&
+            await leaseHolder(api.coordination) === undefined;
+        }, {
+          timeout: 60_000,
+          interval: 500,
+          message: "the runner gone with its DaemonSets and Lease",
+        }),
+        leftovers,
+      );
       // Its own doing: its owner ConfigMap and its RBAC are all still there.
       const left = await netcheckLeftovers(api);
       for (
@@ -273,12 +294,13 @@ export async function netcheckDeploymentSteps(
     async () => {
       const began = performance.now();
       await setNetcheck(first, false);
-      await waitFor(async () => (await netcheckLeftovers(api)).length === 0, {
-        timeout: 90_000,
-        interval: 500,
-        message: "everything of netcheck gone",
-      }).catch(async (e) =>
-        assert.fail(`${e.message}: ${(await netcheckLeftovers(api)).join(", ")}`)
+      await explainFailure(
+        waitFor(async () => (await netcheckLeftovers(api)).length === 0, {
+          timeout: 90_000,
+          interval: 500,
+          message: "everything of netcheck gone",
+        }),
+        leftovers,
       );
       console.log(
         `netcheck Deployment: everything gone ${Math.round(performance.now() - began)} ms ` +

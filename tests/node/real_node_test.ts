@@ -12,7 +12,7 @@ import { HAND_CHAINED, installLace, uninstallLace, upgradeLace } from "./chart.t
 import { laceLauncher } from "./images.ts";
 import { startNode } from "./node.ts";
 import { NETWORKS } from "./network.ts";
-import { waitFor } from "../helpers/wait.ts";
+import { explainFailure, waitFor } from "../helpers/wait.ts";
 import type { TargetView } from "../../lib/agent/http_server.ts";
 import {
   agentLog,
@@ -115,17 +115,17 @@ Deno.test({
         for (const container of ["server", "sidecar"]) {
           const message = probeMessage(name, container);
           // The runtime writes container logs shortly after the fact.
-          const log = await waitFor(async () => {
-            const text = await containerLog(node, pod, container);
-            return text.includes(message) ? text : undefined;
-          }, {
-            timeout: 15_000,
-            interval: 250,
-            message: `${name}/${container} to log a probe of its own`,
-          }).catch(async (error) => {
-            console.error(await containerLog(node, pod, container).catch(String));
-            throw error;
-          });
+          const log = await explainFailure(
+            waitFor(async () => {
+              const text = await containerLog(node, pod, container);
+              return text.includes(message) ? text : undefined;
+            }, {
+              timeout: 15_000,
+              interval: 250,
+              message: `${name}/${container} to log a probe of its own`,
+            }),
+            () => containerLog(node, pod, container).catch(String),
+          );
           const own = log.split(message).length - 1;
           perPod[`${name}/${container}`] = own;
           for (const other of pods) {
