@@ -10,6 +10,7 @@ import type { Config } from "../config.ts";
 import type { PodLookup, PodSource } from "../pods/source.ts";
 import { DirPodSource } from "../pods/dir_source.ts";
 import { type EventSink, noopEventSink } from "../kube/event_sink.ts";
+import type { EventDropReason } from "../kube/event_drops.ts";
 
 const log = getLogger(["lace", "agent"]);
 
@@ -21,12 +22,21 @@ export interface ClusterParts {
   podLookup?: PodLookup;
 }
 
-/** Builds the parts of the module comment; `onWatchRestart` counts the API watch's restarts. */
+/** What the parts report for the metrics. */
+export interface ClusterHooks {
+  /** The API watch restarted. */
+  onWatchRestart: () => void;
+  /** Events the recorder dropped, by reason. */
+  onEventDrop: (reason: EventDropReason, count: number) => void;
+}
+
+/** Builds the parts of the module comment. */
 export async function clusterParts(
   config: Config,
   parts: CleanupStack,
-  onWatchRestart: () => void,
+  hooks: ClusterHooks,
 ): Promise<ClusterParts> {
+  const { onWatchRestart } = hooks;
   const sources: PodSource[] = [];
   if (config.podsDir) {
     // A write that ended (closed, renamed in) is read at once; this quiet time only covers a
@@ -66,6 +76,7 @@ export async function clusterParts(
     const recorder = new EventRecorder({
       api: kubeConfig.makeApiClient(CoreV1Api),
       nodeName: config.nodeName,
+      onDrop: hooks.onEventDrop,
     });
     events = recorder;
     parts.push(() => recorder.stop());

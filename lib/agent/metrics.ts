@@ -25,6 +25,7 @@ import type { AgentSnapshot } from "./core.ts";
 import type { ReconcileReport } from "./reconcile.ts";
 import type { NetworkConnects } from "./unmatched_watch.ts";
 import { VERSION } from "../version.ts";
+import { EVENT_DROP_REASONS } from "../kube/event_drops.ts";
 
 export type ConnectCounters = Pick<
   Counters,
@@ -42,6 +43,7 @@ export class Metrics {
   readonly sharedAddresses: Gauge;
   readonly networkMismatches: Gauge;
   readonly attachRefusals: Counter<"reason">;
+  readonly eventsDropped: Counter<"reason">;
   readonly cniChaining: Counter<"outcome">;
   readonly cniChainedFiles: Gauge;
   readonly targetsUnwritten: Gauge<"reason">;
@@ -144,6 +146,16 @@ export class Metrics {
       labelNames: ["reason"],
       registers,
     });
+    // By reason only: a namespace label would be unbounded and would tell every pod (the port is
+    // open to them) which namespaces have trouble; the log line names the namespace and object.
+    this.eventsDropped = new CounterClass({
+      name: "lace_events_dropped_total",
+      help:
+        "Kubernetes Events the agent did not write, by reason (rate-limited: the object's burst was spent; namespace-full: its namespace had 100 waiting; queue-full: 1000 waiting and its namespace as many as any; displaced: made room for a namespace with fewer waiting; invalid: a name too long; api-error: refused or failing API; shutdown)",
+      labelNames: ["reason"],
+      registers,
+    });
+    for (const reason of EVENT_DROP_REASONS) this.eventsDropped.inc({ reason }, 0);
     this.cniChaining = new CounterClass({
       name: "lace_cni_chaining_total",
       help:

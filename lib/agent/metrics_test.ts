@@ -2,6 +2,8 @@ import assert from "node:assert/strict";
 import type { AgentSnapshot } from "./core.ts";
 import { Metrics } from "./metrics.ts";
 import type { ReconcileReport } from "./reconcile.ts";
+import { EventRecorder } from "../kube/events.ts";
+import { fakeTime } from "../../tests/helpers/fake_time.ts";
 
 const pod = { namespace: "ns", name: "p", uid: "u" };
 
@@ -125,4 +127,28 @@ Deno.test("Metrics.update() counts addresses of several networks as clashes unde
   ) {
     assert.doesNotMatch(line, /net[12]|\{/, line);
   }
+});
+
+Deno.test("lace_events_dropped_total counts the recorder's drops by reason alone, every reason from zero", async () => {
+  const metrics = new Metrics(() => undefined);
+  const events = new EventRecorder({
+    api: {
+      createNamespacedEvent: () => new Promise(() => {}),
+      patchNamespacedEvent: () => new Promise(() => {}),
+    },
+    nodeName: "node-a",
+    namespaceQueueSize: 1,
+    timers: fakeTime().timers,
+    onDrop: (reason, count) => metrics.eventsDropped.inc({ reason }, count),
+  });
+  assert.equal(await sample(metrics, 'lace_events_dropped_total{reason="displaced"}'), 0);
+  // One in flight (unanswered), one waiting, two dropped: the namespace's share is one.
+  for (let i = 0; i < 4; i++) {
+    events.warn({ kind: "Pod", apiVersion: "v1", namespace: "flood", name: `p-${i}` }, "R", "m");
+  }
+  assert.equal(await sample(metrics, 'lace_events_dropped_total{reason="namespace-full"}'), 2);
+  assert.ok(!(await metrics.text()).includes("flood"), "/metrics names no namespace");
+  await events.stop();
+  // The one waiting and the one in flight, which stop() gives up.
+  assert.equal(await sample(metrics, 'lace_events_dropped_total{reason="shutdown"}'), 2);
 });

@@ -68,11 +68,10 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     orWarn("the per-network connect counts", () => unmatched?.networkConnects()),
   );
 
-  const { sources, events, uninstalling, podLookup } = await clusterParts(
-    config,
-    parts,
-    () => metrics.watchRestarts.inc(),
-  );
+  const { sources, events, uninstalling, podLookup } = await clusterParts(config, parts, {
+    onWatchRestart: () => metrics.watchRestarts.inc(),
+    onEventDrop: (reason, count) => metrics.eventsDropped.inc({ reason }, count),
+  });
   const nodeRef = nodeObjectRef(config.nodeName || Deno.hostname());
 
   let desiredApplied = false;

@@ -3,9 +3,20 @@
  * recorder: a token bucket per involved object stops one broken pod from
  * flooding the API (burst 25, one more every 5 minutes), and identical Events
  * (same object, type, reason and message) become one Event whose count and
- * lastTimestamp are patched. `warn`/`normal` only enqueue into a bounded queue
- * that one worker drains, so reconcile never waits for the API; drops and
- * failures are counted and logged, never thrown.
+ * lastTimestamp are patched. `warn`/`normal` only enqueue, so reconcile never
+ * waits for the API; one worker drains the queue.
+ *
+ * The queue is fair across the namespaces the Events are about (fair_queue.ts): a sub-queue per
+ * namespace (at most 100 waiting), served round robin, 1000 waiting in all; when it is full, a
+ * namespace with fewer waiting takes the place of the newest Event of the namespace with the most.
+ * So a tenant whose pods make thousands of Events (malformed annotations, refused CNI ADDs)
+ * delays and loses only its own, and another namespace's Event (the AttachRefused that tells its
+ * operator their pod was not attached) still goes out within one round of the waiting namespaces.
+ * An Event identical to one still waiting raises that one's count instead of queueing again.
+ * A waiting Event holds at most about 3 KiB (messages are cut to 1024 characters and a name
+ * longer than any Kubernetes name is refused), so the queue holds at most about 3 MiB.
+ * Drops and failures are counted by reason and logged without flooding the log
+ * (event_drops.ts), never thrown.
  */
 import { V1MicroTime } from "./k8s.ts";
 import { getLogger } from "@logtape/logtape";
@@ -15,9 +26,14 @@ import type { EventSink, ObjectRef } from "./event_sink.ts";
 import { errorText } from "../error_text.ts";
 import { escapeUnsafe } from "../safe_text.ts";
 import { TokenBuckets, touch } from "../token_buckets.ts";
+import { FairQueue } from "../fair_queue.ts";
 import { apiStatus } from "./api_error.ts";
+import { type EventDropReason, EventDrops } from "./event_drops.ts";
 
 const log = getLogger(["lace", "events"]);
+
+/** The longest name, namespace, kind or uid an object reference may have (a DNS subdomain). */
+const MAX_REF_LENGTH = 253;
 
 /** The two calls of CoreV1Api the recorder makes (CoreV1Api satisfies it). */
 export interface EventApi {
@@ -37,8 +53,10 @@ export interface EventRecorderOptions {
   reportingComponent?: string;
   /** The action field Events with eventTime require; default "Reconcile". */
   action?: string;
-  /** Events waiting to be sent before new ones are dropped; default 1000. */
+  /** Events waiting to be sent, in all namespaces together; default 1000. */
   queueSize?: number;
+  /** Events about one namespace's objects waiting to be sent; default 100. */
+  namespaceQueueSize?: number;
   /** Events one object may emit at once; default 25. */
   burst?: number;
   /** Time to earn one more Event per object, in ms; default 5 minutes. */
@@ -57,28 +75,35 @@ export interface EventRecorderOptions {
   requestTimeoutMs?: number;
   /** The wall clock Events are stamped with and rate limits count on; default Date.now. */
   now?: () => number;
-  /** Timers for the retry delays; the process's own by default. */
+  /** Timers for the retry delays and the drop log; the process's own by default. */
   timers?: Timers;
+  /** How often repeated drops of one reason are summed up in one log line, in ms; default 60 000. */
+  dropLogIntervalMs?: number;
+  /** Called for every Event dropped (the metric); reasons are in event_drops.ts. */
+  onDrop?: (reason: EventDropReason, count: number) => void;
 }
 
 export interface EventStats {
   /** Events created. */
   created: number;
-  /** Repeats folded into an existing Event by a patch. */
+  /** Patches that raised the count of an Event already created. */
   aggregated: number;
-  /** Dropped because the object exceeded its rate. */
-  rateLimited: number;
-  /** Dropped because the queue was full. */
-  dropped: number;
-  /** Given up after errors. */
-  failed: number;
+  /** Repeats that raised the count of an Event still waiting in the queue. */
+  coalesced: number;
+  /** Events not written, by reason. */
+  dropped: Readonly<Record<EventDropReason, number>>;
 }
 
 interface Pending {
+  /** Type, object, reason and message: what makes two Events the same one. */
+  key: string;
   type: "Normal" | "Warning";
   object: ObjectRef;
   reason: string;
   message: string;
+  /** Occurrences this waiting Event stands for (repeats coalesced into it). */
+  count: number;
+  first: number;
   time: number;
 }
 
@@ -91,9 +116,12 @@ interface Aggregate {
 
 /** Records Events through the API; see the module comment. */
 export class EventRecorder implements EventSink {
-  readonly stats: EventStats = { created: 0, aggregated: 0, rateLimited: 0, dropped: 0, failed: 0 };
-  #options: Required<Omit<EventRecorderOptions, "api">> & { api: EventApi };
-  #queue: Pending[] = [];
+  readonly stats: EventStats;
+  #options:
+    & Required<Omit<EventRecorderOptions, "api" | "onDrop">>
+    & Pick<EventRecorderOptions, "api" | "onDrop">;
+  #queue: FairQueue<Pending>;
+  #drops: EventDrops;
   #buckets: TokenBuckets;
   #aggregates = new Map<string, Aggregate>();
   #working?: Promise<void>;
@@ -101,13 +129,22 @@ export class EventRecorder implements EventSink {
   #sequence = 0;
   /** Aborted at stop: ends a retry delay at once. */
   readonly #stopping = new AbortController();
+  /** Rejects at stop: a request in flight is not waited for (its answer would be ignored). */
+  readonly #stopped$ = new Promise<never>((_, reject) =>
+    this.#stopping.signal.addEventListener(
+      "abort",
+      () => reject(new Error("the Event recorder stopped")),
+    )
+  );
 
   constructor(options: EventRecorderOptions) {
+    this.#stopped$.catch(() => {});
     this.#options = {
       component: "lace",
       reportingComponent: "lace.io/agent",
       action: "Reconcile",
       queueSize: 1000,
+      namespaceQueueSize: 100,
       burst: 25,
       refillMs: 5 * 60_000,
       cacheSize: 4096,
@@ -116,10 +153,18 @@ export class EventRecorder implements EventSink {
       requestTimeoutMs: 30_000,
       now: Date.now,
       timers: realTimers,
+      dropLogIntervalMs: 60_000,
       ...options,
     };
-    const { burst, refillMs, cacheSize } = this.#options;
+    const { burst, refillMs, cacheSize, queueSize, namespaceQueueSize } = this.#options;
     this.#buckets = new TokenBuckets({ burst, refillMs, maxKeys: cacheSize });
+    this.#queue = new FairQueue({ capacity: queueSize, laneCapacity: namespaceQueueSize });
+    this.#drops = new EventDrops({
+      intervalMs: this.#options.dropLogIntervalMs,
+      timers: this.#options.timers,
+      onDrop: this.#options.onDrop,
+    });
+    this.stats = { created: 0, aggregated: 0, coalesced: 0, dropped: this.#drops.counts };
   }
 
   warn(object: ObjectRef, reason: string, message: string): void {
@@ -135,41 +180,56 @@ export class EventRecorder implements EventSink {
     while (this.#working) await this.#working;
   }
 
-  /** Drops what is queued, cancels retries and waits for the request in flight. */
+  /** Events waiting to be sent. */
+  get queued(): number {
+    return this.#queue.size;
+  }
+
+  /** Drops what is queued, cancels retries and gives up the request in flight. */
   async stop(): Promise<void> {
     this.#stopped = true;
-    const left = this.#queue.length;
-    this.#queue = [];
-    if (left > 0) log.info("Dropped {count} queued Events at shutdown", { count: left });
+    const left = this.#queue.clear();
+    if (left > 0) this.#drops.drop("shutdown", `${left} queued Events`, left);
     this.#stopping.abort();
     await this.#working;
+    this.#drops.stop();
   }
 
   #record(type: Pending["type"], object: ObjectRef, reason: string, message: string): void {
     if (this.#stopped) return;
     const now = this.#options.now();
-    if (!this.#allow(object, now)) {
-      this.stats.rateLimited++;
-      log.debug("Event {reason} on {kind} {name} rate limited", {
-        reason,
-        kind: object.kind,
-        name: object.name,
-      });
-      return;
-    }
-    if (this.#queue.length >= this.#options.queueSize) {
-      this.stats.dropped++;
-      log.warning("Event queue full ({size}): dropped {reason} on {kind} {name}", {
-        size: this.#options.queueSize,
-        reason,
-        kind: object.kind,
-        name: object.name,
-      });
+    if (!validRef(object)) {
+      this.#drops.drop("invalid", `${reason} on ${object.kind.slice(0, MAX_REF_LENGTH)}`);
       return;
     }
     // Messages name what pod authors wrote (paths, networks, hosts), and `kubectl describe`
     // prints them on an operator's terminal: their controls are escaped (safe_text.ts).
-    this.#queue.push({ type, object, reason, message: escapeUnsafe(message), time: now });
+    const text = escapeUnsafe(message).slice(0, 1024);
+    reason = reason.slice(0, 128);
+    const key = [type, object.kind, object.namespace, object.name, object.uid, reason, text]
+      .join("\u0000");
+    const waiting = this.#queue.waiting(key);
+    if (waiting) {
+      // Costs no request and no memory, so it takes no token of the object's rate either.
+      waiting.count++;
+      waiting.time = now;
+      this.stats.coalesced++;
+      return;
+    }
+    if (!this.#allow(object, now)) {
+      this.#drops.drop("rate-limited", describe(reason, object));
+      return;
+    }
+    const event = { key, type, object, reason, message: text, count: 1, first: now, time: now };
+    const { outcome, displaced } = this.#queue.push(object.namespace ?? "", key, event);
+    if (outcome !== "queued") {
+      this.#drops.drop(
+        outcome === "lane-full" ? "namespace-full" : "queue-full",
+        describe(reason, object),
+      );
+      return;
+    }
+    if (displaced) this.#drops.drop("displaced", describe(displaced.reason, displaced.object));
     this.#working ??= this.#drain().finally(() => this.#working = undefined);
   }
 
@@ -180,37 +240,24 @@ export class EventRecorder implements EventSink {
   }
 
   async #drain(): Promise<void> {
-    while (!this.#stopped && this.#queue.length > 0) {
-      const event = this.#queue.shift()!;
+    for (let event; !this.#stopped && (event = this.#queue.shift());) {
       try {
         await this.#send(event);
       } catch (error) {
-        this.stats.failed++;
-        log.warning("Could not record Event {reason} on {kind} {name}: {error}", {
-          reason: event.reason,
-          kind: event.object.kind,
-          name: event.object.name,
-          error: errorText(error),
-        });
+        this.#drops.drop(
+          // A retry that stopping cut short.
+          this.#stopped ? "shutdown" : "api-error",
+          `${describe(event.reason, event.object)} (${errorText(error)})`,
+        );
       }
     }
   }
 
   async #send(event: Pending): Promise<void> {
-    const { object } = event;
-    const key = [
-      event.type,
-      object.kind,
-      object.namespace,
-      object.name,
-      object.uid,
-      event.reason,
-      event.message,
-    ]
-      .join("\u0000");
+    const { key } = event;
     const known = this.#aggregates.get(key);
     if (known) {
-      known.count++;
+      known.count += event.count;
       touch(this.#aggregates, key, known, this.#options.cacheSize);
       try {
         await this.#retrying(() =>
@@ -231,7 +278,11 @@ export class EventRecorder implements EventSink {
         this.#aggregates.delete(key);
       }
     }
-    const aggregate = await this.#create(event, known?.count ?? 1, known?.first ?? event.time);
+    const aggregate = await this.#create(
+      event,
+      known?.count ?? event.count,
+      known?.first ?? event.first,
+    );
     touch(this.#aggregates, key, aggregate, this.#options.cacheSize);
   }
 
@@ -253,8 +304,8 @@ export class EventRecorder implements EventSink {
       kind: "Event",
       metadata: { name, namespace },
       involvedObject,
-      reason: event.reason.slice(0, 128),
-      message: event.message.slice(0, 1024),
+      reason: event.reason,
+      message: event.message,
       type: event.type,
       count,
       firstTimestamp: new Date(first),
@@ -266,9 +317,17 @@ export class EventRecorder implements EventSink {
       reportingComponent: this.#options.reportingComponent,
       reportingInstance: this.#options.nodeName,
     };
-    await this.#retrying(() =>
-      this.#options.api.createNamespacedEvent({ namespace, body: body as never })
-    );
+    let attempts = 0;
+    try {
+      await this.#retrying(() => {
+        attempts++;
+        return this.#options.api.createNamespacedEvent({ namespace, body: body as never });
+      });
+    } catch (error) {
+      // The name is this recorder's own (its time and sequence): a retry that finds it taken
+      // finds the Event an earlier attempt created after its answer was given up on.
+      if (!(attempts > 1 && apiStatus(error) === 409)) throw error;
+    }
     this.stats.created++;
     log.debug("Recorded Event {reason} on {kind} {name}", {
       reason: event.reason,
@@ -284,7 +343,7 @@ export class EventRecorder implements EventSink {
       try {
         return await within(
           this.#options.timers,
-          call(),
+          Promise.race([call(), this.#stopped$]),
           this.#options.requestTimeoutMs,
           "the Event request",
         );
@@ -303,4 +362,16 @@ export class EventRecorder implements EventSink {
       }
     }
   }
+}
+
+/** "AttachRefused on Pod shop/web-1": an Event in a log line. */
+function describe(reason: string, object: ObjectRef): string {
+  const where = object.namespace ? `${object.namespace}/` : "";
+  return `${reason} on ${object.kind} ${where}${object.name}`;
+}
+
+/** Whether every field of `object` fits a Kubernetes name (what keeps a waiting Event small). */
+function validRef(object: ObjectRef): boolean {
+  return [object.kind, object.apiVersion, object.name, object.namespace ?? "", object.uid ?? ""]
+    .every((field) => field.length <= MAX_REF_LENGTH);
 }

@@ -39,11 +39,43 @@ class FakeApi implements EventApi {
   }
 }
 
+/** Events dropped for any reason. */
+function dropped(events: EventRecorder): number {
+  return Object.values(events.stats.dropped).reduce((a, b) => a + b, 0);
+}
+
+/** A pod `name` in `namespace`, its own object (and so its own rate limit). */
+function pod(namespace: string, name: string): ObjectRef {
+  return { kind: "Pod", apiVersion: "v1", name, namespace, uid: `${namespace}-${name}` };
+}
+
 function recorder(
   api: FakeApi,
   extra: Partial<ConstructorParameters<typeof EventRecorder>[0]> = {},
 ) {
-  return new EventRecorder({ api, nodeName: "node-a", retryDelayMs: 1, ...extra });
+  // Fake timers unless a test brings its own: the drop log's summaries wait on them.
+  const { timers } = fakeTime();
+  return new EventRecorder({ api, nodeName: "node-a", retryDelayMs: 1, timers, ...extra });
+}
+
+/** The API held until `open()`: what is recorded meanwhile waits in the queue. */
+function gated(api: FakeApi): { open: () => void } {
+  const gate = Promise.withResolvers<void>();
+  api.gate = gate.promise;
+  return {
+    open: () => {
+      gate.resolve();
+      api.gate = undefined;
+    },
+  };
+}
+
+/** The "namespace/name reason" of each Event created, in order. */
+function created(api: FakeApi): string[] {
+  return api.calls.filter((c) => c.op === "create").map((c) => {
+    const o = c.body.involvedObject as ObjectRef;
+    return `${o.namespace ?? ""}/${o.name} ${c.body.reason}`;
+  });
 }
 
 Deno.test("an Event carries every field the API server requires", async () => {
@@ -91,13 +123,9 @@ Deno.test("a repeated Event is patched with a higher count instead of created ag
     { op: "add", path: "/count", value: 2 },
     { op: "add", path: "/lastTimestamp", value: new Date(now).toISOString() },
   ]);
-  assert.deepEqual(events.stats, {
-    created: 2,
-    aggregated: 1,
-    rateLimited: 0,
-    dropped: 0,
-    failed: 0,
-  });
+  assert.equal(events.stats.created, 2);
+  assert.equal(events.stats.aggregated, 1);
+  assert.equal(dropped(events), 0);
 });
 
 Deno.test("an object is limited to its burst, refilled over time, and others are unaffected", async () => {
@@ -108,13 +136,13 @@ Deno.test("an object is limited to its burst, refilled over time, and others are
   events.warn({ ...POD, name: "web-2", uid: "u-2" }, "R", "m");
   await events.flush();
   assert.equal(api.calls.length, 4);
-  assert.equal(events.stats.rateLimited, 2);
+  assert.equal(events.stats.dropped["rate-limited"], 2);
   now += 60_000;
   events.warn(POD, "R", "later");
   events.warn(POD, "R", "too soon");
   await events.flush();
   assert.equal(api.calls.length, 5);
-  assert.equal(events.stats.rateLimited, 3);
+  assert.equal(events.stats.dropped["rate-limited"], 3);
 });
 
 Deno.test("recording never waits for the API and a full queue drops Events", async () => {
@@ -124,7 +152,7 @@ Deno.test("recording never waits for the API and a full queue drops Events", asy
   const events = recorder(api, { queueSize: 2 });
   for (let i = 0; i < 5; i++) events.normal(nodeObjectRef("node-a"), "R", `m${i}`);
   // One in flight, two queued, two dropped: all decided synchronously.
-  assert.equal(events.stats.dropped, 2);
+  assert.equal(events.stats.dropped["queue-full"], 2);
   gate.resolve();
   await events.flush();
   assert.equal(events.stats.created, 3);
@@ -153,7 +181,7 @@ Deno.test("server failures are retried after a doubling delay, then counted, nev
   events.warn(POD, "R", "given up");
   await clock.tickAsync(1000 + 2000 + 4000);
   await events.flush();
-  assert.equal(events.stats.failed, 1);
+  assert.equal(events.stats.dropped["api-error"], 1);
   assert.equal(api.calls.length, 3 + 4);
 });
 
@@ -196,7 +224,7 @@ Deno.test("a rejected Event (4xx) is not retried", async () => {
   events.warn(POD, "R", "invalid");
   await events.flush();
   assert.equal(api.calls.length, 1);
-  assert.equal(events.stats.failed, 1);
+  assert.equal(events.stats.dropped["api-error"], 1);
 });
 
 Deno.test("when the aggregated Event is gone, a new one is created with the running count", async () => {
@@ -234,4 +262,115 @@ Deno.test("an Event's message carries a pod's escape sequences and bidi characte
     (api.calls[0].body as { message: string }).message,
     "probe path /x\\x1b]52;c;eA==\\x07\\x9b2J\\u202e is odd",
   );
+});
+
+Deno.test("a flood of Events from one namespace does not drop another namespace's Event", async () => {
+  const api = new FakeApi();
+  const gate = gated(api);
+  const reasons: string[] = [];
+  const events = recorder(api, { onDrop: (reason) => reasons.push(reason) });
+  // 5000 pods of namespace "attacker" each with an Event of its own (no rate limit or
+  // coalescing helps), then the victim's refusal.
+  for (let i = 0; i < 5000; i++) events.warn(pod("attacker", `p-${i}`), "ProbeIgnored", "bad");
+  events.warn(pod("victim", "web"), "AttachRefused", "not attached");
+  events.warn(nodeObjectRef("node-a"), "KubeletCgroupMismatch", "moved");
+  assert.equal(events.stats.dropped["namespace-full"], 5000 - 1 - 100);
+  assert.equal(events.queued, 100 + 2, "the attacker's share, the victim's and the node's");
+  assert.ok(reasons.every((r) => r === "namespace-full") && reasons.length === 4899);
+  gate.open();
+  await events.flush();
+  // Round robin: the one in flight, then one of each namespace waiting.
+  assert.deepEqual(created(api).slice(0, 4), [
+    "attacker/p-0 ProbeIgnored",
+    "attacker/p-1 ProbeIgnored",
+    "victim/web AttachRefused",
+    "/node-a KubeletCgroupMismatch",
+  ]);
+  assert.equal(events.stats.created, 103);
+});
+
+Deno.test("many flooding namespaces cannot fill the queue against one more: the newest of the longest makes room", async () => {
+  const api = new FakeApi();
+  const gate = gated(api);
+  const events = recorder(api, { queueSize: 50, namespaceQueueSize: 10 });
+  events.warn(pod("first", "in-flight"), "R", "m");
+  for (let ns = 0; ns < 20; ns++) {
+    for (let i = 0; i < 10; i++) events.warn(pod(`flood-${ns}`, `p-${i}`), "R", "m");
+  }
+  assert.equal(events.queued, 50, "the global bound holds");
+  const { displaced } = events.stats.dropped;
+  assert.equal(events.stats.dropped["queue-full"] + displaced, 150);
+  events.warn(pod("victim", "web"), "AttachRefused", "not attached");
+  assert.equal(events.queued, 50, "still the global bound");
+  assert.equal(events.stats.dropped.displaced, displaced + 1);
+  gate.open();
+  await events.flush();
+  assert.ok(created(api).includes("victim/web AttachRefused"));
+});
+
+Deno.test("repeats of a waiting Event raise its count instead of taking places or tokens", async () => {
+  const api = new FakeApi();
+  const gate = gated(api);
+  let now = 1_000_000;
+  // Three tokens: one for each Event that takes a place, none for the repeats.
+  const events = recorder(api, { now: () => now, queueSize: 2, burst: 3 });
+  events.warn(POD, "R", "in flight");
+  for (let i = 0; i < 500; i++) {
+    now += 10;
+    events.warn(POD, "R", "same");
+  }
+  events.warn(POD, "R", "another");
+  assert.equal(events.queued, 2);
+  assert.equal(events.stats.coalesced, 499);
+  assert.equal(dropped(events), 0);
+  gate.open();
+  await events.flush();
+  assert.deepEqual(api.calls.map((c) => [c.op, c.body.count]), [
+    ["create", 1],
+    ["create", 500],
+    ["create", 1],
+  ]);
+  const same = api.calls[1].body;
+  assert.deepEqual(same.firstTimestamp, new Date(1_000_010));
+  assert.deepEqual(same.lastTimestamp, new Date(1_005_000));
+  // Sent, it is no longer waiting: the next repeat (a token later) is a patch of the count.
+  now += 5 * 60_000;
+  events.warn(POD, "R", "same");
+  await events.flush();
+  assert.deepEqual(api.calls[3].body.ops, [
+    { op: "add", path: "/count", value: 501 },
+    { op: "add", path: "/lastTimestamp", value: new Date(now).toISOString() },
+  ]);
+});
+
+Deno.test("an object reference longer than any Kubernetes name is dropped as invalid", async () => {
+  const api = new FakeApi();
+  const events = recorder(api);
+  events.warn(pod("shop", "x".repeat(254)), "R", "m");
+  events.warn(pod("y".repeat(64 * 1024), "web"), "R", "m");
+  await events.flush();
+  assert.equal(api.calls.length, 0);
+  assert.equal(events.stats.dropped.invalid, 2);
+});
+
+Deno.test("stop() counts what was waiting as dropped at shutdown", async () => {
+  const api = new FakeApi();
+  const gate = gated(api);
+  const events = recorder(api);
+  for (let i = 0; i < 5; i++) events.warn(pod("shop", `p-${i}`), "R", "m");
+  const stopped = events.stop();
+  gate.open();
+  await stopped;
+  assert.equal(events.stats.dropped.shutdown, 5, "four waiting and the one in flight");
+});
+
+Deno.test("stop() does not wait for a request that never answers", async () => {
+  const api = new FakeApi();
+  api.gate = new Promise(() => {});
+  const { clock, timers } = fakeTime();
+  const events = recorder(api, { timers });
+  events.warn(POD, "R", "hung");
+  await events.stop();
+  assert.equal(events.stats.dropped.shutdown, 1);
+  assert.equal(clock.countTimers(), 0, "the request's timeout is cleared too");
 });
