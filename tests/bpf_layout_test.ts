@@ -16,6 +16,7 @@ import {
 import { RANGE_FILTER_LAYOUT, RANGE_FILTER_SLOT_LAYOUT } from "../lib/datapath/range_filter.ts";
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
+import { isExecutable } from "./helpers/executable.ts";
 import {
   COUNTER_KEY_SIZE,
   COUNTER_SLOTS,
@@ -58,20 +59,11 @@ async function run(command: string, args: string[]): Promise<string> {
   return new TextDecoder().decode(out.stdout);
 }
 
-function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** Every BTF type of the built object, by id, as bpftool reads it. */
 async function btf(): Promise<Map<number, BtfType>> {
   // Debian installs bpftool in /usr/sbin, which a user's PATH may lack.
   const bpftool = Deno.env.get("BPFTOOL") ??
-    (exists("/usr/sbin/bpftool") ? "/usr/sbin/bpftool" : "bpftool");
+    (isExecutable("/usr/sbin/bpftool") ? "/usr/sbin/bpftool" : "bpftool");
   const { types } = JSON.parse(
     await run(bpftool, ["btf", "dump", "file", OBJECT, "format", "raw", "-j"]),
   ) as { types: BtfType[] };

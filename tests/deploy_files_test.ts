@@ -3,6 +3,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { isExecutable } from "./helpers/executable.ts";
 import { REPO } from "./helpers/helm.ts";
 
 Deno.test("the example conflist chains the lace plugin after the network plugin", async () => {
@@ -17,13 +18,7 @@ Deno.test("the example conflist chains the lace plugin after the network plugin"
   assert.equal(last.networkId, conflist.plugins[0].networkId);
 });
 
-const systemdAnalyze = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"].find((p) => {
-  try {
-    return Deno.statSync(p).isFile;
-  } catch {
-    return false;
-  }
-});
+const systemdAnalyze = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"].find(isExecutable);
 
 Deno.test({
   name: systemdAnalyze

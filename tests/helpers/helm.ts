@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { parseAllDocuments } from "yaml";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { isExecutable } from "./executable.ts";
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const CHART = join(REPO, "deploy/helm/lace");
@@ -16,15 +17,6 @@ const KUBE_VERSION = "1.31.0";
 
 // deno-lint-ignore no-explicit-any
 export type Manifest = Record<string, any>;
-
-function isExecutable(path: string): boolean {
-  try {
-    const info = Deno.statSync(path);
-    return info.isFile && ((info.mode ?? 0) & 0o111) !== 0;
-  } catch {
-    return false;
-  }
-}
 
 /** The helm binary: $HELM, the install_helm.sh cache, then PATH; undefined when none exists. */
 export function findHelm(): string | undefined {

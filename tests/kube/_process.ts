@@ -3,17 +3,9 @@
  * file, which is stopped with SIGTERM then SIGKILL, and which dies with the test process when
  * that is killed (setpriv --pdeathsig), so an aborted run leaves nothing listening.
  */
+import { isExecutable } from "../helpers/executable.ts";
 
 const setpriv = "/usr/bin/setpriv";
-
-function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 export class ManagedProcess {
   readonly #child: Deno.ChildProcess;
@@ -39,7 +31,7 @@ export class ManagedProcess {
   /** Starts command with args, appending its stdout and stderr to logPath. */
   static async spawn(command: string, args: string[], logPath: string): Promise<ManagedProcess> {
     const logFile = await Deno.open(logPath, { write: true, create: true, append: true });
-    const [program, argv] = exists(setpriv)
+    const [program, argv] = isExecutable(setpriv)
       ? [setpriv, ["--pdeathsig", "SIGKILL", "--", command, ...args]]
       : [command, args];
     let child: Deno.ChildProcess;

@@ -4,6 +4,8 @@
  * and whether they are there, so tests without them skip with a stated reason.
  */
 
+import { isExecutable } from "../helpers/executable.ts";
+
 const repoRoot = new URL("../../", import.meta.url).pathname;
 
 /** Where the built binaries are: the build script's cache, or LACE_* variables naming files. */
@@ -92,15 +94,6 @@ export async function kubeToolPath(name: "kubectl" | "e2e.test"): Promise<string
   return `${toolsCache()}/${name}-${kube}/${name}`;
 }
 
-export async function isExecutable(path: string): Promise<boolean> {
-  try {
-    const info = await Deno.stat(path);
-    return info.isFile && ((info.mode ?? 0o111) & 0o111) !== 0;
-  } catch {
-    return false;
-  }
-}
-
 /**
  * Why the control plane cannot start here, or undefined when it can. Tests pass this to
  * `ignore` so a machine without the built binaries skips them with a stated reason.
@@ -108,7 +101,7 @@ export async function isExecutable(path: string): Promise<boolean> {
 export async function controlPlaneUnavailableReason(): Promise<string | undefined> {
   const tools = await toolPaths();
   for (const path of [tools.etcd, tools.kubeApiServer]) {
-    if (!(await isExecutable(path))) {
+    if (!isExecutable(path)) {
       return `"${path}" is not built; run scripts/build_k8s_tools.sh`;
     }
   }
@@ -130,7 +123,7 @@ export async function nodeUnavailableReason(): Promise<string | undefined> {
   if (control) return control;
   if (!(await helmAvailable())) return `helm is not built; run scripts/build_k8s_tools.sh`;
   for (const path of Object.values(await nodeToolPaths())) {
-    if (!(await isExecutable(path))) {
+    if (!isExecutable(path)) {
       return `"${path}" is not built; run scripts/build_k8s_tools.sh`;
     }
   }
@@ -146,7 +139,7 @@ export async function nodeUnavailableReason(): Promise<string | undefined> {
 
 /** Whether the built helm binary exists (see scripts/build_k8s_tools.sh). */
 export async function helmAvailable(): Promise<boolean> {
-  return await isExecutable((await toolPaths()).helm);
+  return isExecutable((await toolPaths()).helm);
 }
 
 /** Why the control plane or helm cannot run here (chart-on-API-server tests), or undefined. */

@@ -17,7 +17,8 @@
  */
 import { parseArgs } from "node:util";
 import { join } from "node:path";
-import { isExecutable, kubeToolPath, nodeUnavailableReason } from "../kube/tools.ts";
+import { isExecutable } from "../helpers/executable.ts";
+import { kubeToolPath, nodeUnavailableReason } from "../kube/tools.ts";
 import { installLace } from "./chart.ts";
 import {
   inTestCommand,
@@ -61,7 +62,7 @@ export async function conformanceUnavailableReason(): Promise<string | undefined
   const node = await nodeUnavailableReason();
   if (node) return node;
   for (const path of [await kubeToolPath("e2e.test"), await ginkgoPath()]) {
-    if (!(await isExecutable(path))) {
+    if (!isExecutable(path)) {
       return `"${path}" is not built; run scripts/build_k8s_tools.sh e2e.test`;
     }
   }

@@ -19,7 +19,8 @@
 import { join } from "node:path";
 import { ownerIsGone, OWNERS_DIR, sweepAbandoned } from "../../lib/demo/leftovers.ts";
 import { removeAbandonedControlPlaneDirs } from "../kube/fixture.ts";
-import { isExecutable, kubeToolPath, nodeUnavailableReason } from "../kube/tools.ts";
+import { isExecutable } from "../helpers/executable.ts";
+import { kubeToolPath, nodeUnavailableReason } from "../kube/tools.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { CGROUP_V1, CGROUP_V2, killCgroups, removeCgroupTree, V1_CONTROLLERS } from "./cgroups.ts";
 import { installLace, installLaceOnNodes } from "./chart.ts";
@@ -211,7 +212,7 @@ async function up(ipv6Only: boolean, nodes: number): Promise<number> {
     return 1;
   }
   const kubectl = await kubeToolPath("kubectl");
-  console.log(usage(kubectl, await isExecutable(kubectl), (await readState())?.second?.name));
+  console.log(usage(kubectl, isExecutable(kubectl), (await readState())?.second?.name));
   return 0;
 }
 
