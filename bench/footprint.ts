@@ -14,7 +14,7 @@ import { uninstall } from "../lib/datapath/pins.ts";
 import { lines } from "../lib/cli/process.ts";
 import { SimCgroups } from "../lib/demo/cgroup.ts";
 import { AgentProcess, mainCommand } from "./agent_process.ts";
-import { JsonLineChild } from "./json_child.ts";
+import { startApiServerProcess } from "./json_child.ts";
 import { benchPod, benchPodKeys } from "./pods.ts";
 import { atMost, type FigureResult, fmt, type Goal, type Row } from "./report.ts";
 import { round } from "./stats.ts";
@@ -133,13 +133,7 @@ export async function footprint(
   });
 
   // Agent with the Kubernetes API source.
-  const api = await JsonLineChild.spawn("test API server", [
-    Deno.execPath(),
-    "run",
-    "--allow-all",
-    fileURLToPath(new URL("./api_server_process.ts", import.meta.url)),
-  ]);
-  cleanups.push(() => api.close());
+  const api = await startApiServerProcess(cleanups);
   await api.request({ put: Array.from({ length: pods }, (_, i) => benchPod(i)) });
   const apiPin = benchPinPath();
   cleanups.push(() => uninstall(apiPin));

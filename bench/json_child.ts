@@ -2,6 +2,8 @@
  * A helper process spoken to with JSON lines on stdin/stdout: the connect
  * worker and the API server process. One request at a time, in order.
  */
+import { fileURLToPath } from "node:url";
+import type { CleanupStack } from "../lib/cleanup_stack.ts";
 import { lines } from "../lib/cli/process.ts";
 
 export class JsonLineChild {
@@ -85,4 +87,16 @@ export class JsonLineChild {
     clearTimeout(timer);
     for await (const _ of this.#lines) { /* drain */ }
   }
+}
+
+/** The test API server in a process of its own (api_server_process.ts), closed by `cleanups`. */
+export async function startApiServerProcess(cleanups: CleanupStack): Promise<JsonLineChild> {
+  const server = await JsonLineChild.spawn("test API server", [
+    Deno.execPath(),
+    "run",
+    "--allow-all",
+    fileURLToPath(new URL("./api_server_process.ts", import.meta.url)),
+  ]);
+  cleanups.push(() => server.close());
+  return server;
 }

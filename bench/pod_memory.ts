@@ -11,7 +11,7 @@
  * refused and kept as a skeleton).
  */
 import { fileURLToPath } from "node:url";
-import { JsonLineChild } from "./json_child.ts";
+import { startApiServerProcess } from "./json_child.ts";
 import { atMost, type FigureResult, fmt, type Goal, type Row } from "./report.ts";
 import { round } from "./stats.ts";
 import { v8FlagsArg } from "../lib/v8_flags.ts";
@@ -75,13 +75,7 @@ export async function podMemory(
       pod: (i, node) => hostilePod(i, "probes", node),
     },
   ];
-  const api = await JsonLineChild.spawn("test API server", [
-    Deno.execPath(),
-    "run",
-    "--allow-all",
-    fileURLToPath(new URL("./api_server_process.ts", import.meta.url)),
-  ]);
-  cleanups.push(() => api.close());
+  const api = await startApiServerProcess(cleanups);
   const kubeconfig = String(api.ready.kubeconfig);
   const results: (Kind & { jsonBytes: number; result: ChildResult })[] = [];
   for (const kind of kinds) {

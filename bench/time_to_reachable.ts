@@ -7,13 +7,12 @@
  * added all at once.
  */
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { openCurrentMap, uninstall } from "../lib/datapath/pins.ts";
 import { BpfProbeStore } from "../lib/datapath/probe_store.ts";
 import type { ProbeKey } from "../lib/datapath/probe_map.ts";
 import { SimCgroups } from "../lib/demo/cgroup.ts";
 import { AgentProcess } from "./agent_process.ts";
-import { JsonLineChild } from "./json_child.ts";
+import { startApiServerProcess } from "./json_child.ts";
 import { benchPod, benchPodKeys } from "./pods.ts";
 import { atMost, type FigureResult, fmt, type Goal, type Row } from "./report.ts";
 import { max, median, percentile, round } from "./stats.ts";
@@ -53,13 +52,7 @@ async function dirSource(cleanups: CleanupStack): Promise<{ source: Source; pods
 }
 
 async function apiSource(cleanups: CleanupStack): Promise<{ source: Source; kubeconfig: string }> {
-  const server = await JsonLineChild.spawn("test API server", [
-    Deno.execPath(),
-    "run",
-    "--allow-all",
-    fileURLToPath(new URL("./api_server_process.ts", import.meta.url)),
-  ]);
-  cleanups.push(() => server.close());
+  const server = await startApiServerProcess(cleanups);
   return {
     kubeconfig: String(server.ready.kubeconfig),
     source: {
