@@ -9,11 +9,13 @@
  * exposure.
  */
 import assert from "node:assert/strict";
-import { agentTestOptions, POD_IPV4, POD_IPV6, podManifest } from "./helpers/agent_process.ts";
+import { agentTestOptions, POD_IPV4, POD_IPV6 } from "./helpers/agent_process.ts";
 import {
+  assertAddRefused,
   eventsWithReason,
   metricReaches,
   plugin,
+  podBeforeAdd,
   putLater,
   startTenantWorld,
   tenantPod,
@@ -87,20 +89,12 @@ Deno.test({
   async fn() {
     const holder = tenantPod("holder", "tenant-a", 2, 8080, 9000, "2026-01-01T00:00:00Z");
     // The network plugin annotated the newcomer (network 1); its conf names no network.
-    const newcomer = podManifest({
-      name: "newcomer",
-      networkId: 1,
-      httpPort: 8081,
-      tcpPort: 9001,
-      ips: [],
-    });
+    const newcomer = podBeforeAdd("newcomer", 1, 8081, 9001);
     await using t = await startTenantWorld([holder, newcomer], [], [], "default");
     const { w, agent, socket } = t;
     const uid = (newcomer.metadata as { uid: string }).uid;
     const add = await plugin("ADD", socket, { name: "newcomer", uid }, {});
-    assert.equal(add.code, 1, add.stdout + add.stderr);
-    assert.equal(add.result.code, 101);
-    assert.match(add.result.msg, /is already used on this node by a pod of another network/);
+    assertAddRefused(add, /is already used on this node by a pod of another network/);
     assert.equal((await w.probe(POD_IPV4, 8080, "/")).body, w.podIn(2));
     assert.equal((await w.probe(POD_IPV4, 8081, "/")).result, "NO_ROUTE");
     await metricReaches(agent, 'lace_cni_add_refusals_total{reason="address-conflict"}', 1);

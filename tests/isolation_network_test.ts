@@ -9,9 +9,11 @@ import assert from "node:assert/strict";
 import type { KubeObject } from "./api_server/mod.ts";
 import { agentTestOptions, POD_IPV4, POD_IPV6, podManifest } from "./helpers/agent_process.ts";
 import {
+  assertAddRefused,
   eventsWithReason,
   metricReaches,
   plugin,
+  podBeforeAdd,
   startTenantWorld,
   tenantPod,
 } from "./helpers/tenant_world.ts";
@@ -83,13 +85,7 @@ Deno.test({
   async fn() {
     const holder = tenantPod("holder", "tenant-a", 2, 8080, 9000, "2026-01-01T00:00:00Z");
     // The newcomer's spec is known (bound to the node) but it has no address yet.
-    const newcomer = podManifest({
-      name: "newcomer",
-      networkId: 1,
-      httpPort: 8081,
-      tcpPort: 9001,
-      ips: [],
-    });
+    const newcomer = podBeforeAdd("newcomer", 1, 8081, 9001);
     // The agent's default policy: one network per address on the node.
     await using t = await startTenantWorld([holder, newcomer], [], [], "default");
     const { w, api, agent, socket } = t;
@@ -99,10 +95,8 @@ Deno.test({
       network: "net1",
       networkId: 1,
     });
-    assert.equal(add.code, 1, add.stdout + add.stderr);
-    assert.equal(add.result.code, 101);
-    assert.match(
-      add.result.msg,
+    assertAddRefused(
+      add,
       /Address 10\.244\.1\.10 is already used on this node by a pod of another network/,
     );
     // Nothing of the newcomer was registered; the holder's probes still land in its network.

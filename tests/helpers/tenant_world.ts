@@ -10,6 +10,7 @@ import { type AgentProcess, AgentWorld, podManifest } from "./agent_process.ts";
 import { waitFor } from "./wait.ts";
 import { execPlugin, laceCommand } from "./cni_runtime.ts";
 import { POD_IPV4, POD_IPV6 } from "./agent_process.ts";
+import { ERR } from "../../lib/cni/spec.ts";
 
 /**
  * The world, the test API server with `pods`, and an agent using both, with its
@@ -145,6 +146,19 @@ export async function plugin(
     }),
   );
   return { ...run, result: run.stdout ? JSON.parse(run.stdout) : undefined };
+}
+
+/** What plugin() returns: the run and its parsed CNI result. */
+export type PluginRun = Awaited<ReturnType<typeof plugin>>;
+
+/**
+ * Asserts the runtime saw the ADD refused for an address conflict: the plugin exits 1 with CNI
+ * error 101, its message matching `why` when given. `context` leads the exit code's message.
+ */
+export function assertAddRefused(add: PluginRun, why?: RegExp, context = ""): void {
+  assert.equal(add.code, 1, `${context}${add.stdout}${add.stderr}`);
+  assert.equal(add.result.code, ERR.addressConflict);
+  if (why) assert.match(add.result.msg, why);
 }
 
 /** A pod of `networkId` bound to the node with no address yet: its CNI ADD comes next. */
