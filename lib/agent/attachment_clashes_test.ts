@@ -5,6 +5,7 @@ import { type Attachment, AttachmentRefusedError } from "../cni/protocol.ts";
 import type { AddressClash } from "../rules/conflicts.ts";
 import { assertUsable, normalisePod, type Pod } from "../pods/pod.ts";
 import type { PodNetwork } from "../rules/pod_network.ts";
+import { podLookups } from "../../tests/helpers/core_world.ts";
 
 const CONFIG = { networkAnnotation: "lace.io/network", networkIdAnnotation: "lace.io/network-id" };
 
@@ -66,19 +67,7 @@ function check(
   const byUid = new Map(pods);
   const refusals: AddressClash[][] = [];
   return {
-    pods: {
-      uids: () => [...byUid.keys()],
-      get(uid) {
-        const p = byUid.get(uid);
-        if (p instanceof Error) throw p;
-        if (p) assertUsable(p);
-        return p;
-      },
-      holderView(uid) {
-        const p = byUid.get(uid);
-        return p instanceof Error ? undefined : p;
-      },
-    },
+    pods: podLookups(byUid),
     nodeNetworks,
     config: CONFIG,
     memo: new WeakMap(),
@@ -258,12 +247,7 @@ Deno.test("refuseClashingAttachment() refuses exactly where desiredState() would
       const state = desiredState({
         uids: [uid, "new"],
         pods: {
-          get: (u) => {
-            const p = u === "new" ? newcomer : holder;
-            assertUsable(p);
-            return p;
-          },
-          holderView: (u) => u === "new" ? newcomer : holder,
+          ...podLookups(new Map([[uid, holder], ["new", newcomer]])),
           identity: (u) => ({ namespace: "ns", name: u, uid: u }),
         },
         nodeNetworks: new Map(),

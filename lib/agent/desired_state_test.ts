@@ -6,10 +6,10 @@ import {
   targetViews,
 } from "./desired_state.ts";
 import { markFor } from "../config.ts";
-import { assertUsable, normalisePod, type Pod, PodRefusedError } from "../pods/pod.ts";
+import { normalisePod, type Pod, PodRefusedError } from "../pods/pod.ts";
 import { keyId } from "../datapath/probe_map.ts";
 import type { PodNetwork } from "../rules/pod_network.ts";
-import { pod as podIn } from "../../tests/helpers/core_world.ts";
+import { pod as podIn, podLookups } from "../../tests/helpers/core_world.ts";
 
 const CONFIG: DesiredStateConfig = {
   networkAnnotation: "lace.io/network",
@@ -57,16 +57,7 @@ function compute(
   return desiredState({
     uids: [...byUid.keys()],
     pods: {
-      get(uid) {
-        const p = byUid.get(uid);
-        if (p instanceof Error) throw p;
-        if (p) assertUsable(p);
-        return p;
-      },
-      holderView(uid) {
-        const p = byUid.get(uid);
-        return p instanceof Error ? undefined : p;
-      },
+      ...podLookups(byUid),
       identity: (uid) => ({ namespace: "ns", name: `p-${uid}`, uid }),
     },
     nodeNetworks: opts.nodeNetworks ?? new Map(),

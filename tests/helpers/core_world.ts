@@ -5,7 +5,8 @@
 import { AgentCore, type AgentCoreConfig, type AgentCoreOptions } from "../../lib/agent/core.ts";
 import { markFor } from "../../lib/config.ts";
 import type { AddressClash, Claim, Conflict } from "../../lib/rules/conflicts.ts";
-import type { Pod } from "../../lib/pods/pod.ts";
+import { assertUsable, type Pod } from "../../lib/pods/pod.ts";
+import type { PodCache } from "../../lib/pods/cache.ts";
 import type { PodLookup, PodSink, PodSource } from "../../lib/pods/source.ts";
 import { keyId, type ProbeEntry } from "../../lib/datapath/probe_map.ts";
 import { MemoryProbeStore } from "./memory_probe_store.ts";
@@ -137,5 +138,28 @@ export function setup(
     unwritten,
     clashes,
     settle,
+  };
+}
+
+/**
+ * The pod cache's lookups over `byUid`, for the rules' unit tests: get() throws for a uid mapped
+ * to an Error (a pod the cache cannot evaluate) and for a pod refused as unusable, as the cache
+ * does; holderView() gives no pod for the Error.
+ */
+export function podLookups(
+  byUid: ReadonlyMap<string, Pod | Error>,
+): Pick<PodCache, "uids" | "get" | "holderView"> {
+  return {
+    uids: () => [...byUid.keys()],
+    get(uid) {
+      const p = byUid.get(uid);
+      if (p instanceof Error) throw p;
+      if (p) assertUsable(p);
+      return p;
+    },
+    holderView(uid) {
+      const p = byUid.get(uid);
+      return p instanceof Error ? undefined : p;
+    },
   };
 }
