@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { toolPaths } from "../kube/tools.ts";
 import type { Node } from "./node.ts";
 import { readyAgentPod } from "./pod_checks.ts";
+import { waitFor } from "../helpers/wait.ts";
 
 /** The chart in this checkout. */
 export const CHART = new URL("../../deploy/helm/lace", import.meta.url).pathname;
@@ -99,6 +100,20 @@ export function upgradeLace(node: Node, ...extra: string[]): Promise<string> {
 /** `helm uninstall lace`, waiting for its resources to go. */
 export function uninstallLace(node: Node): Promise<string> {
   return helm(node, ["uninstall", "lace", "--namespace", "lace-system", "--wait"]);
+}
+
+/**
+ * Takes Lace off the node as an operator does: `helm uninstall`, the agent pod gone, then
+ * `lace uninstall` for the pins, which outlive the agent on purpose.
+ */
+export async function removeLace(node: Node): Promise<void> {
+  await uninstallLace(node);
+  const core = node.controlPlane.adminConfig().makeApiClient(CoreV1Api);
+  await waitFor(async () => {
+    const list = await core.listNamespacedPod({ namespace: "lace-system" });
+    return list.items.length === 0;
+  }, { timeout: 60_000, interval: 250, message: "the agent pod to be gone" });
+  await node.exec(["/opt/cni/bin/lace", "uninstall"]);
 }
 
 /** What differs between nodes in the chart's values: the node paths under the run directory. */

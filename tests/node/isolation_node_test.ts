@@ -12,7 +12,7 @@ import { CoreV1Api, type V1Pod } from "@kubernetes/client-node";
 import assert from "node:assert/strict";
 import { nodeUnavailableReason } from "../kube/tools.ts";
 import { waitFor } from "../helpers/wait.ts";
-import { HAND_CHAINED, installLace, uninstallLace, upgradeLace } from "./chart.ts";
+import { HAND_CHAINED, installLace, removeLace, upgradeLace } from "./chart.ts";
 import { NETWORKS } from "./network.ts";
 import { startNode } from "./node.ts";
 import {
@@ -314,13 +314,7 @@ Deno.test({
   );
 
   await step("without the agent a preStop httpGet hook fails (FailedPreStopHook)", async () => {
-    await uninstallLace(node);
-    await waitFor(async () => {
-      const list = await core.listNamespacedPod({ namespace: "lace-system" });
-      return list.items.length === 0;
-    }, { timeout: 60_000, interval: 250, message: "the agent pod to be gone" });
-    // Pins outlive the agent on purpose; `lace uninstall` is how an operator removes them.
-    await node.exec(["/opt/cni/bin/lace", "uninstall"]);
+    await removeLace(node);
     const name = "prestop-no-agent";
     const pod = await make(
       hookPod({ name, namespace: VICTIMS, node: node.name, network: GREEN }, false),

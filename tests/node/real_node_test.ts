@@ -8,7 +8,7 @@ import { AppsV1Api, CoreV1Api, type V1Pod } from "@kubernetes/client-node";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { nodeUnavailableReason } from "../kube/tools.ts";
-import { HAND_CHAINED, installLace, uninstallLace, upgradeLace } from "./chart.ts";
+import { HAND_CHAINED, installLace, removeLace, upgradeLace } from "./chart.ts";
 import { laceLauncher } from "./images.ts";
 import { startNode } from "./node.ts";
 import { NETWORKS } from "./network.ts";
@@ -353,13 +353,7 @@ Deno.test({
     async () => {
       const old = await core.listNamespacedPod({ namespace: PROBE_NAMESPACE });
       await deletePods(core, old.items.map((p) => p.metadata!.name!));
-      await uninstallLace(node);
-      await waitFor(async () => {
-        const list = await core.listNamespacedPod({ namespace: "lace-system" });
-        return list.items.length === 0;
-      }, { timeout: 60_000, interval: 250, message: "the agent pod to be gone" });
-      // Pins outlive the agent on purpose; `lace uninstall` is how an operator removes them.
-      await node.exec(["/opt/cni/bin/lace", "uninstall"]);
+      await removeLace(node);
       const created = new Map([
         ...await createProbePods(core, node, "control"),
         ...await createProbePods(core, node, "control6", "ipv6"),
