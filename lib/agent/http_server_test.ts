@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import {
   handleRequest,
-  jsonArrayResponse,
   listenAddress,
   sharedFor,
   startHealthServer,
@@ -11,6 +10,7 @@ import {
   type Surface,
 } from "./http_server.ts";
 import { getFromAgent } from "./local_client.ts";
+import { manyTargets } from "./_targets_fixture.ts";
 import { refusedAtEachLayer, unprivilegedUnavailable } from "../../tests/helpers/unprivileged.ts";
 import { probeOnce } from "../../tests/helpers/http_flood.ts";
 import { waitFor } from "../../tests/helpers/wait.ts";
@@ -175,17 +175,6 @@ Deno.test("listenAddress() splits IPv4, names and bracketed IPv6, and refuses a 
   assert.throws(() => listenAddress("h:70000"), RangeError);
 });
 
-/** `n` distinct targets, for answers that take many chunks. */
-function manyTargets(n: number) {
-  return Array.from({ length: n }, (_, i) => ({
-    family: "ipv4" as const,
-    address: `10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`,
-    port: 80,
-    networkId: 1,
-    mark: 0x11000,
-  }));
-}
-
 Deno.test("a /targets answer of many chunks arrives whole on a kept-alive socket connection", async () => {
   const dir = await Deno.makeTempDir({ prefix: "lace-local-" });
   const path = `${dir}/agent.sock`;
@@ -233,68 +222,6 @@ Deno.test("a health probe on loopback is answered while a long /targets is still
     await local.shutdown();
     await Deno.remove(dir, { recursive: true });
   }
-});
-
-/** Chunks by item count alone, however slow the machine. */
-const NO_TIME_LIMIT = { ms: Infinity, now: () => 0 };
-
-Deno.test("jsonArrayResponse() lets timers run between its chunks", async () => {
-  let fired = false;
-  const res = jsonArrayResponse(manyTargets(2000), 100, 100, NO_TIME_LIMIT);
-  setTimeout(() => fired = true, 0);
-  const reader = res.body!.getReader();
-  let chunks = 0;
-  let firedBeforeLast = false;
-  for (let r = await reader.read(); !r.done; r = await reader.read()) {
-    chunks++;
-    if (chunks === 19) firedBeforeLast = fired;
-  }
-  assert.equal(chunks, 21, "2000 items in chunks of 100, and the closing bracket");
-  assert.ok(firedBeforeLast, "a timer set when the answer started ran before its last chunk");
-});
-
-Deno.test("jsonArrayResponse() writes, byte for byte, the document JSON.stringify writes", async () => {
-  const targets = [...manyTargets(1234), { ...manyTargets(1)[0], pod: 'ns/\u2028"q"', hits: 0 }];
-  for (const [perChunk, perPiece] of [[100, 100], [100, 7], [512, 64], [1, 1]]) {
-    const streamed = await jsonArrayResponse(targets, perChunk, perPiece).text();
-    assert.equal(streamed, JSON.stringify(targets), `chunks of ${perChunk}, pieces of ${perPiece}`);
-  }
-  const promised = await jsonArrayResponse(Promise.resolve(targets), 100, 7).text();
-  assert.equal(promised, JSON.stringify(targets), "items given as a promise");
-  async function* oneByOne() {
-    yield* targets;
-  }
-  assert.equal(await jsonArrayResponse(oneByOne(), 100, 7).text(), JSON.stringify(targets));
-});
-
-Deno.test("jsonArrayResponse() hands a chunk over in pieces of at most perPiece items", async () => {
-  const reader = jsonArrayResponse(manyTargets(300), 100, 40, NO_TIME_LIMIT).body!.getReader();
-  const counts: number[] = [];
-  for (let r = await reader.read(); !r.done; r = await reader.read()) {
-    counts.push(new TextDecoder().decode(r.value).split('"family"').length - 1);
-  }
-  // Three chunks of 40 + 40 + 20, then the closing bracket alone.
-  assert.deepEqual(counts, [40, 40, 20, 40, 40, 20, 40, 40, 20, 0]);
-});
-
-Deno.test("jsonArrayResponse() writes an empty list as []", async () => {
-  assert.deepEqual(await jsonArrayResponse([]).json(), []);
-});
-
-Deno.test("jsonArrayResponse() ends a chunk once its time budget is spent", async () => {
-  // A clock that advances 1 ms per reading: with a 3 ms budget a chunk holds 3 items.
-  let t = 0;
-  const budget = { ms: 3, now: () => t++ };
-  const reader = jsonArrayResponse(manyTargets(10), 100, 100, budget).body!.getReader();
-  const counts: number[] = [];
-  let text = "";
-  for (let r = await reader.read(); !r.done; r = await reader.read()) {
-    const piece = new TextDecoder().decode(r.value);
-    text += piece;
-    counts.push(piece.split('"family"').length - 1);
-  }
-  assert.deepEqual(counts, [3, 3, 3, 1]);
-  assert.equal(text, JSON.stringify(manyTargets(10)));
 });
 
 Deno.test("sharedFor() makes one answer per interval, shared by every caller in it, and drops a failed one", async () => {

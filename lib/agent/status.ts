@@ -15,10 +15,10 @@ import {
   type AddressesView,
   type Readiness,
   sharedFor,
-  SLICE_MS,
   type StatusProvider,
   type TargetView,
 } from "./http_server.ts";
+import { SLICE_MS } from "./json_array_stream.ts";
 import type { HostAddressSource, KubeletNetnsAddresses } from "./kubelet_netns_addresses.ts";
 import type { Listening } from "./listeners.ts";
 import type { Metrics } from "./metrics.ts";
