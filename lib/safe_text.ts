@@ -66,3 +66,19 @@ export function safeJson(value: unknown, space?: number): string {
 export function safeJsonText(json: string): string {
   return json.replace(UNSAFE, (c) => c === "\n" || c === "\t" || c === "\r" ? c : jsonEscape(c));
 }
+
+/**
+ * `rows` as columns aligned under `header`, two spaces apart and without trailing blanks (the
+ * tables of `lace targets`, `lace doctor` and `lace demo`), every cell through safeText(): a
+ * name a pod author chose can neither forge a row nor move the columns.
+ */
+export function safeTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const cells = rows.map((row) => row.map(safeText));
+  const widths = header.map((h) => h.length);
+  for (const row of cells) {
+    for (const [i, cell] of row.entries()) widths[i] = Math.max(widths[i], cell.length);
+  }
+  return [header, ...cells].map((row) =>
+    row.map((cell, i) => cell.padEnd(widths[i])).join("  ").trimEnd()
+  ).join("\n");
+}

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { escapeUnsafe, safeJson, safeText } from "./safe_text.ts";
+import { escapeUnsafe, safeJson, safeTable, safeText } from "./safe_text.ts";
 
 /** What an attacker puts in a field: OSC 52 clipboard write, CSI, C1 CSI, bidi, a forged row. */
 const OSC52 = "\x1b]52;c;Y3VybCBldmlsLnNoIHwgc2g=\x07";
@@ -50,4 +50,22 @@ Deno.test("safeJson() gives the same value back to a parser and no unsafe charac
   }
   assert.match(safeJson("\u009b\u202e"), /^"\\u009b\\u202e"$/);
   assert.equal(safeJson({ a: 1 }, 2), '{\n  "a": 1\n}');
+});
+
+Deno.test("safeTable() aligns each column to its widest cell, two spaces apart, with no trailing blanks", () => {
+  assert.equal(
+    safeTable(["POD", "PORT", "HITS"], [["ns/a", "8080", "-"], ["ns/longer", "80", "12"]]),
+    [
+      "POD        PORT  HITS",
+      "ns/a       8080  -",
+      "ns/longer  80    12",
+    ].join("\n"),
+  );
+});
+
+Deno.test("safeTable() escapes every cell, so a pod's name cannot forge a row", () => {
+  const lines = safeTable(["POD", "PORT"], [[HOSTILE, "80"]]).split("\n");
+  assert.equal(lines.length, 2);
+  for (const line of lines) assert.ok(!hasUnsafe(line), JSON.stringify(line));
+  assert.ok(lines[1].endsWith("  80"));
 });

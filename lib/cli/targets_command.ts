@@ -10,7 +10,7 @@ import { defaultConfig } from "../config.ts";
 import { boolean, type CommandSpec } from "./flags.ts";
 import { nodeFlags, parseNodeCommand } from "./agent_flags.ts";
 import { lastHitText, servesText } from "../target_text.ts";
-import { safeJson, safeText } from "../safe_text.ts";
+import { safeJson, safeTable, safeText } from "../safe_text.ts";
 import { networkLabel } from "../network_name.ts";
 
 interface TargetsOptions {
@@ -83,19 +83,17 @@ export async function registeredTargets(
 export function targetsTable(targets: TargetView[]): string {
   const rows = [...targets].sort((a, b) =>
     a.family.localeCompare(b.family) || a.address.localeCompare(b.address) || a.port - b.port
-  ).map((t) =>
-    [
-      t.family,
-      t.address,
-      String(t.port),
-      t.network ? `${t.network} (${t.networkId})` : String(t.networkId),
-      `0x${t.mark.toString(16)}`,
-      t.pod ?? "-",
-      servesText(t),
-      t.hits === undefined ? "-" : String(t.hits),
-      lastHitText(t.lastHitAgeSeconds),
-    ].map(safeText)
-  );
+  ).map((t) => [
+    t.family,
+    t.address,
+    String(t.port),
+    t.network ? `${t.network} (${t.networkId})` : String(t.networkId),
+    `0x${t.mark.toString(16)}`,
+    t.pod ?? "-",
+    servesText(t),
+    t.hits === undefined ? "-" : String(t.hits),
+    lastHitText(t.lastHitAgeSeconds),
+  ]);
   const header = [
     "FAMILY",
     "ADDRESS",
@@ -107,9 +105,7 @@ export function targetsTable(targets: TargetView[]): string {
     "HITS",
     "LAST HIT",
   ];
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  return [header, ...rows].map((r) => r.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd())
-    .join("\n");
+  return safeTable(header, rows);
 }
 
 /**

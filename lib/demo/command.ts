@@ -22,6 +22,7 @@ import { Prober, type ProbeResponse } from "../doctor/prober.ts";
 import { selfCommand } from "../cli/self_command.ts";
 import { type DemoPod, demoPods } from "./pods.ts";
 import { addAtHeldAddress, type RefusalResult, SHARING_EXPOSURE } from "./address_policy.ts";
+import { safeTable } from "../safe_text.ts";
 
 const spec: CommandSpec<{ networks: number; json: boolean }> = {
   name: "demo",
@@ -112,9 +113,7 @@ function table(rows: DemoRow[]): string {
     r.answeredBy ?? "-",
     r.mark ?? "-",
   ]);
-  const w = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
-  return [header, ...cells].map((c) => c.map((x, i) => x.padEnd(w[i])).join("  ").trimEnd())
-    .join("\n");
+  return safeTable(header, cells);
 }
 
 async function probeAll(

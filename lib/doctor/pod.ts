@@ -11,7 +11,7 @@ import { lastHitText } from "../target_text.ts";
 import { isHookKind, TARGET_KINDS } from "../rules/targets.ts";
 import { keyId } from "../datapath/probe_map.ts";
 import type { ProbeReport } from "./probes.ts";
-import { safeJson, safeText } from "../safe_text.ts";
+import { safeJson, safeTable } from "../safe_text.ts";
 
 /** One row of `lace doctor pod`, as --json prints it. */
 export interface PodProbeRow {
@@ -99,25 +99,19 @@ export function podTable(rows: PodProbeRow[]): string {
     "LAST HIT",
     "NOW",
   ];
-  const cells = rows.map((r) =>
-    [
-      r.container ?? "-",
-      r.probe ?? "-",
-      r.handler ?? "-",
-      r.target,
-      r.network ?? "-",
-      `0x${r.mark.toString(16)}`,
-      // A hook runs once, at start or at stop: it has no period.
-      isHookKind(r.probe) ? "-" : `${r.periodSeconds ?? 10}s`,
-      r.hits === null ? "-" : String(r.hits),
-      r.hits === null ? "-" : lastHitText(r.lastHitAgeSeconds),
-      r.result + (r.httpStatus !== null ? ` ${r.httpStatus}` : "") +
-      (r.probeMark !== null && r.probeMark !== r.mark
-        ? ` (mark 0x${r.probeMark.toString(16)})`
-        : ""),
-    ].map(safeText)
-  );
-  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
-  return [header, ...cells].map((c) => c.map((x, i) => x.padEnd(widths[i])).join("  ").trimEnd())
-    .join("\n");
+  const cells = rows.map((r) => [
+    r.container ?? "-",
+    r.probe ?? "-",
+    r.handler ?? "-",
+    r.target,
+    r.network ?? "-",
+    `0x${r.mark.toString(16)}`,
+    // A hook runs once, at start or at stop: it has no period.
+    isHookKind(r.probe) ? "-" : `${r.periodSeconds ?? 10}s`,
+    r.hits === null ? "-" : String(r.hits),
+    r.hits === null ? "-" : lastHitText(r.lastHitAgeSeconds),
+    r.result + (r.httpStatus !== null ? ` ${r.httpStatus}` : "") +
+    (r.probeMark !== null && r.probeMark !== r.mark ? ` (mark 0x${r.probeMark.toString(16)})` : ""),
+  ]);
+  return safeTable(header, cells);
 }

@@ -11,7 +11,7 @@ import { DOCTOR_CGROUP_PREFIX } from "../cgroup/kubelet_finder.ts";
 import { lines, randomSuffix } from "../cli/process.ts";
 import type { ProbeOutcome, ProbeRequest, ProbeResponse } from "./prober.ts";
 import { moduleCommand } from "../cli/self_command.ts";
-import { safeText } from "../safe_text.ts";
+import { safeTable } from "../safe_text.ts";
 import { isHookKind } from "../rules/targets.ts";
 
 /** One target to probe, with what the report shows about it. */
@@ -74,19 +74,15 @@ export function allReached(reports: ProbeReport[]): boolean {
 /** Renders the reports as an aligned table, every cell escaped (safe_text.ts). */
 export function probesTable(reports: ProbeReport[]): string {
   const header = ["POD", "NETWORK", "ADDRESS", "PORT", "RESULT", "HTTP"];
-  const rows = reports.map((r) =>
-    [
-      r.pod || "-",
-      String(r.networkId),
-      r.address,
-      String(r.port),
-      r.result,
-      r.httpStatus === null ? "-" : String(r.httpStatus),
-    ].map(safeText)
-  );
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
-  return [header, ...rows].map((r) => r.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd())
-    .join("\n");
+  const rows = reports.map((r) => [
+    r.pod || "-",
+    String(r.networkId),
+    r.address,
+    String(r.port),
+    r.result,
+    r.httpStatus === null ? "-" : String(r.httpStatus),
+  ]);
+  return safeTable(header, rows);
 }
 
 /**
