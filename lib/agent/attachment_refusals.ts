@@ -1,12 +1,14 @@
 /**
- * The CNI ADD's refusals that need no pod's network: an address that is one of the node's own,
- * and a second Lace network for one pod. Each logs, calls its hook (for Events) and throws
+ * The CNI ADD's refusals that need no pod's network: an address that is one of the node's own or
+ * outside every pod range (--pod-cidrs), and a second Lace network for one pod. Each logs, calls its hook (for Events) and throws
  * AttachmentRefusedError; the address clashes between networks are attachment_clashes.ts's.
  */
 import { getLogger } from "@logtape/logtape";
 import { type Attachment, type AttachmentRef, AttachmentRefusedError } from "../cni/protocol.ts";
 import { canonicalAddress } from "../datapath/probe_map.ts";
 import { HOST_ADDRESS_REFUSAL } from "./host_addresses.ts";
+import { inRanges, type PodRange } from "../datapath/pod_ranges.ts";
+import { OUTSIDE_POD_RANGES_REFUSAL } from "./desired_state.ts";
 import { callHook } from "./problems.ts";
 
 const log = getLogger(["lace", "agent"]);
@@ -26,6 +28,31 @@ export function refuseHostAddress(
   onRefused?: (attachment: Attachment, address: string) => void,
 ): void {
   if (!host?.size) return;
+  refuseAddress(a, (address) => host.has(address), HOST_ADDRESS_REFUSAL, onRefused);
+}
+
+/**
+ * Refuses an attachment bringing an address outside every one of the operator's pod ranges
+ * (`ranges`, --pod-cidrs; none: no refusal), under both sharing modes: such an address is no
+ * pod's, and may be one the kubelet's cgroup itself connects to (the API server, a registry),
+ * whose connections on the pod's probe ports would be tagged into the pod's network.
+ */
+export function refuseOutsidePodRanges(
+  a: Attachment,
+  ranges: readonly PodRange[],
+  onRefused?: (attachment: Attachment, address: string) => void,
+): void {
+  if (ranges.length === 0) return;
+  refuseAddress(a, (address) => !inRanges(address, ranges), OUTSIDE_POD_RANGES_REFUSAL, onRefused);
+}
+
+/** Refuses `a` at its first address (canonical) that `refused` holds no pod's: `why` follows it. */
+function refuseAddress(
+  a: Attachment,
+  refused: (address: string) => boolean,
+  why: string,
+  onRefused?: (attachment: Attachment, address: string) => void,
+): void {
   for (const ip of a.ips) {
     let address: string;
     try {
@@ -33,13 +60,14 @@ export function refuseHostAddress(
     } catch {
       continue;
     }
-    if (!host.has(address)) continue;
-    log.warning(
-      "Refused the CNI ADD of pod {pod}: its address {address} is one of this node's own, where the kubelet probes the node's host-network pods",
-      { pod: `${a.namespace}/${a.name}`, address },
-    );
+    if (!refused(address)) continue;
+    log.warning("Refused the CNI ADD of pod {pod}: address {address} {why}", {
+      pod: `${a.namespace}/${a.name}`,
+      address,
+      why,
+    });
     callHook(() => onRefused?.(a, address));
-    throw new AttachmentRefusedError(`Address ${address} ${HOST_ADDRESS_REFUSAL}`);
+    throw new AttachmentRefusedError(`Address ${address} ${why}`);
   }
 }
 

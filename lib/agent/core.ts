@@ -32,7 +32,12 @@ import {
   type RulesMemo,
   type TargetView,
 } from "./desired_state.ts";
-import { refuseHostAddress, refuseSecondNetwork } from "./attachment_refusals.ts";
+import {
+  refuseHostAddress,
+  refuseOutsidePodRanges,
+  refuseSecondNetwork,
+} from "./attachment_refusals.ts";
+import { parseCidr, type PodRange } from "../datapath/pod_ranges.ts";
 import { refuseClashingAttachment } from "./attachment_clashes.ts";
 import { attachmentNetwork, logUnknownNetwork } from "./attachment_network.ts";
 import type { PodLookup } from "../pods/source.ts";
@@ -53,6 +58,7 @@ export type AgentCoreConfig = Pick<
   | "addressConflict"
   | "addressSharing"
   | "maxTargetsPerPod"
+  | "podCidrs"
 >;
 
 /** The hooks of ProblemHooks are each called once per problem while it persists. */
@@ -74,6 +80,8 @@ export interface AgentCoreOptions extends ProblemHooks {
    * absent (unit tests).
    */
   hostAddresses?: () => ReadonlySet<string>;
+  /** A CNI ADD refused because it brings an address outside every --pod-cidrs range (for Events). */
+  onOutsidePodRangesRefused?: (attachment: Attachment, address: string) => void;
   /** A CNI ADD refused because it attaches the pod to a second Lace network (for Events). */
   onSecondNetworkRefused?: (attachment: Attachment) => void;
   /**
@@ -107,6 +115,8 @@ export interface AgentSnapshot {
   sharedAddresses: SharedAddress[];
   /** Pods at the node's own addresses: they get no targets there. */
   hostHeld: HostHeldAddress[];
+  /** Pods at addresses outside the operator's pod ranges (--pod-cidrs): no targets there. */
+  outsidePodRanges: HostHeldAddress[];
   /** The policy in force (--address-sharing). */
   addressSharing: AddressSharing;
   /**
@@ -136,6 +146,7 @@ export class AgentCore {
     mismatches: [],
     sharedAddresses: [],
     hostHeld: [],
+    outsidePodRanges: [],
     addressSharing: "exclusive",
     unwritten: [],
     synced: false,
@@ -153,11 +164,14 @@ export class AgentCore {
   #hostAddressesRead: ReadonlySet<string> | undefined;
   #started: PodSource[] = [];
   readonly #timers: Timers;
+  /** The operator's pod ranges (--pod-cidrs), parsed once (validated with the config). */
+  readonly #podRanges: readonly PodRange[];
 
   constructor(opts: AgentCoreOptions) {
     this.#opts = opts;
     this.#snapshot.addressSharing = opts.config.addressSharing;
     this.#reporter = new ProblemReporter(opts);
+    this.#podRanges = (opts.config.podCidrs ?? []).map((c) => parseCidr(c));
     this.cache = new PodCache({
       nodeName: opts.config.nodeName,
       onChange: (source) => this.runner.trigger(source),
@@ -249,6 +263,7 @@ export class AgentCore {
   async registerAttachment(a: Attachment, ref?: AttachmentRef): Promise<void> {
     const host = this.#opts.hostAddresses?.();
     refuseHostAddress(a, host, this.#opts.onHostAddressRefused);
+    refuseOutsidePodRanges(a, this.#podRanges, this.#opts.onOutsidePodRangesRefused);
     const refused = this.#attachments.refusedNetwork(a, ref);
     if (refused) refuseSecondNetwork(a, ref, refused, this.#opts.onSecondNetworkRefused);
     let learnt: PodNetwork | undefined;
@@ -330,6 +345,7 @@ export class AgentCore {
       networkUnknown: this.#attachments.networkUnknown,
       learntNetwork: this.#attachments.learntNetwork,
       hostAddresses,
+      podRanges: this.#podRanges,
     });
     const { desired, views, conflicts, skips, mismatches, unwritten, withdraw } = state;
     const synced = this.cache.synced;
@@ -342,6 +358,7 @@ export class AgentCore {
       mismatches,
       sharedAddresses: state.sharedAddresses,
       hostHeld: state.hostHeld,
+      outsidePodRanges: state.outsidePodRanges,
       unwritten,
       synced,
       counts: {

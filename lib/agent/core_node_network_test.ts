@@ -197,6 +197,63 @@ Deno.test("AgentCore refuses an ADD bringing one of the node's own addresses und
   }
 });
 
+Deno.test("AgentCore with pod ranges refuses an ADD bringing an address outside them under both sharing modes, and tags no probe of a pod learnt there", async () => {
+  for (const addressSharing of ["exclusive", "shared"] as const) {
+    const refused: [string, string][] = [];
+    const t = setup(
+      ["api"],
+      { addressSharing, podCidrs: ["10.0.0.0/24", "fd00::/64"] },
+      undefined,
+      undefined,
+      {
+        onOutsidePodRangesRefused: (a, address) => refused.push([a.uid, address]),
+      },
+    );
+    await t.core.start();
+    // Learnt from a source at the API server's address (outside the ranges): no target there.
+    t.sources[0].list(pod("api-squatter", "192.168.1.10", 2), pod("new", undefined, 1));
+    await t.settle();
+    assert.deepEqual(ids(t.store), [], addressSharing);
+    assert.deepEqual(t.skips.map((s) => `${s.pod.uid} ${s.reason}`), [
+      "api-squatter outside-pod-ranges",
+    ]);
+    assert.match(t.skips[0].message, /Pod IP 192\.168\.1\.10 is outside every pod range/);
+    assert.deepEqual(t.core.view().outsidePodRanges.map((h) => `${h.pod.uid} ${h.address}`), [
+      "api-squatter 192.168.1.10",
+    ]);
+    const attach = (ip: string) =>
+      t.core.registerAttachment({
+        namespace: "ns",
+        name: "p-new",
+        uid: "new",
+        ips: ["fd00::9", ip],
+        network: "net1",
+        networkId: 1,
+      });
+    await assert.rejects(attach("::ffff:192.168.1.10"), (e: Error) => {
+      assert.ok(e instanceof AttachmentRefusedError, addressSharing);
+      assert.match(e.message, /Address 192\.168\.1\.10 is outside every pod range/);
+      return true;
+    });
+    assert.deepEqual(refused, [["new", "192.168.1.10"]], addressSharing);
+    assert.deepEqual(ids(t.store), [], "nothing registered");
+    await attach("10.0.0.9");
+    assert.deepEqual(ids(t.store), ["10.0.0.9:8080=1", "[fd00::9]:8080=1"], addressSharing);
+    assert.equal(refused.length, 1);
+    await t.core.stop();
+  }
+});
+
+Deno.test("AgentCore without pod ranges takes a pod's address wherever it is", async () => {
+  const t = setup(["api"]);
+  await t.core.start();
+  t.sources[0].list(pod("a", "192.168.1.10", 2));
+  await t.settle();
+  assert.deepEqual(ids(t.store), ["192.168.1.10:8080=2"]);
+  assert.deepEqual(t.core.view().outsidePodRanges, []);
+  await t.core.stop();
+});
+
 Deno.test("AgentCore reads the node's own addresses once per CNI ADD, the reconcile it runs included", async () => {
   let reads = 0;
   const t = setup(["api"], {}, undefined, undefined, {

@@ -10,7 +10,13 @@ import { type Conflict, resolveConflicts } from "../rules/conflicts.ts";
 import { type Pod, PodRefusedError } from "../pods/pod.ts";
 import type { PodCache } from "../pods/cache.ts";
 import { keyId, type ProbeEntry, type ProbeKey, type ProbeValue } from "../datapath/probe_map.ts";
-import { type PodTargets, probeTargetsForPod, type Skip, type Target } from "../rules/targets.ts";
+import {
+  type PodTargets,
+  probeTargetsForPod,
+  type Skip,
+  type SkipReason,
+  type Target,
+} from "../rules/targets.ts";
 import {
   type NetworkMismatch,
   type PodNetwork,
@@ -28,6 +34,7 @@ import {
 import { errorText } from "../error_text.ts";
 import { HOST_ADDRESS_REFUSAL } from "./host_addresses.ts";
 import type { PodIdentity } from "../rules/pod_fields.ts";
+import { inRanges, type PodRange } from "../datapath/pod_ranges.ts";
 
 /** One desired map entry and the pod and probe it serves. */
 export interface TargetView extends Omit<Target, "key" | "networkId"> {
@@ -172,7 +179,20 @@ export interface DesiredStateInput {
    * sharing modes, as the kubelet probes the node's host-network pods there.
    */
   hostAddresses?: ReadonlySet<string>;
+  /**
+   * The operator's pod ranges (--pod-cidrs): when there are any, a pod address outside all of
+   * them is no pod's (a control plane's, a registry's, another host's the kubelet's cgroup talks
+   * to) and gets no target, under both sharing modes. None: every address may be a pod's.
+   */
+  podRanges?: readonly PodRange[];
 }
+
+/**
+ * Why a pod gets no target at an address outside the pod ranges, after "Pod IP <address>" (also
+ * the pod's Event; names no other pod).
+ */
+export const OUTSIDE_POD_RANGES_REFUSAL =
+  "is outside every pod range of this node (--pod-cidrs): it may be an address the kubelet itself talks to (the API server, a registry), whose connections would be tagged into this pod's network, so no probe there is tagged; give the pod an address from the network's pod range";
 
 /** A pod at one of the node's own addresses: it gets no targets there. */
 export interface HostHeldAddress {
@@ -199,6 +219,8 @@ export interface DesiredState {
   sharedAddresses: SharedAddress[];
   /** Pods at the node's own addresses, which the host holds (no targets there). */
   hostHeld: HostHeldAddress[];
+  /** Pods at addresses outside the operator's pod ranges (no targets there). */
+  outsidePodRanges: HostHeldAddress[];
 }
 
 /**
@@ -263,22 +285,30 @@ export function desiredState(input: DesiredStateInput): DesiredState {
   }
   const shared = sharedAddresses(placements);
   const displaced: ProbeKey[] = [];
-  const hostHeld = heldByHost(placements, input.hostAddresses);
-  if (hostHeld.length > 0) {
-    const host = input.hostAddresses!;
+  // Addresses that are no pod's, under both sharing modes: the node's own (the kubelet probes
+  // the node's host-network pods there) and, with pod ranges, any outside them (the kubelet's
+  // own connections may go there). Targets there stay claims; each pod there is told why.
+  const notPods = (isNot: (address: string) => boolean, reason: SkipReason, why: string) => {
+    const held = placements.flatMap((p) =>
+      p.addresses.filter((a) => isNot(a.address)).map((a) => ({ pod: p.pod, address: a.address }))
+    );
+    if (held.length === 0) return held;
     for (const t of all) {
-      if (!host.has(t.key.address)) continue;
+      if (!isNot(t.key.address)) continue;
       if (!claimsOnly.has(t)) displaced.push(t.key);
       claimsOnly.add(t);
     }
-    for (const h of hostHeld) {
-      skips.push({
-        pod: h.pod,
-        reason: "host-address",
-        message: `Pod IP ${h.address} ${HOST_ADDRESS_REFUSAL}`,
-      });
-    }
-  }
+    for (const h of held) skips.push({ pod: h.pod, reason, message: `Pod IP ${h.address} ${why}` });
+    return held;
+  };
+  const host = input.hostAddresses;
+  const hostHeld = host?.size
+    ? notPods((a) => host.has(a), "host-address", HOST_ADDRESS_REFUSAL)
+    : [];
+  const ranges = input.podRanges;
+  const outside = ranges?.length
+    ? notPods((a) => !inRanges(a, ranges), "outside-pod-ranges", OUTSIDE_POD_RANGES_REFUSAL)
+    : [];
   if (config.addressSharing === "exclusive" && shared.length > 0) {
     const untagged = untaggedAt(shared);
     for (const t of all) {
@@ -318,22 +348,8 @@ export function desiredState(input: DesiredStateInput): DesiredState {
     withdraw,
     sharedAddresses: shared,
     hostHeld,
+    outsidePodRanges: outside,
   };
-}
-
-/**
- * The pods placed at one of the node's own addresses: the kubelet probes the node's host-network
- * pods there, so whatever the pod's network (known, unknown or the default), none of its probes
- * there may be tagged.
- */
-function heldByHost(
-  placements: readonly PodPlacement[],
-  host: ReadonlySet<string> | undefined,
-): HostHeldAddress[] {
-  if (!host?.size) return [];
-  return placements.flatMap((p) =>
-    p.addresses.filter((a) => host.has(a.address)).map((a) => ({ pod: p.pod, address: a.address }))
-  );
 }
 
 /**

@@ -62,6 +62,10 @@ export interface AddressesView {
   }[];
   /** Pods at one of the node's own addresses ("namespace/name"): no targets there. */
   hostHeld?: { pod: string; address: string }[];
+  /** The operator's pod ranges (--pod-cidrs); empty: pod addresses are not limited to ranges. */
+  podRanges?: string[];
+  /** Pods at an address outside every pod range ("namespace/name"): no targets there. */
+  outsidePodRanges?: { pod: string; address: string }[];
   /** Where the node's own addresses are read from (kubelet_netns_addresses.ts). */
   hostAddressSource?: HostAddressSource;
 }

@@ -142,7 +142,7 @@ export class Metrics {
     this.attachRefusals = new CounterClass({
       name: "lace_cni_add_refusals_total",
       help:
-        "CNI ADDs the agent refused, by reason (address-conflict: a pod of another network holds the address; second-network: the pod is attached to another Lace network already; host-address: the address is one of the node's own)",
+        "CNI ADDs the agent refused, by reason (address-conflict: a pod of another network holds the address; second-network: the pod is attached to another Lace network already; host-address: the address is one of the node's own; outside-pod-ranges: the address is outside every --pod-cidrs range)",
       labelNames: ["reason"],
       registers,
     });

@@ -28,6 +28,7 @@ const snapshot: AgentSnapshot = {
   mismatches: [],
   sharedAddresses: [],
   hostHeld: [],
+  outsidePodRanges: [],
   addressSharing: "exclusive",
   unwritten: [{ pod, reason: "map-full", count: 1, wanted: 3, message: "full" }],
   synced: true,

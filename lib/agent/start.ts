@@ -21,6 +21,7 @@ import { trimMallocHeap } from "./malloc_trim.ts";
 import { Metrics } from "./metrics.ts";
 import { fileNodeNetworkStore } from "./node_networks.ts";
 import { HOST_ADDRESS_REFUSAL, readHostAddresses } from "./host_addresses.ts";
+import { OUTSIDE_POD_RANGES_REFUSAL } from "./desired_state.ts";
 import { KubeletNetnsAddresses } from "./kubelet_netns_addresses.ts";
 import { conflictMessage, refusalMessage } from "../rules/conflicts.ts";
 import { addressClashMessage } from "../rules/address_holders.ts";
@@ -114,6 +115,14 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
       metrics.attachRefusals.inc({ reason: "host-address" });
       events.warn(podObjectRef(a), "AttachRefused", `Address ${address} ${HOST_ADDRESS_REFUSAL}`);
     },
+    onOutsidePodRangesRefused: (a, address) => {
+      metrics.attachRefusals.inc({ reason: "outside-pod-ranges" });
+      events.warn(
+        podObjectRef(a),
+        "AttachRefused",
+        `Address ${address} ${OUTSIDE_POD_RANGES_REFUSAL}`,
+      );
+    },
     onSecondNetworkRefused: (a) => {
       metrics.attachRefusals.inc({ reason: "second-network" });
       events.warn(podObjectRef(a), "AttachRefused", SECOND_NETWORK_REFUSAL);
@@ -193,6 +202,7 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     listeners,
     unmatched: () => unmatched,
     hostAddresses,
+    podRanges: config.podCidrs,
     metrics,
   });
 
@@ -226,6 +236,11 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     node: config.nodeName || "(any)",
     sources: sources.map((s) => s.name).join(","),
   });
+  if (config.podCidrs.length === 0) {
+    log.warning(
+      "No pod ranges (--pod-cidrs): a pod's address is not checked against them, so a pod given an address the kubelet itself connects to (the API server, a registry; a Multus static IP) gets probe targets there, and the kubelet's connections to it on those ports are tagged into the pod's network; set --pod-cidrs to every Lace network's pod ranges",
+    );
+  }
   if (!config.lifecycleHooks) {
     log.warning(
       "Lifecycle hooks are not probe targets (--lifecycle-hooks=false): the kubelet's postStart and preStop httpGet requests to pods in Lace networks go to the host's network and fail, unless a probe shares their port",

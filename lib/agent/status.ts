@@ -33,6 +33,8 @@ export interface StatusParts {
   listeners: readonly Listening[];
   unmatched: () => UnmatchedWatch | undefined;
   hostAddresses: Pick<KubeletNetnsAddresses, "status">;
+  /** The operator's pod ranges (--pod-cidrs), as given. */
+  podRanges: string[];
   metrics: Pick<Metrics, "text" | "contentType">;
 }
 
@@ -74,7 +76,7 @@ export function agentStatus(parts: StatusParts): StatusProvider {
       return targetViews(core.view(), (key) => hitsView(hits.get(key) ?? NO_HITS, nowNs));
     },
     unmatched: () => parts.unmatched()?.recent() ?? [],
-    addresses: () => addressesView(core.view(), parts.hostAddresses.status()),
+    addresses: () => addressesView(core.view(), parts.hostAddresses.status(), parts.podRanges),
     metricsText: () => parts.metrics.text(),
     metricsContentType: parts.metrics.contentType,
   };
@@ -111,6 +113,7 @@ function* targetViews(
 function addressesView(
   snapshot: Readonly<AgentSnapshot>,
   hostAddressSource: HostAddressSource,
+  podRanges: string[],
 ): AddressesView {
   const name = (p: { namespace: string; name: string }) => `${p.namespace}/${p.name}`;
   return {
@@ -124,6 +127,11 @@ function addressesView(
       holderWithdrawn: s.holderWithdrawn,
     })),
     hostHeld: snapshot.hostHeld.map((h) => ({ pod: name(h.pod), address: h.address })),
+    podRanges,
+    outsidePodRanges: snapshot.outsidePodRanges.map((h) => ({
+      pod: name(h.pod),
+      address: h.address,
+    })),
     hostAddressSource,
   };
 }

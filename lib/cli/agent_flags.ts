@@ -291,7 +291,7 @@ export const agentFlags: readonly FlagSpec<Config>[] = [
     env: ["LACE_POD_CIDRS"],
     metavar: "CIDRS",
     help:
-      "Pod address ranges of Lace networks, comma-separated (e.g. 10.244.0.0/16,fd00:10:244::/56): a kubelet connect into one that matches no probe target is counted and reported",
+      "Pod address ranges of Lace networks, comma-separated (e.g. 10.244.0.0/16,fd00:10:244::/56): a pod address outside all of them gets no probe targets and a CNI ADD bringing one is refused (it may be an address the kubelet itself connects to); a kubelet connect into one that matches no probe target is counted and reported. Empty: addresses are not checked (warned at start)",
   },
   {
     name: "address-conflict",

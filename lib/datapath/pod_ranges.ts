@@ -85,6 +85,25 @@ export function parseCidr(text: string, networkId = 0): PodRange {
   return { family: parsed.family, address: bytesToText(parsed.family, bytes), prefix, networkId };
 }
 
+/**
+ * Whether `address` (any textual form parseAddress reads; IPv4-mapped IPv6 as its IPv4) lies in
+ * one of `ranges`. False for text that is no address.
+ */
+export function inRanges(address: string, ranges: readonly PodRange[]): boolean {
+  let parsed: ReturnType<typeof parseAddress>;
+  try {
+    parsed = parseAddress(address);
+  } catch {
+    return false;
+  }
+  return ranges.some((r) => {
+    if (r.family !== parsed.family) return false;
+    const net = parseAddress(r.address).bytes;
+    const masked = maskBytes(parsed.bytes, r.prefix);
+    return masked.every((b, i) => b === net[i]);
+  });
+}
+
 /** The range of exactly one address (/32 or /128). */
 export function hostRange(address: string, networkId: number): PodRange {
   const { family, address: canonical } = canonicalAddress(address);

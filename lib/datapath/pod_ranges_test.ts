@@ -7,6 +7,7 @@ import {
   encodeRangeKey,
   encodeRangeValue,
   hostRange,
+  inRanges,
   NETWORK_COUNTS_LAYOUT,
   parseCidr,
   REPORT_LAYOUT,
@@ -75,4 +76,21 @@ Deno.test("diffRanges() writes what is new or moved to another network and remov
   const movedB = hostRange("10.0.0.2", 2), c = parseCidr("10.1.0.0/16");
   assert.deepEqual(diffRanges([a, b], [movedB, c]), { put: [movedB, c], remove: [a] });
   assert.deepEqual(diffRanges([a], [a]), { put: [], remove: [] });
+});
+
+Deno.test("inRanges() holds an address inside one of the ranges, of its own family only", () => {
+  const ranges = [parseCidr("10.244.0.0/16"), parseCidr("fd00:244::/64")];
+  assert.equal(inRanges("10.244.1.10", ranges), true);
+  assert.equal(inRanges("10.245.0.1", ranges), false);
+  assert.equal(inRanges("10.98.0.1", ranges), false);
+  assert.equal(inRanges("fd00:244::10", ranges), true);
+  assert.equal(inRanges("FD00:244:0::10", ranges), true);
+  assert.equal(inRanges("fd00:245::10", ranges), false);
+  // An IPv4-mapped address is the IPv4 address the connect6 program looks up.
+  assert.equal(inRanges("::ffff:10.244.3.4", ranges), true);
+  assert.equal(inRanges("::ffff:10.98.0.1", ranges), false);
+  assert.equal(inRanges("not an address", ranges), false);
+  assert.equal(inRanges("10.244.1.10", []), false);
+  assert.equal(inRanges("192.0.2.1", [parseCidr("0.0.0.0/0")]), true);
+  assert.equal(inRanges("2001:db8::1", [parseCidr("0.0.0.0/0")]), false);
 });

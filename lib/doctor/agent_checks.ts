@@ -59,6 +59,9 @@ export function agentChecks(s: NodeSnapshot): Check[] {
   if (a.unmatched) out.push(unmatchedCheck(a.unmatched));
   if (a.addresses) out.push(addressSharingCheck(a.addresses));
   if (a.addresses?.hostHeld) out.push(hostAddressesCheck(a.addresses.hostHeld));
+  if (a.addresses?.podRanges) {
+    out.push(podRangesCheck(a.addresses.podRanges, a.addresses.outsidePodRanges ?? []));
+  }
   if (a.addresses?.hostAddressSource) {
     out.push(hostAddressSourceCheck(a.addresses.hostAddressSource));
   }
@@ -246,5 +249,40 @@ export function hostAddressesCheck(held: NonNullable<AddressesView["hostHeld"]>)
         `(their probes there are not tagged): ${lines.join("; ")}${more}`,
     "give the networks' address managers ranges that exclude the node's addresses (a Multus " +
       "static IP too), then recreate these pods",
+  );
+}
+
+/**
+ * Whether pods' addresses are held to the operator's pod ranges (--pod-cidrs): without them a
+ * pod given an address the kubelet itself connects to (the API server, a registry; a Multus
+ * static IP) gets targets there, and the kubelet's connections to it are tagged into the pod's
+ * network (a warning); with them, a pod outside every range gets no targets there (an error
+ * naming it: its address manager hands out addresses outside the ranges, or it named one).
+ */
+export function podRangesCheck(
+  ranges: readonly string[],
+  outside: NonNullable<AddressesView["outsidePodRanges"]>,
+): Check {
+  if (ranges.length === 0) {
+    return check(
+      "pod-ranges",
+      false,
+      "no pod ranges (--pod-cidrs): a pod at an address the kubelet itself connects to (the API " +
+        "server, a registry) would have the kubelet's connections there tagged into its network",
+      "set --pod-cidrs (chart: node.podCIDRs) to every Lace network's pod ranges",
+      "warning",
+    );
+  }
+  const lines = outside.slice(0, 10).map((h) => `${h.pod} at ${h.address}`);
+  const more = outside.length > 10 ? `; and ${outside.length - 10} more` : "";
+  return check(
+    "pod-ranges",
+    outside.length === 0,
+    outside.length === 0
+      ? `every pod address is inside the pod ranges (${ranges.join(", ")})`
+      : `pods at addresses outside every pod range (${ranges.join(", ")}; their probes there ` +
+        `are not tagged): ${lines.join("; ")}${more}`,
+    "give the networks' address managers addresses inside the pod ranges only (a Multus static " +
+      "IP too), or add the missing range to --pod-cidrs, then recreate these pods",
   );
 }

@@ -3,6 +3,7 @@ import {
   addressSharingCheck,
   hostAddressesCheck,
   hostAddressSourceCheck,
+  podRangesCheck,
   staleTargetsCheck,
   unmatchedCheck,
 } from "./agent_checks.ts";
@@ -135,4 +136,17 @@ Deno.test("addressSharingCheck() quotes each network's name, so a pod-chosen nam
     check.message.endsWith(`later red/a (network ${JSON.stringify(forged)})`),
     check.message,
   );
+});
+
+Deno.test("podRangesCheck() warns without pod ranges, and fails naming each pod outside them, with the fix", () => {
+  const unset = podRangesCheck([], []);
+  assert.equal(unset.ok, false);
+  assert.equal(unset.severity, "warning");
+  assert.match(unset.fix, /--pod-cidrs/);
+  assert.equal(podRangesCheck(["10.244.0.0/16"], []).ok, true);
+  const outside = podRangesCheck(["10.244.0.0/16"], [{ pod: "tenant-a/x", address: "10.98.0.1" }]);
+  assert.equal(outside.ok, false);
+  assert.equal(outside.severity, "error");
+  assert.match(outside.message, /tenant-a\/x at 10\.98\.0\.1/);
+  assert.match(outside.fix, /inside the pod ranges/);
 });

@@ -73,6 +73,7 @@ export type SkipReason =
   | "address"
   | "special-address"
   | "host-address"
+  | "outside-pod-ranges"
   | "malformed"
   | "too-large";
 

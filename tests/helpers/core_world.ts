@@ -26,6 +26,7 @@ export const CONFIG: AgentCoreConfig = {
   addressConflict: "fail-closed",
   addressSharing: "exclusive",
   maxTargetsPerPod: 64,
+  podCidrs: [],
 };
 
 /** The CNI path's word for pod "a": the node attached it to network 1 at 10.0.0.8. */

@@ -1,0 +1,203 @@
+/**
+ * A tenant's pod at an address the kubelet itself connects to, played against the real agent
+ * process in the simulated node's namespace: an "API server" in a namespace of its own, reached
+ * from the node by its main routing table at 10.98.0.1:6443 (off the node, outside every pod
+ * range), and the tenant's pod of network 2 given that address (a Multus static IP, any CNI
+ * result naming it) with a readiness probe on port 6443. The tenant's pod really holds the
+ * address in network 2's namespace, so a connection tagged into network 2 lands there. Without
+ * pod ranges the agent registers the tenant's probe at 10.98.0.1:6443, and the kubelet's own
+ * connections to its API server are tagged into the tenant's network and answered by the tenant
+ * (the exposure the agent and `lace doctor` name); with --pod-cidrs the address is no pod's: the
+ * pod gets no targets there and an ADD bringing it is refused, under both sharing modes.
+ */
+import assert from "node:assert/strict";
+import { agentTestOptions, AgentWorld, podManifest } from "./helpers/agent_process.ts";
+import { metricReaches, plugin, podBeforeAdd } from "./helpers/tenant_world.ts";
+import { podRangesCheck } from "../lib/doctor/agent_checks.ts";
+import { run } from "../lib/cli/process.ts";
+import { PodServer } from "../lib/demo/pod_server.ts";
+import type { AddressesView } from "../lib/agent/http_server.ts";
+import { waitFor } from "./helpers/wait.ts";
+
+/** The API server's address and port as the kubelet's kubeconfig names them. */
+const API_SERVER = "10.98.0.1", API_PORT = 6443;
+/** The simulated pods' ranges (lib/demo/netns.ts). */
+const POD_CIDRS = "--pod-cidrs=10.244.1.0/24,fd00:244::/64";
+
+/**
+ * The world with the API server in a namespace of its own behind the node's main table, the
+ * tenant's pod of network 2 also holding its address (and answering on its port) in network 2,
+ * and an agent reading `dirPods` and the CNI socket with `flags`.
+ */
+async function startInfraWorld(dirPods: Record<string, unknown>[], flags: string[]) {
+  const w = await AgentWorld.create();
+  const infra = `${w.node.netns}-infra`;
+  const servers: PodServer[] = [];
+  const dispose = async () => {
+    for (const s of servers) await s.dispose().catch(() => {});
+    await w.dispose();
+    await run(["ip", "netns", "del", infra]).catch(() => {});
+  };
+  try {
+    const node = w.node.netns, tenant = w.node.network(2);
+    await run(["ip", "netns", "add", infra]);
+    await run(["ip", "-n", infra, "link", "set", "lo", "up"]);
+    await run(["ip", "netns", "exec", infra, "sysctl", "-qw", "net.ipv4.conf.all.rp_filter=0"]);
+    await run([
+      "ip",
+      "-n",
+      node,
+      "link",
+      "add",
+      "vinfra",
+      "type",
+      "veth",
+      "peer",
+      "name",
+      "eth0",
+      "netns",
+      infra,
+    ]);
+    await run(["ip", "-n", infra, "addr", "add", `${API_SERVER}/32`, "dev", "eth0"]);
+    await run(["ip", "-n", infra, "link", "set", "eth0", "up"]);
+    await run(["ip", "-n", infra, "route", "add", "default", "dev", "eth0"]);
+    await run(["ip", "-n", node, "link", "set", "vinfra", "up"]);
+    await run(["ip", "-n", node, "route", "add", `${API_SERVER}/32`, "dev", "vinfra"]);
+    // Network 2's overlay routes the address to the tenant's pod, which holds it.
+    await run(["ip", "-n", tenant.podNetns, "addr", "add", `${API_SERVER}/32`, "dev", "eth0"]);
+    await run([
+      "ip",
+      "-n",
+      node,
+      "route",
+      "add",
+      `${API_SERVER}/32`,
+      "dev",
+      `vn${tenant.id}`,
+      "table",
+      String(tenant.table),
+    ]);
+    servers.push(
+      await PodServer.start({
+        netns: infra,
+        name: "api-server",
+        addresses: [API_SERVER],
+        tcpPorts: [API_PORT],
+      }),
+      await PodServer.start({
+        netns: tenant.podNetns,
+        name: "tenant-pod",
+        addresses: [API_SERVER],
+        tcpPorts: [API_PORT],
+      }),
+    );
+    const socket = `${w.podsDir}/run/cni.sock`;
+    for (const pod of dirPods) await w.writePod(pod);
+    const agent = w.startAgent([
+      "--no-kube-api",
+      `--pods-dir=${w.podsDir}`,
+      `--cni-socket=${socket}`,
+      ...flags,
+    ]);
+    await agent.ready(60_000);
+    return { w, agent, socket, [Symbol.asyncDispose]: dispose };
+  } catch (e) {
+    await dispose();
+    throw e;
+  }
+}
+
+/** The kubelet's connection to its API server: who answers, and with which mark. */
+async function kubeletToApiServer(w: AgentWorld) {
+  const res = await w.probe(API_SERVER, API_PORT);
+  return { body: res.body?.trim(), mark: res.mark ?? 0, res: JSON.stringify(res) };
+}
+
+/** The tenant's pod of network 2 at the API server's address, its readiness probe on its port. */
+function squatter(): Record<string, unknown> {
+  return podManifest({
+    name: "tenant",
+    networkId: 2,
+    httpPort: 8083,
+    tcpPort: API_PORT,
+    ips: [API_SERVER],
+  });
+}
+
+Deno.test({
+  name:
+    "a pod at an address outside the pod ranges gets no targets there, so the kubelet's own connections to that address (its API server) are never tagged into the pod's network",
+  ...agentTestOptions,
+  async fn() {
+    for (const sharing of ["exclusive", "shared"]) {
+      await using t = await startInfraWorld([squatter()], [
+        POD_CIDRS,
+        `--address-sharing=${sharing}`,
+      ]);
+      const { w, agent } = t;
+      // Ready: the pods directory's first list is applied.
+      const api = await kubeletToApiServer(w);
+      assert.equal(api.body, "api-server", `${sharing}: ${api.res}`);
+      assert.equal(api.mark, 0, `${sharing}: tagged with mark ${api.mark}: ${api.res}`);
+      await metricReaches(agent, 'lace_probes_ignored{reason="outside-pod-ranges"}', 1);
+      const view = await waitFor(async () => {
+        const v = JSON.parse((await agent.local("/addresses")).body) as AddressesView;
+        return v.outsidePodRanges?.length ? v : undefined;
+      }, { message: "/addresses naming the pod outside the pod ranges" });
+      assert.deepEqual(view.outsidePodRanges, [{ pod: "e2e/tenant", address: API_SERVER }]);
+      const doctor = podRangesCheck(view.podRanges ?? [], view.outsidePodRanges ?? []);
+      assert.equal(doctor.ok, false);
+      assert.match(doctor.message, /e2e\/tenant at 10\.98\.0\.1/);
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "a CNI ADD bringing an address outside the pod ranges is refused, so the kubelet's own connections to that address are never tagged into the pod's network",
+  ...agentTestOptions,
+  async fn() {
+    const tenant = podBeforeAdd("tenant", 2, 8083, API_PORT);
+    await using t = await startInfraWorld([tenant], [POD_CIDRS, "--address-sharing=shared"]);
+    const { w, agent, socket } = t;
+    const add = await plugin(
+      "ADD",
+      socket,
+      { name: "tenant", uid: "uid-tenant" },
+      { network: "net2", networkId: 2 },
+      [API_SERVER],
+    );
+    const api = await kubeletToApiServer(w);
+    assert.equal(api.body, "api-server", api.res);
+    assert.equal(api.mark, 0, `tagged with mark ${api.mark}: ${api.res}`);
+    assert.equal(add.code, 1, add.stdout + add.stderr);
+    assert.equal(add.result.code, 101);
+    assert.match(add.result.msg, /outside every pod range/);
+    await metricReaches(agent, 'lace_cni_add_refusals_total{reason="outside-pod-ranges"}', 1);
+  },
+});
+
+Deno.test({
+  name:
+    "without pod ranges the kubelet's connections to an address a pod holds are tagged into its network, and the agent and doctor say so",
+  ...agentTestOptions,
+  async fn() {
+    await using t = await startInfraWorld([squatter()], []);
+    const { w, agent } = t;
+    // The exposure --pod-cidrs closes: the tenant answers the kubelet's API server connection.
+    const api = await waitFor(async () => {
+      const a = await kubeletToApiServer(w);
+      return a.body === "tenant-pod" ? a : undefined;
+    }, { message: "the tenant's probe target at the API server's address" });
+    assert.equal(api.mark, 0x21000, api.res);
+    assert.ok(
+      agent.logs.some((l) => l.includes("No pod ranges (--pod-cidrs)")),
+      "the agent warns at start",
+    );
+    const view = JSON.parse((await agent.local("/addresses")).body) as AddressesView;
+    assert.deepEqual(view.podRanges, []);
+    const doctor = podRangesCheck(view.podRanges!, view.outsidePodRanges ?? []);
+    assert.equal(doctor.ok, false);
+    assert.equal(doctor.severity, "warning");
+  },
+});
