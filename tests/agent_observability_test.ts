@@ -110,7 +110,7 @@ Deno.test({
   async fn() {
     await using w = await AgentWorld.create();
     // The sim node's pod range; .99 is no pod's (the connect finds no route in the sim node).
-    const agent = await startReadyAgent(w, [POD_A], ["--pod-cidrs=10.244.1.0/24"]);
+    const agent = await startReadyAgent(w, [POD_A], ["--pod-cidrs=10.244.1.0/24,fd00:244::/64"]);
     await waitFor(async () => {
       assert.equal((await w.probe("10.244.1.99", 80)).result, "NO_ROUTE");
       return ((await agent.metric('lace_probe_unmatched_total{network_id="0"}')) ?? 0) >= 1;
