@@ -204,6 +204,17 @@ export async function runProber(_args: string[]): Promise<void> {
   }
 }
 
+/**
+ * The command that runs a prober in `cgroup` and, when given, network namespace `netns`: the
+ * shell joins the cgroup before exec, so every connect happens inside it.
+ */
+export function proberCommand(cgroup: string, netns?: string): string[] {
+  const script = 'cg=$1; shift; echo $$ > "$cg/cgroup.procs" && exec "$@"';
+  const prober = moduleCommand(import.meta.url, "__prober", []);
+  const inNetns = netns ? ["ip", "netns", "exec", netns, ...prober] : prober;
+  return ["sh", "-c", script, "sh", cgroup, ...inNetns];
+}
+
 export interface ProberOptions {
   /** Network namespace the prober runs in (the simulated node). */
   netns: string;
@@ -228,18 +239,9 @@ export class Prober implements AsyncDisposable {
 
   /** Starts a prober in `cgroup` and `netns`; resolves once it is ready. */
   static async start(opts: ProberOptions): Promise<Prober> {
-    // The shell joins the cgroup before exec, so every connect happens inside it.
-    const script =
-      'cg=$1; ns=$2; shift 2; echo $$ > "$cg/cgroup.procs" && exec ip netns exec "$ns" "$@"';
-    const child = new Deno.Command("sh", {
-      args: [
-        "-c",
-        script,
-        "sh",
-        opts.cgroup,
-        opts.netns,
-        ...moduleCommand(import.meta.url, "__prober", []),
-      ],
+    const [command, ...args] = proberCommand(opts.cgroup, opts.netns);
+    const child = new Deno.Command(command, {
+      args,
       stdin: "piped",
       stdout: "piped",
       stderr: "inherit",

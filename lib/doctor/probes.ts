@@ -9,8 +9,12 @@
 import { join } from "node:path";
 import { DOCTOR_CGROUP_PREFIX } from "../cgroup/kubelet_finder.ts";
 import { lines, randomSuffix } from "../cli/process.ts";
-import type { ProbeOutcome, ProbeRequest, ProbeResponse } from "./prober.ts";
-import { moduleCommand } from "../cli/self_command.ts";
+import {
+  type ProbeOutcome,
+  proberCommand,
+  type ProbeRequest,
+  type ProbeResponse,
+} from "./prober.ts";
 import { safeTable } from "../safe_text.ts";
 import { isHookKind } from "../rules/targets.ts";
 
@@ -144,12 +148,9 @@ export async function runProbes(o: ProbeRunOptions): Promise<ProbeReport[]> {
 }
 
 function spawnProber(cgroup: string, netns?: string): Deno.ChildProcess {
-  // The shell joins the cgroup before exec: the prober never connects from outside it.
-  const script = 'cg=$1; shift; echo $$ > "$cg/cgroup.procs" && exec "$@"';
-  const prober = moduleCommand(new URL("./prober.ts", import.meta.url).href, "__prober", []);
-  const inNetns = netns ? ["ip", "netns", "exec", netns, ...prober] : prober;
-  return new Deno.Command("sh", {
-    args: ["-c", script, "sh", cgroup, ...inNetns],
+  const [command, ...args] = proberCommand(cgroup, netns);
+  return new Deno.Command(command, {
+    args,
     stdin: "piped",
     stdout: "piped",
     stderr: "piped",
