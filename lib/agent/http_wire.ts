@@ -149,6 +149,20 @@ const STATUS_TEXT: Record<number, string> = {
   505: "HTTP Version Not Supported",
 };
 
+/**
+ * The status line and the handler's headers, each line ending CRLF; the framing headers
+ * (length, connection, transfer encoding) are left for the caller, which knows the framing.
+ */
+function statusAndHeaders(status: number, headers: Headers): string {
+  let text = `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? "Status"}\r\n`;
+  for (const [name, value] of headers) {
+    if (name !== "content-length" && name !== "connection" && name !== "transfer-encoding") {
+      text += `${name}: ${value}\r\n`;
+    }
+  }
+  return text;
+}
+
 /** Serialises a response with its length; the body is left out for HEAD. */
 export function responseBytes(
   status: number,
@@ -156,12 +170,7 @@ export function responseBytes(
   body: Uint8Array,
   opts: { head: boolean; keepAlive: boolean },
 ): Uint8Array {
-  let text = `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? "Status"}\r\n`;
-  for (const [name, value] of headers) {
-    if (name !== "content-length" && name !== "connection" && name !== "transfer-encoding") {
-      text += `${name}: ${value}\r\n`;
-    }
-  }
+  let text = statusAndHeaders(status, headers);
   text += `content-length: ${body.length}\r\nconnection: ${
     opts.keepAlive ? "keep-alive" : "close"
   }\r\n\r\n`;
@@ -182,12 +191,7 @@ export function chunkedHeadBytes(
   headers: Headers,
   opts: { keepAlive: boolean },
 ): Uint8Array {
-  let text = `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? "Status"}\r\n`;
-  for (const [name, value] of headers) {
-    if (name !== "content-length" && name !== "connection" && name !== "transfer-encoding") {
-      text += `${name}: ${value}\r\n`;
-    }
-  }
+  let text = statusAndHeaders(status, headers);
   text += `transfer-encoding: chunked\r\nconnection: ${
     opts.keepAlive ? "keep-alive" : "close"
   }\r\n\r\n`;
