@@ -8,7 +8,7 @@ import { AppsV1Api, CoreV1Api } from "@kubernetes/client-node";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { nodeUnavailableReason } from "../kube/tools.ts";
-import { CHART as chart, helm, nodeChartValues } from "./chart.ts";
+import { installLace, uninstallLace, upgradeLace } from "./chart.ts";
 import { type Node, startNode } from "./node.ts";
 import { NETWORKS } from "./network.ts";
 import { waitFor } from "../helpers/wait.ts";
@@ -63,22 +63,12 @@ Deno.test({
     console.error((await agentLog(node).catch(String)).slice(-8000));
     throw error;
   };
-  const values = nodeChartValues(node);
 
   await t.step(
     "after helm install a new pod is registered at ADD and becomes Ready with no failed probe",
     async () => {
       const began = performance.now();
-      await helm(node, [
-        "install",
-        "lace",
-        chart,
-        "--namespace",
-        "lace-system",
-        "--create-namespace",
-        ...values,
-      ]);
-      await readyAgentPod(core, node).catch(onFailure);
+      await installLace(node).catch(onFailure);
       await waitFor(async () => namesLace(await Deno.readFile(conflist)), {
         timeout: 30_000,
         interval: 50,
@@ -122,17 +112,7 @@ Deno.test({
     const text = '{"cniVersion": "1.0.0", "name": "broken", "plugins": [';
     await Deno.writeTextFile(broken, text);
     try {
-      await helm(node, [
-        "upgrade",
-        "lace",
-        chart,
-        "--namespace",
-        "lace-system",
-        "--reset-values",
-        ...values,
-        "--set",
-        "node.cni.chainFiles={*.conflist}",
-      ]);
+      await upgradeLace(node, "--set", "node.cni.chainFiles={*.conflist}");
       const event = await waitFor(async () => {
         const events = await core.listNamespacedEvent({ namespace: "default" });
         return events.items.find((e) =>
@@ -147,15 +127,7 @@ Deno.test({
     } finally {
       await Deno.remove(broken);
     }
-    await helm(node, [
-      "upgrade",
-      "lace",
-      chart,
-      "--namespace",
-      "lace-system",
-      "--reset-values",
-      ...values,
-    ]);
+    await upgradeLace(node);
     await readyAgentPod(core, node).catch(onFailure);
     assert.deepEqual(await failedProbes(core), [], "the agent's upgrades failed no probe");
   });
@@ -163,7 +135,7 @@ Deno.test({
   await t.step(
     "helm uninstall gives the conflist back byte for byte, and a new pod starts but, with no agent, never becomes Ready",
     async () => {
-      await helm(node, ["uninstall", "lace", "--namespace", "lace-system", "--wait"]);
+      await uninstallLace(node);
       await waitFor(async () => {
         const list = await core.listNamespacedPod({ namespace: "lace-system" });
         return list.items.length === 0;
