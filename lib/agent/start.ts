@@ -2,14 +2,14 @@
  * The running node agent: the datapath, the pod sources, the agent core, the
  * kubelet cgroup follower, the Event recorder and metrics, wired together with
  * the listeners (listeners.ts: the HTTP servers, the CNI socket, the
- * chaining). Each part is built and tested on its own; this file only
- * composes them and owns their start/stop order.
+ * chaining), what they report (status.ts) and the Events the core's problems
+ * become (problem_events.ts). Each part is built and tested on its own; this
+ * file only composes them and owns their start/stop order.
  */
 import { getLogger } from "@logtape/logtape";
 import { CleanupStack } from "../cleanup_stack.ts";
 import type { Config } from "../config.ts";
 import { AgentCore } from "./core.ts";
-import { SECOND_NETWORK_REFUSAL } from "./attachment_refusals.ts";
 import { clusterParts } from "./cluster_parts.ts";
 import { CgroupFollower } from "../cgroup/follower.ts";
 import { Datapath } from "../datapath/loader.ts";
@@ -20,13 +20,10 @@ import { UnmatchedWatch } from "./unmatched_watch.ts";
 import { trimMallocHeap } from "./malloc_trim.ts";
 import { Metrics } from "./metrics.ts";
 import { fileNodeNetworkStore } from "./node_networks.ts";
-import { HOST_ADDRESS_REFUSAL, readHostAddresses } from "./host_addresses.ts";
-import { OUTSIDE_POD_RANGES_REFUSAL } from "./desired_state.ts";
+import { readHostAddresses } from "./host_addresses.ts";
 import { KubeletNetnsAddresses } from "./kubelet_netns_addresses.ts";
-import { conflictMessage, refusalMessage } from "../rules/conflicts.ts";
-import { addressClashMessage } from "../rules/address_holders.ts";
-import { networkMismatchMessage } from "../rules/pod_network.ts";
-import { nodeObjectRef, podObjectRef } from "../kube/event_sink.ts";
+import { nodeObjectRef } from "../kube/event_sink.ts";
+import { problemEvents } from "./problem_events.ts";
 
 const log = getLogger(["lace", "agent"]);
 
@@ -104,39 +101,8 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     store: datapath.store,
     sources,
     ...(podLookup ? { podLookup } : {}),
-    onSkip: (skip) => events.warn(podObjectRef(skip.pod), "ProbeIgnored", skip.message),
-    onConflict: (c, dropped) =>
-      events.warn(podObjectRef(dropped.pod), "ProbeTargetConflict", conflictMessage(c, dropped)),
-    onUnwritten: (u) => events.warn(podObjectRef(u.pod), "ProbeTargetsNotWritten", u.message),
-    onAddressClash: (a, p) =>
-      events.warn(podObjectRef(p.pod), "AddressClash", addressClashMessage(a, p)),
+    ...problemEvents(events, metrics),
     hostAddresses: () => hostAddresses.read(),
-    onHostAddressRefused: (a, address) => {
-      metrics.attachRefusals.inc({ reason: "host-address" });
-      events.warn(podObjectRef(a), "AttachRefused", `Address ${address} ${HOST_ADDRESS_REFUSAL}`);
-    },
-    onOutsidePodRangesRefused: (a, address) => {
-      metrics.attachRefusals.inc({ reason: "outside-pod-ranges" });
-      events.warn(
-        podObjectRef(a),
-        "AttachRefused",
-        `Address ${address} ${OUTSIDE_POD_RANGES_REFUSAL}`,
-      );
-    },
-    onSecondNetworkRefused: (a) => {
-      metrics.attachRefusals.inc({ reason: "second-network" });
-      events.warn(podObjectRef(a), "AttachRefused", SECOND_NETWORK_REFUSAL);
-    },
-    onAttachRefused: (a, clashes, networkUnknown) => {
-      metrics.attachRefusals.inc({ reason: "address-conflict" });
-      events.warn(podObjectRef(a), "AttachRefused", refusalMessage(clashes, networkUnknown));
-    },
-    onNetworkMismatch: (m) =>
-      events.warn(
-        podObjectRef(m.pod),
-        "NetworkAnnotationMismatch",
-        networkMismatchMessage(m),
-      ),
     observer: {
       onReconcile: (report) => {
         metrics.update(report, core.view());
