@@ -25,7 +25,15 @@ helmTest("the admission policy is rendered by default and exempts kube-system", 
     assert.match(offenders, new RegExp(`has\\(c\\.${probe}\\.tcpSocket\\.host\\)`));
   }
   assert.match(policy.spec.variables[0].expression, /initContainers/);
-  assert.match(policy.spec.validations[0].expression, /object\.spec\.hostNetwork/);
+  assert.match(variablesOf(policy).hostNetwork, /object\.spec\.hostNetwork/);
+  assert.match(policy.spec.validations[0].expression, /variables\.hostNetwork \|\|/);
+  // A host-network pod's host may be the node itself or its link only.
+  const foreign = variablesOf(policy).foreignHosts;
+  for (const probe of ["livenessProbe", "readinessProbe", "startupProbe"]) {
+    assert.match(foreign, new RegExp(`ip\\(c\\.${probe}\\.httpGet\\.host\\)\\.isLoopback\\(\\)`));
+    assert.match(foreign, new RegExp(`ip\\(c\\.${probe}\\.tcpSocket\\.host\\)\\.isLoopback\\(\\)`));
+  }
+  assert.match(policy.spec.validations[1].expression, /!variables\.hostNetwork \|\|/);
   const binding = only(manifests, "ValidatingAdmissionPolicyBinding", HOST_POLICY);
   assert.equal(binding.spec.policyName, policy.metadata.name);
   assert.deepEqual(binding.spec.validationActions, ["Deny"]);

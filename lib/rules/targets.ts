@@ -19,6 +19,7 @@ import {
 } from "./pod_network.ts";
 import { resolvePort } from "./probe_port.ts";
 import { connectingHandlers, type MalformedHandler } from "./handlers.ts";
+import { hostNetworkSkips } from "./host_network.ts";
 
 export type ProbeKind = "liveness" | "readiness" | "startup";
 /** A lifecycle hook whose httpGet handler the kubelet sends to the pod. */
@@ -110,7 +111,10 @@ export interface PodTargets {
  * can write, then only count for a report when they disagree (`mismatch`).
  * Without `node` the annotations decide. A pod gets
  * targets only when it has a Lace network, an address, is not
- * on the host network and has not finished (phase Succeeded/Failed). A pod with
+ * on the host network and has not finished (phase Succeeded/Failed); a
+ * host-network pod's probes and hooks whose `host` is not the node's are
+ * reported (hostNetworkSkips: the kubelet's connection there may be tagged
+ * into another pod's network). A pod with
  * a deletionTimestamp keeps its targets: it is still in graceful termination and
  * the kubelet keeps probing it until its containers stop, so it loses them when
  * it leaves the sources (deleted) or reaches a final phase. A probe `host`
@@ -132,9 +136,8 @@ export function probeTargetsForPod(
   if (!isObject<Loose>(p) || !isObject<Loose>(p.spec)) return { targets, skipped };
   const id = podIdentity(pod);
   const status = p.status;
-  if (p.spec.hostNetwork === true || hasFinished(p)) {
-    return { targets, skipped };
-  }
+  if (hasFinished(p)) return { targets, skipped };
+  if (p.spec.hostNetwork === true) return { targets, skipped: hostNetworkSkips(p.spec, id) };
   const annotations = isObject<Loose>(p.metadata) && isObject<Loose>(p.metadata.annotations)
     ? p.metadata.annotations
     : {};

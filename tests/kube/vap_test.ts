@@ -135,10 +135,53 @@ Deno.test({
     assert.deepEqual(await admit(core, "apps", body), { code: 200, message: "" });
   });
 
-  await t.step("a host-network pod whose probe sets host is admitted", async () => {
-    const body = pod("host-network", { ...liveness.spec, hostNetwork: true });
-    assert.deepEqual(await admit(core, "apps", body), { code: 200, message: "" });
-  });
+  await t.step(
+    "a host-network pod whose probe or hook sets host to another address is rejected, naming the container",
+    async () => {
+      // Another pod's address and probe port: the kubelet's connect there is tagged into that
+      // pod's network whoever's probe it serves, host-network pods' included.
+      const probe = pod("host-network", { ...liveness.spec, hostNetwork: true });
+      const refused = await admit(core, "apps", probe);
+      assert.notEqual(refused.code, 200, "the pod was admitted");
+      assert.match(refused.message, /host-network pods must not set host/);
+      assert.match(refused.message, /app/);
+      const hook = pod("host-network-hook", {
+        hostNetwork: true,
+        containers: [
+          container("app"),
+          container("side", {
+            lifecycle: { preStop: { httpGet: { host: "10.244.1.10", port: 8081, path: "/" } } },
+          }),
+        ],
+      });
+      const hookRefused = await admit(core, "apps", hook);
+      assert.notEqual(hookRefused.code, 200, "the pod was admitted");
+      assert.match(hookRefused.message, /side/);
+      const named = pod("host-network-name", {
+        hostNetwork: true,
+        containers: [container("app", {
+          readinessProbe: { tcpSocket: { host: "victim.example", port: 8081 } },
+        })],
+      });
+      assert.notEqual((await admit(core, "apps", named)).code, 200, "a host name was admitted");
+    },
+  );
+
+  await t.step(
+    "a host-network pod whose probes set host to the node itself or its link is admitted",
+    async () => {
+      for (const host of ["127.0.0.1", "::1", "localhost", "169.254.20.10"]) {
+        const body = pod("host-network-local", {
+          hostNetwork: true,
+          containers: [container("app", {
+            livenessProbe: { httpGet: { host, port: 9809, path: "/healthz" } },
+            readinessProbe: { tcpSocket: { host, port: 9809 } },
+          })],
+        });
+        assert.deepEqual(await admit(core, "apps", body), { code: 200, message: "" }, host);
+      }
+    },
+  );
 
   await t.step("a pod in an exempt namespace whose probe sets host is admitted", async () => {
     assert.deepEqual(await admit(core, "infra", liveness), { code: 200, message: "" });

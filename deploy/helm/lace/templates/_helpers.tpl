@@ -78,3 +78,17 @@ to a host the pod chose (httpGet.host or tcpSocket.host).
 {{- define "lace.celHostSet" -}}
 (has({{ .p }}) && ((has({{ .p }}.httpGet) && has({{ .p }}.httpGet.host)) || (has({{ .p }}.tcpSocket) && has({{ .p }}.tcpSocket.host))))
 {{- end }}
+
+{{/*
+CEL: true when the probe or handler at path .p sets a host that is not the node itself or its
+link: anything but "localhost", a loopback or a link-local IP (which are never probe targets).
+Such a host may be another pod's address, whose registered probe ports the kubelet's connection
+there would be tagged into, whatever network the pod setting it is in.
+*/}}
+{{- define "lace.celHostForeign" -}}
+(has({{ .p }}) && ((has({{ .p }}.httpGet) && has({{ .p }}.httpGet.host) && {{ include "lace.celHostNotLocal" (dict "h" (printf "%s.httpGet.host" .p)) }}) || (has({{ .p }}.tcpSocket) && has({{ .p }}.tcpSocket.host) && {{ include "lace.celHostNotLocal" (dict "h" (printf "%s.tcpSocket.host" .p)) }})))
+{{- end }}
+
+{{- define "lace.celHostNotLocal" -}}
+!({{ .h }} == 'localhost' || (isIP({{ .h }}) && (ip({{ .h }}).isLoopback() || ip({{ .h }}).isLinkLocalUnicast())))
+{{- end }}
