@@ -1,9 +1,8 @@
 /**
- * DEL through the CNI server and the attachment table behind it: which pod and which interface
- * a DEL removes, a late DEL of a replaced sandbox, and what GC collects.
+ * DEL through the CNI server: which pod and which interface a DEL removes (the table behind it
+ * is attachments.ts).
  */
 import assert from "node:assert/strict";
-import { Attachments } from "./server.ts";
 import { attachment, cniServer, exchange, FakeAgent, ref, request } from "./_server_fixture.ts";
 
 Deno.test("DEL removes the pod by uid, or by the sandbox that added it", async () => {
@@ -28,42 +27,4 @@ Deno.test("DEL of a pod's second interface tells the agent which interface goes"
   await exchange(cni.path, request({ op: "del", ref: net1 }));
   assert.deepEqual(agent.removed, ["u1"]);
   assert.deepEqual(agent.removedRefs, [net1]);
-});
-
-Deno.test("Attachments ignores a late DEL of a pod's replaced sandbox", () => {
-  const table = new Attachments();
-  table.add({ containerId: "old", ifname: "eth0" }, "u1");
-  table.add({ containerId: "new", ifname: "eth0" }, "u1");
-  assert.equal(table.uidToRemove({ containerId: "old", ifname: "eth0" }, "u1"), null);
-  table.delete({ containerId: "old", ifname: "eth0" });
-  assert.equal(table.uidToRemove({ containerId: "new", ifname: "eth0" }, "u1"), "u1");
-  assert.equal(table.uidToRemove({ containerId: "x", ifname: "eth0" }, "u2"), "u2");
-  assert.equal(table.uidToRemove({ containerId: "x", ifname: "eth0" }, undefined), null);
-});
-
-Deno.test("Attachments.collect() returns the pods of attachments the runtime no longer has", () => {
-  const table = new Attachments();
-  table.add({ containerId: "a", ifname: "eth0" }, "u1");
-  table.add({ containerId: "b", ifname: "eth0" }, "u2");
-  table.add({ containerId: "old", ifname: "eth0" }, "u3");
-  table.add({ containerId: "c", ifname: "eth0" }, "u3");
-  const gone = table.collect([{ containerId: "a", ifname: "eth0" }, {
-    containerId: "c",
-    ifname: "eth0",
-  }]);
-  assert.deepEqual(gone, [{ uid: "u2", ref: { containerId: "b", ifname: "eth0" } }]);
-  assert.equal(table.size, 2);
-});
-
-Deno.test("Attachments: a DEL of one interface of a pod's sandbox removes that interface only", () => {
-  const table = new Attachments();
-  const eth0 = { containerId: "s1", ifname: "eth0" };
-  const net1 = { containerId: "s1", ifname: "net1" };
-  table.add(eth0, "u1");
-  table.add(net1, "u1");
-  assert.equal(table.uidToRemove(net1, "u1"), "u1");
-  table.delete(net1);
-  assert.equal(table.size, 1);
-  assert.equal(table.uidToRemove(eth0, undefined), "u1", "eth0 still registered");
-  assert.deepEqual(table.collect([]), [{ uid: "u1", ref: eth0 }]);
 });
