@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { getFromAgent } from "../lib/agent/local_client.ts";
 import { uninstall } from "../lib/datapath/pins.ts";
-import { lines } from "../lib/cli/process.ts";
+import { lines } from "../lib/process.ts";
 import { SimCgroups } from "../lib/demo/cgroup.ts";
 import { AgentProcess, mainCommand } from "./agent_process.ts";
 import { startApiServerProcess } from "./json_child.ts";

@@ -11,7 +11,7 @@ import { type ProgramName, uninstall } from "../lib/datapath/pins.ts";
 import type { ProbeKey } from "../lib/datapath/probe_map.ts";
 import { hostRange, parseCidr, type PodRange } from "../lib/datapath/pod_ranges.ts";
 import { SimCgroups } from "../lib/demo/cgroup.ts";
-import { run } from "../lib/cli/process.ts";
+import { run } from "../lib/process.ts";
 import { POD_IPV4, POD_IPV6, SimNode, simNodeAddresses } from "../lib/demo/netns.ts";
 import type { ConnectResponse } from "./connect_worker.ts";
 import { FAMILIES, type Family, type Side } from "./hook_cells.ts";

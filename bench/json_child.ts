@@ -4,7 +4,7 @@
  */
 import { fileURLToPath } from "node:url";
 import type { CleanupStack } from "../lib/cleanup_stack.ts";
-import { lines } from "../lib/cli/process.ts";
+import { lines } from "../lib/process.ts";
 
 export class JsonLineChild {
   readonly #child: Deno.ChildProcess;

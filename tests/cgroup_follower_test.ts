@@ -11,7 +11,7 @@ import { Datapath } from "../lib/datapath/loader.ts";
 import { statCgroupId } from "../lib/cgroup/watch.ts";
 import { uninstall } from "../lib/datapath/pins.ts";
 import { findKubelets } from "../lib/cgroup/kubelet_finder.ts";
-import { run } from "../lib/cli/process.ts";
+import { run } from "../lib/process.ts";
 import { POD_IPV4, SimNode } from "../lib/demo/netns.ts";
 import { PodServer } from "../lib/demo/pod_server.ts";
 import { Prober } from "../lib/doctor/prober.ts";

@@ -15,7 +15,7 @@ import { unwrap } from "../lib/datapath/libbpf/errors.ts";
 import { cString } from "../lib/datapath/libbpf/ffi.ts";
 import { libbpfSymbols } from "../lib/datapath/libbpf/library.ts";
 import { cgroup2MountPoints, readMountInfo } from "../lib/mountinfo.ts";
-import { randomSuffix } from "../lib/cli/process.ts";
+import { randomSuffix } from "../lib/process.ts";
 import {
   HTTP_PORTS,
   POD_IPV4,

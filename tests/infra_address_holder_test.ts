@@ -14,7 +14,7 @@ import assert from "node:assert/strict";
 import { agentTestOptions, AgentWorld, podManifest } from "./helpers/agent_process.ts";
 import { metricReaches, plugin, podBeforeAdd } from "./helpers/tenant_world.ts";
 import { podRangesCheck } from "../lib/doctor/agent_checks.ts";
-import { run } from "../lib/cli/process.ts";
+import { run } from "../lib/process.ts";
 import { PodServer } from "../lib/demo/pod_server.ts";
 import type { AddressesView } from "../lib/agent/http_server.ts";
 import { waitFor } from "./helpers/wait.ts";

@@ -160,20 +160,10 @@ const FLOORS: Record<string, number> = { agent: 1, doctor: 2, demo: 2, netcheck:
  * its file and take it off the list. Nothing may join it.
  */
 const KNOWN_UPHILL = new Set([
-  "lib/demo/address_policy.ts imports lib/cli/self_command.ts",
   "lib/demo/command.ts imports lib/cli/flags.ts",
-  "lib/demo/command.ts imports lib/cli/self_command.ts",
-  "lib/demo/leftovers.ts imports lib/cli/process.ts",
-  "lib/demo/netns.ts imports lib/cli/process.ts",
-  "lib/demo/pod_server.ts imports lib/cli/process.ts",
-  "lib/demo/pod_server.ts imports lib/cli/self_command.ts",
   "lib/doctor/command.ts imports lib/cli/agent_flags.ts",
   "lib/doctor/command.ts imports lib/cli/flags.ts",
   "lib/doctor/command.ts imports lib/cli/targets_command.ts",
-  "lib/doctor/prober.ts imports lib/cli/process.ts",
-  "lib/doctor/prober.ts imports lib/cli/self_command.ts",
-  "lib/doctor/probes.ts imports lib/cli/process.ts",
-  "lib/doctor/probes.ts imports lib/cli/self_command.ts",
   "lib/netcheck/flags.ts imports lib/cli/flags.ts",
   "lib/netcheck/flags.ts imports lib/cli/log_flags.ts",
   "lib/netcheck/main.ts imports lib/cli/flags.ts",
@@ -205,4 +195,6 @@ Deno.test("imports run downhill: no part imports the agent's loop or a command, 
   const { arrows, seen } = uphillImports();
   assert(seen > 100, `only ${seen} imports between lib/'s files: the scan proves nothing`);
   assert.deepEqual(arrows.filter((a) => !KNOWN_UPHILL.has(a)), []);
+  // A fixed arrow left on the list would let it come back unnoticed.
+  assert.deepEqual([...KNOWN_UPHILL].filter((a) => !arrows.includes(a)), []);
 });

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { randomSuffix, run } from "../lib/cli/process.ts";
+import { randomSuffix, run } from "../lib/process.ts";
 import { claimSuffix, OWNERS_DIR, sweepAbandoned } from "../lib/demo/leftovers.ts";
 import { bpffsMountPoints, cgroup2MountPoints, readMountInfo } from "../lib/mountinfo.ts";
 import { pathExists } from "../lib/datapath/pins.ts";

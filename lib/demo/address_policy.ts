@@ -6,7 +6,7 @@
  * is probed at it, with the exposure that sharing brings.
  */
 import { POD_IPV4, POD_IPV6 } from "./netns.ts";
-import { selfPluginCommand } from "../cli/self_command.ts";
+import { selfPluginCommand } from "../self_command.ts";
 
 /** What the opt-in exposes, as the demo says it (and the README's threat model). */
 export const SHARING_EXPOSURE =

@@ -19,7 +19,7 @@ import { CleanupStack } from "../cleanup_stack.ts";
 import { POD_IPV4, POD_IPV6, SimNode } from "./netns.ts";
 import { PodServer } from "./pod_server.ts";
 import { Prober, type ProbeResponse } from "../doctor/prober.ts";
-import { selfCommand } from "../cli/self_command.ts";
+import { selfCommand } from "../self_command.ts";
 import { type DemoPod, demoPods } from "./pods.ts";
 import { addAtHeldAddress, type RefusalResult, SHARING_EXPOSURE } from "./address_policy.ts";
 import { safeTable } from "../safe_text.ts";

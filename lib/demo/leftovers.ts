@@ -9,7 +9,7 @@
  * touched, so concurrent runs on one machine stay safe.
  */
 import { join } from "node:path";
-import { randomSuffix, run } from "../cli/process.ts";
+import { randomSuffix, run } from "../process.ts";
 import { uninstall } from "../datapath/pins.ts";
 import { bpffsMountPoints, cgroup2MountPoints, readMountInfo } from "../mountinfo.ts";
 

@@ -9,8 +9,8 @@
  */
 import { isIPv4 } from "node:net";
 import { parseAddress } from "../datapath/probe_map.ts";
-import { lines } from "../cli/process.ts";
-import { moduleCommand } from "../cli/self_command.ts";
+import { lines } from "../process.ts";
+import { moduleCommand } from "../self_command.ts";
 import { Errno, errnoName } from "../datapath/libbpf/errors.ts";
 import { lastErrno, type Libc, libcSymbols } from "../datapath/libbpf/library.ts";
 import { requestTarget } from "./request_target.ts";

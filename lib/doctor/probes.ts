@@ -8,7 +8,7 @@
  */
 import { join } from "node:path";
 import { DOCTOR_CGROUP_PREFIX } from "../cgroup/kubelet_finder.ts";
-import { lines, randomSuffix } from "../cli/process.ts";
+import { lines, randomSuffix } from "../process.ts";
 import {
   type ProbeOutcome,
   proberCommand,

@@ -15,7 +15,7 @@ import { Datapath } from "../../lib/datapath/loader.ts";
 import { uninstall } from "../../lib/datapath/pins.ts";
 import { DirPodSource } from "../../lib/pods/dir_source.ts";
 import { SimCgroups } from "../../lib/demo/cgroup.ts";
-import { randomSuffix, run } from "../../lib/cli/process.ts";
+import { randomSuffix, run } from "../../lib/process.ts";
 import { claimSuffix } from "../../lib/demo/leftovers.ts";
 import { SimNode } from "../../lib/demo/netns.ts";
 import { PodServer } from "../../lib/demo/pod_server.ts";

@@ -4,7 +4,7 @@
  * teardown.
  */
 import { join } from "node:path";
-import { run } from "../../lib/cli/process.ts";
+import { run } from "../../lib/process.ts";
 import type { CleanupStack } from "../../lib/cleanup_stack.ts";
 import type { NodeToolPaths } from "../kube/tools.ts";
 import { CGROUP_V1, CONTAINER_HIERARCHIES, killCgroups, removeCgroupTree } from "./cgroups.ts";

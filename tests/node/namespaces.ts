@@ -5,7 +5,7 @@
  * and stopped inside them.
  */
 import { join } from "node:path";
-import { run } from "../../lib/cli/process.ts";
+import { run } from "../../lib/process.ts";
 import type { CleanupStack } from "../../lib/cleanup_stack.ts";
 import { ManagedProcess, tail } from "../kube/_process.ts";
 import { cgroupPids, killCgroups } from "./cgroups.ts";

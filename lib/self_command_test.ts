@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { moduleCommand, selfCommand, underDeno } from "./self_command.ts";
+import { moduleCommand, selfCommand, selfPluginCommand, underDeno } from "./self_command.ts";
 
 Deno.test({
   name: "selfCommand() under deno runs main.ts with the hidden subcommand",
@@ -9,6 +9,7 @@ Deno.test({
     assert.equal(cmd[0], Deno.execPath());
     assert.deepEqual(cmd.slice(1, 3), ["run", "-A"]);
     assert.match(cmd[3], /^\/.*\/main\.ts$/);
+    assert.ok(Deno.statSync(cmd[3]).isFile, `${cmd[3]} is the entry point`);
     assert.deepEqual(cmd.slice(4), ["__prober", "--x"]);
   },
 });
@@ -19,5 +20,17 @@ Deno.test({
   fn() {
     const cmd = moduleCommand("file:///repo/lib/doctor/prober.ts", "__prober", ["a"]);
     assert.deepEqual(cmd, [Deno.execPath(), "run", "-A", "/repo/lib/doctor/prober.ts", "a"]);
+  },
+});
+
+Deno.test({
+  name: "selfPluginCommand() under deno runs main.ts itself, quietly, with no subcommand",
+  ignore: !underDeno(),
+  fn() {
+    const cmd = selfPluginCommand();
+    assert.deepEqual(cmd.slice(0, 4), [Deno.execPath(), "run", "-A", "--quiet"]);
+    assert.equal(cmd.length, 5);
+    assert.ok(Deno.statSync(cmd[4]).isFile, `${cmd[4]} is the entry point`);
+    assert.match(cmd[4], /\/main\.ts$/);
   },
 });

@@ -15,7 +15,7 @@ export function underDeno(): boolean {
 /** The command line that runs `main.ts <sub> <args…>` (or the binary with them). */
 export function selfCommand(sub: string, args: string[]): string[] {
   if (!underDeno()) return [Deno.execPath(), sub, ...args];
-  const main = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "main.ts");
+  const main = join(dirname(fileURLToPath(import.meta.url)), "..", "main.ts");
   return [Deno.execPath(), "run", "-A", main, sub, ...args];
 }
 
@@ -36,6 +36,6 @@ export function moduleCommand(moduleUrl: string, sub: string, args: string[]): s
  */
 export function selfPluginCommand(): string[] {
   if (!underDeno()) return [Deno.execPath()];
-  const main = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "main.ts");
+  const main = join(dirname(fileURLToPath(import.meta.url)), "..", "main.ts");
   return [Deno.execPath(), "run", "-A", "--quiet", main];
 }
