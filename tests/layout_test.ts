@@ -163,7 +163,6 @@ const KNOWN_UPHILL = new Set([
   "lib/demo/command.ts imports lib/cli/flags.ts",
   "lib/doctor/command.ts imports lib/cli/agent_flags.ts",
   "lib/doctor/command.ts imports lib/cli/flags.ts",
-  "lib/doctor/command.ts imports lib/cli/targets_command.ts",
   "lib/netcheck/flags.ts imports lib/cli/flags.ts",
   "lib/netcheck/flags.ts imports lib/cli/log_flags.ts",
   "lib/netcheck/main.ts imports lib/cli/flags.ts",

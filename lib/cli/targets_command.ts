@@ -6,6 +6,7 @@
  */
 import type { AddressesView, TargetView } from "../agent/http_server.ts";
 import { getFromAgent } from "../agent/local_client.ts";
+import { registeredTargets } from "../agent/registered_targets.ts";
 import { defaultConfig } from "../config.ts";
 import { boolean, type CommandSpec } from "./flags.ts";
 import { nodeFlags, parseNodeCommand } from "./agent_flags.ts";
@@ -34,46 +35,6 @@ const spec: CommandSpec<TargetsOptions> = {
     return { json: false, pinPath, agentSocket };
   },
 };
-
-/** Reads the agent's /targets from its local socket; undefined when no agent answers in time. */
-export async function targetsFromAgent(
-  socketPath: string,
-  timeoutMs = 1000,
-): Promise<TargetView[] | undefined> {
-  if (!socketPath) return undefined;
-  try {
-    const res = await getFromAgent(socketPath, "/targets", timeoutMs);
-    return res.status === 200 ? JSON.parse(res.body) as TargetView[] : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * The registered targets: the running agent's view (with pods) when it
- * answers, else the pinned map's entries (no pods). Throws when neither is
- * there, with what to do.
- */
-export async function registeredTargets(
-  agentSocket: string,
-  pinPath: string,
-): Promise<TargetView[]> {
-  const fromAgent = await targetsFromAgent(agentSocket);
-  if (fromAgent) return fromAgent;
-  const { readPinnedTargetsWithHits } = await import("../datapath/pins.ts");
-  const { hitsView } = await import("../datapath/hits.ts");
-  const { monotonicNowNs } = await import("../datapath/libbpf/clock.ts");
-  const entries = readPinnedTargetsWithHits(pinPath);
-  const now = monotonicNowNs();
-  return entries.map((e) => ({
-    family: e.key.family,
-    address: e.key.address,
-    port: e.key.port,
-    networkId: e.value.networkId,
-    mark: e.value.mark,
-    ...hitsView(e.hits, now),
-  }));
-}
 
 /**
  * Renders targets as an aligned table, sorted for stable output. SERVES is

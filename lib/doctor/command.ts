@@ -15,7 +15,7 @@ import {
   UsageError,
 } from "../cli/flags.ts";
 import { defaultConfig, durationProblem, nodeProblems, type NodeSettings } from "../config.ts";
-import { registeredTargets, targetsFromAgent } from "../cli/targets_command.ts";
+import { registeredTargets, targetsFromAgent } from "../agent/registered_targets.ts";
 import { parsePodName, podRows, podTable, podTargets } from "./pod.ts";
 import type { TargetView } from "../agent/http_server.ts";
 import type { Check } from "./check.ts";
