@@ -16,6 +16,7 @@ import { metricReaches, plugin, podBeforeAdd } from "./helpers/tenant_world.ts";
 import { podRangesCheck } from "../lib/doctor/agent_checks.ts";
 import { run } from "../lib/process.ts";
 import { PodServer } from "../lib/demo/pod_server.ts";
+import { vethInto } from "../lib/demo/netns.ts";
 import type { AddressesView } from "../lib/agent/http_server.ts";
 import { waitFor } from "./helpers/wait.ts";
 
@@ -43,21 +44,7 @@ async function startInfraWorld(dirPods: Record<string, unknown>[], flags: string
     await run(["ip", "netns", "add", infra]);
     await run(["ip", "-n", infra, "link", "set", "lo", "up"]);
     await run(["ip", "netns", "exec", infra, "sysctl", "-qw", "net.ipv4.conf.all.rp_filter=0"]);
-    await run([
-      "ip",
-      "-n",
-      node,
-      "link",
-      "add",
-      "vinfra",
-      "type",
-      "veth",
-      "peer",
-      "name",
-      "eth0",
-      "netns",
-      infra,
-    ]);
+    await vethInto(node, "vinfra", infra);
     await run(["ip", "-n", infra, "addr", "add", `${API_SERVER}/32`, "dev", "eth0"]);
     await run(["ip", "-n", infra, "link", "set", "eth0", "up"]);
     await run(["ip", "-n", infra, "route", "add", "default", "dev", "eth0"]);
@@ -190,10 +177,9 @@ Deno.test({
       return a.body === "tenant-pod" ? a : undefined;
     }, { message: "the tenant's probe target at the API server's address" });
     assert.equal(api.mark, 0x21000, api.res);
-    assert.ok(
-      agent.logs.some((l) => l.includes("No pod ranges (--pod-cidrs)")),
-      "the agent warns at start",
-    );
+    await waitFor(() => agent.logs.some((l) => l.includes("No pod ranges (--pod-cidrs)")), {
+      message: "the agent's warning at start",
+    });
     const view = JSON.parse((await agent.local("/addresses")).body) as AddressesView;
     assert.deepEqual(view.podRanges, []);
     const doctor = podRangesCheck(view.podRanges!, view.outsidePodRanges ?? []);

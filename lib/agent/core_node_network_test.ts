@@ -161,6 +161,18 @@ Deno.test("AgentCore takes a pod's network from its eth0 alone: another interfac
   await t.core.stop();
 });
 
+/** The ADD of pod "new" in network 1 at fd00::9 and `ip`. */
+function attachNew(core: AgentCore, ip: string): Promise<void> {
+  return core.registerAttachment({
+    namespace: "ns",
+    name: "p-new",
+    uid: "new",
+    ips: ["fd00::9", ip],
+    network: "net1",
+    networkId: 1,
+  });
+}
+
 Deno.test("AgentCore refuses an ADD bringing one of the node's own addresses under both sharing modes, reads them at each ADD, and says so once per refusal", async () => {
   for (const addressSharing of ["exclusive", "shared"] as const) {
     const host = new Set(["10.0.0.1"]);
@@ -172,15 +184,7 @@ Deno.test("AgentCore refuses an ADD bringing one of the node's own addresses und
     await t.core.start();
     t.sources[0].list(pod("new", undefined, 1));
     await t.settle();
-    const attach = (ip: string) =>
-      t.core.registerAttachment({
-        namespace: "ns",
-        name: "p-new",
-        uid: "new",
-        ips: ["fd00::9", ip],
-        network: "net1",
-        networkId: 1,
-      });
+    const attach = (ip: string) => attachNew(t.core, ip);
     await assert.rejects(attach("10.0.0.1"), (e: Error) => {
       assert.ok(e instanceof AttachmentRefusedError, addressSharing);
       assert.match(e.message, /Address 10\.0\.0\.1 is one of this node's own addresses/);
@@ -221,15 +225,7 @@ Deno.test("AgentCore with pod ranges refuses an ADD bringing an address outside 
     assert.deepEqual(t.core.view().outsidePodRanges.map((h) => `${h.pod.uid} ${h.address}`), [
       "api-squatter 192.168.1.10",
     ]);
-    const attach = (ip: string) =>
-      t.core.registerAttachment({
-        namespace: "ns",
-        name: "p-new",
-        uid: "new",
-        ips: ["fd00::9", ip],
-        network: "net1",
-        networkId: 1,
-      });
+    const attach = (ip: string) => attachNew(t.core, ip);
     await assert.rejects(attach("::ffff:192.168.1.10"), (e: Error) => {
       assert.ok(e instanceof AttachmentRefusedError, addressSharing);
       assert.match(e.message, /Address 192\.168\.1\.10 is outside every pod range/);

@@ -17,6 +17,12 @@ export function simNodeAddresses(id: number): { ipv4: string; ipv6: string } {
   return { ipv4: `10.99.${id}.1`, ipv6: `fd99::${id.toString(16)}` };
 }
 
+/** A veth link from `netns` (as `dev`) into `peerNetns`, where its end is eth0; both left down. */
+export async function vethInto(netns: string, dev: string, peerNetns: string): Promise<void> {
+  const peer = ["peer", "name", "eth0", "netns", peerNetns];
+  await run(["ip", "-n", netns, "link", "add", dev, "type", "veth", ...peer]);
+}
+
 export interface SimNetwork {
   /** Network id, as in the mark. */
   id: number;
@@ -85,21 +91,7 @@ export class SimNode implements AsyncDisposable {
   async #wire(net: SimNetwork, shift: number): Promise<void> {
     const n = this.netns, p = net.podNetns, dev = `vn${net.id}`;
     const { ipv4: nodeV4, ipv6: nodeV6 } = simNodeAddresses(net.id);
-    await run([
-      "ip",
-      "-n",
-      n,
-      "link",
-      "add",
-      dev,
-      "type",
-      "veth",
-      "peer",
-      "name",
-      "eth0",
-      "netns",
-      p,
-    ]);
+    await vethInto(n, dev, p);
     await run(["ip", "-n", n, "addr", "add", `${nodeV4}/32`, "dev", dev]);
     await run(["ip", "-n", n, "addr", "add", `${nodeV6}/128`, "dev", dev, "nodad"]);
     await run(["ip", "-n", n, "link", "set", dev, "up"]);
