@@ -6,7 +6,8 @@
  * newest item, so a lane with little waiting always gets in while another has more: one lane's
  * flood (or many lanes' floods) costs only the flooding lanes. Items have keys, so that a caller
  * can merge a repeat into the item still waiting (`waiting`) instead of queueing it again.
- * Pure: no clock, no I/O.
+ * Every operation takes constant time (lanes are kept by length), so a flood spread over many
+ * lanes costs no more per item than one lane's. Pure: no clock, no I/O.
  */
 
 export interface FairQueueOptions {
@@ -35,10 +36,14 @@ interface Entry<T> {
 
 export class FairQueue<T> {
   readonly #options: FairQueueOptions;
-  /** Each lane's waiting entries, oldest first; a lane exists only while it has some. */
+  /**
+   * Each lane's waiting entries, oldest first; a lane exists only while it has some. The map's
+   * order is the round: the first lane is served next, and a served lane moves to the end.
+   */
   readonly #lanes = new Map<string, Entry<T>[]>();
-  /** Lanes with entries in the order they are served next. */
-  #turns: string[] = [];
+  /** The lanes of each length (index 1 to laneCapacity): the longest is found without a scan. */
+  readonly #byLength: Set<string>[];
+  #longest = 0;
   readonly #byKey = new Map<string, Entry<T>>();
   #size = 0;
 
@@ -49,6 +54,7 @@ export class FairQueue<T> {
       );
     }
     this.#options = options;
+    this.#byLength = Array.from({ length: options.laneCapacity + 1 }, () => new Set());
   }
 
   /** Items waiting in all lanes. */
@@ -78,16 +84,14 @@ export class FairQueue<T> {
     if (length >= this.#options.laneCapacity) return { outcome: "lane-full" };
     let displaced: T | undefined;
     if (this.#size >= this.#options.capacity) {
-      const longest = this.#longestLane();
-      if (longest === undefined || longest[1].length <= length) return { outcome: "queue-full" };
-      displaced = this.#removeNewest(longest[0], longest[1]);
+      if (this.#longest <= length) return { outcome: "queue-full" };
+      const longest = this.#byLength[this.#longest].values().next().value!;
+      displaced = this.#remove(longest, "newest");
     }
     const entry = { lane, key, item };
     if (entries) entries.push(entry);
-    else {
-      this.#lanes.set(lane, [entry]);
-      this.#turns.push(lane);
-    }
+    else this.#lanes.set(lane, [entry]);
+    this.#relength(lane, length, length + 1);
     this.#byKey.set(key, entry);
     this.#size++;
     return displaced === undefined ? { outcome: "queued" } : { outcome: "queued", displaced };
@@ -95,15 +99,16 @@ export class FairQueue<T> {
 
   /** The oldest item of the lane whose turn it is, or undefined when nothing waits. */
   shift(): T | undefined {
-    const lane = this.#turns.shift();
+    const lane = this.#lanes.keys().next().value;
     if (lane === undefined) return undefined;
-    const entries = this.#lanes.get(lane)!;
-    const entry = entries.shift()!;
-    if (entries.length > 0) this.#turns.push(lane);
-    else this.#lanes.delete(lane);
-    this.#byKey.delete(entry.key);
-    this.#size--;
-    return entry.item;
+    const item = this.#remove(lane, "oldest");
+    // Its turn is over: to the end of the round.
+    const entries = this.#lanes.get(lane);
+    if (entries) {
+      this.#lanes.delete(lane);
+      this.#lanes.set(lane, entries);
+    }
+    return item;
   }
 
   /** Empties the queue; returns how many items were waiting. */
@@ -111,27 +116,28 @@ export class FairQueue<T> {
     const size = this.#size;
     this.#lanes.clear();
     this.#byKey.clear();
-    this.#turns = [];
+    for (const lanes of this.#byLength) lanes.clear();
+    this.#longest = 0;
     this.#size = 0;
     return size;
   }
 
-  #longestLane(): [string, Entry<T>[]] | undefined {
-    let longest: [string, Entry<T>[]] | undefined;
-    for (const lane of this.#lanes) {
-      if (!longest || lane[1].length > longest[1].length) longest = lane;
-    }
-    return longest;
-  }
-
-  #removeNewest(lane: string, entries: Entry<T>[]): T {
-    const entry = entries.pop()!;
+  /** Takes the oldest or newest entry out of `lane`, which has one. */
+  #remove(lane: string, which: "oldest" | "newest"): T {
+    const entries = this.#lanes.get(lane)!;
+    const entry = which === "oldest" ? entries.shift()! : entries.pop()!;
+    this.#relength(lane, entries.length + 1, entries.length);
+    if (entries.length === 0) this.#lanes.delete(lane);
     this.#byKey.delete(entry.key);
     this.#size--;
-    if (entries.length === 0) {
-      this.#lanes.delete(lane);
-      this.#turns = this.#turns.filter((l) => l !== lane);
-    }
     return entry.item;
+  }
+
+  #relength(lane: string, from: number, to: number): void {
+    this.#byLength[from]?.delete(lane);
+    if (to > 0) this.#byLength[to].add(lane);
+    if (to > this.#longest) this.#longest = to;
+    // Lengths change by one at a time, so the longest drops by at most one per change.
+    while (this.#longest > 0 && this.#byLength[this.#longest].size === 0) this.#longest--;
   }
 }

@@ -57,7 +57,17 @@ Deno.test("FairQueue hands back the waiting item of a key until it is served", (
   assert.equal(queue.push("a", "k", { n: 3 }).outcome, "queued");
 });
 
-Deno.test("FairQueue never holds more than its capacity or a lane more than its share, and loses nothing else", () => {
+/** How many items of each lane are in `waiting`. */
+function laneLengths(waiting: Set<string>): Map<string, number> {
+  const lengths = new Map<string, number>();
+  for (const item of waiting) {
+    const lane = item.split(":")[0];
+    lengths.set(lane, (lengths.get(lane) ?? 0) + 1);
+  }
+  return lengths;
+}
+
+Deno.test("FairQueue never holds more than its capacity or a lane more than its share, displaces only from a longest lane, and loses nothing else", () => {
   forAll({ seed: 31, runs: 200 }, (random) => {
     const capacity = random.int(1, 20);
     const laneCapacity = random.int(1, 8);
@@ -69,10 +79,25 @@ Deno.test("FairQueue never holds more than its capacity or a lane more than its 
         const item = queue.shift();
         if (item !== undefined) assert.ok(waiting.delete(item), `${item} was served twice`);
       } else {
-        const item = `${random.int(0, 6)}:${pushed++}`;
-        const { outcome, displaced } = queue.push(item.split(":")[0], item, item);
+        const lane = String(random.int(0, 6));
+        const item = `${lane}:${pushed++}`;
+        const lengths = laneLengths(waiting);
+        const own = lengths.get(lane) ?? 0;
+        const longest = Math.max(0, ...lengths.values());
+        const full = waiting.size >= capacity;
+        const { outcome, displaced } = queue.push(lane, item, item);
         if (outcome === "queued") waiting.add(item);
-        if (displaced !== undefined) assert.ok(waiting.delete(displaced));
+        if (displaced !== undefined) {
+          assert.ok(waiting.delete(displaced));
+          const from = displaced.split(":")[0];
+          assert.equal(lengths.get(from), longest, `displaced from ${from}, not a longest lane`);
+          assert.ok(longest > own, `displaced from a lane of ${longest} for one of ${own}`);
+        }
+        assert.equal(outcome === "lane-full", own >= laneCapacity, `${outcome} at ${own}`);
+        if (outcome !== "lane-full") {
+          assert.equal(outcome === "queue-full", full && longest <= own, `${outcome}`);
+          assert.equal(displaced !== undefined, full && longest > own, "displaced");
+        }
       }
       assert.equal(queue.size, waiting.size);
       assert.ok(queue.size <= capacity, `${queue.size} waiting, capacity ${capacity}`);
