@@ -18,11 +18,12 @@ import { claimSuffix, sweepAbandoned } from "./leftovers.ts";
 import { CleanupStack } from "../cleanup_stack.ts";
 import { POD_IPV4, POD_IPV6, SimNode } from "./netns.ts";
 import { PodServer } from "./pod_server.ts";
-import { Prober, type ProbeResponse } from "../doctor/prober.ts";
+import { Prober } from "../doctor/prober.ts";
 import { selfCommand } from "../self_command.ts";
-import { type DemoPod, demoPods } from "./pods.ts";
+import { demoPods } from "./pods.ts";
 import { addAtHeldAddress, type RefusalResult, SHARING_EXPOSURE } from "./address_policy.ts";
-import { safeTable } from "../safe_text.ts";
+import { startDemoAgent } from "./agent_run.ts";
+import { type DemoRow, demoTable, probeAll } from "./probe_rows.ts";
 
 const spec: CommandSpec<{ networks: number; json: boolean }> = {
   name: "demo",
@@ -48,168 +49,7 @@ const spec: CommandSpec<{ networks: number; json: boolean }> = {
   defaults: () => ({ networks: 3, json: false }),
 };
 
-export interface DemoRow {
-  /** The agent's --address-sharing when the row was probed. */
-  policy: "exclusive" | "shared";
-  pod: string;
-  network: string;
-  address: string;
-  probe: string;
-  from: "kubelet" | "other";
-  result: string;
-  answeredBy?: string;
-  mark?: string;
-}
-
 const say = (s: string) => console.error(s);
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
-
-async function waitReady(url: string, agent: Deno.ChildProcess, deadlineMs: number) {
-  const end = Date.now() + deadlineMs;
-  let exited = false;
-  agent.status.then(() => exited = true);
-  let last = "";
-  while (Date.now() < end && !exited) {
-    try {
-      const res = await fetch(url, { signal: AbortSignal.timeout(500) });
-      last = await res.text();
-      if (res.ok) return;
-    } catch (e) {
-      last = String(e);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(
-    exited ? "The agent exited before it was ready" : `The agent was not ready in time: ${last}`,
-  );
-}
-
-function table(rows: DemoRow[]): string {
-  const header = [
-    "POLICY",
-    "FROM",
-    "POD",
-    "NETWORK",
-    "ADDRESS",
-    "PROBE",
-    "RESULT",
-    "ANSWERED BY",
-    "MARK",
-  ];
-  const cells = rows.map((r) => [
-    r.policy,
-    r.from,
-    r.pod,
-    r.network,
-    r.address,
-    r.probe,
-    r.result,
-    r.answeredBy ?? "-",
-    r.mark ?? "-",
-  ]);
-  return safeTable(header, cells);
-}
-
-async function probeAll(
-  prober: Prober,
-  pods: DemoPod[],
-  from: "kubelet" | "other",
-  policy: DemoRow["policy"],
-) {
-  const rows: DemoRow[] = [];
-  for (const pod of pods) {
-    for (const address of [POD_IPV4, POD_IPV6]) {
-      for (const p of pod.probes) {
-        const res: ProbeResponse = await prober.probe({
-          host: address,
-          port: p.port,
-          timeoutMs: 1000,
-          ...(p.kind === "httpGet" ? { http: p.path } : {}),
-        });
-        rows.push({
-          policy,
-          pod: `demo/${pod.name}`,
-          network: `${pod.network} (${pod.networkId})`,
-          address: address.includes(":") ? `[${address}]:${p.port}` : `${address}:${p.port}`,
-          probe: `${p.probe} ${p.kind}`,
-          from,
-          result: res.result === "reached" && res.httpStatus
-            ? `reached ${res.httpStatus}`
-            : res.result,
-          answeredBy: res.body?.trim() || undefined,
-          mark: res.mark ? `0x${res.mark.toString(16)}` : undefined,
-        });
-      }
-    }
-  }
-  return rows;
-}
-
-/** One run of the agent on the demo's pods; stop() ends it (the pins stay for the next). */
-async function startDemoAgent(o: {
-  podsDir: string;
-  pinPath: string;
-  cniSocket: string;
-  cgroups: SimCgroups;
-  extra: string[];
-  cleanups: CleanupStack;
-}) {
-  const port = freePort();
-  const logFile = await Deno.makeTempFile({ prefix: "lace-demo-agent-", suffix: ".log" });
-  o.cleanups.push(() => Deno.remove(logFile));
-  const cmd = selfCommand("agent", [
-    "--no-kube-api",
-    "--node-name=demo-node",
-    `--pods-dir=${o.podsDir}`,
-    `--pin-path=${o.pinPath}`,
-    `--kubelet-cgroup=${o.cgroups.kubelet}`,
-    `--metrics-addr=127.0.0.1:${port}`,
-    // The demo must not take a real agent's sockets on this machine.
-    "--agent-socket=",
-    `--cni-socket=${o.cniSocket}`,
-    "--log-format=json",
-    ...o.extra,
-  ]);
-  const agent = new Deno.Command(cmd[0], {
-    args: cmd.slice(1),
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  const agentErr = agent.stderr.pipeTo((await Deno.open(logFile, { write: true })).writable)
-    .catch(() => {});
-  let stopped: Promise<void> | undefined;
-  const stop = () =>
-    stopped ??= (async () => {
-      try {
-        agent.kill("SIGTERM");
-      } catch {
-        // Already gone.
-      }
-      await agent.status;
-      await agentErr;
-    })();
-  o.cleanups.push(stop);
-  return {
-    port,
-    logFile,
-    stop,
-    async ready() {
-      try {
-        await waitReady(`http://127.0.0.1:${port}/readyz`, agent, 30_000);
-      } catch (e) {
-        say(await Deno.readTextFile(logFile));
-        throw e;
-      }
-    },
-  };
-}
 
 /**
  * Runs the demo; returns 0 when, under the default, the holder's probes reached it, the later
@@ -348,7 +188,7 @@ export async function runDemo(args: string[]): Promise<number> {
       );
     } else {
       const later = pods.length - 1;
-      console.log(table(rows));
+      console.log(demoTable(rows));
       console.log("");
       console.log(
         exclusiveOk
