@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { NODE_NAME } from "./pods.ts";
 import { sleep } from "./system.ts";
 import { v8FlagsArg } from "../lib/v8_flags.ts";
+import { freeLoopbackPort } from "../lib/process.ts";
 
 const MAIN = fileURLToPath(new URL("../main.ts", import.meta.url));
 
@@ -16,14 +17,6 @@ export interface AgentProcessOptions {
   podsDir?: string;
   /** Use the Kubernetes API through this kubeconfig. */
   kubeconfig?: string;
-}
-
-/** A free TCP port on 127.0.0.1 (the kernel's choice, released right away). */
-export function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
 }
 
 /** The command line that runs main.ts with `args` under the same deno, with Lace's V8 flags. */
@@ -61,10 +54,10 @@ export class AgentProcess {
   }
 
   static start(opts: AgentProcessOptions): AgentProcess {
-    const metricsAddr = `127.0.0.1:${freePort()}`;
+    const metricsAddr = `127.0.0.1:${freeLoopbackPort()}`;
     // Readiness is polled where the kubelet polls it: the node listener limits the requests of
     // one address (10 a second), which would blur the time to ready.
-    const healthAddr = `127.0.0.1:${freePort()}`;
+    const healthAddr = `127.0.0.1:${freeLoopbackPort()}`;
     const agentSocket = `${Deno.makeTempDirSync({ prefix: "lace-bench-run-" })}/agent.sock`;
     const args = [
       "agent",

@@ -1,4 +1,8 @@
-/** Runs the small commands (ip, sysctl) that build the simulated node. */
+/**
+ * For the child processes the demo, the doctor, the benchmarks and the tests start: run a small
+ * command (ip, sysctl), read a child's output line by line, name things uniquely, find a free
+ * loopback port for a child to listen on.
+ */
 
 /** Runs a command to completion; throws with its stderr when it fails. */
 export async function run(cmd: string[]): Promise<string> {
@@ -39,4 +43,16 @@ export async function* lines(stream: ReadableStream<Uint8Array>): AsyncGenerator
     }
   }
   if (buffered) yield buffered;
+}
+
+/**
+ * A TCP port on 127.0.0.1 that is free now (the kernel's choice), for a child to listen on. It is
+ * released before the child takes it, so another process could take it first: only for tests,
+ * benchmarks and the demo on a machine of their own.
+ */
+export function freeLoopbackPort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
 }

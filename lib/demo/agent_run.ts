@@ -4,16 +4,9 @@
  * its wait for /readyz.
  */
 import type { CleanupStack } from "../cleanup_stack.ts";
+import { freeLoopbackPort } from "../process.ts";
 import { selfCommand } from "../self_command.ts";
 import type { SimCgroups } from "./cgroup.ts";
-
-/** A loopback port free now: the demo must not take a real agent's metrics port. */
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
 
 /** Polls `url` until it answers 200, giving up at once when the agent has exited. */
 async function waitReady(url: string, agent: Deno.ChildProcess, deadlineMs: number) {
@@ -45,7 +38,8 @@ export async function startDemoAgent(o: {
   extra: string[];
   cleanups: CleanupStack;
 }) {
-  const port = freePort();
+  // A port of its own: the demo must not take a real agent's metrics port.
+  const port = freeLoopbackPort();
   const logFile = await Deno.makeTempFile({ prefix: "lace-demo-agent-", suffix: ".log" });
   o.cleanups.push(() => Deno.remove(logFile));
   const cmd = selfCommand("agent", [

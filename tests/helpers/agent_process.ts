@@ -13,6 +13,7 @@ import { POD_IPV4, POD_IPV6, type SimNode } from "../../lib/demo/netns.ts";
 import type { Prober, ProbeResponse } from "../../lib/doctor/prober.ts";
 import { getFromAgent } from "../../lib/agent/local_client.ts";
 import { CleanupStack } from "../../lib/cleanup_stack.ts";
+import { freeLoopbackPort } from "../../lib/process.ts";
 import { privilegedSkipReason, startSimNode } from "./sim_world.ts";
 import { waitFor } from "./wait.ts";
 
@@ -195,10 +196,7 @@ export class AgentProcess {
 
 /** A loopback host:port nobody listens on now (for the agent's metrics or health listener). */
 export function freeLoopbackAddr(): string {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return `127.0.0.1:${port}`;
+  return `127.0.0.1:${freeLoopbackPort()}`;
 }
 
 export class AgentWorld implements AsyncDisposable {

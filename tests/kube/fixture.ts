@@ -22,6 +22,7 @@ import { stringify } from "yaml";
 import { Http1KubeConfig } from "../../lib/kube/client.ts";
 import { makePki, type Pki } from "./_pki.ts";
 import { ManagedProcess, tail } from "./_process.ts";
+import { freeLoopbackPort } from "../../lib/process.ts";
 import { controlPlaneUnavailableReason, toolPaths } from "./tools.ts";
 
 /** A running etcd + kube-apiserver pair on loopback; see startControlPlane(). */
@@ -88,14 +89,6 @@ export interface ControlPlaneOptions {
    * certificate, which a kubelet trusting the CA accepts (tests/node/ with several nodes).
    */
   kubeletClient?: boolean;
-}
-
-/** A free TCP port on 127.0.0.1 (the kernel picks it; released just before use). */
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
 }
 
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -268,10 +261,10 @@ export async function startControlPlane(
       prefix.length
         ? ManagedProcess.spawn(prefix[0], [...prefix.slice(1), command, ...args], log)
         : ManagedProcess.spawn(command, args, log);
-    const etcdUrl = `http://127.0.0.1:${freePort()}`;
+    const etcdUrl = `http://127.0.0.1:${freeLoopbackPort()}`;
     const etcdPort = Number(new URL(etcdUrl).port);
     await options.exposePort?.(etcdPort);
-    etcd = await spawn(tools.etcd, etcdArgs(dir, etcdPort, freePort()), etcdLog);
+    etcd = await spawn(tools.etcd, etcdArgs(dir, etcdPort, freeLoopbackPort()), etcdLog);
     const etcdProcess = etcd;
     await waitUntil(
       "etcd",
@@ -285,7 +278,7 @@ export async function startControlPlane(
       logs,
     );
 
-    const port = freePort();
+    const port = freeLoopbackPort();
     await options.exposePort?.(port);
     const url = `https://127.0.0.1:${port}`;
     const kubeletClient = options.kubeletClient
