@@ -5,7 +5,7 @@
  * lock with real optimistic concurrency, pods listed by label, and fatal pod states. No
  * controller or kubelet runs here, so the test writes the DaemonSet's status and creates its
  * pods itself. Exec needs a kubelet to connect to: it is covered against the test API server
- * (tests/netcheck_kube_test.ts).
+ * (tests/netcheck/kube_adapter_test.ts).
  */
 import assert from "node:assert/strict";
 import {
