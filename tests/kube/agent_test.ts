@@ -64,11 +64,12 @@ function podBody(options: PodOptions): V1Pod {
 }
 
 /** Creates the pod, then writes its addresses through the status subresource as a kubelet does. */
-async function startPod(core: CoreV1Api, body: V1Pod): Promise<V1Pod> {
-  const created = await core.createNamespacedPod({ namespace: NS, body });
+async function startPod(core: CoreV1Api, body: V1Pod, namespace = NS): Promise<V1Pod> {
+  body.metadata!.namespace = namespace;
+  const created = await core.createNamespacedPod({ namespace, body });
   return await core.patchNamespacedPodStatus(
     {
-      namespace: NS,
+      namespace,
       name: created.metadata!.name!,
       body: {
         status: {
@@ -337,6 +338,46 @@ Deno.test({
       message: "d gone",
     });
   });
+
+  await step(
+    "a flood of Events from one namespace does not crowd out another namespace's Event",
+    async () => {
+      // 50 pods of 25 containers whose probes name no port: 1250 ProbeIgnored Events at once
+      // (25 each, the per-object burst), past the whole queue of 1000 that was once shared.
+      await cp.createNamespace("flood");
+      await cp.createNamespace("victim");
+      const unresolvable = (name: string, containers: number) => {
+        const body = podBody({ name, networkId: 1, httpPort: 8080, tcpPort: 9000 });
+        body.spec!.containers = Array.from({ length: containers }, (_, i) => ({
+          name: `c${i}`,
+          image: "registry.invalid/app:1",
+          livenessProbe: { httpGet: { path: "/", port: `no-port-${i}` } },
+        }));
+        return body;
+      };
+      // Frozen, the agent learns every pod in one go when it runs again: one reconcile, whose
+      // Events are all recorded before the first is sent.
+      agent.freeze();
+      try {
+        for (let batch = 0; batch < 5; batch++) {
+          await Promise.all(
+            Array.from(
+              { length: 10 },
+              (_, i) => startPod(core, unresolvable(`f-${batch * 10 + i}`, 25), "flood"),
+            ),
+          );
+        }
+        await startPod(core, unresolvable("web", 1), "victim");
+      } finally {
+        agent.thaw();
+      }
+      const event = await eventFor(core, "victim", "web", "ProbeIgnored");
+      assert.match(event.message ?? "", /no-port-0/);
+      assertAgentEvent(event, started);
+      const dropped = await agent.metric('lace_events_dropped_total{reason="namespace-full"}');
+      assert.ok((dropped ?? 0) > 0, `the flood filled its namespace's share: ${dropped} dropped`);
+    },
+  );
 
   await step("the agent was never refused by the chart's RBAC", () => {
     assert.ok(agent.logs.length > 0, "the agent's log was captured");
