@@ -31,6 +31,8 @@ export interface ClashCheck {
   networkUnknown?: (uid: string) => boolean;
   /** The network a pod's ADD learnt (AddressPlacementInput.learntNetwork). */
   learntNetwork?: (uid: string) => PodNetwork | undefined;
+  /** The addresses of each pod's current sandbox (AddressPlacementInput.attachedAddresses). */
+  attachedAddresses?: (uid: string) => readonly string[];
   /**
    * Called with the refused attachment and its clashes (for Events); `networkUnknown` when the
    * attachment's own network is unknown (UNKNOWN_NETWORK).

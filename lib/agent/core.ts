@@ -289,6 +289,7 @@ export class AgentCore {
         memo: this.#derived,
         networkUnknown: this.#attachments.networkUnknown,
         learntNetwork: this.#attachments.learntNetwork,
+        attachedAddresses: this.#attachedAddresses,
         onRefused: this.#opts.onAttachRefused,
       });
     }
@@ -330,6 +331,10 @@ export class AgentCore {
     return this.#attachments.interfaceAddresses(uid);
   }
 
+  /** The addresses the CNI path attached each pod's current sandbox with (held with its views'). */
+  readonly #attachedAddresses = (uid: string): readonly string[] =>
+    this.#attachments.interfaceAddresses(uid);
+
   #compute(): ReconcileInput {
     const { config } = this.#opts;
     const uids = this.cache.uids();
@@ -344,6 +349,7 @@ export class AgentCore {
       memo: this.#derived,
       networkUnknown: this.#attachments.networkUnknown,
       learntNetwork: this.#attachments.learntNetwork,
+      attachedAddresses: this.#attachedAddresses,
       hostAddresses,
       podRanges: this.#podRanges,
     });

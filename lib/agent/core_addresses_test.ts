@@ -276,3 +276,32 @@ Deno.test("AgentCore keeps the network the API told at a pod's ADD while the CNI
   await t.core.removeAttachment("new");
   await t.core.stop();
 });
+
+Deno.test("AgentCore holds the address a pod's new sandbox was attached at while the API still shows its old one, and refuses another network there", async () => {
+  const t = setup();
+  await t.core.start();
+  // The API still shows pod "a" (network 1) at its old sandbox's 10.0.0.8; "b" awaits its ADD.
+  t.sources[0].list(pod("a", "10.0.0.8", 1), pod("b", undefined, 2));
+  await t.settle();
+  const attach = (uid: string, ip: string, networkId: number, containerId: string) =>
+    t.core.registerAttachment({
+      namespace: "ns",
+      name: `p-${uid}`,
+      uid,
+      ips: [ip],
+      network: `net${networkId}`,
+      networkId,
+    }, { containerId, ifname: "eth0" });
+  // The new sandbox of "a" (the old one ended, the runtime made another) gets 10.0.0.5:
+  // the kubelet probes "a" there at once, while the API catches up.
+  await attach("a", "10.0.0.5", 1, "a-2");
+  await assert.rejects(attach("b", "10.0.0.5", 2, "b-1"), (e: Error) => {
+    assert.ok(e instanceof AttachmentRefusedError);
+    assert.match(e.message, /Address 10\.0\.0\.5 is already used on this node/);
+    return true;
+  });
+  assert.deepEqual(t.refusals.map((r) => r.map((c) => c.holder.uid)), [["a"]]);
+  // No entry at 10.0.0.5 for network 2: the kubelet's probes of "a" there reach no other pod.
+  assert.deepEqual(ids(t.store), ["10.0.0.8:8080=1"]);
+  await t.core.stop();
+});

@@ -25,6 +25,7 @@ import {
 } from "../rules/pod_network.ts";
 import { capTargets, shareMap, type Unwritten } from "../rules/share.ts";
 import { type PodPlacement, podPlacement } from "../rules/placement.ts";
+
 import {
   podAddressKey,
   type SharedAddress,
@@ -33,7 +34,7 @@ import {
 } from "../rules/address_holders.ts";
 import { errorText } from "../error_text.ts";
 import { HOST_ADDRESS_REFUSAL } from "./host_addresses.ts";
-import type { PodIdentity } from "../rules/pod_fields.ts";
+import { podAddresses, type PodIdentity } from "../rules/pod_fields.ts";
 import { inRanges, type PodRange } from "../datapath/pod_ranges.ts";
 
 /** One desired map entry and the pod and probe it serves. */
@@ -131,11 +132,35 @@ export function addressPlacement(
     placed = pod && placementOf(memo, pod, config, node);
   }
   if (!placed) return undefined;
+  placed = withAttachedAddresses(placed, input.attachedAddresses?.(uid));
   const learnt = input.learntNetwork?.(uid);
   if (learnt) placed = { ...placed, network: learnt };
   const unknown = !placed.network || input.networkUnknown?.(uid) === true;
   if (!unknown && evaluable) return placed;
   return { ...placed, network: unknown ? UNKNOWN_NETWORK : placed.network, probesUnknown: true };
+}
+
+/**
+ * `placed` holding also the addresses the CNI path attached the pod's current sandbox with
+ * (`attached`), where its views name others: the API's status.podIPs, which outrank them in the
+ * merged view, still name the old sandbox's address until the kubelet reports the new one, while
+ * the kubelet already probes the pod at the new one (its own status follows the sandbox). Held only
+ * at the old address, the new one looked free: another network's ADD there was accepted, and the
+ * kubelet's probes of this pod there were tagged into that network. Special addresses are left
+ * out as everywhere (podAddresses). The same object when nothing is added.
+ */
+function withAttachedAddresses(
+  placed: PodPlacement,
+  attached: readonly string[] | undefined,
+): PodPlacement {
+  if (!attached?.length) return placed;
+  // The common case, at every reconcile for every attached pod: the views name the same ones.
+  if (attached.every((ip) => placed.addresses.some((a) => a.address === ip))) return placed;
+  const have = new Set(placed.addresses.map((a) => a.address));
+  const extra = podAddresses({ podIPs: attached.map((ip) => ({ ip })) }).addresses.filter((a) =>
+    !have.has(a.address)
+  );
+  return extra.length ? { ...placed, addresses: [...placed.addresses, ...extra] } : placed;
 }
 
 /** What addressPlacement() reads: the pods, the memo, and the network the node attached the pod to. */
@@ -152,6 +177,11 @@ export interface AddressPlacementInput {
    * knows it (CniAttachments.learntNetwork): it places the pod instead of UNKNOWN_NETWORK.
    */
   learntNetwork?: (uid: string) => PodNetwork | undefined;
+  /**
+   * The addresses the CNI path attached the pod's current sandbox with (CniAttachments
+   * .interfaceAddresses): held too, also where the pod's views still name older ones.
+   */
+  attachedAddresses?: (uid: string) => readonly string[];
 }
 
 export interface DesiredStateInput {
@@ -174,6 +204,8 @@ export interface DesiredStateInput {
   networkUnknown?: (uid: string) => boolean;
   /** The network a pod's ADD learnt (AddressPlacementInput.learntNetwork). */
   learntNetwork?: (uid: string) => PodNetwork | undefined;
+  /** The addresses of each pod's current sandbox (AddressPlacementInput.attachedAddresses). */
+  attachedAddresses?: (uid: string) => readonly string[];
   /**
    * The node's own addresses (host_addresses.ts): no pod gets a target at one, under both
    * sharing modes, as the kubelet probes the node's host-network pods there.
