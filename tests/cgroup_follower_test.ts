@@ -16,15 +16,11 @@ import { POD_IPV4, SimNode } from "../lib/demo/netns.ts";
 import { PodServer } from "../lib/demo/pod_server.ts";
 import { Prober } from "../lib/doctor/prober.ts";
 import { CgroupTree } from "./helpers/cgroup_fixture.ts";
-import { privilegedSkipReason, testPinPath } from "./helpers/sim_world.ts";
+import { privilegedTests, testPinPath } from "./helpers/sim_world.ts";
 import { waitFor } from "./helpers/wait.ts";
 
-const skip = privilegedSkipReason();
+const privileged = privilegedTests();
 const PORT = 8080;
-
-function privileged(name: string, fn: () => Promise<void>): void {
-  Deno.test({ name: skip ? `${name} (skipped: ${skip})` : name, ignore: skip !== undefined, fn });
-}
 
 /** A datapath on a unique pin path, a cgroup tree, and everything cleaned up after. */
 class Setup implements AsyncDisposable {

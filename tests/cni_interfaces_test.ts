@@ -6,23 +6,17 @@
  * the other interface keeps its targets and the kubelet still reaches it.
  */
 import assert from "node:assert/strict";
-import { type ChainOutcome, CniChain } from "./helpers/cni_runtime.ts";
+import { type ChainOutcome, CniChain, PTP_MISSING } from "./helpers/cni_runtime.ts";
 import { CniWorld, HTTP_PORT } from "./helpers/cni_world.ts";
-import { privilegedSkipReason } from "./helpers/sim_world.ts";
-
-const skip = privilegedSkipReason() ??
-  (Deno.statSync("/usr/lib/cni/ptp").isFile ? undefined : "no /usr/lib/cni/ptp");
+import { privilegedTests } from "./helpers/sim_world.ts";
 
 function addedIp(add: ChainOutcome): string {
   return (add.result!.ips as { address: string }[])[0].address.split("/")[0];
 }
 
-Deno.test({
-  name: skip
-    ? `A DEL of one of a pod's two interfaces keeps the other's targets (skipped: ${skip})`
-    : "A DEL of one of a pod's two interfaces keeps the other's targets",
-  ignore: skip !== undefined,
-  fn: async () => {
+privilegedTests(PTP_MISSING)(
+  "A DEL of one of a pod's two interfaces keeps the other's targets",
+  async () => {
     await using w = await CniWorld.create({ agent: true });
     // The second attachment's network configuration: the same chain on another subnet.
     const second = `10.71.${w.subnet.split(".")[2]}`;
@@ -77,4 +71,4 @@ Deno.test({
     assert.ok(last.ok, JSON.stringify(last.error));
     assert.equal(targetsOn(ip0), 0, "the last interface's DEL takes the rest");
   },
-});
+);

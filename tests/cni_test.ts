@@ -11,16 +11,12 @@ import { PROTOCOL_VERSION } from "../lib/cni/protocol.ts";
 import { defaultConfig, markFor } from "../lib/config.ts";
 import { type ChainOutcome, execPlugin, laceCommand } from "./helpers/cni_runtime.ts";
 import { CniWorld, HTTP_PORT, NETWORK_ID, podManifest, TCP_PORT } from "./helpers/cni_world.ts";
-import { privilegedSkipReason } from "./helpers/sim_world.ts";
+import { privilegedTests } from "./helpers/sim_world.ts";
+import { PTP_MISSING } from "./helpers/cni_runtime.ts";
 import { waitFor } from "./helpers/wait.ts";
 
-const skip = privilegedSkipReason() ??
-  (Deno.statSync("/usr/lib/cni/ptp").isFile ? undefined : "no /usr/lib/cni/ptp");
+const privileged = privilegedTests(PTP_MISSING);
 const MARK = markFor(defaultConfig(), NETWORK_ID);
-
-function privileged(name: string, fn: () => Promise<void>): void {
-  Deno.test({ name: skip ? `${name} (skipped: ${skip})` : name, ignore: skip !== undefined, fn });
-}
 
 function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);

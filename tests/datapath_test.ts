@@ -20,24 +20,19 @@ import {
   HTTP_PORTS,
   POD_IPV4,
   POD_IPV6,
-  privilegedSkipReason,
+  privilegedTests,
   SimWorld,
   TCP_PORTS,
   testPinPath,
 } from "./helpers/sim_world.ts";
 import { waitFor } from "./helpers/wait.ts";
 
-const skip = privilegedSkipReason();
-const ignore = skip !== undefined;
+const privileged = privilegedTests();
 const MARK_1 = markFor(defaultConfig(), 1);
 const MARK_2 = markFor(defaultConfig(), 2);
 const TIMEOUT = 3000;
 const ipv4 = (port: number) => ({ family: "ipv4" as const, address: POD_IPV4, port });
 const ipv6 = (port: number) => ({ family: "ipv6" as const, address: POD_IPV6, port });
-
-function privileged(name: string, fn: () => void | Promise<void>): void {
-  Deno.test({ name: skip ? `${name} (skipped: ${skip})` : name, ignore, fn });
-}
 
 privileged(
   "a kubelet IPv4 connect reaches the pod of the network its port is registered for",

@@ -21,14 +21,10 @@ import { randomSuffix, run } from "../lib/process.ts";
 import { POD_IPV4, POD_IPV6, SimNode } from "../lib/demo/netns.ts";
 import { PodServer } from "../lib/demo/pod_server.ts";
 import { CgroupTree } from "./helpers/cgroup_fixture.ts";
-import { privilegedSkipReason, testPinPath } from "./helpers/sim_world.ts";
+import { privilegedTests, testPinPath } from "./helpers/sim_world.ts";
 import { waitFor } from "./helpers/wait.ts";
 
-const skip = privilegedSkipReason();
-
-function privileged(name: string, fn: () => Promise<void>): void {
-  Deno.test({ name: skip ? `${name} (skipped: ${skip})` : name, ignore: skip !== undefined, fn });
-}
+const privileged = privilegedTests();
 
 interface DoctorJson {
   ok: boolean;

@@ -22,11 +22,11 @@ import { runDoctor } from "../lib/doctor/command.ts";
 import { captureConsole } from "./helpers/capture_console.ts";
 import { CgroupTree } from "./helpers/cgroup_fixture.ts";
 import { Releases } from "./helpers/releases.ts";
-import { privilegedSkipReason, testPinPath } from "./helpers/sim_world.ts";
+import { privilegedTests, testPinPath } from "./helpers/sim_world.ts";
 import { waitFor } from "./helpers/wait.ts";
 
 const NOBODY = 65534;
-const skip = privilegedSkipReason() ?? (hasSetpriv() ? undefined : "needs setpriv (util-linux)");
+const privileged = privilegedTests(hasSetpriv() ? undefined : "needs setpriv (util-linux)");
 
 function hasSetpriv(): boolean {
   try {
@@ -35,10 +35,6 @@ function hasSetpriv(): boolean {
   } catch {
     return false;
   }
-}
-
-function privileged(name: string, fn: () => Promise<void>): void {
-  Deno.test({ name: skip ? `${name} (skipped: ${skip})` : name, ignore: skip !== undefined, fn });
 }
 
 const AS_NOBODY = [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups", "--"];

@@ -11,15 +11,11 @@ import { Datapath } from "../lib/datapath/loader.ts";
 import { uninstall } from "../lib/datapath/pins.ts";
 import { keyId, type ProbeEntry } from "../lib/datapath/probe_map.ts";
 import { hostRange, parseCidr } from "../lib/datapath/pod_ranges.ts";
-import { privilegedSkipReason, testPinPath } from "./helpers/sim_world.ts";
+import { privilegedTests, testPinPath } from "./helpers/sim_world.ts";
 import { stableKey } from "./helpers/map_keys.ts";
 
-const skip = privilegedSkipReason();
+const privileged = privilegedTests();
 const STABLE = 10_000;
-
-function privileged(name: string, fn: () => void | Promise<void>): void {
-  Deno.test({ name: skip ? `${name} (skipped: ${skip})` : name, ignore: skip !== undefined, fn });
-}
 
 /** A fresh datapath (maps only, nothing attached) holding the stable keys; removed on dispose. */
 function filledDatapath(count: number): Datapath & Disposable {

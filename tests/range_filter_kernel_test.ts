@@ -14,22 +14,12 @@ import {
   RANGE_FILTER_LAYOUT,
   RANGE_FILTER_SLOT_LAYOUT,
 } from "../lib/datapath/range_filter.ts";
-import {
-  POD_IPV4,
-  POD_IPV6,
-  privilegedSkipReason,
-  SimWorld,
-  TCP_PORTS,
-} from "./helpers/sim_world.ts";
+import { POD_IPV4, POD_IPV6, privilegedTests, SimWorld, TCP_PORTS } from "./helpers/sim_world.ts";
 
-const skip = privilegedSkipReason();
-const ignore = skip !== undefined;
+const privileged = privilegedTests();
 const TIMEOUT = 3000;
 const ipv4 = (port: number) => ({ family: "ipv4" as const, address: POD_IPV4, port });
 
-function privileged(name: string, fn: () => void | Promise<void>): void {
-  Deno.test({ name: skip ? `${name} (skipped: ${skip})` : name, ignore, fn });
-}
 privileged(
   "a network counts each kubelet connect once: tagged for its target or unmatched in its range",
   async () => {

@@ -9,6 +9,15 @@
  */
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { isExecutable } from "./executable.ts";
+
+/**
+ * Why the tests that chain the real `ptp` reference plugin cannot run here, or undefined when
+ * /usr/lib/cni/ptp is there (scripts/setup.sh installs it).
+ */
+export const PTP_MISSING = isExecutable("/usr/lib/cni/ptp")
+  ? undefined
+  : "no /usr/lib/cni/ptp: install the CNI reference plugins (containernetworking-plugins, scripts/setup.sh)";
 
 export interface PluginRun {
   type: string;

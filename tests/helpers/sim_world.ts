@@ -26,6 +26,19 @@ export function privilegedSkipReason(): string | undefined {
   return undefined;
 }
 
+/**
+ * How a file registers its tests that need root (netns, cgroups, BPF): where they cannot run,
+ * each is skipped with the reason in its name, not root or `missing` (what else the file needs
+ * and this machine lacks: a program, a CNI plugin).
+ */
+export function privilegedTests(
+  missing?: string,
+): (name: string, fn: () => void | Promise<void>) => void {
+  const skip = privilegedSkipReason() ?? missing;
+  return (name, fn) =>
+    Deno.test({ name: skip ? `${name} (skipped: ${skip})` : name, ignore: skip !== undefined, fn });
+}
+
 /** A unique pin path under the bpffs mount. */
 export function testPinPath(): string {
   const bpffs = bpffsMountPoints(readMountInfo())[0];
