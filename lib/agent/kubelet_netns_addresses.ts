@@ -1,28 +1,31 @@
 /**
  * The node's own addresses as the kubelet's network namespace has them, the one the kubelet
- * probes host-network pods in, read through a process of the kubelet's cgroup
- * (/proc/<pid>/net/fib_trie and if_inet6: no setns). The agent's own namespace is the same one
- * as the chart runs it (hostNetwork), but an agent run elsewhere (a chart without hostNetwork,
- * a unit in another namespace) would otherwise hold the wrong set and the check would fail open.
+ * probes host-network pods in, read through the kubelet's own process when the cgroup follower
+ * knows it, else another process of its cgroup (/proc/<pid>/net/fib_trie and if_inet6: no
+ * setns; pid_netns_read.ts discards a read during which the pid changed hands). The agent's own
+ * namespace is the same one as the chart runs it (hostNetwork), but an agent run elsewhere (a
+ * chart without hostNetwork, a unit in another namespace) would otherwise hold the wrong set and
+ * the check would fail open.
  *
  * When no namespace can be read (no process in the cgroup, /proc unreadable, text it cannot
  * parse) it fails closed without losing state: the last set read from the kubelet's namespace
  * and the agent's own addresses together, logged, counted (lace_host_addresses_fallback) and
  * shown to `lace doctor`.
  *
- * Cost: a read is one cgroup.procs, two stats and the two files: 79 µs on a small node against
- * 48 µs for the getifaddrs() before (side by side, load 3.8), and fib_trie grows with the
+ * Cost: a read is two cgroup.procs, three namespace links and the two files: 65 µs on a small
+ * node, as much as the one cgroup.procs and two stats before the pid checks (side by side, load
+ * 2.4; 79 µs against 48 µs for getifaddrs() at load 3.8), and fib_trie grows with the
  * routes (2 ms to parse 2,000 routes in two tables). It is asked for at every ADD and reconcile,
  * so the set read from one pid is kept for `ttlMs` (1 s; a cached answer costs 5.8 µs, the
  * cgroup.procs read). That is safe: the cgroup is listed at every call, so a pid gone (or reused
  * outside the cgroup) is never answered from the cache; the node's addresses are its
- * administrator's, not a tenant's; and an address the node gains counts at most 1 s later (for
- * pods already there, at the next periodic resync as before).
+ * administrator's, not a tenant's; and an address the node gains counts at the next ADD at most
+ * 1 s later, and for pods already there at the agent's check (host_address_watch.ts), which
+ * reads past the cache every second.
  */
 import { getLogger } from "@logtape/logtape";
-import { hostAddressSet } from "./host_addresses.ts";
 import { errorText } from "../error_text.ts";
-import { parseFibTrieLocal, parseIfInet6 } from "./proc_net_addresses.ts";
+import { HOST_PROC_FILES, type ProcFiles, readPidNetns } from "./pid_netns_read.ts";
 
 const log = getLogger(["lace", "agent", "host-addresses"]);
 
@@ -41,7 +44,14 @@ export interface HostAddressSource {
 export interface KubeletNetnsOptions {
   /** The kubelet's cgroup directory (the follower's), null while not known. */
   cgroupPath: () => string | null;
+  /**
+   * The kubelet's own pid as the cgroup follower found it (null: not known): read first while
+   * the cgroup lists it, and the namespace it is read in is then the only one read.
+   */
+  kubeletPid?: () => number | null;
   procRoot?: string;
+  /** The reads of /proc and the cgroup (the host's; a fake in tests). */
+  files?: ProcFiles;
   /** The agent's own namespace's addresses (readHostAddresses()). */
   ownAddresses: () => Set<string>;
   /** How long a set read from one pid is answered again (default 1000 ms). */
@@ -54,54 +64,71 @@ export interface KubeletNetnsOptions {
 
 export class KubeletNetnsAddresses {
   readonly #o: KubeletNetnsOptions;
+  readonly #files: ProcFiles;
   #pid: number | null = null;
   #lastKnown = new Set<string>();
   /** When #lastKnown was read from #pid (null: not from it, or stale). */
   #readAt: number | null = null;
+  /** The namespace the kubelet's own process was read in (null: not read yet). */
+  #kubeletNetns: string | null = null;
   #status: HostAddressSource = { source: "fallback", pid: null, otherNetns: null };
   #warnedNetns = false;
   #reported = false;
 
   constructor(o: KubeletNetnsOptions) {
     this.#o = o;
+    this.#files = o.files ?? HOST_PROC_FILES;
   }
 
   status(): HostAddressSource {
     return { ...this.#status };
   }
 
-  /** The node's own addresses (hostAddressSet() of them); see the file's comment. */
-  read(): Set<string> {
+  /**
+   * The node's own addresses (hostAddressSet() of them); see the file's comment. `fresh` reads
+   * the namespace again even within the TTL (the agent's periodic check).
+   */
+  read(o: { fresh?: boolean } = {}): Set<string> {
     const proc = this.#o.procRoot ?? "/proc";
     try {
-      const pids = this.#cgroupPids();
-      if (pids.length === 0) throw new Error("no process in the kubelet cgroup");
+      const listed = this.#cgroupPids();
+      if (listed.size === 0) throw new Error("no process in the kubelet cgroup");
       const now = this.#o.now ? this.#o.now() : performance.now();
+      const kubelet = this.#o.kubeletPid?.() ?? null;
+      const preferred = kubelet !== null && listed.has(kubelet) ? kubelet : null;
       if (
-        this.#pid !== null && pids.includes(this.#pid) && this.#readAt !== null &&
+        !o.fresh && this.#pid !== null && listed.has(this.#pid) &&
+        (preferred === null || preferred === this.#pid) && this.#readAt !== null &&
         this.#status.source === "kubelet-netns" && now - this.#readAt < (this.#o.ttlMs ?? 1000)
       ) {
         return new Set(this.#lastKnown);
       }
-      // Keep the pid read last while it is still in the cgroup; else the first one there.
-      const order = this.#pid !== null && pids.includes(this.#pid)
-        ? [this.#pid, ...pids.filter((p) => p !== this.#pid)]
-        : pids;
+      // The kubelet itself, then the pid read last while it is still in the cgroup, then the rest.
+      const order = [...new Set([preferred, this.#pid, ...listed.keys()])]
+        .filter((p): p is number => p !== null && listed.has(p));
       let lastError: unknown;
       for (const pid of order) {
         try {
-          const fib = Deno.readTextFileSync(`${proc}/${pid}/net/fib_trie`);
-          const inet6 = readOptional(`${proc}/${pid}/net/if_inet6`);
-          const set = hostAddressSet(
-            [...parseFibTrieLocal(fib), ...parseIfInet6(inet6)].map((address) => ({ address })),
-          );
+          const read = readPidNetns(this.#files, proc, pid, {
+            listed: () => this.#listsPid(listed.get(pid)!, pid),
+            netns: this.#kubeletNetns,
+          });
+          if (pid === preferred) this.#kubeletNetns = read.netns;
           this.#pid = pid;
-          this.#lastKnown = set;
+          this.#lastKnown = read.addresses;
           this.#readAt = now;
-          this.#set({ source: "kubelet-netns", pid, otherNetns: this.#otherNetns(proc, pid) });
-          return new Set(set);
+          this.#set({
+            source: "kubelet-netns",
+            pid,
+            otherNetns: this.#otherNetns(proc, read.netns),
+          });
+          return new Set(read.addresses);
         } catch (e) {
-          lastError = e; // the process exited: try the next one
+          lastError = e; // the process exited or changed hands: try the next one
+          log.debug("Not reading the node's addresses through process {pid}: {error}", {
+            pid,
+            error: errorText(e),
+          });
         }
       }
       throw lastError;
@@ -114,25 +141,32 @@ export class KubeletNetnsAddresses {
     }
   }
 
-  #cgroupPids(): number[] {
+  /** The pids of the kubelet cgroup (or, when it has none, of the first cgroups below with any), each with its cgroup directory. */
+  #cgroupPids(): Map<number, string> {
     const dir = this.#o.cgroupPath();
     if (dir === null) throw new Error("the kubelet cgroup is not known yet");
-    const out: number[] = [];
+    const out = new Map<number, string>();
     const walk = (d: string) => {
-      for (const l of Deno.readTextFileSync(`${d}/cgroup.procs`).split("\n")) {
-        if (/^\d+$/.test(l.trim())) out.push(Number(l.trim()));
-      }
-      if (out.length) return;
-      for (const e of Deno.readDirSync(d)) if (e.isDirectory) walk(`${d}/${e.name}`);
+      for (const pid of this.#procsOf(d)) out.set(pid, d);
+      if (out.size) return;
+      for (const name of this.#files.subdirs(d)) walk(`${d}/${name}`);
     };
     walk(dir);
     return out;
   }
 
-  #otherNetns(proc: string, pid: number): boolean | null {
+  #procsOf(dir: string): number[] {
+    return this.#files.readText(`${dir}/cgroup.procs`).split("\n")
+      .map((l) => l.trim()).filter((l) => /^\d+$/.test(l)).map(Number);
+  }
+
+  #listsPid(dir: string, pid: number): boolean {
+    return this.#procsOf(dir).includes(pid);
+  }
+
+  #otherNetns(proc: string, netns: string): boolean | null {
     try {
-      return Deno.statSync(`${proc}/self/ns/net`).ino !==
-        Deno.statSync(`${proc}/${pid}/ns/net`).ino;
+      return this.#files.readLink(`${proc}/self/ns/net`) !== netns;
     } catch {
       return null;
     }
@@ -162,15 +196,5 @@ export class KubeletNetnsAddresses {
       }
       this.#o.onChange?.(this.status());
     }
-  }
-}
-
-function readOptional(path: string): string {
-  try {
-    return Deno.readTextFileSync(path);
-  } catch (e) {
-    // No IPv6 in that namespace (ipv6.disable=1): no if_inet6 at all.
-    if (e instanceof Deno.errors.NotFound) return "";
-    throw e;
   }
 }

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { KubeletNetnsAddresses } from "./kubelet_netns_addresses.ts";
 import type { HostAddressSource } from "./kubelet_netns_addresses.ts";
+import type { ProcFiles } from "./pid_netns_read.ts";
 
 const fib = (...addrs: string[]) =>
   "Local:\n  +-- 0.0.0.0/0 3 0 5\n" +
@@ -112,4 +113,135 @@ Deno.test("KubeletNetnsAddresses answers from one pid's read for the TTL, then r
   assert.equal(n.reader.read().has("10.99.1.2"), false);
   n.clock.ms = 1000;
   assert.equal(n.reader.read().has("10.99.1.2"), true);
+});
+
+const HOST_NETNS = "net:[4026531840]", POD_NETNS = "net:[4026532999]";
+
+/**
+ * A /proc and kubelet cgroup in memory: `proc(pid, netns, ...addresses)` makes a process,
+ * `procs(...)` lists the cgroup, and `before(path, fn)` changes the world once, right before
+ * `path` is read (a pid changing hands in the middle of a read).
+ */
+function memoryNode(kubeletPid: () => number | null = () => null) {
+  const text = new Map<string, string>(), links = new Map<string, string>();
+  const hooks = new Map<string, () => void>();
+  const reads: string[] = [];
+  const hook = (path: string) => {
+    reads.push(path);
+    const fn = hooks.get(path);
+    hooks.delete(path);
+    fn?.();
+  };
+  const files: ProcFiles = {
+    readText(path) {
+      hook(path);
+      const t = text.get(path);
+      if (t === undefined) throw new Deno.errors.NotFound(path);
+      return t;
+    },
+    readLink(path) {
+      hook(path);
+      const l = links.get(path);
+      if (l === undefined) throw new Deno.errors.NotFound(path);
+      return l;
+    },
+    subdirs: () => [],
+  };
+  const proc = (pid: number | "self", netns: string, ...addresses: string[]) => {
+    links.set(`/proc/${pid}/ns/net`, netns);
+    text.set(`/proc/${pid}/net/fib_trie`, fib(...addresses));
+    text.set(`/proc/${pid}/net/if_inet6`, "");
+  };
+  const procs = (...pids: number[]) => text.set("/cg/cgroup.procs", pids.join("\n"));
+  proc("self", HOST_NETNS);
+  const changes: HostAddressSource[] = [];
+  const reader = new KubeletNetnsAddresses({
+    cgroupPath: () => "/cg",
+    kubeletPid,
+    files,
+    ownAddresses: () => new Set(["10.0.0.99"]),
+    onChange: (s) => changes.push(s),
+    now: () => 0,
+  });
+  return {
+    reader,
+    changes,
+    reads,
+    proc,
+    procs,
+    before: (path: string, fn: () => void) => hooks.set(path, fn),
+  };
+}
+
+Deno.test("KubeletNetnsAddresses discards a read during which the process went into another namespace", () => {
+  const n = memoryNode();
+  n.proc(10, HOST_NETNS, "10.99.1.1");
+  n.proc(11, HOST_NETNS, "10.99.1.1");
+  n.procs(10, 11);
+  // Process 10, still in the kubelet cgroup, enters a pod's namespace after its link was read.
+  n.before("/proc/10/net/fib_trie", () => n.proc(10, POD_NETNS, "10.244.1.10"));
+  assert.deepEqual([...n.reader.read({ fresh: true })], ["10.99.1.1"]);
+  assert.deepEqual(n.reader.status(), { source: "kubelet-netns", pid: 11, otherNetns: false });
+});
+
+Deno.test("KubeletNetnsAddresses discards a read of a pid no longer in the kubelet cgroup afterwards, though its namespace did not change during the read", () => {
+  const n = memoryNode();
+  n.proc(10, HOST_NETNS, "10.99.1.1");
+  n.proc(11, HOST_NETNS, "10.99.1.1");
+  n.procs(10, 11);
+  // The number changed hands between the cgroup's list and the first look at the process.
+  n.before("/proc/10/ns/net", () => {
+    n.proc(10, POD_NETNS, "10.244.1.10");
+    n.procs(11);
+  });
+  assert.deepEqual([...n.reader.read({ fresh: true })], ["10.99.1.1"]);
+  assert.equal(n.reader.status().pid, 11);
+});
+
+Deno.test("KubeletNetnsAddresses fails closed when every read is discarded: the last set and the agent's own, said and counted", () => {
+  const n = memoryNode();
+  n.proc(10, HOST_NETNS, "10.99.1.1");
+  n.procs(10);
+  n.reader.read();
+  n.before("/proc/10/ns/net", () => {
+    n.proc(10, POD_NETNS, "10.244.1.10");
+    n.procs();
+  });
+  assert.deepEqual([...n.reader.read({ fresh: true })].sort(), ["10.0.0.99", "10.99.1.1"]);
+  const s = n.reader.status();
+  assert.equal(s.source, "fallback");
+  assert.match(s.error ?? "", /process 10 left the kubelet cgroup .*read discarded/);
+  assert.deepEqual(n.changes.map((c) => c.source), ["kubelet-netns", "fallback"]);
+});
+
+Deno.test("KubeletNetnsAddresses reads the kubelet's own process first, and no process of its cgroup in another namespace than the kubelet's", () => {
+  let kubelet: number | null = 10;
+  const n = memoryNode(() => kubelet);
+  // A helper of the kubelet cgroup that entered a pod's namespace is listed first.
+  n.proc(5, POD_NETNS, "10.244.1.10");
+  n.proc(10, HOST_NETNS, "10.99.1.1");
+  n.procs(5, 10);
+  assert.deepEqual([...n.reader.read()], ["10.99.1.1"]);
+  assert.equal(n.reader.status().pid, 10);
+  assert.ok(!n.reads.includes("/proc/5/net/fib_trie"));
+  // The kubelet restarts: its new process is not listed yet; the helper is not read instead.
+  kubelet = 12;
+  n.procs(5);
+  assert.deepEqual([...n.reader.read({ fresh: true })].sort(), ["10.0.0.99", "10.99.1.1"]);
+  assert.match(n.reader.status().error ?? "", /process 5 .* not the kubelet's/);
+  // The new kubelet is listed: read again.
+  n.proc(12, HOST_NETNS, "10.99.1.1", "10.99.1.2");
+  n.procs(5, 12);
+  assert.deepEqual([...n.reader.read()].sort(), ["10.99.1.1", "10.99.1.2"]);
+  assert.equal(n.reader.status().pid, 12);
+});
+
+Deno.test("KubeletNetnsAddresses reads past its cache when asked for a fresh read", () => {
+  const n = memoryNode();
+  n.proc(10, HOST_NETNS, "10.99.1.1");
+  n.procs(10);
+  n.reader.read();
+  n.proc(10, HOST_NETNS, "10.99.1.1", "10.99.1.2");
+  assert.equal(n.reader.read().has("10.99.1.2"), false, "within the TTL");
+  assert.equal(n.reader.read({ fresh: true }).has("10.99.1.2"), true);
 });

@@ -77,11 +77,13 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
   parts.push(() => {
     if (trimTimer !== undefined) clearTimeout(trimTimer);
   });
-  // The node's own addresses from the kubelet's namespace, through the follower's cgroup; before
-  // the follower exists (or knows the cgroup) they fall back to the agent's own.
-  let kubeletCgroupPath: () => string | null = () => null;
+  // The node's own addresses from the kubelet's namespace, through the follower's cgroup and the
+  // kubelet's pid (kept from its status changes); before the follower knows the cgroup they fall
+  // back to the agent's own.
+  let kubelet: { path: string | null; pid: number | null } = { path: null, pid: null };
   const hostAddresses = new KubeletNetnsAddresses({
-    cgroupPath: () => kubeletCgroupPath(),
+    cgroupPath: () => kubelet.path,
+    kubeletPid: () => kubelet.pid,
     ownAddresses: readHostAddresses,
     onChange: (s) => {
       metrics.hostAddressesFallback.set(s.source === "fallback" ? 1 : 0);
@@ -157,8 +159,10 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
       metrics.attached.set({ program: link.program }, s.attached && link.alive ? 1 : 0);
     }
   };
-  kubeletCgroupPath = () => follower.status().path;
-  follower.onChange(updateAttachMetrics);
+  follower.onChange((s) => {
+    kubelet = { path: s.path, pid: s.kubelet?.pid ?? null };
+    updateAttachMetrics();
+  });
 
   const listeners: Listening[] = [];
   const status = agentStatus({
