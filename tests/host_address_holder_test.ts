@@ -9,7 +9,13 @@
  * its addresses against every network, under both sharing modes, at attach and in the reconcile.
  */
 import assert from "node:assert/strict";
-import { agentTestOptions, AgentWorld, podManifest } from "./helpers/agent_process.ts";
+import {
+  agentTestOptions,
+  AgentWorld,
+  POD_IPV4,
+  POD_IPV6,
+  podManifest,
+} from "./helpers/agent_process.ts";
 import { hostAddressSourceCheck } from "../lib/doctor/agent_checks.ts";
 import { metricReaches, plugin, podBeforeAdd } from "./helpers/tenant_world.ts";
 import { simNodeAddresses } from "../lib/demo/netns.ts";
@@ -30,7 +36,7 @@ const HTTP_PORT = 8081, TCP_PORT = 9001;
 async function startHostWorld(
   dirPods: Record<string, unknown>[],
   sharing: "exclusive" | "shared",
-  opts: { agentInOwnNetns?: boolean } = {},
+  opts: { agentInOwnNetns?: boolean; extra?: string[] } = {},
 ) {
   const w = await AgentWorld.create();
   let agentNetns: string | undefined;
@@ -56,6 +62,7 @@ async function startHostWorld(
         `--pods-dir=${w.podsDir}`,
         `--cni-socket=${socket}`,
         `--address-sharing=${sharing}`,
+        ...opts.extra ?? [],
       ],
       w.cgroups.kubelet,
       { netns: agentNetns ?? w.node.netns },
@@ -174,5 +181,50 @@ Deno.test({
       [NODE.ipv4, NODE.ipv6].sort(),
     );
     assert.ok(view.hostHeld?.every((h) => h.pod === "e2e/tenant"));
+  },
+});
+
+/** Waits until the kubelet's probes of the pod at POD_IPV4:`http` and POD_IPV6:`tcp` carry a mark or none. */
+async function probesTagged(w: AgentWorld, http: number, tcp: number, tagged: boolean) {
+  for (const [host, port, path] of [[POD_IPV4, http, "/"], [POD_IPV6, tcp]] as const) {
+    await waitFor(async () => Boolean((await w.probe(host, port, path)).mark) === tagged, {
+      timeout: 10_000,
+      message: `the kubelet's probe of ${host}:${port} ${tagged ? "tagged" : "untagged"}`,
+    });
+  }
+}
+
+Deno.test({
+  name:
+    "a pod already learnt at an address the node gains later loses its probe targets there within seconds, not at the periodic resync, and gets them back when the node drops it",
+  ...agentTestOptions,
+  async fn() {
+    const tenant = podManifest({
+      name: "tenant",
+      networkId: 2,
+      httpPort: HTTP_PORT,
+      tcpPort: TCP_PORT,
+    });
+    // The periodic resync an hour away: only the agent's check of the node's addresses can act.
+    await using t = await startHostWorld([tenant], "exclusive", {
+      extra: ["--resync-interval=1h"],
+    });
+    const { w, agent } = t;
+    await probesTagged(w, HTTP_PORT, TCP_PORT, true);
+    const ignored = async () =>
+      (await agent.metric('lace_probes_ignored{reason="host-address"}')) ?? 0;
+    assert.equal(await ignored(), 0);
+    // The node (the test's namespace) gains the pod's addresses: a host-network daemon could
+    // listen there now, and the kubelet's probes of it must not go into the tenant's network.
+    const node = ["ip", "-n", w.node.netns, "addr"];
+    await run([...node, "add", `${POD_IPV4}/32`, "dev", "lo"]);
+    await run([...node, "add", `${POD_IPV6}/128`, "dev", "lo", "nodad"]);
+    await probesTagged(w, HTTP_PORT, TCP_PORT, false);
+    await metricReaches(agent, 'lace_probes_ignored{reason="host-address"}', 2);
+    // Dropped again: the pod's targets come back.
+    await run([...node, "del", `${POD_IPV4}/32`, "dev", "lo"]);
+    await run([...node, "del", `${POD_IPV6}/128`, "dev", "lo"]);
+    await probesTagged(w, HTTP_PORT, TCP_PORT, true);
+    await waitFor(async () => (await ignored()) === 0, { message: "no probe ignored" });
   },
 });

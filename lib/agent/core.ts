@@ -42,6 +42,7 @@ import { refuseClashingAttachment } from "./attachment_clashes.ts";
 import { attachmentNetwork, logUnknownNetwork } from "./attachment_network.ts";
 import type { PodLookup } from "../pods/source.ts";
 import { Scheduler } from "./scheduler.ts";
+import { HostAddressWatch } from "./host_address_watch.ts";
 import type { AddressSharing, SharedAddress } from "../rules/address_holders.ts";
 
 const log = getLogger(["lace", "agent"]);
@@ -75,11 +76,15 @@ export interface AgentCoreOptions extends ProblemHooks {
   /** A CNI ADD refused because it brings one of the node's own addresses (for Events). */
   onHostAddressRefused?: (attachment: Attachment, address: string) => void;
   /**
-   * The node's own addresses (readHostAddresses() in the agent), read at every reconcile and
-   * every CNI ADD: no pod gets a target at one, and an ADD bringing one is refused. None when
-   * absent (unit tests).
+   * The node's own addresses (KubeletNetnsAddresses.read() in the agent), read at every
+   * reconcile, every CNI ADD and every `hostAddressCheckMs` between them (a change reconciles):
+   * no pod gets a target at one, and an ADD bringing one is refused. None when absent (unit tests).
+   * `fresh` (the check's reads) asks past the reader's cache, which a reconcile's read a moment
+   * before would otherwise answer for up to its TTL.
    */
-  hostAddresses?: () => ReadonlySet<string>;
+  hostAddresses?: (o?: { fresh?: boolean }) => ReadonlySet<string>;
+  /** How often the node's own addresses are read between reconciles (default 1 s). */
+  hostAddressCheckMs?: number;
   /** A CNI ADD refused because it brings an address outside every --pod-cidrs range (for Events). */
   onOutsidePodRangesRefused?: (attachment: Attachment, address: string) => void;
   /** A CNI ADD refused because it attaches the pod to a second Lace network (for Events). */
@@ -160,8 +165,14 @@ export class AgentCore {
   readonly #derived: RulesMemo = new WeakMap();
   /** The networks the node attached pods to and their interfaces' addresses (the CNI path's). */
   readonly #attachments: CniAttachments;
-  /** The node's own addresses read by a CNI ADD, for the next reconcile (which then reads none). */
+  /**
+   * The node's own addresses read by a CNI ADD or the watch, for the next reconcile (which then
+   * reads none).
+   */
   #hostAddressesRead: ReadonlySet<string> | undefined;
+  /** The set the last reconcile held for the host (the watch compares with it). */
+  #hostAddressesHeld: ReadonlySet<string> | undefined;
+  readonly #hostAddressWatch: HostAddressWatch | undefined;
   #started: PodSource[] = [];
   readonly #timers: Timers;
   /** The operator's pod ranges (--pod-cidrs), parsed once (validated with the config). */
@@ -206,11 +217,23 @@ export class AgentCore {
           attempt,
         }),
     });
+    const read = opts.hostAddresses;
+    this.#hostAddressWatch = read && new HostAddressWatch({
+      read: () => read({ fresh: true }),
+      held: () => this.#hostAddressesHeld,
+      changed: (set) => {
+        this.#hostAddressesRead = set;
+        this.runner.trigger("host-addresses");
+      },
+      timers,
+      ...(opts.hostAddressCheckMs ? { intervalMs: opts.hostAddressCheckMs } : {}),
+    });
   }
 
   /** Starts the runner, then every source; if one fails to start, stops the others and throws. */
   async start(): Promise<void> {
     this.runner.start();
+    this.#hostAddressWatch?.start();
     for (const source of this.#opts.sources) {
       try {
         await source.start(this.cache);
@@ -227,6 +250,7 @@ export class AgentCore {
 
   /** Stops sources and runner; leaves the store (the pinned map) exactly as it is. */
   async stop(): Promise<void> {
+    this.#hostAddressWatch?.stop();
     for (const source of this.#started.splice(0)) {
       try {
         await source.stop();
@@ -340,6 +364,8 @@ export class AgentCore {
     const uids = this.cache.uids();
     const hostAddresses = this.#hostAddressesRead ?? this.#opts.hostAddresses?.();
     this.#hostAddressesRead = undefined;
+    // A copy: the watch compares the next read with it, and a reader may hand out one set object.
+    this.#hostAddressesHeld = hostAddresses && new Set(hostAddresses);
     const state = desiredState({
       uids,
       pods: this.cache,

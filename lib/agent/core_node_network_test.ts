@@ -277,3 +277,37 @@ Deno.test("AgentCore reads the node's own addresses once per CNI ADD, the reconc
   assert.equal(reads, 2);
   await t.core.stop();
 });
+
+Deno.test("AgentCore takes a learnt pod's targets at an address the node gains within a second, not at the resync, and gives them back when the node drops it", async () => {
+  const host = new Set(["10.0.0.1"]);
+  let freshReads = 0;
+  const t = setup(["api"], {}, undefined, undefined, {
+    hostAddresses: (o) => {
+      if (o?.fresh) freshReads++;
+      return host;
+    },
+  });
+  await t.core.start();
+  t.sources[0].list(pod("a", "10.0.0.8", 1));
+  await t.settle();
+  assert.deepEqual(ids(t.store), ["10.0.0.8:8080=1"]);
+  // The node gains the pod's address (resync is CONFIG's 60 s away): held within the 1 s check.
+  host.add("10.0.0.8");
+  await t.settle(1000 + CONFIG.debounceMs);
+  assert.deepEqual(ids(t.store), []);
+  assert.deepEqual(t.core.view().hostHeld.map((h) => [h.pod.uid, h.address]), [["a", "10.0.0.8"]]);
+  assert.deepEqual(t.skips.map((s) => s.reason), ["host-address"], "one ProbeIgnored");
+  // Past the reader's cache: a reconcile's read less than its TTL before would answer otherwise.
+  assert.equal(freshReads, 1);
+  // Unchanged: no reconcile of its own, and no second skip.
+  const runs = t.core.view().lastReconcile;
+  await t.settle(3000);
+  assert.equal(t.core.view().lastReconcile, runs);
+  // Dropped again: released within the check.
+  host.delete("10.0.0.8");
+  await t.settle(1000 + CONFIG.debounceMs);
+  assert.deepEqual(ids(t.store), ["10.0.0.8:8080=1"]);
+  assert.deepEqual(t.core.view().hostHeld, []);
+  assert.equal(t.skips.length, 1);
+  await t.core.stop();
+});

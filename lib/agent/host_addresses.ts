@@ -12,8 +12,8 @@
  * fallback), where the addresses the kernel delivers locally are the truth; the Node's status
  * lists only some of them, and a stale or absent Node object must not open the hole. They are
  * asked for at every reconcile and every CNI ADD, so an address the node gains counts at the
- * next ADD after the reader's 1 s cache and, for pods already there, by the next periodic
- * resync: no netlink subscription to keep alive.
+ * next ADD after the reader's 1 s cache and, for pods already there, within the agent's 1 s
+ * check (host_address_watch.ts): no netlink subscription to keep alive.
  */
 import { canonicalAddress } from "../datapath/probe_map.ts";
 import { specialAddressKind } from "../rules/addresses.ts";

@@ -104,7 +104,7 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     sources,
     ...(podLookup ? { podLookup } : {}),
     ...problemEvents(events, metrics),
-    hostAddresses: () => hostAddresses.read(),
+    hostAddresses: (o) => hostAddresses.read(o),
     observer: {
       onReconcile: (report) => {
         metrics.update(report, core.view());
