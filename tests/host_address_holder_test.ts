@@ -28,6 +28,16 @@ import { waitFor } from "./helpers/wait.ts";
 const NODE = simNodeAddresses(1);
 const HTTP_PORT = 8081, TCP_PORT = 9001;
 
+/** The tenant's pod in network 2, probed on the daemon's ports, at `ips` (default the sim pods'). */
+const tenantAt = (ips?: string[]) =>
+  podManifest({
+    name: "tenant",
+    networkId: 2,
+    httpPort: HTTP_PORT,
+    tcpPort: TCP_PORT,
+    ...(ips ? { ips } : {}),
+  });
+
 /**
  * The world with a system daemon on the node's host network answering at the node's own
  * addresses on the tenant pod's probe ports, and an agent in the node's namespace reading
@@ -160,14 +170,7 @@ Deno.test({
   async fn() {
     // Its view names the node's address (as the API or a CNI result the agent did not refuse
     // would, e.g. one from before this agent): the reconcile must hold the address for the host.
-    const tenant = podManifest({
-      name: "tenant",
-      networkId: 2,
-      httpPort: HTTP_PORT,
-      tcpPort: TCP_PORT,
-      ips: [NODE.ipv4, NODE.ipv6],
-    });
-    await using t = await startHostWorld([tenant], "exclusive");
+    await using t = await startHostWorld([tenantAt([NODE.ipv4, NODE.ipv6])], "exclusive");
     const { w, agent } = t;
     // Ready: the first full list (the pods directory's) is in the map.
     await assertDaemonUntagged(w);
@@ -199,14 +202,8 @@ Deno.test({
     "a pod already learnt at an address the node gains later loses its probe targets there within seconds, not at the periodic resync, and gets them back when the node drops it",
   ...agentTestOptions,
   async fn() {
-    const tenant = podManifest({
-      name: "tenant",
-      networkId: 2,
-      httpPort: HTTP_PORT,
-      tcpPort: TCP_PORT,
-    });
     // The periodic resync an hour away: only the agent's check of the node's addresses can act.
-    await using t = await startHostWorld([tenant], "exclusive", {
+    await using t = await startHostWorld([tenantAt()], "exclusive", {
       extra: ["--resync-interval=1h"],
     });
     const { w, agent } = t;
