@@ -10,6 +10,7 @@
  */
 import assert from "node:assert/strict";
 import {
+  type AgentProcess,
   agentTestOptions,
   AgentWorld,
   POD_IPV4,
@@ -23,6 +24,7 @@ import { run } from "../lib/process.ts";
 import { PodServer } from "../lib/demo/pod_server.ts";
 import type { AddressesView } from "../lib/agent/http_server.ts";
 import { waitFor } from "./helpers/wait.ts";
+import { CgroupTree } from "./helpers/cgroup_fixture.ts";
 
 /** The simulated node's own addresses on its link into network 1. */
 const NODE = simNodeAddresses(1);
@@ -38,6 +40,15 @@ const tenantAt = (ips?: string[]) =>
     ...(ips ? { ips } : {}),
   });
 
+interface HostWorldOptions {
+  /** The agent runs in a namespace of its own, not the node's (the kubelet's). */
+  agentInOwnNetns?: boolean;
+  /** More agent flags. */
+  extra?: string[];
+  /** Makes the kubelet cgroup the agent follows (default the world's, with its prober). */
+  kubeletCgroup?: (w: AgentWorld) => Promise<string>;
+}
+
 /**
  * The world with a system daemon on the node's host network answering at the node's own
  * addresses on the tenant pod's probe ports, and an agent in the node's namespace reading
@@ -46,7 +57,7 @@ const tenantAt = (ips?: string[]) =>
 async function startHostWorld(
   dirPods: Record<string, unknown>[],
   sharing: "exclusive" | "shared",
-  opts: { agentInOwnNetns?: boolean; extra?: string[] } = {},
+  opts: HostWorldOptions = {},
 ) {
   const w = await AgentWorld.create();
   let agentNetns: string | undefined;
@@ -66,6 +77,7 @@ async function startHostWorld(
     });
     const socket = `${w.podsDir}/run/cni.sock`;
     for (const pod of dirPods) await w.writePod(pod);
+    const kubeletCgroup = opts.kubeletCgroup ? await opts.kubeletCgroup(w) : w.cgroups.kubelet;
     const agent = w.startAgent(
       [
         "--no-kube-api",
@@ -74,7 +86,7 @@ async function startHostWorld(
         `--address-sharing=${sharing}`,
         ...opts.extra ?? [],
       ],
-      w.cgroups.kubelet,
+      kubeletCgroup,
       { netns: agentNetns ?? w.node.netns },
     );
     await agent.ready(60_000);
@@ -110,7 +122,7 @@ async function assertDaemonUntagged(w: AgentWorld): Promise<void> {
 /** Plays the ADD naming the node's addresses under `sharing`; see the tests below. */
 async function refusedAtAdd(
   sharing: "exclusive" | "shared",
-  opts: { agentInOwnNetns?: boolean } = {},
+  opts: HostWorldOptions & { then?: (agent: AgentProcess) => Promise<void> } = {},
 ): Promise<void> {
   const tenant = podBeforeAdd("tenant", 2, HTTP_PORT, TCP_PORT);
   await using t = await startHostWorld([tenant], sharing, opts);
@@ -140,6 +152,7 @@ async function refusedAtAdd(
       /another network namespace/,
     );
   }
+  await opts.then?.(agent);
 }
 
 Deno.test({
@@ -161,6 +174,35 @@ Deno.test({
     "an agent in another network namespace than the kubelet reads the node's own addresses from the kubelet's, so a CNI ADD naming one is still refused",
   ...agentTestOptions,
   fn: () => refusedAtAdd("exclusive", { agentInOwnNetns: true }),
+});
+
+Deno.test({
+  name:
+    "the agent reads the node's own addresses through the kubelet's own process, not through a process of its cgroup in a pod's namespace, so a CNI ADD naming one is still refused",
+  ...agentTestOptions,
+  async fn() {
+    await using tree = CgroupTree.create();
+    tree.mkdir("kubelet.service");
+    let kubelet = 0;
+    await refusedAtAdd("exclusive", {
+      kubeletCgroup: async (w) => {
+        // A helper of the kubelet's cgroup in a pod's namespace (entered for some pod's sake),
+        // there first, so the first process the cgroup lists; then the kubelet, on the node.
+        const netns = (name: string) => ["nsenter", `--net=/run/netns/${name}`];
+        await tree.fakeProcess("kubelet.service", "helper", netns(w.node.network(2).podNetns));
+        kubelet = await tree.fakeKubelet("kubelet.service", netns(w.node.netns));
+        return tree.path("kubelet.service");
+      },
+      async then(agent) {
+        const view = JSON.parse((await agent.local("/addresses")).body) as AddressesView;
+        assert.deepEqual(view.hostAddressSource, {
+          source: "kubelet-netns",
+          pid: kubelet,
+          otherNetns: false,
+        });
+      },
+    });
+  },
 });
 
 Deno.test({
