@@ -122,7 +122,7 @@ async function assertDaemonUntagged(w: AgentWorld): Promise<void> {
 /** Plays the ADD naming the node's addresses under `sharing`; see the tests below. */
 async function refusedAtAdd(
   sharing: "exclusive" | "shared",
-  opts: HostWorldOptions & { then?: (agent: AgentProcess) => Promise<void> } = {},
+  opts: HostWorldOptions & { afterRefusal?: (agent: AgentProcess) => Promise<void> } = {},
 ): Promise<void> {
   const tenant = podBeforeAdd("tenant", 2, HTTP_PORT, TCP_PORT);
   await using t = await startHostWorld([tenant], sharing, opts);
@@ -152,7 +152,7 @@ async function refusedAtAdd(
       /another network namespace/,
     );
   }
-  await opts.then?.(agent);
+  await opts.afterRefusal?.(agent);
 }
 
 Deno.test({
@@ -193,7 +193,7 @@ Deno.test({
         kubelet = await tree.fakeKubelet("kubelet.service", netns(w.node.netns));
         return tree.path("kubelet.service");
       },
-      async then(agent) {
+      async afterRefusal(agent) {
         const view = JSON.parse((await agent.local("/addresses")).body) as AddressesView;
         assert.deepEqual(view.hostAddressSource, {
           source: "kubelet-netns",
