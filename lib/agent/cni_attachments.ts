@@ -102,7 +102,7 @@ export class CniAttachments {
   }
 
   /** Every address the CNI path attached the pod's interfaces with. */
-  interfaceAddresses(uid: string): string[] {
+  interfaceAddresses(uid: string): readonly string[] {
     return this.#interfaces.addresses(uid);
   }
 

@@ -352,7 +352,7 @@ export class AgentCore {
 
   /** Every address the CNI path attached the pod's interfaces with (CHECK of one interface). */
   interfaceAddresses(uid: string): string[] {
-    return this.#attachments.interfaceAddresses(uid);
+    return [...this.#attachments.interfaceAddresses(uid)];
   }
 
   /** The addresses the CNI path attached each pod's current sandbox with (held with its views'). */

@@ -9,6 +9,8 @@ import { type AttachmentRef, refKey } from "../cni/protocol.ts";
 
 export class PodInterfaces {
   readonly #byPod = new Map<string, Map<string, string[]>>();
+  /** Each pod's addresses (addressesOf its interfaces), made when they change: read per reconcile. */
+  readonly #addresses = new Map<string, readonly string[]>();
 
   /**
    * Records the addresses of one interface and returns every address the
@@ -18,6 +20,7 @@ export class PodInterfaces {
   add(uid: string, ref: AttachmentRef | undefined, ips: string[]): string[] {
     if (!ref) {
       this.#byPod.delete(uid);
+      this.#addresses.set(uid, [...ips]);
       return ips;
     }
     const ifaces = this.#byPod.get(uid) ?? new Map<string, string[]>();
@@ -26,7 +29,7 @@ export class PodInterfaces {
     }
     ifaces.set(refKey(ref), ips);
     this.#byPod.set(uid, ifaces);
-    return addressesOf(ifaces);
+    return this.#keep(uid, addressesOf(ifaces));
   }
 
   /**
@@ -36,20 +39,28 @@ export class PodInterfaces {
    */
   remove(uid: string, ref: AttachmentRef | undefined): string[] | undefined {
     const ifaces = this.#byPod.get(uid);
-    if (ref && ifaces && ifaces.delete(refKey(ref)) && ifaces.size > 0) return addressesOf(ifaces);
+    if (ref && ifaces && ifaces.delete(refKey(ref)) && ifaces.size > 0) {
+      return this.#keep(uid, addressesOf(ifaces));
+    }
     this.#byPod.delete(uid);
+    this.#addresses.delete(uid);
     return undefined;
   }
 
   /** Forgets every pod not in `uids` (deleted while no DEL came). */
   keepOnly(uids: ReadonlySet<string>): void {
     for (const uid of [...this.#byPod.keys()]) if (!uids.has(uid)) this.#byPod.delete(uid);
+    for (const uid of [...this.#addresses.keys()]) if (!uids.has(uid)) this.#addresses.delete(uid);
   }
 
-  /** Every address the CNI path attached the pod's interfaces with. */
-  addresses(uid: string): string[] {
-    const ifaces = this.#byPod.get(uid);
-    return ifaces ? addressesOf(ifaces) : [];
+  /** Every address the CNI path attached the pod's interfaces with (one array until they change). */
+  addresses(uid: string): readonly string[] {
+    return this.#addresses.get(uid) ?? [];
+  }
+
+  #keep(uid: string, addresses: string[]): string[] {
+    this.#addresses.set(uid, [...addresses]);
+    return addresses;
   }
 }
 

@@ -45,3 +45,17 @@ Deno.test("PodInterfaces: keepOnly() forgets pods no source knows", () => {
   assert.deepEqual(p.addresses("u"), []);
   assert.deepEqual(p.addresses("v"), ["10.0.0.2"]);
 });
+
+Deno.test("PodInterfaces: addresses() hands out one array until the pod's interfaces change", () => {
+  const p = new PodInterfaces();
+  p.add("u", eth0, ["10.0.0.1"]);
+  const first = p.addresses("u");
+  assert.equal(p.addresses("u"), first);
+  p.add("u", net1, ["10.1.0.1"]);
+  assert.notEqual(p.addresses("u"), first);
+  assert.deepEqual(p.addresses("u"), ["10.0.0.1", "10.1.0.1"]);
+  assert.deepEqual(p.remove("u", net1), ["10.0.0.1"]);
+  assert.deepEqual(p.addresses("u"), ["10.0.0.1"]);
+  p.keepOnly(new Set());
+  assert.deepEqual(p.addresses("u"), []);
+});
