@@ -8,14 +8,13 @@
  * with Lace's V8 flags (lib/v8_flags.ts), as the agent does on a node.
  */
 import { fileURLToPath } from "node:url";
-import { join } from "node:path";
 import { getFromAgent } from "../lib/agent/local_client.ts";
 import { uninstall } from "../lib/datapath/pins.ts";
 import { lines } from "../lib/process.ts";
 import { SimCgroups } from "../lib/demo/cgroup.ts";
 import { AgentProcess, mainCommand } from "./agent_process.ts";
 import { startApiServerProcess } from "./json_child.ts";
-import { benchPod, benchPodKeys } from "./pods.ts";
+import { benchPod, benchPodKeys, benchPodsDir } from "./pods.ts";
 import { atMost, type FigureResult, fmt, type Goal, type Row } from "./report.ts";
 import { round } from "./stats.ts";
 import { V8_FLAGS, v8FlagsArg } from "../lib/v8_flags.ts";
@@ -116,11 +115,7 @@ export async function footprint(
   cleanups.push(() => cgroups.dispose());
 
   // Agent with the directory source.
-  const podsDir = await Deno.makeTempDir({ prefix: "lace-bench-pods-" });
-  cleanups.push(() => Deno.remove(podsDir, { recursive: true }));
-  for (let i = 0; i < pods; i++) {
-    Deno.writeTextFileSync(join(podsDir, `pod-${i}.json`), JSON.stringify(benchPod(i)));
-  }
+  const podsDir = await benchPodsDir(cleanups, pods);
   const dirPin = benchPinPath();
   cleanups.push(() => uninstall(dirPin));
   const dirAgent = AgentProcess.start({ pinPath: dirPin, kubeletCgroup: cgroups.kubelet, podsDir });

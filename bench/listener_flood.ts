@@ -10,13 +10,12 @@
  * flood (what the chart's probes used before), the agent's CPU and what the
  * attacker saw.
  */
-import { join } from "node:path";
 import { uninstall } from "../lib/datapath/pins.ts";
 import { SimCgroups } from "../lib/demo/cgroup.ts";
 import type { CleanupStack } from "../lib/cleanup_stack.ts";
 import { probeOnce } from "../tests/helpers/http_flood.ts";
 import { AgentProcess } from "./agent_process.ts";
-import { benchPod } from "./pods.ts";
+import { benchPodsDir } from "./pods.ts";
 import { type FigureResult, fmt, type Goal, type Row } from "./report.ts";
 import { median, percentile, round } from "./stats.ts";
 import { benchPinPath, sampleProcess, sleep } from "./system.ts";
@@ -46,11 +45,7 @@ export async function listenerFlood(
   const probes = opts.quick ? 100 : 500;
   const cgroups = SimCgroups.create();
   cleanups.push(() => cgroups.dispose());
-  const podsDir = await Deno.makeTempDir({ prefix: "lace-bench-pods-" });
-  cleanups.push(() => Deno.remove(podsDir, { recursive: true }));
-  for (let i = 0; i < 100; i++) {
-    Deno.writeTextFileSync(join(podsDir, `pod-${i}.json`), JSON.stringify(benchPod(i)));
-  }
+  const podsDir = await benchPodsDir(cleanups, 100);
   const pin = benchPinPath();
   cleanups.push(() => uninstall(pin));
   const agent = AgentProcess.start({ pinPath: pin, kubeletCgroup: cgroups.kubelet, podsDir });

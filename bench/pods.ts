@@ -3,6 +3,8 @@
  * in Lace network `net<id>`, with a fixed set of probes, so the number of
  * targets per pod is known in advance and can be checked against the map.
  */
+import { join } from "node:path";
+import type { CleanupStack } from "../lib/cleanup_stack.ts";
 import type { Pod } from "../lib/pods/pod.ts";
 import { canonicalAddress, type ProbeKey } from "../lib/datapath/probe_map.ts";
 
@@ -68,4 +70,21 @@ export function benchPodKeys(i: number, opts: BenchPodOptions = {}): ProbeKey[] 
     const { family, address } = canonicalAddress(ip);
     return ports.map((port) => ({ family, address, port }));
   });
+}
+
+/**
+ * A temporary pods directory holding pods 0 … `count` - 1 as JSON files (the directory source's
+ * input), removed by `cleanups`.
+ */
+export async function benchPodsDir(
+  cleanups: CleanupStack,
+  count = 0,
+  opts: BenchPodOptions = {},
+): Promise<string> {
+  const dir = await Deno.makeTempDir({ prefix: "lace-bench-pods-" });
+  cleanups.push(() => Deno.remove(dir, { recursive: true }));
+  for (let i = 0; i < count; i++) {
+    Deno.writeTextFileSync(join(dir, `pod-${i}.json`), JSON.stringify(benchPod(i, opts)));
+  }
+  return dir;
 }

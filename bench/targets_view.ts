@@ -12,7 +12,7 @@ import { uninstall } from "../lib/datapath/pins.ts";
 import { SimCgroups } from "../lib/demo/cgroup.ts";
 import type { CleanupStack } from "../lib/cleanup_stack.ts";
 import { AgentProcess } from "./agent_process.ts";
-import { benchPod } from "./pods.ts";
+import { benchPodsDir } from "./pods.ts";
 import { probeOnce } from "../tests/helpers/http_flood.ts";
 import { type FigureResult, fmt, type Goal, type Row } from "./report.ts";
 import { median, percentile, round } from "./stats.ts";
@@ -49,14 +49,7 @@ export async function targetsView(
   const perPod = 6;
   const cgroups = SimCgroups.create();
   cleanups.push(() => cgroups.dispose());
-  const podsDir = await Deno.makeTempDir({ prefix: "lace-bench-pods-" });
-  cleanups.push(() => Deno.remove(podsDir, { recursive: true }));
-  for (let i = 0; i < pods; i++) {
-    Deno.writeTextFileSync(
-      join(podsDir, `pod-${i}.json`),
-      JSON.stringify(benchPod(i, { dualStack: true })),
-    );
-  }
+  const podsDir = await benchPodsDir(cleanups, pods, { dualStack: true });
   const pin = benchPinPath();
   cleanups.push(() => uninstall(pin));
   const agent = AgentProcess.start({ pinPath: pin, kubeletCgroup: cgroups.kubelet, podsDir });

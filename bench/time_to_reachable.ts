@@ -13,7 +13,7 @@ import type { ProbeKey } from "../lib/datapath/probe_map.ts";
 import { SimCgroups } from "../lib/demo/cgroup.ts";
 import { AgentProcess } from "./agent_process.ts";
 import { startApiServerProcess } from "./json_child.ts";
-import { benchPod, benchPodKeys } from "./pods.ts";
+import { benchPod, benchPodKeys, benchPodsDir } from "./pods.ts";
 import { atMost, type FigureResult, fmt, type Goal, type Row } from "./report.ts";
 import { max, median, percentile, round } from "./stats.ts";
 import { benchPinPath, pollUntil } from "./system.ts";
@@ -31,8 +31,7 @@ interface Source {
 }
 
 async function dirSource(cleanups: CleanupStack): Promise<{ source: Source; podsDir: string }> {
-  const podsDir = await Deno.makeTempDir({ prefix: "lace-bench-pods-" });
-  cleanups.push(() => Deno.remove(podsDir, { recursive: true }));
+  const podsDir = await benchPodsDir(cleanups);
   return {
     podsDir,
     source: {
