@@ -193,7 +193,10 @@ async function removeCgroup(dir: string): Promise<void> {
     } catch (e) {
       if (e instanceof Deno.errors.NotFound) return;
       if (Date.now() > deadline) {
-        throw new Error(`Cannot remove the probe cgroup "${dir}": ${(e as Error).message}`);
+        throw new Error(
+          `Cannot remove the probe cgroup "${dir}" (${(e as Error).message}): a prober may ` +
+            `still be in it; kill the pids in ${dir}/cgroup.procs, then rmdir it`,
+        );
       }
     }
     try {
