@@ -7,7 +7,7 @@ import { getLogger } from "@logtape/logtape";
 import { type Attachment, type AttachmentRef, AttachmentRefusedError } from "../cni/protocol.ts";
 import { canonicalAddress } from "../datapath/probe_map.ts";
 import { HOST_ADDRESS_REFUSAL } from "./host_addresses.ts";
-import { inRanges, type PodRange } from "../datapath/pod_ranges.ts";
+import type { PodRangeSet } from "../datapath/pod_ranges.ts";
 import { OUTSIDE_POD_RANGES_REFUSAL } from "./desired_state.ts";
 import { callHook } from "./problems.ts";
 
@@ -39,11 +39,11 @@ export function refuseHostAddress(
  */
 export function refuseOutsidePodRanges(
   a: Attachment,
-  ranges: readonly PodRange[],
+  ranges: PodRangeSet,
   onRefused?: (attachment: Attachment, address: string) => void,
 ): void {
-  if (ranges.length === 0) return;
-  refuseAddress(a, (address) => !inRanges(address, ranges), OUTSIDE_POD_RANGES_REFUSAL, onRefused);
+  if (ranges.ranges.length === 0) return;
+  refuseAddress(a, (address) => !ranges.has(address), OUTSIDE_POD_RANGES_REFUSAL, onRefused);
 }
 
 /** Refuses `a` at its first address (canonical) that `refused` holds no pod's: `why` follows it. */

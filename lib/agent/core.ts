@@ -37,7 +37,7 @@ import {
   refuseOutsidePodRanges,
   refuseSecondNetwork,
 } from "./attachment_refusals.ts";
-import { parseCidr, type PodRange } from "../datapath/pod_ranges.ts";
+import { parseCidr, PodRangeSet } from "../datapath/pod_ranges.ts";
 import { refuseClashingAttachment } from "./attachment_clashes.ts";
 import { attachmentNetwork, logUnknownNetwork } from "./attachment_network.ts";
 import type { PodLookup } from "../pods/source.ts";
@@ -176,13 +176,13 @@ export class AgentCore {
   #started: PodSource[] = [];
   readonly #timers: Timers;
   /** The operator's pod ranges (--pod-cidrs), parsed once (validated with the config). */
-  readonly #podRanges: readonly PodRange[];
+  readonly #podRanges: PodRangeSet;
 
   constructor(opts: AgentCoreOptions) {
     this.#opts = opts;
     this.#snapshot.addressSharing = opts.config.addressSharing;
     this.#reporter = new ProblemReporter(opts);
-    this.#podRanges = (opts.config.podCidrs ?? []).map((c) => parseCidr(c));
+    this.#podRanges = new PodRangeSet((opts.config.podCidrs ?? []).map((c) => parseCidr(c)));
     this.cache = new PodCache({
       nodeName: opts.config.nodeName,
       onChange: (source) => this.runner.trigger(source),

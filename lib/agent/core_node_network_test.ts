@@ -214,8 +214,13 @@ Deno.test("AgentCore with pod ranges refuses an ADD bringing an address outside 
       },
     );
     await t.core.start();
-    // Learnt from a source at the API server's address (outside the ranges): no target there.
-    t.sources[0].list(pod("api-squatter", "192.168.1.10", 2), pod("new", undefined, 1));
+    // Learnt from a source at the API server's address (outside the ranges): no target there. A
+    // pod of the default network (not Lace's, nor its ranges) has none to lose: not reported.
+    t.sources[0].list(
+      pod("api-squatter", "192.168.1.10", 2),
+      pod("new", undefined, 1),
+      pod("plain", "192.168.7.7", undefined),
+    );
     await t.settle();
     assert.deepEqual(ids(t.store), [], addressSharing);
     assert.deepEqual(t.skips.map((s) => `${s.pod.uid} ${s.reason}`), [

@@ -35,7 +35,7 @@ import {
 import { errorText } from "../error_text.ts";
 import { HOST_ADDRESS_REFUSAL } from "./host_addresses.ts";
 import { podAddresses, type PodIdentity } from "../rules/pod_fields.ts";
-import { inRanges, type PodRange } from "../datapath/pod_ranges.ts";
+import type { PodRangeSet } from "../datapath/pod_ranges.ts";
 
 /** One desired map entry and the pod and probe it serves. */
 export interface TargetView extends Omit<Target, "key" | "networkId"> {
@@ -216,7 +216,7 @@ export interface DesiredStateInput {
    * them is no pod's (a control plane's, a registry's, another host's the kubelet's cgroup talks
    * to) and gets no target, under both sharing modes. None: every address may be a pod's.
    */
-  podRanges?: readonly PodRange[];
+  podRanges?: PodRangeSet;
 }
 
 /**
@@ -320,8 +320,14 @@ export function desiredState(input: DesiredStateInput): DesiredState {
   // Addresses that are no pod's, under both sharing modes: the node's own (the kubelet probes
   // the node's host-network pods there) and, with pod ranges, any outside them (the kubelet's
   // own connections may go there). Targets there stay claims; each pod there is told why.
-  const notPods = (isNot: (address: string) => boolean, reason: SkipReason, why: string) => {
-    const held = placements.flatMap((p) =>
+  // `of`: the placements concerned (default: every one).
+  const notPods = (
+    isNot: (address: string) => boolean,
+    reason: SkipReason,
+    why: string,
+    of: (p: PodPlacement) => boolean = () => true,
+  ) => {
+    const held = placements.filter(of).flatMap((p) =>
       p.addresses.filter((a) => isNot(a.address)).map((a) => ({ pod: p.pod, address: a.address }))
     );
     if (held.length === 0) return held;
@@ -337,9 +343,15 @@ export function desiredState(input: DesiredStateInput): DesiredState {
   const hostHeld = host?.size
     ? notPods((a) => host.has(a), "host-address", HOST_ADDRESS_REFUSAL)
     : [];
+  // Only pods of a Lace network can have targets: the default network's ranges are not Lace's.
   const ranges = input.podRanges;
-  const outside = ranges?.length
-    ? notPods((a) => !inRanges(a, ranges), "outside-pod-ranges", OUTSIDE_POD_RANGES_REFUSAL)
+  const outside = ranges?.ranges.length
+    ? notPods(
+      (a) => !ranges.has(a),
+      "outside-pod-ranges",
+      OUTSIDE_POD_RANGES_REFUSAL,
+      (p) => (p.network?.networkId ?? 0) > 0,
+    )
     : [];
   if (config.addressSharing === "exclusive" && shared.length > 0) {
     const untagged = untaggedAt(shared);

@@ -10,6 +10,7 @@ import {
   inRanges,
   NETWORK_COUNTS_LAYOUT,
   parseCidr,
+  PodRangeSet,
   REPORT_LAYOUT,
 } from "./pod_ranges.ts";
 
@@ -93,4 +94,16 @@ Deno.test("inRanges() holds an address inside one of the ranges, of its own fami
   assert.equal(inRanges("10.244.1.10", []), false);
   assert.equal(inRanges("192.0.2.1", [parseCidr("0.0.0.0/0")]), true);
   assert.equal(inRanges("2001:db8::1", [parseCidr("0.0.0.0/0")]), false);
+});
+
+Deno.test("PodRangeSet answers as inRanges() does, again and again", () => {
+  const set = new PodRangeSet([parseCidr("10.244.0.0/16"), parseCidr("fd00:244::/64")]);
+  for (let i = 0; i < 2; i++) {
+    assert.equal(set.has("10.244.1.10"), true);
+    assert.equal(set.has("::ffff:10.244.1.10"), true);
+    assert.equal(set.has("10.98.0.1"), false);
+    assert.equal(set.has("fd00:244::10"), true);
+    assert.equal(set.has("junk"), false);
+  }
+  assert.equal(new PodRangeSet([]).has("10.244.1.10"), false);
 });
