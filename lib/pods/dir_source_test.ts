@@ -9,6 +9,7 @@ import { deepJson, deepYamlBlock, podYaml } from "./_manifest_fixture.ts";
 import { MAX_MANIFEST_BYTES } from "./manifest_file.ts";
 import { waitFor } from "../../tests/helpers/wait.ts";
 import type { Mount } from "../mountinfo.ts";
+import { realTimers, within } from "../timers.ts";
 
 await loadYamlParser();
 
@@ -151,19 +152,6 @@ Deno.test("DirPodSource re-reads only the file that changed; other files' pods s
     assert.deepEqual(a(sink.lists.at(-1)!), a(first));
   }));
 
-/** Fails instead of hanging when `promise` does not settle within `ms` (a FIFO read blocks). */
-async function within<T>(what: string, promise: Promise<T>, ms = 5000): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 /** Runs `fn` with the "lace" logs captured as JSON lines; returns the warning messages. */
 async function warningsDuring(fn: () => Promise<void>): Promise<string[]> {
   const lines: string[] = [];
@@ -193,7 +181,8 @@ async function startOn(
         ...(opts.mounts ? { mounts: opts.mounts(dir) } : {}),
       });
       try {
-        await within("starting the source", source.start(sink));
+        // Fails instead of hanging when a read blocks (a FIFO).
+        await within(realTimers, source.start(sink), 5000, "starting the source");
         await check(sink, dir, source);
       } finally {
         await source.stop();
