@@ -287,11 +287,22 @@ export class AgentCore {
   async registerAttachment(a: Attachment, ref?: AttachmentRef): Promise<void> {
     const host = this.#opts.hostAddresses?.();
     refuseHostAddress(a, host, this.#opts.onHostAddressRefused);
-    refuseOutsidePodRanges(a, this.#podRanges, this.#opts.onOutsidePodRangesRefused);
     const refused = this.#attachments.refusedNetwork(a, ref);
     if (refused) refuseSecondNetwork(a, ref, refused, this.#opts.onSecondNetworkRefused);
     let learnt: PodNetwork | undefined;
-    if (this.#opts.config.addressSharing === "exclusive") {
+    // Only a Lace network's pod can have targets, and the pod ranges are the Lace networks': a
+    // pod of the default network (its own ranges) is not held to them. Where the network is
+    // learnt later, the reconcile gives such a pod no targets outside the ranges.
+    const outsideRanges = (network: PodNetwork | undefined) => {
+      if ((network?.networkId ?? 0) > 0) {
+        refuseOutsidePodRanges(a, this.#podRanges, this.#opts.onOutsidePodRangesRefused);
+      }
+    };
+    const named = a.network !== undefined && a.networkId !== undefined
+      ? { network: a.network, networkId: a.networkId }
+      : this.#attachments.nodeNetworks.get(a.uid);
+    if (this.#opts.config.addressSharing !== "exclusive") outsideRanges(named);
+    else {
       const sources = this.cache.sourcesOf(a.uid).filter((s) => s !== CNI_SOURCE);
       const found = await attachmentNetwork(a, {
         // holderView, not get: get throws for a pod refused as too large, and that pod's own
@@ -302,6 +313,7 @@ export class AgentCore {
         opts: this.#opts.config,
         timers: this.#timers,
       });
+      outsideRanges(named ?? found.network);
       // An ADD whose network is unknown may be another network's than any holder's: it is
       // refused at an address another pod holds (fail closed), and attached elsewhere.
       if (!found.network) logUnknownNetwork(a, found.unknown);

@@ -240,6 +240,13 @@ Deno.test("AgentCore with pod ranges refuses an ADD bringing an address outside 
     assert.deepEqual(ids(t.store), [], "nothing registered");
     await attach("10.0.0.9");
     assert.deepEqual(ids(t.store), ["10.0.0.9:8080=1", "[fd00::9]:8080=1"], addressSharing);
+    // A pod of the default network (no network in its conf or annotations): its own ranges.
+    await t.core.registerAttachment({
+      namespace: "ns",
+      name: "p-plain",
+      uid: "plain",
+      ips: ["192.168.7.7"],
+    });
     assert.equal(refused.length, 1);
     await t.core.stop();
   }
