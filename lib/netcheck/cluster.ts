@@ -31,6 +31,11 @@ export interface ExecResult {
   stderr: string;
   /** Set when the exec session failed, not the command. */
   error?: string;
+  /**
+   * The output went past EXEC_OUTPUT_LIMIT (exec_output.ts): what came before it is kept, the
+   * session was closed, and `error` says so.
+   */
+  tooLong?: true;
 }
 
 export interface ExecOptions {

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { classifyConnect } from "./connect_result.ts";
+import { POD_TEXT_LIMIT, tooLongError } from "./exec_output.ts";
 
 const run = (exitCode: number, stderr: string, error?: string) =>
   classifyConnect({ exitCode, stdout: "", stderr, ...(error ? { error } : {}) });
@@ -61,4 +62,23 @@ Deno.test("classifyConnect() reads a class only as a whole word at the start of 
 Deno.test("classifyConnect() names the exit code when a failure leaves stderr empty", () => {
   assert.deepEqual(run(3, "  \n"), { ok: false, errorClass: "UNKNOWN", message: "exit code 3" });
   assert.deepEqual(run(3, "first\nsecond"), { ok: false, errorClass: "UNKNOWN", message: "first" });
+});
+
+Deno.test("classifyConnect() keeps at most POD_TEXT_LIMIT characters of a megabyte stderr line", () => {
+  for (const stderr of ["OTHER: " + "e".repeat(1 << 20), "x".repeat(1 << 20)]) {
+    const r = run(1, stderr) as { message: string };
+    assert.ok(r.message.length < POD_TEXT_LIMIT + 40, `${r.message.length} characters`);
+  }
+});
+
+Deno.test("classifyConnect() fails an exec cut at the output limit as TOO_LONG", () => {
+  const error = tooLongError(1 << 20);
+  assert.deepEqual(
+    classifyConnect({ exitCode: -1, stdout: "", stderr: "", error, tooLong: true }),
+    {
+      ok: false,
+      errorClass: "TOO_LONG",
+      message: error,
+    },
+  );
 });

@@ -5,10 +5,23 @@
  * server or a reset connection is worth a short retry.
  */
 import type { ExecResult } from "./cluster.ts";
+import { podLine } from "./exec_output.ts";
 
 export type IperfOutcome =
   | { ok: true; bitsPerSecond: number }
-  | { ok: false; message: string; retryable: boolean };
+  | {
+    ok: false;
+    message: string;
+    retryable: boolean;
+    /** TOO_LONG (the output went past the limit), BAD_ANSWER (a figure out of range); else IPERF. */
+    errorClass?: "TOO_LONG" | "BAD_ANSWER";
+  };
+
+/**
+ * The most bits per second a path is believed to carry (100 Tbit/s, far above any NIC): a figure
+ * above it, or below 0, is an answer to distrust, not a measurement to add to the summary.
+ */
+export const MAX_BITS_PER_SECOND = 1e14;
 
 const RETRYABLE = [/the server is busy/i, /connection reset by peer/i];
 
@@ -36,7 +49,7 @@ export function firstJsonObject(text: string): string | undefined {
  * first line it printed). Warnings printed before the JSON are skipped.
  */
 export function iperfDocument(result: ExecResult): Record<string, unknown> | string {
-  if (result.error !== undefined) return `exec failed: ${result.error}`;
+  if (result.error !== undefined) return `exec failed: ${podLine(result.error)}`;
   const json = firstJsonObject(result.stdout);
   let doc: unknown;
   try {
@@ -45,17 +58,19 @@ export function iperfDocument(result: ExecResult): Record<string, unknown> | str
     doc = undefined;
   }
   if (doc && typeof doc === "object") return doc as Record<string, unknown>;
-  const text = (result.stderr || result.stdout).trim().split("\n")[0] || "no output";
-  return `no iperf3 JSON: ${text}`;
+  return `no iperf3 JSON: ${podLine(result.stderr || result.stdout) || "no output"}`;
 }
 
 function failure(message: string): IperfOutcome {
-  const oneLine = message.trim().split("\n")[0] || "no output";
+  const oneLine = podLine(message) || "no output";
   return { ok: false, message: oneLine, retryable: RETRYABLE.some((re) => re.test(message)) };
 }
 
 /** Interprets one `iperf3 -c … -J` exec. */
 export function parseIperf(result: ExecResult): IperfOutcome {
+  if (result.tooLong && result.error !== undefined) {
+    return { ok: false, errorClass: "TOO_LONG", message: result.error, retryable: false };
+  }
   if (result.error !== undefined) return failure(`exec failed: ${result.error}`);
   const json = firstJsonObject(result.stdout);
   let doc: Record<string, unknown> | undefined;
@@ -74,6 +89,15 @@ export function parseIperf(result: ExecResult): IperfOutcome {
   const bps = end?.sum_received?.bits_per_second;
   if (typeof bps !== "number" || !Number.isFinite(bps)) {
     return failure("iperf3 output has no end.sum_received.bits_per_second");
+  }
+  if (bps < 0 || bps > MAX_BITS_PER_SECOND) {
+    return {
+      ok: false,
+      errorClass: "BAD_ANSWER",
+      message: `iperf3 reported ${bps} bits/s, outside 0 to ${MAX_BITS_PER_SECOND}: not a figure ` +
+        `to trust`,
+      retryable: false,
+    };
   }
   if (result.exitCode !== 0) return failure(result.stderr || `iperf3 exit code ${result.exitCode}`);
   return { ok: true, bitsPerSecond: bps };

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { POD_TEXT_LIMIT, tooLongError } from "./exec_output.ts";
 import { firstJsonObject, parseIperf } from "./iperf_result.ts";
 
 const ok = JSON.stringify({ start: { x: "{" }, end: { sum_received: { bits_per_second: 9.1e9 } } });
@@ -119,4 +120,39 @@ Deno.test("parseIperf() refuses an infinite figure and an end without sum_receiv
 
 Deno.test("firstJsonObject() reads an empty string key", () => {
   assert.equal(firstJsonObject('{"":1} x'), '{"":1}');
+});
+
+Deno.test("parseIperf() fails a negative, huge or non-numeric bandwidth as BAD_ANSWER, never as a figure", () => {
+  const answer = (bps: unknown) =>
+    parseIperf({
+      exitCode: 0,
+      stdout: `{"end":{"sum_received":{"bits_per_second":${bps}}}}`,
+      stderr: "",
+    });
+  for (const bps of [-9.1e9, 1e15, 1e308]) {
+    const r = answer(bps);
+    assert.equal(r.ok, false, `${bps} accepted`);
+    assert.equal((r as { errorClass?: string }).errorClass, "BAD_ANSWER");
+    assert.match((r as { message: string }).message, /outside 0 to/);
+  }
+  // JSON has no NaN or Infinity: 1e999 parses as Infinity, a string is not a number.
+  for (const bps of ["1e999", '"NaN"', "null"]) assert.equal(answer(bps).ok, false);
+  assert.deepEqual(answer(0), { ok: true, bitsPerSecond: 0 });
+});
+
+Deno.test("parseIperf() fails an exec cut at the output limit as TOO_LONG, without retrying", () => {
+  const error = tooLongError(1 << 20);
+  assert.deepEqual(parseIperf({ exitCode: -1, stdout: "{", stderr: "", error, tooLong: true }), {
+    ok: false,
+    errorClass: "TOO_LONG",
+    message: error,
+    retryable: false,
+  });
+});
+
+Deno.test("parseIperf() keeps one line of at most POD_TEXT_LIMIT characters of an iperf3 error", () => {
+  const stdout = JSON.stringify({ error: "busy".repeat(1_000_000) + "\nsecond line" });
+  const r = parseIperf({ exitCode: 1, stdout, stderr: "" }) as { message: string };
+  assert.ok(r.message.length < POD_TEXT_LIMIT + 40, `${r.message.length} characters`);
+  assert.doesNotMatch(r.message, /second line/);
 });

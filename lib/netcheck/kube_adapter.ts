@@ -16,6 +16,7 @@ import {
   type OwnerReference,
   type ProbePod,
 } from "./cluster.ts";
+import { ExecOutput, tooLongError } from "./exec_output.ts";
 
 function statusOf(e: unknown): number | undefined {
   const code = (e as { code?: unknown })?.code;
@@ -162,17 +163,17 @@ export class ClientNodeCluster implements NetcheckCluster {
     command: string[],
     options: ExecOptions,
   ): Promise<ExecResult> {
-    const stdout: string[] = [], stderr: string[] = [];
-    const decoder = () => {
-      const d = new TextDecoder();
-      return (into: string[]) =>
-        new Writable({
-          write(chunk: Uint8Array, _enc, cb) {
-            into.push(d.decode(chunk, { stream: true }));
-            cb();
-          },
-        });
-    };
+    // At most EXEC_OUTPUT_LIMIT bytes are kept: a pod that answers without end has its session
+    // closed at the first byte beyond (the path fails as TOO_LONG).
+    const output = new ExecOutput();
+    let overflow = () => {};
+    const sink = (stream: "stdout" | "stderr") =>
+      new Writable({
+        write(chunk: Uint8Array, _enc, cb) {
+          if (!output.add(stream, chunk)) overflow();
+          cb();
+        },
+      });
     return new Promise<ExecResult>((resolve) => {
       let status: k8s.V1Status | undefined;
       let socket: { close(): void } | undefined;
@@ -187,15 +188,16 @@ export class ClientNodeCluster implements NetcheckCluster {
         } catch { /* already closed */ }
         const result: ExecResult = {
           exitCode: error === undefined ? exitCodeOf(status) : -1,
-          stdout: stdout.join(""),
-          stderr: stderr.join(""),
+          ...output.text(),
         };
+        if (output.tooLong) result.tooLong = true;
         if (error !== undefined) result.error = error;
         else if (!status) result.error = "exec session closed without a status";
         else if (result.exitCode === -1) result.error = status.message ?? "exec failed";
         resolve(result);
       };
       const onAbort = () => finish("interrupted");
+      overflow = () => finish(tooLongError(output.limit));
       const timer = setTimeout(
         () => finish(`no result within ${options.timeoutMs / 1000}s`),
         options.timeoutMs,
@@ -207,8 +209,8 @@ export class ClientNodeCluster implements NetcheckCluster {
         pod,
         container,
         command,
-        decoder()(stdout),
-        decoder()(stderr),
+        sink("stdout"),
+        sink("stderr"),
         null,
         false,
         (s) => {

@@ -14,6 +14,7 @@
  */
 import type { ExecResult } from "./cluster.ts";
 import { curlCommand } from "./curl.ts";
+import { podLine, tooLongOutcome } from "./exec_output.ts";
 
 /** p50, p99 and max of a set of samples, ms. */
 export interface Percentiles {
@@ -78,7 +79,11 @@ export function latencyCommand(url: string, samples: number, timeoutMs: number):
 /** What one latency exec found. */
 export type LatencyOutcome =
   | { ok: true; figures: LatencyFigures; identity: string }
-  | { ok: false; errorClass: "TIMEOUT" | "BAD_ANSWER" | "UNKNOWN" | "NO_CURL"; message: string };
+  | {
+    ok: false;
+    errorClass: "TIMEOUT" | "BAD_ANSWER" | "UNKNOWN" | "NO_CURL" | "TOO_LONG";
+    message: string;
+  };
 
 /** A pod name as netexec's /hostname reports it: a DNS subdomain, at most 253 characters. */
 const connectScratch: number[] = [], requestScratch: number[] = [];
@@ -93,8 +98,10 @@ const seconds = /^\d{1,6}(\.\d{1,9})?$/;
  * check says why); anything else is BAD_ANSWER with what was wrong.
  */
 export function parseLatency(result: ExecResult, samples: number): LatencyOutcome {
+  const tooLong = tooLongOutcome(result);
+  if (tooLong) return tooLong;
   if (result.error !== undefined) {
-    return { ok: false, errorClass: "UNKNOWN", message: `exec failed: ${result.error}` };
+    return { ok: false, errorClass: "UNKNOWN", message: `exec failed: ${podLine(result.error)}` };
   }
   if (
     result.exitCode === 126 || result.exitCode === 127 || /executable file not found/.test(

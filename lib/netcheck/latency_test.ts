@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { tooLongError } from "./exec_output.ts";
 import { latencyCommand, nearestRank, parseLatency, percentiles, worstP99 } from "./latency.ts";
 
 const answer = (
@@ -85,4 +86,14 @@ Deno.test("parseLatency() names a missing curl and a failed exec", () => {
   assert.equal(noCurl.ok ? "" : noCurl.errorClass, "NO_CURL");
   const failed = parseLatency({ exitCode: -1, stdout: "", stderr: "", error: "timed out" }, 3);
   assert.deepEqual(failed, { ok: false, errorClass: "UNKNOWN", message: "exec failed: timed out" });
+});
+
+Deno.test("parseLatency() fails an exec cut at the output limit as TOO_LONG", () => {
+  const error = tooLongError(1 << 20);
+  const stdout = "x".repeat(1000);
+  assert.deepEqual(parseLatency({ exitCode: -1, stdout, stderr: "", error, tooLong: true }, 3), {
+    ok: false,
+    errorClass: "TOO_LONG",
+    message: error,
+  });
 });

@@ -26,6 +26,7 @@
  */
 import type { ExecResult } from "./cluster.ts";
 import { curlCommand } from "./curl.ts";
+import { podLine, tooLongOutcome } from "./exec_output.ts";
 import { iperfDocument } from "./iperf_result.ts";
 
 /** Payload sizes tried, bytes: below any MTU, one typical segment, a few, many. */
@@ -49,7 +50,12 @@ export function mtuCommand(baseUrl: string, timeoutMs: number): string[] {
 
 export type MtuOutcome =
   | { ok: true; largest: number; podMtu: number | undefined }
-  | { ok: false; errorClass: "MTU" | "BAD_ANSWER" | "UNKNOWN"; message: string; largest: number };
+  | {
+    ok: false;
+    errorClass: "MTU" | "BAD_ANSWER" | "UNKNOWN" | "TOO_LONG";
+    message: string;
+    largest: number;
+  };
 
 /**
  * Reads mtuCommand()'s output: the MTU file's content and a LACE line, then a
@@ -57,11 +63,13 @@ export type MtuOutcome =
  * its size downloaded).
  */
 export function parseMtu(result: ExecResult): MtuOutcome {
+  const tooLong = tooLongOutcome(result);
+  if (tooLong) return { ...tooLong, largest: 0 };
   if (result.error !== undefined) {
     return {
       ok: false,
       errorClass: "UNKNOWN",
-      message: `exec failed: ${result.error}`,
+      message: `exec failed: ${podLine(result.error)}`,
       largest: 0,
     };
   }
@@ -155,7 +163,7 @@ export function parseTcpTransfer(result: ExecResult): TcpTransfer {
   const mss = Number.isInteger(raw) && (raw as number) > 0 && (raw as number) <= MAX_MSS
     ? raw as number
     : undefined;
-  const error = typeof doc.error === "string" ? doc.error : "";
+  const error = typeof doc.error === "string" ? podLine(doc.error) : "";
   const received = (doc.end as { sum_received?: { bytes?: unknown } } | undefined)
     ?.sum_received?.bytes;
   if (!error && result.exitCode === 0 && received === MSS_TRANSFER_BYTES) {
@@ -169,7 +177,9 @@ export function parseTcpTransfer(result: ExecResult): TcpTransfer {
   return {
     mss,
     transferred: undefined,
-    detail: error ? `iperf3: ${error}` : `received ${String(received)} of ${MSS_TRANSFER_BYTES} B`,
+    detail: error
+      ? `iperf3: ${error}`
+      : `received ${podLine(String(received))} of ${MSS_TRANSFER_BYTES} B`,
   };
 }
 
@@ -276,7 +286,7 @@ function count(value: unknown): number | undefined {
 export function parseUdpDatagrams(result: ExecResult, size: number): UdpDatagrams {
   const doc = iperfDocument(result);
   if (typeof doc === "string") return { size, passed: undefined, detail: doc };
-  const error = typeof doc.error === "string" ? doc.error : "";
+  const error = typeof doc.error === "string" ? podLine(doc.error) : "";
   if (/message too long/i.test(error)) {
     return { size, passed: false, detail: `iperf3: ${error}` };
   }

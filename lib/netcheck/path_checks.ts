@@ -251,7 +251,7 @@ export async function measureBandwidth(
       return {
         ...base,
         ok: false,
-        errorClass: "IPERF",
+        errorClass: parsed.errorClass ?? "IPERF",
         message: parsed.message,
         attempts: attempt,
         durationMs,

@@ -23,7 +23,8 @@ export interface PathResult {
   ok: boolean;
   /**
    * TIMEOUT/REFUSED/DNS/OTHER/UNKNOWN for connect; TIMEOUT, BAD_ANSWER,
-   * WRONG_POD, LATENCY, NO_CURL or UNKNOWN for latency; IPERF or SLOW for bandwidth.
+   * WRONG_POD, LATENCY, NO_CURL or UNKNOWN for latency; IPERF, SLOW or BAD_ANSWER for
+   * bandwidth; TOO_LONG in any phase but isolation (an exec cut at EXEC_OUTPUT_LIMIT).
    */
   errorClass?: string;
   message?: string;

@@ -21,6 +21,11 @@ export interface ExecRequest {
 
 export interface ExecReply {
   stdout?: string;
+  /**
+   * More stdout after `stdout`, a frame each, a macrotask apart, until the client closes the
+   * session (an endless generator plays a pod that answers without end).
+   */
+  stdoutFrames?: Iterable<string>;
   stderr?: string;
   exitCode: number;
 }
@@ -101,6 +106,11 @@ export function installExec(server: TestApiServer, runner: ExecRunner): () => vo
       }
       if (socket.readyState !== WebSocket.OPEN) return;
       if (reply.stdout) socket.send(frame(1, reply.stdout));
+      for (const text of reply.stdoutFrames ?? []) {
+        await new Promise((resolve) => setTimeout(resolve, 0));
+        if (socket.readyState !== WebSocket.OPEN) return;
+        socket.send(frame(1, text));
+      }
       if (reply.stderr) socket.send(frame(2, reply.stderr));
       socket.send(frame(3, JSON.stringify(execStatus(reply.exitCode))));
       socket.close(1000);

@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import * as k8s from "../../lib/kube/k8s.ts";
 import { loadKubeConfig } from "../../lib/kube/client.ts";
+import { EXEC_OUTPUT_LIMIT } from "../../lib/netcheck/exec_output.ts";
 import { ClientNodeCluster } from "../../lib/netcheck/kube_adapter.ts";
 import { acquireLease } from "../../lib/netcheck/lease_lock.ts";
 import { probeDaemonSet, runSelector } from "../../lib/netcheck/manifest.ts";
@@ -193,6 +194,35 @@ Deno.test("exec that outlives its timeout is closed and reported", async () => {
   release.resolve();
   assert.equal(r.exitCode, -1);
   assert.match(r.error!, /no result within 0.1s/);
+});
+
+Deno.test("exec of a pod that answers without end keeps at most EXEC_OUTPUT_LIMIT bytes and closes the session", async () => {
+  let sent = 0;
+  const frame = "x".repeat(64 * 1024);
+  await using t = await setup(() => ({
+    exitCode: 0,
+    stdoutFrames: (function* () {
+      // A pod printing one endless line (no newline ever).
+      for (;;) {
+        sent++;
+        yield frame;
+      }
+    })(),
+  }));
+  t.server.put(probePod("r1", "node-a"));
+  const r = await t.cluster.exec(NS, "lace-netcheck-r1-node-a", "connect", ["curl"], {
+    timeoutMs: 20_000,
+  });
+  assert.equal(r.tooLong, true);
+  assert.equal(r.exitCode, -1);
+  assert.match(r.error!, new RegExp(`output above ${EXEC_OUTPUT_LIMIT} bytes`));
+  assert.ok(r.stdout.length <= EXEC_OUTPUT_LIMIT, `kept ${r.stdout.length} characters`);
+  assert.ok(r.stdout.length >= EXEC_OUTPUT_LIMIT - frame.length);
+  // The session was closed at the limit: the server stopped sending soon after (not at the timeout).
+  const atClose = sent;
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.ok(sent - atClose <= 2, `${sent - atClose} frames sent after the close`);
+  assert.ok(sent < 2 * EXEC_OUTPUT_LIMIT / frame.length, `${sent} frames sent`);
 });
 
 Deno.test("the Lease lock blocks a second run, names the holder, and is deleted on release", async () => {
