@@ -73,7 +73,7 @@ export function agentStatus(parts: StatusParts): StatusProvider {
     async targets(): Promise<Iterable<TargetView>> {
       const hits = await readHits();
       const nowNs = monotonicNowNs();
-      return targetViews(core.view(), (key) => hitsView(hits.get(key) ?? NO_HITS, nowNs));
+      return httpTargetViews(core.view(), (key) => hitsView(hits.get(key) ?? NO_HITS, nowNs));
     },
     unmatched: () => parts.unmatched()?.recent() ?? [],
     addresses: () => addressesView(core.view(), parts.hostAddresses.status(), parts.podRanges),
@@ -86,7 +86,7 @@ export function agentStatus(parts: StatusParts): StatusProvider {
  * Turns the core's snapshot into the HTTP view (`/targets`, `lace targets`,
  * doctor), with each target's hits as the map holds them now.
  */
-function* targetViews(
+function* httpTargetViews(
   snapshot: Readonly<AgentSnapshot>,
   hitsOfKey: (key: ProbeKey) => HitsView,
 ): Generator<TargetView> {
