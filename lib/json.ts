@@ -19,3 +19,12 @@ export function nestedDeeperThan(value: unknown, limit: number): boolean {
   }
   return false;
 }
+
+/**
+ * A value that came from outside as its JSON text, for an error message that quotes it
+ * ("attachment.ips holds something that is not an address: {\"a\":1}"); String() for what JSON
+ * cannot write (undefined).
+ */
+export function jsonText(value: unknown): string {
+  return JSON.stringify(value) ?? String(value);
+}

@@ -4,7 +4,7 @@
  * Pure code shared by both ends; the server validates every request with
  * `parseRequest` because anything can connect to a socket.
  */
-import { isObject } from "../json.ts";
+import { isObject, jsonText } from "../json.ts";
 import { networkNameProblem } from "../network_name.ts";
 
 /**
@@ -99,7 +99,7 @@ function parseAttachment(value: unknown): Attachment {
   }
   for (const ip of value.ips) {
     if (typeof ip !== "string" || ip.length > 64) {
-      throw new TypeError(`attachment.ips holds something that is not an address: ${show(ip)}`);
+      throw new TypeError(`attachment.ips holds something that is not an address: ${jsonText(ip)}`);
     }
     a.ips.push(ip);
   }
@@ -109,15 +109,11 @@ function parseAttachment(value: unknown): Attachment {
     a.network = value.network as string;
     const id = value.networkId;
     if (typeof id !== "number" || !Number.isInteger(id) || id < 1 || id > 65535) {
-      throw new TypeError(`attachment.networkId must be an integer 1..65535: ${show(id)}`);
+      throw new TypeError(`attachment.networkId must be an integer 1..65535: ${jsonText(id)}`);
     }
     a.networkId = id;
   }
   return a;
-}
-
-function show(value: unknown): string {
-  return JSON.stringify(value) ?? String(value);
 }
 
 /**
@@ -134,7 +130,7 @@ export function parseRequest(line: string): Request {
   if (!isObject(raw)) throw new TypeError("Request is not a JSON object");
   if (raw.v !== PROTOCOL_VERSION) {
     throw new TypeError(
-      `Unsupported protocol version ${show(raw.v)}: this agent speaks ${PROTOCOL_VERSION}`,
+      `Unsupported protocol version ${jsonText(raw.v)}: this agent speaks ${PROTOCOL_VERSION}`,
     );
   }
   const id = text(raw, "id", "request")!;
@@ -164,7 +160,7 @@ export function parseRequest(line: string): Request {
       return { v, id, op: "gc", valid: raw.valid.map((r, i) => parseRef(r, `valid[${i}]`)) };
     }
     default:
-      throw new TypeError(`Unknown op ${show(raw.op)}: expected add, check, del or gc`);
+      throw new TypeError(`Unknown op ${jsonText(raw.op)}: expected add, check, del or gc`);
   }
 }
 

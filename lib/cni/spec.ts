@@ -5,7 +5,7 @@
  * error code is unit-tested, and the plugin path imports nothing heavy.
  */
 import { parseDuration } from "../duration.ts";
-import { isObject } from "../json.ts";
+import { isObject, jsonText } from "../json.ts";
 import { GIVE_ANNOTATED_NAME, networkNameProblem } from "../network_name.ts";
 import { DEFAULT_CNI_SOCKET } from "./protocol.ts";
 
@@ -253,19 +253,21 @@ export function parseNetConf(stdin: string, command: Command): NetConf {
   }
   if (raw.socket !== undefined) {
     if (typeof raw.socket !== "string" || !raw.socket.startsWith("/")) {
-      throw invalid(`"socket" must be an absolute path: ${show(raw.socket)}`);
+      throw invalid(`"socket" must be an absolute path: ${jsonText(raw.socket)}`);
     }
     conf.socket = raw.socket;
   }
   if (raw.timeout !== undefined) {
     const ms = timeoutOf(raw.timeout);
     if (Number.isNaN(ms)) {
-      throw invalid(`"timeout" must be a duration such as "1s" or "500ms": ${show(raw.timeout)}`);
+      throw invalid(
+        `"timeout" must be a duration such as "1s" or "500ms": ${jsonText(raw.timeout)}`,
+      );
     }
     if (ms < 1 || ms > MAX_TIMEOUT_MS) {
       throw new CniError(
         ERR.unsupportedField,
-        `Unsupported value of "timeout": ${show(raw.timeout)} (supported: 1ms..30s)`,
+        `Unsupported value of "timeout": ${jsonText(raw.timeout)} (supported: 1ms..30s)`,
       );
     }
     conf.timeoutMs = ms;
@@ -289,12 +291,12 @@ function networkOf(raw: Record<string, unknown>): { network: string; networkId: 
     ? Number(id)
     : NaN;
   if (!Number.isInteger(networkId)) {
-    throw invalid(`"networkId" must be an integer 1..65535 when "network" is set: ${show(id)}`);
+    throw invalid(`"networkId" must be an integer 1..65535 when "network" is set: ${jsonText(id)}`);
   }
   if (networkId < 1 || networkId > 65535) {
     throw new CniError(
       ERR.unsupportedField,
-      `Unsupported value of "networkId": ${show(id)} (network ids are 1..65535)`,
+      `Unsupported value of "networkId": ${jsonText(id)} (network ids are 1..65535)`,
     );
   }
   const bad = networkNameProblem(raw.network);
@@ -304,10 +306,6 @@ function networkOf(raw: Record<string, unknown>): { network: string; networkId: 
     );
   }
   return { network: raw.network, networkId };
-}
-
-function show(value: unknown): string {
-  return JSON.stringify(value) ?? String(value);
 }
 
 /**
@@ -325,7 +323,7 @@ export function resultAddresses(result: Record<string, unknown>): string[] {
     if (!isObject(ip) || typeof ip.address !== "string") {
       throw new CniError(
         ERR.invalidConfig,
-        `"prevResult.ips" holds an entry without an address: ${show(ip)}`,
+        `"prevResult.ips" holds an entry without an address: ${jsonText(ip)}`,
       );
     }
     if (typeof ip.interface === "number") {
