@@ -8,19 +8,10 @@
  */
 import { AgentCallError, type CallAgent, callAgent } from "./client.ts";
 import { type Attachment, PROTOCOL_VERSION, type Reply, type Request } from "./protocol.ts";
-import {
-  type CniEnv,
-  CniError,
-  ERR,
-  errorResult,
-  type NetConf,
-  parseEnv,
-  parseNetConf,
-  passThrough,
-  peekVersion,
-  resultAddresses,
-  versionResult,
-} from "./spec.ts";
+import { CniError, ERR, errorResult, versionResult } from "./spec.ts";
+import { type CniEnv, parseEnv } from "./spec_env.ts";
+import { type NetConf, parseNetConf, peekVersion } from "./spec_netconf.ts";
+import { passThrough, resultAddresses } from "./spec_result.ts";
 
 /** What one plugin invocation produced: exit code, stdout, and lines for stderr. */
 export interface PluginOutcome {

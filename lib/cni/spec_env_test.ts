@@ -3,7 +3,8 @@
  * the ids, CNI_IFNAME and the Kubernetes CNI_ARGS.
  */
 import assert from "node:assert/strict";
-import { CniError, ERR, parseCniArgs, parseEnv } from "./spec.ts";
+import { CniError, ERR } from "./spec.ts";
+import { parseCniArgs, parseEnv } from "./spec_env.ts";
 import { codeOf, errorOf } from "./_spec_fixture.ts";
 
 const addEnv = {

@@ -3,7 +3,8 @@
  * commands it allows, and Lace's keys with their defaults and limits.
  */
 import assert from "node:assert/strict";
-import { CniError, ERR, parseNetConf, peekVersion, SUPPORTED_VERSIONS } from "./spec.ts";
+import { CniError, ERR, SUPPORTED_VERSIONS } from "./spec.ts";
+import { parseNetConf, peekVersion } from "./spec_netconf.ts";
 import { codeOf, errorOf } from "./_spec_fixture.ts";
 
 function conf(extra: Record<string, unknown> = {}, version = "1.0.0"): string {

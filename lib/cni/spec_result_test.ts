@@ -4,7 +4,8 @@
  * the error and VERSION results.
  */
 import assert from "node:assert/strict";
-import { CniError, errorResult, passThrough, resultAddresses, versionResult } from "./spec.ts";
+import { CniError, errorResult, versionResult } from "./spec.ts";
+import { passThrough, resultAddresses } from "./spec_result.ts";
 import { codeOf, errorOf } from "./_spec_fixture.ts";
 
 const ptpResult = {

@@ -42,7 +42,13 @@ export const MODULES: MutationModule[] = [
   },
   {
     name: "cni",
-    mutate: ["lib/cni/spec.ts", "lib/cni/protocol.ts"],
+    mutate: [
+      "lib/cni/spec.ts",
+      "lib/cni/spec_env.ts",
+      "lib/cni/spec_netconf.ts",
+      "lib/cni/spec_result.ts",
+      "lib/cni/protocol.ts",
+    ],
     tests: [
       "lib/cni/spec_test.ts",
       "lib/cni/spec_env_test.ts",
