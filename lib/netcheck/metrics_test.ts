@@ -102,3 +102,30 @@ Deno.test("seriesBound() grows linearly with nodes: no per-pair term", () => {
   assert.equal(grow(10), 2);
   assert.equal(grow(5000), 2);
 });
+
+Deno.test("a hostile name in a label cannot forge a series, and failing paths stay capped", async () => {
+  const metrics = new NetcheckMetrics(3);
+  const forged = 'a"} 1\nlace_netcheck_forged{x="\\';
+  const base = { fromPod: "p", toPod: "q", attempts: 1, durationMs: 1 };
+  for (let i = 0; i < 100; i++) {
+    metrics.observe({
+      ...base,
+      phase: "connect",
+      network: `${forged}\x1b[2J`,
+      from: `${forged}${i}`,
+      to: "b",
+      ok: false,
+      errorClass: "OTHER",
+      message: forged,
+    });
+  }
+  metrics.endRound({ nodes: [forged], networks: [], failed: true }, 1, false);
+  const text = await metrics.registry.metrics();
+  // Each sample line is one series of a metric netcheck defines; the label values are escaped.
+  for (const line of text.split("\n").filter((l) => l && !l.startsWith("#"))) {
+    assert.match(line, /^lace_netcheck_\w+(\{.*\})? [-+\w.]+$/, line);
+    assert.doesNotMatch(line, /^lace_netcheck_forged/, line);
+  }
+  assert.equal((text.match(/^lace_netcheck_failing_path\{/gm) ?? []).length, 3);
+  assert.match(text, /^lace_netcheck_failing_paths_not_shown 97$/m);
+});

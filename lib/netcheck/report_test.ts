@@ -76,3 +76,29 @@ Deno.test("JunitReport records a setup error as an error test case", async () =>
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+/** Characters XML 1.0 allows (its Char production); anything else makes the file unreadable. */
+const NOT_XML_CHAR = /[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\u{10000}-\u{10ffff}]/u;
+
+Deno.test("JunitReport stays well-formed XML whatever a pod answered: controls, U+FFFE/U+FFFF, markup", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const file = `${dir}/netcheck.xml`;
+    const junit = new JunitReport(file);
+    const hostile = `\x1b[2J\r\u0000"/></testcase><testcase name="forged">\uffff\ufffe\ud800"}\n` +
+      "x".repeat(10_000);
+    await junit.path(path({ ok: false, errorClass: "OTHER", message: hostile }));
+    await junit.finish(new Summary(2), { ...outcome, error: hostile });
+    const xml = await Deno.readTextFile(file);
+    assert.equal(xml.match(NOT_XML_CHAR), null, "a character XML does not allow");
+    // The markup is the report's own: two test cases (the path and setup), none forged.
+    assert.equal((xml.match(/<testcase /g) ?? []).length, 2);
+    assert.equal((xml.match(/<\/testcase>/g) ?? []).length, 2);
+    assert.doesNotMatch(xml, /name="forged"/);
+    // Every attribute value is closed before the next tag: no raw < or " inside one.
+    for (const m of xml.matchAll(/ \w+="([^"]*)"/g)) assert.doesNotMatch(m[1], /[<>]/);
+    assert.match(xml, /\\uffff\\ufffe\\ud800/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

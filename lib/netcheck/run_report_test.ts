@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { JsonReport } from "./report.ts";
+import { JsonReport, JunitReport } from "./report.ts";
 import { runChecks } from "./run.ts";
 import { fakeNodes, MemoryCluster } from "../../tests/netcheck/memory_cluster.ts";
 import { options, quiet } from "../../tests/netcheck/run_fixture.ts";
@@ -51,4 +51,28 @@ Deno.test("progress prints plain lines off a terminal and a single redrawn bar o
   });
   assert.equal(tty.filter((t) => t === "\n").length, 3);
   assert.ok(tty.filter((t) => t !== "\n").every((t) => t.startsWith("\r")));
+});
+
+Deno.test("the JUnit report has a test case for every path of a run, however many finish at once", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    let text = "";
+    const file = `${dir}/netcheck.xml`;
+    await runChecks(options({ concurrency: 16 }), {
+      cluster: new MemoryCluster(fakeNodes(5)),
+      progress: quiet,
+      sinks: [new JsonReport((t) => text += t), new JunitReport(file)],
+      pollMs: 1,
+    });
+    const paths = JSON.parse(text).paths.length;
+    assert.equal(paths, 60);
+    const xml = await Deno.readTextFile(file);
+    assert.equal((xml.match(/<testcase /g) ?? []).length, paths);
+    assert.match(
+      xml,
+      new RegExp(`<testsuites name="lace netcheck" tests="${paths}" failures="0">`),
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

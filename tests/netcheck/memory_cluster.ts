@@ -68,6 +68,14 @@ export interface MemoryClusterOptions {
   distinctAddresses?: boolean;
   /** Runs `iperf3 -c` output through this (e.g. to append text or errors). */
   iperfOutput?: (json: string, from: string, to: string) => ExecResult;
+  /**
+   * Replaces any exec's answer (a hostile pod's output): called with the answer the model
+   * gave and the exec; what it returns is what netcheck gets.
+   */
+  rewrite?: (
+    answer: ExecResult,
+    exec: { pod: string; container: string; command: string[] },
+  ) => ExecResult;
 }
 
 const DEFAULT_BPS = 9.4e9;
@@ -291,6 +299,17 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
   }
 
   async exec(
+    namespace: string,
+    pod: string,
+    container: string,
+    command: string[],
+    options: ExecOptions,
+  ): Promise<ExecResult> {
+    const answer = await this.#exec(namespace, pod, container, command, options);
+    return this.options.rewrite?.(answer, { pod, container, command }) ?? answer;
+  }
+
+  async #exec(
     _namespace: string,
     pod: string,
     container: string,
