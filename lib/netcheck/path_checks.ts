@@ -25,7 +25,7 @@ import {
 } from "./mtu.ts";
 import { parseIperf } from "./iperf_result.ts";
 import type { ProbeNetwork } from "./manifest.ts";
-import { isolationVerdict, type NetworkEndpoint } from "./isolation.ts";
+import { isolationVerdict, type NetworkEndpoint, type ProbePodNetworks } from "./isolation.ts";
 import { CONNECT_PORT, IPERF_PORT, type NetcheckOptions } from "./options.ts";
 import type { Pair } from "./pairs.ts";
 import { abortableSleep } from "./readiness.ts";
@@ -264,14 +264,16 @@ export async function measureBandwidth(
 
 /**
  * One cross-network path: a single /hostname request from a pod of one
- * network to the address of a pod of another. Answered by that pod itself:
- * LEAK, naming both pods, nodes and networks.
+ * network to the address of a pod of another. Answered by that pod itself
+ * or another network's probe pod: LEAK, naming both pods, nodes and
+ * networks (isolation.ts; `probes` are the round's probe pods).
  */
 export async function checkIsolation(
   cluster: NetcheckCluster,
   options: NetcheckOptions,
   pair: Pair<NetworkEndpoint>,
   networks: ProbeNetwork[],
+  probes: ProbePodNetworks,
   signal: AbortSignal | undefined,
 ): Promise<PathResult | undefined> {
   const started = Date.now();
@@ -285,7 +287,7 @@ export async function checkIsolation(
     { timeoutMs: options.isolationTimeoutMs + 30_000, signal },
   );
   if (signal?.aborted) return undefined;
-  const verdict = isolationVerdict(parseLatency(result, 1), pair.to.pod);
+  const verdict = isolationVerdict(parseLatency(result, 1), pair.to.pod, pair.from.network, probes);
   const fromNet = networks[pair.from.network].name, toNet = networks[pair.to.network].name;
   const base = {
     phase: "isolation" as const,

@@ -12,7 +12,12 @@ import { checkIsolation, checkMtu, measureBandwidth, measureLatency } from "./pa
 import { acquireLease, type LeaseLock, waitForLease } from "./lease_lock.ts";
 import { type ProbeNetwork, probeNetworks } from "./manifest.ts";
 import { createProbeDaemonSets, removeRunObjects } from "./probe_daemonsets.ts";
-import { crossNetworkPairs, type NetworkEndpoint, NetworkMatrix } from "./isolation.ts";
+import {
+  crossNetworkPairs,
+  type NetworkEndpoint,
+  NetworkMatrix,
+  probePodNetworks,
+} from "./isolation.ts";
 import { CONNECT_PORT, type NetcheckOptions, UDP_PORT } from "./options.ts";
 import { directedPairs, type Pair, pairCount } from "./pairs.ts";
 import { connectivityPeers, roundsToCover, sampledPairCount, sampledPairs } from "./peers.ts";
@@ -250,10 +255,16 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
       const total = perNetwork.reduce((n, e) => n + e.length, 0);
       const count = perNetwork.reduce((n, e) => n + e.length * (total - e.length), 0);
       progress.start("Isolation", count);
+      const probes = probePodNetworks(perNetwork, networks.map((n) => n.name));
       await schedulePairs(crossNetworkPairs(perNetwork), (e) => e.pod, async (pair) => {
-        const result = await checkIsolation(cluster, options, pair, networks, signal);
+        const result = await checkIsolation(cluster, options, pair, networks, probes, signal);
         if (!result) return;
-        matrix!.record(pair.from.network, pair.to.network, result.ok);
+        matrix!.record(
+          pair.from.network,
+          pair.to.network,
+          result.ok,
+          result.errorClass === "LEAK",
+        );
         await record(result);
       }, { concurrency: options.concurrency, exclusive: false, signal });
       progress.end();

@@ -91,6 +91,48 @@ Deno.test("--networks: distinct addresses that nobody answers across networks ar
   assert.equal(summary.isolation.passed, 32);
 });
 
+/**
+ * A cross-network request from network n0 to n1's address 10.0.<i>.3 (nobody there in n0)
+ * answered by `name(i)`: as if a pod outside netcheck, or through a leak another pod, held it.
+ */
+function answeredAcross(name: (i: number) => string): MemoryClusterOptions["rewrite"] {
+  return (answer, { pod, command }) => {
+    const url = command.filter((a) => a.startsWith("http://"));
+    const target = /^http:\/\/10\.0\.(\d+)\.3:/.exec(url[0] ?? "");
+    if (url.length !== 1 || !pod.includes("-n0-") || !target) return answer;
+    return {
+      exitCode: 0,
+      stdout: `${name(Number(target[1]))}\nLACE 200 1 0.000100 0.000100 0.000200\n`,
+      stderr: "",
+    };
+  };
+}
+
+Deno.test("--networks: a pod that is none of netcheck's answering across networks leaves isolation unverified", async () => {
+  const { exitCode, summary } = await runNetworks(["tenant-a", "tenant-b"], {
+    distinctAddresses: true,
+    rewrite: answeredAcross(() => "tenant-web-7f9c"),
+  });
+  assert.equal(exitCode, EXIT_FAILED);
+  assert.deepEqual([...summary.failures.byClass], [["UNVERIFIED", 16]]);
+  assert.match(summary.failures.items[0].message!, /"tenant-web-7f9c", which is no probe pod/);
+  // Failed in the matrix, but no leak shown.
+  assert.equal(summary.networks!.leaks, 0);
+  assert.deepEqual(summary.networks!.toJSON().cells[0][1], { tested: 16, failed: 16 });
+});
+
+Deno.test("--networks: another network's probe pod than the target answering is a leak", async () => {
+  const { exitCode, summary } = await runNetworks(["tenant-a", "tenant-b"], {
+    distinctAddresses: true,
+    rewrite: answeredAcross((i) =>
+      `lace-netcheck-iso1-n1-node-${String((i + 1) % 4).padStart(4, "0")}`
+    ),
+  });
+  assert.equal(exitCode, EXIT_FAILED);
+  assert.deepEqual([...summary.failures.byClass], [["LEAK", 16]]);
+  assert.match(summary.failures.items[0].message!, /the probe pod of network tenant-b there/);
+});
+
 Deno.test("--networks with key=value labels: DaemonSets in --namespace, the label on the pods", async () => {
   const { exitCode, applied } = await runNetworks([
     "lace-test.io/network=blue",
