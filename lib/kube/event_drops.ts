@@ -7,6 +7,7 @@
  */
 import { getLogger, type Logger } from "@logtape/logtape";
 import type { Timers } from "../timers.ts";
+import { LogWindows } from "../log_limiter.ts";
 
 /**
  * Why an Event was not written. Reasons are a closed set: the metric's label never carries a
@@ -59,13 +60,6 @@ export interface EventDropsOptions {
   logger?: Pick<Logger, "info" | "warning">;
 }
 
-interface Window {
-  timer: unknown;
-  /** Drops since the window's line. */
-  count: number;
-  last: string;
-}
-
 /** Counts and logs the recorder's drops; see the module comment. */
 export class EventDrops {
   /** Drops by reason since the start. */
@@ -75,11 +69,12 @@ export class EventDrops {
   >;
   readonly #options: EventDropsOptions;
   readonly #log: Pick<Logger, "info" | "warning">;
-  readonly #windows = new Map<EventDropReason, Window>();
+  readonly #windows: LogWindows;
 
   constructor(options: EventDropsOptions) {
     this.#options = options;
     this.#log = options.logger ?? getLogger(["lace", "events"]);
+    this.#windows = new LogWindows({ intervalMs: options.intervalMs, timers: options.timers });
   }
 
   /**
@@ -89,47 +84,26 @@ export class EventDrops {
   drop(reason: EventDropReason, what: string, count = 1): void {
     this.counts[reason] += count;
     this.#options.onDrop?.(reason, count);
-    const window = this.#windows.get(reason);
-    if (window) {
-      window.count += count;
-      window.last = what;
-      return;
-    }
+    const seconds = this.#options.intervalMs / 1000;
+    const summarize = (more: number, last: string) =>
+      this.#log[LEVEL[reason]](
+        `Dropped {count} more Events in the last {seconds} s because ${
+          EXPLAIN[reason]
+        }; the last: {what}`,
+        { count: more, seconds, what: last, reason },
+      );
+    if (!this.#windows.admit(reason, what, summarize, count)) return;
     // The explanations are this file's own text (no braces), so they are part of the template.
     this.#log[LEVEL[reason]](
       `Dropped Event {what}: ${
         EXPLAIN[reason]
       }; further drops for this reason are summed up every {seconds} s (lace_events_dropped_total{{reason={reason}}})`,
-      { what, seconds: this.#options.intervalMs / 1000, reason },
+      { what, seconds, reason },
     );
-    this.#open(reason);
   }
 
   /** Logs what the open windows hold and cancels their timers. */
   stop(): void {
-    for (const reason of [...this.#windows.keys()]) this.#close(reason, false);
-  }
-
-  #open(reason: EventDropReason): void {
-    const timer = this.#options.timers.setTimeout(
-      () => this.#close(reason, true),
-      this.#options.intervalMs,
-    );
-    this.#windows.set(reason, { timer, count: 0, last: "" });
-  }
-
-  /** Ends a window with its summary; a window that had drops opens the next one. */
-  #close(reason: EventDropReason, reopen: boolean): void {
-    const window = this.#windows.get(reason)!;
-    this.#options.timers.clearTimeout(window.timer);
-    this.#windows.delete(reason);
-    if (window.count === 0) return;
-    this.#log[LEVEL[reason]](
-      `Dropped {count} more Events in the last {seconds} s because ${
-        EXPLAIN[reason]
-      }; the last: {what}`,
-      { count: window.count, seconds: this.#options.intervalMs / 1000, what: window.last, reason },
-    );
-    if (reopen) this.#open(reason);
+    this.#windows.stop();
   }
 }

@@ -1,20 +1,7 @@
 import assert from "node:assert/strict";
 import { EventDrops } from "./event_drops.ts";
 import { fakeTime } from "../../tests/helpers/fake_time.ts";
-
-/** A logger that keeps its lines as "level: message" with the properties filled in. */
-function recordingLogger() {
-  const lines: string[] = [];
-  const write = (level: string) => (message: string, props?: Record<string, unknown>) => {
-    const text = message.replace(
-      /\{\{|\}\}|\{(\w+)\}/g,
-      (m, name?: string) => name ? String(props?.[name]) : m[0],
-    );
-    lines.push(`${level}: ${text}`);
-  };
-  // Only the (message, properties) form is used by EventDrops.
-  return { lines, logger: { info: write("info"), warning: write("warning") } as never };
-}
+import { recordingLogger } from "../../tests/helpers/recording_logger.ts";
 
 Deno.test("a flood of drops is one log line, then one summary per interval, each counted", async () => {
   const { clock, timers } = fakeTime();
