@@ -16,6 +16,7 @@ import { getLogger } from "@logtape/logtape";
 import { type Backoff, backoffDelay } from "./backoff.ts";
 import { realTimers, type Timers } from "./timers.ts";
 import { errorText } from "./error_text.ts";
+import { limitedLog } from "./log_limiter.ts";
 
 const log = getLogger(["lace", "listen"]);
 
@@ -144,8 +145,13 @@ export class AcceptLoop<C extends { close(): void }> {
         .catch((e) => {
           const what = { name: this.#opts.name, error: String(e) };
           // One closed to make room at a cap fails its next read or write: nothing to report.
-          if (this.#conns.has(conn)) log.warning("{name} connection failed: {error}", what);
-          else log.debug("{name} connection closed at a cap failed: {error}", what);
+          if (!this.#conns.has(conn)) {
+            log.debug("{name} connection closed at a cap failed: {error}", what);
+            return;
+          }
+          // Any pod can reach some listeners and break its connections: limited per listener.
+          const key = { reason: `ConnectionFailed(${what.name})`, namespace: "" };
+          limitedLog(log, "warning", key, "{name} connection failed: {error}", what);
         })
         .finally(() => {
           this.#forget(conn);

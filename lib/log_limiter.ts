@@ -118,6 +118,24 @@ export interface LimitKey {
   subject?: string;
 }
 
+/** The key of a line about `pod`, by `reason` (the Event reason where the line has an Event). */
+export function aboutPod(reason: string, pod: { namespace: string; name: string }): LimitKey {
+  return { reason, namespace: pod.namespace, subject: `pod ${pod.namespace}/${pod.name}` };
+}
+
+/**
+ * The key of a line about an object a pod author wrote that may be malformed: its
+ * metadata's namespace and name where they are strings.
+ */
+export function aboutInput(reason: string, input: unknown): LimitKey {
+  const meta = (input as { metadata?: Record<string, unknown> } | null)?.metadata;
+  const field = (name: string) => {
+    const value = meta !== null && typeof meta === "object" ? meta[name] : undefined;
+    return typeof value === "string" ? value : "";
+  };
+  return aboutPod(reason, { namespace: field("namespace"), name: field("name") });
+}
+
 export interface LogLimiterOptions {
   /** Default 60 000. */
   intervalMs?: number;

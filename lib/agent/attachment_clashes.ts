@@ -13,6 +13,7 @@ import type { PodPlacement } from "../rules/placement.ts";
 import { addressPlacement, type RulesMemo } from "./desired_state.ts";
 import { errorText } from "../error_text.ts";
 import { callHook } from "./problems.ts";
+import { aboutPod, limitedLog } from "../log_limiter.ts";
 
 const log = getLogger(["lace", "agent"]);
 
@@ -72,7 +73,10 @@ export function refuseClashingAttachment(
       // Nothing of it is readable, so nothing says which addresses it has: refusing every ADD of
       // the node for it would let one pod stop all others from starting, so it is passed over,
       // loudly (the reconcile's address rule cannot place it either).
-      log.error(
+      limitedLog(
+        log,
+        "error",
+        aboutPod("AttachUnchecked", a),
         "Cannot tell which addresses pod {uid} holds, so the CNI ADD of pod {pod} is not checked against them: {error}",
         { uid, pod: `${a.namespace}/${a.name}`, error: errorText(error) },
       );
@@ -90,7 +94,10 @@ export function refuseClashingAttachment(
     placements,
   );
   if (clashes.length === 0) return;
-  log.warning(
+  limitedLog(
+    log,
+    "warning",
+    aboutPod("AttachRefused", a),
     "Refused the CNI ADD of pod {pod} (network {network}): address {address} is held by pod {holder} of network {holderNetwork}",
     {
       pod: `${a.namespace}/${a.name}`,

@@ -6,6 +6,7 @@
  * its controller) has usually written them by then.
  */
 import { getLogger } from "@logtape/logtape";
+import { aboutPod, limitedLog } from "../log_limiter.ts";
 import type { Attachment } from "../cni/protocol.ts";
 import type { Pod } from "../pods/pod.ts";
 import type { PodLookup } from "../pods/source.ts";
@@ -106,7 +107,10 @@ export async function attachmentNetwork(
  * (it may be another network's), attached elsewhere.
  */
 export function logUnknownNetwork(a: Attachment, why: string): void {
-  log.warning(
+  limitedLog(
+    log,
+    "warning",
+    aboutPod("AttachNetworkUnknown", a),
     "CNI ADD of pod {pod}: its network is unknown ({why}); refused at an address another pod holds, else attached, and its addresses held against every network until its network is known",
     { pod: `${a.namespace}/${a.name}`, why },
   );

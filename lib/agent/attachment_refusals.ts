@@ -10,6 +10,7 @@ import { HOST_ADDRESS_REFUSAL } from "./host_addresses.ts";
 import type { PodRangeSet } from "../datapath/pod_ranges.ts";
 import { OUTSIDE_POD_RANGES_REFUSAL } from "./desired_state.ts";
 import { callHook } from "./problems.ts";
+import { aboutPod, limitedLog } from "../log_limiter.ts";
 
 const log = getLogger(["lace", "agent"]);
 
@@ -61,11 +62,13 @@ function refuseAddress(
       continue;
     }
     if (!refused(address)) continue;
-    log.warning("Refused the CNI ADD of pod {pod}: address {address} {why}", {
-      pod: `${a.namespace}/${a.name}`,
-      address,
-      why,
-    });
+    limitedLog(
+      log,
+      "warning",
+      aboutPod("AttachRefused", a),
+      "Refused the CNI ADD of pod {pod}: address {address} {why}",
+      { pod: `${a.namespace}/${a.name}`, address, why },
+    );
     callHook(() => onRefused?.(a, address));
     throw new AttachmentRefusedError(`Address ${address} ${why}`);
   }
@@ -78,7 +81,10 @@ export function refuseSecondNetwork(
   why: string,
   onRefused?: (attachment: Attachment) => void,
 ): never {
-  log.warning(
+  limitedLog(
+    log,
+    "warning",
+    aboutPod("AttachRefused", a),
     "Refused the CNI ADD of interface {ifname} of pod {pod} in network {network}: {why}, and the kubelet's probes of a pod go into one network",
     {
       ifname: ref?.ifname ?? "",

@@ -31,6 +31,7 @@ import {
 } from "./http_wire.ts";
 import { realTimers, sleep, type Timers } from "../timers.ts";
 import { TokenBuckets } from "../token_buckets.ts";
+import { limitedLog } from "../log_limiter.ts";
 
 const log = getLogger(["lace", "http"]);
 
@@ -306,7 +307,9 @@ async function serveConnection(
         keepAlive,
       });
     } catch (e) {
-      log.error("{name}: handler failed: {error}", { name, error: String(e) });
+      // A request any pod may send: limited per listener (log_limiter.ts).
+      const key = { reason: `HandlerFailed(${name})`, namespace: "" };
+      limitedLog(log, "error", key, "{name}: handler failed: {error}", { name, error: String(e) });
       bytes = errorResponseBytes(500, "Internal error");
       keepAlive = false;
     }

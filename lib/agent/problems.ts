@@ -3,8 +3,12 @@
  * each problem is logged and handed to a hook (Events) once while it
  * persists, never once per reconcile, and again if it goes away and comes
  * back. The agent core finds the problems; this file only reports them.
+ * A pod author decides how many problems their pods have (50 pods × 25 unresolvable probes were
+ * 1250 lines at once), so the lines go through the log limiter by Event reason and namespace
+ * (log_limiter.ts); the hooks (Events, metrics) get every one.
  */
 import { getLogger } from "@logtape/logtape";
+import { aboutPod, limitedLog } from "../log_limiter.ts";
 import { keyId } from "../datapath/probe_map.ts";
 import type { Claim, Conflict } from "../rules/conflicts.ts";
 import type { Unwritten } from "../rules/share.ts";
@@ -92,7 +96,7 @@ export class ProblemReporter {
     for (const skip of found.skips) {
       const id = `skip|${skip.reason}|${skip.container ?? ""}|${skip.probe ?? ""}|${skip.message}`;
       if (!seen.fresh(skip.pod.uid, id)) continue;
-      log.warning("Pod {pod}: {message}", {
+      limitedLog(log, "warning", aboutPod("ProbeIgnored", skip.pod), "Pod {pod}: {message}", {
         pod: podName(skip.pod),
         reason: skip.reason,
         message: skip.message,
@@ -105,7 +109,10 @@ export class ProblemReporter {
       for (const dropped of c.dropped) {
         const id = `conflict|${keyId(c.key)}|${c.policy}|${c.kept?.pod.uid ?? ""}`;
         if (!seen.fresh(dropped.pod.uid, id)) continue;
-        log.warning(
+        limitedLog(
+          log,
+          "warning",
+          aboutPod("ProbeTargetConflict", dropped.pod),
           "Conflict on {key} ({policy}): pod {pod} of network {network} gets no target; claimed by {claimants}, kept by {kept}",
           {
             key: keyId(c.key),
@@ -122,7 +129,10 @@ export class ProblemReporter {
     for (const m of found.mismatches) {
       const id = `mismatch|${m.node.networkId}|${m.node.network}|${m.annotated}`;
       if (!seen.fresh(m.pod.uid, id)) continue;
-      log.warning(
+      limitedLog(
+        log,
+        "warning",
+        aboutPod("NetworkAnnotationMismatch", m.pod),
         "Pod {pod}: its annotations say {annotated}, the node attached it to network {network} (id {networkId}); the node's network is used",
         {
           pod: podName(m.pod),
@@ -138,7 +148,10 @@ export class ProblemReporter {
       for (const p of losers) {
         const id = `address|${a.address}|${a.holder.pod.uid}|${a.holderWithdrawn}`;
         if (!seen.fresh(p.pod.uid, id)) continue;
-        log.warning(
+        limitedLog(
+          log,
+          "warning",
+          aboutPod("AddressClash", p.pod),
           "Address {address} is held by pod {holder} of network {holderNetwork}; pod {pod} of network {network} gets no target at it (--address-sharing=exclusive)",
           {
             address: a.address,
@@ -165,7 +178,10 @@ export class ProblemReporter {
   #unwritten(seen: Seen, unwritten: Unwritten[]): void {
     for (const u of unwritten) {
       if (!seen.fresh(u.pod.uid, `unwritten|${u.reason}`)) continue;
-      log.warning(
+      limitedLog(
+        log,
+        "warning",
+        aboutPod("ProbeTargetsNotWritten", u.pod),
         "Pod {pod}: {count} of {wanted} probe targets not written ({reason}): {message}",
         {
           pod: podName(u.pod),

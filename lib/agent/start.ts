@@ -24,6 +24,8 @@ import { readHostAddresses } from "./host_addresses.ts";
 import { KubeletNetnsAddresses } from "./kubelet_netns_addresses.ts";
 import { nodeObjectRef } from "../kube/event_sink.ts";
 import { problemEvents } from "./problem_events.ts";
+import { installLogLimiter, LogLimiter } from "../log_limiter.ts";
+import { realTimers } from "../timers.ts";
 
 const log = getLogger(["lace", "agent"]);
 
@@ -53,6 +55,14 @@ export async function startAgent(config: Config): Promise<RunningAgent> {
 
 /** Starts each part and pushes its stop onto `parts`, so a failure can undo what was done. */
 async function startParts(config: Config, parts: CleanupStack): Promise<RunningAgent> {
+  // Lines a tenant's pods drive are limited while the agent runs (log_limiter.ts); stopped last,
+  // so the summaries of what the other parts logged while stopping are written.
+  const limiter = new LogLimiter({ timers: realTimers, overflowLogger: log });
+  const uninstallLimiter = installLogLimiter(limiter);
+  parts.push(() => {
+    uninstallLimiter();
+    limiter.stop();
+  });
   const datapath = Datapath.open({ pinPath: config.pinPath });
   parts.push(() => datapath.close());
   let unmatched: UnmatchedWatch | undefined;

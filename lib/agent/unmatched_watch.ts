@@ -12,6 +12,7 @@ import type { RingBufferReader } from "../datapath/libbpf/ring_buffer.ts";
 import { type PodRange, rangeId } from "../datapath/pod_ranges.ts";
 import { type EventSink, podObjectRef } from "../kube/event_sink.ts";
 import { realTimers } from "../timers.ts";
+import { aboutPod, limitedLog } from "../log_limiter.ts";
 import type { AgentSnapshot } from "./core.ts";
 import {
   type AddressOwner,
@@ -68,7 +69,13 @@ export class UnmatchedWatch {
       this.#owners ??= ownersByAddress(this.#view().targets);
       const owner = this.#owners.get(report.key.address);
       const action = this.#ledger.record(report.key, report.networkId, owner);
-      if (action.log) log.warn(action.log.message, action.log.values);
+      if (action.log) {
+        // One line per destination a minute, but a tenant's pods name the destinations.
+        const key = owner
+          ? aboutPod("ProbeTargetMissed", owner.pod)
+          : { reason: "ProbeTargetMissed", namespace: "", subject: "an address of no pod" };
+        limitedLog(log, "warning", key, action.log.message, action.log.values);
+      }
       if (action.event) {
         this.#events.warn(
           podObjectRef(action.event.pod),

@@ -6,6 +6,7 @@
  * error reply and a log line.
  */
 import { getLogger } from "@logtape/logtape";
+import { aboutPod, limitedLog } from "../log_limiter.ts";
 import { AcceptLoop, type Acceptor, safeClose, type Stream, writeAll } from "../accept_loop.ts";
 import { realTimers, type Timers } from "../timers.ts";
 import { listenUnixSocket } from "../unix_socket.ts";
@@ -262,7 +263,8 @@ async function handleLine(
     }
   } catch (e) {
     const error = (e as Error).message;
-    log.warning("Invalid CNI request: {error}", { error });
+    const key = { reason: "CniRequestInvalid", namespace: "" };
+    limitedLog(log, "warning", key, "Invalid CNI request: {error}", { error });
     return { v: PROTOCOL_VERSION, id: requestId(line), ok: false, error };
   }
   const started = performance.now();
@@ -276,7 +278,15 @@ async function handleLine(
     return { v: PROTOCOL_VERSION, id: request.id, ok: true, ...(problems ? { problems } : {}) };
   } catch (e) {
     const error = (e as Error)?.message ?? String(e);
-    log.warning("CNI {op} {id} failed: {error}", { op: request.op, id: request.id, error });
+    // A refused ADD is a tenant's to repeat (its pod's sandbox is retried): limited by namespace.
+    const key = "attachment" in request
+      ? aboutPod(`Cni${request.op === "add" ? "Add" : "Check"}Failed`, request.attachment)
+      : { reason: `Cni${request.op === "del" ? "Del" : "Gc"}Failed`, namespace: "" };
+    limitedLog(log, "warning", key, "CNI {op} {id} failed: {error}", {
+      op: request.op,
+      id: request.id,
+      error,
+    });
     const retry = (e as { retry?: unknown })?.retry === true;
     const refused = (e as { refused?: unknown })?.refused === true && request.op === "add";
     return {

@@ -11,6 +11,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { errorText } from "../error_text.ts";
+import { aboutInput, limitedLog } from "../log_limiter.ts";
 import type { HeapGate } from "../heap_gate.ts";
 import { hasFinished, MAX_POD_BYTES, normalisePod, type Pod } from "./pod.ts";
 
@@ -57,7 +58,13 @@ export class PodTrimmer {
         maxBytes: this.#options.maxPodBytes ?? MAX_POD_BYTES,
       });
     } catch (error) {
-      log.warning("Ignoring a malformed pod from the API: {error}", { error: errorText(error) });
+      limitedLog(
+        log,
+        "warning",
+        aboutInput("MalformedPod", object),
+        "Ignoring a malformed pod from the API: {error}",
+        { error: errorText(error) },
+      );
       const meta = (object as { metadata?: Record<string, unknown> } | null)?.metadata;
       const skeleton: { metadata: Record<string, string> } = { metadata: {} };
       for (const field of ["name", "namespace", "uid", "resourceVersion"]) {

@@ -7,6 +7,7 @@ import { getLogger } from "@logtape/logtape";
 import { assertUsable, normalisePod, type Pod } from "./pod.ts";
 import type { PodSink } from "./source.ts";
 import { errorText } from "../error_text.ts";
+import { aboutInput, limitedLog } from "../log_limiter.ts";
 
 const log = getLogger(["lace", "pods"]);
 
@@ -206,10 +207,13 @@ export class PodCache implements PodSink {
     try {
       pod = normalisePod(input);
     } catch (error) {
-      log.warning("Skipped a malformed pod from {source}: {error}", {
-        source,
-        error: errorText(error),
-      });
+      limitedLog(
+        log,
+        "warning",
+        aboutInput("MalformedPod", input),
+        "Skipped a malformed pod from {source}: {error}",
+        { source, error: errorText(error) },
+      );
       return undefined;
     }
     const node = this.#opts.nodeName;

@@ -11,6 +11,7 @@ import { readManifestFile, UnusableManifestError } from "./manifest_file.ts";
 import { isYamlFile, loadYamlParser, parseManifests } from "./manifests.ts";
 import { checkPodsDir, judgeManifestFile, type PodsDirTrust } from "./dir_trust.ts";
 import type { Mount } from "../mountinfo.ts";
+import { limitedLog, type LimitKey } from "../log_limiter.ts";
 
 const log = getLogger(["lace", "pods", "dir"]);
 
@@ -285,13 +286,22 @@ export class DirPodSource implements PodSource {
     } catch (error) {
       if (error instanceof UnusableManifestError) {
         // Not a file that is being written: as it is, it never becomes usable.
-        log.warning("Skipped {file}: {reason}; its pods are dropped", {
-          file: path,
-          reason: error.message,
-        });
+        limitedLog(
+          log,
+          "warning",
+          podFile("PodFileSkipped", path),
+          "Skipped {file}: {reason}; its pods are dropped",
+          { file: path, reason: error.message },
+        );
         this.#lastGood.set(name, []);
       } else {
-        log.warning("Cannot read {file}, keeping its last pods: {error}", { file: path, error });
+        limitedLog(
+          log,
+          "warning",
+          podFile("PodFileUnreadable", path),
+          "Cannot read {file}, keeping its last pods: {error}",
+          { file: path, error },
+        );
       }
       return;
     }
@@ -306,13 +316,18 @@ export class DirPodSource implements PodSource {
     try {
       if (isYamlFile(name)) await loadYamlParser();
       const { pods, problems } = parseManifests(text, path);
-      for (const problem of problems) log.warning("Skipped: {problem}", { problem });
+      for (const problem of problems) {
+        limitedLog(log, "warning", podFile("PodSkipped", path), "Skipped: {problem}", { problem });
+      }
       this.#lastGood.set(name, pods);
     } catch (error) {
-      log.warning("Cannot parse {file}, keeping its last pods: {error}", {
-        file: path,
-        error: (error as Error).message,
-      });
+      limitedLog(
+        log,
+        "warning",
+        podFile("PodFileUnparsable", path),
+        "Cannot parse {file}, keeping its last pods: {error}",
+        { file: path, error: (error as Error).message },
+      );
     }
   }
 
@@ -323,10 +338,13 @@ export class DirPodSource implements PodSource {
         const node = pod.spec.nodeName;
         if (this.#nodeName && node && node !== this.#nodeName) continue;
         if (byUid.has(pod.metadata.uid)) {
-          log.warning("Pod uid {uid} appears twice; {file} ignored for it", {
-            uid: pod.metadata.uid,
-            file: name,
-          });
+          limitedLog(
+            log,
+            "warning",
+            podFile("PodUidTwice", name),
+            "Pod uid {uid} appears twice; {file} ignored for it",
+            { uid: pod.metadata.uid, file: name },
+          );
           continue;
         }
         byUid.set(pod.metadata.uid, pod);
@@ -334,4 +352,12 @@ export class DirPodSource implements PodSource {
     }
     return [...byUid.values()];
   }
+}
+
+/**
+ * The log limiter's key of a line about a file of the pods directory: by reason alone (the
+ * directory is one source; whoever can write a file there can write thousands).
+ */
+function podFile(reason: string, file: string): LimitKey {
+  return { reason, namespace: "", subject: `file ${file}` };
 }
