@@ -1,11 +1,12 @@
 /**
  * Log lines whose rate a pod author controls (a skipped probe, a refused CNI ADD, a malformed
  * pod, an unmatched kubelet connect), kept loud without letting a tenant flood the node's journal:
- * per key (a reason and the namespace it concerns) the first line of a quiet spell is logged in
- * full, at once, so the operator sees which pod and why; the ones after it are counted and summed
- * up in one line per key per `intervalMs` ("and 1249 more ProbeIgnored lines about namespace x in
- * the last 60 s"). A key whose window saw nothing closes, so its next line is logged in full again.
- * At most `maxKeys` windows are open; a new key beyond them shares one overflow window, so memory
+ * per key (a reason and the namespace it concerns) the first lines of a quiet spell (`burst`, 10:
+ * a pod's few problems all show) are logged in full, at once, so the operator sees which pod and
+ * why; the ones after them are counted and summed up in one line per key per `intervalMs` ("and
+ * 1240 more ProbeIgnored lines about namespace x in the last 60 s"). A key whose window saw
+ * nothing closes, so its next line is logged in full again. At most `maxKeys` windows are open; a
+ * new key beyond them shares one overflow window, so memory
  * stays bounded whatever the tenants name. Metrics and Events count every occurrence on their own.
  *
  * `LogWindows` is the window machinery alone (the Event recorder's drops use it with their own
@@ -22,6 +23,8 @@ type Summarize = (count: number, last: string) => void;
 
 interface Window {
   timer: unknown;
+  /** Occurrences logged in full in this window. */
+  full: number;
   /** Occurrences since the window's line. */
   count: number;
   last: string;
@@ -37,6 +40,8 @@ export interface LogWindowsOptions {
   timers: Timers;
   /** Windows open at once; a new key beyond them shares one overflow window. Default 256. */
   maxKeys?: number;
+  /** Occurrences of a key logged in full in a quiet spell before the rest are counted. Default 1. */
+  burst?: number;
   /** Sums up the overflow window (whose `last` is the last `what`); required for a bounded key set only if it can overflow. */
   summarizeOverflow?: Summarize;
 }
@@ -63,12 +68,16 @@ export class LogWindows {
       summarize = this.#options.summarizeOverflow ?? summarize;
     }
     const window = this.#windows.get(key);
+    if (window && window.full < (this.#options.burst ?? 1)) {
+      window.full++;
+      return true;
+    }
     if (window) {
       window.count += count;
       window.last = what;
       return false;
     }
-    this.#open(key, summarize);
+    this.#open(key, summarize, 1);
     return true;
   }
 
@@ -82,12 +91,13 @@ export class LogWindows {
     for (const key of [...this.#windows.keys()]) this.#close(key, false);
   }
 
-  #open(key: string, summarize: Summarize): void {
+  /** Opens a window in which `full` occurrences were logged in full already. */
+  #open(key: string, summarize: Summarize, full: number): void {
     const timer = this.#options.timers.setTimeout(
       () => this.#close(key, true),
       this.#options.intervalMs,
     );
-    this.#windows.set(key, { timer, count: 0, last: "", summarize });
+    this.#windows.set(key, { timer, full, count: 0, last: "", summarize });
   }
 
   /** Ends a window with its summary; a window that had occurrences opens the next one. */
@@ -97,7 +107,8 @@ export class LogWindows {
     this.#windows.delete(key);
     if (window.count === 0) return;
     window.summarize(window.count, window.last);
-    if (reopen) this.#open(key, window.summarize);
+    // A flood that goes on is summed up only: the next line in full comes after a quiet window.
+    if (reopen) this.#open(key, window.summarize, Infinity);
   }
 }
 
@@ -142,6 +153,8 @@ export interface LogLimiterOptions {
   timers: Timers;
   /** Default 256 (reasons × namespaces). */
   maxKeys?: number;
+  /** Lines of a key logged in full in a quiet spell (a pod's few problems all show). Default 10. */
+  burst?: number;
   /** Writes the overflow window's summary. */
   overflowLogger: LimitedLogger;
 }
@@ -150,14 +163,17 @@ export interface LogLimiterOptions {
 export class LogLimiter {
   readonly #windows: LogWindows;
   readonly #seconds: number;
+  readonly #burst: number;
 
   constructor(options: LogLimiterOptions) {
     const intervalMs = options.intervalMs ?? 60_000;
+    const burst = this.#burst = options.burst ?? 10;
     this.#seconds = intervalMs / 1000;
     this.#windows = new LogWindows({
       intervalMs,
       timers: options.timers,
       maxKeys: options.maxKeys,
+      burst,
       summarizeOverflow: (count, last) =>
         options.overflowLogger.warning(
           "And {count} more lines in the last {seconds} s about reasons and namespaces beyond the {maxKeys} summed up one by one; the last: {last}",
@@ -179,10 +195,11 @@ export class LogLimiter {
   ): void {
     const { reason, namespace } = key;
     const what = key.subject ?? "(unnamed)";
+    const burst = this.#burst;
     const summarize = (count: number, last: string) =>
       logger[level](
-        "And {count} more {reason} lines about namespace {namespace} in the last {seconds} s (one in full per quiet spell; metrics and Events count each); the last: {last}",
-        { count, reason, namespace: namespace || "(none)", seconds: this.#seconds, last },
+        "And {count} more {reason} lines about namespace {namespace} in the last {seconds} s (the first {burst} of a quiet spell in full; metrics and Events count each); the last: {last}",
+        { count, reason, namespace: namespace || "(none)", seconds: this.#seconds, burst, last },
       );
     if (this.#windows.admit(`${reason}\u0000${namespace}`, what, summarize)) {
       logger[level](message, values);
