@@ -232,13 +232,8 @@ export function installLogLimiter(limiter: LogLimiter): () => void {
  * Logs a line whose rate a pod author controls, through the installed limiter (see the module
  * comment), or in full when none is installed.
  */
-export function limitedLog(
-  logger: LimitedLogger,
-  level: LimitedLevel,
-  key: LimitKey,
-  message: string,
-  values: Record<string, unknown>,
-): void {
-  if (installed) installed.log(logger, level, key, message, values);
-  else logger[level](message, values);
+export function limitedLog(...line: Parameters<LogLimiter["log"]>): void {
+  if (installed) return installed.log(...line);
+  const [logger, level, , message, values] = line;
+  logger[level](message, values);
 }
