@@ -4,6 +4,7 @@
  * the status changes between two syncs. Pure apart from the log and the sink.
  */
 import { getLogger } from "@logtape/logtape";
+import { limitedLog } from "../log_limiter.ts";
 import type { ProcessInfo } from "./kubelet_finder.ts";
 import type { DistrustedKubelet } from "./kubelet_trust.ts";
 
@@ -128,7 +129,14 @@ export class StatusReporter {
       for (const k of next.otherKubelets.filter((k) => !seen.has(k.pid))) {
         const text = `Process ${k.pid} (${k.comm}) looks like a kubelet but is not followed: ` +
           `${k.reason}; the probe programs stay on "${next.path ?? "(no kubelet cgroup yet)"}"`;
-        log.warn("Kubelet lookalike: {message}", { message: text, pid: k.pid, cgroup: k.cgroup });
+        // Any pod can start processes that look like a kubelet, thousands of them: limited.
+        limitedLog(
+          log,
+          "warning",
+          { reason: "KubeletLookalike", namespace: "", subject: `process ${k.pid} (${k.comm})` },
+          "Kubelet lookalike: {message}",
+          { message: text, pid: k.pid, cgroup: k.cgroup },
+        );
         events?.emit("Warning", "KubeletLookalike", text);
       }
     }
