@@ -157,8 +157,9 @@ export async function netcheckScheduling(
  * use), so the two differ in the number of nodes only. Its bound: each node meets its peers of
  * the round's tournament matchings in both directions, 2 session times a matching, or the
  * concurrency bound. Memory: peak RSS of the 5000-node run against the 100-node run, and
- * against 100 nodes doing as many sessions as long (rounds of --watch back to back): one
- * 100-node round ends before V8 first grows its heap, which any run of half a minute does.
+ * against 100 nodes doing as many sessions as long (rounds of --watch back to back). The
+ * rows name the full collections netcheck's heap gate made (lib/netcheck/run.ts,
+ * NETCHECK_HEAP_STEP) and their time: the price of a flat peak.
  */
 async function sampledRounds(
   opts: NetcheckScheduleOptions,
@@ -246,7 +247,9 @@ async function sampledRounds(
     value: `${fmt(largePeak / MiB)} vs ${fmt(smallPeak / MiB)} MiB = ${total}× ` +
       `(runs: ${mib(peaks.large)} vs ${mib(peaks.small)}; any run against any: ` +
       `${spread[0]}–${spread[1]}×); ` +
-      `live heap after GC ${heap(large)} vs ${heap(small)} MiB`,
+      `live heap after GC ${heap(large)} vs ${heap(small)} MiB; netcheck's own full ` +
+      `collections ${large.collections} in ${fmt(large.collectionMs)} ms vs ` +
+      `${small.collections} in ${fmt(small.collectionMs)} ms`,
     goal: "≤ 1.25×",
   });
   rows.push({

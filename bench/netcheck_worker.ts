@@ -14,7 +14,8 @@
  */
 import type { ExecOptions, ExecResult } from "../lib/netcheck/cluster.ts";
 import { defaultNetcheckOptions } from "../lib/netcheck/options.ts";
-import { runChecks } from "../lib/netcheck/run.ts";
+import { NETCHECK_HEAP_STEP, runChecks } from "../lib/netcheck/run.ts";
+import { HeapGate } from "../lib/heap_gate.ts";
 import { fakeNodes, MemoryCluster } from "../tests/netcheck/memory_cluster.ts";
 
 export interface NetcheckWorkerResult {
@@ -37,6 +38,9 @@ export interface NetcheckWorkerResult {
   fixtureRssBytes: number;
   /** Heap in use right after a full GC, sampled at each eighth of the sessions. */
   liveHeapSamples: number[];
+  /** Full collections netcheck's own heap gate made during the run, and their time. */
+  collections: number;
+  collectionMs: number;
 }
 
 const [nodesArg, msArg, concurrencyArg, peersArg, roundsArg] = Deno.args;
@@ -105,6 +109,17 @@ const t0 = performance.now();
 const sampling = peers > 0
   ? { sampleThreshold: 2, peers, connectivityPeers: peers }
   : { sampleThreshold: 1_000_000 };
+// netcheck's own gate, as runChecks makes it, counting its collections and their time.
+let collections = 0, collectionMs = 0;
+const heapGate = new HeapGate({
+  stepBytes: NETCHECK_HEAP_STEP,
+  gc: () => {
+    const started = performance.now();
+    gc();
+    collectionMs += performance.now() - started;
+    collections++;
+  },
+});
 const stop = new AbortController();
 const { exitCode } = await runChecks({
   ...defaultNetcheckOptions(),
@@ -117,6 +132,7 @@ const { exitCode } = await runChecks({
   sinks: [],
   pollMs: 1,
   signal: stop.signal,
+  heapGate,
   sleep: () => Promise.resolve(),
   onRound: (_summary, _outcome, { round }) => {
     if (round >= rounds) stop.abort();
@@ -139,5 +155,7 @@ const result: NetcheckWorkerResult = {
   peakRssBytes: Number(/^VmHWM:\s+(\d+)/m.exec(status)?.[1] ?? 0) * 1024,
   fixtureRssBytes,
   liveHeapSamples: cluster.samples,
+  collections,
+  collectionMs,
 };
 console.log(JSON.stringify(result));

@@ -30,6 +30,7 @@ import { removeStaleRun } from "./takeover.ts";
 import { ownedByConfigMap } from "./owner.ts";
 import { type PathResult, Summary } from "./summary.ts";
 import type { NetcheckMetrics } from "./metrics.ts";
+import { HeapGate } from "../heap_gate.ts";
 
 const log = getLogger(["lace", "netcheck"]);
 
@@ -66,7 +67,19 @@ export interface RunEnvironment {
   onRound?: (summary: Summary, outcome: RunOutcome, round: RoundInfo) => void | Promise<void>;
   /** --watch: waits between rounds (fake time in tests); ends early when `signal` aborts. */
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** Collects the run's garbage as it goes (a gate of NETCHECK_HEAP_STEP by default). */
+  heapGate?: HeapGate;
 }
+
+/**
+ * How much netcheck's heap may grow between two full collections of its own. A run holds
+ * little (about 7 MiB live at 5000 nodes) but turns over much: every session's command, exec
+ * and result, promoted in bursts. V8 left that garbage to pile up to three times the live heap
+ * before its first full collection of a 36 s run at 5000 nodes (peak RSS 72–82 MiB against
+ * 57–63 at 100 nodes); with a collection each 4 MiB of growth, 8 ms each, the peak stays near
+ * what 100 nodes need (bench/RESULTS.md, "Issue 27, fourth pass").
+ */
+export const NETCHECK_HEAP_STEP = 4 * 1024 * 1024;
 
 /** A finished round of --watch. */
 export interface RoundInfo {
@@ -103,7 +116,9 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
     maxLatencyMs: options.maxLatencyMs,
   };
   const progress = new Progress(env.progress);
+  const heap = env.heapGate ?? new HeapGate({ stepBytes: NETCHECK_HEAP_STEP });
   const record = async (result: PathResult) => {
+    heap.check();
     summary.add(result);
     env.metrics?.observe(result);
     for (const sink of env.sinks) await sink.path(result);

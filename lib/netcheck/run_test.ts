@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { HeapGate } from "../heap_gate.ts";
 import { textReport } from "./report.ts";
 import { EXIT_ERROR, EXIT_FAILED, EXIT_PASSED } from "./run.ts";
 import { fakeNodes } from "../../tests/netcheck/memory_cluster.ts";
@@ -16,6 +17,21 @@ Deno.test("a healthy cluster passes with every path tested once per phase and ex
   assert.ok(cluster.maxActive <= 8);
   assert.ok(cluster.namespaces.has("lace-system"));
   assertCleanedUp(cluster);
+});
+
+Deno.test("a run collects its own garbage as it goes: the heap gate is asked after every path", async () => {
+  // A heap that grows a byte each time it is read: with a step of 3 bytes the gate collects on
+  // every third path of the run.
+  let heap = 0;
+  let collections = 0;
+  const heapGate = new HeapGate({ stepBytes: 3, heapUsed: () => heap++, gc: () => collections++ });
+  const { exitCode, summary } = await run(fakeNodes(7), {}, {}, undefined, { heapGate });
+  assert.equal(exitCode, EXIT_PASSED);
+  const paths = summary.connect.tested + summary.latency.tested + summary.bandwidth.tested;
+  assert.equal(paths, 126);
+  // A check reads the heap once (a byte), and the gate reads it again after a collection to
+  // count from there: 3 checks a collection.
+  assert.equal(collections, paths / 3);
 });
 
 Deno.test("an unreachable node fails its paths as TIMEOUT, skips their bandwidth and exits 1", async () => {

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { defaultNetcheckOptions, type NetcheckOptions } from "../../lib/netcheck/options.ts";
-import { runChecks } from "../../lib/netcheck/run.ts";
+import { runChecks, type RunEnvironment } from "../../lib/netcheck/run.ts";
 import { type FakeNode, MemoryCluster, type MemoryClusterOptions } from "./memory_cluster.ts";
 
 /** A progress sink that prints nothing, off a terminal. */
@@ -22,6 +22,7 @@ export async function run(
   over: Partial<NetcheckOptions> = {},
   sim: MemoryClusterOptions = {},
   signal?: AbortSignal,
+  env: Partial<RunEnvironment> = {},
 ) {
   const cluster = new MemoryCluster(nodes, { recordPaths: true, ...sim });
   const result = await runChecks(options(over), {
@@ -32,6 +33,7 @@ export async function run(
     runId: "test1",
     pollMs: 1,
     retryDelayMs: 1,
+    ...env,
   });
   return { cluster, ...result };
 }
