@@ -12,6 +12,7 @@ import { CniError, ERR, errorResult, versionResult } from "./spec.ts";
 import { type CniEnv, parseEnv } from "./spec_env.ts";
 import { type NetConf, parseNetConf, peekVersion } from "./spec_netconf.ts";
 import { passThrough, resultAddresses } from "./spec_result.ts";
+import { writeTextSync } from "../write_text.ts";
 
 /** What one plugin invocation produced: exit code, stdout, and lines for stderr. */
 export interface PluginOutcome {
@@ -268,13 +269,6 @@ function concat(chunks: Uint8Array[]): Uint8Array {
   return all;
 }
 
-const encoder = new TextEncoder();
-
-function writeAll(file: { writeSync(p: Uint8Array): number }, text: string): void {
-  const bytes = encoder.encode(text);
-  for (let off = 0; off < bytes.length;) off += file.writeSync(bytes.subarray(off));
-}
-
 /**
  * The process entry point (main.ts calls it when CNI_COMMAND is set): reads
  * stdin and the environment, runs the command, prints the result on stdout
@@ -286,17 +280,17 @@ export async function runCniPlugin(): Promise<number> {
     stdin = readStdin();
   } catch (e) {
     const err = new CniError(ERR.ioFailure, `Cannot read stdin: ${(e as Error).message}`);
-    writeAll(Deno.stdout, JSON.stringify(errorResult(err, "")) + "\n");
+    writeTextSync(Deno.stdout, JSON.stringify(errorResult(err, "")) + "\n");
     return 1;
   }
   const outcome = await cniPlugin(Deno.env.toObject(), stdin);
   for (const line of outcome.log) {
     try {
-      writeAll(Deno.stderr, `lace-cni: ${line}\n`);
+      writeTextSync(Deno.stderr, `lace-cni: ${line}\n`);
     } catch { /* the runtime closed stderr: nothing to tell */ }
   }
   try {
-    writeAll(Deno.stdout, outcome.stdout);
+    writeTextSync(Deno.stdout, outcome.stdout);
   } catch {
     return 1;
   }

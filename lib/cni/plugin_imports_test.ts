@@ -44,5 +44,6 @@ Deno.test("the plugin itself reaches only the CNI folder and the small shared he
     "duration.ts",
     "json.ts",
     "network_name.ts",
+    "write_text.ts",
   ]);
 });

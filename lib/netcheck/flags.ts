@@ -97,7 +97,7 @@ function validateNetcheckOptions(o: NetcheckOptions): NetcheckOptions {
   if (!(o.asymmetry >= 1)) {
     throw new UsageError(`--asymmetry must be a factor of at least 1: "${o.asymmetry}"`);
   }
-  if (o.bandwidthRetries < 0) throw new UsageError(`--bandwidth-retries must not be negative`);
+  if (o.bandwidthRetries < 0) throw new UsageError(`bandwidthRetries must not be negative`);
   return o;
 }
 

@@ -15,15 +15,10 @@ import { NetcheckMetrics } from "./metrics.ts";
 import { serveMetrics } from "./metrics_server.ts";
 import { JsonReport, JunitReport, type PathSink, summaryData, textReport } from "./report.ts";
 import { EXIT_ERROR, EXIT_USAGE, newRunId, runChecks, STOP_REQUESTED } from "./run.ts";
+import { writeTextSync } from "../write_text.ts";
 
-const encoder = new TextEncoder();
-const writeOut = (text: string) => writeAll(Deno.stdout, text);
-const writeErr = (text: string) => writeAll(Deno.stderr, text);
-
-function writeAll(file: { writeSync(p: Uint8Array): number }, text: string): void {
-  let bytes = encoder.encode(text);
-  while (bytes.length > 0) bytes = bytes.subarray(file.writeSync(bytes));
-}
+const writeOut = (text: string) => writeTextSync(Deno.stdout, text);
+const writeErr = (text: string) => writeTextSync(Deno.stderr, text);
 
 function holderIdentity(runId: string): string {
   let where = "";

@@ -74,7 +74,7 @@ export async function removeRunObjects(
     );
   }
   await lease?.release().catch((e) => {
-    // It expires after --lease-duration; a stop that left it is not a clean one.
+    // It expires after its duration (leaseDurationS, 60 s); a stop that left it is not a clean one.
     leftOver = true;
     log.warn("Could not release the Lease: {error}", { error: (e as Error).message });
   });
