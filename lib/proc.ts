@@ -31,3 +31,73 @@ export function processComm(pid: number, procRoot = "/proc"): string | null {
     return null;
   }
 }
+
+/**
+ * The parts of /proc a scan of every process reads. A process may vanish between any two
+ * reads, and its owner chooses how long some files are (a cmdline runs to megabytes), so each
+ * read is bounded and answers null for a process gone or not ours to read. `procDir` reads a
+ * /proc directory; tests pass one in memory.
+ */
+export interface ProcFs {
+  /** The pids listed now, in no particular order. */
+  pids(): number[];
+  /** The first `maxBytes` bytes of file `name` of process `pid` as text; null when unreadable. */
+  read(pid: number, name: string, maxBytes: number): string | null;
+  /** Where link `name` of process `pid` points (`ns/mnt`); null when unreadable. */
+  readLink(pid: number, name: string): string | null;
+}
+
+const decoder = new TextDecoder();
+/** One buffer for every bounded read: a scan reads thousands of small files one after another. */
+const readBuffer = new Uint8Array(16 * 1024);
+
+/** A /proc directory (or a fixture tree shaped like one) as a ProcFs. */
+export function procDir(root = "/proc"): ProcFs {
+  return {
+    pids() {
+      const pids: number[] = [];
+      for (const e of Deno.readDirSync(root)) {
+        if (/^\d+$/.test(e.name)) pids.push(Number(e.name));
+      }
+      return pids;
+    },
+    read(pid, name, maxBytes) {
+      let file: Deno.FsFile;
+      try {
+        file = Deno.openSync(`${root}/${pid}/${name}`);
+      } catch {
+        return null; // gone between listing and reading, or not ours to read
+      }
+      try {
+        const chunks: Uint8Array[] = [];
+        let n = 0;
+        // /proc hands out a page or a record at a time: read until the end or the bound.
+        while (n < maxBytes) {
+          const got = file.readSync(
+            readBuffer.subarray(0, Math.min(readBuffer.length, maxBytes - n)),
+          );
+          if (got === null || got === 0) break;
+          chunks.push(readBuffer.slice(0, got));
+          n += got;
+        }
+        if (chunks.length === 1) return decoder.decode(chunks[0]);
+        const all = new Uint8Array(n);
+        for (let off = 0, i = 0; i < chunks.length; off += chunks[i++].length) {
+          all.set(chunks[i], off);
+        }
+        return decoder.decode(all);
+      } catch {
+        return null; // the process exited mid-read (ESRCH)
+      } finally {
+        file.close();
+      }
+    },
+    readLink(pid, name) {
+      try {
+        return Deno.readLinkSync(`${root}/${pid}/${name}`);
+      } catch {
+        return null; // gone, or no ptrace right to the process
+      }
+    },
+  };
+}

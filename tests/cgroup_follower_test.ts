@@ -39,7 +39,12 @@ class Setup implements AsyncDisposable {
       events: {
         emit: (type, reason, message) => this.events.push(`${type} ${reason}: ${message}`),
       },
-      findKubelets: () => findKubelets().filter((k) => this.ours.has(k.pid)),
+      // Every candidate, then this test's: the machine's other kubelets must not take the places.
+      findKubelets: () => ({
+        found: findKubelets("/proc", { maxLookalikes: Infinity }).found
+          .filter((k) => this.ours.has(k.pid)),
+        lookalikesNotListed: 0,
+      }),
       ...extra,
     });
     this.followers.push(f);

@@ -163,7 +163,7 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
   const updateAttachMetrics = () => {
     const s = follower.status();
     metrics.kubeletCgroupMismatch.set(s.mismatch ? 1 : 0);
-    metrics.kubeletLookalikes.set(s.otherKubelets.length);
+    metrics.kubeletLookalikes.set(s.otherKubelets.length + s.otherKubeletsNotListed);
     metrics.standingBy.set(datapath.standingBy ? 1 : 0);
     for (const link of datapath.links()) {
       metrics.attached.set({ program: link.program }, s.attached && link.alive ? 1 : 0);

@@ -30,6 +30,7 @@ import {
   extraProcesses,
   findKubelets,
   type KubeletProcess,
+  type KubeletScan,
   type ProcessInfo,
 } from "./kubelet_finder.ts";
 import { type DistrustedKubelet, judgeKubelets } from "./kubelet_trust.ts";
@@ -45,6 +46,7 @@ import { nearestExisting, statCgroupId, watchDirectory } from "./watch.ts";
 import { readMountInfo } from "../mountinfo.ts";
 import { realTimers, type Timers } from "../timers.ts";
 import { errorText } from "../error_text.ts";
+import type { ProcFs } from "../proc.ts";
 
 const log = getLogger(["lace", "cgroup"]);
 
@@ -84,7 +86,9 @@ export interface FollowerOptions {
   scanIntervalMs?: number;
   /** Seams for tests; the defaults read the real system. */
   mounts?: () => MountPoint[];
-  findKubelets?: () => KubeletProcess[];
+  /** The /proc the default findKubelets scans (default the real one). */
+  proc?: ProcFs;
+  findKubelets?: () => KubeletScan;
   extraProcesses?: (dir: string, kubeletPids: number[]) => ProcessInfo[];
   cgroupId?: (dir: string) => bigint | null;
   watch?: (dir: string, onChange: () => void) => { close(): void };
@@ -94,7 +98,7 @@ export interface FollowerOptions {
 }
 
 export class CgroupFollower implements Disposable {
-  readonly #o: Required<Omit<FollowerOptions, "events" | "hostCgroupRoot">> & {
+  readonly #o: Required<Omit<FollowerOptions, "events" | "hostCgroupRoot" | "proc">> & {
     events?: NodeEventSink;
     hostCgroupRoot: string;
   };
@@ -107,11 +111,14 @@ export class CgroupFollower implements Disposable {
   #scanRequested = true;
   /** The extra-process check runs after each /proc scan and each attach. */
   #scanDue = true;
-  /** Every kubelet-looking process of the last /proc scan. */
-  #kubelets: KubeletProcess[] = [];
-  /** Those of them that may be the kubelet, best first, and the others with their reasons. */
+  /**
+   * The kubelet-looking processes of the last /proc scan that may be the kubelet, best first,
+   * and the others with their reasons: at most MAX_LOOKALIKES of them (kubelet_finder.ts), the
+   * rest only counted, whatever a tenant starts.
+   */
   #trusted: KubeletProcess[] = [];
   #distrusted: DistrustedKubelet[] = [];
+  #lookalikesNotListed = 0;
   /** With auto: the cgroup of the first trusted kubelet; never moved to another process. */
   #autoPath: string | null = null;
   #mounts: MountPoint[] | undefined;
@@ -124,7 +131,7 @@ export class CgroupFollower implements Disposable {
       checkIntervalMs: 500,
       scanIntervalMs: 10_000,
       mounts: () => readMountInfo(),
-      findKubelets: () => findKubelets(),
+      findKubelets: () => findKubelets(options.proc),
       extraProcesses: (dir: string, pids: number[]) =>
         extraProcesses(dir, { exclude: [...pids, Deno.pid] }),
       cgroupId: statCgroupId,
@@ -146,6 +153,7 @@ export class CgroupFollower implements Disposable {
       kubelet: null,
       mismatch: null,
       otherKubelets: [],
+      otherKubeletsNotListed: 0,
       extraProcesses: [],
       lastError: "not synced yet",
     };
@@ -212,13 +220,14 @@ export class CgroupFollower implements Disposable {
     if (this.#scanRequested || now - this.#lastScan >= scanEvery) {
       this.#scanRequested = false;
       this.#lastScan = now;
+      let scan: KubeletScan = { found: [], lookalikesNotListed: 0 };
       try {
-        this.#kubelets = this.#o.findKubelets();
+        scan = this.#o.findKubelets();
       } catch (e) {
         log.warn("Cannot scan /proc for the kubelet: {error}", { error: errorText(e) });
-        this.#kubelets = [];
       }
-      ({ trusted: this.#trusted, distrusted: this.#distrusted } = judgeKubelets(this.#kubelets));
+      ({ trusted: this.#trusted, distrusted: this.#distrusted } = judgeKubelets(scan.found));
+      this.#lookalikesNotListed = scan.lookalikesNotListed;
       this.#scanDue = true;
     }
     let mounts: MountPoint[] = [];
@@ -253,6 +262,7 @@ export class CgroupFollower implements Disposable {
     }
     next.mismatch = kubeletMismatch(next.path, placed, this.#o.cgroupId);
     next.otherKubelets = otherKubelets(next.path, placed, next.mismatch, this.#distrusted);
+    next.otherKubeletsNotListed = this.#lookalikesNotListed;
     if (this.#scanDue && next.path !== null && next.cgroupId !== null) {
       this.#scanDue = false;
       try {

@@ -40,6 +40,8 @@ export interface FollowerStatus {
    * mount namespace, not root, or a second kubelet elsewhere. Reported, never attached to.
    */
   otherKubelets: DistrustedKubelet[];
+  /** Kubelet-looking processes beyond the MAX_LOOKALIKES listed (kubelet_finder.ts): counted only. */
+  otherKubeletsNotListed: number;
   /** Processes in the cgroup (or below) that are not the kubelet: they get tagged too. */
   extraProcesses: ProcessInfo[];
   /** Why it is not attached, or the last attach failure; null when fine. */
@@ -139,6 +141,20 @@ export class StatusReporter {
         );
         events?.emit("Warning", "KubeletLookalike", text);
       }
+    }
+    const notListed = next.otherKubeletsNotListed;
+    if (notListed > 0 && prev.otherKubeletsNotListed === 0) {
+      // Once per flood (the count changes with every scan while it lasts): loud, not repeated.
+      const text = `${notListed} more processes look like a kubelet than the ` +
+        `${next.otherKubelets.length} listed: they are counted, not listed (only the first by ` +
+        "pid are), and none is followed; a pod starting processes named kubelet by the thousand " +
+        "is trying to hide the real kubelet or to flood the agent";
+      log.error("Kubelet lookalikes not listed: {message}", { message: text, count: notListed });
+      events?.emit("Warning", "KubeletLookalike", text);
+    } else if (notListed === 0 && prev.otherKubeletsNotListed > 0) {
+      log.info("Every kubelet-looking process is listed again ({count})", {
+        count: next.otherKubelets.length,
+      });
     }
     const extraKey = (s: FollowerStatus) => s.extraProcesses.map((p) => p.pid).join(",");
     if (next.extraProcesses.length > 0 && extraKey(prev) !== extraKey(next)) {

@@ -65,7 +65,7 @@ class FakeNode implements CgroupAttacher {
       kubeletCgroup: KUBELET_DIR,
       attacher: this,
       mounts: () => MOUNTS,
-      findKubelets: () => this.kubelets,
+      findKubelets: () => ({ found: this.kubelets, lookalikesNotListed: 0 }),
       extraProcesses: () => this.extra,
       cgroupId: (dir) => this.dirs.get(dir) ?? null,
       watch: (dir, onChange) => {
@@ -175,7 +175,7 @@ function startedOnFakeTime(extra: Partial<FollowerOptions> = {}) {
   let scans = 0;
   const follower = new CgroupFollower(node.options({
     timers,
-    findKubelets: () => (scans++, node.kubelets),
+    findKubelets: () => (scans++, { found: node.kubelets, lookalikesNotListed: 0 }),
     ...extra,
   }));
   follower.start();

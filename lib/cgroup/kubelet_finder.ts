@@ -7,7 +7,8 @@
  * `kubelite`. The /proc root is a parameter so tests use fixture trees.
  */
 import { basename } from "node:path";
-import { parseStatusUid } from "../proc.ts";
+import { parseStatusUid, procDir, type ProcFs } from "../proc.ts";
+import { containerCgroupReason, distrustReason } from "./kubelet_trust.ts";
 
 export type KubeletKind = "kubelet" | "k3s" | "kubelite";
 
@@ -135,72 +136,94 @@ function readOrNull(path: string): string | null {
   }
 }
 
-function numericEntries(dir: string): number[] {
-  const pids: number[] = [];
-  for (const e of Deno.readDirSync(dir)) {
-    if (/^\d+$/.test(e.name)) pids.push(Number(e.name));
-  }
-  return pids;
-}
-
-/** The cgroup v2 path of one process, or null when it is gone or has no v2 line. */
-function readProcessCgroup(pid: number, procRoot = "/proc"): string | null {
-  const text = readOrNull(`${procRoot}/${pid}/cgroup`);
-  return text === null ? null : parseProcCgroup(text);
-}
-
-function readLinkOrNull(path: string): string | null {
-  try {
-    return Deno.readLinkSync(path);
-  } catch {
-    // Gone, or no ptrace right to the process (the mount ids answer instead).
-    return null;
-  }
-}
-
-/** One process's mount namespace view (only kubelet candidates and PID 1 are read). */
-export function readMountNamespaceView(pid: number, procRoot = "/proc"): MountNamespaceView {
-  const text = readOrNull(`${procRoot}/${pid}/mountinfo`);
-  return {
-    link: readLinkOrNull(`${procRoot}/${pid}/ns/mnt`),
-    mountIds: text === null ? null : parseMountIds(text),
-  };
-}
-
 /** The comm (short name) of one process, or "?" when it is gone. */
 export function readComm(pid: number, procRoot = "/proc"): string {
   return readOrNull(`${procRoot}/${pid}/comm`)?.trim() ?? "?";
 }
 
 /**
- * Scans `procRoot` for processes that look like the kubelet, by pid, with the
- * facts judgeKubelets() (kubelet_trust.ts) decides on; the host's mount
- * namespace is PID 1's. Kernel threads (empty cmdline) and processes that
- * vanish mid-scan are skipped.
+ * Kubelet-looking processes a scan keeps in full beyond the trusted ones: any pod can start
+ * thousands of processes named kubelet, and each kept one lives in the follower's status, its
+ * /readyz and `lace doctor` texts and a Node Event. The others are counted.
  */
-export function findKubelets(procRoot = "/proc"): KubeletProcess[] {
+export const MAX_LOOKALIKES = 32;
+/** Bytes of a cmdline read: a kubelet's flags fit many times; its owner chooses the length. */
+export const CMDLINE_MAX_BYTES = 16 * 1024;
+/** Bytes of /proc/PID/cgroup read; a v2 line cut off by the bound counts as no line. */
+export const CGROUP_MAX_BYTES = 8 * 1024;
+/** comm is at most 16 bytes in the kernel; the bound holds for any ProcFs. */
+const COMM_MAX_BYTES = 64;
+/** A mountinfo lists every mount of its namespace: a busy node's runs to hundreds of KiB. */
+const MOUNTINFO_MAX_BYTES = 4 * 1024 * 1024;
+
+/** One process's mount namespace view (only kubelet candidates and PID 1 are read). */
+function readMountNamespaceView(proc: ProcFs, pid: number): MountNamespaceView {
+  const text = proc.read(pid, "mountinfo", MOUNTINFO_MAX_BYTES);
+  return {
+    link: proc.readLink(pid, "ns/mnt"),
+    mountIds: text === null ? null : parseMountIds(text),
+  };
+}
+
+/** What one scan of /proc found; see findKubelets(). */
+export interface KubeletScan {
+  /** Every candidate that may be the kubelet, and the first `maxLookalikes` others by pid. */
+  found: KubeletProcess[];
+  /** The kubelet-looking processes beyond those: counted, not kept. */
+  lookalikesNotListed: number;
+}
+
+/**
+ * Scans /proc (a directory, or any ProcFs) for processes that look like the kubelet, by pid,
+ * with the facts judgeKubelets() (kubelet_trust.ts) decides on; the host's mount namespace is
+ * PID 1's. Kernel threads (empty cmdline) and processes that vanish mid-scan are skipped. What
+ * a tenant can drive is bounded: every read (a cmdline is read up to CMDLINE_MAX_BYTES, what
+ * lies beyond does not count), the work per lookalike (one in a container or pod cgroup is not
+ * asked for its user and mounts: its cgroup already rules it out) and the lookalikes kept (the
+ * first `maxLookalikes`, the rest counted). Candidates that may be trusted are all kept, so no
+ * number of lookalikes can push the kubelet out.
+ */
+export function findKubelets(
+  procRoot: string | ProcFs = "/proc",
+  { maxLookalikes = MAX_LOOKALIKES } = {},
+): KubeletScan {
+  const proc = typeof procRoot === "string" ? procDir(procRoot) : procRoot;
   const found: KubeletProcess[] = [];
+  let lookalikes = 0;
   let host: MountNamespaceView | undefined;
-  for (const pid of numericEntries(procRoot).sort((a, b) => a - b)) {
-    const comm = readOrNull(`${procRoot}/${pid}/comm`)?.trim();
-    const raw = readOrNull(`${procRoot}/${pid}/cmdline`);
+  for (const pid of proc.pids().sort((a, b) => a - b)) {
+    const comm = proc.read(pid, "comm", COMM_MAX_BYTES)?.trim();
+    const raw = proc.read(pid, "cmdline", CMDLINE_MAX_BYTES);
     if (comm === undefined || raw === null || raw === "") continue;
     const argv = parseCmdline(raw);
     const kind = classifyProcess(comm, argv);
     if (!kind) continue;
-    host ??= readMountNamespaceView(1, procRoot);
-    const status = readOrNull(`${procRoot}/${pid}/status`);
-    found.push({
+    const cgroupText = proc.read(pid, "cgroup", CGROUP_MAX_BYTES);
+    // Only whole lines: a line cut off by the bound would be another path.
+    const cgroup = cgroupText === null
+      ? null
+      : parseProcCgroup(cgroupText.slice(0, cgroupText.lastIndexOf("\n") + 1));
+    const k: KubeletProcess = {
       pid,
       comm,
       kind,
       argv,
-      cgroup: readProcessCgroup(pid, procRoot),
-      uid: status === null ? null : parseStatusUid(status),
-      hostMountNamespace: sameMountNamespace(host, readMountNamespaceView(pid, procRoot)),
-    });
+      cgroup,
+      uid: null,
+      hostMountNamespace: null,
+    };
+    if (cgroup !== null && containerCgroupReason(cgroup) === null) {
+      host ??= readMountNamespaceView(proc, 1);
+      const status = proc.read(pid, "status", 64 * 1024);
+      k.uid = status === null ? null : parseStatusUid(status);
+      k.hostMountNamespace = sameMountNamespace(host, readMountNamespaceView(proc, pid));
+    }
+    // Gone by now (a short-lived lookalike, a restarting kubelet): nothing to follow or report.
+    if (proc.read(pid, "comm", COMM_MAX_BYTES) === null) continue;
+    if (distrustReason(k) !== null && ++lookalikes > maxLookalikes) continue;
+    found.push(k);
   }
-  return found;
+  return { found, lookalikesNotListed: Math.max(0, lookalikes - maxLookalikes) };
 }
 
 /**

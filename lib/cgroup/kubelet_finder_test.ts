@@ -94,7 +94,7 @@ Deno.test("findKubelets() finds the kubelet and its cgroup in a /proc tree", () 
     812: { comm: "kubelet", argv: ["/usr/bin/kubelet"], cgroup: "/system.slice/kubelet.service" },
   });
   try {
-    const found = findKubelets(root);
+    const { found } = findKubelets(root);
     assert.equal(found.length, 1);
     assert.equal(found[0].pid, 812);
     assert.equal(found[0].kind, "kubelet");
@@ -111,7 +111,7 @@ Deno.test("findKubelets() lists k3s and the kubelet binary but not RKE2's superv
     150: { comm: "kubelet", argv: ["kubelet", "--v=2"], cgroup: "/system.slice/r" },
   });
   try {
-    assert.deepEqual(findKubelets(root).map((k) => [k.pid, k.kind]), [[90, "k3s"], [
+    assert.deepEqual(findKubelets(root).found.map((k) => [k.pid, k.kind]), [[90, "k3s"], [
       150,
       "kubelet",
     ]]);
@@ -130,7 +130,7 @@ Deno.test("findKubelets() reads each candidate's uid and whether it shares PID 1
   });
   try {
     assert.deepEqual(
-      findKubelets(root).map((k) => [k.pid, k.uid, k.hostMountNamespace]),
+      findKubelets(root).found.map((k) => [k.pid, k.uid, k.hostMountNamespace]),
       [[10, 0, true], [11, 0, false], [12, 1000, true], [13, 1000, true]],
     );
   } finally {
@@ -146,7 +146,7 @@ Deno.test("findKubelets() compares namespace links when both can be read", () =>
     11: { comm: "kubelet", argv: ["kubelet"], cgroup: "/k", mntLink: "mnt:[4026531841]" },
   });
   try {
-    assert.deepEqual(findKubelets(root).map((k) => k.hostMountNamespace), [false, true]);
+    assert.deepEqual(findKubelets(root).found.map((k) => k.hostMountNamespace), [false, true]);
   } finally {
     Deno.removeSync(root, { recursive: true });
   }
@@ -155,7 +155,7 @@ Deno.test("findKubelets() compares namespace links when both can be read", () =>
 Deno.test("findKubelets() returns nothing when no kubelet runs", () => {
   const root = fakeProc({ 1: { comm: "init", argv: ["/sbin/init"], cgroup: "/" } });
   try {
-    assert.deepEqual(findKubelets(root), []);
+    assert.deepEqual(findKubelets(root), { found: [], lookalikesNotListed: 0 });
   } finally {
     Deno.removeSync(root, { recursive: true });
   }

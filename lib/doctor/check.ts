@@ -66,6 +66,8 @@ export interface NodeSnapshot {
   kubelets: { pid: number; comm: string; cgroupDir: string }[];
   /** Kubelet-looking processes that may not, with why. */
   otherKubelets: DistrustedKubelet[];
+  /** Those beyond the MAX_LOOKALIKES listed (cgroup/kubelet_finder.ts): counted only. */
+  otherKubeletsNotListed: number;
   extraProcesses: ProcessInfo[];
   /** Processes in the kubelet cgroup that serve the Kubernetes API (k3s server, kubelite …). */
   apiServers: ApiServerProcess[];

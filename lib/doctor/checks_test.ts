@@ -31,6 +31,7 @@ function healthy(): NodeSnapshot {
     kubeletCgroup: { configured: K, path: K, error: null, id: 77n },
     kubelets: [{ pid: 10, comm: "kubelet", cgroupDir: K }],
     otherKubelets: [],
+    otherKubeletsNotListed: 0,
     apiServers: [],
     extraProcesses: [],
     agent: {
@@ -259,6 +260,13 @@ Deno.test("evaluate() warns about kubelet lookalikes with the reason each is not
   assert.equal(c.severity, "warning");
   assert.match(c.message, /66 \(kubelet\): it runs in a pod cgroup/);
   assert.equal(byName(checks, "kubelet-process").ok, true, "the real kubelet still passes");
+});
+
+Deno.test("evaluate() counts the kubelet lookalikes beyond those listed", () => {
+  const s = { ...healthy(), otherKubeletsNotListed: 5000 };
+  const c = byName(evaluate(s), "kubelet-lookalikes");
+  assert.equal(c.severity, "warning");
+  assert.match(c.message, /and 5000 more not listed$/);
 });
 
 Deno.test("evaluate() names the API server processes that share the kubelet cgroup", () => {

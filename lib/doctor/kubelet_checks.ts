@@ -29,12 +29,16 @@ export function kubeletChecks(s: NodeSnapshot): Check[] {
         "or to auto; `systemctl status kubelet` shows it as CGroup",
   ));
   checks.push(kubeletProcessCheck(s));
-  if (s.otherKubelets.length > 0) {
+  if (s.otherKubelets.length > 0 || s.otherKubeletsNotListed > 0) {
+    const notListed = s.otherKubeletsNotListed > 0
+      ? `; and ${s.otherKubeletsNotListed} more not listed`
+      : "";
     checks.push(check(
       "kubelet-lookalikes",
       false,
       "processes that look like a kubelet but are not trusted as one (the agent never follows " +
-        "them): " + s.otherKubelets.map((k) => `${k.pid} (${k.comm}): ${k.reason}`).join("; "),
+        "them): " + s.otherKubelets.map((k) => `${k.pid} (${k.comm}): ${k.reason}`).join("; ") +
+        notListed,
       "find out who started them: a process named kubelet in a pod or container is someone " +
         "trying to take the probe programs; the real kubelet runs as root in the host's mount " +
         "namespace, outside any container",

@@ -116,6 +116,7 @@ export async function gatherSnapshot(o: DoctorOptions): Promise<NodeSnapshot> {
     },
     kubelets: kubelet.kubelets,
     otherKubelets: kubelet.otherKubelets,
+    otherKubeletsNotListed: kubelet.otherKubeletsNotListed,
     apiServers: kubelet.id === null || kubelet.path === null
       ? []
       : apiServerProcesses(kubelet.path, o.procRoot),
@@ -185,8 +186,11 @@ export function resolveKubeletCgroup(
   hostRoot: string,
   mounts: Mount[],
   procRoot?: string,
-): NodeSnapshot["kubeletCgroup"] & Pick<NodeSnapshot, "kubelets" | "otherKubelets"> {
-  const { trusted, distrusted } = judgeKubelets(findKubelets(procRoot));
+):
+  & NodeSnapshot["kubeletCgroup"]
+  & Pick<NodeSnapshot, "kubelets" | "otherKubelets" | "otherKubeletsNotListed"> {
+  const scan = findKubelets(procRoot);
+  const { trusted, distrusted } = judgeKubelets(scan.found);
   const kubelets = trusted.flatMap((k) => {
     if (k.cgroup === null) return [];
     try {
@@ -216,7 +220,15 @@ export function resolveKubeletCgroup(
     id = statCgroupId(path);
     if (id === null && !pathExists(path)) error = `kubelet cgroup "${path}" does not exist`;
   }
-  return { configured, path, error, id, kubelets, otherKubelets: distrusted };
+  return {
+    configured,
+    path,
+    error,
+    id,
+    kubelets,
+    otherKubelets: distrusted,
+    otherKubeletsNotListed: scan.lookalikesNotListed,
+  };
 }
 
 /** The filesystem type at a path, looking at its nearest existing parent. */
