@@ -8,7 +8,8 @@
  *   or OTHER (any other network error). A zero timeout means no limit.
  * - `netexec --http-port=N --udp-port=-1`: an HTTP server on every address;
  *   `/echo?msg=M` answers M; `/hostname` answers the pod's name (HOSTNAME, as in a pod), after
- *   LACE_SIM_ANSWER_DELAY_MS when set (a slow path for the latency check).
+ *   LACE_SIM_ANSWER_DELAY_MS when set (a slow path for the latency check), or without end with
+ *   LACE_SIM_ENDLESS_HOSTNAME=1 (a hostile pod).
  *
  * Run with `deno run --allow-net agnhost.ts …` inside the pod's namespace.
  */
@@ -111,11 +112,15 @@ function netexec(args: string[]): void {
   const port = Number(flag?.split("=")[1] ?? 8080);
   const hostname = Deno.env.get("HOSTNAME") ?? "";
   const delayMs = Number(Deno.env.get("LACE_SIM_ANSWER_DELAY_MS") ?? 0);
+  const endless = Deno.env.get("LACE_SIM_ENDLESS_HOSTNAME") === "1";
+  const chunk = new TextEncoder().encode("a".repeat(64 * 1024));
   Deno.serve({ hostname: "::", port, onListen: () => {} }, async (request) => {
     const url = new URL(request.url);
     if (url.pathname === "/echo") return new Response(url.searchParams.get("msg") ?? "");
     if (url.pathname !== "/hostname") return new Response("NOW: ok\n");
     if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
+    // A hostile pod: one line of pod-name characters that never ends (chunked, no length).
+    if (endless) return new Response(new ReadableStream({ pull: (c) => c.enqueue(chunk) }));
     return new Response(hostname);
   });
 }

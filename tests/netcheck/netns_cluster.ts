@@ -26,6 +26,7 @@ import { MemoryLeases } from "./memory_leases.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { addHub, addNode, addPlainNode, linkHubs, run, type SimNode } from "./netns_topology.ts";
 import { NETWORK_LABEL } from "../../lib/netcheck/manifest.ts";
+import { ExecOutput, tooLongError } from "../../lib/netcheck/exec_output.ts";
 
 export type { SimNode };
 
@@ -190,7 +191,7 @@ export class NetnsCluster extends MemoryLeases implements NetcheckCluster, Async
           Deno.execPath(),
           "run",
           "--allow-net",
-          "--allow-env=HOSTNAME,LACE_SIM_ANSWER_DELAY_MS",
+          "--allow-env=HOSTNAME,LACE_SIM_ANSWER_DELAY_MS,LACE_SIM_ENDLESS_HOSTNAME",
           AGNHOST,
           "netexec",
           "--http-port=1199",
@@ -198,6 +199,7 @@ export class NetnsCluster extends MemoryLeases implements NetcheckCluster, Async
         ], {
           HOSTNAME: `${name}-${node.name}`,
           LACE_SIM_ANSWER_DELAY_MS: String(node.answerDelayMs ?? 0),
+          LACE_SIM_ENDLESS_HOSTNAME: node.endlessHostname ? "1" : "",
         }),
         this.#spawn(node, ["iperf3", "-s", "-p", "5201"]),
       );
@@ -311,13 +313,24 @@ export class NetnsCluster extends MemoryLeases implements NetcheckCluster, Async
     );
     const onAbort = () => kill("interrupted");
     options.signal?.addEventListener("abort", onAbort, { once: true });
+    // As kube_adapter.ts: at most EXEC_OUTPUT_LIMIT bytes kept, the command killed beyond.
+    const output = new ExecOutput();
+    const read = async (stream: ReadableStream<Uint8Array>, name: "stdout" | "stderr") => {
+      for await (const chunk of stream) {
+        if (!output.add(name, chunk)) kill(tooLongError(output.limit));
+      }
+    };
     try {
-      const out = await child.output();
+      const [status] = await Promise.all([
+        child.status,
+        read(child.stdout, "stdout"),
+        read(child.stderr, "stderr"),
+      ]);
       return {
-        exitCode: error ? -1 : out.code,
-        stdout: new TextDecoder().decode(out.stdout),
-        stderr: new TextDecoder().decode(out.stderr),
+        exitCode: error ? -1 : status.code,
+        ...output.text(),
         ...(error ? { error } : {}),
+        ...(output.tooLong ? { tooLong: true as const } : {}),
       };
     } finally {
       clearTimeout(timer);

@@ -71,6 +71,35 @@ Deno.test({
 });
 
 Deno.test({
+  name:
+    "a pod answering /hostname without end fails its latency paths as TOO_LONG: real curl passes it all on, the exec is cut at 1 MiB",
+  ignore,
+  async fn() {
+    await withCluster([{ name: "a" }, { name: "b" }, { name: "c", endlessHostname: true }], async (
+      cluster,
+    ) => {
+      const started = performance.now();
+      const r = await runChecks(
+        // A whole --timeout of endless answer would be hundreds of MB through curl.
+        options({ skipBandwidth: true, latencySamples: 2, connectTimeoutMs: 5000 }),
+        { cluster, progress: quiet, sinks: [], pollMs: 50 },
+      );
+      const seconds = (performance.now() - started) / 1000;
+      console.log(textReport(r.summary, r.outcome), `${seconds.toFixed(1)} s`);
+      assert.equal(r.exitCode, EXIT_FAILED, textReport(r.summary, r.outcome));
+      assert.equal(r.summary.connect.failed, 0);
+      const failed = r.summary.failures.items;
+      assert.deepEqual(failed.map((f) => `${f.phase} ${f.to} ${f.errorClass}`).sort(), [
+        "latency c TOO_LONG",
+        "latency c TOO_LONG",
+      ]);
+      assert.match(failed[0].message!, /^output above 1048576 bytes: cut/);
+      assert.equal(r.summary.latency.passed, 4);
+    });
+  },
+});
+
+Deno.test({
   name: "latency is measured inside the pods with real curl, and --max-latency fails a slow node",
   ignore,
   async fn() {

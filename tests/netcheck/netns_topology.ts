@@ -31,6 +31,8 @@ export interface SimNode {
   blackHoleProto?: "tcp" | "udp";
   /** Its agnhost answers /hostname this much later (a slow request round trip). */
   answerDelayMs?: number;
+  /** Its agnhost answers /hostname without end (a hostile pod). */
+  endlessHostname?: boolean;
 }
 
 export async function run(
