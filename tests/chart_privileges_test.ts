@@ -106,7 +106,7 @@ helmTest(
   "the agent may read its own DaemonSet and no other (to tell an uninstall from a restart)",
   async (h) => {
     const manifests = await render(h);
-    const role = only(manifests, "Role");
+    const role = only(manifests, "Role", "lace");
     assert.equal(role.metadata.namespace, "lace-system");
     assert.deepEqual(role.rules, [
       {
@@ -116,7 +116,30 @@ helmTest(
         verbs: ["get", "list", "watch"],
       },
     ]);
-    const binding = only(manifests, "RoleBinding");
+    const binding = only(manifests, "RoleBinding", "lace");
+    assert.equal(binding.roleRef.name, role.metadata.name);
+    assert.deepEqual(binding.subjects, [
+      { kind: "ServiceAccount", name: "lace", namespace: "lace-system" },
+    ]);
+  },
+);
+
+helmTest(
+  "the agent may read the kubernetes Service and Endpoints in default and nothing else there (the API server's addresses, which no pod may hold)",
+  async (h) => {
+    const manifests = await render(h);
+    const role = only(manifests, "Role", "lace-api-server");
+    assert.equal(role.metadata.namespace, "default");
+    assert.deepEqual(role.rules, [
+      {
+        apiGroups: [""],
+        resources: ["services", "endpoints"],
+        resourceNames: ["kubernetes"],
+        verbs: ["get"],
+      },
+    ]);
+    const binding = only(manifests, "RoleBinding", "lace-api-server");
+    assert.equal(binding.metadata.namespace, "default");
     assert.equal(binding.roleRef.name, role.metadata.name);
     assert.deepEqual(binding.subjects, [
       { kind: "ServiceAccount", name: "lace", namespace: "lace-system" },

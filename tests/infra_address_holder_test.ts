@@ -11,12 +11,10 @@
  * pod gets no targets there and an ADD bringing it is refused, under both sharing modes.
  */
 import assert from "node:assert/strict";
-import { agentTestOptions, AgentWorld, podManifest } from "./helpers/agent_process.ts";
+import { agentTestOptions, podManifest } from "./helpers/agent_process.ts";
+import { startInfraWorld as startInfra } from "./helpers/infra_world.ts";
 import { metricReaches, plugin, podBeforeAdd } from "./helpers/tenant_world.ts";
 import { podRangesCheck } from "../lib/doctor/agent_checks.ts";
-import { run } from "../lib/process.ts";
-import { PodServer } from "../lib/demo/pod_server.ts";
-import { vethInto } from "../lib/demo/netns.ts";
 import type { AddressesView } from "../lib/agent/http_server.ts";
 import { waitFor } from "./helpers/wait.ts";
 
@@ -25,79 +23,9 @@ const API_SERVER = "10.98.0.1", API_PORT = 6443;
 /** The simulated pods' ranges (lib/demo/netns.ts). */
 const POD_CIDRS = "--pod-cidrs=10.244.1.0/24,fd00:244::/64";
 
-/**
- * The world with the API server in a namespace of its own behind the node's main table, the
- * tenant's pod of network 2 also holding its address (and answering on its port) in network 2,
- * and an agent reading `dirPods` and the CNI socket with `flags`.
- */
-async function startInfraWorld(dirPods: Record<string, unknown>[], flags: string[]) {
-  const w = await AgentWorld.create();
-  const infra = `${w.node.netns}-infra`;
-  const servers: PodServer[] = [];
-  const dispose = async () => {
-    for (const s of servers) await s.dispose().catch(() => {});
-    await w.dispose();
-    await run(["ip", "netns", "del", infra]).catch(() => {});
-  };
-  try {
-    const node = w.node.netns, tenant = w.node.network(2);
-    await run(["ip", "netns", "add", infra]);
-    await run(["ip", "-n", infra, "link", "set", "lo", "up"]);
-    await run(["ip", "netns", "exec", infra, "sysctl", "-qw", "net.ipv4.conf.all.rp_filter=0"]);
-    await vethInto(node, "vinfra", infra);
-    await run(["ip", "-n", infra, "addr", "add", `${API_SERVER}/32`, "dev", "eth0"]);
-    await run(["ip", "-n", infra, "link", "set", "eth0", "up"]);
-    await run(["ip", "-n", infra, "route", "add", "default", "dev", "eth0"]);
-    await run(["ip", "-n", node, "link", "set", "vinfra", "up"]);
-    await run(["ip", "-n", node, "route", "add", `${API_SERVER}/32`, "dev", "vinfra"]);
-    // Network 2's overlay routes the address to the tenant's pod, which holds it.
-    await run(["ip", "-n", tenant.podNetns, "addr", "add", `${API_SERVER}/32`, "dev", "eth0"]);
-    await run([
-      "ip",
-      "-n",
-      node,
-      "route",
-      "add",
-      `${API_SERVER}/32`,
-      "dev",
-      `vn${tenant.id}`,
-      "table",
-      String(tenant.table),
-    ]);
-    servers.push(
-      await PodServer.start({
-        netns: infra,
-        name: "api-server",
-        addresses: [API_SERVER],
-        tcpPorts: [API_PORT],
-      }),
-      await PodServer.start({
-        netns: tenant.podNetns,
-        name: "tenant-pod",
-        addresses: [API_SERVER],
-        tcpPorts: [API_PORT],
-      }),
-    );
-    const socket = `${w.podsDir}/run/cni.sock`;
-    for (const pod of dirPods) await w.writePod(pod);
-    const agent = w.startAgent([
-      "--no-kube-api",
-      `--pods-dir=${w.podsDir}`,
-      `--cni-socket=${socket}`,
-      ...flags,
-    ]);
-    await agent.ready(60_000);
-    return { w, agent, socket, [Symbol.asyncDispose]: dispose };
-  } catch (e) {
-    await dispose();
-    throw e;
-  }
-}
-
-/** The kubelet's connection to its API server: who answers, and with which mark. */
-async function kubeletToApiServer(w: AgentWorld) {
-  const res = await w.probe(API_SERVER, API_PORT);
-  return { body: res.body?.trim(), mark: res.mark ?? 0, res: JSON.stringify(res) };
+/** The world of tests/helpers/infra_world.ts at the API server's address, without the API. */
+function startInfraWorld(dirPods: Record<string, unknown>[], flags: string[]) {
+  return startInfra({ address: API_SERVER, port: API_PORT }, dirPods, ["--no-kube-api", ...flags]);
 }
 
 /** The tenant's pod of network 2 at the API server's address, its readiness probe on its port. */
@@ -121,9 +49,9 @@ Deno.test({
         POD_CIDRS,
         `--address-sharing=${sharing}`,
       ]);
-      const { w, agent } = t;
+      const { agent } = t;
       // Ready: the pods directory's first list is applied.
-      const api = await kubeletToApiServer(w);
+      const api = await t.kubeletToServer();
       assert.equal(api.body, "api-server", `${sharing}: ${api.res}`);
       assert.equal(api.mark, 0, `${sharing}: tagged with mark ${api.mark}: ${api.res}`);
       await metricReaches(agent, 'lace_probes_ignored{reason="outside-pod-ranges"}', 1);
@@ -146,7 +74,7 @@ Deno.test({
   async fn() {
     const tenant = podBeforeAdd("tenant", 2, 8083, API_PORT);
     await using t = await startInfraWorld([tenant], [POD_CIDRS, "--address-sharing=shared"]);
-    const { w, agent, socket } = t;
+    const { agent, socket } = t;
     const add = await plugin(
       "ADD",
       socket,
@@ -154,7 +82,7 @@ Deno.test({
       { network: "net2", networkId: 2 },
       [API_SERVER],
     );
-    const api = await kubeletToApiServer(w);
+    const api = await t.kubeletToServer();
     assert.equal(api.body, "api-server", api.res);
     assert.equal(api.mark, 0, `tagged with mark ${api.mark}: ${api.res}`);
     assert.equal(add.code, 1, add.stdout + add.stderr);
@@ -170,10 +98,10 @@ Deno.test({
   ...agentTestOptions,
   async fn() {
     await using t = await startInfraWorld([squatter()], []);
-    const { w, agent } = t;
+    const { agent } = t;
     // The exposure --pod-cidrs closes: the tenant answers the kubelet's API server connection.
     const api = await waitFor(async () => {
-      const a = await kubeletToApiServer(w);
+      const a = await t.kubeletToServer();
       return a.body === "tenant-pod" ? a : undefined;
     }, { message: "the tenant's probe target at the API server's address" });
     assert.equal(api.mark, 0x21000, api.res);

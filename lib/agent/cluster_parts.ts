@@ -1,7 +1,7 @@
 /**
  * The agent's parts that read and write the cluster, built for startAgent: the pod sources (the
  * directory's, the API's watch), the API pod lookup of the CNI ADD (exclusive only), the Event
- * recorder and the watch of the agent's own DaemonSet. Each one started here pushes its stop onto
+ * recorder, the watch of the agent's own DaemonSet and the reads of the API server's addresses. Each one started here pushes its stop onto
  * `parts`.
  */
 import { getLogger } from "@logtape/logtape";
@@ -11,6 +11,7 @@ import type { PodLookup, PodSource } from "../pods/source.ts";
 import { DirPodSource } from "../pods/dir_source.ts";
 import { type EventSink, noopEventSink } from "../kube/event_sink.ts";
 import type { EventDropReason } from "../kube/event_drops.ts";
+import type { ApiServerSource } from "./api_server_addresses.ts";
 
 const log = getLogger(["lace", "agent"]);
 
@@ -20,6 +21,8 @@ export interface ClusterParts {
   /** Whether `helm uninstall` is under way (the agent's DaemonSet deleted); none without one. */
   uninstalling?: () => Promise<boolean>;
   podLookup?: PodLookup;
+  /** Where the API server's addresses are read (api_server_sources.ts); none without the API. */
+  apiServerSources: ApiServerSource[];
 }
 
 /** What the parts report for the metrics. */
@@ -46,6 +49,7 @@ export async function clusterParts(
   let events: EventSink = noopEventSink;
   let uninstalling: (() => Promise<boolean>) | undefined;
   let podLookup: PodLookup | undefined;
+  const apiServerSources: ApiServerSource[] = [];
   if (config.addressSharing === "shared") {
     log.warning(
       "Address sharing is on (--address-sharing=shared): pods of different networks may hold one address on this node, and a pod at such an address can answer the kubelet's probe with a redirect to another network's pod there, which the kubelet follows into that network with policy skipped; use it only for networks that trust each other (lace_shared_addresses counts them)",
@@ -73,8 +77,20 @@ export async function clusterParts(
         onRestart: onWatchRestart,
       }),
     );
+    const {
+      agentKubeconfigSource,
+      kubernetesEndpointsSource,
+      kubernetesServiceSource,
+    } = await import("./api_server_sources.ts");
+    const core = kubeConfig.makeApiClient(CoreV1Api);
+    const kubernetes = { name: "kubernetes", namespace: "default" };
+    apiServerSources.push(
+      agentKubeconfigSource(() => kubeConfig.getCurrentCluster()?.server),
+      kubernetesServiceSource(() => core.readNamespacedService(kubernetes)),
+      kubernetesEndpointsSource(() => core.readNamespacedEndpoints(kubernetes)),
+    );
     const recorder = new EventRecorder({
-      api: kubeConfig.makeApiClient(CoreV1Api),
+      api: core,
       nodeName: config.nodeName,
       onDrop: hooks.onEventDrop,
     });
@@ -97,5 +113,5 @@ export async function clusterParts(
       uninstalling = () => own.uninstalling();
     }
   }
-  return { sources, events, uninstalling, podLookup };
+  return { sources, events, uninstalling, podLookup, apiServerSources };
 }

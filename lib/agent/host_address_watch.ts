@@ -65,7 +65,7 @@ export class HostAddressWatch {
     const lost = [...held.difference(now)].sort();
     if (gained.length === 0 && lost.length === 0) return;
     log.info(
-      "The node's own addresses changed (gained {gained}, lost {lost}): reconciling, so no pod keeps targets at one",
+      "The addresses the host holds (the node's own, the API server's) changed (gained {gained}, lost {lost}): reconciling, so no pod keeps targets at one",
       { gained, lost },
     );
     this.#o.changed(now);

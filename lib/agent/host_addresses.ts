@@ -5,7 +5,8 @@
  * and port. A pod whose address is one of them would have the kubelet's
  * probes of the system pods there tagged into its network (its author then
  * decides whether a system daemon is healthy). So the host holds them
- * against every network, under both sharing modes.
+ * against every network, under both sharing modes, with the API server's
+ * (api_server_addresses.ts), which the kubelet connects to itself.
  *
  * Read from the node, not from the API's Node object: from the kubelet's network namespace
  * (kubelet_netns_addresses.ts; readHostAddresses() here is the agent's own namespace's, its
@@ -43,6 +44,9 @@ export function readHostAddresses(): Set<string> {
   return hostAddressSet(Deno.networkInterfaces());
 }
 
-/** Why a pod address that is the node's own is refused (the pod's Event; names no other pod). */
+/**
+ * Why a pod address the host holds is refused: the node's own, or the API server's
+ * (api_server_addresses.ts). The pod's Event; names no other pod.
+ */
 export const HOST_ADDRESS_REFUSAL =
-  "is one of this node's own addresses: the kubelet probes the node's host-network pods (system daemons) there and cannot tell their probes from this pod's, so the pod gets no probe targets there and an attachment bringing it is refused; give the pod's networks address ranges that exclude the node's own addresses";
+  "is one of this node's own addresses or the Kubernetes API server's: the kubelet connects there itself (to probe the node's host-network pods, to reach its API server) and cannot tell those connections from this pod's probes, so the pod gets no probe targets there and an attachment bringing it is refused; give the pod's networks address ranges that exclude the node's own addresses and the API server's";

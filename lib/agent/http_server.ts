@@ -11,6 +11,7 @@
  * Read-only; none changes anything on the node.
  */
 import type { HostAddressSource } from "./kubelet_netns_addresses.ts";
+import type { ApiServerAddressesView } from "./api_server_addresses.ts";
 import { getLogger } from "@logtape/logtape";
 import { joinHostPort, splitHostPort } from "../host_port.ts";
 import { type HttpListener, type HttpListenerOptions, serveHttp } from "./http_listener.ts";
@@ -68,6 +69,8 @@ export interface AddressesView {
   outsidePodRanges?: { pod: string; address: string }[];
   /** Where the node's own addresses are read from (kubelet_netns_addresses.ts). */
   hostAddressSource?: HostAddressSource;
+  /** The API server's addresses the host holds with the node's own (api_server_addresses.ts). */
+  apiServer?: ApiServerAddressesView;
 }
 
 export interface Readiness {

@@ -57,6 +57,7 @@ export class Metrics {
   readonly kubeletLookalikes: Gauge;
   readonly hostAddressesFallback: Gauge;
   readonly agentOtherNetns: Gauge;
+  readonly apiServerSourcesFailing: Gauge;
   readonly programReplacements: Counter<"program">;
   readonly standingBy: Gauge;
 
@@ -230,6 +231,13 @@ export class Metrics {
     this.agentOtherNetns = new GaugeClass({
       name: "lace_agent_other_netns",
       help: "1 when the agent runs in another network namespace than the kubelet",
+      registers,
+    });
+    this.apiServerSourcesFailing = new GaugeClass({
+      name: "lace_api_server_sources_failing",
+      help: "Sources of the API server's addresses (the agent's and the kubelet's kubeconfig, " +
+        "the kubernetes Service and Endpoints) whose last read failed; the addresses each gave " +
+        "last are still held",
       registers,
     });
     this.programReplacements = new CounterClass({

@@ -22,6 +22,8 @@ import { Metrics } from "./metrics.ts";
 import { fileNodeNetworkStore } from "./node_networks.ts";
 import { readHostAddresses } from "./host_addresses.ts";
 import { KubeletNetnsAddresses } from "./kubelet_netns_addresses.ts";
+import { ApiServerAddresses } from "./api_server_addresses.ts";
+import { kubeletKubeconfigSource, resolveHost } from "./api_server_sources.ts";
 import { nodeObjectRef } from "../kube/event_sink.ts";
 import { problemEvents } from "./problem_events.ts";
 import { installLogLimiter, LogLimiter } from "../log_limiter.ts";
@@ -76,10 +78,14 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     orWarn("the per-network connect counts", () => unmatched?.networkConnects()),
   );
 
-  const { sources, events, uninstalling, podLookup } = await clusterParts(config, parts, {
-    onWatchRestart: () => metrics.watchRestarts.inc(),
-    onEventDrop: (reason, count) => metrics.eventsDropped.inc({ reason }, count),
-  });
+  const { sources, events, uninstalling, podLookup, apiServerSources } = await clusterParts(
+    config,
+    parts,
+    {
+      onWatchRestart: () => metrics.watchRestarts.inc(),
+      onEventDrop: (reason, count) => metrics.eventsDropped.inc({ reason }, count),
+    },
+  );
   const nodeRef = nodeObjectRef(config.nodeName || Deno.hostname());
 
   let desiredApplied = false;
@@ -100,6 +106,13 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
       metrics.agentOtherNetns.set(s.otherNetns ? 1 : 0);
     },
   });
+  // The API server's addresses, held by the host with the node's own (api_server_addresses.ts).
+  const apiServer = new ApiServerAddresses({
+    sources: [...apiServerSources, kubeletKubeconfigSource(() => kubelet.pid)],
+    resolve: resolveHost,
+    timers: realTimers,
+    onRefresh: (failing) => metrics.apiServerSourcesFailing.set(failing),
+  });
   const core: AgentCore = new AgentCore({
     config,
     // Beside the CNI socket, in its root-only directory: only the CNI path reports networks.
@@ -114,7 +127,7 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     sources,
     ...(podLookup ? { podLookup } : {}),
     ...problemEvents(events, metrics),
-    hostAddresses: (o) => hostAddresses.read(o),
+    hostAddresses: (o) => hostAddresses.read(o).union(apiServer.read()),
     observer: {
       onReconcile: (report) => {
         metrics.update(report, core.view());
@@ -170,7 +183,10 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     }
   };
   follower.onChange((s) => {
-    kubelet = { path: s.path, pid: s.kubelet?.pid ?? null };
+    const pid = s.kubelet?.pid ?? null;
+    // A new kubelet may name another API server: read its kubeconfig now, not in 30 s.
+    if (pid !== null && pid !== kubelet.pid) void apiServer.refresh();
+    kubelet = { path: s.path, pid };
     updateAttachMetrics();
   });
 
@@ -182,6 +198,7 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     listeners,
     unmatched: () => unmatched,
     hostAddresses,
+    apiServer,
     podRanges: config.podCidrs,
     metrics,
   });
@@ -189,6 +206,9 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
   follower.start();
   parts.push(() => follower.stop());
   updateAttachMetrics();
+  // Read before the first reconcile and the first ADD, so neither misses them.
+  await apiServer.start();
+  parts.push(() => apiServer.stop());
   await core.start();
   parts.push(() => core.stop());
   if (datapath.unmatched) {

@@ -21,6 +21,7 @@ import {
 import { SLICE_MS } from "./json_array_stream.ts";
 import type { HostAddressSource, KubeletNetnsAddresses } from "./kubelet_netns_addresses.ts";
 import type { Listening } from "./listeners.ts";
+import type { ApiServerAddresses } from "./api_server_addresses.ts";
 import type { Metrics } from "./metrics.ts";
 import type { UnmatchedWatch } from "./unmatched_watch.ts";
 
@@ -33,6 +34,8 @@ export interface StatusParts {
   listeners: readonly Listening[];
   unmatched: () => UnmatchedWatch | undefined;
   hostAddresses: Pick<KubeletNetnsAddresses, "status">;
+  /** The API server's addresses the host holds (api_server_addresses.ts). */
+  apiServer?: Pick<ApiServerAddresses, "view">;
   /** The operator's pod ranges (--pod-cidrs), as given. */
   podRanges: string[];
   metrics: Pick<Metrics, "text" | "contentType">;
@@ -76,7 +79,10 @@ export function agentStatus(parts: StatusParts): StatusProvider {
       return httpTargetViews(core.view(), (key) => hitsView(hits.get(key) ?? NO_HITS, nowNs));
     },
     unmatched: () => parts.unmatched()?.recent() ?? [],
-    addresses: () => addressesView(core.view(), parts.hostAddresses.status(), parts.podRanges),
+    addresses: () => ({
+      ...addressesView(core.view(), parts.hostAddresses.status(), parts.podRanges),
+      ...(parts.apiServer ? { apiServer: parts.apiServer.view() } : {}),
+    }),
     metricsText: () => parts.metrics.text(),
     metricsContentType: parts.metrics.contentType,
   };

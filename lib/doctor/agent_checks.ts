@@ -58,7 +58,10 @@ export function agentChecks(s: NodeSnapshot): Check[] {
   if (a.targets) out.push(staleTargetsCheck(a.targets));
   if (a.unmatched) out.push(unmatchedCheck(a.unmatched));
   if (a.addresses) out.push(addressSharingCheck(a.addresses));
-  if (a.addresses?.hostHeld) out.push(hostAddressesCheck(a.addresses.hostHeld));
+  if (a.addresses?.hostHeld) {
+    out.push(hostAddressesCheck(a.addresses.hostHeld, a.addresses.apiServer?.addresses));
+  }
+  if (a.addresses?.apiServer) out.push(apiServerAddressesCheck(a.addresses.apiServer));
   if (a.addresses?.podRanges) {
     out.push(podRangesCheck(a.addresses.podRanges, a.addresses.outsidePodRanges ?? []));
   }
@@ -232,23 +235,54 @@ export function hostAddressSourceCheck(s: NonNullable<AddressesView["hostAddress
 }
 
 /**
- * Pods at one of the node's own addresses: the kubelet probes the node's host-network pods there
- * and cannot tell their probes from the pod's, so the agent tags none of them there (Event
+ * Pods at one of the node's own addresses or the API server's (`apiServer`): the kubelet probes
+ * the node's host-network pods at the former and connects to the latter itself, and cannot tell
+ * those connections from the pod's probes, so the agent tags none of them there (Event
  * ProbeIgnored, reason host-address) and refuses such an ADD; a pod there means a network's
- * address manager hands out the node's addresses, or a pod named one for itself.
+ * address manager hands out such addresses, or a pod named one for itself.
  */
-export function hostAddressesCheck(held: NonNullable<AddressesView["hostHeld"]>): Check {
-  const lines = held.slice(0, 10).map((h) => `${h.pod} at ${h.address}`);
+export function hostAddressesCheck(
+  held: NonNullable<AddressesView["hostHeld"]>,
+  apiServer: readonly string[] = [],
+): Check {
+  const api = new Set(apiServer);
+  const lines = held.slice(0, 10).map((h) =>
+    `${h.pod} at ${h.address}${api.has(h.address) ? " (the API server's)" : ""}`
+  );
   const more = held.length > 10 ? `; and ${held.length - 10} more` : "";
   return check(
     "host-addresses",
     held.length === 0,
     held.length === 0
-      ? "no pod holds one of the node's own addresses"
-      : `pods at one of the node's own addresses, where the kubelet probes host-network pods ` +
-        `(their probes there are not tagged): ${lines.join("; ")}${more}`,
-    "give the networks' address managers ranges that exclude the node's addresses (a Multus " +
-      "static IP too), then recreate these pods",
+      ? "no pod holds one of the node's own addresses or the API server's"
+      : `pods at one of the node's own addresses or the API server's, where the kubelet connects ` +
+        `itself (their probes there are not tagged): ${lines.join("; ")}${more}`,
+    "give the networks' address managers ranges that exclude the node's and the API server's " +
+      "addresses (a Multus static IP too), then recreate these pods",
+  );
+}
+
+/**
+ * The API server's addresses the host holds and where they come from: a source whose last read
+ * failed keeps the addresses it gave last (a warning naming it and why), and one never read gave
+ * none, so an API server address only it names is open to a pod. None at all (an agent without
+ * the API whose kubelet names only loopback) is not a failure.
+ */
+export function apiServerAddressesCheck(v: NonNullable<AddressesView["apiServer"]>): Check {
+  const failing = v.sources.filter((s) => s.error !== undefined);
+  const addresses = v.addresses.length ? v.addresses.join(", ") : "none";
+  return check(
+    "api-server-addresses",
+    failing.length === 0,
+    failing.length === 0
+      ? `the API server's addresses held by the host: ${addresses} (from ` +
+        `${v.sources.map((s) => s.name).join(", ")})`
+      : `the API server's addresses held by the host: ${addresses}; ` +
+        failing.map((s) => `${s.name} ${s.neverRead ? "never read" : "not read again"}: ${s.error}`)
+          .join("; "),
+    "check the agent's access to the API server and the chart's Role in namespace default " +
+      "(get services and endpoints named kubernetes), and that it sees the kubelet's /proc",
+    "warning",
   );
 }
 

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import {
   addressSharingCheck,
+  apiServerAddressesCheck,
   hostAddressesCheck,
   hostAddressSourceCheck,
   podRangesCheck,
@@ -94,7 +95,44 @@ Deno.test("hostAddressesCheck() fails naming each pod at one of the node's own a
   assert.equal(held.ok, false);
   assert.equal(held.severity, "error");
   assert.match(held.message, /tenant-a\/x at 10\.99\.1\.1/);
-  assert.match(held.fix, /exclude the node's addresses/);
+  assert.match(held.fix, /exclude the node's and the API server's addresses/);
+  const api = hostAddressesCheck(
+    [{ pod: "tenant-a/x", address: "10.99.1.1" }, { pod: "tenant-b/y", address: "10.96.0.1" }],
+    ["10.96.0.1"],
+  );
+  assert.match(
+    api.message,
+    /tenant-a\/x at 10\.99\.1\.1; tenant-b\/y at 10\.96\.0\.1 \(the API server's\)/,
+  );
+});
+
+Deno.test("apiServerAddressesCheck() names the API server's addresses and warns naming a source that failed", () => {
+  const ok = apiServerAddressesCheck({
+    addresses: ["10.96.0.1", "10.98.0.1"],
+    sources: [
+      { name: "kubernetes-service", addresses: ["10.96.0.1"] },
+      { name: "kubernetes-endpoints", addresses: ["10.98.0.1"] },
+    ],
+  });
+  assert.equal(ok.ok, true);
+  assert.match(
+    ok.message,
+    /10\.96\.0\.1, 10\.98\.0\.1 \(from kubernetes-service, kubernetes-endpoints\)/,
+  );
+  const failing = apiServerAddressesCheck({
+    addresses: ["10.96.0.1"],
+    sources: [
+      { name: "kubernetes-service", addresses: ["10.96.0.1"], error: "connection refused" },
+      { name: "kubernetes-endpoints", addresses: [], error: "forbidden", neverRead: true },
+    ],
+  });
+  assert.equal(failing.ok, false);
+  assert.equal(failing.severity, "warning");
+  assert.match(
+    failing.message,
+    /kubernetes-service not read again: connection refused; kubernetes-endpoints never read: forbidden/,
+  );
+  assert.match(failing.fix, /Role in namespace default/);
 });
 
 Deno.test("hostAddressSourceCheck() warns when the node's addresses are not read from the kubelet's namespace, or the agent runs in another one", () => {

@@ -143,6 +143,8 @@ async function waitForRbac(config: KubeConfig) {
   const core = config.makeApiClient(CoreV1Api);
   await waitFor(async () => {
     await core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${NODE}`, limit: 1 });
+    // And the Role in default (the API server's addresses): each binding arrives on its own.
+    await core.readNamespacedService({ name: "kubernetes", namespace: "default" });
     return true;
   }, { timeout: 15_000, message: "the chart's RBAC to take effect" });
 }

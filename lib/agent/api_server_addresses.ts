@@ -1,0 +1,232 @@
+/**
+ * The Kubernetes API server's addresses, which no pod may hold, held by the host beside the
+ * node's own (host_addresses.ts; same refusal, ProbeIgnored reason host-address and metrics):
+ * the kubelet connects to its API server itself, from the cgroup whose connects Lace tags, and
+ * the map knows a kubelet connection by its destination alone. A tenant's pod given the API
+ * server's address (a Multus static IP, any CNI result naming it) with a probe on its port would
+ * have the kubelet's own API connections tagged into the pod's network and answered by the pod.
+ * --pod-cidrs closes that for every address outside the pod ranges, but only where the operator
+ * sets them; this closes it for the API server by default.
+ *
+ * The addresses come from several sources (api_server_sources.ts): the server the agent's own
+ * kubeconfig names (in-cluster: the `kubernetes` Service's ClusterIP), the `kubernetes` Service's
+ * ClusterIPs and its Endpoints in `default`, and the server the kubelet's kubeconfig names (its
+ * command line's --kubeconfig). A name is resolved. Each source is read at start and every
+ * `intervalMs` (30 s); a source that cannot be read keeps the addresses it gave last (fail
+ * closed: an address is never released because a read failed), is logged and counted
+ * (lace_api_server_sources_failing) and named by `lace doctor` (api-server-addresses). The set is
+ * asked for with the node's own addresses at every reconcile, ADD and host-address check (1 s),
+ * so a change the refresh finds reaches the pods already there within a second.
+ */
+import { getLogger, type Logger } from "@logtape/logtape";
+import type { Timers } from "../timers.ts";
+import { errorText } from "../error_text.ts";
+import { hostAddressSet } from "./host_addresses.ts";
+
+const defaultLog = getLogger(["lace", "agent", "api-server-addresses"]);
+
+/** How often every source is read again. */
+export const API_SERVER_REFRESH_MS = 30_000;
+/** At most this many addresses are kept from one source (an API server has a handful). */
+export const MAX_SOURCE_ADDRESSES = 64;
+
+/** One place the API server's addresses are read from. */
+export interface ApiServerSource {
+  /** Named in logs and by the doctor, e.g. "kubernetes-service". */
+  name: string;
+  /** Addresses or host names; throws when the source cannot be read. Empty: it names none. */
+  read(): Promise<string[]>;
+}
+
+/** What one source gave, for /addresses and the doctor. */
+export interface ApiServerSourceView {
+  name: string;
+  /** The addresses held from it (its last successful read, resolved and canonical). */
+  addresses: string[];
+  /** Why its last read failed; unset when it succeeded. */
+  error?: string;
+  /** No read of it has succeeded yet. */
+  neverRead?: boolean;
+}
+
+/** The API server's addresses the host holds, and where they come from. */
+export interface ApiServerAddressesView {
+  addresses: string[];
+  sources: ApiServerSourceView[];
+}
+
+export interface ApiServerAddressesOptions {
+  sources: ApiServerSource[];
+  /** Resolves a host name to its addresses (getaddrinfo in the agent). */
+  resolve: (name: string) => Promise<string[]>;
+  timers: Timers;
+  /** Default API_SERVER_REFRESH_MS. */
+  intervalMs?: number;
+  /** After every refresh: how many sources failed their last read. */
+  onRefresh?: (failing: number) => void;
+  /** Where its lines go (a recording logger in tests). */
+  logger?: Pick<Logger, "info" | "warning" | "error">;
+}
+
+/**
+ * The host of a kubeconfig's `server` URL ("https://10.0.0.1:6443" → "10.0.0.1", "https://[fd00::1]"
+ * → "fd00::1"); undefined for text that is not a URL with a host.
+ */
+export function serverHost(server: string): string | undefined {
+  try {
+    const host = new URL(server.trim()).hostname;
+    if (!host) return undefined;
+    return host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The `server:` values of a kubeconfig's text (YAML or JSON, quoted or not): a kubeconfig's only
+ * field of that name is its clusters' server, so the text need not be parsed whole.
+ */
+export function kubeconfigServers(text: string): string[] {
+  const out: string[] = [];
+  for (const m of text.matchAll(/(?:^|[\s{,])"?server"?\s*:\s*["']?([^\s"',}]+)/gm)) {
+    out.push(m[1]);
+  }
+  return out;
+}
+
+/** The --kubeconfig path on a kubelet's command line (argv), or undefined. */
+export function kubeconfigFlag(argv: readonly string[]): string | undefined {
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === "--kubeconfig" || a === "-kubeconfig") return argv[i + 1] || undefined;
+    const m = /^--?kubeconfig=(.+)$/.exec(a);
+    if (m) return m[1];
+  }
+  return undefined;
+}
+
+/** Whether `host` is an IPv4 or IPv6 address literal (not a name to resolve). */
+function isAddressLiteral(host: string): boolean {
+  return /^[0-9.]+$/.test(host) || host.includes(":");
+}
+
+/** The API server's addresses from every source; see the module comment. */
+export class ApiServerAddresses {
+  readonly #o: ApiServerAddressesOptions;
+  /** Each source's last good set, and its last error. */
+  readonly #held = new Map<string, { set: Set<string> | undefined; error?: string }>();
+  #union: ReadonlySet<string> = new Set();
+  #timer: unknown = undefined;
+  #stopped = true;
+  #running: Promise<void> | undefined;
+
+  readonly #log: Pick<Logger, "info" | "warning" | "error">;
+
+  constructor(o: ApiServerAddressesOptions) {
+    this.#o = o;
+    this.#log = o.logger ?? defaultLog;
+    for (const s of o.sources) this.#held.set(s.name, { set: undefined });
+  }
+
+  /** The addresses held now (every source's last good read together). */
+  read(): ReadonlySet<string> {
+    return this.#union;
+  }
+
+  view(): ApiServerAddressesView {
+    return {
+      addresses: [...this.#union].sort(),
+      sources: this.#o.sources.map(({ name }) => {
+        const h = this.#held.get(name)!;
+        return {
+          name,
+          addresses: [...(h.set ?? [])].sort(),
+          ...(h.error !== undefined ? { error: h.error } : {}),
+          ...(h.set === undefined ? { neverRead: true } : {}),
+        };
+      }),
+    };
+  }
+
+  /** Reads every source once (a refresh already running is joined); never throws. */
+  refresh(): Promise<void> {
+    this.#running ??= this.#refresh().finally(() => this.#running = undefined);
+    return this.#running;
+  }
+
+  /** Refreshes now, then every `intervalMs` until stop(). */
+  async start(): Promise<void> {
+    this.#stopped = false;
+    await this.refresh();
+    this.#schedule();
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    if (this.#timer !== undefined) this.#o.timers.clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  async #refresh(): Promise<void> {
+    await Promise.all(this.#o.sources.map((s) => this.#readSource(s)));
+    const union = new Set<string>();
+    for (const { set } of this.#held.values()) for (const a of set ?? []) union.add(a);
+    const before = this.#union;
+    if (union.size !== before.size || [...union].some((a) => !before.has(a))) {
+      this.#log.info("The API server's addresses the host holds: {addresses}", {
+        addresses: [...union].sort(),
+      });
+    }
+    this.#union = union;
+    let failing = 0;
+    for (const h of this.#held.values()) if (h.error !== undefined) failing++;
+    try {
+      this.#o.onRefresh?.(failing);
+    } catch (e) {
+      this.#log.error("Reporting the API server's addresses failed: {error}", {
+        error: errorText(e),
+      });
+    }
+  }
+
+  async #readSource(source: ApiServerSource): Promise<void> {
+    const held = this.#held.get(source.name)!;
+    try {
+      const named = (await source.read()).slice(0, MAX_SOURCE_ADDRESSES);
+      const addresses: { address: string }[] = [];
+      for (const host of named) {
+        if (isAddressLiteral(host)) addresses.push({ address: host });
+        else {
+          const resolved = await this.#o.resolve(host);
+          if (resolved.length === 0) throw new Error(`host name "${host}" resolves to no address`);
+          for (const address of resolved) addresses.push({ address });
+        }
+      }
+      held.set = hostAddressSet(addresses);
+      if (held.error !== undefined) {
+        this.#log.info("The API server's addresses from {source} are read again", {
+          source: source.name,
+        });
+      }
+      held.error = undefined;
+    } catch (e) {
+      const error = errorText(e);
+      // Each new failure once; a source that keeps failing is on the metric and the doctor.
+      if (held.error !== error) {
+        this.#log.warning(
+          "Reading the API server's addresses from {source} failed: {error}; holding the ones it gave last ({held}), so no pod gets targets there; check the agent's RBAC (the chart's Role in namespace default) and its access to the API server",
+          { source: source.name, error, held: [...(held.set ?? [])].sort().join(", ") || "none" },
+        );
+      }
+      held.error = error;
+    }
+  }
+
+  #schedule(): void {
+    if (this.#stopped) return;
+    this.#timer = this.#o.timers.setTimeout(() => {
+      this.#timer = undefined;
+      this.refresh().finally(() => this.#schedule());
+    }, this.#o.intervalMs ?? API_SERVER_REFRESH_MS);
+  }
+}

@@ -1,0 +1,178 @@
+import assert from "node:assert/strict";
+import {
+  ApiServerAddresses,
+  type ApiServerSource,
+  kubeconfigFlag,
+  kubeconfigServers,
+  MAX_SOURCE_ADDRESSES,
+  serverHost,
+} from "./api_server_addresses.ts";
+import { fakeTime } from "../../tests/helpers/fake_time.ts";
+import { recordingLogger } from "../../tests/helpers/recording_logger.ts";
+
+Deno.test("serverHost() takes a kubeconfig server URL's host, an IPv6 one without brackets", () => {
+  assert.equal(serverHost("https://10.98.0.1:6443"), "10.98.0.1");
+  assert.equal(serverHost(" https://[FD00::1]:6443/ "), "fd00::1");
+  assert.equal(serverHost("https://api.example.test"), "api.example.test");
+  assert.equal(serverHost("not a url"), undefined);
+  assert.equal(serverHost(""), undefined);
+});
+
+Deno.test("kubeconfigServers() finds every cluster's server in YAML and JSON kubeconfigs", () => {
+  const yaml = `apiVersion: v1
+clusters:
+- cluster:
+    certificate-authority-data: AAAA
+    server: https://10.98.0.1:6443
+  name: a
+- cluster:
+    server: "https://[fd00::1]:6443"
+  name: b
+users: []
+`;
+  assert.deepEqual(kubeconfigServers(yaml), ["https://10.98.0.1:6443", "https://[fd00::1]:6443"]);
+  const json = '{"clusters":[{"cluster":{"server":"https://api.test:443"},"name":"x"}]}';
+  assert.deepEqual(kubeconfigServers(json), ["https://api.test:443"]);
+  assert.deepEqual(kubeconfigServers("users: []\n"), []);
+});
+
+Deno.test("kubeconfigFlag() finds --kubeconfig on a kubelet's command line, either form", () => {
+  assert.equal(
+    kubeconfigFlag(["/usr/bin/kubelet", "--v=2", "--kubeconfig=/etc/kubernetes/kubelet.conf"]),
+    "/etc/kubernetes/kubelet.conf",
+  );
+  assert.equal(kubeconfigFlag(["kubelet", "--kubeconfig", "/k.conf", "--v=2"]), "/k.conf");
+  assert.equal(kubeconfigFlag(["kubelet", "--bootstrap-kubeconfig=/b.conf"]), undefined);
+  assert.equal(kubeconfigFlag(["kubelet", "--kubeconfig"]), undefined);
+});
+
+/** A source whose answer the test sets; `answer` throwing plays a failed read. */
+function source(name: string, answer: () => string[]): ApiServerSource {
+  return { name, read: () => Promise.resolve().then(answer) };
+}
+
+function world(sources: ApiServerSource[], names: Record<string, string[]> = {}) {
+  const { clock, timers } = fakeTime();
+  const { lines, logger } = recordingLogger();
+  const failing: number[] = [];
+  const resolved: string[] = [];
+  const api = new ApiServerAddresses({
+    sources,
+    resolve: (name) => {
+      resolved.push(name);
+      return name in names
+        ? Promise.resolve(names[name])
+        : Promise.reject(new Error(`getaddrinfo ENOTFOUND ${name}`));
+    },
+    timers,
+    intervalMs: 30_000,
+    onRefresh: (n) => failing.push(n),
+    logger,
+  });
+  return { clock, api, failing, resolved, lines };
+}
+
+Deno.test("ApiServerAddresses holds every source's addresses canonical, resolves names, leaves out loopback", async () => {
+  const w = world([
+    source("agent-kubeconfig", () => ["127.0.0.1"]),
+    source("kubernetes-service", () => ["10.96.0.1", "FD00:96::1"]),
+    source("kubernetes-endpoints", () => ["10.98.0.1"]),
+    source("kubelet-kubeconfig", () => ["api.cluster.test"]),
+  ], { "api.cluster.test": ["10.98.0.2", "10.98.0.1"] });
+  assert.deepEqual([...w.api.read()], [], "nothing before the first read");
+  await w.api.refresh();
+  assert.deepEqual([...w.api.read()].sort(), ["10.96.0.1", "10.98.0.1", "10.98.0.2", "fd00:96::1"]);
+  assert.deepEqual(w.resolved, ["api.cluster.test"]);
+  assert.deepEqual(w.failing, [0]);
+  const view = w.api.view();
+  assert.deepEqual(view.addresses, ["10.96.0.1", "10.98.0.1", "10.98.0.2", "fd00:96::1"]);
+  assert.deepEqual(view.sources.map((s) => [s.name, s.addresses, s.error]), [
+    ["agent-kubeconfig", [], undefined],
+    ["kubernetes-service", ["10.96.0.1", "fd00:96::1"], undefined],
+    ["kubernetes-endpoints", ["10.98.0.1"], undefined],
+    ["kubelet-kubeconfig", ["10.98.0.1", "10.98.0.2"], undefined],
+  ]);
+});
+
+Deno.test("ApiServerAddresses keeps a failing source's last addresses (fail closed), warns once per error and counts it", async () => {
+  let service: () => string[] = () => ["10.96.0.1"];
+  let endpoints: () => string[] = () => {
+    throw new Error("endpoints default/kubernetes is forbidden");
+  };
+  const w = world([
+    source("kubernetes-service", () => service()),
+    source("kubernetes-endpoints", () => endpoints()),
+  ]);
+  await w.api.refresh();
+  assert.deepEqual([...w.api.read()], ["10.96.0.1"]);
+  assert.deepEqual(w.failing, [1]);
+  assert.equal(w.api.view().sources[1].neverRead, true);
+  assert.match(w.api.view().sources[1].error ?? "", /forbidden/);
+  endpoints = () => ["10.98.0.1"];
+  await w.api.refresh();
+  assert.deepEqual([...w.api.read()].sort(), ["10.96.0.1", "10.98.0.1"]);
+  assert.deepEqual(w.failing, [1, 0]);
+  // Both fail now: nothing is released.
+  service = () => {
+    throw new Error("connection refused");
+  };
+  endpoints = service;
+  await w.api.refresh();
+  await w.api.refresh();
+  assert.deepEqual([...w.api.read()].sort(), ["10.96.0.1", "10.98.0.1"]);
+  assert.deepEqual(w.failing, [1, 0, 2, 2]);
+  const view = w.api.view();
+  assert.deepEqual(view.sources.map((s) => [s.addresses, s.error, s.neverRead]), [
+    [["10.96.0.1"], "connection refused", undefined],
+    [["10.98.0.1"], "connection refused", undefined],
+  ]);
+  const warnings = w.lines.filter((l) => l.startsWith("warning: "));
+  assert.equal(warnings.length, 3, warnings.join("\n"));
+  assert.match(
+    warnings[0],
+    /kubernetes-endpoints failed: .*forbidden.*holding the ones it gave last \(none\)/,
+  );
+  assert.match(
+    warnings[2],
+    /kubernetes-endpoints failed: connection refused; holding .*10\.98\.0\.1/,
+  );
+});
+
+Deno.test("ApiServerAddresses takes a name that resolves to nothing, or does not resolve, as a failed read", async () => {
+  const w = world([source("kubelet-kubeconfig", () => ["gone.test"])], { "gone.test": [] });
+  await w.api.refresh();
+  assert.match(w.api.view().sources[0].error ?? "", /"gone\.test" resolves to no address/);
+  const v = world([source("kubelet-kubeconfig", () => ["nowhere.test"])]);
+  await v.api.refresh();
+  assert.match(v.api.view().sources[0].error ?? "", /ENOTFOUND nowhere\.test/);
+  assert.deepEqual(v.failing, [1]);
+});
+
+Deno.test("ApiServerAddresses keeps at most MAX_SOURCE_ADDRESSES of one source", async () => {
+  const many = Array.from(
+    { length: MAX_SOURCE_ADDRESSES + 10 },
+    (_, i) => `10.98.${i >> 8}.${i & 255}`,
+  );
+  const w = world([source("kubernetes-endpoints", () => many)]);
+  await w.api.refresh();
+  assert.equal(w.api.read().size, MAX_SOURCE_ADDRESSES);
+});
+
+Deno.test("ApiServerAddresses reads at start and every interval until stopped", async () => {
+  let reads = 0;
+  const w = world([source("kubernetes-service", () => {
+    reads++;
+    return [`10.96.0.${reads}`];
+  })]);
+  await w.api.start();
+  assert.equal(reads, 1);
+  assert.deepEqual([...w.api.read()], ["10.96.0.1"]);
+  await w.clock.tickAsync(29_999);
+  assert.equal(reads, 1);
+  await w.clock.tickAsync(1);
+  assert.equal(reads, 2);
+  assert.deepEqual([...w.api.read()], ["10.96.0.2"], "a source's new set replaces its old one");
+  w.api.stop();
+  await w.clock.tickAsync(60_000);
+  assert.equal(reads, 2);
+});

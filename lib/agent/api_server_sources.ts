@@ -1,0 +1,158 @@
+/**
+ * Where the API server's addresses are read from (api_server_addresses.ts): the agent's own
+ * kubeconfig, the `kubernetes` Service and its Endpoints in `default` (through the reads the
+ * caller passes, the Kubernetes client's), and the kubelet's kubeconfig, found on its command
+ * line through /proc. Each read is bounded in time, so a hung API call is a failed read.
+ */
+import { lookup } from "node:dns/promises";
+import { realTimers, type Timers, within } from "../timers.ts";
+import { apiStatus } from "../kube/api_error.ts";
+import {
+  type ApiServerSource,
+  kubeconfigFlag,
+  kubeconfigServers,
+  serverHost,
+} from "./api_server_addresses.ts";
+
+/** How long one read of a source may take. */
+export const API_SERVER_READ_MS = 10_000;
+
+/** The `kubernetes` Service and Endpoints objects, as far as they are read here. */
+interface ServiceObject {
+  spec?: { clusterIP?: string; clusterIPs?: string[] };
+}
+interface EndpointsObject {
+  subsets?: { addresses?: { ip?: string }[]; notReadyAddresses?: { ip?: string }[] }[];
+}
+
+/**
+ * A GET of `what` bounded in time, its failure in one short line: the HTTP status and the API's
+ * own message (client-node's text carries the whole response, headers too). A 404 is `undefined`.
+ */
+async function getObject<T>(what: string, read: () => Promise<T>, timers: Timers) {
+  try {
+    return await within(timers, read(), API_SERVER_READ_MS, `GET ${what}`);
+  } catch (e) {
+    const status = apiStatus(e);
+    if (status === 404) return undefined;
+    if (status === undefined) throw e;
+    let message = "";
+    try {
+      message = JSON.parse(String((e as { body?: unknown }).body)).message ?? "";
+    } catch { /* no Status in the body */ }
+    throw new Error(`GET ${what}: HTTP ${status}${message ? `: ${message}` : ""}`);
+  }
+}
+
+/** Resolves a host name as the kubelet's client would (getaddrinfo: /etc/hosts too). */
+export async function resolveHost(name: string): Promise<string[]> {
+  return (await lookup(name, { all: true })).map((r) => r.address);
+}
+
+/** The host of the server the agent's own kubeconfig names (`server`: its cluster's URL). */
+export function agentKubeconfigSource(server: () => string | undefined): ApiServerSource {
+  return {
+    name: "agent-kubeconfig",
+    read: () => {
+      const url = server();
+      const host = url === undefined ? undefined : serverHost(url);
+      if (host === undefined) {
+        return Promise.reject(new Error(`the agent's kubeconfig names no server URL (${url})`));
+      }
+      return Promise.resolve([host]);
+    },
+  };
+}
+
+/** The ClusterIPs of the `kubernetes` Service in `default` (`read`: a GET of it). */
+export function kubernetesServiceSource(
+  read: () => Promise<ServiceObject>,
+  timers: Timers = realTimers,
+): ApiServerSource {
+  return {
+    name: "kubernetes-service",
+    read: async () => {
+      const svc = await getObject("service default/kubernetes", read, timers);
+      if (svc === undefined) throw new Error("service default/kubernetes does not exist");
+      const ips = svc.spec?.clusterIPs?.length ? svc.spec.clusterIPs : [svc.spec?.clusterIP ?? ""];
+      const out = ips.filter((ip) => ip && ip !== "None");
+      if (out.length === 0) throw new Error("service default/kubernetes has no ClusterIP");
+      return out;
+    },
+  };
+}
+
+/**
+ * The endpoints of the `kubernetes` Service in `default`, ready or not (`read`: a GET of them):
+ * the API server's own addresses as it publishes them. The Endpoints, not the EndpointSlice: the
+ * agent's client bundle has no discovery API (lib/kube/client_node.ts), and the API server
+ * writes both alike.
+ */
+export function kubernetesEndpointsSource(
+  read: () => Promise<EndpointsObject>,
+  timers: Timers = realTimers,
+): ApiServerSource {
+  return {
+    name: "kubernetes-endpoints",
+    read: async () => {
+      // None (404): the API server publishes no endpoints (e.g. --endpoint-reconciler-type=none).
+      const ep = await getObject("endpoints default/kubernetes", read, timers);
+      const out: string[] = [];
+      for (const s of ep?.subsets ?? []) {
+        for (const a of [...(s.addresses ?? []), ...(s.notReadyAddresses ?? [])]) {
+          if (a.ip) out.push(a.ip);
+        }
+      }
+      return out;
+    },
+  };
+}
+
+/** What the kubelet source reads of /proc (the host's; a fake in tests). */
+export interface KubeletFiles {
+  /** /proc/<pid>/cmdline's text. */
+  cmdline(pid: number): string;
+  /** A file as the process sees it (through /proc/<pid>/root; relative to its cwd). */
+  readFile(pid: number, path: string): string;
+}
+
+/** The host's /proc. */
+export function procKubeletFiles(procRoot = "/proc"): KubeletFiles {
+  return {
+    cmdline: (pid) => Deno.readTextFileSync(`${procRoot}/${pid}/cmdline`),
+    readFile: (pid, path) =>
+      Deno.readTextFileSync(
+        path.startsWith("/") ? `${procRoot}/${pid}/root${path}` : `${procRoot}/${pid}/cwd/${path}`,
+      ),
+  };
+}
+
+/**
+ * The servers the kubelet's kubeconfig names (its command line's --kubeconfig). Nothing while
+ * the kubelet's pid is not known or its command line names no kubeconfig; a kubeconfig it names
+ * but that cannot be read is a failed read.
+ */
+export function kubeletKubeconfigSource(
+  pid: () => number | null,
+  files: KubeletFiles = procKubeletFiles(),
+): ApiServerSource {
+  return {
+    name: "kubelet-kubeconfig",
+    read: () => {
+      try {
+        const p = pid();
+        if (p === null) return Promise.resolve([]);
+        const path = kubeconfigFlag(files.cmdline(p).split("\0"));
+        if (path === undefined) return Promise.resolve([]);
+        const hosts: string[] = [];
+        for (const server of kubeconfigServers(files.readFile(p, path))) {
+          const host = serverHost(server);
+          if (host !== undefined) hosts.push(host);
+        }
+        return Promise.resolve(hosts);
+      } catch (e) {
+        return Promise.reject(new Error("reading the kubelet's kubeconfig failed", { cause: e }));
+      }
+    },
+  };
+}

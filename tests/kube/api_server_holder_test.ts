@@ -1,0 +1,121 @@
+/**
+ * A tenant's pod at the real API server's address, without pod ranges (--pod-cidrs unset, the
+ * default): the agent runs as the chart's ServiceAccount against the real kube-apiserver and reads
+ * the `kubernetes` Service's ClusterIP (10.96.0.1, through the chart's Role in default). The
+ * simulated node's kubelet reaches its API server at that address and port (the Service's 443:
+ * a server in a namespace of its own behind the node's main table, as kube-proxy would take it
+ * there), and the tenant's pod of network 2 holds the same address in network 2 (a Multus static
+ * IP, any CNI result naming it) with a readiness probe on 443. Were its probe a target, the
+ * kubelet's own API connections would be tagged into network 2 and answered by the tenant; the
+ * host holds the address instead: no target there, ProbeIgnored (host-address), an ADD bringing it
+ * refused (101) under both sharing modes, and `lace doctor` names the pod at the API server's
+ * address.
+ */
+import assert from "node:assert/strict";
+import { CoreV1Api } from "@kubernetes/client-node";
+import { loadKubeConfig } from "../../lib/kube/client.ts";
+import { hostAddressesCheck } from "../../lib/doctor/agent_checks.ts";
+import type { AddressesView } from "../../lib/agent/http_server.ts";
+import { podManifest } from "../helpers/agent_process.ts";
+import { startInfraWorld } from "../helpers/infra_world.ts";
+import { metricReaches, plugin, podBeforeAdd } from "../helpers/tenant_world.ts";
+import { privilegedSkipReason } from "../helpers/sim_world.ts";
+import { waitFor } from "../helpers/wait.ts";
+import { startControlPlane } from "./fixture.ts";
+import { applyObjects, helmTemplate } from "./helm.ts";
+import { chartOnControlPlaneUnavailableReason, controlPlaneTestOptions } from "./tools.ts";
+
+const unavailable = privilegedSkipReason() ?? await chartOnControlPlaneUnavailableReason();
+if (unavailable) console.warn(`Skipping the API server holder tests: ${unavailable}`);
+
+const SYSTEM = "lace-system";
+const NODE = "e2e-node";
+/** The port of the `kubernetes` Service. */
+const API_PORT = 443;
+
+Deno.test({
+  name:
+    "without pod ranges, a pod at the API server's address (the kubernetes Service's ClusterIP) gets no targets there and an ADD bringing it is refused, so the kubelet's own API connections are never tagged into the pod's network",
+  ...controlPlaneTestOptions(unavailable),
+}, async (t) => {
+  await using cp = await startControlPlane();
+  const admin = cp.adminConfig();
+  const core = admin.makeApiClient(CoreV1Api);
+  await cp.createNamespace(SYSTEM);
+  await applyObjects(admin, await helmTemplate({ namespace: SYSTEM }), SYSTEM);
+  const kubeconfig = await cp.writeKubeconfigForToken(
+    await cp.serviceAccountToken(SYSTEM, "lace"),
+    "lace",
+  );
+  // The chart's Role in default reaches the authorizer late.
+  const asAgent = loadKubeConfig({ kubeconfig }).makeApiClient(CoreV1Api);
+  await waitFor(async () => {
+    await asAgent.readNamespacedService({ name: "kubernetes", namespace: "default" });
+    return true;
+  }, { timeout: 15_000, message: "the chart's Role in default to take effect" });
+  await core.createNode({ body: { metadata: { name: NODE } } });
+  const service = await core.readNamespacedService({ name: "kubernetes", namespace: "default" });
+  const apiServer = service.spec!.clusterIP!;
+  assert.equal(apiServer, "10.96.0.1");
+  const server = { address: apiServer, port: API_PORT };
+
+  for (const sharing of ["exclusive", "shared"]) {
+    await t.step(`${sharing}: a pod learnt at the address gets no targets there`, async () => {
+      const squatter = podManifest({
+        name: "tenant",
+        networkId: 2,
+        httpPort: 8083,
+        tcpPort: API_PORT,
+        ips: [apiServer],
+      });
+      await using world = await startInfraWorld(server, [squatter], [
+        `--kubeconfig=${kubeconfig}`,
+        `--address-sharing=${sharing}`,
+      ]);
+      const { agent } = world;
+      const logs = () => `\n--- agent log ---\n${agent.logs.slice(-30).join("\n")}`;
+      // Ready: both sources' first lists are applied, the API server's addresses read before.
+      const api = await world.kubeletToServer();
+      assert.equal(api.body, "api-server", api.res + logs());
+      assert.equal(api.mark, 0, `tagged with mark ${api.mark}: ${api.res}${logs()}`);
+      await metricReaches(agent, 'lace_probes_ignored{reason="host-address"}', 1);
+      assert.equal(await agent.metric("lace_api_server_sources_failing"), 0, logs());
+      const view = JSON.parse((await agent.local("/addresses")).body) as AddressesView;
+      assert.deepEqual(view.hostHeld, [{ pod: "e2e/tenant", address: apiServer }]);
+      assert.deepEqual(view.podRanges, []);
+      const kubernetesService = view.apiServer?.sources.find((s) =>
+        s.name === "kubernetes-service"
+      );
+      assert.deepEqual(kubernetesService, { name: "kubernetes-service", addresses: [apiServer] });
+      const doctor = hostAddressesCheck(view.hostHeld!, view.apiServer?.addresses);
+      assert.equal(doctor.ok, false);
+      assert.match(doctor.message, /e2e\/tenant at 10\.96\.0\.1 \(the API server's\)/);
+    });
+
+    await t.step(`${sharing}: a CNI ADD bringing the address is refused`, async () => {
+      const tenant = podBeforeAdd("tenant", 2, 8083, API_PORT);
+      await using world = await startInfraWorld(server, [tenant], [
+        `--kubeconfig=${kubeconfig}`,
+        `--address-sharing=${sharing}`,
+      ]);
+      const { agent, socket } = world;
+      const add = await plugin(
+        "ADD",
+        socket,
+        { name: "tenant", uid: "uid-tenant" },
+        { network: "net2", networkId: 2 },
+        [apiServer],
+      );
+      const api = await world.kubeletToServer();
+      assert.equal(api.body, "api-server", api.res);
+      assert.equal(api.mark, 0, `tagged with mark ${api.mark}: ${api.res}`);
+      assert.equal(add.code, 1, add.stdout + add.stderr);
+      assert.equal(add.result.code, 101);
+      assert.match(
+        add.result.msg,
+        /10\.96\.0\.1 is one of this node's own addresses or the Kubernetes API server's/,
+      );
+      await metricReaches(agent, 'lace_cni_add_refusals_total{reason="host-address"}', 1);
+    });
+  }
+});
