@@ -106,6 +106,24 @@ Deno.test({
     for (const [verb, resource, group, want] of expected) {
       assert.equal(await allowed(verb, resource, group), want, `${verb} ${group}/${resource}`);
     }
+    // The API server's addresses: the kubernetes Service and Endpoints in default, by name only.
+    const named: [string, string, string, string, boolean][] = [
+      ["get", "services", "default", "kubernetes", true],
+      ["get", "endpoints", "default", "kubernetes", true],
+      ["get", "services", "default", "other", false],
+      ["get", "endpoints", "default", "other", false],
+      ["list", "services", "default", "", false],
+      ["watch", "endpoints", "default", "", false],
+      ["update", "services", "default", "kubernetes", false],
+      ["get", "services", "tenant", "kubernetes", false],
+    ];
+    for (const [verb, resource, namespace, name, want] of named) {
+      assert.equal(
+        await access({ verb, resource, namespace, ...(name ? { name } : {}) }),
+        want,
+        `${verb} ${resource} ${namespace}/${name}`,
+      );
+    }
   },
 });
 

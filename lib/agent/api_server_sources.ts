@@ -7,12 +7,16 @@
 import { lookup } from "node:dns/promises";
 import { realTimers, type Timers, within } from "../timers.ts";
 import { apiStatus } from "../kube/api_error.ts";
+import { getLogger } from "@logtape/logtape";
+import { errorText } from "../error_text.ts";
 import {
   type ApiServerSource,
   kubeconfigFlag,
   kubeconfigServers,
   serverHost,
 } from "./api_server_addresses.ts";
+
+const log = getLogger(["lace", "agent", "api-server-addresses"]);
 
 /** How long one read of a source may take. */
 export const API_SERVER_READ_MS = 10_000;
@@ -129,20 +133,29 @@ export function procKubeletFiles(procRoot = "/proc"): KubeletFiles {
 
 /**
  * The servers the kubelet's kubeconfig names (its command line's --kubeconfig). Nothing while
- * the kubelet's pid is not known or its command line names no kubeconfig; a kubeconfig it names
- * but that cannot be read is a failed read.
+ * the kubelet's pid is not known or its command line names no kubeconfig, nor where the agent may
+ * not look into the kubelet's files (/proc/<pid>/root needs CAP_SYS_PTRACE over a process with
+ * more capabilities: the chart's agent has not, and the agent's other sources name its API
+ * server there), said once; a kubeconfig it names that cannot be read otherwise is a failed read.
  */
 export function kubeletKubeconfigSource(
   pid: () => number | null,
   files: KubeletFiles = procKubeletFiles(),
+  onDenied: (path: string, error: unknown) => void = (path, error) =>
+    log.info(
+      "The kubelet's kubeconfig {path} is not readable by the agent ({error}): its server is not among the API server's addresses held, the agent's kubeconfig and the kubernetes Service's are",
+      { path, error: errorText(error) },
+    ),
 ): ApiServerSource {
+  let denied = false;
   return {
     name: "kubelet-kubeconfig",
     read: () => {
+      let path: string | undefined;
       try {
         const p = pid();
         if (p === null) return Promise.resolve([]);
-        const path = kubeconfigFlag(files.cmdline(p).split("\0"));
+        path = kubeconfigFlag(files.cmdline(p).split("\0"));
         if (path === undefined) return Promise.resolve([]);
         const hosts: string[] = [];
         for (const server of kubeconfigServers(files.readFile(p, path))) {
@@ -151,6 +164,11 @@ export function kubeletKubeconfigSource(
         }
         return Promise.resolve(hosts);
       } catch (e) {
+        if (path !== undefined && e instanceof Deno.errors.PermissionDenied) {
+          if (!denied) onDenied(path, e);
+          denied = true;
+          return Promise.resolve([]);
+        }
         return Promise.reject(new Error("reading the kubelet's kubeconfig failed", { cause: e }));
       }
     },

@@ -112,6 +112,20 @@ Deno.test("kubeletKubeconfigSource() names nothing without a kubelet pid or a --
   await assert.rejects(kubeletKubeconfigSource(() => 42, kubeletFiles(undefined, {})).read());
 });
 
+Deno.test("kubeletKubeconfigSource() names nothing where the agent may not read the kubelet's files, and says so once", async () => {
+  const files: KubeletFiles = {
+    cmdline: () => "kubelet\0--kubeconfig=/etc/kubernetes/kubelet.conf\0",
+    readFile: () => {
+      throw new Deno.errors.PermissionDenied("Permission denied (os error 13)");
+    },
+  };
+  const denied: string[] = [];
+  const src = kubeletKubeconfigSource(() => 42, files, (path) => denied.push(path));
+  assert.deepEqual(await src.read(), []);
+  assert.deepEqual(await src.read(), []);
+  assert.deepEqual(denied, ["/etc/kubernetes/kubelet.conf"]);
+});
+
 Deno.test("resolveHost() resolves through getaddrinfo (localhost from /etc/hosts)", async () => {
   const addresses = await resolveHost("localhost");
   assert.ok(addresses.some((a) => a === "127.0.0.1" || a === "::1"), addresses.join(","));
