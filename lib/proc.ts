@@ -71,14 +71,15 @@ export function procDir(root = "/proc"): ProcFs {
       try {
         const chunks: Uint8Array[] = [];
         let n = 0;
-        // /proc hands out a page or a record at a time: read until the end or the bound.
+        // Until the end or the bound. A /proc file fills each read up to its end (seq_file and
+        // cmdline alike), so a short read is the end: one read for a small file, not two.
         while (n < maxBytes) {
-          const got = file.readSync(
-            readBuffer.subarray(0, Math.min(readBuffer.length, maxBytes - n)),
-          );
+          const want = Math.min(readBuffer.length, maxBytes - n);
+          const got = file.readSync(readBuffer.subarray(0, want));
           if (got === null || got === 0) break;
           chunks.push(readBuffer.slice(0, got));
           n += got;
+          if (got < want) break;
         }
         if (chunks.length === 1) return decoder.decode(chunks[0]);
         const all = new Uint8Array(n);
