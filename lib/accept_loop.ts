@@ -66,9 +66,6 @@ interface Open {
   idleSince: number | null;
 }
 
-/** How often, at most, a refused or evicted connection is logged (the rest are counted). */
-const CAP_LOG_INTERVAL_MS = 10_000;
-
 /** Accepts connections until closed; see the file comment. */
 export class AcceptLoop<C extends { close(): void }> {
   readonly #listener: Acceptor<C>;
@@ -77,8 +74,6 @@ export class AcceptLoop<C extends { close(): void }> {
   readonly #conns = new Map<C, Open>();
   readonly #perPeer = new Map<string, number>();
   #idleSeq = 0;
-  #capLoggedAt = -Infinity;
-  #capUnlogged = { refused: 0, evicted: 0 };
   readonly #tasks = new Set<Promise<void>>();
   #closed = false;
   #failures = 0;
@@ -204,25 +199,32 @@ export class AcceptLoop<C extends { close(): void }> {
     else this.#perPeer.delete(open.peer);
   }
 
-  /** Logs refusals and evictions at most every CAP_LOG_INTERVAL_MS: a flood must not flood the log. */
+  /**
+   * Counts a refusal or eviction (onCapped: the metrics) and logs it through the log limiter:
+   * any pod can open connections to some listeners, so a flood is a few lines and a summary a
+   * minute per listener (lib/log_limiter.ts), not a line a connection.
+   */
   #capped(what: "refused" | "evicted", cap: "connections" | "peer"): void {
     this.#opts.onCapped?.(what, cap);
-    this.#capUnlogged[what]++;
-    const now = this.#timers.now();
-    if (now - this.#capLoggedAt < CAP_LOG_INTERVAL_MS) return;
-    this.#capLoggedAt = now;
-    log.warning(
-      "{name}: at a connection cap ({max} open, {perPeer} per peer; last: {cap}): " +
-        "{refused} connections refused and {evicted} idle ones closed since the last report",
+    const outcome = what === "refused" ? "connection refused" : "idle connection closed";
+    const at = cap === "peer" ? "one peer's cap" : "the listener's cap";
+    limitedLog(
+      log,
+      "warning",
+      {
+        reason: `ConnectionCapped(${this.#opts.name})`,
+        namespace: "",
+        subject: `${outcome} at ${at}`,
+      },
+      "{name}: {outcome} at {at} ({max} connections open at most, {perPeer} per peer)",
       {
         name: this.#opts.name,
+        outcome,
+        at,
         max: this.#opts.maxConnections,
         perPeer: this.#opts.maxPerPeer ?? "no limit",
-        cap,
-        ...this.#capUnlogged,
       },
     );
-    this.#capUnlogged = { refused: 0, evicted: 0 };
   }
 
   async #failed(error: unknown): Promise<void> {
