@@ -3,9 +3,7 @@ import { scriptedListener } from "../tests/helpers/fake_listener.ts";
 import { fakeTime } from "../tests/helpers/fake_time.ts";
 import { waitFor } from "../tests/helpers/wait.ts";
 import { AcceptLoop, type Stream, tcpPeer, writeAll } from "./accept_loop.ts";
-import { installLogLimiter, LogLimiter } from "./log_limiter.ts";
-import { setupLogging } from "./log.ts";
-import { getLogger } from "@logtape/logtape";
+import { limitedLogCapture } from "../tests/helpers/limited_log.ts";
 
 /** A connection that records whether it was closed; reads and writes wait until then. */
 class FakeConn implements Stream {
@@ -131,42 +129,31 @@ Deno.test("writeAll() closes a connection whose peer stops reading after the dea
 
 /** A connection from `hostname`, as a Deno.TcpConn names its peer. */
 Deno.test("a flood of 5000 connections beyond the cap is 10 log lines, then one summary a minute, and each is counted", async () => {
-  const { clock, timers } = fakeTime();
-  const messages: string[] = [];
-  setupLogging("info", "json", (bytes) => {
-    messages.push(JSON.parse(new TextDecoder().decode(bytes)).message);
+  using log = limitedLogCapture();
+  const { clock, timers, messages } = log;
+  const conns = Array.from({ length: 5001 }, () => new FakeConn());
+  let capped = 0;
+  const loop = new AcceptLoop(scriptedListener(conns, 0), {
+    name: "http",
+    maxConnections: 1,
+    serve: (c) => c.read().then(() => {}),
+    onCapped: () => capped++,
+    timers,
   });
-  const limiter = new LogLimiter({ timers, overflowLogger: getLogger(["lace", "agent"]) });
-  const uninstall = installLogLimiter(limiter);
-  try {
-    const conns = Array.from({ length: 5001 }, () => new FakeConn());
-    let capped = 0;
-    const loop = new AcceptLoop(scriptedListener(conns, 0), {
-      name: "http",
-      maxConnections: 1,
-      serve: (c) => c.read().then(() => {}),
-      onCapped: () => capped++,
-      timers,
-    });
-    await waitFor(() => capped === 5000, { message: "5000 connections refused" });
-    assert.equal(messages.length, 10);
-    assert.equal(
-      messages[0],
-      '"http": "connection refused" at "the listener\'s cap" (1 connections open at most, ' +
-        '"no limit" per peer)',
-    );
-    await clock.tickAsync(60_000);
-    assert.equal(messages.length, 11);
-    assert.match(
-      messages[10],
-      /^And 4990 more "ConnectionCapped\(http\)" lines .* in the last 60 s .*the last: "connection refused at the listener's cap"$/,
-    );
-    await loop.close();
-  } finally {
-    uninstall();
-    limiter.stop();
-    setupLogging("info", "json", () => {});
-  }
+  await waitFor(() => capped === 5000, { message: "5000 connections refused" });
+  assert.equal(messages.length, 10);
+  assert.equal(
+    messages[0],
+    '"http": "connection refused" at "the listener\'s cap" (1 connections open at most, ' +
+      '"no limit" per peer)',
+  );
+  await clock.tickAsync(60_000);
+  assert.equal(messages.length, 11);
+  assert.match(
+    messages[10],
+    /^And 4990 more "ConnectionCapped\(http\)" lines .* in the last 60 s .*the last: "connection refused at the listener's cap"$/,
+  );
+  await loop.close();
 });
 
 class PeerConn extends FakeConn {
