@@ -17,6 +17,8 @@ import { metricReaches, plugin, podBeforeAdd } from "./helpers/tenant_world.ts";
 import { podRangesCheck } from "../lib/doctor/agent_checks.ts";
 import type { AddressesView } from "../lib/agent/http_server.ts";
 import { waitFor } from "./helpers/wait.ts";
+import { CgroupTree } from "./helpers/cgroup_fixture.ts";
+import { hostAddressesCheck } from "../lib/doctor/agent_checks.ts";
 
 /** The API server's address and port as the kubelet's kubeconfig names them. */
 const API_SERVER = "10.98.0.1", API_PORT = 6443;
@@ -24,8 +26,17 @@ const API_SERVER = "10.98.0.1", API_PORT = 6443;
 const POD_CIDRS = "--pod-cidrs=10.244.1.0/24,fd00:244::/64";
 
 /** The world of tests/helpers/infra_world.ts at the API server's address, without the API. */
-function startInfraWorld(dirPods: Record<string, unknown>[], flags: string[]) {
-  return startInfra({ address: API_SERVER, port: API_PORT }, dirPods, ["--no-kube-api", ...flags]);
+function startInfraWorld(
+  dirPods: Record<string, unknown>[],
+  flags: string[],
+  opts?: Parameters<typeof startInfra>[3],
+) {
+  return startInfra(
+    { address: API_SERVER, port: API_PORT },
+    dirPods,
+    ["--no-kube-api", ...flags],
+    opts,
+  );
 }
 
 /** The tenant's pod of network 2 at the API server's address, its readiness probe on its port. */
@@ -113,5 +124,66 @@ Deno.test({
     const doctor = podRangesCheck(view.podRanges!, view.outsidePodRanges ?? []);
     assert.equal(doctor.ok, false);
     assert.equal(doctor.severity, "warning");
+  },
+});
+
+Deno.test({
+  name:
+    "without pod ranges or the API, the server the kubelet's own kubeconfig names is held by the host: a pod learnt there gets no targets there and an ADD bringing it is refused",
+  ...agentTestOptions,
+  async fn() {
+    // The node's kubelet, in the node's namespace, started with --kubeconfig naming its API server.
+    await using tree = CgroupTree.create();
+    tree.mkdir("kubelet.service");
+    const dir = await Deno.makeTempDir({ prefix: "lace-kubelet-conf-" });
+    const kubeconfig = `${dir}/kubelet.conf`;
+    await Deno.writeTextFile(
+      kubeconfig,
+      `apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    server: https://${API_SERVER}:${API_PORT}\n  name: default\n`,
+    );
+    try {
+      await using t = await startInfraWorld(
+        [squatter(), podBeforeAdd("late", 2, 8084, API_PORT)],
+        ["--address-sharing=shared"],
+        {
+          kubeletCgroup: async (w) => {
+            const netns = ["nsenter", `--net=/run/netns/${w.node.netns}`];
+            await tree.fakeKubeletWithKubeconfig("kubelet.service", kubeconfig, netns);
+            return tree.path("kubelet.service");
+          },
+        },
+      );
+      const { agent, socket } = t;
+      // Read once the follower knows the kubelet's pid, and reconciled within a second.
+      const view = await waitFor(async () => {
+        const v = JSON.parse((await agent.local("/addresses")).body) as AddressesView;
+        return v.hostHeld?.length ? v : undefined;
+      }, { message: "/addresses naming the pod at the kubelet's API server" }).catch(async (e) => {
+        const v = (await agent.local("/addresses")).body;
+        throw new Error(`${e.message}\n/addresses: ${v}\n${agent.logs.slice(-20).join("\n")}`);
+      });
+      assert.deepEqual(view.hostHeld, [{ pod: "e2e/tenant", address: API_SERVER }]);
+      assert.deepEqual(view.apiServer?.sources, [
+        { name: "kubelet-kubeconfig", addresses: [API_SERVER] },
+      ]);
+      assert.match(
+        hostAddressesCheck(view.hostHeld!, view.apiServer?.addresses).message,
+        /e2e\/tenant at 10\.98\.0\.1 \(the API server's\)/,
+      );
+      await metricReaches(agent, 'lace_probes_ignored{reason="host-address"}', 1);
+      const add = await plugin(
+        "ADD",
+        socket,
+        { name: "late", uid: "uid-late" },
+        { network: "net2", networkId: 2 },
+        [API_SERVER],
+      );
+      assert.equal(add.code, 1, add.stdout + add.stderr);
+      assert.equal(add.result.code, 101);
+      assert.match(add.result.msg, /or the Kubernetes API server's/);
+      await metricReaches(agent, 'lace_cni_add_refusals_total{reason="host-address"}', 1);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
   },
 });

@@ -119,6 +119,7 @@ export class ApiServerAddresses {
   #timer: unknown = undefined;
   #stopped = true;
   #running: Promise<void> | undefined;
+  #again: Promise<void> | undefined;
 
   readonly #log: Pick<Logger, "info" | "warning" | "error">;
 
@@ -148,9 +149,19 @@ export class ApiServerAddresses {
     };
   }
 
-  /** Reads every source once (a refresh already running is joined); never throws. */
+  /**
+   * Reads every source once; never throws. Asked while a refresh runs (which may have read a
+   * source before what prompted this ask), one more follows it, shared by every such ask.
+   */
   refresh(): Promise<void> {
-    this.#running ??= this.#refresh().finally(() => this.#running = undefined);
+    if (this.#running) {
+      this.#again ??= this.#running.then(() => {
+        this.#again = undefined;
+        return this.refresh();
+      });
+      return this.#again;
+    }
+    this.#running = this.#refresh().finally(() => this.#running = undefined);
     return this.#running;
   }
 

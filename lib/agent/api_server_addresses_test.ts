@@ -176,3 +176,19 @@ Deno.test("ApiServerAddresses reads at start and every interval until stopped", 
   await w.clock.tickAsync(60_000);
   assert.equal(reads, 2);
 });
+
+Deno.test("ApiServerAddresses.refresh() asked during a refresh reads once more after it, once for every such ask", async () => {
+  let reads = 0;
+  let kubelet = "10.98.0.1";
+  const w = world([source("kubelet-kubeconfig", () => {
+    reads++;
+    return [kubelet];
+  })]);
+  const first = w.api.refresh();
+  // The kubelet changed after the running refresh read its kubeconfig.
+  kubelet = "10.98.0.2";
+  const again = [w.api.refresh(), w.api.refresh()];
+  await Promise.all([first, ...again]);
+  assert.equal(reads, 2);
+  assert.deepEqual([...w.api.read()], ["10.98.0.2"]);
+});

@@ -184,9 +184,10 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
   };
   follower.onChange((s) => {
     const pid = s.kubelet?.pid ?? null;
-    // A new kubelet may name another API server: read its kubeconfig now, not in 30 s.
-    if (pid !== null && pid !== kubelet.pid) void apiServer.refresh();
+    const newKubelet = pid !== null && pid !== kubelet.pid;
     kubelet = { path: s.path, pid };
+    // A new kubelet may name another API server: read its kubeconfig now, not in 30 s.
+    if (newKubelet) void apiServer.refresh();
     updateAttachMetrics();
   });
 

@@ -76,6 +76,28 @@ export class CgroupTree implements AsyncDisposable {
     return this.fakeProcess(rel, "kubelet", wrapper);
   }
 
+  /**
+   * Starts a fake kubelet whose command line names `kubeconfig` (`--kubeconfig <path>`), as a
+   * real one's does: tail following /dev/null under the name kubelet (sleep takes no such flag),
+   * which takes the flag and the path for files to follow and runs on; returns its pid.
+   */
+  fakeKubeletWithKubeconfig(
+    rel: string,
+    kubeconfig: string,
+    wrapper: string[] = [],
+  ): Promise<number> {
+    const dir = join(this.#bin, "tail");
+    Deno.mkdirSync(dir, { recursive: true, mode: 0o755 });
+    const path = join(dir, "kubelet");
+    try {
+      Deno.symlinkSync(Deno.statSync("/usr/bin/tail").isFile ? "/usr/bin/tail" : "/bin/tail", path);
+    } catch (e) {
+      if (!(e instanceof Deno.errors.AlreadyExists)) throw e;
+    }
+    const argv = [path, "-q", "-f", "/dev/null", "--", "--kubeconfig", kubeconfig];
+    return this.spawn(rel, [...wrapper, ...argv], "kubelet");
+  }
+
   /** Starts a process named `name` (comm and argv[0]; it sleeps) in the cgroup `rel`. */
   fakeProcess(rel: string, name: string, wrapper: string[] = []): Promise<number> {
     const path = join(this.#bin, name);

@@ -13,12 +13,14 @@ import { vethInto } from "../../lib/demo/netns.ts";
 
 /**
  * The world with the server at `address`:`port`, the tenant's pod of network 2 also there, and an
- * agent reading `dirPods` (the pods directory) and the CNI socket with `flags`.
+ * agent reading `dirPods` (the pods directory) and the CNI socket with `flags`, following the
+ * kubelet cgroup `opts.kubeletCgroup` makes (default the world's, with its prober).
  */
 export async function startInfraWorld(
   server: { address: string; port: number },
   dirPods: Record<string, unknown>[],
   flags: string[],
+  opts: { kubeletCgroup?: (w: AgentWorld) => Promise<string> } = {},
 ) {
   const { address, port } = server;
   const w = await AgentWorld.create();
@@ -70,7 +72,11 @@ export async function startInfraWorld(
     );
     const socket = `${w.podsDir}/run/cni.sock`;
     for (const pod of dirPods) await w.writePod(pod);
-    const agent = w.startAgent([`--pods-dir=${w.podsDir}`, `--cni-socket=${socket}`, ...flags]);
+    const kubeletCgroup = opts.kubeletCgroup ? await opts.kubeletCgroup(w) : w.cgroups.kubelet;
+    const agent = w.startAgent(
+      [`--pods-dir=${w.podsDir}`, `--cni-socket=${socket}`, ...flags],
+      kubeletCgroup,
+    );
     await agent.ready(60_000);
     /** The kubelet's connection to the server: who answers, and with which mark. */
     const kubeletToServer = async () => {
