@@ -13,7 +13,7 @@
 import assert from "node:assert/strict";
 import { agentTestOptions, podManifest } from "./helpers/agent_process.ts";
 import { startInfraWorld as startInfra } from "./helpers/infra_world.ts";
-import { metricReaches, plugin, podBeforeAdd } from "./helpers/tenant_world.ts";
+import { assertAddRefused, metricReaches, podBeforeAdd } from "./helpers/tenant_world.ts";
 import { podRangesCheck } from "../lib/doctor/agent_checks.ts";
 import type { AddressesView } from "../lib/agent/http_server.ts";
 import { waitFor } from "./helpers/wait.ts";
@@ -62,9 +62,7 @@ Deno.test({
       ]);
       const { agent } = t;
       // Ready: the pods directory's first list is applied.
-      const api = await t.kubeletToServer();
-      assert.equal(api.body, "api-server", `${sharing}: ${api.res}`);
-      assert.equal(api.mark, 0, `${sharing}: tagged with mark ${api.mark}: ${api.res}`);
+      await t.assertServerUntagged(`${sharing}: `);
       await metricReaches(agent, 'lace_probes_ignored{reason="outside-pod-ranges"}', 1);
       const view = await waitFor(async () => {
         const v = JSON.parse((await agent.local("/addresses")).body) as AddressesView;
@@ -85,20 +83,10 @@ Deno.test({
   async fn() {
     const tenant = podBeforeAdd("tenant", 2, 8083, API_PORT);
     await using t = await startInfraWorld([tenant], [POD_CIDRS, "--address-sharing=shared"]);
-    const { agent, socket } = t;
-    const add = await plugin(
-      "ADD",
-      socket,
-      { name: "tenant", uid: "uid-tenant" },
-      { network: "net2", networkId: 2 },
-      [API_SERVER],
-    );
-    const api = await t.kubeletToServer();
-    assert.equal(api.body, "api-server", api.res);
-    assert.equal(api.mark, 0, `tagged with mark ${api.mark}: ${api.res}`);
-    assert.equal(add.code, 1, add.stdout + add.stderr);
-    assert.equal(add.result.code, 101);
-    assert.match(add.result.msg, /outside every pod range/);
+    const { agent } = t;
+    const add = await t.addAtServer("tenant");
+    await t.assertServerUntagged();
+    assertAddRefused(add, /outside every pod range/);
     await metricReaches(agent, 'lace_cni_add_refusals_total{reason="outside-pod-ranges"}', 1);
   },
 });
@@ -153,7 +141,7 @@ Deno.test({
           },
         },
       );
-      const { agent, socket } = t;
+      const { agent } = t;
       // Read once the follower knows the kubelet's pid, and reconciled within a second.
       const view = await waitFor(async () => {
         const v = JSON.parse((await agent.local("/addresses")).body) as AddressesView;
@@ -171,16 +159,7 @@ Deno.test({
         /e2e\/tenant at 10\.98\.0\.1 \(the API server's\)/,
       );
       await metricReaches(agent, 'lace_probes_ignored{reason="host-address"}', 1);
-      const add = await plugin(
-        "ADD",
-        socket,
-        { name: "late", uid: "uid-late" },
-        { network: "net2", networkId: 2 },
-        [API_SERVER],
-      );
-      assert.equal(add.code, 1, add.stdout + add.stderr);
-      assert.equal(add.result.code, 101);
-      assert.match(add.result.msg, /or the Kubernetes API server's/);
+      assertAddRefused(await t.addAtServer("late"), /or the Kubernetes API server's/);
       await metricReaches(agent, 'lace_cni_add_refusals_total{reason="host-address"}', 1);
     } finally {
       await Deno.remove(dir, { recursive: true });

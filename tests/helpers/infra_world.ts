@@ -6,7 +6,9 @@
  * untagged one at the server. tests/infra_address_holder_test.ts and
  * tests/kube/api_server_holder_test.ts play the tenant with it.
  */
+import assert from "node:assert/strict";
 import { AgentWorld } from "./agent_process.ts";
+import { plugin } from "./tenant_world.ts";
 import { run } from "../../lib/process.ts";
 import { PodServer } from "../../lib/demo/pod_server.ts";
 import { vethInto } from "../../lib/demo/netns.ts";
@@ -83,7 +85,26 @@ export async function startInfraWorld(
       const res = await w.probe(address, port);
       return { body: res.body?.trim(), mark: res.mark ?? 0, res: JSON.stringify(res) };
     };
-    return { w, agent, socket, kubeletToServer, [Symbol.asyncDispose]: dispose };
+    /** The kubelet's connection to the server reaches it untagged (`context` leads a failure). */
+    const assertServerUntagged = async (context = "") => {
+      const to = await kubeletToServer();
+      assert.equal(to.body, "api-server", `${context}${to.res}`);
+      assert.equal(to.mark, 0, `${context}tagged with mark ${to.mark}: ${to.res}`);
+    };
+    /** The CNI ADD of the pod `name` of network 2 (named by its conf) at the server's address. */
+    const addAtServer = (name: string) =>
+      plugin("ADD", socket, { name, uid: `uid-${name}` }, { network: "net2", networkId: 2 }, [
+        address,
+      ]);
+    return {
+      w,
+      agent,
+      socket,
+      kubeletToServer,
+      assertServerUntagged,
+      addAtServer,
+      [Symbol.asyncDispose]: dispose,
+    };
   } catch (e) {
     await dispose();
     throw e;

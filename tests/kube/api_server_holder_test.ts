@@ -18,7 +18,7 @@ import { hostAddressesCheck } from "../../lib/doctor/agent_checks.ts";
 import type { AddressesView } from "../../lib/agent/http_server.ts";
 import { podManifest } from "../helpers/agent_process.ts";
 import { startInfraWorld } from "../helpers/infra_world.ts";
-import { metricReaches, plugin, podBeforeAdd } from "../helpers/tenant_world.ts";
+import { assertAddRefused, metricReaches, podBeforeAdd } from "../helpers/tenant_world.ts";
 import { privilegedSkipReason } from "../helpers/sim_world.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { startControlPlane } from "./fixture.ts";
@@ -75,9 +75,7 @@ Deno.test({
       const { agent } = world;
       const logs = () => `\n--- agent log ---\n${agent.logs.slice(-30).join("\n")}`;
       // Ready: both sources' first lists are applied, the API server's addresses read before.
-      const api = await world.kubeletToServer();
-      assert.equal(api.body, "api-server", api.res + logs());
-      assert.equal(api.mark, 0, `tagged with mark ${api.mark}: ${api.res}${logs()}`);
+      await world.assertServerUntagged(logs());
       await metricReaches(agent, 'lace_probes_ignored{reason="host-address"}', 1);
       assert.equal(await agent.metric("lace_api_server_sources_failing"), 0, logs());
       const view = JSON.parse((await agent.local("/addresses")).body) as AddressesView;
@@ -98,21 +96,11 @@ Deno.test({
         `--kubeconfig=${kubeconfig}`,
         `--address-sharing=${sharing}`,
       ]);
-      const { agent, socket } = world;
-      const add = await plugin(
-        "ADD",
-        socket,
-        { name: "tenant", uid: "uid-tenant" },
-        { network: "net2", networkId: 2 },
-        [apiServer],
-      );
-      const api = await world.kubeletToServer();
-      assert.equal(api.body, "api-server", api.res);
-      assert.equal(api.mark, 0, `tagged with mark ${api.mark}: ${api.res}`);
-      assert.equal(add.code, 1, add.stdout + add.stderr);
-      assert.equal(add.result.code, 101);
-      assert.match(
-        add.result.msg,
+      const { agent } = world;
+      const add = await world.addAtServer("tenant");
+      await world.assertServerUntagged();
+      assertAddRefused(
+        add,
         /10\.96\.0\.1 is one of this node's own addresses or the Kubernetes API server's/,
       );
       await metricReaches(agent, 'lace_cni_add_refusals_total{reason="host-address"}', 1);
