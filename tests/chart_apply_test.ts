@@ -106,7 +106,8 @@ Deno.test({
     for (const [verb, resource, group, want] of expected) {
       assert.equal(await allowed(verb, resource, group), want, `${verb} ${group}/${resource}`);
     }
-    // The API server's addresses: the kubernetes Service and Endpoints in default, by name only.
+    // The API server's addresses: the kubernetes Service and Endpoints in default and kubeadm's
+    // cluster-info in kube-public, by name only.
     const named: [string, string, string, string, boolean][] = [
       ["get", "services", "default", "kubernetes", true],
       ["get", "endpoints", "default", "kubernetes", true],
@@ -116,6 +117,10 @@ Deno.test({
       ["watch", "endpoints", "default", "", false],
       ["update", "services", "default", "kubernetes", false],
       ["get", "services", "tenant", "kubernetes", false],
+      ["get", "configmaps", "kube-public", "cluster-info", true],
+      ["get", "configmaps", "kube-public", "other", false],
+      ["list", "configmaps", "kube-public", "", false],
+      ["get", "configmaps", "default", "cluster-info", false],
     ];
     for (const [verb, resource, namespace, name, want] of named) {
       assert.equal(

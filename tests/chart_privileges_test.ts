@@ -125,24 +125,40 @@ helmTest(
 );
 
 helmTest(
-  "the agent may read the kubernetes Service and Endpoints in default and nothing else there (the API server's addresses, which no pod may hold)",
+  "the agent may read the kubernetes Service and Endpoints in default and kubeadm's cluster-info in kube-public, and nothing else there (the API server's addresses, which no pod may hold)",
   async (h) => {
     const manifests = await render(h);
-    const role = only(manifests, "Role", "lace-api-server");
-    assert.equal(role.metadata.namespace, "default");
-    assert.deepEqual(role.rules, [
-      {
+    const inNamespace = (kind: string, namespace: string) => {
+      const found = manifests.filter((m) =>
+        m.kind === kind && m.metadata.name === "lace-api-server" &&
+        m.metadata.namespace === namespace
+      );
+      assert.equal(found.length, 1, `one ${kind} lace-api-server in ${namespace}`);
+      return found[0];
+    };
+    const rules: Record<string, unknown> = {
+      default: [{
         apiGroups: [""],
         resources: ["services", "endpoints"],
         resourceNames: ["kubernetes"],
         verbs: ["get"],
-      },
-    ]);
-    const binding = only(manifests, "RoleBinding", "lace-api-server");
-    assert.equal(binding.metadata.namespace, "default");
-    assert.equal(binding.roleRef.name, role.metadata.name);
-    assert.deepEqual(binding.subjects, [
-      { kind: "ServiceAccount", name: "lace", namespace: "lace-system" },
-    ]);
+      }],
+      "kube-public": [{
+        apiGroups: [""],
+        resources: ["configmaps"],
+        resourceNames: ["cluster-info"],
+        verbs: ["get"],
+      }],
+    };
+    for (const [namespace, want] of Object.entries(rules)) {
+      const role = inNamespace("Role", namespace);
+      assert.deepEqual(role.rules, want);
+      const binding = inNamespace("RoleBinding", namespace);
+      assert.equal(binding.roleRef.name, role.metadata.name);
+      assert.deepEqual(binding.subjects, [
+        { kind: "ServiceAccount", name: "lace", namespace: "lace-system" },
+      ]);
+    }
+    assert.equal(manifests.filter((m) => m.kind === "Role").length, 3, "and the DaemonSet's");
   },
 );

@@ -10,8 +10,9 @@
  *
  * The addresses come from several sources (api_server_sources.ts): the server the agent's own
  * kubeconfig names (in-cluster: the `kubernetes` Service's ClusterIP), the `kubernetes` Service's
- * ClusterIPs and its Endpoints in `default`, and the server the kubelet's kubeconfig names (its
- * command line's --kubeconfig). A name is resolved. Each source is read at start and every
+ * ClusterIPs and its Endpoints in `default`, the control-plane endpoint kubeadm publishes in
+ * `kube-public`'s `cluster-info` (an HA control plane's load balancer, in neither of those), and
+ * the server the kubelet's kubeconfig names (its command line's --kubeconfig). A name is resolved. Each source is read at start and every
  * `intervalMs` (30 s); a source that cannot be read keeps the addresses it gave last (fail
  * closed: an address is never released because a read failed), is logged and counted
  * (lace_api_server_sources_failing) and named by `lace doctor` (api-server-addresses). The set is
@@ -225,7 +226,7 @@ export class ApiServerAddresses {
       // Each new failure once; a source that keeps failing is on the metric and the doctor.
       if (held.error !== error) {
         this.#log.warning(
-          "Reading the API server's addresses from {source} failed: {error}; holding the ones it gave last ({held}), so no pod gets targets there; check the agent's RBAC (the chart's Role in namespace default) and its access to the API server",
+          "Reading the API server's addresses from {source} failed: {error}; holding the ones it gave last ({held}), so no pod gets targets there; check the agent's RBAC (the chart's Roles <release>-api-server in namespaces default and kube-public) and its access to the API server",
           { source: source.name, error, held: [...(held.set ?? [])].sort().join(", ") || "none" },
         );
       }

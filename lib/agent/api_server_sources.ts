@@ -1,8 +1,8 @@
 /**
  * Where the API server's addresses are read from (api_server_addresses.ts): the agent's own
- * kubeconfig, the `kubernetes` Service and its Endpoints in `default` (through the reads the
- * caller passes, the Kubernetes client's), and the kubelet's kubeconfig, found on its command
- * line through /proc. Each read is bounded in time, so a hung API call is a failed read.
+ * kubeconfig, the `kubernetes` Service and its Endpoints in `default` and kubeadm's `cluster-info`
+ * in `kube-public` (through the reads the caller passes, the Kubernetes client's), and the
+ * kubelet's kubeconfig, found on its command line through /proc. Each read is bounded in time, so a hung API call is a failed read.
  */
 import { lookup } from "node:dns/promises";
 import { realTimers, type Timers, within } from "../timers.ts";
@@ -108,6 +108,30 @@ export function kubernetesEndpointsSource(
         }
       }
       return out;
+    },
+  };
+}
+
+/**
+ * The servers of the kubeconfig kubeadm publishes in kube-public's `cluster-info` ConfigMap: its
+ * control-plane endpoint, which the nodes' kubelets talk to; behind a load balancer (an HA
+ * control plane) that address is in neither the `kubernetes` Service nor its Endpoints. None
+ * where there is no such ConfigMap (404: not a kubeadm cluster).
+ */
+export function clusterInfoSource(
+  read: () => Promise<{ data?: Record<string, string> }>,
+  timers: Timers = realTimers,
+): ApiServerSource {
+  return {
+    name: "cluster-info",
+    read: async () => {
+      const cm = await getObject("configmap kube-public/cluster-info", read, timers);
+      const hosts: string[] = [];
+      for (const server of kubeconfigServers(cm?.data?.kubeconfig ?? "")) {
+        const host = serverHost(server);
+        if (host !== undefined) hosts.push(host);
+      }
+      return hosts;
     },
   };
 }

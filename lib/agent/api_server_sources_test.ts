@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import {
   agentKubeconfigSource,
+  clusterInfoSource,
   type KubeletFiles,
   kubeletKubeconfigSource,
   kubernetesEndpointsSource,
@@ -129,4 +130,16 @@ Deno.test("kubeletKubeconfigSource() names nothing where the agent may not read 
 Deno.test("resolveHost() resolves through getaddrinfo (localhost from /etc/hosts)", async () => {
   const addresses = await resolveHost("localhost");
   assert.ok(addresses.some((a) => a === "127.0.0.1" || a === "::1"), addresses.join(","));
+});
+
+Deno.test("clusterInfoSource() gives the control-plane endpoint kubeadm publishes, and none without the ConfigMap", async () => {
+  const { timers } = fakeTime();
+  const kubeconfig =
+    'apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: AAAA\n    server: https://10.98.0.100:6443\n  name: ""\n';
+  const src = clusterInfoSource(() => Promise.resolve({ data: { kubeconfig } }), timers);
+  assert.deepEqual(await src.read(), ["10.98.0.100"]);
+  const none = clusterInfoSource(() => Promise.reject(apiException(404, "not found")), timers);
+  assert.deepEqual(await none.read(), []);
+  const forbidden = clusterInfoSource(() => Promise.reject(apiException(403, "forbidden")), timers);
+  await assert.rejects(forbidden.read(), /GET configmap kube-public\/cluster-info: HTTP 403/);
 });

@@ -79,6 +79,7 @@ export async function clusterParts(
     );
     const {
       agentKubeconfigSource,
+      clusterInfoSource,
       kubernetesEndpointsSource,
       kubernetesServiceSource,
     } = await import("./api_server_sources.ts");
@@ -88,6 +89,9 @@ export async function clusterParts(
       agentKubeconfigSource(() => kubeConfig.getCurrentCluster()?.server),
       kubernetesServiceSource(() => core.readNamespacedService(kubernetes)),
       kubernetesEndpointsSource(() => core.readNamespacedEndpoints(kubernetes)),
+      clusterInfoSource(() =>
+        core.readNamespacedConfigMap({ name: "cluster-info", namespace: "kube-public" })
+      ),
     );
     const recorder = new EventRecorder({
       api: core,

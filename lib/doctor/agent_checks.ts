@@ -280,8 +280,9 @@ export function apiServerAddressesCheck(v: NonNullable<AddressesView["apiServer"
       : `the API server's addresses held by the host: ${addresses}; ` +
         failing.map((s) => `${s.name} ${s.neverRead ? "never read" : "not read again"}: ${s.error}`)
           .join("; "),
-    "check the agent's access to the API server and the chart's Role in namespace default " +
-      "(get services and endpoints named kubernetes), and that it sees the kubelet's /proc",
+    "check the agent's access to the API server and the chart's Roles <release>-api-server in " +
+      "namespace default (get services and endpoints named kubernetes) and kube-public (get " +
+      "configmap cluster-info), and that it sees the kubelet's /proc",
     "warning",
   );
 }

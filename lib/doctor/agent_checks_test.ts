@@ -132,7 +132,7 @@ Deno.test("apiServerAddressesCheck() names the API server's addresses and warns 
     failing.message,
     /kubernetes-service not read again: connection refused; kubernetes-endpoints never read: forbidden/,
   );
-  assert.match(failing.fix, /Role in namespace default/);
+  assert.match(failing.fix, /<release>-api-server in namespace default .* kube-public/);
 });
 
 Deno.test("hostAddressSourceCheck() warns when the node's addresses are not read from the kubelet's namespace, or the agent runs in another one", () => {

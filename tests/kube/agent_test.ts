@@ -28,7 +28,7 @@ import {
 } from "../helpers/agent_process.ts";
 import { privilegedSkipReason } from "../helpers/sim_world.ts";
 import { type ControlPlane, startControlPlane } from "./fixture.ts";
-import { applyObjects, helmTemplate } from "./helm.ts";
+import { apiServerRolesApply, applyObjects, helmTemplate } from "./helm.ts";
 import { controlPlaneTestOptions, controlPlaneUnavailableReason, helmAvailable } from "./tools.ts";
 import { waitFor } from "../helpers/wait.ts";
 
@@ -143,8 +143,8 @@ async function waitForRbac(config: KubeConfig) {
   const core = config.makeApiClient(CoreV1Api);
   await waitFor(async () => {
     await core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${NODE}`, limit: 1 });
-    // And the Role in default (the API server's addresses): each binding arrives on its own.
-    await core.readNamespacedService({ name: "kubernetes", namespace: "default" });
+    // And the Roles of the API server's addresses: each binding arrives on its own.
+    await apiServerRolesApply(core);
     return true;
   }, { timeout: 15_000, message: "the chart's RBAC to take effect" });
 }

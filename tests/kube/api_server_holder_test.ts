@@ -22,7 +22,7 @@ import { assertAddRefused, metricReaches, podBeforeAdd } from "../helpers/tenant
 import { privilegedSkipReason } from "../helpers/sim_world.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { startControlPlane } from "./fixture.ts";
-import { applyObjects, helmTemplate } from "./helm.ts";
+import { apiServerRolesApply, applyObjects, helmTemplate } from "./helm.ts";
 import { chartOnControlPlaneUnavailableReason, controlPlaneTestOptions } from "./tools.ts";
 
 const unavailable = privilegedSkipReason() ?? await chartOnControlPlaneUnavailableReason();
@@ -47,13 +47,25 @@ Deno.test({
     await cp.serviceAccountToken(SYSTEM, "lace"),
     "lace",
   );
-  // The chart's Role in default reaches the authorizer late.
+  // The chart's Roles in default and kube-public reach the authorizer late.
   const asAgent = loadKubeConfig({ kubeconfig }).makeApiClient(CoreV1Api);
   await waitFor(async () => {
-    await asAgent.readNamespacedService({ name: "kubernetes", namespace: "default" });
+    await apiServerRolesApply(asAgent);
     return true;
-  }, { timeout: 15_000, message: "the chart's Role in default to take effect" });
+  }, { timeout: 15_000, message: "the chart's Roles in default and kube-public to take effect" });
   await core.createNode({ body: { metadata: { name: NODE } } });
+  // kubeadm's cluster-info, naming an HA control plane's load balancer (in no Service).
+  await core.createNamespacedConfigMap({
+    namespace: "kube-public",
+    body: {
+      metadata: { name: "cluster-info" },
+      data: {
+        kubeconfig:
+          "apiVersion: v1\nclusters:\n- cluster:\n    server: https://10.98.0.100:6443\n" +
+          '  name: ""\n',
+      },
+    },
+  });
   const service = await core.readNamespacedService({ name: "kubernetes", namespace: "default" });
   const apiServer = service.spec!.clusterIP!;
   assert.equal(apiServer, "10.96.0.1");
@@ -85,6 +97,10 @@ Deno.test({
         s.name === "kubernetes-service"
       );
       assert.deepEqual(kubernetesService, { name: "kubernetes-service", addresses: [apiServer] });
+      assert.deepEqual(view.apiServer?.sources.find((s) => s.name === "cluster-info"), {
+        name: "cluster-info",
+        addresses: ["10.98.0.100"],
+      });
       const doctor = hostAddressesCheck(view.hostHeld!, view.apiServer?.addresses);
       assert.equal(doctor.ok, false);
       assert.match(doctor.message, /e2e\/tenant at 10\.96\.0\.1 \(the API server's\)/);

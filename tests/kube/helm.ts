@@ -4,10 +4,12 @@
  * validates every object exactly as it would on `helm install`.
  */
 import {
+  type CoreV1Api,
   type KubeConfig,
   type KubernetesObject,
   KubernetesObjectApi,
 } from "@kubernetes/client-node";
+import { apiStatus } from "../../lib/kube/api_error.ts";
 import { parseAllDocuments } from "yaml";
 import { Http1KubeConfig } from "../../lib/kube/client.ts";
 import { toolPaths } from "./tools.ts";
@@ -102,4 +104,17 @@ export async function applyObjects(
     }
   }
   return created;
+}
+
+/**
+ * Throws until the chart's Roles of the API server's addresses (in default and kube-public) let
+ * `core` read what the agent reads there (cluster-info may not exist: 404 is an answer).
+ */
+export async function apiServerRolesApply(core: CoreV1Api): Promise<void> {
+  await core.readNamespacedService({ name: "kubernetes", namespace: "default" });
+  await core.readNamespacedConfigMap({ name: "cluster-info", namespace: "kube-public" }).catch(
+    (e) => {
+      if (apiStatus(e) !== 404) throw e;
+    },
+  );
 }
