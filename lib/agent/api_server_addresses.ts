@@ -20,7 +20,7 @@
  * so a change the refresh finds reaches the pods already there within a second.
  */
 import { getLogger, type Logger } from "@logtape/logtape";
-import type { Timers } from "../timers.ts";
+import { type Timers, within } from "../timers.ts";
 import { errorText } from "../error_text.ts";
 import { hostAddressSet } from "./host_addresses.ts";
 
@@ -28,6 +28,8 @@ const defaultLog = getLogger(["lace", "agent", "api-server-addresses"]);
 
 /** How often every source is read again. */
 export const API_SERVER_REFRESH_MS = 30_000;
+/** How long resolving one host name may take (a hung resolver is a failed read). */
+export const RESOLVE_MS = 10_000;
 /** At most this many addresses are kept from one source (an API server has a handful). */
 export const MAX_SOURCE_ADDRESSES = 64;
 
@@ -93,6 +95,16 @@ export function kubeconfigServers(text: string): string[] {
     out.push(m[1]);
   }
   return out;
+}
+
+/** The hosts of a kubeconfig's servers (kubeconfigServers(), then serverHost()). */
+export function kubeconfigHosts(text: string): string[] {
+  const hosts: string[] = [];
+  for (const server of kubeconfigServers(text)) {
+    const host = serverHost(server);
+    if (host !== undefined) hosts.push(host);
+  }
+  return hosts;
 }
 
 /** The --kubeconfig path on a kubelet's command line (argv), or undefined. */
@@ -209,7 +221,12 @@ export class ApiServerAddresses {
       for (const host of named) {
         if (isAddressLiteral(host)) addresses.push({ address: host });
         else {
-          const resolved = await this.#o.resolve(host);
+          const resolved = await within(
+            this.#o.timers,
+            this.#o.resolve(host),
+            RESOLVE_MS,
+            `resolving "${host}"`,
+          );
           if (resolved.length === 0) throw new Error(`host name "${host}" resolves to no address`);
           for (const address of resolved) addresses.push({ address });
         }

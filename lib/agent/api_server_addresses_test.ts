@@ -3,8 +3,10 @@ import {
   ApiServerAddresses,
   type ApiServerSource,
   kubeconfigFlag,
+  kubeconfigHosts,
   kubeconfigServers,
   MAX_SOURCE_ADDRESSES,
+  RESOLVE_MS,
   serverHost,
 } from "./api_server_addresses.ts";
 import { fakeTime } from "../../tests/helpers/fake_time.ts";
@@ -34,6 +36,10 @@ users: []
   const json = '{"clusters":[{"cluster":{"server":"https://api.test:443"},"name":"x"}]}';
   assert.deepEqual(kubeconfigServers(json), ["https://api.test:443"]);
   assert.deepEqual(kubeconfigServers("users: []\n"), []);
+  assert.deepEqual(kubeconfigHosts(yaml + "- cluster:\n    server: not-a-url\n"), [
+    "10.98.0.1",
+    "fd00::1",
+  ]);
 });
 
 Deno.test("kubeconfigFlag() finds --kubeconfig on a kubelet's command line, either form", () => {
@@ -191,4 +197,22 @@ Deno.test("ApiServerAddresses.refresh() asked during a refresh reads once more a
   await Promise.all([first, ...again]);
   assert.equal(reads, 2);
   assert.deepEqual([...w.api.read()], ["10.98.0.2"]);
+});
+
+Deno.test("ApiServerAddresses takes a name whose resolution hangs as a failed read, keeping what the source gave last", async () => {
+  let hang = false;
+  const { clock, timers } = fakeTime();
+  const api = new ApiServerAddresses({
+    sources: [source("kubelet-kubeconfig", () => ["api.cluster.test"])],
+    resolve: () => hang ? new Promise(() => {}) : Promise.resolve(["10.98.0.1"]),
+    timers,
+    logger: recordingLogger().logger,
+  });
+  await api.refresh();
+  hang = true;
+  const refresh = api.refresh();
+  await clock.tickAsync(RESOLVE_MS);
+  await refresh;
+  assert.match(api.view().sources[0].error ?? "", /resolving "api\.cluster\.test" got no answer/);
+  assert.deepEqual([...api.read()], ["10.98.0.1"]);
 });

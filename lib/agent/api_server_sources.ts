@@ -12,7 +12,7 @@ import { errorText } from "../error_text.ts";
 import {
   type ApiServerSource,
   kubeconfigFlag,
-  kubeconfigServers,
+  kubeconfigHosts,
   serverHost,
 } from "./api_server_addresses.ts";
 
@@ -126,12 +126,7 @@ export function clusterInfoSource(
     name: "cluster-info",
     read: async () => {
       const cm = await getObject("configmap kube-public/cluster-info", read, timers);
-      const hosts: string[] = [];
-      for (const server of kubeconfigServers(cm?.data?.kubeconfig ?? "")) {
-        const host = serverHost(server);
-        if (host !== undefined) hosts.push(host);
-      }
-      return hosts;
+      return kubeconfigHosts(cm?.data?.kubeconfig ?? "");
     },
   };
 }
@@ -181,12 +176,7 @@ export function kubeletKubeconfigSource(
         if (p === null) return Promise.resolve([]);
         path = kubeconfigFlag(files.cmdline(p).split("\0"));
         if (path === undefined) return Promise.resolve([]);
-        const hosts: string[] = [];
-        for (const server of kubeconfigServers(files.readFile(p, path))) {
-          const host = serverHost(server);
-          if (host !== undefined) hosts.push(host);
-        }
-        return Promise.resolve(hosts);
+        return Promise.resolve(kubeconfigHosts(files.readFile(p, path)));
       } catch (e) {
         if (path !== undefined && e instanceof Deno.errors.PermissionDenied) {
           if (!denied) onDenied(path, e);
