@@ -12,10 +12,12 @@
  * kubeconfig names (in-cluster: the `kubernetes` Service's ClusterIP), the `kubernetes` Service's
  * ClusterIPs and its Endpoints in `default`, the control-plane endpoint kubeadm publishes in
  * `kube-public`'s `cluster-info` (an HA control plane's load balancer, in neither of those), and
- * the server the kubelet's kubeconfig names (its command line's --kubeconfig). A name is resolved. Each source is read at start and every
- * `intervalMs` (30 s); a source that cannot be read keeps the addresses it gave last (fail
- * closed: an address is never released because a read failed), is logged and counted
- * (lace_api_server_sources_failing) and named by `lace doctor` (api-server-addresses). The set is
+ * the server the kubelet's kubeconfig names (its command line's --kubeconfig; read again when
+ * the kubelet's pid changes). A name is resolved. Each source is read at start and every
+ * `intervalMs` (5 min; 30 s after a failed read); a source that cannot be read keeps the
+ * addresses it gave last (fail closed: an address is never released because a read failed), is
+ * logged and counted (lace_api_server_sources_failing) and named by `lace doctor`
+ * (api-server-addresses). The set is
  * asked for with the node's own addresses at every reconcile, ADD and host-address check (1 s),
  * so a change the refresh finds reaches the pods already there within a second.
  */
@@ -26,8 +28,14 @@ import { hostAddressSet } from "./host_addresses.ts";
 
 const defaultLog = getLogger(["lace", "agent", "api-server-addresses"]);
 
-/** How often every source is read again. */
-export const API_SERVER_REFRESH_MS = 30_000;
+/**
+ * How often every source is read again: every 5 min, as the API server's addresses seldom change
+ * and every node's agent reads them (3 GETs: at 5,000 nodes 50 reads a second, where every 30 s
+ * was 500; a watch of the three objects would cost less still).
+ */
+export const API_SERVER_REFRESH_MS = 300_000;
+/** How soon after a refresh in which a source failed every source is read again. */
+export const API_SERVER_RETRY_MS = 30_000;
 /** How long resolving one host name may take (a hung resolver is a failed read). */
 export const RESOLVE_MS = 10_000;
 /** At most this many addresses are kept from one source (an API server has a handful). */
@@ -65,6 +73,8 @@ export interface ApiServerAddressesOptions {
   timers: Timers;
   /** Default API_SERVER_REFRESH_MS. */
   intervalMs?: number;
+  /** After a refresh in which a source failed; default API_SERVER_RETRY_MS. */
+  retryMs?: number;
   /** After every refresh: how many sources failed their last read. */
   onRefresh?: (failing: number) => void;
   /** Where its lines go (a recording logger in tests). */
@@ -72,8 +82,8 @@ export interface ApiServerAddressesOptions {
 }
 
 /**
- * The host of a kubeconfig's `server` URL ("https://10.0.0.1:6443" → "10.0.0.1", "https://[fd00::1]"
- * → "fd00::1"); undefined for text that is not a URL with a host.
+ * The host of a kubeconfig's `server` URL ("https://10.0.0.1:6443" → "10.0.0.1",
+ * "https://[fd00::1]" → "fd00::1"); undefined for text that is not a URL with a host.
  */
 export function serverHost(server: string): string | undefined {
   try {
@@ -253,9 +263,15 @@ export class ApiServerAddresses {
 
   #schedule(): void {
     if (this.#stopped) return;
-    this.#timer = this.#o.timers.setTimeout(() => {
-      this.#timer = undefined;
-      this.refresh().finally(() => this.#schedule());
-    }, this.#o.intervalMs ?? API_SERVER_REFRESH_MS);
+    const failing = [...this.#held.values()].some((h) => h.error !== undefined);
+    this.#timer = this.#o.timers.setTimeout(
+      () => {
+        this.#timer = undefined;
+        this.refresh().finally(() => this.#schedule());
+      },
+      failing
+        ? this.#o.retryMs ?? API_SERVER_RETRY_MS
+        : this.#o.intervalMs ?? API_SERVER_REFRESH_MS,
+    );
   }
 }

@@ -71,7 +71,8 @@ function world(sources: ApiServerSource[], names: Record<string, string[]> = {})
         : Promise.reject(new Error(`getaddrinfo ENOTFOUND ${name}`));
     },
     timers,
-    intervalMs: 30_000,
+    intervalMs: 300_000,
+    retryMs: 30_000,
     onRefresh: (n) => failing.push(n),
     logger,
   });
@@ -173,13 +174,13 @@ Deno.test("ApiServerAddresses reads at start and every interval until stopped", 
   await w.api.start();
   assert.equal(reads, 1);
   assert.deepEqual([...w.api.read()], ["10.96.0.1"]);
-  await w.clock.tickAsync(29_999);
+  await w.clock.tickAsync(299_999);
   assert.equal(reads, 1);
   await w.clock.tickAsync(1);
   assert.equal(reads, 2);
   assert.deepEqual([...w.api.read()], ["10.96.0.2"], "a source's new set replaces its old one");
   w.api.stop();
-  await w.clock.tickAsync(60_000);
+  await w.clock.tickAsync(600_000);
   assert.equal(reads, 2);
 });
 
@@ -215,4 +216,26 @@ Deno.test("ApiServerAddresses takes a name whose resolution hangs as a failed re
   await refresh;
   assert.match(api.view().sources[0].error ?? "", /resolving "api\.cluster\.test" got no answer/);
   assert.deepEqual([...api.read()], ["10.98.0.1"]);
+});
+
+Deno.test("ApiServerAddresses reads again after the retry interval while a source fails, then at the full interval", async () => {
+  let reads = 0;
+  let fail = true;
+  const w = world([source("kubernetes-service", () => {
+    reads++;
+    if (fail) throw new Error("forbidden");
+    return ["10.96.0.1"];
+  })]);
+  await w.api.start();
+  await w.clock.tickAsync(30_000);
+  assert.equal(reads, 2, "retried 30 s after the failed read");
+  fail = false;
+  await w.clock.tickAsync(30_000);
+  assert.equal(reads, 3);
+  assert.deepEqual([...w.api.read()], ["10.96.0.1"]);
+  await w.clock.tickAsync(299_999);
+  assert.equal(reads, 3, "then every 5 min");
+  await w.clock.tickAsync(1);
+  assert.equal(reads, 4);
+  w.api.stop();
 });

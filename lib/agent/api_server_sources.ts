@@ -2,7 +2,8 @@
  * Where the API server's addresses are read from (api_server_addresses.ts): the agent's own
  * kubeconfig, the `kubernetes` Service and its Endpoints in `default` and kubeadm's `cluster-info`
  * in `kube-public` (through the reads the caller passes, the Kubernetes client's), and the
- * kubelet's kubeconfig, found on its command line through /proc. Each read is bounded in time, so a hung API call is a failed read.
+ * kubelet's kubeconfig, found on its command line through /proc. Each read is bounded in time,
+ * so a hung API call is a failed read.
  */
 import { lookup } from "node:dns/promises";
 import { realTimers, type Timers, within } from "../timers.ts";

@@ -186,7 +186,7 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     const pid = s.kubelet?.pid ?? null;
     const newKubelet = pid !== null && pid !== kubelet.pid;
     kubelet = { path: s.path, pid };
-    // A new kubelet may name another API server: read its kubeconfig now, not in 30 s.
+    // A new kubelet may name another API server: read its kubeconfig now, not at the next refresh.
     if (newKubelet) void apiServer.refresh();
     updateAttachMetrics();
   });
