@@ -239,7 +239,7 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
   });
   if (config.podCidrs.length === 0) {
     log.warning(
-      "No pod ranges (--pod-cidrs): a pod's address is not checked against them, so a pod given an address the kubelet itself connects to (the API server, a registry; a Multus static IP) gets probe targets there, and the kubelet's connections to it on those ports are tagged into the pod's network; set --pod-cidrs to every Lace network's pod ranges",
+      "No pod ranges (--pod-cidrs): a pod's address is not checked against them, so a pod given an address the kubelet itself connects to (a registry, an API server address none of the agent's sources names; a Multus static IP) gets probe targets there, and the kubelet's connections to it on those ports are tagged into the pod's network; set --pod-cidrs to every Lace network's pod ranges",
     );
   }
   if (!config.lifecycleHooks) {

@@ -302,8 +302,10 @@ export function podRangesCheck(
     return check(
       "pod-ranges",
       false,
-      "no pod ranges (--pod-cidrs): a pod at an address the kubelet itself connects to (the API " +
-        "server, a registry) would have the kubelet's connections there tagged into its network",
+      "no pod ranges (--pod-cidrs): a pod at an address the kubelet itself connects to (a " +
+        "registry, an API server address none of the agent's sources names; the ones they name " +
+        "are held, see api-server-addresses) would have the kubelet's connections there tagged " +
+        "into its network",
       "set --pod-cidrs (chart: node.podCIDRs) to every Lace network's pod ranges",
       "warning",
     );
