@@ -1,8 +1,8 @@
 /**
  * The agent's parts that read and write the cluster, built for startAgent: the pod sources (the
  * directory's, the API's watch), the API pod lookup of the CNI ADD (exclusive only), the Event
- * recorder, the watch of the agent's own DaemonSet and the reads of the API server's addresses. Each one started here pushes its stop onto
- * `parts`.
+ * recorder, the watch of the agent's own DaemonSet and the sources of the API server's addresses
+ * (api_server_sources.ts). Each one started here pushes its stop onto `parts`.
  */
 import { getLogger } from "@logtape/logtape";
 import type { CleanupStack } from "../cleanup_stack.ts";
