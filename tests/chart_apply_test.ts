@@ -106,13 +106,21 @@ Deno.test({
     for (const [verb, resource, group, want] of expected) {
       assert.equal(await allowed(verb, resource, group), want, `${verb} ${group}/${resource}`);
     }
-    // The API server's addresses: the kubernetes Service and Endpoints in default and kubeadm's
-    // cluster-info in kube-public, by name only.
+    // The API server's addresses: the kubernetes Service in default by name, a list of the
+    // EndpointSlices in default (a list cannot be restricted by name), and kubeadm's cluster-info
+    // in kube-public by name. No v1 Endpoints (deprecated since 1.33).
+    const slices = "discovery.k8s.io/endpointslices";
     const named: [string, string, string, string, boolean][] = [
       ["get", "services", "default", "kubernetes", true],
-      ["get", "endpoints", "default", "kubernetes", true],
+      ["list", slices, "default", "", true],
       ["get", "services", "default", "other", false],
-      ["get", "endpoints", "default", "other", false],
+      ["get", "endpoints", "default", "kubernetes", false],
+      ["get", slices, "default", "kubernetes", false],
+      ["watch", slices, "default", "", false],
+      ["create", slices, "default", "", false],
+      ["update", slices, "default", "kubernetes", false],
+      ["list", slices, "tenant", "", false],
+      ["list", slices, "", "", false],
       ["list", "services", "default", "", false],
       ["watch", "endpoints", "default", "", false],
       ["update", "services", "default", "kubernetes", false],
@@ -122,11 +130,18 @@ Deno.test({
       ["list", "configmaps", "kube-public", "", false],
       ["get", "configmaps", "default", "cluster-info", false],
     ];
-    for (const [verb, resource, namespace, name, want] of named) {
+    for (const [verb, what, namespace, name, want] of named) {
+      const [group, resource] = what.includes("/") ? what.split("/") : ["", what];
       assert.equal(
-        await access({ verb, resource, namespace, ...(name ? { name } : {}) }),
+        await access({
+          verb,
+          group,
+          resource,
+          ...(namespace ? { namespace } : {}),
+          ...(name ? { name } : {}),
+        }),
         want,
-        `${verb} ${resource} ${namespace}/${name}`,
+        `${verb} ${what} ${namespace || "(all namespaces)"}/${name}`,
       );
     }
   },

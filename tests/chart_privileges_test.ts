@@ -125,7 +125,7 @@ helmTest(
 );
 
 helmTest(
-  "the agent may read the kubernetes Service and Endpoints in default and kubeadm's cluster-info in kube-public, and nothing else there (the API server's addresses, which no pod may hold)",
+  "the agent may get the kubernetes Service and list EndpointSlices in default and get kubeadm's cluster-info in kube-public, and nothing else there (the API server's addresses, which no pod may hold)",
   async (h) => {
     const manifests = await render(h);
     const inNamespace = (kind: string, namespace: string) => {
@@ -139,9 +139,14 @@ helmTest(
     const rules: Record<string, unknown> = {
       default: [{
         apiGroups: [""],
-        resources: ["services", "endpoints"],
+        resources: ["services"],
         resourceNames: ["kubernetes"],
         verbs: ["get"],
+      }, {
+        // A list cannot be restricted by name: list only, not get or watch.
+        apiGroups: ["discovery.k8s.io"],
+        resources: ["endpointslices"],
+        verbs: ["list"],
       }],
       "kube-public": [{
         apiGroups: [""],

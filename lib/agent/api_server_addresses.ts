@@ -10,7 +10,7 @@
  *
  * The addresses come from several sources (api_server_sources.ts): the server the agent's own
  * kubeconfig names (in-cluster: the `kubernetes` Service's ClusterIP), the `kubernetes` Service's
- * ClusterIPs and its Endpoints in `default`, the control-plane endpoint kubeadm publishes in
+ * ClusterIPs and its EndpointSlices in `default`, the control-plane endpoint kubeadm publishes in
  * `kube-public`'s `cluster-info` (an HA control plane's load balancer, in neither of those), and
  * the server the kubelet's kubeconfig names (its command line's --kubeconfig; read again when
  * the kubelet's pid changes). A name is resolved. Each source is read at start and every
@@ -30,7 +30,7 @@ const defaultLog = getLogger(["lace", "agent", "api-server-addresses"]);
 
 /**
  * How often every source is read again: every 5 min, as the API server's addresses seldom change
- * and every node's agent reads them (3 GETs: at 5,000 nodes 50 reads a second, where every 30 s
+ * and every node's agent reads them (3 reads: at 5,000 nodes 50 reads a second, where every 30 s
  * was 500; a watch of the three objects would cost less still).
  */
 export const API_SERVER_REFRESH_MS = 300_000;

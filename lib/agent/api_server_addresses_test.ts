@@ -83,7 +83,7 @@ Deno.test("ApiServerAddresses holds every source's addresses canonical, resolves
   const w = world([
     source("agent-kubeconfig", () => ["127.0.0.1"]),
     source("kubernetes-service", () => ["10.96.0.1", "FD00:96::1"]),
-    source("kubernetes-endpoints", () => ["10.98.0.1"]),
+    source("kubernetes-endpointslices", () => ["10.98.0.1"]),
     source("kubelet-kubeconfig", () => ["api.cluster.test"]),
   ], { "api.cluster.test": ["10.98.0.2", "10.98.0.1"] });
   assert.deepEqual([...w.api.read()], [], "nothing before the first read");
@@ -96,7 +96,7 @@ Deno.test("ApiServerAddresses holds every source's addresses canonical, resolves
   assert.deepEqual(view.sources.map((s) => [s.name, s.addresses, s.error]), [
     ["agent-kubeconfig", [], undefined],
     ["kubernetes-service", ["10.96.0.1", "fd00:96::1"], undefined],
-    ["kubernetes-endpoints", ["10.98.0.1"], undefined],
+    ["kubernetes-endpointslices", ["10.98.0.1"], undefined],
     ["kubelet-kubeconfig", ["10.98.0.1", "10.98.0.2"], undefined],
   ]);
 });
@@ -108,7 +108,7 @@ Deno.test("ApiServerAddresses keeps a failing source's last addresses (fail clos
   };
   const w = world([
     source("kubernetes-service", () => service()),
-    source("kubernetes-endpoints", () => endpoints()),
+    source("kubernetes-endpointslices", () => endpoints()),
   ]);
   await w.api.refresh();
   assert.deepEqual([...w.api.read()], ["10.96.0.1"]);
@@ -137,11 +137,11 @@ Deno.test("ApiServerAddresses keeps a failing source's last addresses (fail clos
   assert.equal(warnings.length, 3, warnings.join("\n"));
   assert.match(
     warnings[0],
-    /kubernetes-endpoints failed: .*forbidden.*holding the ones it gave last \(none\)/,
+    /kubernetes-endpointslices failed: .*forbidden.*holding the ones it gave last \(none\)/,
   );
   assert.match(
     warnings[2],
-    /kubernetes-endpoints failed: connection refused; holding .*10\.98\.0\.1/,
+    /kubernetes-endpointslices failed: connection refused; holding .*10\.98\.0\.1/,
   );
 });
 
@@ -160,7 +160,7 @@ Deno.test("ApiServerAddresses keeps at most MAX_SOURCE_ADDRESSES of one source",
     { length: MAX_SOURCE_ADDRESSES + 10 },
     (_, i) => `10.98.${i >> 8}.${i & 255}`,
   );
-  const w = world([source("kubernetes-endpoints", () => many)]);
+  const w = world([source("kubernetes-endpointslices", () => many)]);
   await w.api.refresh();
   assert.equal(w.api.read().size, MAX_SOURCE_ADDRESSES);
 });

@@ -1,6 +1,6 @@
 /**
  * Where the API server's addresses are read from (api_server_addresses.ts): the agent's own
- * kubeconfig, the `kubernetes` Service and its Endpoints in `default` and kubeadm's `cluster-info`
+ * kubeconfig, the `kubernetes` Service and its EndpointSlices in `default` and kubeadm's `cluster-info`
  * in `kube-public` (through the reads the caller passes, the Kubernetes client's), and the
  * kubelet's kubeconfig, found on its command line through /proc. Each read is bounded in time,
  * so a hung API call is a failed read.
@@ -14,6 +14,7 @@ import {
   type ApiServerSource,
   kubeconfigFlag,
   kubeconfigHosts,
+  MAX_SOURCE_ADDRESSES,
   serverHost,
 } from "./api_server_addresses.ts";
 
@@ -22,21 +23,32 @@ const log = getLogger(["lace", "agent", "api-server-addresses"]);
 /** How long one read of a source may take. */
 export const API_SERVER_READ_MS = 10_000;
 
-/** The `kubernetes` Service and Endpoints objects, as far as they are read here. */
+/** The `kubernetes` Service, as far as it is read here. */
 interface ServiceObject {
   spec?: { clusterIP?: string; clusterIPs?: string[] };
 }
-interface EndpointsObject {
-  subsets?: { addresses?: { ip?: string }[]; notReadyAddresses?: { ip?: string }[] }[];
+/** What the EndpointSlices source lists in `default`. */
+export interface EndpointSliceQuery {
+  labelSelector: string;
+  limit: number;
+}
+const KUBERNETES_SLICES: EndpointSliceQuery = {
+  labelSelector: "kubernetes.io/service-name=kubernetes",
+  limit: MAX_SOURCE_ADDRESSES,
+};
+/** A list of EndpointSlices, as far as it is read here. */
+interface EndpointSliceList {
+  items?: { endpoints?: { addresses?: string[] }[] }[];
 }
 
 /**
- * A GET of `what` bounded in time, its failure in one short line: the HTTP status and the API's
- * own message (client-node's text carries the whole response, headers too). A 404 is `undefined`.
+ * A GET (or `verb`) of `what` bounded in time, its failure in one short line: the HTTP status and
+ * the API's own message (client-node's text carries the whole response, headers too). A 404 is
+ * `undefined`.
  */
-async function getObject<T>(what: string, read: () => Promise<T>, timers: Timers) {
+async function getObject<T>(what: string, read: () => Promise<T>, timers: Timers, verb = "GET") {
   try {
-    return await within(timers, read(), API_SERVER_READ_MS, `GET ${what}`);
+    return await within(timers, read(), API_SERVER_READ_MS, `${verb} ${what}`);
   } catch (e) {
     const status = apiStatus(e);
     if (status === 404) return undefined;
@@ -45,7 +57,7 @@ async function getObject<T>(what: string, read: () => Promise<T>, timers: Timers
     try {
       message = JSON.parse(String((e as { body?: unknown }).body)).message ?? "";
     } catch { /* no Status in the body */ }
-    throw new Error(`GET ${what}: HTTP ${status}${message ? `: ${message}` : ""}`);
+    throw new Error(`${verb} ${what}: HTTP ${status}${message ? `: ${message}` : ""}`);
   }
 }
 
@@ -88,24 +100,36 @@ export function kubernetesServiceSource(
 }
 
 /**
- * The endpoints of the `kubernetes` Service in `default`, ready or not (`read`: a GET of them):
- * the API server's own addresses as it publishes them. The Endpoints, not the EndpointSlice: the
- * agent's client bundle has no discovery API (lib/kube/client_node.ts), and the API server
- * writes both alike.
+ * The endpoints of the `kubernetes` Service in `default`, ready or not (`list`: a list of the
+ * EndpointSlices, `discovery.k8s.io/v1`, in `default` with `query`: the label
+ * kubernetes.io/service-name=kubernetes, at most MAX_SOURCE_ADDRESSES slices): the API server's own addresses as it publishes them, in every
+ * slice (one per address family, more as the API servers grow). Not the v1 Endpoints, which the
+ * API server writes alike but which are deprecated since Kubernetes 1.33 (every read warned and
+ * counted in apiserver_requested_deprecated_apis). A not-ready address is the API server's too
+ * (one shutting down, kubelets may still be connected to it), as the Endpoints' notReadyAddresses
+ * were. None where there is no slice (the API server publishes no endpoints, e.g.
+ * --endpoint-reconciler-type=none).
  */
-export function kubernetesEndpointsSource(
-  read: () => Promise<EndpointsObject>,
+export function kubernetesEndpointSlicesSource(
+  list: (query: EndpointSliceQuery) => Promise<EndpointSliceList>,
   timers: Timers = realTimers,
 ): ApiServerSource {
   return {
-    name: "kubernetes-endpoints",
+    name: "kubernetes-endpointslices",
     read: async () => {
-      // None (404): the API server publishes no endpoints (e.g. --endpoint-reconciler-type=none).
-      const ep = await getObject("endpoints default/kubernetes", read, timers);
+      const slices = await getObject(
+        "endpointslices default/kubernetes",
+        () => list(KUBERNETES_SLICES),
+        timers,
+        "LIST",
+      );
       const out: string[] = [];
-      for (const s of ep?.subsets ?? []) {
-        for (const a of [...(s.addresses ?? []), ...(s.notReadyAddresses ?? [])]) {
-          if (a.ip) out.push(a.ip);
+      for (const slice of slices?.items ?? []) {
+        for (const endpoint of slice.endpoints ?? []) {
+          for (const address of endpoint.addresses ?? []) {
+            if (out.length === MAX_SOURCE_ADDRESSES) return out;
+            if (typeof address === "string" && address) out.push(address);
+          }
         }
       }
       return out;
@@ -116,7 +140,7 @@ export function kubernetesEndpointsSource(
 /**
  * The servers of the kubeconfig kubeadm publishes in kube-public's `cluster-info` ConfigMap: its
  * control-plane endpoint, which the nodes' kubelets talk to; behind a load balancer (an HA
- * control plane) that address is in neither the `kubernetes` Service nor its Endpoints. None
+ * control plane) that address is in neither the `kubernetes` Service nor its EndpointSlices. None
  * where there is no such ConfigMap (404: not a kubeadm cluster).
  */
 export function clusterInfoSource(

@@ -2,13 +2,15 @@ import assert from "node:assert/strict";
 import {
   agentKubeconfigSource,
   clusterInfoSource,
+  type EndpointSliceQuery,
   type KubeletFiles,
   kubeletKubeconfigSource,
-  kubernetesEndpointsSource,
+  kubernetesEndpointSlicesSource,
   kubernetesServiceSource,
   resolveHost,
 } from "./api_server_sources.ts";
 import { fakeTime } from "../../tests/helpers/fake_time.ts";
+import { MAX_SOURCE_ADDRESSES } from "./api_server_addresses.ts";
 
 Deno.test("agentKubeconfigSource() gives the host of the agent's server, and fails without one", async () => {
   assert.deepEqual(await agentKubeconfigSource(() => "https://10.96.0.1:443").read(), [
@@ -36,7 +38,7 @@ function apiException(code: number, message: string) {
   });
 }
 
-Deno.test("the API sources say a failed GET in one line, and take no kubernetes Endpoints (404) as none", async () => {
+Deno.test("the API sources say a failed GET or LIST in one line, and take a 404 of the EndpointSlices as none", async () => {
   const { timers } = fakeTime();
   await assert.rejects(
     kubernetesServiceSource(
@@ -50,12 +52,21 @@ Deno.test("the API sources say a failed GET in one line, and take no kubernetes 
     kubernetesServiceSource(() => Promise.reject(apiException(404, "not found")), timers).read(),
     /service default\/kubernetes does not exist/,
   );
-  const none = kubernetesEndpointsSource(
+  await assert.rejects(
+    kubernetesEndpointSlicesSource(
+      () => Promise.reject(apiException(403, "endpointslices.discovery.k8s.io is forbidden")),
+      timers,
+    ).read(),
+    (e: Error) =>
+      e.message ===
+        "LIST endpointslices default/kubernetes: HTTP 403: endpointslices.discovery.k8s.io is forbidden",
+  );
+  const none = kubernetesEndpointSlicesSource(
     () => Promise.reject(apiException(404, "not found")),
     timers,
   );
   assert.deepEqual(await none.read(), []);
-  const refused = kubernetesEndpointsSource(
+  const refused = kubernetesEndpointSlicesSource(
     () => Promise.reject(new Error("ECONNREFUSED")),
     timers,
   );
@@ -70,17 +81,44 @@ Deno.test("kubernetesServiceSource() fails a GET that gets no answer in time", a
   await rejected;
 });
 
-Deno.test("kubernetesEndpointsSource() gives ready and not-ready addresses of every subset", async () => {
+Deno.test("kubernetesEndpointSlicesSource() lists the kubernetes Service's slices and gives every endpoint's addresses, ready or not, capped", async () => {
   const { timers } = fakeTime();
-  const src = kubernetesEndpointsSource(() =>
-    Promise.resolve({
-      subsets: [
-        { addresses: [{ ip: "10.98.0.1" }, {}], notReadyAddresses: [{ ip: "10.98.0.2" }] },
-        { addresses: [{ ip: "fd00:98::1" }] },
+  const asked: EndpointSliceQuery[] = [];
+  const src = kubernetesEndpointSlicesSource((query) => {
+    asked.push(query);
+    return Promise.resolve({
+      items: [
+        {
+          endpoints: [
+            { addresses: ["10.98.0.1"], conditions: { ready: true } },
+            { addresses: ["10.98.0.2"], conditions: { ready: false } },
+            { addresses: ["10.98.0.3"] },
+            {},
+          ],
+        },
+        { endpoints: [{ addresses: ["fd00:98::1"] }] },
+        {},
       ],
-    }), timers);
-  assert.deepEqual(await src.read(), ["10.98.0.1", "10.98.0.2", "fd00:98::1"]);
-  assert.deepEqual(await kubernetesEndpointsSource(() => Promise.resolve({}), timers).read(), []);
+    });
+  }, timers);
+  assert.deepEqual(await src.read(), ["10.98.0.1", "10.98.0.2", "10.98.0.3", "fd00:98::1"]);
+  assert.deepEqual(asked, [{
+    labelSelector: "kubernetes.io/service-name=kubernetes",
+    limit: MAX_SOURCE_ADDRESSES,
+  }]);
+  assert.deepEqual(
+    await kubernetesEndpointSlicesSource(() => Promise.resolve({}), timers).read(),
+    [],
+  );
+  const many = Array.from({ length: 3 }, (_, s) => ({
+    endpoints: Array.from({ length: 50 }, (_, i) => ({ addresses: [`10.${s}.0.${i}`] })),
+  }));
+  const capped = await kubernetesEndpointSlicesSource(
+    () => Promise.resolve({ items: many }),
+    timers,
+  ).read();
+  assert.equal(capped.length, MAX_SOURCE_ADDRESSES);
+  assert.deepEqual(capped.slice(48, 52), ["10.0.0.48", "10.0.0.49", "10.1.0.0", "10.1.0.1"]);
 });
 
 /** The kubelet's /proc as the test says: its command line and files by path. */

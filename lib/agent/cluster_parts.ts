@@ -61,7 +61,9 @@ export async function clusterParts(
     const { ApiPodSource } = await import("../pods/api_source.ts");
     const { loadKubeConfig } = await import("../kube/client.ts");
     const { EventRecorder } = await import("../kube/events.ts");
-    const { AppsV1Api, CoreV1Api, clientNodeOrigin, Watch } = await import("../kube/k8s.ts");
+    const { AppsV1Api, CoreV1Api, DiscoveryV1Api, clientNodeOrigin, Watch } = await import(
+      "../kube/k8s.ts"
+    );
     log.debug("Kubernetes client loaded from its {origin}", { origin: clientNodeOrigin });
     const kubeConfig = loadKubeConfig({ kubeconfig: config.kubeconfig });
     if (config.addressSharing === "exclusive") {
@@ -80,15 +82,18 @@ export async function clusterParts(
     const {
       agentKubeconfigSource,
       clusterInfoSource,
-      kubernetesEndpointsSource,
+      kubernetesEndpointSlicesSource,
       kubernetesServiceSource,
     } = await import("./api_server_sources.ts");
     const core = kubeConfig.makeApiClient(CoreV1Api);
+    const discovery = kubeConfig.makeApiClient(DiscoveryV1Api);
     const kubernetes = { name: "kubernetes", namespace: "default" };
     apiServerSources.push(
       agentKubeconfigSource(() => kubeConfig.getCurrentCluster()?.server),
       kubernetesServiceSource(() => core.readNamespacedService(kubernetes)),
-      kubernetesEndpointsSource(() => core.readNamespacedEndpoints(kubernetes)),
+      kubernetesEndpointSlicesSource((query) =>
+        discovery.listNamespacedEndpointSlice({ namespace: "default", ...query })
+      ),
       clusterInfoSource(() =>
         core.readNamespacedConfigMap({ name: "cluster-info", namespace: "kube-public" })
       ),

@@ -281,7 +281,7 @@ export function apiServerAddressesCheck(v: NonNullable<AddressesView["apiServer"
         failing.map((s) => `${s.name} ${s.neverRead ? "never read" : "not read again"}: ${s.error}`)
           .join("; "),
     "check the agent's access to the API server and the chart's Roles <release>-api-server in " +
-      "namespace default (get services and endpoints named kubernetes) and kube-public (get " +
+      "namespace default (get the service kubernetes, list endpointslices) and kube-public (get " +
       "configmap cluster-info), and that it sees the kubelet's /proc",
     "warning",
   );

@@ -16,5 +16,6 @@ export {
   ObjectAppsV1Api as AppsV1Api,
   ObjectCoordinationV1Api as CoordinationV1Api,
   ObjectCoreV1Api as CoreV1Api,
+  ObjectDiscoveryV1Api as DiscoveryV1Api,
   ObjectVersionApi as VersionApi,
 } from "@kubernetes/client-node/dist/gen/types/ObjectParamAPI.js";

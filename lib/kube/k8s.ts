@@ -39,6 +39,7 @@ export const CLIENT_NODE_PARTS = [
   "AppsV1Api",
   "CoordinationV1Api",
   "CoreV1Api",
+  "DiscoveryV1Api",
   "VersionApi",
 ] as const satisfies readonly (keyof ClientNode)[];
 type Unlisted = Exclude<keyof ClientNode, typeof CLIENT_NODE_PARTS[number]>;
@@ -223,6 +224,7 @@ export const {
   AppsV1Api,
   CoordinationV1Api,
   CoreV1Api,
+  DiscoveryV1Api,
   VersionApi,
 } = loaded.parts;
 export type KubeConfig = Parts.KubeConfig;
@@ -233,4 +235,5 @@ export type V1MicroTime = Parts.V1MicroTime;
 export type AppsV1Api = Parts.AppsV1Api;
 export type CoordinationV1Api = Parts.CoordinationV1Api;
 export type CoreV1Api = Parts.CoreV1Api;
+export type DiscoveryV1Api = Parts.DiscoveryV1Api;
 export type VersionApi = Parts.VersionApi;

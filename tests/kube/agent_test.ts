@@ -144,7 +144,7 @@ async function waitForRbac(config: KubeConfig) {
   await waitFor(async () => {
     await core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${NODE}`, limit: 1 });
     // And the Roles of the API server's addresses: each binding arrives on its own.
-    await apiServerRolesApply(core);
+    await apiServerRolesApply(config);
     return true;
   }, { timeout: 15_000, message: "the chart's RBAC to take effect" });
 }

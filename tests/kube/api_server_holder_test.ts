@@ -1,7 +1,8 @@
 /**
  * A tenant's pod at the real API server's address, without pod ranges (--pod-cidrs unset, the
  * default): the agent runs as the chart's ServiceAccount against the real kube-apiserver and reads
- * the `kubernetes` Service's ClusterIP (10.96.0.1, through the chart's Role in default). The
+ * the `kubernetes` Service's ClusterIP (10.96.0.1, through the chart's Role in default) and its
+ * EndpointSlices (a list by label, which the same Role allows). The
  * simulated node's kubelet reaches its API server at that address and port (the Service's 443:
  * a server in a namespace of its own behind the node's main table, as kube-proxy would take it
  * there), and the tenant's pod of network 2 holds the same address in network 2 (a Multus static
@@ -12,7 +13,7 @@
  * address.
  */
 import assert from "node:assert/strict";
-import { CoreV1Api } from "@kubernetes/client-node";
+import { CoreV1Api, DiscoveryV1Api } from "@kubernetes/client-node";
 import { loadKubeConfig } from "../../lib/kube/client.ts";
 import { hostAddressesCheck } from "../../lib/doctor/agent_checks.ts";
 import type { AddressesView } from "../../lib/agent/http_server.ts";
@@ -48,7 +49,7 @@ Deno.test({
     "lace",
   );
   // The chart's Roles in default and kube-public reach the authorizer late.
-  const asAgent = loadKubeConfig({ kubeconfig }).makeApiClient(CoreV1Api);
+  const asAgent = loadKubeConfig({ kubeconfig });
   await waitFor(async () => {
     await apiServerRolesApply(asAgent);
     return true;
@@ -66,6 +67,26 @@ Deno.test({
       },
     },
   });
+  // The kubernetes Service's EndpointSlices, as the API server's endpoint reconciler writes them
+  // (this one runs with none: its loopback address cannot be an endpoint), one per address
+  // family, a ready and a not-ready endpoint; and another Service's slice in default, not held.
+  const discovery = admin.makeApiClient(DiscoveryV1Api);
+  const slice = (name: string, service: string, addressType: string, addresses: string[]) =>
+    discovery.createNamespacedEndpointSlice({
+      namespace: "default",
+      body: {
+        metadata: { name, labels: { "kubernetes.io/service-name": service } },
+        addressType,
+        endpoints: addresses.map((address, i) => ({
+          addresses: [address],
+          conditions: { ready: i === 0 },
+        })),
+        ports: [{ name: "https", port: 6443, protocol: "TCP" }],
+      },
+    });
+  await slice("kubernetes", "kubernetes", "IPv4", ["10.98.0.1", "10.98.0.2"]);
+  await slice("kubernetes-ipv6", "kubernetes", "IPv6", ["fd00:98::1"]);
+  await slice("other", "other", "IPv4", ["10.98.0.50"]);
   const service = await core.readNamespacedService({ name: "kubernetes", namespace: "default" });
   const apiServer = service.spec!.clusterIP!;
   assert.equal(apiServer, "10.96.0.1");
@@ -97,6 +118,15 @@ Deno.test({
         s.name === "kubernetes-service"
       );
       assert.deepEqual(kubernetesService, { name: "kubernetes-service", addresses: [apiServer] });
+      assert.deepEqual(
+        view.apiServer?.sources.find((s) => s.name === "kubernetes-endpointslices"),
+        {
+          name: "kubernetes-endpointslices",
+          addresses: ["10.98.0.1", "10.98.0.2", "fd00:98::1"],
+        },
+        logs(),
+      );
+      assert.ok(!view.apiServer?.addresses.includes("10.98.0.50"), "another Service's slice");
       assert.deepEqual(view.apiServer?.sources.find((s) => s.name === "cluster-info"), {
         name: "cluster-info",
         addresses: ["10.98.0.100"],

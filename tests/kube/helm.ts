@@ -4,7 +4,8 @@
  * validates every object exactly as it would on `helm install`.
  */
 import {
-  type CoreV1Api,
+  CoreV1Api,
+  DiscoveryV1Api,
   type KubeConfig,
   type KubernetesObject,
   KubernetesObjectApi,
@@ -108,10 +109,16 @@ export async function applyObjects(
 
 /**
  * Throws until the chart's Roles of the API server's addresses (in default and kube-public) let
- * `core` read what the agent reads there (cluster-info may not exist: 404 is an answer).
+ * the identity of `config` read what the agent reads there (cluster-info may not exist: 404 is an
+ * answer).
  */
-export async function apiServerRolesApply(core: CoreV1Api): Promise<void> {
+export async function apiServerRolesApply(config: KubeConfig): Promise<void> {
+  const core = config.makeApiClient(CoreV1Api);
   await core.readNamespacedService({ name: "kubernetes", namespace: "default" });
+  await config.makeApiClient(DiscoveryV1Api).listNamespacedEndpointSlice({
+    namespace: "default",
+    labelSelector: "kubernetes.io/service-name=kubernetes",
+  });
   await core.readNamespacedConfigMap({ name: "cluster-info", namespace: "kube-public" }).catch(
     (e) => {
       if (apiStatus(e) !== 404) throw e;
