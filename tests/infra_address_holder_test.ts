@@ -142,11 +142,15 @@ Deno.test({
         },
       );
       const { agent } = t;
-      // Read once the follower knows the kubelet's pid, and reconciled within a second.
+      // Read once the follower knows the kubelet's pid, and reconciled at the next check of the
+      // node's addresses (HOST_ADDRESS_CHECK_MS).
       const view = await waitFor(async () => {
         const v = JSON.parse((await agent.local("/addresses")).body) as AddressesView;
         return v.hostHeld?.length ? v : undefined;
-      }, { message: "/addresses naming the pod at the kubelet's API server" }).catch(async (e) => {
+      }, {
+        timeout: 15_000,
+        message: "/addresses naming the pod at the kubelet's API server",
+      }).catch(async (e) => {
         const v = (await agent.local("/addresses")).body;
         throw new Error(`${e.message}\n/addresses: ${v}\n${agent.logs.slice(-20).join("\n")}`);
       });

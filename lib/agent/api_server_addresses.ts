@@ -18,8 +18,8 @@
  * addresses it gave last (fail closed: an address is never released because a read failed), is
  * logged and counted (lace_api_server_sources_failing) and named by `lace doctor`
  * (api-server-addresses). The set is
- * asked for with the node's own addresses at every reconcile, ADD and host-address check (1 s),
- * so a change the refresh finds reaches the pods already there within a second.
+ * asked for with the node's own addresses at every reconcile, ADD and host-address check (5 s),
+ * so a change the refresh finds reaches the pods already there within 5 s.
  */
 import { getLogger, type Logger } from "@logtape/logtape";
 import { type Timers, within } from "../timers.ts";

@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { AgentCore } from "./core.ts";
+import { HOST_ADDRESS_CHECK_MS } from "./host_address_watch.ts";
 import { AttachmentRefusedError } from "../cni/protocol.ts";
 import type { PodSource } from "../pods/source.ts";
 import { MemoryProbeStore } from "../../tests/helpers/memory_probe_store.ts";
@@ -290,7 +291,7 @@ Deno.test("AgentCore reads the node's own addresses once per CNI ADD, the reconc
   await t.core.stop();
 });
 
-Deno.test("AgentCore takes a learnt pod's targets at an address the node gains within a second, not at the resync, and gives them back when the node drops it", async () => {
+Deno.test("AgentCore takes a learnt pod's targets at an address the node gains within its check of the node's addresses, not at the resync, and gives them back when the node drops it", async () => {
   const host = new Set(["10.0.0.1"]);
   let freshReads = 0;
   const t = setup(["api"], {}, undefined, undefined, {
@@ -303,9 +304,9 @@ Deno.test("AgentCore takes a learnt pod's targets at an address the node gains w
   t.sources[0].list(pod("a", "10.0.0.8", 1));
   await t.settle();
   assert.deepEqual(ids(t.store), ["10.0.0.8:8080=1"]);
-  // The node gains the pod's address (resync is CONFIG's 60 s away): held within the 1 s check.
+  // The node gains the pod's address (resync is CONFIG's 60 s away): held within the check.
   host.add("10.0.0.8");
-  await t.settle(1000 + CONFIG.debounceMs);
+  await t.settle(HOST_ADDRESS_CHECK_MS + CONFIG.debounceMs);
   assert.deepEqual(ids(t.store), []);
   assert.deepEqual(t.core.view().hostHeld.map((h) => [h.pod.uid, h.address]), [["a", "10.0.0.8"]]);
   assert.deepEqual(t.skips.map((s) => s.reason), ["host-address"], "one ProbeIgnored");
@@ -313,11 +314,11 @@ Deno.test("AgentCore takes a learnt pod's targets at an address the node gains w
   assert.equal(freshReads, 1);
   // Unchanged: no reconcile of its own, and no second skip.
   const runs = t.core.view().lastReconcile;
-  await t.settle(3000);
+  await t.settle(3 * HOST_ADDRESS_CHECK_MS);
   assert.equal(t.core.view().lastReconcile, runs);
   // Dropped again: released within the check.
   host.delete("10.0.0.8");
-  await t.settle(1000 + CONFIG.debounceMs);
+  await t.settle(HOST_ADDRESS_CHECK_MS + CONFIG.debounceMs);
   assert.deepEqual(ids(t.store), ["10.0.0.8:8080=1"]);
   assert.deepEqual(t.core.view().hostHeld, []);
   assert.equal(t.skips.length, 1);

@@ -21,7 +21,7 @@
  * outside the cgroup) is never answered from the cache; the node's addresses are its
  * administrator's, not a tenant's; and an address the node gains counts at the next ADD at most
  * 1 s later, and for pods already there at the agent's check (host_address_watch.ts), which
- * reads past the cache every second.
+ * reads past the cache every 5 s.
  */
 import { getLogger } from "@logtape/logtape";
 import { errorText } from "../error_text.ts";
