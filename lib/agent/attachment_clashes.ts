@@ -10,7 +10,7 @@ import type { PodCache } from "../pods/cache.ts";
 import { canonicalAddress } from "../datapath/probe_map.ts";
 import { type PodNetwork, type TargetOptions, UNKNOWN_NETWORK } from "../rules/pod_network.ts";
 import type { PodPlacement } from "../rules/placement.ts";
-import { addressPlacement, type RulesMemo } from "./desired_state.ts";
+import { addressPlacement, type RulesMemo } from "./address_placement.ts";
 import { errorText } from "../error_text.ts";
 import { callHook } from "./problems.ts";
 import { aboutPod, limitedLog } from "../log_limiter.ts";

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { type ClashCheck, refuseClashingAttachment } from "./attachment_clashes.ts";
-import { desiredState, type RulesMemo } from "./desired_state.ts";
+import { desiredState } from "./desired_state.ts";
+import type { RulesMemo } from "./address_placement.ts";
 import { type Attachment, AttachmentRefusedError } from "../cni/protocol.ts";
 import type { AddressClash } from "../rules/conflicts.ts";
 import { assertUsable, normalisePod, type Pod } from "../pods/pod.ts";

@@ -26,12 +26,8 @@ import {
   type ReconcileObserver,
   type ReconcileReport,
 } from "./reconcile.ts";
-import {
-  desiredState,
-  type HostHeldAddress,
-  type RulesMemo,
-  type TargetView,
-} from "./desired_state.ts";
+import { desiredState, type HostHeldAddress, type TargetView } from "./desired_state.ts";
+import type { RulesMemo } from "./address_placement.ts";
 import {
   refuseHostAddress,
   refuseOutsidePodRanges,

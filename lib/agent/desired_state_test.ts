@@ -1,10 +1,6 @@
 import assert from "node:assert/strict";
-import {
-  desiredState,
-  type DesiredStateConfig,
-  type RulesMemo,
-  targetViews,
-} from "./desired_state.ts";
+import { desiredState, type DesiredStateConfig, targetViews } from "./desired_state.ts";
+import type { RulesMemo } from "./address_placement.ts";
 import { markFor } from "../config.ts";
 import { normalisePod, type Pod, PodRefusedError } from "../pods/pod.ts";
 import { keyId } from "../datapath/probe_map.ts";
