@@ -181,7 +181,7 @@ function peerLoop(conns: PeerConn[], idle: (c: PeerConn) => boolean, maxConnecti
   return { loop, refused };
 }
 
-Deno.test("AcceptLoop refuses a peer's connection beyond its cap when none of its own is idle, and serves other peers (issue 24, finding 1)", async () => {
+Deno.test("AcceptLoop refuses a peer's connection beyond its cap when none of its own is idle, and serves other peers", async () => {
   const a = [new PeerConn("10.0.0.1"), new PeerConn("10.0.0.1"), new PeerConn("10.0.0.1")];
   const b = new PeerConn("10.0.0.2");
   // b's connection is idle, but a's third may not close another peer's connection.

@@ -19,7 +19,7 @@ async function withRunDir(mode: number, fn: (dir: string) => Promise<void>): Pro
 
 const modeOf = (path: string) => Deno.lstatSync(path).mode! & 0o7777;
 
-Deno.test("finding 8: listenUnixSocket() tightens the kubelet's 0755 socket directory to 0700", async () => {
+Deno.test("listenUnixSocket() tightens the kubelet's 0755 socket directory to 0700", async () => {
   await withRunDir(0o755, async (dir) => {
     const socket = await listenUnixSocket(`${dir}/cni.sock`, "--cni-socket");
     try {
@@ -33,7 +33,7 @@ Deno.test("finding 8: listenUnixSocket() tightens the kubelet's 0755 socket dire
 });
 
 Deno.test(
-  "finding 8: listenUnixSocket() refuses a socket directory others may write, and binds nothing there",
+  "listenUnixSocket() refuses a socket directory others may write, and binds nothing there",
   async () => {
     await withRunDir(0o777, async (dir) => {
       await assert.rejects(
@@ -47,7 +47,7 @@ Deno.test(
 );
 
 Deno.test({
-  name: "finding 8: listenUnixSocket() refuses a socket directory another user owns",
+  name: "listenUnixSocket() refuses a socket directory another user owns",
   ignore: Deno.uid() !== 0,
   async fn() {
     await withRunDir(0o700, async (dir) => {

@@ -93,8 +93,7 @@ Deno.test({
 });
 
 Deno.test({
-  name:
-    "buildBundle() builds again over a body swapped under its inputs' marker line (issue 24, finding 5)",
+  name: "buildBundle() builds again over a body swapped under its inputs' marker line",
   sanitizeResources: false,
   fn: async () => {
     await withRecordCopy(async (dir, record) => {
@@ -109,8 +108,7 @@ Deno.test({
 });
 
 Deno.test({
-  name:
-    "buildBundle() refuses a record rewritten to vouch for a swapped body (issue 24, finding 5)",
+  name: "buildBundle() refuses a record rewritten to vouch for a swapped body",
   sanitizeResources: false,
   fn: async () => {
     await withRecordCopy(async (dir, record) => {

@@ -103,7 +103,7 @@ Deno.test({
 
 Deno.test({
   name:
-    "under --address-sharing=shared pods of two networks at one address are both tagged: the exposure the README documents",
+    "under --address-sharing=shared pods of two networks at one address are both tagged: the documented exposure",
   ...agentTestOptions,
   async fn() {
     const { victim, attacker } = victimAndAttacker();

@@ -52,7 +52,7 @@ helmTest("the agent runs in the host network and PID namespace on every node", a
 });
 
 helmTest(
-  "the agent learns its node name, serves metrics on the node IP and health to its probes on loopback (issue 24, finding 1)",
+  "the agent learns its node name, serves metrics on the node IP and health to its probes on loopback",
   async (h) => {
     const manifests = await render(h);
     const c = agent(manifests);

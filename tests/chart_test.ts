@@ -217,7 +217,7 @@ helmTest(
 );
 
 helmTest(
-  "finding 8: the chart's socket directory ends 0700 once the agent listens, though the " +
+  "the chart's socket directory ends 0700 once the agent listens, though the " +
     "kubelet creates its hostPath 0755",
   async (h) => {
     const manifests = await render(h);
@@ -247,7 +247,7 @@ helmTest(
 
 const asRootWithUnshare = Deno.uid() === 0 && !noHelm;
 Deno.test({
-  name: "finding 3: the chart's mountBpffs, run as rendered, mounts bpffs 0700" +
+  name: "the chart's mountBpffs, run as rendered, mounts bpffs 0700" +
     (asRootWithUnshare ? "" : " (skipped: needs root and helm)"),
   ignore: !asRootWithUnshare,
   async fn() {

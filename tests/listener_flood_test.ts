@@ -18,7 +18,7 @@ import { waitFor } from "./helpers/wait.ts";
 
 Deno.test({
   name: "under a flood of keep-alive connections and a byte-at-a-time head on the node listener, " +
-    "the agent stays live, ready and reconciling (issue 24, finding 1)",
+    "the agent stays live, ready and reconciling",
   ...agentTestOptions,
   async fn() {
     await using w = await AgentWorld.create();

@@ -136,7 +136,7 @@ function attached(pinPath: string, cgroup: string, object?: Uint8Array): Datapat
 }
 
 privileged(
-  "finding 3: the agent refuses a pin directory a local user created first, naming its owner",
+  "the agent refuses a pin directory a local user created first, naming its owner",
   async () => {
     using exposed = new ExposedPinPath();
     const made = await asNobody('mkdir "$1"', exposed.pinPath);
@@ -150,7 +150,7 @@ privileged(
 );
 
 privileged(
-  "finding 3: a local user cannot unlink or rename Lace's link pins, even after creating " +
+  "a local user cannot unlink or rename Lace's link pins, even after creating " +
     "the pin directory first",
   async () => {
     using exposed = new ExposedPinPath();
@@ -186,7 +186,7 @@ privileged(
 );
 
 privileged(
-  "finding 3: a local user cannot hold the pin lock, so the agent starts and attaches at once",
+  "a local user cannot hold the pin lock, so the agent starts and attaches at once",
   async () => {
     using exposed = new ExposedPinPath();
     await using cgroups = CgroupTree.create();
@@ -203,7 +203,7 @@ privileged(
 );
 
 privileged(
-  "finding 3: a local user cannot fake a live newer agent with a shared lock on its layout, " +
+  "a local user cannot fake a live newer agent with a shared lock on its layout, " +
     "so a rolled-back agent takes the links over",
   async () => {
     using exposed = new ExposedPinPath();
@@ -231,7 +231,7 @@ privileged(
 );
 
 privileged(
-  "finding 3: a pin lock a local user kept through a descriptor from before the pin path was " +
+  "a pin lock a local user kept through a descriptor from before the pin path was " +
     "made 0700 is refused at once, naming the process to stop",
   async () => {
     using exposed = new ExposedPinPath();
@@ -252,7 +252,7 @@ privileged(
 );
 
 privileged(
-  "finding 3: a shared lock a local user kept on a layout directory from before it was made " +
+  "a shared lock a local user kept on a layout directory from before it was made " +
     "0700 does not keep a rolled-back agent standing by",
   async () => {
     using exposed = new ExposedPinPath();
@@ -280,7 +280,7 @@ privileged(
 );
 
 privileged(
-  "finding 3: lace doctor names a local user's process that holds a pin directory open",
+  "lace doctor names a local user's process that holds a pin directory open",
   async () => {
     using exposed = new ExposedPinPath();
     Datapath.open({ pinPath: exposed.pinPath }).close();
@@ -302,7 +302,7 @@ privileged(
 );
 
 privileged(
-  "finding 3: lace uninstall never follows a pin path a local user made a symlink to another " +
+  "lace uninstall never follows a pin path a local user made a symlink to another " +
     "program's pins",
   async () => {
     using exposed = new ExposedPinPath();

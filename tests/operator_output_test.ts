@@ -104,7 +104,7 @@ function assertEscaped(what: string, text: string): void {
   }
 }
 
-Deno.test("operator output never prints a pod's escape sequences, C1 controls or bidi characters raw (issue 24, finding 6)", () => {
+Deno.test("operator output never prints a pod's escape sequences, C1 controls or bidi characters raw", () => {
   const vs = views();
   assert.ok(vs.some((v) => v.httpPath?.includes("\x1b]52")), "the path reached the view");
   const rows = podRows(vs, reports(vs));
@@ -141,7 +141,7 @@ Deno.test("operator output never prints a pod's escape sequences, C1 controls or
   );
 });
 
-Deno.test("operator JSON keeps a pod's values exact and writes their control and bidi characters as JSON escapes (issue 24, finding 6)", () => {
+Deno.test("operator JSON keeps a pod's values exact and writes their control and bidi characters as JSON escapes", () => {
   const vs = views();
   const text = targetsJson(vs);
   assert.equal(text.match(UNSAFE), null, text);
@@ -158,7 +158,7 @@ Deno.test("operator JSON keeps a pod's values exact and writes their control and
   assert.deepEqual(JSON.parse(safeJson(doc, 2)), doc);
 });
 
-Deno.test("the agent's logs never carry a pod's escape sequences raw, as text or JSON (issue 24, finding 6)", () => {
+Deno.test("the agent's logs never carry a pod's escape sequences raw, as text or JSON", () => {
   for (const format of ["text", "json"] as const) {
     const out: string[] = [];
     setupLogging("info", format, (bytes) => out.push(new TextDecoder().decode(bytes)));

@@ -103,7 +103,7 @@ Deno.test("serveHttp() answers a head larger than 16 KiB with 431 and closes", a
   await server.shutdown();
 });
 
-Deno.test("serveHttp() reads a head arriving a byte per packet at most every 50 ms after its second read (issue 24, finding 1)", async () => {
+Deno.test("serveHttp() reads a head arriving a byte per packet at most every 50 ms after its second read", async () => {
   const { clock, timers } = fakeTime();
   const conn = new MemoryConn();
   const server = serveHttp(scriptedListener<Stream>([conn]), ok, { name: "test", timers });
@@ -120,7 +120,7 @@ Deno.test("serveHttp() reads a head arriving a byte per packet at most every 50 
   await server.shutdown();
 });
 
-Deno.test("serveHttp() answers one address's pipelined requests at most 10 a second after a burst of 20 (issue 24, finding 1)", async () => {
+Deno.test("serveHttp() answers one address's pipelined requests at most 10 a second after a burst of 20", async () => {
   const { clock, timers } = fakeTime();
   const conn = new MemoryConn();
   conn.remoteAddr = { transport: "tcp", hostname: "10.0.0.7", port: 40000 };
@@ -192,7 +192,7 @@ Deno.test("slow-loris clients filling the cap are closed after the header timeou
     assert.match(await roundTrip(await connect()), /^HTTP\/1\.1 200 OK/);
   }));
 
-Deno.test("a connection beyond the cap closes the oldest idle keep-alive connection and is served (issue 24, finding 1)", () =>
+Deno.test("a connection beyond the cap closes the oldest idle keep-alive connection and is served", () =>
   withLoopbackServer({ maxConnections: 2 }, async (connect, server) => {
     const a = await connect(), b = await connect();
     assert.match(await roundTrip(a), /200 OK/);

@@ -81,7 +81,7 @@ Deno.test("Metrics reads the probe map's entries and capacity at scrape time", a
   assert.equal(await sample(metrics, "lace_probe_map_capacity"), 65536);
 });
 
-Deno.test("/metrics names no network, pod or address, only network ids (issue 24, finding 4)", async () => {
+Deno.test("/metrics names no network, pod or address, only network ids", async () => {
   // A tenant on the node's network scrapes /metrics: it must not learn other tenants' networks.
   const metrics = new Metrics(
     () => undefined,

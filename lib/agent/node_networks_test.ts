@@ -70,7 +70,7 @@ Deno.test("fileNodeNetworkStore() saves root-only and loads what it saved", asyn
 });
 
 Deno.test(
-  "finding 8: fileNodeNetworkStore() reads nothing from a directory others may write",
+  "fileNodeNetworkStore() reads nothing from a directory others may write",
   async () => {
     const dir = await Deno.makeTempDir({ prefix: "lace-node-networks-" });
     try {

@@ -253,7 +253,7 @@ Deno.test("stop() drops queued Events and later ones are ignored", async () => {
   assert.equal(api.calls.length, 1);
 });
 
-Deno.test("an Event's message carries a pod's escape sequences and bidi characters escaped (issue 24, finding 6)", async () => {
+Deno.test("an Event's message carries a pod's escape sequences and bidi characters escaped", async () => {
   const api = new FakeApi();
   const events = recorder(api);
   events.warn(POD, "ProbeIgnored", "probe path /x\x1b]52;c;eA==\x07\u009b2J\u202e is odd");

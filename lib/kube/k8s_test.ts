@@ -113,7 +113,7 @@ Deno.test("loadClientNode() throws naming both failures when neither can be load
 // Finding 5 of issue 24: the bundle is git-ignored, so nobody reviews it; whatever sits there
 // exporting the right names was imported. Each test below plays whoever swapped it.
 
-Deno.test("loadClientNode() refuses a bundle whose body is not the one its record names (issue 24, finding 5)", async () => {
+Deno.test("loadClientNode() refuses a bundle whose body is not the one its record names", async () => {
   await withDir(async (dir) => {
     const bundle = join(dir, "bundle.js");
     const built = fakeBundle(CLIENT_NODE_PARTS);
@@ -138,7 +138,7 @@ function markerLine(entry: string, lockfile: string): string {
   return `// lace client-node bundle ${hash}`;
 }
 
-Deno.test("loadClientNode() refuses a bundle that carries its inputs' marker line over another body (issue 24, finding 5)", async () => {
+Deno.test("loadClientNode() refuses a bundle that carries its inputs' marker line over another body", async () => {
   await withDir(async (dir) => {
     const bundle = join(dir, "bundle.js");
     const trust = await trustFor(dir, fakeBundle(CLIENT_NODE_PARTS));
@@ -151,7 +151,7 @@ Deno.test("loadClientNode() refuses a bundle that carries its inputs' marker lin
   });
 });
 
-Deno.test("loadClientNode() refuses a bundle whose record was made from another lockfile, entry or Deno (issue 24, finding 5)", async () => {
+Deno.test("loadClientNode() refuses a bundle whose record was made from another lockfile, entry or Deno", async () => {
   await withDir(async (dir) => {
     const bundle = join(dir, "bundle.js");
     const text = fakeBundle(CLIENT_NODE_PARTS);

@@ -198,8 +198,7 @@ Deno.test({
 });
 
 Deno.test({
-  name:
-    "an identity with bind rights cannot set the network annotations through a binding (issue 24, finding 7)",
+  name: "an identity with bind rights cannot set the network annotations through a binding",
   ...controlPlaneTestOptions(unavailable),
 }, async (t) => {
   await using cp = await startControlPlane();
