@@ -1,20 +1,15 @@
 /**
- * The README's threat model backs each line with a test, named by file and test name. A renamed
- * or removed test would leave a claim without its backing: every name must still be a test in
- * the file named before it.
+ * The threat model (docs/threat-model.md, linked from the README's security section) backs each
+ * line with a test, named by file and test name. A renamed or removed test would leave a claim
+ * without its backing: every name must still be a test in the file named before it.
  */
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 
 const REPO = fileURLToPath(new URL("..", import.meta.url));
 
-/** The text of the README section `title`, whitespace collapsed. */
-function section(markdown: string, title: string): string {
-  const start = markdown.indexOf(`\n## ${title}\n`);
-  assert.notEqual(start, -1, `README has no "## ${title}" section`);
-  const end = markdown.indexOf("\n## ", start + 1);
-  return markdown.slice(start, end === -1 ? undefined : end).replace(/\s+/g, " ");
-}
+/** Where the threat model lives. */
+export const THREAT_MODEL = "docs/threat-model.md";
 
 /** Each quoted test name with the test file named last before it. */
 function references(text: string): { file: string; name: string }[] {
@@ -33,16 +28,25 @@ async function testSource(file: string): Promise<string> {
   return text.replace(/"\s*\+\s*"/g, "").replace(/\s+/g, " ");
 }
 
-Deno.test("every test the README's threat model names exists in the file it names", async () => {
-  const readme = await Deno.readTextFile(`${REPO}/README.md`);
-  const refs = references(section(readme, "Threat model"));
+Deno.test("every test the threat model names exists in the file it names", async () => {
+  const text = await Deno.readTextFile(`${REPO}/${THREAT_MODEL}`);
+  const refs = references(text.replace(/\s+/g, " "));
   assert.ok(refs.length >= 20, `only ${refs.length} test references found`);
   const missing: string[] = [];
   for (const { file, name } of refs) {
     const source = await testSource(file).catch(() => "");
     if (!namesTest(source, name)) missing.push(`${file}: "${name}"`);
   }
-  assert.deepEqual(missing, [], "tests named in the README but not found");
+  assert.deepEqual(missing, [], `tests named in ${THREAT_MODEL} but not found`);
+});
+
+Deno.test("the README keeps no threat-model lines of its own: it links to the threat model", async () => {
+  const readme = await Deno.readTextFile(`${REPO}/README.md`);
+  assert.ok(
+    !/^## Threat model\s*$/m.test(readme),
+    `README.md has a "## Threat model" section: move its lines into ${THREAT_MODEL}`,
+  );
+  assert.ok(readme.includes(`(${THREAT_MODEL})`), `README.md does not link ${THREAT_MODEL}`);
 });
 
 /**

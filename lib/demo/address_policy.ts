@@ -8,7 +8,7 @@
 import { POD_IPV4, POD_IPV6 } from "./netns.ts";
 import { selfPluginCommand } from "../self_command.ts";
 
-/** What the opt-in exposes, as the demo says it (and the README's threat model). */
+/** What the opt-in exposes, as the demo says it (and docs/threat-model.md). */
 export const SHARING_EXPOSURE =
   "under --address-sharing=shared a pod at a shared address can answer the kubelet's probe " +
   "with a redirect to another network's pod at the same address (any port), and the kubelet " +
