@@ -4,7 +4,7 @@
  * records its rounds produce, and the labels its rows print.
  */
 import type { ProgramName } from "../lib/datapath/pins.ts";
-import { MAX_TARGETS } from "../lib/datapath/probe_map.ts";
+import { MAX_TARGETS } from "../lib/probe/key.ts";
 import type { ConnectRequest } from "./connect_worker.ts";
 import type { RatioResult } from "./connect_ratio.ts";
 

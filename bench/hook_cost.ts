@@ -31,7 +31,7 @@
  * copies: where the kernel places a program is worth ±15–20 % of its cost on
  * this kind of machine (bench/hook_programs.ts).
  */
-import { MAX_TARGETS } from "../lib/datapath/probe_map.ts";
+import { MAX_TARGETS } from "../lib/probe/key.ts";
 import {
   FAMILIES,
   type FloorStat,

@@ -1,5 +1,5 @@
 /** The probe targets figure 1 fills its maps with, beside the pod's own. */
-import type { ProbeKey } from "../lib/datapath/probe_map.ts";
+import type { ProbeKey } from "../lib/probe/key.ts";
 
 /** Deterministic distinct keys of both families, none on loopback (so none matches by chance). */
 export function* fillerKeys(): Generator<ProbeKey> {

@@ -18,7 +18,7 @@ import {
   sizeLabel,
 } from "./hook_cells.ts";
 import { COPIES } from "./hook_programs.ts";
-import { MAX_TARGETS } from "../lib/datapath/probe_map.ts";
+import { MAX_TARGETS } from "../lib/probe/key.ts";
 import { atMost, fmt, type Goal, type Row } from "./report.ts";
 import { round } from "./stats.ts";
 

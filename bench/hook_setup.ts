@@ -5,11 +5,12 @@
  * worker, and the maps and pod ranges filled to a given size.
  */
 import { fileURLToPath } from "node:url";
-import { defaultConfig, markFor } from "../lib/config.ts";
+import { defaultConfig } from "../lib/config.ts";
+import { markFor } from "../lib/probe/key.ts";
 import { Datapath } from "../lib/datapath/loader.ts";
 import { type ProgramName, uninstall } from "../lib/datapath/pins.ts";
-import type { ProbeKey } from "../lib/datapath/probe_map.ts";
-import { hostRange, parseCidr, type PodRange } from "../lib/datapath/pod_ranges.ts";
+import type { ProbeKey } from "../lib/probe/key.ts";
+import { hostRange, parseCidr, type PodRange } from "../lib/net/cidr.ts";
 import { SimCgroups } from "../lib/demo/cgroup.ts";
 import { run } from "../lib/process.ts";
 import { POD_IPV4, POD_IPV6, SimNode, simNodeAddresses } from "../lib/demo/netns.ts";

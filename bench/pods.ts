@@ -6,7 +6,8 @@
 import { join } from "node:path";
 import type { CleanupStack } from "../lib/cleanup_stack.ts";
 import type { Pod } from "../lib/pods/pod.ts";
-import { canonicalAddress, type ProbeKey } from "../lib/datapath/probe_map.ts";
+import { canonicalAddress } from "../lib/net/address.ts";
+import type { ProbeKey } from "../lib/probe/key.ts";
 
 export const NODE_NAME = "bench-node";
 

@@ -12,12 +12,7 @@ import { uninstall } from "../lib/datapath/pins.ts";
 import type { BpfProbeStore } from "../lib/datapath/probe_store.ts";
 import type { Pod } from "../lib/pods/pod.ts";
 import type { PodSink, PodSource } from "../lib/pods/source.ts";
-import {
-  keyId,
-  type ProbeEntry,
-  type ProbeKey,
-  type ProbeStore,
-} from "../lib/datapath/probe_map.ts";
+import { keyId, type ProbeEntry, type ProbeKey, type ProbeStore } from "../lib/probe/key.ts";
 import { benchPod, benchPodKeys, NODE_NAME } from "./pods.ts";
 import { atMost, type FigureResult, fmt, type Goal } from "./report.ts";
 import { max, median, round } from "./stats.ts";

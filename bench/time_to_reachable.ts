@@ -9,7 +9,7 @@
 import { join } from "node:path";
 import { openCurrentMap, uninstall } from "../lib/datapath/pins.ts";
 import { BpfProbeStore } from "../lib/datapath/probe_store.ts";
-import type { ProbeKey } from "../lib/datapath/probe_map.ts";
+import type { ProbeKey } from "../lib/probe/key.ts";
 import { SimCgroups } from "../lib/demo/cgroup.ts";
 import { AgentProcess } from "./agent_process.ts";
 import { startApiServerProcess } from "./json_child.ts";

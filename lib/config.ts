@@ -8,8 +8,8 @@ import type { ChainTarget } from "./cni/chaining/select.ts";
 import { formatDuration } from "./duration.ts";
 import { CONFLICT_POLICIES, type ConflictPolicy } from "./rules/conflicts.ts";
 import { ADDRESS_SHARING, type AddressSharing } from "./rules/address_holders.ts";
-import { MAX_TARGETS } from "./datapath/probe_map.ts";
-import { parseCidr } from "./datapath/pod_ranges.ts";
+import { MAX_TARGETS, networkMask } from "./probe/key.ts";
+import { parseCidr } from "./net/cidr.ts";
 
 export interface Config {
   /** This node's name; pods bound elsewhere are ignored. */
@@ -150,25 +150,6 @@ export function defaultConfig(): Config {
     logLevel: "info",
     logFormat: "auto",
   };
-}
-
-/** The bits of the mark that carry the network id. */
-export function networkMask(config: Pick<Config, "markShift">): number {
-  return (0xffff * 2 ** config.markShift) >>> 0;
-}
-
-/**
- * The socket mark for a network: the contract with the data plane,
- * `probeFlag | networkId << markShift`.
- */
-export function markFor(
-  config: Pick<Config, "probeMark" | "markShift">,
-  networkId: number,
-): number {
-  if (!Number.isInteger(networkId) || networkId < 1 || networkId > 65535) {
-    throw new RangeError(`Network id out of range 1..65535: ${networkId}`);
-  }
-  return (config.probeMark | (networkId * 2 ** config.markShift)) >>> 0;
 }
 
 /**

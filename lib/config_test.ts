@@ -5,32 +5,13 @@ import {
   DURATION_BOUNDS,
   durationProblem,
   listenAddressProblem,
-  markFor,
   markProblems,
-  networkMask,
   nodeProblems,
   validateConfig,
   validateMark,
 } from "./config.ts";
+import { markFor } from "./probe/key.ts";
 import { MAX_TIMER_MS } from "./duration.ts";
-
-Deno.test("markFor() puts the probe flag and the network id in the contract's places", () => {
-  const c = { probeMark: 0x1000, markShift: 16 };
-  assert.equal(markFor(c, 1), 0x11000);
-  assert.equal(markFor(c, 0xffff), 0xffff1000);
-  assert.equal(markFor({ probeMark: 0x1, markShift: 8 }, 0x12), 0x1201);
-});
-
-Deno.test("markFor() refuses network ids outside 1..65535", () => {
-  for (const id of [0, -1, 65536, 1.5, NaN]) {
-    assert.throws(() => markFor({ probeMark: 0x1000, markShift: 16 }, id), RangeError);
-  }
-});
-
-Deno.test("networkMask() covers exactly 16 bits above the shift", () => {
-  assert.equal(networkMask({ markShift: 16 }), 0xffff0000);
-  assert.equal(networkMask({ markShift: 0 }), 0xffff);
-});
 
 Deno.test("validateMark() refuses overlapping, empty and overflowing layouts", () => {
   assert.throws(() => validateMark(0x10000, 16), /overlaps/);

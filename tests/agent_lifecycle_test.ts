@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { readPinnedTargets } from "../lib/datapath/pins.ts";
-import { keyId } from "../lib/datapath/probe_map.ts";
+import { keyId } from "../lib/probe/key.ts";
 import { agentTestOptions, AgentWorld, POD_A, POD_IPV4 } from "./helpers/agent_process.ts";
 import { assertReaches, laceTargets, POD_B, startReadyAgent } from "./helpers/agent_checks.ts";
 import { waitFor } from "./helpers/wait.ts";
@@ -133,7 +133,8 @@ Deno.test({
     const { Datapath } = await import("../lib/datapath/loader.ts");
     const { uninstall } = await import("../lib/datapath/pins.ts");
     const { testPinPath } = await import("./helpers/sim_world.ts");
-    const { markFor, defaultConfig } = await import("../lib/config.ts");
+    const { defaultConfig } = await import("../lib/config.ts");
+    const { markFor } = await import("../lib/probe/key.ts");
     const otherPins = testPinPath();
     try {
       using other = Datapath.open({ pinPath: otherPins });

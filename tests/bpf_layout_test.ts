@@ -25,10 +25,10 @@ import {
   INFO_KEY_SIZE,
   INFO_LAYOUT,
   KEY_LAYOUT,
-  MAX_TARGETS,
   type StructLayout,
   VALUE_LAYOUT,
 } from "../lib/datapath/probe_map.ts";
+import { MAX_TARGETS } from "../lib/probe/key.ts";
 
 const OBJECT = fileURLToPath(new URL("../bpf/lace.bpf.o", import.meta.url));
 

@@ -6,7 +6,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { CgroupFollower, type FollowerOptions } from "../lib/cgroup/follower.ts";
-import { defaultConfig, markFor } from "../lib/config.ts";
+import { defaultConfig } from "../lib/config.ts";
+import { markFor } from "../lib/probe/key.ts";
 import { Datapath } from "../lib/datapath/loader.ts";
 import { statCgroupId } from "../lib/cgroup/watch.ts";
 import { uninstall } from "../lib/datapath/pins.ts";

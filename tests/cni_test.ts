@@ -8,7 +8,8 @@
 import assert from "node:assert/strict";
 import { callAgent } from "../lib/cni/client.ts";
 import { PROTOCOL_VERSION } from "../lib/cni/protocol.ts";
-import { defaultConfig, markFor } from "../lib/config.ts";
+import { defaultConfig } from "../lib/config.ts";
+import { markFor } from "../lib/probe/key.ts";
 import { type ChainOutcome, execPlugin, laceCommand } from "./helpers/cni_runtime.ts";
 import { CniWorld, HTTP_PORT, NETWORK_ID, podManifest, TCP_PORT } from "./helpers/cni_world.ts";
 import { privilegedTests } from "./helpers/sim_world.ts";

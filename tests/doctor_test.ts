@@ -6,7 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { captureConsole } from "./helpers/capture_console.ts";
-import { defaultConfig, markFor } from "../lib/config.ts";
+import { defaultConfig } from "../lib/config.ts";
+import { markFor } from "../lib/probe/key.ts";
 import { Datapath } from "../lib/datapath/loader.ts";
 import { openCurrentMap, uninstall } from "../lib/datapath/pins.ts";
 import { runDoctor } from "../lib/doctor/command.ts";
@@ -16,7 +17,7 @@ import {
   startLocalServer,
   type TargetView,
 } from "../lib/agent/http_server.ts";
-import type { ProbeKey } from "../lib/datapath/probe_map.ts";
+import type { ProbeKey } from "../lib/probe/key.ts";
 import { randomSuffix, run } from "../lib/process.ts";
 import { POD_IPV4, POD_IPV6, SimNode } from "../lib/demo/netns.ts";
 import { PodServer } from "../lib/demo/pod_server.ts";

@@ -9,8 +9,8 @@ import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { Datapath } from "../lib/datapath/loader.ts";
 import { uninstall } from "../lib/datapath/pins.ts";
-import { keyId, type ProbeEntry } from "../lib/datapath/probe_map.ts";
-import { hostRange, parseCidr } from "../lib/datapath/pod_ranges.ts";
+import { keyId, type ProbeEntry } from "../lib/probe/key.ts";
+import { hostRange, parseCidr } from "../lib/net/cidr.ts";
 import { privilegedTests, testPinPath } from "./helpers/sim_world.ts";
 import { stableKey } from "./helpers/map_keys.ts";
 

@@ -7,7 +7,7 @@ import { getLogger } from "@logtape/logtape";
 import { type Attachment, AttachmentRefusedError } from "../cni/protocol.ts";
 import { type AddressClash, addressClashes } from "../rules/conflicts.ts";
 import type { PodCache } from "../pods/cache.ts";
-import { canonicalAddress } from "../datapath/probe_map.ts";
+import { canonicalAddress } from "../net/address.ts";
 import { type PodNetwork, type TargetOptions, UNKNOWN_NETWORK } from "../rules/pod_network.ts";
 import type { PodPlacement } from "../rules/placement.ts";
 import { addressPlacement, type RulesMemo } from "./address_placement.ts";

@@ -11,7 +11,7 @@ import { CNI_SOURCE, CniAttachments } from "./cni_attachments.ts";
 import type { AddressClash, Conflict } from "../rules/conflicts.ts";
 import { PodCache } from "../pods/cache.ts";
 import type { PodSource } from "../pods/source.ts";
-import { keyId, MAX_TARGETS, type ProbeStore } from "../datapath/probe_map.ts";
+import { keyId, MAX_TARGETS, type ProbeStore } from "../probe/key.ts";
 import type { Skip } from "../rules/targets.ts";
 import { type NetworkMismatch, type PodNetwork, UNKNOWN_NETWORK } from "../rules/pod_network.ts";
 import { failedWrites, type Unwritten } from "../rules/share.ts";
@@ -33,7 +33,7 @@ import {
   refuseOutsidePodRanges,
   refuseSecondNetwork,
 } from "./attachment_refusals.ts";
-import { parseCidr, PodRangeSet } from "../datapath/pod_ranges.ts";
+import { parseCidr, PodRangeSet } from "../net/cidr.ts";
 import { refuseClashingAttachment } from "./attachment_clashes.ts";
 import { attachmentNetwork, logUnknownNetwork } from "./attachment_network.ts";
 import type { PodLookup } from "../pods/source.ts";

@@ -5,11 +5,12 @@
  * full map. Pure: no I/O and no clock; AgentCore runs it on every
  * reconcile and keeps the result as its snapshot.
  */
-import { type Config, markFor } from "../config.ts";
+import type { Config } from "../config.ts";
+import { markFor } from "../probe/key.ts";
 import { type Conflict, resolveConflicts } from "../rules/conflicts.ts";
 import { PodRefusedError } from "../pods/pod.ts";
 import type { PodCache } from "../pods/cache.ts";
-import { keyId, type ProbeEntry, type ProbeKey, type ProbeValue } from "../datapath/probe_map.ts";
+import { keyId, type ProbeEntry, type ProbeKey, type ProbeValue } from "../probe/key.ts";
 import { probeTargetsForPod, type Skip, type SkipReason, type Target } from "../rules/targets.ts";
 import type { NetworkMismatch, PodNetwork } from "../rules/pod_network.ts";
 import { capTargets, shareMap, type Unwritten } from "../rules/share.ts";
@@ -25,7 +26,7 @@ import {
 import { errorText } from "../error_text.ts";
 import { HOST_ADDRESS_REFUSAL } from "./host_addresses.ts";
 import type { PodIdentity } from "../rules/pod_fields.ts";
-import type { PodRangeSet } from "../datapath/pod_ranges.ts";
+import type { PodRangeSet } from "../net/cidr.ts";
 
 /** One desired map entry and the pod and probe it serves. */
 export interface TargetView extends Omit<Target, "key" | "networkId"> {

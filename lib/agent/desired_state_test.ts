@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { desiredState, type DesiredStateConfig, targetViews } from "./desired_state.ts";
 import type { RulesMemo } from "./address_placement.ts";
-import { markFor } from "../config.ts";
+import { markFor } from "../probe/key.ts";
 import { normalisePod, type Pod, PodRefusedError } from "../pods/pod.ts";
-import { keyId } from "../datapath/probe_map.ts";
+import { keyId } from "../probe/key.ts";
 import type { PodNetwork } from "../rules/pod_network.ts";
 import { pod as podIn, podLookups } from "../../tests/helpers/core_world.ts";
 

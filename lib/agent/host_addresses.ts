@@ -16,7 +16,7 @@
  * next ADD after the reader's 1 s cache and, for pods already there, within the agent's 1 s
  * check (host_address_watch.ts): no netlink subscription to keep alive.
  */
-import { canonicalAddress } from "../datapath/probe_map.ts";
+import { canonicalAddress } from "../net/address.ts";
 import { specialAddressKind } from "../rules/addresses.ts";
 
 /**

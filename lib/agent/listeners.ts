@@ -6,7 +6,7 @@
  */
 import type { CleanupStack } from "../cleanup_stack.ts";
 import type { Config } from "../config.ts";
-import type { ProbeStore } from "../datapath/probe_map.ts";
+import type { ProbeStore } from "../probe/key.ts";
 import type { ChainingParts } from "./chaining.ts";
 import type { AgentCore } from "./core.ts";
 import {

@@ -10,7 +10,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { aboutPod, limitedLog } from "../log_limiter.ts";
-import { keyId } from "../datapath/probe_map.ts";
+import { keyId } from "../probe/key.ts";
 import type { Claim, Conflict } from "../rules/conflicts.ts";
 import type { Unwritten } from "../rules/share.ts";
 import type { NetworkMismatch } from "../rules/pod_network.ts";

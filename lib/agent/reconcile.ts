@@ -5,7 +5,7 @@
  * (scheduler.ts).
  */
 import { getLogger } from "@logtape/logtape";
-import { keyId, type ProbeEntry, type ProbeKey, type ProbeStore } from "../datapath/probe_map.ts";
+import { keyId, type ProbeEntry, type ProbeKey, type ProbeStore } from "../probe/key.ts";
 import { errorText } from "../error_text.ts";
 
 const log = getLogger(["lace", "reconcile"]);

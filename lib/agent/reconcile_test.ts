@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { keyId, type ProbeEntry, type ProbeKey } from "../datapath/probe_map.ts";
+import { keyId, type ProbeEntry, type ProbeKey } from "../probe/key.ts";
 import { MemoryProbeStore } from "../../tests/helpers/memory_probe_store.ts";
 import { diffTargets, reconcile, reconcileFailed } from "./reconcile.ts";
 

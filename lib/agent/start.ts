@@ -15,7 +15,7 @@ import { CgroupFollower } from "../cgroup/follower.ts";
 import { Datapath } from "../datapath/loader.ts";
 import { type Listening, startListeners } from "./listeners.ts";
 import { agentStatus } from "./status.ts";
-import { parseCidr } from "../datapath/pod_ranges.ts";
+import { parseCidr } from "../net/cidr.ts";
 import { UnmatchedWatch } from "./unmatched_watch.ts";
 import { trimMallocHeap } from "./malloc_trim.ts";
 import { Metrics } from "./metrics.ts";

@@ -8,7 +8,7 @@ import type { CgroupFollower } from "../cgroup/follower.ts";
 import { type HitsView, hitsView, NO_HITS } from "../datapath/hits.ts";
 import { monotonicNowNs } from "../datapath/libbpf/clock.ts";
 import type { Datapath } from "../datapath/loader.ts";
-import type { ProbeKey } from "../datapath/probe_map.ts";
+import type { ProbeKey } from "../probe/key.ts";
 import { runInSlices, TimeSlice } from "../timers.ts";
 import type { AgentCore, AgentSnapshot } from "./core.ts";
 import {

@@ -6,8 +6,8 @@
  * list `lace doctor` shows), each rate-limited per destination. Pure: the
  * clock comes in as a Timers.
  */
-import { keyId, type ProbeKey } from "../datapath/probe_map.ts";
-import { hostRange, type PodRange, rangeText } from "../datapath/pod_ranges.ts";
+import { keyId, type ProbeKey } from "../probe/key.ts";
+import { hostRange, type PodRange, rangeText } from "../net/cidr.ts";
 import type { PodIdentity } from "../rules/pod_fields.ts";
 import type { Timers } from "../timers.ts";
 import type { TargetView } from "./desired_state.ts";

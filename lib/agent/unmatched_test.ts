@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { desiredRanges, UnmatchedLedger, unmatchedMessage } from "./unmatched.ts";
-import { parseCidr } from "../datapath/pod_ranges.ts";
+import { parseCidr } from "../net/cidr.ts";
 import type { TargetView } from "./desired_state.ts";
 
 const pod = (name: string) => ({ namespace: "ns", name, uid: `uid-${name}` });

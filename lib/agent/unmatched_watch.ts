@@ -9,7 +9,7 @@
 import { getLogger } from "@logtape/logtape";
 import type { UnmatchedMaps } from "../datapath/unmatched_maps.ts";
 import type { RingBufferReader } from "../datapath/libbpf/ring_buffer.ts";
-import { type PodRange, rangeId } from "../datapath/pod_ranges.ts";
+import { type PodRange, rangeId } from "../net/cidr.ts";
 import { type EventSink, podObjectRef } from "../kube/event_sink.ts";
 import { realTimers } from "../timers.ts";
 import { aboutPod, limitedLog } from "../log_limiter.ts";

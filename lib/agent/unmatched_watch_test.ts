@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import type { UnmatchedMaps } from "../datapath/unmatched_maps.ts";
-import type { PodRange, UnmatchedReport } from "../datapath/pod_ranges.ts";
+import type { PodRange } from "../net/cidr.ts";
+import type { UnmatchedReport } from "../datapath/pod_ranges.ts";
 import { setupLogging } from "../log.ts";
 import { noopEventSink } from "../kube/event_sink.ts";
 import type { AgentSnapshot } from "./core.ts";

@@ -3,12 +3,8 @@
  * attachment needs? Pure comparison of the agent's desired targets with the
  * map's entries, and the glue that makes the agent (an `AttachmentAgent`) a `CniHandler`.
  */
-import {
-  canonicalAddress,
-  keyId,
-  type ProbeEntry,
-  type ProbeStore,
-} from "../datapath/probe_map.ts";
+import { canonicalAddress } from "../net/address.ts";
+import { keyId, type ProbeEntry, type ProbeStore } from "../probe/key.ts";
 import { networkLabel } from "../network_name.ts";
 import type { Attachment, AttachmentRef } from "./protocol.ts";
 import type { CniHandler } from "./server.ts";

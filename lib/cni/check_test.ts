@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { ProbeEntry } from "../datapath/probe_map.ts";
+import type { ProbeEntry } from "../probe/key.ts";
 import { MemoryProbeStore } from "../../tests/helpers/memory_probe_store.ts";
 import { checkAttachment, cniHandlerFor, type DesiredTarget } from "./check.ts";
 

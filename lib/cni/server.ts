@@ -10,7 +10,7 @@ import { aboutPod, limitedLog } from "../log_limiter.ts";
 import { AcceptLoop, type Acceptor, safeClose, type Stream, writeAll } from "../accept_loop.ts";
 import { realTimers, type Timers } from "../timers.ts";
 import { listenUnixSocket } from "../unix_socket.ts";
-import { canonicalAddress } from "../datapath/probe_map.ts";
+import { canonicalAddress } from "../net/address.ts";
 import {
   type Attachment,
   type AttachmentRef,

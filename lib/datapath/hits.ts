@@ -10,8 +10,8 @@ import {
   decodeKey,
   KEY_LAYOUT,
   type ProbeHits,
-  type ProbeKey,
 } from "./probe_map.ts";
+import type { ProbeKey } from "../probe/key.ts";
 
 /** A target's hits for JSON and tables. */
 export interface HitsView {

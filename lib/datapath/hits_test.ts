@@ -7,10 +7,10 @@ import {
   encodeValue,
   KEY_SIZE,
   type ProbeHits,
-  type ProbeKey,
   VALUE_LAYOUT,
   VALUE_SIZE,
 } from "./probe_map.ts";
+import type { ProbeKey } from "../probe/key.ts";
 
 const S = 1_000_000_000n;
 

@@ -15,7 +15,8 @@ import type { BpfObject } from "./libbpf/object.ts";
 import { decodeInfo, type PinnedInfo, pinnedLayouts, pinnedMapId } from "./pins.ts";
 import { isErrno } from "./libbpf/errors.ts";
 import { join } from "node:path";
-import { INFO_KEY_SIZE, keyId } from "./probe_map.ts";
+import { INFO_KEY_SIZE } from "./probe_map.ts";
+import { keyId } from "../probe/key.ts";
 import { BpfProbeStore } from "./probe_store.ts";
 
 const log = getLogger(["lace", "datapath"]);

@@ -22,9 +22,9 @@ import {
   COUNTERS,
   INFO_KEY_SIZE,
   INFO_LAYOUT,
-  type ProbeEntry,
   type ProbeEntryWithHits,
 } from "./probe_map.ts";
+import type { ProbeEntry } from "../probe/key.ts";
 import { isPresenceDir, parseLayoutDir } from "./layout.ts";
 import { UNVERSIONED_ABI } from "./object_abi.ts";
 import { programMapIds } from "./libbpf/program.ts";

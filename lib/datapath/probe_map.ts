@@ -1,30 +1,10 @@
 /**
- * The probe map's key/value codec and the store interface the reconciler
- * writes through. The byte layout mirrors `bpf/lace.h` exactly; the agent, the
- * CLI and the tests all go through this one codec.
+ * The probe map's layout and its key/value codec: the byte layout mirrors
+ * `bpf/lace.h` exactly; the agent, the CLI and the tests all go through this
+ * one codec. What a key and a value are is the vocabulary's (probe/key.ts).
  */
-import { isIPv4, isIPv6 } from "node:net";
-
-export type Family = "ipv4" | "ipv6";
-
-/** Where the kubelet connects: the map key. */
-export interface ProbeKey {
-  family: Family;
-  /** Canonical textual address (IPv4 dotted quad, IPv6 compressed lower case). */
-  address: string;
-  port: number;
-}
-
-/** What a matching connect gets: the map value. */
-export interface ProbeValue {
-  networkId: number;
-  mark: number;
-}
-
-export interface ProbeEntry {
-  key: ProbeKey;
-  value: ProbeValue;
-}
+import { type Family, formatAddress, parseAddress } from "../net/address.ts";
+import type { ProbeEntry, ProbeKey, ProbeValue } from "../probe/key.ts";
 
 /** What the datapath saw for one target: the connects it tagged, and when the last one was. */
 export interface ProbeHits {
@@ -93,9 +73,6 @@ export const KEY_SIZE = KEY_LAYOUT.size;
 export const VALUE_SIZE = 8;
 /** Must equal LACE_ABI_VERSION in bpf/lace.h. */
 export const ABI_VERSION = 2;
-/** The probe map's max_entries: LACE_MAX_TARGETS in bpf/lace.h. */
-export const MAX_TARGETS = 65536;
-
 /** Counter slots of the per-CPU counters map, as in `enum lace_counter`. */
 export const COUNTERS = {
   connect4Seen: 0,
@@ -111,93 +88,6 @@ export const COUNTER_SLOTS = 8;
 /** Each counter is a u64 per CPU under a u32 key. */
 export const COUNTER_KEY_SIZE = 4;
 export const COUNTER_VALUE_SIZE = 8;
-
-/**
- * Parses an IP address into its 4 or 16 network-order bytes. An IPv4-mapped
- * IPv6 address (`::ffff:a.b.c.d`) is returned as IPv4, the same way the
- * connect6 program looks it up.
- */
-export function parseAddress(text: string): { family: Family; bytes: Uint8Array } {
-  if (isIPv4(text)) {
-    return { family: "ipv4", bytes: Uint8Array.from(text.split(".").map(Number)) };
-  }
-  if (!isIPv6(text)) throw new TypeError(`Invalid IP address: "${text}"`);
-  const bytes = ipv6Bytes(text);
-  const mapped = bytes.subarray(0, 10).every((b) => b === 0) && bytes[10] === 0xff &&
-    bytes[11] === 0xff;
-  if (mapped) return { family: "ipv4", bytes: bytes.slice(12) };
-  return { family: "ipv6", bytes };
-}
-
-function ipv6Bytes(text: string): Uint8Array {
-  const zone = text.indexOf("%");
-  if (zone >= 0) text = text.slice(0, zone);
-  let tail: number[] = [];
-  const lastColon = text.lastIndexOf(":");
-  if (text.slice(lastColon + 1).includes(".")) {
-    const v4 = text.slice(lastColon + 1).split(".").map(Number);
-    tail = [(v4[0] << 8) | v4[1], (v4[2] << 8) | v4[3]];
-    text = text.slice(0, lastColon + 1) + "0:0";
-  }
-  const [head, rest] = text.includes("::") ? text.split("::") : [text, undefined];
-  const groups = (s: string) => (s === "" ? [] : s.split(":").map((g) => parseInt(g, 16)));
-  let words = groups(head);
-  if (rest !== undefined) {
-    const back = groups(rest);
-    words = [...words, ...new Array(8 - words.length - back.length).fill(0), ...back];
-  }
-  if (tail.length) words.splice(6, 2, ...tail);
-  const out = new Uint8Array(16);
-  words.forEach((w, i) => {
-    out[i * 2] = w >> 8;
-    out[i * 2 + 1] = w & 0xff;
-  });
-  return out;
-}
-
-/**
- * Formats 4 or 16 network-order bytes canonically (RFC 5952 for IPv6). Written
- * without arrays: a resync decodes every key of the map (10k keys, two thirds
- * IPv6: 6.2 ms with arrays and join, 4.0 ms so; best of 40 on the Intel VM).
- */
-function formatAddress(family: Family, bytes: Uint8Array): string {
-  if (family === "ipv4") return `${bytes[0]}.${bytes[1]}.${bytes[2]}.${bytes[3]}`;
-  const word = (i: number) => (bytes[2 * i] << 8) | bytes[2 * i + 1];
-  // The longest run of two or more zero words becomes "::" (the first of equal runs).
-  let best = -1, bestLen = 1;
-  for (let i = 0; i < 8;) {
-    if (word(i) !== 0) {
-      i++;
-      continue;
-    }
-    let j = i + 1;
-    while (j < 8 && word(j) === 0) j++;
-    if (j - i > bestLen) [best, bestLen] = [i, j - i];
-    i = j;
-  }
-  let text = "";
-  for (let i = 0; i < 8; i++) {
-    if (i === best) {
-      text += "::";
-      i += bestLen - 1;
-      continue;
-    }
-    if (text !== "" && !text.endsWith(":")) text += ":";
-    text += word(i).toString(16);
-  }
-  return text;
-}
-
-/** Returns the canonical textual form of an address, or throws TypeError. */
-export function canonicalAddress(text: string): { family: Family; address: string } {
-  const { family, bytes } = parseAddress(text);
-  return { family, address: formatAddress(family, bytes) };
-}
-
-/** A stable string identity for a key, usable in Maps and logs. */
-export function keyId(key: ProbeKey): string {
-  return key.family === "ipv6" ? `[${key.address}]:${key.port}` : `${key.address}:${key.port}`;
-}
 
 export function encodeKey(key: ProbeKey): Uint8Array {
   if (!Number.isInteger(key.port) || key.port < 1 || key.port > 65535) {
@@ -279,20 +169,4 @@ export function encodeHitsInto(bytes: Uint8Array, value: ProbeHits): void {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   view.setBigUint64(hits.offset, value.hits, true);
   view.setBigUint64(last_hit_ns.offset, value.lastHitNs, true);
-}
-
-/**
- * The store the reconciler reads and writes: the pinned BPF map in the agent,
- * an in-memory map in unit tests (tests/helpers/memory_probe_store.ts). Reads always come from the store itself,
- * never from a copy, so drift behind the agent's back is seen.
- */
-export interface ProbeStore {
-  /** Every entry currently in the store. */
-  entries(): ProbeEntry[];
-  /** Inserts or replaces one entry. */
-  put(entry: ProbeEntry): void;
-  /** Removes one entry; a missing key is not an error. */
-  remove(key: ProbeKey): void;
-  /** How many entries the store can hold (the kernel map's max_entries); absent: MAX_TARGETS. */
-  readonly capacity?: number;
 }

@@ -15,14 +15,11 @@ import {
   encodeKey,
   encodeValue,
   KEY_SIZE,
-  type ProbeEntry,
   type ProbeEntryWithHits,
   type ProbeHits,
-  type ProbeKey,
-  type ProbeStore,
-  type ProbeValue,
   VALUE_SIZE,
 } from "./probe_map.ts";
+import type { ProbeEntry, ProbeKey, ProbeStore, ProbeValue } from "../probe/key.ts";
 
 const log = getLogger(["lace", "datapath"]);
 

@@ -8,8 +8,9 @@
  * it, two prefixes may share a bucket, which costs a trie lookup, never a
  * count. Pure: bpf/lace.bpf.c's may_be_in_range() computes the same buckets.
  */
-import { type Family, parseAddress, type StructLayout } from "./probe_map.ts";
-import type { PodRange } from "./pod_ranges.ts";
+import { type Family, parseAddress } from "../net/address.ts";
+import type { StructLayout } from "./probe_map.ts";
+import type { PodRange } from "../net/cidr.ts";
 
 /** LACE_FILTER_BITS: each family's bitmap has 2^FILTER_BITS bits. */
 export const FILTER_BITS = 14;

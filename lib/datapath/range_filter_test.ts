@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { forAll, type SeededRandom } from "../../tests/helpers/property.ts";
-import { parseCidr, type PodRange } from "./pod_ranges.ts";
-import { parseAddress } from "./probe_map.ts";
+import { parseCidr, type PodRange } from "../net/cidr.ts";
+import { parseAddress } from "../net/address.ts";
 import {
   AddressBits,
   bucketOf,

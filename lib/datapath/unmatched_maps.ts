@@ -15,9 +15,9 @@ import {
   diffRanges,
   encodeRangeKey,
   encodeRangeValue,
-  type PodRange,
   type UnmatchedReport,
 } from "./pod_ranges.ts";
+import type { PodRange } from "../net/cidr.ts";
 import {
   AddressBits,
   computeRangeFilter,

@@ -9,7 +9,7 @@
 import type { TargetView } from "../agent/http_server.ts";
 import { lastHitText } from "../target_text.ts";
 import { isHookKind, TARGET_KINDS } from "../rules/targets.ts";
-import { keyId } from "../datapath/probe_map.ts";
+import { keyId } from "../probe/key.ts";
 import type { ProbeReport } from "./probes.ts";
 import { safeJson, safeTable } from "../safe_text.ts";
 

@@ -8,7 +8,7 @@
  *   response: {"result": "reached", "body": "pod-net1", "httpStatus": 200, "mark": 69632}
  */
 import { isIPv4 } from "node:net";
-import { parseAddress } from "../datapath/probe_map.ts";
+import { parseAddress } from "../net/address.ts";
 import { lines } from "../process.ts";
 import { moduleCommand } from "../self_command.ts";
 import { Errno, errnoName } from "../datapath/libbpf/errors.ts";

@@ -7,7 +7,7 @@
  * (SKELETON_MAX_BYTES) whatever the pod holds: the size cap exists because any tenant may bind
  * any number of pods to a node (issue 24).
  */
-import { canonicalAddress } from "../datapath/probe_map.ts";
+import { canonicalAddress } from "../net/address.ts";
 import { isObject } from "../json.ts";
 import { networkNameProblem } from "../network_name.ts";
 

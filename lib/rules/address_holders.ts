@@ -7,7 +7,7 @@
  * skipped). Under the default policy an address belongs to one network at a
  * time: the older pod's. Pure, and independent of input order.
  */
-import type { Family } from "../datapath/probe_map.ts";
+import type { Family } from "../net/address.ts";
 import { comparePodAge, type PodIdentity } from "./pod_fields.ts";
 import { type PodNetwork, UNKNOWN_NETWORK } from "./pod_network.ts";
 import type { PodPlacement } from "./placement.ts";

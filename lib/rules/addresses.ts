@@ -4,7 +4,7 @@
  * service at 169.254.169.254), or to a group, carry a network's mark. Pure:
  * every source's addresses (API, pods directory, CNI) pass through here.
  */
-import { type Family, parseAddress } from "../datapath/probe_map.ts";
+import { type Family, parseAddress } from "../net/address.ts";
 
 export type AddressKind = "loopback" | "link-local" | "unspecified" | "multicast" | "broadcast";
 

@@ -5,7 +5,7 @@
  * by two networks is tagged for neither. Pure, and independent of input
  * order, so the agent never flaps between two pods.
  */
-import { keyId, type ProbeKey } from "../datapath/probe_map.ts";
+import { keyId, type ProbeKey } from "../probe/key.ts";
 import { networkLabel } from "../network_name.ts";
 import { comparePodAge, type PodIdentity } from "./pod_fields.ts";
 import type { PodNetwork } from "./pod_network.ts";

@@ -7,7 +7,7 @@
  * through (no policy, an exempt namespace, a static pod). Pure.
  */
 import { isObject } from "../json.ts";
-import { canonicalAddress } from "../datapath/probe_map.ts";
+import { canonicalAddress } from "../net/address.ts";
 import { specialAddressKind } from "./addresses.ts";
 import { connectingHandlers } from "./handlers.ts";
 import { type Loose, type PodIdentity, str } from "./pod_fields.ts";

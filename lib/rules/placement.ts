@@ -3,7 +3,7 @@
  * whatever its probes are.
  */
 import { hasFinished, type Pod } from "../pods/pod.ts";
-import type { ProbeKey } from "../datapath/probe_map.ts";
+import type { ProbeKey } from "../probe/key.ts";
 import { isObject } from "../json.ts";
 import { type Loose, podAddresses, type PodIdentity, podIdentity } from "./pod_fields.ts";
 import { DEFAULT_NETWORK, type PodNetwork, podNetwork, type TargetOptions } from "./pod_network.ts";

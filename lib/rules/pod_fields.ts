@@ -5,7 +5,8 @@
  * exception.
  */
 import type { Pod } from "../pods/pod.ts";
-import { canonicalAddress, type Family, type ProbeKey } from "../datapath/probe_map.ts";
+import { canonicalAddress, type Family } from "../net/address.ts";
+import type { ProbeKey } from "../probe/key.ts";
 import { specialAddressKind, specialAddressReason } from "./addresses.ts";
 import { isObject } from "../json.ts";
 

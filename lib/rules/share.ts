@@ -3,7 +3,7 @@
  * one pod that wants more than its share must not starve the others. Pure:
  * counts in, counts out.
  */
-import { keyId, type ProbeKey } from "../datapath/probe_map.ts";
+import { keyId, type ProbeKey } from "../probe/key.ts";
 import type { PodIdentity } from "./pod_fields.ts";
 import type { Target } from "./targets.ts";
 

@@ -5,7 +5,8 @@
  * `Skip` with a reason and a message, never an exception.
  */
 import { hasFinished, type Pod } from "../pods/pod.ts";
-import { canonicalAddress, type ProbeKey } from "../datapath/probe_map.ts";
+import { canonicalAddress } from "../net/address.ts";
+import type { ProbeKey } from "../probe/key.ts";
 import { isObject } from "../json.ts";
 import { networkLabel } from "../network_name.ts";
 import { type Loose, podAddresses, type PodIdentity, podIdentity, str } from "./pod_fields.ts";

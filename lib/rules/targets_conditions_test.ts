@@ -4,7 +4,7 @@
  * exact skip messages an operator reads.
  */
 import assert from "node:assert/strict";
-import { keyId } from "../datapath/probe_map.ts";
+import { keyId } from "../probe/key.ts";
 import type { Pod } from "../pods/pod.ts";
 import { resolveConflicts } from "./conflicts.ts";
 import { podPlacement } from "./placement.ts";

@@ -5,7 +5,7 @@
  * and sleep hooks none, and `lifecycleHooks: false` turns it all off.
  */
 import assert from "node:assert/strict";
-import { keyId } from "../datapath/probe_map.ts";
+import { keyId } from "../probe/key.ts";
 import { normalisePod, type Pod } from "../pods/pod.ts";
 import { resolveConflicts } from "./conflicts.ts";
 import { capTargets } from "./share.ts";

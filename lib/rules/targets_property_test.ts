@@ -7,7 +7,8 @@
  */
 import assert from "node:assert/strict";
 import { forAll, SeededRandom } from "../../tests/helpers/property.ts";
-import { canonicalAddress, keyId } from "../datapath/probe_map.ts";
+import { canonicalAddress } from "../net/address.ts";
+import { keyId } from "../probe/key.ts";
 import type { Pod } from "../pods/pod.ts";
 import { CONFLICT_POLICIES, resolveConflicts } from "./conflicts.ts";
 import { probeTargetsForPod, type Target } from "./targets.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { keyId } from "../datapath/probe_map.ts";
+import { keyId } from "../probe/key.ts";
 import type { Pod } from "../pods/pod.ts";
 import { OPTS, pod } from "./_pod_fixture.ts";
 import { probeTargetsForPod, type Skip, type Target } from "./targets.ts";

@@ -3,12 +3,12 @@
  * core's reports collected, and pods of network N at an address with one readiness probe.
  */
 import { AgentCore, type AgentCoreConfig, type AgentCoreOptions } from "../../lib/agent/core.ts";
-import { markFor } from "../../lib/config.ts";
+import { markFor } from "../../lib/probe/key.ts";
 import type { AddressClash, Claim, Conflict } from "../../lib/rules/conflicts.ts";
 import { assertUsable, type Pod } from "../../lib/pods/pod.ts";
 import type { PodCache } from "../../lib/pods/cache.ts";
 import type { PodLookup, PodSink, PodSource } from "../../lib/pods/source.ts";
-import { keyId, type ProbeEntry } from "../../lib/datapath/probe_map.ts";
+import { keyId, type ProbeEntry } from "../../lib/probe/key.ts";
 import { MemoryProbeStore } from "./memory_probe_store.ts";
 import { fakeTime } from "./fake_time.ts";
 import type { Skip } from "../../lib/rules/targets.ts";

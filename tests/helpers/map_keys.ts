@@ -1,5 +1,6 @@
 /** The probe keys the map-read tests hold steady: IPv4 and IPv6 alternately, all distinct. */
-import { canonicalAddress, type ProbeKey } from "../../lib/datapath/probe_map.ts";
+import { canonicalAddress } from "../../lib/net/address.ts";
+import type { ProbeKey } from "../../lib/probe/key.ts";
 
 export function stableKey(i: number): ProbeKey {
   if (i % 2 === 0) {

@@ -2,13 +2,8 @@
  * Test support: a ProbeStore in memory, for the unit tests of the reconciler,
  * the agent core and the CNI check, which need no kernel map.
  */
-import {
-  encodeKey,
-  keyId,
-  type ProbeEntry,
-  type ProbeKey,
-  type ProbeStore,
-} from "../../lib/datapath/probe_map.ts";
+import { encodeKey } from "../../lib/datapath/probe_map.ts";
+import { keyId, type ProbeEntry, type ProbeKey, type ProbeStore } from "../../lib/probe/key.ts";
 
 /**
  * A ProbeStore in memory; it validates keys through the real codec, as the BPF

@@ -13,7 +13,8 @@ import { BpfObject } from "../../lib/datapath/libbpf/object.ts";
 import { closeFd, openDirectory } from "../../lib/datapath/libbpf/fd.ts";
 import { encodeInfo, linkPinName, MAP_NAMES, PROGRAMS } from "../../lib/datapath/pins.ts";
 import { objectSha256 } from "../../lib/datapath/bpf_object.ts";
-import { encodeKey, encodeValue, type ProbeEntry } from "../../lib/datapath/probe_map.ts";
+import { encodeKey, encodeValue } from "../../lib/datapath/probe_map.ts";
+import type { ProbeEntry } from "../../lib/probe/key.ts";
 import { BPF_DIR, buildBpfObject } from "./bpf_build.ts";
 
 const RELEASE_N1 = fileURLToPath(new URL("../fixtures/bpf_release_n1", import.meta.url));

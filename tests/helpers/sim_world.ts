@@ -4,11 +4,12 @@
  * prober in each, and a Datapath pinned under a unique bpffs path. Everything
  * is removed on dispose, in reverse order, even when building it failed.
  */
-import { defaultConfig, markFor } from "../../lib/config.ts";
+import { defaultConfig } from "../../lib/config.ts";
+import { markFor } from "../../lib/probe/key.ts";
 import { Datapath } from "../../lib/datapath/loader.ts";
 import { uninstall } from "../../lib/datapath/pins.ts";
 import { bpffsMountPoints, readMountInfo } from "../../lib/mountinfo.ts";
-import type { ProbeKey } from "../../lib/datapath/probe_map.ts";
+import type { ProbeKey } from "../../lib/probe/key.ts";
 import { SimCgroups } from "../../lib/demo/cgroup.ts";
 import { claimSuffix } from "../../lib/demo/leftovers.ts";
 import { POD_IPV4, POD_IPV6, SimNode } from "../../lib/demo/netns.ts";

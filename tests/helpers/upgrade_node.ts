@@ -3,7 +3,8 @@
  * it, and how to start, converge, read and stop agents of different releases on one node's pins.
  */
 import assert from "node:assert/strict";
-import { defaultConfig, markFor } from "../../lib/config.ts";
+import { defaultConfig } from "../../lib/config.ts";
+import { markFor } from "../../lib/probe/key.ts";
 import { isPresenceDir } from "../../lib/datapath/layout.ts";
 import {
   openCurrentMap,
@@ -12,7 +13,8 @@ import {
   readPinnedTargets,
   readPinnedTargetsWithHits,
 } from "../../lib/datapath/pins.ts";
-import { COUNTER_SLOTS, keyId, type ProbeEntry } from "../../lib/datapath/probe_map.ts";
+import { COUNTER_SLOTS } from "../../lib/datapath/probe_map.ts";
+import { keyId, type ProbeEntry } from "../../lib/probe/key.ts";
 import { type AgentProcess, type AgentWorld, POD_A, POD_IPV4, POD_IPV6 } from "./agent_process.ts";
 import { sha256Of } from "./releases.ts";
 import type { KubeletTally, StandInKubelet } from "./stand_in_kubelet.ts";

@@ -18,7 +18,7 @@ import {
 } from "@kubernetes/client-node";
 import { loadKubeConfig } from "../../lib/kube/client.ts";
 import { readPinnedTargets } from "../../lib/datapath/pins.ts";
-import { keyId } from "../../lib/datapath/probe_map.ts";
+import { keyId } from "../../lib/probe/key.ts";
 import {
   type AgentProcess,
   AgentWorld,

@@ -37,8 +37,14 @@ export const MODULES: MutationModule[] = [
   },
   {
     name: "probe-map-codec",
-    mutate: ["lib/datapath/probe_map.ts"],
-    tests: ["lib/datapath/probe_map_test.ts", "lib/datapath/hits_test.ts"],
+    // The codec and the vocabulary it encodes: addresses, keys, marks.
+    mutate: ["lib/datapath/probe_map.ts", "lib/net/address.ts", "lib/probe/key.ts"],
+    tests: [
+      "lib/datapath/probe_map_test.ts",
+      "lib/datapath/hits_test.ts",
+      "lib/net/address_test.ts",
+      "lib/probe/key_test.ts",
+    ],
   },
   {
     name: "cni",
