@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { installLogLimiter, limitedLog, LogLimiter } from "./log_limiter.ts";
+import { aboutInput, aboutPod, installLogLimiter, limitedLog, LogLimiter } from "./log_limiter.ts";
 import { fakeTime } from "../tests/helpers/fake_time.ts";
 import { recordingLogger } from "../tests/helpers/recording_logger.ts";
 
@@ -96,4 +96,50 @@ Deno.test("limitedLog logs every line with no limiter installed, and through the
     lines[5],
     /^warning: And 2 more AttachRefused lines about namespace t .*the last: \(unnamed\)$/,
   );
+});
+
+Deno.test("lines keyed by aboutPod are limited by reason and namespace: a tenant's flood hides no other tenant's first line nor its own other reasons, and the summary names its last pod", async () => {
+  const { clock, timers } = fakeTime();
+  const { lines, logger } = recordingLogger();
+  const limiter = new LogLimiter({ timers, overflowLogger: logger });
+  const line = (reason: string, pod: { namespace: string; name: string }) =>
+    limiter.log(logger, "warning", aboutPod(reason, pod), "{reason} pod {pod}", {
+      reason,
+      pod: `${pod.namespace}/${pod.name}`,
+    });
+  for (let i = 0; i < 5000; i++) line("AttachRefused", { namespace: "attacker", name: `p-${i}` });
+  line("AttachRefused", { namespace: "victim", name: "web" });
+  line("ProbeIgnored", { namespace: "attacker", name: "x" });
+  assert.equal(lines.length, 12);
+  assert.deepEqual(lines.slice(10), [
+    "warning: AttachRefused pod victim/web",
+    "warning: ProbeIgnored pod attacker/x",
+  ]);
+  await clock.tickAsync(60_000);
+  assert.equal(lines.length, 13);
+  assert.match(
+    lines[12],
+    /^warning: And 4990 more AttachRefused lines about namespace attacker in the last 60 s .*; the last: pod attacker\/p-4999$/,
+  );
+  limiter.stop();
+});
+
+Deno.test("aboutInput keys a malformed object by the metadata strings it has, as aboutPod keys a pod", () => {
+  assert.deepEqual(aboutInput("PodMalformed", { metadata: { namespace: "t", name: "web" } }), {
+    reason: "PodMalformed",
+    namespace: "t",
+    subject: "pod t/web",
+  });
+  assert.deepEqual(aboutInput("PodMalformed", { metadata: { namespace: "t", name: 7 } }), {
+    reason: "PodMalformed",
+    namespace: "t",
+    subject: "pod t/",
+  });
+  for (const input of [null, "text", { metadata: null }, { metadata: [] }]) {
+    assert.deepEqual(aboutInput("PodMalformed", input), {
+      reason: "PodMalformed",
+      namespace: "",
+      subject: "pod /",
+    }, JSON.stringify(input));
+  }
 });
