@@ -1,6 +1,7 @@
 /**
- * Reading the whole probe map on the real kernel: batched
- * (bpf_map_lookup_batch) and key by key give the same entries, a hash bucket
+ * Reading the whole probe map on the real kernel: a read is batched
+ * (bpf_map_lookup_batch) where the kernel has it, and falls back to key by
+ * key, saying so, where it does not; both give the same entries, a hash bucket
  * larger than the batch grows the batch instead of failing, and a read while
  * another process changes the map returns every entry present throughout
  * exactly once.
@@ -9,6 +10,9 @@ import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { Datapath } from "../lib/datapath/loader.ts";
 import { uninstall } from "../lib/datapath/pins.ts";
+import { type BatchLookup, kernelBatchLookup } from "../lib/datapath/libbpf/map.ts";
+import { Errno } from "../lib/datapath/libbpf/errors.ts";
+import { setupLogging } from "../lib/log.ts";
 import { keyId, type ProbeEntry } from "../lib/probe/key.ts";
 import { hostRange, parseCidr } from "../lib/net/cidr.ts";
 import { privilegedTests, testPinPath } from "./helpers/sim_world.ts";
@@ -47,11 +51,90 @@ privileged("a batched read and a key-by-key read of 10k entries give the same en
   assert.equal(datapath.store.count(), STABLE);
 });
 
+/** The kernel's batch lookup, counting its calls. */
+function countedLookup(): { lookup: BatchLookup; calls(): number } {
+  let calls = 0;
+  return {
+    lookup: (...args) => {
+      calls++;
+      return kernelBatchLookup(...args);
+    },
+    calls: () => calls,
+  };
+}
+
+privileged(
+  "a read of the probe map on this kernel is batched: a few batch lookups for 10k entries",
+  () => {
+    using datapath = filledDatapath(STABLE);
+    const counted = countedLookup();
+    const raw = datapath.store.map.readAll("auto", { batchLookup: counted.lookup });
+    assert.equal(raw.via, "batch");
+    assert.equal(raw.count, STABLE);
+    // 4096 entries a call: 3 calls, a few more where a call stops short at a hash bucket's end.
+    assert.ok(counted.calls() >= 3 && counted.calls() <= 8, `${counted.calls()} batch lookups`);
+    // The agent's own reads, with the kernel's lookup: batched too, a step per call.
+    assert.equal(datapath.store.map.readAll().via, "batch");
+    const steps = datapath.store.hitsInSteps(1024);
+    let yielded = 0;
+    while (!steps.next().done) yielded++;
+    assert.ok(yielded >= 9, `the hits read in ${yielded + 1} steps of at most 1024 entries`);
+  },
+);
+
+/** Runs `fn` with the agent's log lines (info and above) collected in `messages`. */
+function withLog<T>(fn: (messages: string[]) => T): T {
+  const messages: string[] = [];
+  setupLogging("info", "json", (bytes) => {
+    messages.push(JSON.parse(new TextDecoder().decode(bytes)).message);
+  });
+  try {
+    return fn(messages);
+  } finally {
+    setupLogging("info", "json", () => {});
+  }
+}
+
+for (const errno of ["EINVAL", "ENOTSUPP", "EOPNOTSUPP"] as const) {
+  privileged(
+    `a kernel without batch lookups (${errno}) is read key by key, said once, and asked once`,
+    () => {
+      using datapath = filledDatapath(1_000);
+      let calls = 0;
+      const refusing: BatchLookup = () => (calls++, -Errno[errno]);
+      withLog((messages) => {
+        const first = datapath.store.map.readAll("auto", { batchLookup: refusing });
+        const second = datapath.store.map.readAll("auto", { batchLookup: refusing });
+        assert.deepEqual([first.via, second.via], ["per-entry", "per-entry"]);
+        assert.equal(first.count, 1_000);
+        assert.equal(calls, 1, "the refusal is learnt for the map type");
+        const said = messages.filter((m) => m.includes("has no batched lookup"));
+        assert.equal(said.length, 1, messages.join("\n"));
+        assert.match(said[0], new RegExp(`\\b${errno}\\b.*reads go key by key`));
+      });
+      // What a test's lookup learnt leaves the kernel's alone.
+      assert.equal(datapath.store.map.readAll().via, "batch");
+    },
+  );
+}
+
+privileged(
+  "a batch lookup failing for another reason fails the read instead of going key by key",
+  () => {
+    using datapath = filledDatapath(100);
+    const failing: BatchLookup = () => -Errno.EPERM;
+    assert.throws(
+      () => datapath.store.map.readAll("auto", { batchLookup: failing }),
+      /bpf_map_lookup_batch/,
+    );
+  },
+);
+
 privileged("a hash bucket holding more entries than the batch asks for grows the batch", () => {
   using datapath = filledDatapath(STABLE);
   // One entry per call: 10k entries in 64k buckets put two in some bucket (the kernel answers
   // ENOSPC for it), and the read must go on with a larger batch.
-  const raw = datapath.store.map.readAll("auto", 1);
+  const raw = datapath.store.map.readAll("auto", { firstBatch: 1 });
   assert.equal(raw.count, STABLE);
   const keys = new Set(Array.from({ length: raw.count }, (_, i) => raw.key(i).join(",")));
   assert.equal(keys.size, STABLE);

@@ -62,7 +62,7 @@ export class BpfProbeStore implements ProbeStore, Disposable {
    */
   *hitsInSteps(batch = 1024): Generator<void, HitsIndex, void> {
     const index = new HitsIndex(this.#map.info.maxEntries);
-    const steps = this.#map.readInSteps("auto", batch);
+    const steps = this.#map.readInSteps("auto", { firstBatch: batch });
     for (;;) {
       const step = steps.next();
       index.add(step.value);

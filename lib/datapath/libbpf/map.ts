@@ -3,10 +3,13 @@
  * A map is either borrowed from a loaded object (the object owns the fd) or
  * opened from a pin (this wrapper owns it).
  */
+import { getLogger } from "@logtape/logtape";
 import { BpfError, Errno, isErrno, unwrap } from "./errors.ts";
 import { BPF_ANY, cString } from "./ffi.ts";
 import { closeFd, objectInfo, openPinnedObject } from "./fd.ts";
 import { libbpfSymbols } from "./library.ts";
+
+const log = getLogger(["lace", "libbpf"]);
 
 /** What the kernel says about a map (struct bpf_map_info). */
 export interface MapInfo {
@@ -28,17 +31,57 @@ const FIRST_BATCH = 4096;
 const BATCH_UNSUPPORTED = ["EINVAL", "ENOTSUPP", "EOPNOTSUPP", "ENOSYS"];
 
 /**
- * Whether this kernel has bpf_map_lookup_batch, by map type: learnt from the
- * first batched read of each type in this process, so a kernel without it
- * pays for one refused call, not one per read.
+ * Map types with batch lookups on every kernel Lace runs on (hash maps since 5.6; its cgroup links
+ * need 5.7): a read of one going key by key is worth a warning. Others (the pod ranges trie) have
+ * none on any kernel.
  */
-const batchSupport = new Map<number, boolean>();
+const BATCHED_TYPES = new Set([1]); // HASH
+
+/**
+ * bpf_map_lookup_batch as a batched read calls it: 0, or -errno (ENOENT: the walk ended). A test
+ * passes its own to count the calls or to play a kernel without it.
+ */
+export type BatchLookup = (
+  fd: number,
+  inBatch: Uint8Array | null,
+  outBatch: Uint8Array,
+  keys: Uint8Array,
+  values: Uint8Array,
+  count: Uint8Array,
+) => number;
+
+/** The kernel's bpf_map_lookup_batch (through libbpf). */
+export const kernelBatchLookup: BatchLookup = (fd, inBatch, outBatch, keys, values, count) =>
+  libbpfSymbols().bpf_map_lookup_batch(fd, inBatch, outBatch, keys, values, count, null);
+
+/**
+ * Whether a batch lookup works, by map type: learnt from the first batched
+ * read of each type in this process, so a kernel without it pays for one
+ * refused call, not one per read. Kept per lookup: what a test's lookup
+ * answers says nothing of the kernel.
+ */
+const batchSupport = new WeakMap<BatchLookup, Map<number, boolean>>();
+
+function supportOf(lookup: BatchLookup): Map<number, boolean> {
+  let known = batchSupport.get(lookup);
+  if (!known) batchSupport.set(lookup, known = new Map());
+  return known;
+}
 
 /** How readAll reads: batched where the kernel can ("auto"), or key by key. */
 export type ReadMode = "auto" | "per-entry";
 
+export interface ReadOptions {
+  /** Entries asked for by the first batch call; grown when a hash bucket holds more. */
+  firstBatch?: number;
+  /** The batch call; the kernel's by default. */
+  batchLookup?: BatchLookup;
+}
+
 /** A map's entries in two buffers: key i at i × keySize, value i at i × valueSize. */
 export interface RawEntries {
+  /** How the entries were read: by batch lookups, or key by key. */
+  readonly via: "batch" | "per-entry";
   readonly count: number;
   readonly keySize: number;
   readonly valueSize: number;
@@ -55,7 +98,12 @@ class EntryBuffer implements RawEntries {
   count = 0;
   keys: Uint8Array<ArrayBuffer>;
   values: Uint8Array<ArrayBuffer>;
-  constructor(readonly keySize: number, readonly valueSize: number, capacity: number) {
+  constructor(
+    readonly via: RawEntries["via"],
+    readonly keySize: number,
+    readonly valueSize: number,
+    capacity: number,
+  ) {
     this.keys = new Uint8Array(keySize * capacity);
     this.values = new Uint8Array(valueSize * capacity);
   }
@@ -235,11 +283,10 @@ export class BpfMap implements Disposable {
    * order); one added or removed meanwhile may or may not be in it. The key by
    * key read gives the same guarantee: the kernel restarts its walk from the
    * first key when the previous one was deleted, so keys seen twice are dropped.
-   * `firstBatch` (entries per call, grown when a hash bucket holds more) is
-   * for tests.
+   * `options` are for tests; `via` in the result says which way was taken.
    */
-  readAll(mode: ReadMode = "auto", firstBatch = FIRST_BATCH): RawEntries {
-    const steps = this.readInSteps(mode, firstBatch);
+  readAll(mode: ReadMode = "auto", options: ReadOptions = {}): RawEntries {
+    const steps = this.readInSteps(mode, options);
     for (;;) {
       const step = steps.next();
       if (step.done) return step.value;
@@ -249,29 +296,39 @@ export class BpfMap implements Disposable {
   /**
    * readAll() a step at a time, for a caller that lets the event loop run
    * between steps: each step of a batched read is one bpf_map_lookup_batch
-   * call (`firstBatch` entries, ~0.3 ms for 1024 here) and yields the entries
+   * call (`options.firstBatch` entries, ~0.3 ms for 1024 here) and yields the entries
    * read so far (the buffers may be replaced as they grow: read them through
    * the yielded object, not a copy of its fields); a key-by-key read is one
    * step. Returns every entry, as readAll() does.
    */
   *readInSteps(
     mode: ReadMode = "auto",
-    firstBatch = FIRST_BATCH,
+    options: ReadOptions = {},
   ): Generator<RawEntries, RawEntries, void> {
     const type = this.info.type;
-    if (mode === "auto" && !PERCPU_TYPES.has(type) && batchSupport.get(type) !== false) {
-      const raw = yield* this.#readBatched(firstBatch);
-      if (raw) return raw;
-      batchSupport.set(type, false);
+    const lookup = options.batchLookup ?? kernelBatchLookup;
+    const known = supportOf(lookup);
+    if (mode === "auto" && !PERCPU_TYPES.has(type) && known.get(type) !== false) {
+      const raw = yield* this.#readBatched(lookup, options.firstBatch ?? FIRST_BATCH);
+      if (!(raw instanceof BpfError)) return raw;
+      known.set(type, false);
+      // Once per map type and process: every later read of the type goes key by key silently.
+      log[BATCHED_TYPES.has(type) ? "warn" : "debug"](
+        "Map {name}: this kernel has no batched lookup for map type {type} ({error}); its reads go key by key, two system calls an entry",
+        { name: this.name, type, error: raw.code },
+      );
     }
     return this.#readPerEntry();
   }
 
-  /** A batched read, or undefined when the kernel has no batch lookup for this map type. */
-  *#readBatched(firstBatch: number): Generator<RawEntries, RawEntries | undefined, void> {
+  /** A batched read, or the error saying the kernel has no batch lookup for this map type. */
+  *#readBatched(
+    lookup: BatchLookup,
+    firstBatch: number,
+  ): Generator<RawEntries, RawEntries | BpfError, void> {
     const { keySize, valueSize, maxEntries } = this.info;
     let batch = Math.max(1, Math.floor(firstBatch));
-    const out = new EntryBuffer(keySize, valueSize, Math.min(maxEntries, batch));
+    const out = new EntryBuffer("batch", keySize, valueSize, Math.min(maxEntries, batch));
     // The batch token is opaque (a bucket index for a hash map); key-sized is large enough.
     let inBatch: Uint8Array | null = null;
     const outBatch = new Uint8Array(Math.max(8, keySize));
@@ -280,19 +337,17 @@ export class BpfMap implements Disposable {
     for (;;) {
       out.reserve(batch);
       count[0] = batch;
-      const rc = libbpfSymbols().bpf_map_lookup_batch(
+      const rc = lookup(
         this.fd,
         inBatch,
         outBatch,
         out.keys.subarray(out.count * keySize),
         out.values.subarray(out.count * valueSize),
         countBytes,
-        null,
       );
       // ENOENT: the walk reached the end; `count` holds what this last call read.
       if (rc === 0 || rc === -Errno.ENOENT) {
         out.count += count[0];
-        batchSupport.set(this.info.type, true);
         if (rc === -Errno.ENOENT) return out.done();
         inBatch ??= new Uint8Array(outBatch.length);
         inBatch.set(outBatch);
@@ -301,7 +356,7 @@ export class BpfMap implements Disposable {
       }
       const error = new BpfError(`bpf_map_lookup_batch "${this.name}"`, rc);
       if (out.count === 0 && inBatch === null && isErrno(error, ...BATCH_UNSUPPORTED)) {
-        return undefined;
+        return error;
       }
       // ENOSPC: one bucket holds more entries than the batch asked for (hash collisions); nothing
       // was read, so the same call again with room for more.
@@ -315,7 +370,7 @@ export class BpfMap implements Disposable {
 
   #readPerEntry(): RawEntries {
     const { keySize, valueSize } = this.info;
-    const out = new EntryBuffer(keySize, valueSize, 256);
+    const out = new EntryBuffer("per-entry", keySize, valueSize, 256);
     const seen = new Set<string>();
     const value = new Uint8Array(this.#valueBytes());
     for (const key of this.keys()) {
