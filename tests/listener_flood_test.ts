@@ -13,8 +13,9 @@
 import assert from "node:assert/strict";
 import { agentTestOptions, AgentWorld, freeLoopbackAddr, POD_A } from "./helpers/agent_process.ts";
 import { POD_B, startReadyAgent } from "./helpers/agent_checks.ts";
-import { probeOnce, startFlood } from "./helpers/http_flood.ts";
+import { holdSilent, probeOnce, requestFrom, startFlood } from "./helpers/http_flood.ts";
 import { waitFor } from "./helpers/wait.ts";
+import { DEFAULT_HTTP_LIMITS } from "../lib/agent/http_listener.ts";
 
 Deno.test({
   name: "under a flood of keep-alive connections and a byte-at-a-time head on the node listener, " +
@@ -69,5 +70,44 @@ Deno.test({
     } finally {
       flood.stop();
     }
+  },
+});
+
+Deno.test({
+  name: "one source opening more connections than its cap on the node listener is refused " +
+    "beyond it, saying why (503, counted, logged), and health there is answered for another source",
+  ...agentTestOptions,
+  async fn() {
+    await using w = await AgentWorld.create();
+    const agent = await startReadyAgent(w, [POD_A]);
+    const [hostname, portText] = agent.metricsAddr.split(":");
+    const port = Number(portText);
+    const attacker = "127.0.0.2";
+    // The node listener's cap a source: connections that never send a head are never idle, so
+    // none of them can make room for one more from the same source.
+    const cap = DEFAULT_HTTP_LIMITS.maxConnectionsPerPeer;
+    // The header timeout (10 s) closes silent connections: a round that load stretched past it
+    // shows nothing, and is played again.
+    const round = await waitFor(async () => {
+      using held = await holdSilent(hostname, port, attacker, cap);
+      const beyond = await requestFrom(hostname, port, attacker, "/healthz");
+      const health = await probeOnce(agent.metricsAddr, "/healthz");
+      return held.closed() === 0 && { beyond, health };
+    }, { timeout: 60_000, interval: 100, message: `${cap} connections from ${attacker} held` });
+    assert.match(
+      round.beyond,
+      /^HTTP\/1\.1 503 [^]*Too many connections from your address/,
+      `connection ${cap + 1} from ${attacker}`,
+    );
+    assert.equal(round.health, 200, "/healthz from 127.0.0.1 while the attacker is at its cap");
+    const sample = 'lace_listener_capped_total{listener="http",cap="peer",outcome="refused"}';
+    assert.ok(((await agent.metric(sample)) ?? 0) >= 1, `${sample} counted`);
+    const refusal = (line: string) => {
+      const p = line.startsWith("{") ? JSON.parse(line).properties ?? {} : {};
+      return p.name === "http" && p.outcome === "connection refused" && p.at === "one peer's cap";
+    };
+    await waitFor(() => agent.logs.some(refusal), {
+      message: "the refusal at the peer's cap logged",
+    });
   },
 });

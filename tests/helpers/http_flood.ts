@@ -159,3 +159,70 @@ export async function probeOnce(addr: string, path: string, timeoutMs = 10_000):
     } catch { /* closed by the server or the timer */ }
   }
 }
+
+/** Connections one source holds open without a byte sent; see holdSilent. */
+export interface HeldConnections extends Disposable {
+  /** How many of them the agent has closed so far. */
+  closed(): number;
+}
+
+/**
+ * Opens `count` connections from `source` (a 127.0.0.0/8 address standing for a pod) that send
+ * nothing: before its first request head a connection to the node listener is never idle, so
+ * each holds one of its peer's slots until the header timeout closes it. Resolves once all are
+ * connected; disposing closes them.
+ */
+export async function holdSilent(
+  hostname: string,
+  port: number,
+  source: string,
+  count: number,
+): Promise<HeldConnections> {
+  const sockets: net.Socket[] = [];
+  let closed = 0;
+  const held = {
+    closed: () => closed,
+    [Symbol.dispose]() {
+      for (const s of sockets) s.destroy();
+    },
+  };
+  try {
+    for (let i = 0; i < count; i++) {
+      const s = net.connect({ host: hostname, port, localAddress: source });
+      sockets.push(s);
+      s.on("close", () => closed++);
+      await new Promise<void>((resolve, reject) => {
+        s.once("connect", resolve);
+        s.once("error", reject);
+      });
+      s.on("error", () => {});
+    }
+  } catch (e) {
+    held[Symbol.dispose]();
+    throw e;
+  }
+  return held;
+}
+
+/**
+ * One request from `source` on a new connection, `Connection: close`: resolves the whole
+ * response as text ("" when the connection was closed without one, or `timeoutMs` passed).
+ */
+export function requestFrom(
+  hostname: string,
+  port: number,
+  source: string,
+  path: string,
+  timeoutMs = 10_000,
+): Promise<string> {
+  return new Promise((resolve) => {
+    let text = "";
+    const s = net.connect({ host: hostname, port, localAddress: source });
+    s.setEncoding("latin1");
+    s.setTimeout(timeoutMs, () => s.destroy());
+    s.on("data", (chunk: string) => text += chunk);
+    s.on("error", () => {});
+    s.on("close", () => resolve(text));
+    s.write(`GET ${path} HTTP/1.1\r\nHost: agent\r\nConnection: close\r\n\r\n`);
+  });
+}
