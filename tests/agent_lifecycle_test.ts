@@ -120,7 +120,7 @@ Deno.test({
     assert.equal((await agent.stop("SIGTERM")).code, 0);
     // Old-layout pins an interrupted migration can leave: flat (the release before layouts
     // were versioned) and another layout's directory.
-    const { BpfObject } = await import("../lib/datapath/libbpf/object.ts");
+    const { BpfObject } = await import("../lib/libbpf/mod.ts");
     const { bpfObjectBytes } = await import("../lib/datapath/bpf_object.ts");
     await Deno.mkdir(`${w.pinPath}/abi7`);
     for (const dir of [w.pinPath, `${w.pinPath}/abi7`]) {

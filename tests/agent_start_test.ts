@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { defaultConfig } from "../lib/config.ts";
 import { startAgent } from "../lib/agent/start.ts";
 import { uninstall } from "../lib/datapath/pins.ts";
-import { libbpfSymbols } from "../lib/datapath/libbpf/library.ts";
+import { libbpfSymbols } from "../lib/libbpf/mod.ts";
 import { privilegedSkipReason, testPinPath } from "./helpers/sim_world.ts";
 
 const skip = privilegedSkipReason();

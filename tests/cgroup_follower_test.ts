@@ -9,7 +9,7 @@ import { CgroupFollower, type FollowerOptions } from "../lib/cgroup/follower.ts"
 import { defaultConfig } from "../lib/config.ts";
 import { markFor } from "../lib/probe/key.ts";
 import { Datapath } from "../lib/datapath/loader.ts";
-import { statCgroupId } from "../lib/cgroup/watch.ts";
+import { statCgroupId } from "../lib/os/cgroupfs.ts";
 import { uninstall } from "../lib/datapath/pins.ts";
 import { findKubelets } from "../lib/cgroup/kubelet_finder.ts";
 import { run } from "../lib/process.ts";

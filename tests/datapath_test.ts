@@ -8,13 +8,9 @@ import { join } from "node:path";
 import { defaultConfig } from "../lib/config.ts";
 import { markFor } from "../lib/probe/key.ts";
 import { Datapath } from "../lib/datapath/loader.ts";
-import { statCgroupId } from "../lib/cgroup/watch.ts";
+import { statCgroupId } from "../lib/os/cgroupfs.ts";
 import { linkPinName, uninstall } from "../lib/datapath/pins.ts";
-import { BpfLink } from "../lib/datapath/libbpf/link.ts";
-import { BpfMap } from "../lib/datapath/libbpf/map.ts";
-import { unwrap } from "../lib/datapath/libbpf/errors.ts";
-import { cString } from "../lib/datapath/libbpf/ffi.ts";
-import { libbpfSymbols } from "../lib/datapath/libbpf/library.ts";
+import { BpfLink, BpfMap, cString, libbpfSymbols, unwrap } from "../lib/libbpf/mod.ts";
 import { cgroup2MountPoints, readMountInfo } from "../lib/mountinfo.ts";
 import { randomSuffix } from "../lib/process.ts";
 import {

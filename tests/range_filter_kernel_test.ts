@@ -6,8 +6,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { linkPinName, openPinnedLink } from "../lib/datapath/pins.ts";
 import { hostRange, parseCidr } from "../lib/net/cidr.ts";
-import { BpfMap } from "../lib/datapath/libbpf/map.ts";
-import { programMapIds } from "../lib/datapath/libbpf/program.ts";
+import { BpfMap, programMapIds } from "../lib/libbpf/mod.ts";
 import {
   computeRangeFilter,
   encodeRangeFilter,

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { Datapath } from "../lib/datapath/loader.ts";
-import { BpfObject } from "../lib/datapath/libbpf/object.ts";
+import { BpfObject } from "../lib/libbpf/mod.ts";
 import { MAP_NAMES } from "../lib/datapath/pins.ts";
 import { ABI_VERSION } from "../lib/datapath/probe_map.ts";
 import { agentTestOptions, AgentWorld, POD_A } from "./helpers/agent_process.ts";

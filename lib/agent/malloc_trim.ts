@@ -7,7 +7,7 @@
  * bench/RESULTS.md).
  */
 import { getLogger } from "@logtape/logtape";
-import { libcSymbols } from "../datapath/libbpf/library.ts";
+import { libcSymbols } from "../libbpf/mod.ts";
 import { errorText } from "../error_text.ts";
 
 const log = getLogger(["lace", "agent"]);

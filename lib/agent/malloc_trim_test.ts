@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { libcSymbols } from "../datapath/libbpf/library.ts";
+import { libcSymbols } from "../libbpf/mod.ts";
 import { trimMallocHeap } from "./malloc_trim.ts";
 
 Deno.test("trimMallocHeap() asks glibc to trim its whole heap (no padding kept)", () => {

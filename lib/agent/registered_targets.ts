@@ -33,7 +33,7 @@ export async function registeredTargets(
   if (fromAgent) return fromAgent;
   const { readPinnedTargetsWithHits } = await import("../datapath/pins.ts");
   const { hitsView } = await import("../datapath/hits.ts");
-  const { monotonicNowNs } = await import("../datapath/libbpf/clock.ts");
+  const { monotonicNowNs } = await import("../libbpf/mod.ts");
   const entries = readPinnedTargetsWithHits(pinPath);
   const now = monotonicNowNs();
   return entries.map((e) => ({

@@ -6,7 +6,7 @@
  */
 import type { CgroupFollower } from "../cgroup/follower.ts";
 import { type HitsView, hitsView, NO_HITS } from "../datapath/hits.ts";
-import { monotonicNowNs } from "../datapath/libbpf/clock.ts";
+import { monotonicNowNs } from "../libbpf/mod.ts";
 import type { Datapath } from "../datapath/loader.ts";
 import type { ProbeKey } from "../probe/key.ts";
 import { runInSlices, TimeSlice } from "../timers.ts";

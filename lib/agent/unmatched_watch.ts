@@ -8,7 +8,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import type { UnmatchedMaps } from "../datapath/unmatched_maps.ts";
-import type { RingBufferReader } from "../datapath/libbpf/ring_buffer.ts";
+import type { RingBufferReader } from "../libbpf/mod.ts";
 import { type PodRange, rangeId } from "../net/cidr.ts";
 import { type EventSink, podObjectRef } from "../kube/event_sink.ts";
 import { realTimers } from "../timers.ts";

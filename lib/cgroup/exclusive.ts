@@ -7,9 +7,7 @@
  */
 import { dirname } from "node:path";
 import { isWithin } from "./path.ts";
-import { BpfError } from "../datapath/libbpf/errors.ts";
-import { closeFd, openDirectory } from "../datapath/libbpf/fd.ts";
-import { libbpfSymbols } from "../datapath/libbpf/library.ts";
+import { BpfError, closeFd, libbpfSymbols, openDirectory } from "../libbpf/mod.ts";
 import { PROGRAM_NAMES, type ProgramName, PROGRAMS } from "../datapath/pins.ts";
 
 /** Flags of BPF_PROG_ATTACH / BPF_PROG_QUERY (include/uapi/linux/bpf.h). */

@@ -42,7 +42,8 @@ import {
   StatusReporter,
 } from "./follower_status.ts";
 import { kubeletMismatch, otherKubelets, placeKubelets } from "./kubelet_placement.ts";
-import { nearestExisting, statCgroupId, watchDirectory } from "./watch.ts";
+import { nearestExisting, watchDirectory } from "./watch.ts";
+import { statCgroupId } from "../os/cgroupfs.ts";
 import { readMountInfo } from "../mountinfo.ts";
 import { realTimers, type Timers } from "../timers.ts";
 import { errorText } from "../error_text.ts";

@@ -1,19 +1,9 @@
 /**
- * The filesystem side of following a cgroup: its id (the directory's inode)
- * and inotify on the directory that will hold it, so the follower hears about
- * a recreated kubelet cgroup at once instead of at its next timer tick.
+ * The filesystem side of following a cgroup: inotify on the directory that
+ * will hold it, so the follower hears about a recreated kubelet cgroup at once
+ * instead of at its next timer tick (its id: os/cgroupfs.ts).
  */
 import { dirname } from "node:path";
-
-/** The inode number of a cgroup directory, which is the kernel's cgroup id; null when absent. */
-export function statCgroupId(dir: string): bigint | null {
-  try {
-    const st = Deno.statSync(dir);
-    return st.isDirectory && st.ino !== null ? BigInt(st.ino) : null;
-  } catch {
-    return null;
-  }
-}
 
 /** Watches one directory with inotify (Deno.watchFs) and calls back on any change. */
 export function watchDirectory(dir: string, onChange: () => void): { close(): void } {

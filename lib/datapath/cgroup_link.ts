@@ -4,9 +4,7 @@
  * place, which leaves no moment without a program.
  */
 import { getLogger } from "@logtape/logtape";
-import { BpfError, Errno, isErrno } from "./libbpf/errors.ts";
-import { BpfLink } from "./libbpf/link.ts";
-import type { BpfProgram } from "./libbpf/object.ts";
+import { BpfError, BpfLink, type BpfProgram, Errno, isErrno } from "../libbpf/mod.ts";
 
 const log = getLogger(["lace", "datapath"]);
 

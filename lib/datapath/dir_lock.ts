@@ -11,10 +11,17 @@
  */
 import { basename } from "node:path";
 import { processComm, processUid } from "../proc.ts";
-import { BpfError, Errno } from "./libbpf/errors.ts";
-import { closeFd, openDirectory } from "./libbpf/fd.ts";
-import { LOCK_EX, LOCK_NB, LOCK_SH } from "./libbpf/ffi.ts";
-import { lastErrno, libcSymbols } from "./libbpf/library.ts";
+import {
+  BpfError,
+  closeFd,
+  Errno,
+  lastErrno,
+  libcSymbols,
+  LOCK_EX,
+  LOCK_NB,
+  LOCK_SH,
+  openDirectory,
+} from "../libbpf/mod.ts";
 
 /** A held flock on a directory; released on close (and by the kernel when the process dies). */
 export class DirLock implements Disposable {

@@ -1,9 +1,6 @@
 import assert from "node:assert/strict";
 import { DirLock, flockOnce, lockHolders } from "./dir_lock.ts";
-import { Errno } from "./libbpf/errors.ts";
-import { closeFd, openDirectory } from "./libbpf/fd.ts";
-import { LOCK_EX, LOCK_NB } from "./libbpf/ffi.ts";
-import { lastErrno } from "./libbpf/library.ts";
+import { closeFd, Errno, lastErrno, LOCK_EX, LOCK_NB, openDirectory } from "../libbpf/mod.ts";
 
 function withDir(fn: (dir: string) => void): void {
   const dir = Deno.makeTempDirSync({ prefix: "lace-dir-lock-" });

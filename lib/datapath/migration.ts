@@ -7,13 +7,10 @@
  * there.
  */
 import { getLogger } from "@logtape/logtape";
-import { BpfMap } from "./libbpf/map.ts";
-import { programMapIds } from "./libbpf/program.ts";
+import { BpfMap, type BpfObject, isErrno, programMapIds } from "../libbpf/mod.ts";
 import { isPresenceDir, layoutMismatch, presenceDirName, probeMapCodecFits } from "./layout.ts";
 import { describeOpeners, DirLock, lockHolders } from "./dir_lock.ts";
-import type { BpfObject } from "./libbpf/object.ts";
 import { decodeInfo, type PinnedInfo, pinnedLayouts, pinnedMapId } from "./pins.ts";
-import { isErrno } from "./libbpf/errors.ts";
 import { join } from "node:path";
 import { INFO_KEY_SIZE } from "./probe_map.ts";
 import { keyId } from "../probe/key.ts";

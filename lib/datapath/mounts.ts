@@ -7,7 +7,7 @@
 import { getLogger } from "@logtape/logtape";
 import { dirname, join } from "node:path";
 import { cgroup2MountPoints, mountOf, readMountInfo } from "../mountinfo.ts";
-import { statCgroupId } from "../cgroup/watch.ts";
+import { statCgroupId } from "../os/cgroupfs.ts";
 import { ensureRootDir } from "../root_dir.ts";
 
 const log = getLogger(["lace", "datapath"]);

@@ -12,10 +12,14 @@
 import { getLogger } from "@logtape/logtape";
 import { join } from "node:path";
 import { BpfProbeStore } from "./probe_store.ts";
-import { isErrno } from "./libbpf/errors.ts";
-import { BPF_CGROUP_INET4_CONNECT, BPF_CGROUP_INET6_CONNECT } from "./libbpf/ffi.ts";
-import { BpfLink } from "./libbpf/link.ts";
-import { BpfMap } from "./libbpf/map.ts";
+import {
+  BPF_CGROUP_INET4_CONNECT,
+  BPF_CGROUP_INET6_CONNECT,
+  BpfLink,
+  BpfMap,
+  isErrno,
+  programMapIds,
+} from "../libbpf/mod.ts";
 import {
   COUNTER_KEY_SIZE,
   COUNTER_VALUE_SIZE,
@@ -27,7 +31,6 @@ import {
 import type { ProbeEntry } from "../probe/key.ts";
 import { isPresenceDir, parseLayoutDir } from "./layout.ts";
 import { UNVERSIONED_ABI } from "./object_abi.ts";
-import { programMapIds } from "./libbpf/program.ts";
 
 const log = getLogger(["lace", "datapath"]);
 

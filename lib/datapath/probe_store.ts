@@ -3,7 +3,7 @@
  * through the shared codec of probe_map.ts.
  */
 import { getLogger } from "@logtape/logtape";
-import type { BpfMap, RawEntries, ReadMode } from "./libbpf/map.ts";
+import type { BpfMap, RawEntries, ReadMode } from "../libbpf/mod.ts";
 import { HitsIndex } from "./hits.ts";
 import { probeMapCodecFits } from "./layout.ts";
 import {

@@ -5,9 +5,7 @@
  * Absent from objects older than these maps (the filter from objects older
  * than it: their program asks the trie every time).
  */
-import type { BpfMap } from "./libbpf/map.ts";
-import type { BpfObject } from "./libbpf/object.ts";
-import { RingBufferReader } from "./libbpf/ring_buffer.ts";
+import { type BpfMap, type BpfObject, RingBufferReader } from "../libbpf/mod.ts";
 import {
   decodeNetworkCounts,
   decodeRange,

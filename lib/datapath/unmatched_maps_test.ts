@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
-import type { BpfMap } from "./libbpf/map.ts";
-import type { BpfObject } from "./libbpf/object.ts";
+import type { BpfMap, BpfObject } from "../libbpf/mod.ts";
 import { parseCidr, type PodRange } from "../net/cidr.ts";
 import { computeRangeFilter, decodeRangeFilter, RANGE_FILTER_LAYOUT } from "./range_filter.ts";
 import { UnmatchedMaps } from "./unmatched_maps.ts";

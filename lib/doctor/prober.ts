@@ -11,8 +11,7 @@ import { isIPv4 } from "node:net";
 import { parseAddress } from "../net/address.ts";
 import { lines } from "../process.ts";
 import { moduleCommand } from "../self_command.ts";
-import { Errno, errnoName } from "../datapath/libbpf/errors.ts";
-import { lastErrno, type Libc, libcSymbols } from "../datapath/libbpf/library.ts";
+import { Errno, errnoName, lastErrno, type Libc, libcSymbols } from "../libbpf/mod.ts";
 import { requestTarget } from "./request_target.ts";
 
 export interface ProbeRequest {

@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
-import { Errno } from "../datapath/libbpf/errors.ts";
-import { libcSymbols } from "../datapath/libbpf/library.ts";
+import { Errno, libcSymbols } from "../libbpf/mod.ts";
 import { probeOnce } from "./prober.ts";
 
 // errno as V8 may leave it between two FFI calls (seen in the upgrade tests: ENOENT after a

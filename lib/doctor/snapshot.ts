@@ -17,7 +17,7 @@ import {
   readPinnedInfo,
   readPinnedTargets,
 } from "../datapath/pins.ts";
-import { statCgroupId } from "../cgroup/watch.ts";
+import { statCgroupId } from "../os/cgroupfs.ts";
 import type { LinkSnapshot, NodeSnapshot } from "./check.ts";
 import type { AddressesView, TargetView } from "../agent/http_server.ts";
 import type { UnmatchedView } from "../agent/unmatched.ts";

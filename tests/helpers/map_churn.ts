@@ -8,7 +8,7 @@
  *   deno run -A tests/helpers/map_churn.ts PIN_OF_THE_MAP STABLE_COUNT [rewrite]
  */
 import { BpfProbeStore } from "../../lib/datapath/probe_store.ts";
-import { BpfMap } from "../../lib/datapath/libbpf/map.ts";
+import { BpfMap } from "../../lib/libbpf/mod.ts";
 import { stableKey } from "./map_keys.ts";
 
 const [pin, stableText, rewrite] = Deno.args;

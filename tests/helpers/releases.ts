@@ -8,9 +8,7 @@
  */
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { BpfLink } from "../../lib/datapath/libbpf/link.ts";
-import { BpfObject } from "../../lib/datapath/libbpf/object.ts";
-import { closeFd, openDirectory } from "../../lib/datapath/libbpf/fd.ts";
+import { BpfLink, BpfObject, closeFd, openDirectory } from "../../lib/libbpf/mod.ts";
 import { encodeInfo, linkPinName, MAP_NAMES, PROGRAMS } from "../../lib/datapath/pins.ts";
 import { objectSha256 } from "../../lib/datapath/bpf_object.ts";
 import { encodeKey, encodeValue } from "../../lib/datapath/probe_map.ts";
