@@ -6,8 +6,8 @@
 import { fileURLToPath } from "node:url";
 import { NODE_NAME } from "./pods.ts";
 import { sleep } from "./system.ts";
-import { v8FlagsArg } from "../lib/v8_flags.ts";
-import { freeLoopbackPort } from "../lib/process.ts";
+import { v8FlagsArg } from "../lib/os/v8_flags.ts";
+import { freeLoopbackPort } from "../lib/os/process.ts";
 
 const MAIN = fileURLToPath(new URL("../main.ts", import.meta.url));
 

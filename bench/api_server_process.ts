@@ -9,7 +9,7 @@
  *
  * Run it with `deno run -A bench/api_server_process.ts`; it exits when stdin closes.
  */
-import { lines } from "../lib/process.ts";
+import { lines } from "../lib/os/process.ts";
 import { type KubeObject, TestApiServer } from "../tests/api_server/mod.ts";
 
 async function main(): Promise<void> {

@@ -9,8 +9,8 @@
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { startCniServer } from "../lib/cni/server.ts";
-import type { CleanupStack } from "../lib/cleanup_stack.ts";
-import { v8FlagsArg } from "../lib/v8_flags.ts";
+import type { CleanupStack } from "../lib/os/cleanup_stack.ts";
+import { v8FlagsArg } from "../lib/os/v8_flags.ts";
 import { execPlugin } from "../tests/helpers/cni_runtime.ts";
 import { mainCommand } from "./agent_process.ts";
 import { atMost, type FigureResult, fmt, type Row } from "./report.ts";

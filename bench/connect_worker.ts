@@ -16,7 +16,7 @@
  * Run it with `nsenter --net=/run/netns/<ns> deno run -A bench/connect_worker.ts
  * [/run/netns/<pod> <pod IPv4> <pod IPv6>]`.
  */
-import { lines } from "../lib/process.ts";
+import { lines } from "../lib/os/process.ts";
 
 const LIBC = {
   socket: { parameters: ["i32", "i32", "i32"], result: "i32" }, // int socket(int, int, int)

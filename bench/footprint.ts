@@ -5,20 +5,20 @@
  * bare `deno run` of an empty script and one that only imports the
  * Kubernetes client. Startups are measured one at a time; the idle window is
  * shared by all of them, so they see the same machine. Every process runs
- * with Lace's V8 flags (lib/v8_flags.ts), as the agent does on a node.
+ * with Lace's V8 flags (lib/os/v8_flags.ts), as the agent does on a node.
  */
 import { fileURLToPath } from "node:url";
 import { getFromAgent } from "../lib/agent/local_client.ts";
 import { uninstall } from "../lib/datapath/pins.ts";
-import { lines } from "../lib/process.ts";
+import { lines } from "../lib/os/process.ts";
 import { SimCgroups } from "../lib/demo/cgroup.ts";
 import { AgentProcess, mainCommand } from "./agent_process.ts";
 import { startApiServerProcess } from "./json_child.ts";
 import { benchPod, benchPodKeys, benchPodsDir } from "./pods.ts";
 import { atMost, type FigureResult, fmt, type Goal, type Row } from "./report.ts";
 import { round } from "./stats.ts";
-import { V8_FLAGS, v8FlagsArg } from "../lib/v8_flags.ts";
-import type { CleanupStack } from "../lib/cleanup_stack.ts";
+import { V8_FLAGS, v8FlagsArg } from "../lib/os/v8_flags.ts";
+import type { CleanupStack } from "../lib/os/cleanup_stack.ts";
 import { benchPinPath, type ProcSample, sampleProcess, sleep, switchesBetween } from "./system.ts";
 
 export interface FootprintOptions {

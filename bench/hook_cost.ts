@@ -47,7 +47,7 @@ import { statRounds, STATS_SYSCTL } from "./hook_stat_rounds.ts";
 import { summarizeStats } from "./hook_stat_summary.ts";
 import type { FigureResult } from "./report.ts";
 import { setSysctl } from "./system.ts";
-import type { CleanupStack } from "../lib/cleanup_stack.ts";
+import type { CleanupStack } from "../lib/os/cleanup_stack.ts";
 
 export interface HookCostOptions {
   quick: boolean;

@@ -21,7 +21,7 @@ import { join } from "node:path";
 import { Datapath } from "../lib/datapath/loader.ts";
 import { uninstall } from "../lib/datapath/pins.ts";
 import type { SimCgroups } from "../lib/demo/cgroup.ts";
-import type { CleanupStack } from "../lib/cleanup_stack.ts";
+import type { CleanupStack } from "../lib/os/cleanup_stack.ts";
 import { buildBpfObject } from "../tests/helpers/bpf_build.ts";
 import { benchPinPath } from "./system.ts";
 

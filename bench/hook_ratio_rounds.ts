@@ -15,7 +15,7 @@ import {
 import type { HookBench } from "./hook_setup.ts";
 import { progStats, STATS_SYSCTL } from "./hook_stat_rounds.ts";
 import { setSysctl } from "./system.ts";
-import type { CleanupStack } from "../lib/cleanup_stack.ts";
+import type { CleanupStack } from "../lib/os/cleanup_stack.ts";
 
 /**
  * The ratio is taken the way a node runs: without the statistics' own cost (two clock

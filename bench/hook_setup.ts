@@ -12,7 +12,7 @@ import { type ProgramName, uninstall } from "../lib/datapath/pins.ts";
 import type { ProbeKey } from "../lib/probe/key.ts";
 import { hostRange, parseCidr, type PodRange } from "../lib/net/cidr.ts";
 import { SimCgroups } from "../lib/demo/cgroup.ts";
-import { run } from "../lib/process.ts";
+import { run } from "../lib/os/process.ts";
 import { POD_IPV4, POD_IPV6, SimNode, simNodeAddresses } from "../lib/demo/netns.ts";
 import type { ConnectResponse } from "./connect_worker.ts";
 import { FAMILIES, type Family, type Side } from "./hook_cells.ts";
@@ -20,7 +20,7 @@ import { fillerKeys } from "./hook_filler_keys.ts";
 import { type BenchPrograms, loadBenchPrograms } from "./hook_programs.ts";
 import { JsonLineChild } from "./json_child.ts";
 import { benchPinPath } from "./system.ts";
-import type { CleanupStack } from "../lib/cleanup_stack.ts";
+import type { CleanupStack } from "../lib/os/cleanup_stack.ts";
 
 const POD_ADDRESS: Record<Family, string> = { ipv4: POD_IPV4, ipv6: POD_IPV6 };
 

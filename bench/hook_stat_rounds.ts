@@ -3,7 +3,7 @@
  * program (run_time_ns / run_cnt, bpftool) over batches of connects, the
  * programs compared taking turns in a new order every round.
  */
-import { run } from "../lib/process.ts";
+import { run } from "../lib/os/process.ts";
 import type { BenchProgram } from "./hook_programs.ts";
 import { cellKey, type Family, type FloorProgram, PROGRAM, type Side } from "./hook_cells.ts";
 import type { HookBench } from "./hook_setup.ts";

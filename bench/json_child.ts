@@ -3,8 +3,8 @@
  * worker and the API server process. One request at a time, in order.
  */
 import { fileURLToPath } from "node:url";
-import type { CleanupStack } from "../lib/cleanup_stack.ts";
-import { lines } from "../lib/process.ts";
+import type { CleanupStack } from "../lib/os/cleanup_stack.ts";
+import { lines } from "../lib/os/process.ts";
 
 export class JsonLineChild {
   readonly #child: Deno.ChildProcess;

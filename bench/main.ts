@@ -9,7 +9,7 @@
  *                             [--json FILE] [--idle-seconds N]
  */
 import { fileURLToPath } from "node:url";
-import { setupLogging } from "../lib/log.ts";
+import { setupLogging } from "../lib/log/setup.ts";
 import { cniPluginFigure } from "./cni_plugin.ts";
 import { footprint } from "./footprint.ts";
 import { hookCost } from "./hook_cost.ts";
@@ -24,7 +24,7 @@ import { machineInfo, removeBenchPins } from "./system.ts";
 import { sweepAbandoned } from "../lib/demo/leftovers.ts";
 import { bpfObjectLocation } from "../lib/datapath/bpf_object.ts";
 import { errorChain } from "../lib/cli/error_chain.ts";
-import { CleanupStack } from "../lib/cleanup_stack.ts";
+import { CleanupStack } from "../lib/os/cleanup_stack.ts";
 
 export interface BenchOptions {
   quick: boolean;

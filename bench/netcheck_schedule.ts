@@ -6,12 +6,12 @@
  * 2(N−1) session times; with concurrency N/2 the concurrency bound is the
  * same. Memory is compared between the two sizes: it must not grow with N.
  */
-import { V8_FLAGS } from "../lib/v8_flags.ts";
+import { V8_FLAGS } from "../lib/os/v8_flags.ts";
 import { fileURLToPath } from "node:url";
 import type { NetcheckWorkerResult } from "./netcheck_worker.ts";
 import { atMost, type FigureResult, fmt, type Goal, type Row } from "./report.ts";
 import { max, median, round } from "./stats.ts";
-import type { CleanupStack } from "../lib/cleanup_stack.ts";
+import type { CleanupStack } from "../lib/os/cleanup_stack.ts";
 
 export interface NetcheckScheduleOptions {
   quick: boolean;

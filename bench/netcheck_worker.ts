@@ -15,7 +15,7 @@
 import type { ExecOptions, ExecResult } from "../lib/netcheck/cluster.ts";
 import { defaultNetcheckOptions } from "../lib/netcheck/options.ts";
 import { NETCHECK_HEAP_STEP, runChecks } from "../lib/netcheck/run.ts";
-import { HeapGate } from "../lib/heap_gate.ts";
+import { HeapGate } from "../lib/os/heap_gate.ts";
 import { fakeNodes, MemoryCluster } from "../tests/netcheck/memory_cluster.ts";
 
 export interface NetcheckWorkerResult {

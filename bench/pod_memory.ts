@@ -14,8 +14,8 @@ import { fileURLToPath } from "node:url";
 import { startApiServerProcess } from "./json_child.ts";
 import { atMost, type FigureResult, fmt, type Goal, type Row } from "./report.ts";
 import { round } from "./stats.ts";
-import { v8FlagsArg } from "../lib/v8_flags.ts";
-import type { CleanupStack } from "../lib/cleanup_stack.ts";
+import { v8FlagsArg } from "../lib/os/v8_flags.ts";
+import type { CleanupStack } from "../lib/os/cleanup_stack.ts";
 import { type HostileKind, hostilePod, realisticPod } from "../tests/helpers/hostile_pods.ts";
 
 const CHILD = fileURLToPath(new URL("./pod_memory_child.ts", import.meta.url));

@@ -4,7 +4,7 @@
  * targets per pod is known in advance and can be checked against the map.
  */
 import { join } from "node:path";
-import type { CleanupStack } from "../lib/cleanup_stack.ts";
+import type { CleanupStack } from "../lib/os/cleanup_stack.ts";
 import type { Pod } from "../lib/pods/pod.ts";
 import { canonicalAddress } from "../lib/net/address.ts";
 import type { ProbeKey } from "../lib/probe/key.ts";

@@ -17,7 +17,7 @@ import { benchPod, benchPodKeys, NODE_NAME } from "./pods.ts";
 import { atMost, type FigureResult, fmt, type Goal } from "./report.ts";
 import { max, median, round } from "./stats.ts";
 import { benchPinPath } from "./system.ts";
-import type { CleanupStack } from "../lib/cleanup_stack.ts";
+import type { CleanupStack } from "../lib/os/cleanup_stack.ts";
 
 /**
  * A ProbeStore that counts and records every write reaching the map

@@ -2,9 +2,9 @@
  * The machine side of the benchmark: sysctl save/restore, process statistics
  * from /proc, the machine description, and waiting for a condition with a deadline.
  */
-import { bpffsMountPoints, readMountInfo } from "../lib/mountinfo.ts";
+import { bpffsMountPoints, readMountInfo } from "../lib/os/mountinfo.ts";
 import { claimSuffix, removePinDir } from "../lib/demo/leftovers.ts";
-import type { CleanupStack } from "../lib/cleanup_stack.ts";
+import type { CleanupStack } from "../lib/os/cleanup_stack.ts";
 
 /** Reads a sysctl through /proc/sys (name with dots). */
 function readSysctl(name: string): string {

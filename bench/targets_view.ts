@@ -10,7 +10,7 @@
 import { join } from "node:path";
 import { uninstall } from "../lib/datapath/pins.ts";
 import { SimCgroups } from "../lib/demo/cgroup.ts";
-import type { CleanupStack } from "../lib/cleanup_stack.ts";
+import type { CleanupStack } from "../lib/os/cleanup_stack.ts";
 import { AgentProcess } from "./agent_process.ts";
 import { benchPodsDir } from "./pods.ts";
 import { probeOnce } from "../tests/helpers/http_flood.ts";

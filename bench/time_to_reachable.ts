@@ -17,7 +17,7 @@ import { benchPod, benchPodKeys, benchPodsDir } from "./pods.ts";
 import { atMost, type FigureResult, fmt, type Goal, type Row } from "./report.ts";
 import { max, median, percentile, round } from "./stats.ts";
 import { benchPinPath, pollUntil } from "./system.ts";
-import type { CleanupStack } from "../lib/cleanup_stack.ts";
+import type { CleanupStack } from "../lib/os/cleanup_stack.ts";
 
 export interface TimeToReachableOptions {
   quick: boolean;

@@ -5,7 +5,8 @@
  */
 import { DEFAULT_CNI_SOCKET } from "./cni/protocol.ts";
 import type { ChainTarget } from "./cni/chaining/select.ts";
-import { formatDuration } from "./duration.ts";
+import { formatDuration } from "./time/duration.ts";
+import type { LogFormat, LogLevel } from "./log/setup.ts";
 import { CONFLICT_POLICIES, type ConflictPolicy } from "./rules/conflicts.ts";
 import { ADDRESS_SHARING, type AddressSharing } from "./rules/address_holders.ts";
 import { MAX_TARGETS, networkMask } from "./probe/key.ts";
@@ -95,21 +96,11 @@ export interface Config {
    */
   podCidrs: string[];
   logLevel: LogLevel;
-  logFormat: "auto" | "json" | "text";
+  logFormat: LogFormat;
 }
 
 export const CNI_CHAINING_MODES = ["auto", "manual"] as const;
 export type CniChaining = typeof CNI_CHAINING_MODES[number];
-
-export type LogLevel = "trace" | "debug" | "info" | "warning" | "error" | "fatal";
-export const LOG_LEVELS: readonly LogLevel[] = [
-  "trace",
-  "debug",
-  "info",
-  "warning",
-  "error",
-  "fatal",
-];
 
 export const DEFAULT_KUBELET_CGROUP = "/sys/fs/cgroup/system.slice/kubelet.service";
 /** Where the agent serves its local view, and where `lace targets` and `lace doctor` ask. */

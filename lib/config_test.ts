@@ -11,7 +11,7 @@ import {
   validateMark,
 } from "./config.ts";
 import { markFor } from "./probe/key.ts";
-import { MAX_TIMER_MS } from "./duration.ts";
+import { MAX_TIMER_MS } from "./time/duration.ts";
 
 Deno.test("validateMark() refuses overlapping, empty and overflowing layouts", () => {
   assert.throws(() => validateMark(0x10000, 16), /overlaps/);

@@ -11,7 +11,7 @@
  */
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { v8FlagsArg } from "../lib/v8_flags.ts";
+import { v8FlagsArg } from "../lib/os/v8_flags.ts";
 import { buildBundle, CLIENT_NODE_BUNDLE, CLIENT_NODE_BUNDLE_RECORD } from "./bundle.ts";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { V8_FLAGS } from "../lib/v8_flags.ts";
+import { V8_FLAGS } from "../lib/os/v8_flags.ts";
 import { COMMANDS_MODULE } from "../main.ts";
 import { CLIENT_NODE_BUNDLE, CLIENT_NODE_BUNDLE_RECORD } from "./bundle.ts";
 import { compileCommandArgs, denortHint, denortProblem, parseCompileArgs } from "./compile.ts";

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { OWNERS_DIR, sweepAbandoned } from "../lib/demo/leftovers.ts";
 import { pathExists } from "../lib/datapath/pins.ts";
-import { bpffsMountPoints, readMountInfo } from "../lib/mountinfo.ts";
+import { bpffsMountPoints, readMountInfo } from "../lib/os/mountinfo.ts";
 import { privilegedSkipReason } from "./helpers/sim_world.ts";
 import { waitFor } from "./helpers/wait.ts";
 

@@ -12,7 +12,7 @@ import { Datapath } from "../lib/datapath/loader.ts";
 import { statCgroupId } from "../lib/os/cgroupfs.ts";
 import { uninstall } from "../lib/datapath/pins.ts";
 import { findKubelets } from "../lib/cgroup/kubelet_finder.ts";
-import { run } from "../lib/process.ts";
+import { run } from "../lib/os/process.ts";
 import { POD_IPV4, SimNode } from "../lib/demo/netns.ts";
 import { PodServer } from "../lib/demo/pod_server.ts";
 import { Prober } from "../lib/doctor/prober.ts";

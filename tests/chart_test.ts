@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { dirname } from "node:path";
 import { parseChainTargets } from "../lib/cni/chaining/select.ts";
-import { listenUnixSocket } from "../lib/unix_socket.ts";
+import { listenUnixSocket } from "../lib/socket/unix.ts";
 import {
   agent,
   CHART,
@@ -168,7 +168,7 @@ helmTest(
   async (h) => {
     assert.match(await refusal(h, ["node.cni.chaining=always"]), /chaining/);
     assert.match(await refusal(h, ["node.cni.chainFiles={../etc/x.conflist}"]), /chainFiles/);
-    // A file's network name is held to the agent's rule (lib/network_name.ts), at install.
+    // A file's network name is held to the agent's rule (lib/probe/network_name.ts), at install.
     for (const network of ["blue net", "blue\\u200b", "blue\\u00a0", "x".repeat(254)]) {
       const stderr = await refusal(h, [`node.cni.chainFiles:=["20-x.conflist=${network}:7"]`]);
       assert.match(stderr, /chainFiles/, network);

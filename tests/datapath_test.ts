@@ -11,8 +11,8 @@ import { Datapath } from "../lib/datapath/loader.ts";
 import { statCgroupId } from "../lib/os/cgroupfs.ts";
 import { linkPinName, uninstall } from "../lib/datapath/pins.ts";
 import { BpfLink, BpfMap, cString, libbpfSymbols, unwrap } from "../lib/libbpf/mod.ts";
-import { cgroup2MountPoints, readMountInfo } from "../lib/mountinfo.ts";
-import { randomSuffix } from "../lib/process.ts";
+import { cgroup2MountPoints, readMountInfo } from "../lib/os/mountinfo.ts";
+import { randomSuffix } from "../lib/os/process.ts";
 import {
   HTTP_PORTS,
   POD_IPV4,

@@ -18,7 +18,7 @@ import {
   type TargetView,
 } from "../lib/agent/http_server.ts";
 import type { ProbeKey } from "../lib/probe/key.ts";
-import { randomSuffix, run } from "../lib/process.ts";
+import { randomSuffix, run } from "../lib/os/process.ts";
 import { POD_IPV4, POD_IPV6, SimNode } from "../lib/demo/netns.ts";
 import { PodServer } from "../lib/demo/pod_server.ts";
 import { CgroupTree } from "./helpers/cgroup_fixture.ts";

@@ -20,7 +20,7 @@ import {
 import { hostAddressSourceCheck } from "../lib/doctor/agent_checks.ts";
 import { metricReaches, plugin, podBeforeAdd } from "./helpers/tenant_world.ts";
 import { simNodeAddresses } from "../lib/demo/netns.ts";
-import { run } from "../lib/process.ts";
+import { run } from "../lib/os/process.ts";
 import { PodServer } from "../lib/demo/pod_server.ts";
 import type { AddressesView } from "../lib/agent/http_server.ts";
 import { waitFor } from "./helpers/wait.ts";

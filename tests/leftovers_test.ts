@@ -5,9 +5,9 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { randomSuffix, run } from "../lib/process.ts";
+import { randomSuffix, run } from "../lib/os/process.ts";
 import { claimSuffix, OWNERS_DIR, sweepAbandoned } from "../lib/demo/leftovers.ts";
-import { bpffsMountPoints, cgroup2MountPoints, readMountInfo } from "../lib/mountinfo.ts";
+import { bpffsMountPoints, cgroup2MountPoints, readMountInfo } from "../lib/os/mountinfo.ts";
 import { pathExists } from "../lib/datapath/pins.ts";
 import { privilegedSkipReason } from "./helpers/sim_world.ts";
 

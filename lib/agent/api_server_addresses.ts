@@ -22,8 +22,8 @@
  * so a change the refresh finds reaches the pods already there within 5 s.
  */
 import { getLogger, type Logger } from "@logtape/logtape";
-import { type Timers, within } from "../timers.ts";
-import { errorText } from "../error_text.ts";
+import { type Timers, within } from "../time/timers.ts";
+import { errorText } from "../text/error.ts";
 import { hostAddressSet } from "./host_addresses.ts";
 
 const defaultLog = getLogger(["lace", "agent", "api-server-addresses"]);

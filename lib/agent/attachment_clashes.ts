@@ -11,9 +11,9 @@ import { canonicalAddress } from "../net/address.ts";
 import { type PodNetwork, type TargetOptions, UNKNOWN_NETWORK } from "../rules/pod_network.ts";
 import type { PodPlacement } from "../rules/placement.ts";
 import { addressPlacement, type RulesMemo } from "./address_placement.ts";
-import { errorText } from "../error_text.ts";
+import { errorText } from "../text/error.ts";
 import { callHook } from "./problems.ts";
-import { aboutPod, limitedLog } from "../log_limiter.ts";
+import { aboutPod, limitedLog } from "../log/limiter.ts";
 
 const log = getLogger(["lace", "agent"]);
 

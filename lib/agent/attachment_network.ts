@@ -6,13 +6,13 @@
  * its controller) has usually written them by then.
  */
 import { getLogger } from "@logtape/logtape";
-import { aboutPod, limitedLog } from "../log_limiter.ts";
+import { aboutPod, limitedLog } from "../log/limiter.ts";
 import type { Attachment } from "../cni/protocol.ts";
 import type { Pod } from "../pods/pod.ts";
 import type { PodLookup } from "../pods/source.ts";
-import { isObject } from "../json.ts";
-import { errorText } from "../error_text.ts";
-import { type Timers, within } from "../timers.ts";
+import { isObject } from "../text/json.ts";
+import { errorText } from "../text/error.ts";
+import { type Timers, within } from "../time/timers.ts";
 import {
   DEFAULT_NETWORK,
   type PodNetwork,

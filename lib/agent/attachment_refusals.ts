@@ -10,7 +10,7 @@ import { HOST_ADDRESS_REFUSAL } from "./host_addresses.ts";
 import type { PodRangeSet } from "../net/cidr.ts";
 import { OUTSIDE_POD_RANGES_REFUSAL } from "./desired_state.ts";
 import { callHook } from "./problems.ts";
-import { aboutPod, limitedLog } from "../log_limiter.ts";
+import { aboutPod, limitedLog } from "../log/limiter.ts";
 
 const log = getLogger(["lace", "agent"]);
 

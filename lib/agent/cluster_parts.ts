@@ -5,7 +5,7 @@
  * (api_server_sources.ts). Each one started here pushes its stop onto `parts`.
  */
 import { getLogger } from "@logtape/logtape";
-import type { CleanupStack } from "../cleanup_stack.ts";
+import type { CleanupStack } from "../os/cleanup_stack.ts";
 import type { Config } from "../config.ts";
 import type { PodLookup, PodSource } from "../pods/source.ts";
 import { DirPodSource } from "../pods/dir_source.ts";

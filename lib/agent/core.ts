@@ -17,8 +17,8 @@ import { type NetworkMismatch, type PodNetwork, UNKNOWN_NETWORK } from "../rules
 import { failedWrites, type Unwritten } from "../rules/share.ts";
 import { callHook, type ProblemHooks, ProblemReporter } from "./problems.ts";
 import type { NodeNetworkStore } from "./node_networks.ts";
-import type { Backoff } from "../backoff.ts";
-import { realTimers, type Timers } from "../timers.ts";
+import type { Backoff } from "../time/backoff.ts";
+import { realTimers, type Timers } from "../time/timers.ts";
 import {
   reconcile,
   reconcileFailed,

@@ -23,7 +23,7 @@ import {
   sharedAddresses,
   untaggedAt,
 } from "../rules/address_holders.ts";
-import { errorText } from "../error_text.ts";
+import { errorText } from "../text/error.ts";
 import { HOST_ADDRESS_REFUSAL } from "./host_addresses.ts";
 import type { PodIdentity } from "../rules/pod_fields.ts";
 import type { PodRangeSet } from "../net/cidr.ts";

@@ -9,8 +9,8 @@
  * (bench figure 4's goal: at most 1; 0.2 before the check).
  */
 import { getLogger } from "@logtape/logtape";
-import type { Timers } from "../timers.ts";
-import { errorText } from "../error_text.ts";
+import type { Timers } from "../time/timers.ts";
+import { errorText } from "../text/error.ts";
 
 const log = getLogger(["lace", "agent", "host-addresses"]);
 

@@ -16,7 +16,7 @@ import {
   type Stream,
   tcpPeer,
   writeAll,
-} from "../accept_loop.ts";
+} from "../socket/accept_loop.ts";
 import {
   chunkBytes,
   chunkedHeadBytes,
@@ -29,9 +29,9 @@ import {
   parseRequestHead,
   responseBytes,
 } from "./http_wire.ts";
-import { realTimers, sleep, type Timers } from "../timers.ts";
-import { TokenBuckets } from "../token_buckets.ts";
-import { limitedLog } from "../log_limiter.ts";
+import { realTimers, sleep, type Timers } from "../time/timers.ts";
+import { TokenBuckets } from "../time/token_buckets.ts";
+import { limitedLog } from "../log/limiter.ts";
 
 const log = getLogger(["lace", "http"]);
 
@@ -307,7 +307,7 @@ async function serveConnection(
         keepAlive,
       });
     } catch (e) {
-      // A request any pod may send: limited per listener (log_limiter.ts).
+      // A request any pod may send: limited per listener (log/limiter.ts).
       const key = { reason: `HandlerFailed(${name})`, namespace: "" };
       limitedLog(log, "error", key, "{name}: handler failed: {error}", { name, error: String(e) });
       bytes = errorResponseBytes(500, "Internal error");

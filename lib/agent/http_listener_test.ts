@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { Stream } from "../accept_loop.ts";
+import type { Stream } from "../socket/accept_loop.ts";
 import { readUntilClosed, scriptedListener } from "../../tests/helpers/fake_listener.ts";
 import { fakeTime } from "../../tests/helpers/fake_time.ts";
 import { waitFor } from "../../tests/helpers/wait.ts";

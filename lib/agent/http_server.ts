@@ -13,9 +13,9 @@
 import type { HostAddressSource } from "./kubelet_netns_addresses.ts";
 import type { ApiServerAddressesView } from "./api_server_addresses.ts";
 import { getLogger } from "@logtape/logtape";
-import { joinHostPort, splitHostPort } from "../host_port.ts";
+import { joinHostPort, splitHostPort } from "../net/host_port.ts";
 import { type HttpListener, type HttpListenerOptions, serveHttp } from "./http_listener.ts";
-import { listenUnixSocket } from "../unix_socket.ts";
+import { listenUnixSocket } from "../socket/unix.ts";
 import { jsonArrayResponse } from "./json_array_stream.ts";
 import type { UnmatchedView } from "./unmatched.ts";
 

@@ -3,7 +3,7 @@
  * event loop running between them, so that health probes are answered meanwhile and no piece
  * of text it makes outlives V8's young generation.
  */
-import { TimeSlice, yieldToEventLoop } from "../timers.ts";
+import { TimeSlice, yieldToEventLoop } from "../time/timers.ts";
 
 /**
  * Items per chunk of a streamed JSON array, at most: ~450 KB of /targets text,

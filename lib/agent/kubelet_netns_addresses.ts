@@ -24,7 +24,7 @@
  * reads past the cache every 5 s.
  */
 import { getLogger } from "@logtape/logtape";
-import { errorText } from "../error_text.ts";
+import { errorText } from "../text/error.ts";
 import { HOST_PROC_FILES, type ProcFiles, readPidNetns } from "./pid_netns_read.ts";
 
 const log = getLogger(["lace", "agent", "host-addresses"]);

@@ -4,7 +4,7 @@
  * chained into the node's CNI conf. Each reports its accept failures and caps to the metrics;
  * the agent is not ready while a listener's accepts keep failing (EMFILE…).
  */
-import type { CleanupStack } from "../cleanup_stack.ts";
+import type { CleanupStack } from "../os/cleanup_stack.ts";
 import type { Config } from "../config.ts";
 import type { ProbeStore } from "../probe/key.ts";
 import type { ChainingParts } from "./chaining.ts";

@@ -8,7 +8,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { libcSymbols } from "../libbpf/mod.ts";
-import { errorText } from "../error_text.ts";
+import { errorText } from "../text/error.ts";
 
 const log = getLogger(["lace", "agent"]);
 

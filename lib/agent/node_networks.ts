@@ -6,9 +6,9 @@
  * which the pod's author can write.
  */
 import { getLogger } from "@logtape/logtape";
-import { isObject } from "../json.ts";
-import { networkNameProblem } from "../network_name.ts";
-import { rootDirProblem } from "../root_dir.ts";
+import { isObject } from "../text/json.ts";
+import { networkNameProblem } from "../probe/network_name.ts";
+import { rootDirProblem } from "../os/root_dir.ts";
 import type { PodNetwork } from "../rules/pod_network.ts";
 
 const log = getLogger(["lace", "agent"]);
@@ -22,7 +22,7 @@ export interface NodeNetworkStore {
 /**
  * Reads the file's text: `{"<uid>": {"network": "...", "networkId": N}}`.
  * Entries that are not well formed, or whose name breaks the network name rule
- * (lib/network_name.ts), are left out and named in `problems`; the others are kept.
+ * (lib/probe/network_name.ts), are left out and named in `problems`; the others are kept.
  */
 export function parseNodeNetworks(
   text: string,

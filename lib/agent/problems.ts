@@ -5,11 +5,11 @@
  * back. The agent core finds the problems; this file only reports them.
  * A pod author decides how many problems their pods have (50 pods × 25 unresolvable probes were
  * 1250 lines at once), so the lines go through the log limiter by Event reason and namespace
- * (log_limiter.ts: 10 in full, then one summary a minute); the hooks (Events, metrics) get every
+ * (log/limiter.ts: 10 in full, then one summary a minute); the hooks (Events, metrics) get every
  * one.
  */
 import { getLogger } from "@logtape/logtape";
-import { aboutPod, limitedLog } from "../log_limiter.ts";
+import { aboutPod, limitedLog } from "../log/limiter.ts";
 import { keyId } from "../probe/key.ts";
 import type { Claim, Conflict } from "../rules/conflicts.ts";
 import type { Unwritten } from "../rules/share.ts";

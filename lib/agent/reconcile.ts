@@ -6,7 +6,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { keyId, type ProbeEntry, type ProbeKey, type ProbeStore } from "../probe/key.ts";
-import { errorText } from "../error_text.ts";
+import { errorText } from "../text/error.ts";
 
 const log = getLogger(["lace", "reconcile"]);
 

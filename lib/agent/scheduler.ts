@@ -12,8 +12,8 @@
  * a failed run is retried with backoff; runs never overlap. Time comes from a
  * `Timers`, so it is tested on fake time.
  */
-import { type Backoff, backoffDelay } from "../backoff.ts";
-import { realTimers, type Timers } from "../timers.ts";
+import { type Backoff, backoffDelay } from "../time/backoff.ts";
+import { realTimers, type Timers } from "../time/timers.ts";
 
 export interface SchedulerOptions<R> {
   /** One run of the work; `reason` names what asked for it (comma-joined when gathered). */

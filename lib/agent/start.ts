@@ -7,7 +7,7 @@
  * file only composes them and owns their start/stop order.
  */
 import { getLogger } from "@logtape/logtape";
-import { CleanupStack } from "../cleanup_stack.ts";
+import { CleanupStack } from "../os/cleanup_stack.ts";
 import type { Config } from "../config.ts";
 import { AgentCore } from "./core.ts";
 import { clusterParts } from "./cluster_parts.ts";
@@ -26,8 +26,8 @@ import { ApiServerAddresses } from "./api_server_addresses.ts";
 import { kubeletKubeconfigSource, resolveHost } from "./api_server_sources.ts";
 import { nodeObjectRef } from "../kube/event_sink.ts";
 import { problemEvents } from "./problem_events.ts";
-import { installLogLimiter, LogLimiter } from "../log_limiter.ts";
-import { realTimers } from "../timers.ts";
+import { installLogLimiter, LogLimiter } from "../log/limiter.ts";
+import { realTimers } from "../time/timers.ts";
 
 const log = getLogger(["lace", "agent"]);
 
@@ -57,7 +57,7 @@ export async function startAgent(config: Config): Promise<RunningAgent> {
 
 /** Starts each part and pushes its stop onto `parts`, so a failure can undo what was done. */
 async function startParts(config: Config, parts: CleanupStack): Promise<RunningAgent> {
-  // Lines a tenant's pods drive are limited while the agent runs (log_limiter.ts); stopped last,
+  // Lines a tenant's pods drive are limited while the agent runs (log/limiter.ts); stopped last,
   // so the summaries of what the other parts logged while stopping are written.
   const limiter = new LogLimiter({ timers: realTimers, overflowLogger: log });
   const uninstallLimiter = installLogLimiter(limiter);
@@ -139,7 +139,7 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
           datapath.desiredStateApplied();
           follower.sync();
           // Start-up is over: its garbage is collected now (gc() is there with Lace's V8 flags,
-          // lib/v8_flags.ts), not later in the middle of serving a request, and the C heap's
+          // lib/os/v8_flags.ts), not later in the middle of serving a request, and the C heap's
           // freed memory goes back to the kernel now and once more after what follows start-up.
           (globalThis as { gc?: () => void }).gc?.();
           trimMallocHeap();

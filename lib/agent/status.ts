@@ -9,7 +9,7 @@ import { type HitsView, hitsView, NO_HITS } from "../datapath/hits.ts";
 import { monotonicNowNs } from "../libbpf/mod.ts";
 import type { Datapath } from "../datapath/loader.ts";
 import type { ProbeKey } from "../probe/key.ts";
-import { runInSlices, TimeSlice } from "../timers.ts";
+import { runInSlices, TimeSlice } from "../time/timers.ts";
 import type { AgentCore, AgentSnapshot } from "./core.ts";
 import {
   type AddressesView,

@@ -11,8 +11,8 @@ import type { UnmatchedMaps } from "../datapath/unmatched_maps.ts";
 import type { RingBufferReader } from "../libbpf/mod.ts";
 import { type PodRange, rangeId } from "../net/cidr.ts";
 import { type EventSink, podObjectRef } from "../kube/event_sink.ts";
-import { realTimers } from "../timers.ts";
-import { aboutPod, limitedLog } from "../log_limiter.ts";
+import { realTimers } from "../time/timers.ts";
+import { aboutPod, limitedLog } from "../log/limiter.ts";
 import type { AgentSnapshot } from "./core.ts";
 import {
   type AddressOwner,

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import type { UnmatchedMaps } from "../datapath/unmatched_maps.ts";
 import type { PodRange } from "../net/cidr.ts";
 import type { UnmatchedReport } from "../datapath/pod_ranges.ts";
-import { setupLogging } from "../log.ts";
+import { setupLogging } from "../log/setup.ts";
 import { noopEventSink } from "../kube/event_sink.ts";
 import type { AgentSnapshot } from "./core.ts";
 import type { TargetView } from "./desired_state.ts";
@@ -91,7 +91,7 @@ Deno.test("the watch writes the pod ranges again at the next tick after a failed
 });
 
 Deno.test("the watch logs a pod's network name as it is, never read as a log template", () => {
-  // A name may hold braces (lib/network_name.ts): in a template, {x} would be a missing value
+  // A name may hold braces (lib/probe/network_name.ts): in a template, {x} would be a missing value
   // and {constructor} Object's, so the line would name a network nobody has.
   const network = "blue{x}{constructor}";
   const snapshot = { targets: [{ ...target("10.0.0.1"), network }] } as AgentSnapshot;

@@ -44,10 +44,10 @@ import {
 import { kubeletMismatch, otherKubelets, placeKubelets } from "./kubelet_placement.ts";
 import { nearestExisting, watchDirectory } from "./watch.ts";
 import { statCgroupId } from "../os/cgroupfs.ts";
-import { readMountInfo } from "../mountinfo.ts";
-import { realTimers, type Timers } from "../timers.ts";
-import { errorText } from "../error_text.ts";
-import type { ProcFs } from "../proc.ts";
+import { readMountInfo } from "../os/mountinfo.ts";
+import { realTimers, type Timers } from "../time/timers.ts";
+import { errorText } from "../text/error.ts";
+import type { ProcFs } from "../os/proc.ts";
 
 const log = getLogger(["lace", "cgroup"]);
 

@@ -4,7 +4,7 @@
  * the status changes between two syncs. Pure apart from the log and the sink.
  */
 import { getLogger } from "@logtape/logtape";
-import { limitedLog } from "../log_limiter.ts";
+import { limitedLog } from "../log/limiter.ts";
 import type { ProcessInfo } from "./kubelet_finder.ts";
 import type { DistrustedKubelet } from "./kubelet_trust.ts";
 

@@ -7,7 +7,7 @@ import {
 } from "./follower.ts";
 import type { KubeletProcess, ProcessInfo } from "./kubelet_finder.ts";
 import { kubeletProcess } from "./_kubelet_process_fixture.ts";
-import { realTimers } from "../timers.ts";
+import { realTimers } from "../time/timers.ts";
 import { fakeTime } from "../../tests/helpers/fake_time.ts";
 import { StandingByError } from "../datapath/takeover.ts";
 

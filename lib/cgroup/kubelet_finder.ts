@@ -7,7 +7,7 @@
  * `kubelite`. The /proc root is a parameter so tests use fixture trees.
  */
 import { basename } from "node:path";
-import { parseStatusUid, procDir, type ProcFs } from "../proc.ts";
+import { parseStatusUid, procDir, type ProcFs } from "../os/proc.ts";
 import { containerCgroupReason, distrustReason } from "./kubelet_trust.ts";
 
 export type KubeletKind = "kubelet" | "k3s" | "kubelite";

@@ -14,9 +14,9 @@
  *    `/sys/fs/cgroup/unified/system.slice/kubelet.service`.
  * 4. Anything else is an error that names the cgroup2 mounts that exist.
  */
-import { mountOf } from "../mountinfo.ts";
+import { mountOf } from "../os/mountinfo.ts";
 
-/** The fields of a mountinfo line this module needs (lib/mountinfo.ts's Mount has them). */
+/** The fields of a mountinfo line this module needs (lib/os/mountinfo.ts's Mount has them). */
 export interface MountPoint {
   /** Where the filesystem is mounted (field 5). */
   mountPoint: string;

@@ -7,7 +7,7 @@ import {
   mapProcessCgroup,
   type MountPoint,
 } from "./path.ts";
-import { parseMountInfo as parseMountPoints } from "../mountinfo.ts";
+import { parseMountInfo as parseMountPoints } from "../os/mountinfo.ts";
 
 const HYBRID = `31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
 40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,name=systemd

@@ -3,7 +3,7 @@
  * SIGTERM/SIGINT leaving everything pinned in place for the next agent.
  */
 import { getLogger } from "@logtape/logtape";
-import { setupLogging } from "../log.ts";
+import { setupLogging } from "../log/setup.ts";
 import { agentCommand, agentConfig } from "./agent_flags.ts";
 import { parseCommand } from "./flags.ts";
 

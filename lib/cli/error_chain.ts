@@ -3,12 +3,12 @@
  * because the hint that says what to do is often in a cause (a pod source
  * that failed to start wraps the reason its directory cannot be read).
  */
-import { errorText } from "../error_text.ts";
-import { escapeUnsafe } from "../safe_text.ts";
+import { errorText } from "../text/error.ts";
+import { escapeUnsafe } from "../text/safe.ts";
 
 /**
  * The message of `error` and of every cause below it, one per line: a message names what others
- * wrote (a pod, a path), so its controls, newlines included, are escaped (safe_text.ts).
+ * wrote (a pod, a path), so its controls, newlines included, are escaped (text/safe.ts).
  */
 export function errorChain(error: unknown): string {
   const lines: string[] = [];

@@ -7,7 +7,7 @@
  * code 2, every problem on its own line), never a stack trace.
  */
 import { parseArgs } from "node:util";
-import { formatDuration, MAX_TIMER_MS, parseDuration } from "../duration.ts";
+import { formatDuration, MAX_TIMER_MS, parseDuration } from "../time/duration.ts";
 
 /**
  * How a flag's text becomes a typed value. `parse` throws an Error whose

@@ -12,7 +12,7 @@ import {
   text,
   UsageError,
 } from "./flags.ts";
-import { MAX_TIMER_MS } from "../duration.ts";
+import { MAX_TIMER_MS } from "../time/duration.ts";
 import { agentCommand, agentConfig, agentFlags } from "./agent_flags.ts";
 
 const parse = (args: string[], env: Record<string, string> = {}) =>

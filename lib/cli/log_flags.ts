@@ -2,8 +2,7 @@
  * The logging flags every long-running command shares (`lace agent`, `lace netcheck`): one
  * definition, so the same flag and variable set the same thing wherever they are given.
  */
-import { LOG_LEVELS } from "../config.ts";
-import type { LogSettings } from "../log.ts";
+import { LOG_FORMATS, LOG_LEVELS, type LogSettings } from "../log/setup.ts";
 import { type FlagSpec, oneOf } from "./flags.ts";
 
 const LOG_FLAGS: FlagSpec<LogSettings>[] = [
@@ -18,7 +17,7 @@ const LOG_FLAGS: FlagSpec<LogSettings>[] = [
   {
     name: "log-format",
     key: "logFormat",
-    value: oneOf(["auto", "json", "text"] as const),
+    value: oneOf(LOG_FORMATS),
     env: ["LACE_LOG_FORMAT"],
     metavar: "FORMAT",
     help: "auto: text on a terminal, JSON lines otherwise",

@@ -10,9 +10,9 @@ import { registeredTargets } from "../agent/registered_targets.ts";
 import { defaultConfig } from "../config.ts";
 import { boolean, type CommandSpec } from "./flags.ts";
 import { nodeFlags, parseNodeCommand } from "./agent_flags.ts";
-import { lastHitText, servesText } from "../target_text.ts";
-import { safeJson, safeTable, safeText } from "../safe_text.ts";
-import { networkLabel } from "../network_name.ts";
+import { lastHitText, servesText } from "../text/targets.ts";
+import { safeJson, safeTable, safeText } from "../text/safe.ts";
+import { networkLabel } from "../probe/network_name.ts";
 
 interface TargetsOptions {
   json: boolean;
@@ -39,7 +39,7 @@ const spec: CommandSpec<TargetsOptions> = {
 /**
  * Renders targets as an aligned table, sorted for stable output. SERVES is
  * the container and probe or lifecycle hook the target is for (servesText). Every cell is
- * escaped (safe_text.ts): pods, containers and networks are named by pod authors.
+ * escaped (text/safe.ts): pods, containers and networks are named by pod authors.
  */
 export function targetsTable(targets: TargetView[]): string {
   const rows = [...targets].sort((a, b) =>
@@ -71,7 +71,7 @@ export function targetsTable(targets: TargetView[]): string {
 
 /**
  * `lace targets --json`: the values exact, their control and bidi characters as JSON escapes
- * (safe_text.ts).
+ * (text/safe.ts).
  */
 export function targetsJson(targets: TargetView[]): string {
   return safeJson(targets.map((t) => ({

@@ -80,7 +80,7 @@ export async function runUninstallCommand(args: string[]): Promise<number> {
   }
   // A pin path someone else owns, may write, or made a symlink could point root's removals at
   // another program's pins of the same names: never follow it.
-  const { rootDirProblem } = await import("../root_dir.ts");
+  const { rootDirProblem } = await import("../os/root_dir.ts");
   const unsafe = rootDirProblem(options.pinPath, "Pin path");
   if (unsafe && !unsafe.tightenable) {
     console.error(`lace uninstall: no pins removed: ${unsafe.problem}`);

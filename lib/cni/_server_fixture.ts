@@ -3,7 +3,7 @@
  * (closed and removed when disposed), a raw client, the request lines they send, and a client
  * that stops reading.
  */
-import type { Stream } from "../accept_loop.ts";
+import type { Stream } from "../socket/accept_loop.ts";
 import type { Attachment, AttachmentRef } from "./protocol.ts";
 import {
   type CniHandler,

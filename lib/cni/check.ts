@@ -5,7 +5,7 @@
  */
 import { canonicalAddress } from "../net/address.ts";
 import { keyId, type ProbeEntry, type ProbeStore } from "../probe/key.ts";
-import { networkLabel } from "../network_name.ts";
+import { networkLabel } from "../probe/network_name.ts";
 import type { Attachment, AttachmentRef } from "./protocol.ts";
 import type { CniHandler } from "./server.ts";
 

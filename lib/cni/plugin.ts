@@ -12,7 +12,7 @@ import { CniError, ERR, errorResult, versionResult } from "./spec.ts";
 import { type CniEnv, parseEnv } from "./spec_env.ts";
 import { type NetConf, parseNetConf, peekVersion } from "./spec_netconf.ts";
 import { passThrough, resultAddresses } from "./spec_result.ts";
-import { writeTextSync } from "../write_text.ts";
+import { writeTextSync } from "../os/write_text.ts";
 
 /** What one plugin invocation produced: exit code, stdout, and lines for stderr. */
 export interface PluginOutcome {

@@ -41,9 +41,9 @@ Deno.test("the plugin itself reaches only the CNI folder and the small shared he
   // Config, rules and the datapath stay off this path: each plugin call loads it anew.
   const reached = (await moduleGraph("./plugin.ts", true)).map((s) => s.replace(/^.*\/lib\//, ""));
   assert.deepEqual(reached.filter((s) => !s.startsWith("cni/")).sort(), [
-    "duration.ts",
-    "json.ts",
-    "network_name.ts",
-    "write_text.ts",
+    "os/write_text.ts",
+    "probe/network_name.ts",
+    "text/json.ts",
+    "time/duration.ts",
   ]);
 });

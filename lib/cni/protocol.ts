@@ -4,8 +4,8 @@
  * Pure code shared by both ends; the server validates every request with
  * `parseRequest` because anything can connect to a socket.
  */
-import { isObject, jsonText } from "../json.ts";
-import { networkNameProblem } from "../network_name.ts";
+import { isObject, jsonText } from "../text/json.ts";
+import { networkNameProblem } from "../probe/network_name.ts";
 
 /**
  * Where the agent listens for the plugin and where the plugin calls it by

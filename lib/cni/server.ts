@@ -6,10 +6,16 @@
  * error reply and a log line.
  */
 import { getLogger } from "@logtape/logtape";
-import { aboutPod, limitedLog } from "../log_limiter.ts";
-import { AcceptLoop, type Acceptor, safeClose, type Stream, writeAll } from "../accept_loop.ts";
-import { realTimers, type Timers } from "../timers.ts";
-import { listenUnixSocket } from "../unix_socket.ts";
+import { aboutPod, limitedLog } from "../log/limiter.ts";
+import {
+  AcceptLoop,
+  type Acceptor,
+  safeClose,
+  type Stream,
+  writeAll,
+} from "../socket/accept_loop.ts";
+import { realTimers, type Timers } from "../time/timers.ts";
+import { listenUnixSocket } from "../socket/unix.ts";
 import { canonicalAddress } from "../net/address.ts";
 import {
   type Attachment,

@@ -3,9 +3,9 @@
  * Lace's keys (network, networkId, socket, timeout) validated with their defaults, the keys of
  * other plugins ignored. Pure.
  */
-import { parseDuration } from "../duration.ts";
-import { isObject, jsonText } from "../json.ts";
-import { GIVE_ANNOTATED_NAME, networkNameProblem } from "../network_name.ts";
+import { parseDuration } from "../time/duration.ts";
+import { isObject, jsonText } from "../text/json.ts";
+import { GIVE_ANNOTATED_NAME, networkNameProblem } from "../probe/network_name.ts";
 import { DEFAULT_CNI_SOCKET } from "./protocol.ts";
 import {
   CniError,
@@ -156,7 +156,7 @@ export function parseNetConf(stdin: string, command: Command): NetConf {
 
 /**
  * The conf's `network` and `networkId`, both present and well formed (the name held to the rule
- * of every network name, lib/network_name.ts), else a CniError saying which key to fix.
+ * of every network name, lib/probe/network_name.ts), else a CniError saying which key to fix.
  */
 function networkOf(raw: Record<string, unknown>): { network: string; networkId: number } {
   const invalid = (message: string) => new CniError(ERR.invalidConfig, message);

@@ -2,7 +2,7 @@
  * The result the plugin hands back: the pod's own addresses read from the previous plugin's
  * result, and that result passed through in the configuration's version. Pure.
  */
-import { isObject, jsonText } from "../json.ts";
+import { isObject, jsonText } from "../text/json.ts";
 import { CniError, compareVersions, ERR } from "./spec.ts";
 
 /**

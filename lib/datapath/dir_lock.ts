@@ -10,7 +10,7 @@
  * which may be long gone).
  */
 import { basename } from "node:path";
-import { processComm, processUid } from "../proc.ts";
+import { processComm, processUid } from "../os/proc.ts";
 import {
   BpfError,
   closeFd,

@@ -6,14 +6,14 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { dirname, join } from "node:path";
-import { cgroup2MountPoints, mountOf, readMountInfo } from "../mountinfo.ts";
+import { cgroup2MountPoints, mountOf, readMountInfo } from "../os/mountinfo.ts";
 import { statCgroupId } from "../os/cgroupfs.ts";
-import { ensureRootDir } from "../root_dir.ts";
+import { ensureRootDir } from "../os/root_dir.ts";
 
 const log = getLogger(["lace", "datapath"]);
 
 /**
- * Makes a pin directory root's alone (0700, see root_dir.ts): on a bpffs any
+ * Makes a pin directory root's alone (0700, see os/root_dir.ts): on a bpffs any
  * local user may write to (mounted without a mode, it is 1777), a directory
  * someone else made or can write would let them remove or rename Lace's
  * pins, or hold its locks. Throws, saying what to do, when it cannot be made so.

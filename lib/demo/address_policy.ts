@@ -6,7 +6,7 @@
  * is probed at it, with the exposure that sharing brings.
  */
 import { POD_IPV4, POD_IPV6 } from "./netns.ts";
-import { selfPluginCommand } from "../self_command.ts";
+import { selfPluginCommand } from "../os/self_command.ts";
 
 /** What the opt-in exposes, as the demo says it (and docs/threat-model.md). */
 export const SHARING_EXPOSURE =

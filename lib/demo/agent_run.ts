@@ -3,9 +3,9 @@
  * cgroup, a pin path and CNI socket of the demo's own, metrics on a free loopback port), and
  * its wait for /readyz.
  */
-import type { CleanupStack } from "../cleanup_stack.ts";
-import { freeLoopbackPort } from "../process.ts";
-import { selfCommand } from "../self_command.ts";
+import type { CleanupStack } from "../os/cleanup_stack.ts";
+import { freeLoopbackPort } from "../os/process.ts";
+import { selfCommand } from "../os/self_command.ts";
 import type { SimCgroups } from "./cgroup.ts";
 
 /** Polls `url` until it answers 200, giving up at once when the agent has exited. */

@@ -4,7 +4,7 @@
  * in /proc/self/mountinfo.
  */
 import { join } from "node:path";
-import { cgroup2MountPoints, readMountInfo } from "../mountinfo.ts";
+import { cgroup2MountPoints, readMountInfo } from "../os/mountinfo.ts";
 import { claimSuffix } from "./leftovers.ts";
 
 export class SimCgroups implements Disposable {

@@ -9,9 +9,9 @@
  * touched, so concurrent runs on one machine stay safe.
  */
 import { join } from "node:path";
-import { randomSuffix, run } from "../process.ts";
+import { randomSuffix, run } from "../os/process.ts";
 import { uninstall } from "../datapath/pins.ts";
-import { bpffsMountPoints, cgroup2MountPoints, readMountInfo } from "../mountinfo.ts";
+import { bpffsMountPoints, cgroup2MountPoints, readMountInfo } from "../os/mountinfo.ts";
 
 /** Where owner files live (tmpfs: a reboot clears them along with what they name). */
 export const OWNERS_DIR = "/run/lace-sim/owners";

@@ -6,7 +6,7 @@
  * Lace data plane does; its main table has no route to any pod. Everything
  * lives in namespaces created here; nothing touches the root namespace.
  */
-import { run } from "../process.ts";
+import { run } from "../os/process.ts";
 import { claimSuffix } from "./leftovers.ts";
 
 export const POD_IPV4 = "10.244.1.10";

@@ -6,8 +6,8 @@
  *   pod_server.ts --name pod-a --addr 10.244.1.10 --addr fd00:244::10 --http 8080 --tcp 9000
  */
 import { parseArgs } from "node:util";
-import { lines } from "../process.ts";
-import { moduleCommand } from "../self_command.ts";
+import { lines } from "../os/process.ts";
+import { moduleCommand } from "../os/self_command.ts";
 
 /** Serves until the process is killed. */
 export async function runPodServer(args: string[]): Promise<void> {

@@ -3,7 +3,7 @@
  * kubelet's cgroup or another), one row each, and the rows as the table the demo prints.
  */
 import type { Prober, ProbeResponse } from "../doctor/prober.ts";
-import { safeTable } from "../safe_text.ts";
+import { safeTable } from "../text/safe.ts";
 import { POD_IPV4, POD_IPV6 } from "./netns.ts";
 import type { DemoPod } from "./pods.ts";
 

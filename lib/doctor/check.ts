@@ -37,7 +37,7 @@ export interface NodeSnapshot {
   /** Each bpffs mount's root directory mode (null when it cannot be read). */
   bpffsModes: { mountPoint: string; mode: number | null }[];
   /**
-   * Why the pin path or a layout directory under it is not root's alone (root_dir.ts);
+   * Why the pin path or a layout directory under it is not root's alone (os/root_dir.ts);
    * `tightenable` when the agent makes it 0700 at its next start.
    */
   pinDirProblems: { problem: string; tightenable: boolean }[];

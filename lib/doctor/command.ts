@@ -28,8 +28,8 @@ import {
   runProbes,
 } from "./probes.ts";
 import { gatherSnapshot, resolveKubeletCgroup } from "./snapshot.ts";
-import { readMountInfo } from "../mountinfo.ts";
-import { safeJson, safeText } from "../safe_text.ts";
+import { readMountInfo } from "../os/mountinfo.ts";
+import { safeJson, safeText } from "../text/safe.ts";
 
 interface DoctorOptions extends Omit<NodeSettings, "metricsAddr"> {
   json: boolean;
@@ -149,7 +149,7 @@ export async function runDoctor(args: string[]): Promise<number> {
 
 /**
  * The human form of the checks: one line each, the fix under each problem. Messages name pods,
- * processes and paths others chose: each is escaped (safe_text.ts).
+ * processes and paths others chose: each is escaped (text/safe.ts).
  */
 export function checksText(checks: Check[], ok: boolean): string {
   const width = Math.max(...checks.map((c) => c.name.length));

@@ -7,11 +7,11 @@
  * command.ts gathers the targets and runs the probes.
  */
 import type { TargetView } from "../agent/http_server.ts";
-import { lastHitText } from "../target_text.ts";
+import { lastHitText } from "../text/targets.ts";
 import { isHookKind, TARGET_KINDS } from "../rules/targets.ts";
 import { keyId } from "../probe/key.ts";
 import type { ProbeReport } from "./probes.ts";
-import { safeJson, safeTable } from "../safe_text.ts";
+import { safeJson, safeTable } from "../text/safe.ts";
 
 /** One row of `lace doctor pod`, as --json prints it. */
 export interface PodProbeRow {
@@ -85,7 +85,7 @@ export function podRows(targets: TargetView[], reports: ProbeReport[]): PodProbe
   });
 }
 
-/** The rows as an aligned table, every cell escaped (safe_text.ts): pod authors write most. */
+/** The rows as an aligned table, every cell escaped (text/safe.ts): pod authors write most. */
 export function podTable(rows: PodProbeRow[]): string {
   const header = [
     "CONTAINER",

@@ -9,8 +9,8 @@
  */
 import { isIPv4 } from "node:net";
 import { parseAddress } from "../net/address.ts";
-import { lines } from "../process.ts";
-import { moduleCommand } from "../self_command.ts";
+import { lines } from "../os/process.ts";
+import { moduleCommand } from "../os/self_command.ts";
 import { Errno, errnoName, lastErrno, type Libc, libcSymbols } from "../libbpf/mod.ts";
 import { requestTarget } from "./request_target.ts";
 

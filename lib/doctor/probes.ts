@@ -8,14 +8,14 @@
  */
 import { join } from "node:path";
 import { DOCTOR_CGROUP_PREFIX } from "../cgroup/kubelet_finder.ts";
-import { lines, randomSuffix } from "../process.ts";
+import { lines, randomSuffix } from "../os/process.ts";
 import {
   type ProbeOutcome,
   proberCommand,
   type ProbeRequest,
   type ProbeResponse,
 } from "./prober.ts";
-import { safeTable } from "../safe_text.ts";
+import { safeTable } from "../text/safe.ts";
 import { isHookKind } from "../rules/targets.ts";
 
 /** One target to probe, with what the report shows about it. */
@@ -75,7 +75,7 @@ export function allReached(reports: ProbeReport[]): boolean {
   return reports.every((r) => r.result === "reached");
 }
 
-/** Renders the reports as an aligned table, every cell escaped (safe_text.ts). */
+/** Renders the reports as an aligned table, every cell escaped (text/safe.ts). */
 export function probesTable(reports: ProbeReport[]): string {
   const header = ["POD", "NETWORK", "ADDRESS", "PORT", "RESULT", "HTTP"];
   const rows = reports.map((r) => [

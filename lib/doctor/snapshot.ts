@@ -24,10 +24,10 @@ import type { UnmatchedView } from "../agent/unmatched.ts";
 import { getFromAgent } from "../agent/local_client.ts";
 import { apiServerProcesses, extraProcesses, findKubelets } from "../cgroup/kubelet_finder.ts";
 import { judgeKubelets } from "../cgroup/kubelet_trust.ts";
-import { bpffsMountPoints, type Mount, mountOf, readMountInfo } from "../mountinfo.ts";
-import { errorText } from "../error_text.ts";
+import { bpffsMountPoints, type Mount, mountOf, readMountInfo } from "../os/mountinfo.ts";
+import { errorText } from "../text/error.ts";
 import { chainStatus } from "../cni/chaining/status.ts";
-import { rootDirProblem } from "../root_dir.ts";
+import { rootDirProblem } from "../os/root_dir.ts";
 import { podsDirProblem } from "../pods/dir_trust.ts";
 import { DirLock } from "../datapath/dir_lock.ts";
 

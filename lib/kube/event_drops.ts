@@ -6,8 +6,8 @@
  * Events a second gets the operator one log line a minute per reason, not a thousand.
  */
 import { getLogger, type Logger } from "@logtape/logtape";
-import type { Timers } from "../timers.ts";
-import { LogWindows } from "../log_limiter.ts";
+import type { Timers } from "../time/timers.ts";
+import { LogWindows } from "../log/limiter.ts";
 
 /**
  * Why an Event was not written. Reasons are a closed set: the metric's label never carries a

@@ -20,13 +20,13 @@
  */
 import { V1MicroTime } from "./k8s.ts";
 import { getLogger } from "@logtape/logtape";
-import { backoffDelay } from "../backoff.ts";
-import { realTimers, sleep, type Timers, within } from "../timers.ts";
+import { backoffDelay } from "../time/backoff.ts";
+import { realTimers, sleep, type Timers, within } from "../time/timers.ts";
 import type { EventSink, ObjectRef } from "./event_sink.ts";
-import { errorText } from "../error_text.ts";
-import { escapeUnsafe } from "../safe_text.ts";
-import { TokenBuckets, touch } from "../token_buckets.ts";
-import { FairQueue } from "../fair_queue.ts";
+import { errorText } from "../text/error.ts";
+import { escapeUnsafe } from "../text/safe.ts";
+import { TokenBuckets, touch } from "../time/token_buckets.ts";
+import { FairQueue } from "./fair_queue.ts";
 import { apiStatus } from "./api_error.ts";
 import { type EventDropReason, EventDrops } from "./event_drops.ts";
 
@@ -203,7 +203,7 @@ export class EventRecorder implements EventSink {
       return;
     }
     // Messages name what pod authors wrote (paths, networks, hosts), and `kubectl describe`
-    // prints them on an operator's terminal: their controls are escaped (safe_text.ts).
+    // prints them on an operator's terminal: their controls are escaped (text/safe.ts).
     // A copy: V8's slice of a long string keeps all of it (a waiting Event whose message was
     // 4000 escaped controls held 41 KiB, 3 KiB with the copy).
     const text: string = JSON.parse(JSON.stringify(escapeUnsafe(message).slice(0, 1024)));

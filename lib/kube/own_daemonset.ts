@@ -7,7 +7,7 @@
  * could be refused. At SIGTERM a last GET settles what the watch missed.
  */
 import { getLogger } from "@logtape/logtape";
-import { realTimers, type Timers } from "../timers.ts";
+import { realTimers, type Timers } from "../time/timers.ts";
 
 const log = getLogger(["lace", "kube"]);
 

@@ -3,7 +3,7 @@
  * classified by connect_result.ts into one PathResult; run.ts schedules it
  * over the pairs and records it.
  */
-import { joinHostPort } from "../host_port.ts";
+import { joinHostPort } from "../net/host_port.ts";
 import type { NetcheckCluster } from "./cluster.ts";
 import { classifyConnect } from "./connect_result.ts";
 import type { NetworkEndpoint } from "./isolation.ts";

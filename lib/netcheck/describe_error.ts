@@ -1,5 +1,5 @@
 /** One line for an error a netcheck run ended with, for its outcome and report. */
-import { errorText } from "../error_text.ts";
+import { errorText } from "../text/error.ts";
 
 /** One line for an error; API errors name the HTTP status and point at the RBAC for 403. */
 export function describeError(e: unknown): string {

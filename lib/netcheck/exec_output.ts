@@ -85,7 +85,7 @@ export class ExecOutput {
 /**
  * The first line of `text` that is not blank, trimmed and cut to `max` characters (the cut
  * named): pod-supplied text for a path's message. Its control characters stay for the sinks to
- * escape (safe_text.ts).
+ * escape (text/safe.ts).
  */
 export function podLine(text: string, max = POD_TEXT_LIMIT): string {
   let start = 0;

@@ -7,7 +7,7 @@
  * made exits 0.
  */
 import { helpText, UsageError } from "../cli/flags.ts";
-import { setupLogging } from "../log.ts";
+import { setupLogging } from "../log/setup.ts";
 import type { NetcheckCluster } from "./cluster.ts";
 import { netcheckCommand, parseNetcheckArgs } from "./flags.ts";
 import type { NetcheckOptions } from "./options.ts";
@@ -15,7 +15,7 @@ import { NetcheckMetrics } from "./metrics.ts";
 import { serveMetrics } from "./metrics_server.ts";
 import { JsonReport, JunitReport, type PathSink, summaryData, textReport } from "./report.ts";
 import { EXIT_ERROR, EXIT_USAGE, newRunId, runChecks, STOP_REQUESTED } from "./run.ts";
-import { writeTextSync } from "../write_text.ts";
+import { writeTextSync } from "../os/write_text.ts";
 
 const writeOut = (text: string) => writeTextSync(Deno.stdout, text);
 const writeErr = (text: string) => writeTextSync(Deno.stderr, text);

@@ -4,7 +4,7 @@
  * is loopback: the figures name nodes and networks, so exposing them further
  * is the operator's choice.
  */
-import { splitHostPort } from "../host_port.ts";
+import { splitHostPort } from "../net/host_port.ts";
 import type { NetcheckMetrics } from "./metrics.ts";
 
 /** A running metrics server. */

@@ -2,7 +2,7 @@
  * `lace netcheck` options: what each holds, the ports the probe pods listen
  * on, and the defaults. How the values arrive and are checked is flags.ts.
  */
-import type { LogSettings } from "../log.ts";
+import type { LogSettings } from "../log/setup.ts";
 
 export type IpFamily = "ipv4" | "ipv6";
 export type OutputFormat = "text" | "json";

@@ -5,7 +5,7 @@
  * beside it, into one PathResult; run.ts schedules them over the pairs.
  */
 import { getLogger } from "@logtape/logtape";
-import { joinHostPort } from "../host_port.ts";
+import { joinHostPort } from "../net/host_port.ts";
 import type { Endpoint, ExecOptions, ExecResult, NetcheckCluster } from "./cluster.ts";
 import { formatMs, latencyCommand, parseLatency, worstP99 } from "./latency.ts";
 import {

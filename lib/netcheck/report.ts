@@ -5,7 +5,7 @@
  */
 import { formatMs, type Percentiles } from "./latency.ts";
 import type { PathResult, Summary } from "./summary.ts";
-import { escapeUnsafe, safeJson, safeText } from "../safe_text.ts";
+import { escapeUnsafe, safeJson, safeText } from "../text/safe.ts";
 
 /** "1.23 Gbit/s" style figure for bits per second. */
 export function formatBps(bps: number): string {
@@ -100,7 +100,7 @@ export function summaryData(summary: Summary, outcome: RunOutcome): Record<strin
 
 /**
  * The text report. Node and pod names and the messages of failed paths (which carry what a pod
- * answered) are escaped (safe_text.ts).
+ * answered) are escaped (text/safe.ts).
  */
 export function textReport(summary: Summary, outcome: RunOutcome): string {
   const out: string[] = [];
@@ -236,7 +236,7 @@ export class JsonReport implements PathSink {
 
 function xml(text: string): string {
   // Controls (invalid in XML 1.0, or acted on by a terminal that shows the file), C1 and bidi
-  // characters become visible escapes (safe_text.ts), as do U+FFFE and U+FFFF (not XML
+  // characters become visible escapes (text/safe.ts), as do U+FFFE and U+FFFF (not XML
   // characters either, not even as a reference), then the markup characters references.
   return escapeUnsafe(text).replace(
     /[<>&"'\ufffe\uffff]/g,

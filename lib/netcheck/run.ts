@@ -30,7 +30,7 @@ import { removeStaleRun } from "./takeover.ts";
 import { ownedByConfigMap } from "./owner.ts";
 import { type PathResult, Summary } from "./summary.ts";
 import type { NetcheckMetrics } from "./metrics.ts";
-import { HeapGate } from "../heap_gate.ts";
+import { HeapGate } from "../os/heap_gate.ts";
 
 const log = getLogger(["lace", "netcheck"]);
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { HeapGate } from "../heap_gate.ts";
+import { HeapGate } from "../os/heap_gate.ts";
 import { textReport } from "./report.ts";
 import { EXIT_ERROR, EXIT_FAILED, EXIT_PASSED } from "./run.ts";
 import { fakeNodes } from "../../tests/netcheck/memory_cluster.ts";

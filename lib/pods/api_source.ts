@@ -27,9 +27,9 @@
  */
 import { CoreV1Api, type KubeConfig, ListWatch, VersionApi, Watch } from "../kube/k8s.ts";
 import { getLogger } from "@logtape/logtape";
-import { type Backoff, backoffDelay } from "../backoff.ts";
-import { realTimers, sleep, type Timers, within } from "../timers.ts";
-import { HeapGate } from "../heap_gate.ts";
+import { type Backoff, backoffDelay } from "../time/backoff.ts";
+import { realTimers, sleep, type Timers, within } from "../time/timers.ts";
+import { HeapGate } from "../os/heap_gate.ts";
 import { apiErrorText } from "../kube/api_error.ts";
 import { hasFinished, type Pod, podRef } from "./pod.ts";
 import { listTrimmedPods, type PodMemoryOptions, PodTrimmer } from "./api_trim.ts";

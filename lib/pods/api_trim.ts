@@ -10,9 +10,9 @@
  * the addresses it holds) and refused (no targets, reported as `too-large`).
  */
 import { getLogger } from "@logtape/logtape";
-import { errorText } from "../error_text.ts";
-import { aboutInput, limitedLog } from "../log_limiter.ts";
-import type { HeapGate } from "../heap_gate.ts";
+import { errorText } from "../text/error.ts";
+import { aboutInput, limitedLog } from "../log/limiter.ts";
+import type { HeapGate } from "../os/heap_gate.ts";
 import { hasFinished, MAX_POD_BYTES, normalisePod, type Pod } from "./pod.ts";
 
 const log = getLogger(["lace", "api"]);

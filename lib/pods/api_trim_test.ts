@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { HeapGate } from "../heap_gate.ts";
+import { HeapGate } from "../os/heap_gate.ts";
 import { listTrimmedPods, type PodPage, PodTrimmer } from "./api_trim.ts";
 
 function apiPod(uid: string, phase = "Running"): unknown {

@@ -6,8 +6,8 @@
 import { getLogger } from "@logtape/logtape";
 import { assertUsable, normalisePod, type Pod } from "./pod.ts";
 import type { PodSink } from "./source.ts";
-import { errorText } from "../error_text.ts";
-import { aboutInput, limitedLog } from "../log_limiter.ts";
+import { errorText } from "../text/error.ts";
+import { aboutInput, limitedLog } from "../log/limiter.ts";
 
 const log = getLogger(["lace", "pods"]);
 

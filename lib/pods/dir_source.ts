@@ -10,8 +10,8 @@ import type { PodSink, PodSource } from "./source.ts";
 import { readManifestFile, UnusableManifestError } from "./manifest_file.ts";
 import { isYamlFile, loadYamlParser, parseManifests } from "./manifests.ts";
 import { checkPodsDir, judgeManifestFile, type PodsDirTrust } from "./dir_trust.ts";
-import type { Mount } from "../mountinfo.ts";
-import { limitedLog, type LimitKey } from "../log_limiter.ts";
+import type { Mount } from "../os/mountinfo.ts";
+import { limitedLog, type LimitKey } from "../log/limiter.ts";
 
 const log = getLogger(["lace", "pods", "dir"]);
 

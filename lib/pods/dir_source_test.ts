@@ -2,14 +2,14 @@ import assert from "node:assert/strict";
 import type { Pod } from "./pod.ts";
 import type { PodSink } from "./source.ts";
 import { resetSync } from "@logtape/logtape";
-import { setupLogging } from "../log.ts";
+import { setupLogging } from "../log/setup.ts";
 import { DirPodSource } from "./dir_source.ts";
 import { loadYamlParser } from "./manifests.ts";
 import { deepJson, deepYamlBlock, podYaml } from "./_manifest_fixture.ts";
 import { MAX_MANIFEST_BYTES } from "./manifest_file.ts";
 import { waitFor } from "../../tests/helpers/wait.ts";
-import type { Mount } from "../mountinfo.ts";
-import { realTimers, within } from "../timers.ts";
+import type { Mount } from "../os/mountinfo.ts";
+import { realTimers, within } from "../time/timers.ts";
 
 await loadYamlParser();
 

@@ -4,12 +4,12 @@
  * addresses, so only root may write there. A directory on a read-only mount passes whatever
  * its mode (a Kubernetes ConfigMap volume: a 0777 tmpfs, but mounted read-only, written by
  * the kubelet alone); anywhere else it must be root's and writable by no one else, and each
- * parent safe from someone else renaming it aside (root_dir.ts's rule). A file inside owned by
+ * parent safe from someone else renaming it aside (os/root_dir.ts's rule). A file inside owned by
  * another non-root user, or one others may write outside a read-only mount, is skipped alone.
  * The judgements are pure; podsDirProblem() does the I/O.
  */
-import { judgeParent } from "../root_dir.ts";
-import { type Mount, mountOf, readMountInfo } from "../mountinfo.ts";
+import { judgeParent } from "../os/root_dir.ts";
+import { type Mount, mountOf, readMountInfo } from "../os/mountinfo.ts";
 import { dirname } from "node:path";
 
 const GROUP_OTHER_WRITE = 0o022;

@@ -6,7 +6,7 @@ import {
   onReadOnlyMount,
   podsDirProblem,
 } from "./dir_trust.ts";
-import { parseMountInfo } from "../mountinfo.ts";
+import { parseMountInfo } from "../os/mountinfo.ts";
 
 const ROOT = 0;
 

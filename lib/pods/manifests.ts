@@ -6,7 +6,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { normalisePod, type Pod } from "./pod.ts";
-import { nestedDeeperThan } from "../json.ts";
+import { nestedDeeperThan } from "../text/json.ts";
 
 // The directory source's category: these lines come from reading its files.
 const log = getLogger(["lace", "pods", "dir"]);

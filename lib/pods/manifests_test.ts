@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { nestedDeeperThan } from "../json.ts";
+import { nestedDeeperThan } from "../text/json.ts";
 import { loadYamlParser, MAX_MANIFEST_DEPTH, parseManifests } from "./manifests.ts";
 import {
   deepJson,

@@ -4,7 +4,7 @@
  * client-node's informer mixes class instances (Date fields) with plain watch
  * JSON (string timestamps).
  */
-import { isObject, nestedDeeperThan } from "../json.ts";
+import { isObject, nestedDeeperThan } from "../text/json.ts";
 import { refusedSkeleton } from "./skeleton.ts";
 
 export interface ContainerPort {

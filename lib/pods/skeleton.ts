@@ -8,8 +8,8 @@
  * any number of pods to a node (issue 24).
  */
 import { canonicalAddress } from "../net/address.ts";
-import { isObject } from "../json.ts";
-import { networkNameProblem } from "../network_name.ts";
+import { isObject } from "../text/json.ts";
+import { networkNameProblem } from "../probe/network_name.ts";
 
 /**
  * The most addresses a skeleton keeps: the API server allows one per family (dual stack), and

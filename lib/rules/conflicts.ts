@@ -6,7 +6,7 @@
  * order, so the agent never flaps between two pods.
  */
 import { keyId, type ProbeKey } from "../probe/key.ts";
-import { networkLabel } from "../network_name.ts";
+import { networkLabel } from "../probe/network_name.ts";
 import { comparePodAge, type PodIdentity } from "./pod_fields.ts";
 import type { PodNetwork } from "./pod_network.ts";
 import type { PodPlacement } from "./placement.ts";

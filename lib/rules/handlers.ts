@@ -3,7 +3,7 @@
  * lifecycle hooks, in spec order, each with the action that names the port.
  * Pure; read tolerantly (a field of the wrong shape is reported, never thrown).
  */
-import { isObject } from "../json.ts";
+import { isObject } from "../text/json.ts";
 import type { Loose } from "./pod_fields.ts";
 import type { HookKind, ProbeHandler, ProbeKind, TargetKind } from "./targets.ts";
 

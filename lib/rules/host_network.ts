@@ -6,7 +6,7 @@
  * it serves). The chart's admission policy refuses such a host; the agent reports any that got
  * through (no policy, an exempt namespace, a static pod). Pure.
  */
-import { isObject } from "../json.ts";
+import { isObject } from "../text/json.ts";
 import { canonicalAddress } from "../net/address.ts";
 import { specialAddressKind } from "./addresses.ts";
 import { connectingHandlers } from "./handlers.ts";

@@ -4,7 +4,7 @@
  */
 import { hasFinished, type Pod } from "../pods/pod.ts";
 import type { ProbeKey } from "../probe/key.ts";
-import { isObject } from "../json.ts";
+import { isObject } from "../text/json.ts";
 import { type Loose, podAddresses, type PodIdentity, podIdentity } from "./pod_fields.ts";
 import { DEFAULT_NETWORK, type PodNetwork, podNetwork, type TargetOptions } from "./pod_network.ts";
 

@@ -8,7 +8,7 @@ import type { Pod } from "../pods/pod.ts";
 import { canonicalAddress, type Family } from "../net/address.ts";
 import type { ProbeKey } from "../probe/key.ts";
 import { specialAddressKind, specialAddressReason } from "./addresses.ts";
-import { isObject } from "../json.ts";
+import { isObject } from "../text/json.ts";
 
 /** Who a target or a problem belongs to: enough to log it and to address an Event. */
 export interface PodIdentity {

@@ -2,7 +2,7 @@
  * A pod's network: the Lace network named by its annotations (or given by the
  * node), or the default network of pods without one.
  */
-import { networkLabel, networkNameProblem, quotedAtMost80 } from "../network_name.ts";
+import { networkLabel, networkNameProblem, quotedAtMost80 } from "../probe/network_name.ts";
 import type { PodIdentity } from "./pod_fields.ts";
 
 /** A Lace network: its name and its id (1..65535), the id going into the mark. */

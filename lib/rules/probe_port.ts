@@ -3,7 +3,7 @@
  * cannot be: a probe that names no usable port gets no target.
  */
 import type { SkipReason } from "./targets.ts";
-import { isObject } from "../json.ts";
+import { isObject } from "../text/json.ts";
 import { type Loose, str } from "./pod_fields.ts";
 
 /**

@@ -7,8 +7,8 @@
 import { hasFinished, type Pod } from "../pods/pod.ts";
 import { canonicalAddress } from "../net/address.ts";
 import type { ProbeKey } from "../probe/key.ts";
-import { isObject } from "../json.ts";
-import { networkLabel } from "../network_name.ts";
+import { isObject } from "../text/json.ts";
+import { networkLabel } from "../probe/network_name.ts";
 import { type Loose, podAddresses, type PodIdentity, podIdentity, str } from "./pod_fields.ts";
 import {
   DEFAULT_NETWORK,

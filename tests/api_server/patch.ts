@@ -4,7 +4,7 @@
  * (lists are replaced, not merged by key: enough for the objects tests patch).
  */
 import { ApiError } from "./status.ts";
-import { isObject } from "../../lib/json.ts";
+import { isObject } from "../../lib/text/json.ts";
 
 type Json = unknown;
 

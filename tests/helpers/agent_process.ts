@@ -5,15 +5,15 @@
  * with a prober in each, a pods directory and a unique pin path. Everything
  * is removed on dispose, even when a test fails half-way.
  */
-import { v8FlagsArg } from "../../lib/v8_flags.ts";
+import { v8FlagsArg } from "../../lib/os/v8_flags.ts";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { SimCgroups } from "../../lib/demo/cgroup.ts";
 import { POD_IPV4, POD_IPV6, type SimNode } from "../../lib/demo/netns.ts";
 import type { Prober, ProbeResponse } from "../../lib/doctor/prober.ts";
 import { getFromAgent } from "../../lib/agent/local_client.ts";
-import { CleanupStack } from "../../lib/cleanup_stack.ts";
-import { freeLoopbackPort } from "../../lib/process.ts";
+import { CleanupStack } from "../../lib/os/cleanup_stack.ts";
+import { freeLoopbackPort } from "../../lib/os/process.ts";
 import { privilegedSkipReason, startSimNode } from "./sim_world.ts";
 import { waitFor } from "./wait.ts";
 

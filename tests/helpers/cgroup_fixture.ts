@@ -5,7 +5,7 @@
  * every cgroup it made, deepest first.
  */
 import { join } from "node:path";
-import { cgroup2MountPoints, readMountInfo } from "../../lib/mountinfo.ts";
+import { cgroup2MountPoints, readMountInfo } from "../../lib/os/mountinfo.ts";
 import { claimSuffix } from "../../lib/demo/leftovers.ts";
 import { waitFor } from "./wait.ts";
 

@@ -15,13 +15,13 @@ import { Datapath } from "../../lib/datapath/loader.ts";
 import { uninstall } from "../../lib/datapath/pins.ts";
 import { DirPodSource } from "../../lib/pods/dir_source.ts";
 import { SimCgroups } from "../../lib/demo/cgroup.ts";
-import { randomSuffix, run } from "../../lib/process.ts";
+import { randomSuffix, run } from "../../lib/os/process.ts";
 import { claimSuffix } from "../../lib/demo/leftovers.ts";
 import { SimNode } from "../../lib/demo/netns.ts";
 import { PodServer } from "../../lib/demo/pod_server.ts";
 import type { Prober } from "../../lib/doctor/prober.ts";
 import { type AttachmentParams, CniChain, laceCommand } from "./cni_runtime.ts";
-import { CleanupStack } from "../../lib/cleanup_stack.ts";
+import { CleanupStack } from "../../lib/os/cleanup_stack.ts";
 import { startProbers, testPinPath } from "./sim_world.ts";
 import { waitFor } from "./wait.ts";
 

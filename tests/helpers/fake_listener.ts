@@ -4,7 +4,7 @@
  * that waits for the server to close. Shared by the accept loop, HTTP
  * listener and CNI server tests (fake time: fake_time.ts).
  */
-import type { Acceptor } from "../../lib/accept_loop.ts";
+import type { Acceptor } from "../../lib/socket/accept_loop.ts";
 
 /** A listener from `scriptedListener`: how often accept() was called, and whether it was closed. */
 export type ScriptedListener<C extends { close(): void }> = Acceptor<C> & {

@@ -4,7 +4,7 @@
  * real I/O in the same test keeps real time).
  */
 import FakeTimers from "@sinonjs/fake-timers";
-import type { Timers } from "../../lib/timers.ts";
+import type { Timers } from "../../lib/time/timers.ts";
 
 /** A fake clock starting at `start` ms and the Timers that read it. */
 export function fakeTime(start = 0) {

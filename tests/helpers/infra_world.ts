@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { AgentWorld } from "./agent_process.ts";
 import { plugin } from "./tenant_world.ts";
-import { run } from "../../lib/process.ts";
+import { run } from "../../lib/os/process.ts";
 import { PodServer } from "../../lib/demo/pod_server.ts";
 import { vethInto } from "../../lib/demo/netns.ts";
 

@@ -4,8 +4,8 @@
  * Disposing uninstalls the limiter, writes its open windows and sends the log nowhere.
  */
 import { getLogger } from "@logtape/logtape";
-import { setupLogging } from "../../lib/log.ts";
-import { installLogLimiter, LogLimiter } from "../../lib/log_limiter.ts";
+import { setupLogging } from "../../lib/log/setup.ts";
+import { installLogLimiter, LogLimiter } from "../../lib/log/limiter.ts";
 import { fakeTime } from "./fake_time.ts";
 
 export function limitedLogCapture() {

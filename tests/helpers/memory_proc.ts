@@ -1,9 +1,9 @@
 /**
- * A /proc in memory (lib/proc.ts's ProcFs) for scans of many processes: a test writes a
+ * A /proc in memory (lib/os/proc.ts's ProcFs) for scans of many processes: a test writes a
  * hundred thousand processes without touching the disk, makes them vanish mid-scan, and
  * counts what the scan read. Texts are ASCII, so a read's bound in bytes is one in characters.
  */
-import type { ProcFs } from "../../lib/proc.ts";
+import type { ProcFs } from "../../lib/os/proc.ts";
 
 /** One process's files; an absent file cannot be read. */
 export interface MemoryProcess {

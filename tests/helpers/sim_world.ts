@@ -8,14 +8,14 @@ import { defaultConfig } from "../../lib/config.ts";
 import { markFor } from "../../lib/probe/key.ts";
 import { Datapath } from "../../lib/datapath/loader.ts";
 import { uninstall } from "../../lib/datapath/pins.ts";
-import { bpffsMountPoints, readMountInfo } from "../../lib/mountinfo.ts";
+import { bpffsMountPoints, readMountInfo } from "../../lib/os/mountinfo.ts";
 import type { ProbeKey } from "../../lib/probe/key.ts";
 import { SimCgroups } from "../../lib/demo/cgroup.ts";
 import { claimSuffix } from "../../lib/demo/leftovers.ts";
 import { POD_IPV4, POD_IPV6, SimNode } from "../../lib/demo/netns.ts";
 import { PodServer } from "../../lib/demo/pod_server.ts";
 import { Prober } from "../../lib/doctor/prober.ts";
-import { CleanupStack } from "../../lib/cleanup_stack.ts";
+import { CleanupStack } from "../../lib/os/cleanup_stack.ts";
 
 export const HTTP_PORTS = [8080, 8081, 8082];
 export const TCP_PORTS = [9000, 9001, 9002];

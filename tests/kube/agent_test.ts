@@ -379,7 +379,7 @@ Deno.test({
       const dropped = await agent.metric('lace_events_dropped_total{reason="namespace-full"}');
       assert.ok((dropped ?? 0) > 0, `the flood filled its namespace's share: ${dropped} dropped`);
       // Nor the agent's log: the first 10 ProbeIgnored lines of each namespace in full, the
-      // flood's other 1240 summed up a minute later (lib/log_limiter.ts), not 1250 lines at once.
+      // flood's other 1240 summed up a minute later (lib/log/limiter.ts), not 1250 lines at once.
       const skipLines = (namespace: string) =>
         agent.logs.filter((line) => line.includes(`"message":"Pod \\"${namespace}/`));
       await waitFor(() => skipLines("victim").length > 0, {

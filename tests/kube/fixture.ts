@@ -22,7 +22,7 @@ import { Http1KubeConfig } from "../../lib/kube/client.ts";
 import { makePki } from "./_pki.ts";
 import { apiServerArgs, etcdArgs, kubeconfigYaml } from "./_control_plane_config.ts";
 import { ManagedProcess, tail } from "./_process.ts";
-import { freeLoopbackPort } from "../../lib/process.ts";
+import { freeLoopbackPort } from "../../lib/os/process.ts";
 import { controlPlaneUnavailableReason, toolPaths } from "./tools.ts";
 
 /** A running etcd + kube-apiserver pair on loopback; see startControlPlane(). */

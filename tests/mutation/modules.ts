@@ -24,10 +24,10 @@ export const MODULES: MutationModule[] = [
       "lib/rules/conflicts.ts",
       "lib/rules/addresses.ts",
       "lib/rules/share.ts",
-      "lib/network_name.ts",
+      "lib/probe/network_name.ts",
     ],
     // Every test of the folder: the rules' unit, condition and property tests; and the name rule's.
-    tests: ["lib/rules/", "lib/network_name_test.ts"],
+    tests: ["lib/rules/", "lib/probe/network_name_test.ts"],
   },
   {
     name: "reconcile-diff",

@@ -13,7 +13,7 @@
  *
  * Run with `deno run --allow-net agnhost.ts …` inside the pod's namespace.
  */
-import { splitHostPort } from "../../lib/host_port.ts";
+import { splitHostPort } from "../../lib/net/host_port.ts";
 
 function fail(text: string): never {
   Deno.stderr.writeSync(new TextEncoder().encode(text + "\n"));

@@ -3,7 +3,7 @@
  * the kubelet's own directory lives in, and the teardown that empties and removes them.
  */
 import { join } from "node:path";
-import type { CleanupStack } from "../../lib/cleanup_stack.ts";
+import type { CleanupStack } from "../../lib/os/cleanup_stack.ts";
 import { delay } from "./wait.ts";
 
 /** The cgroup v1 controllers the node's pods get a directory in. */

@@ -4,8 +4,8 @@
  * teardown.
  */
 import { join } from "node:path";
-import { run } from "../../lib/process.ts";
-import type { CleanupStack } from "../../lib/cleanup_stack.ts";
+import { run } from "../../lib/os/process.ts";
+import type { CleanupStack } from "../../lib/os/cleanup_stack.ts";
 import type { NodeToolPaths } from "../kube/tools.ts";
 import { CGROUP_V1, CONTAINER_HIERARCHIES, killCgroups, removeCgroupTree } from "./cgroups.ts";
 import { IMAGES } from "./images.ts";

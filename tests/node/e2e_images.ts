@@ -11,7 +11,7 @@
  * - pause: the node's own pause.
  */
 import { join } from "node:path";
-import { run } from "../../lib/process.ts";
+import { run } from "../../lib/os/process.ts";
 import { nodeToolPaths } from "../kube/tools.ts";
 import { writeImageArchive } from "./oci_layout.ts";
 import { copyPrograms } from "./rootfs.ts";

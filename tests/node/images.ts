@@ -15,7 +15,7 @@
  *   source with its cached npm dependencies, plus libbpf and /bin/sh for the init container.
  */
 import { join } from "node:path";
-import { run } from "../../lib/process.ts";
+import { run } from "../../lib/os/process.ts";
 import { nodeToolPaths } from "../kube/tools.ts";
 import { writeImageArchive } from "./oci_layout.ts";
 import { copyPrograms } from "./rootfs.ts";

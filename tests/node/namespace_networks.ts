@@ -10,7 +10,7 @@
  * the network's node side on its own first pod there.
  */
 import { dirname, join } from "node:path";
-import { run } from "../../lib/process.ts";
+import { run } from "../../lib/os/process.ts";
 import { addNetworkNodeSide, type PodSubnets } from "./network.ts";
 import type { NetworkSetting } from "./node_config.ts";
 

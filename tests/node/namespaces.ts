@@ -5,8 +5,8 @@
  * and stopped inside them.
  */
 import { join } from "node:path";
-import { run } from "../../lib/process.ts";
-import type { CleanupStack } from "../../lib/cleanup_stack.ts";
+import { run } from "../../lib/os/process.ts";
+import type { CleanupStack } from "../../lib/os/cleanup_stack.ts";
 import { ManagedProcess, tail } from "../kube/_process.ts";
 import { cgroupPids, killCgroups } from "./cgroups.ts";
 import { LACE_IMAGE_HOME } from "./images.ts";

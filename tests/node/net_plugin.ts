@@ -13,7 +13,7 @@
  *
  * Run by a launcher as `deno run --allow-all net_plugin.ts` with CNI_* in the environment.
  */
-import { run } from "../../lib/process.ts";
+import { run } from "../../lib/os/process.ts";
 import { type Allocations, chooseHost } from "./ipam.ts";
 import { namespaceNetwork, networkNames } from "./namespace_networks.ts";
 import type { ConflistSettings, NetworkSetting } from "./node_config.ts";

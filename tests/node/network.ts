@@ -4,8 +4,8 @@
  * per pod network a bridge plus a routing table that only the mark contract selects, and an
  * unreachable route for the pod ranges in the node's own table.
  */
-import { run } from "../../lib/process.ts";
-import type { CleanupStack } from "../../lib/cleanup_stack.ts";
+import { run } from "../../lib/os/process.ts";
+import type { CleanupStack } from "../../lib/os/cleanup_stack.ts";
 import type { NetworkSetting } from "./node_config.ts";
 
 /** The three isolated pod networks; every one allocates from the same ranges. */

@@ -9,7 +9,7 @@
  * that network's pods off from each other while both nodes stay in the cluster, as a failed link
  * between nodes does.
  */
-import { run } from "../../lib/process.ts";
+import { run } from "../../lib/os/process.ts";
 import type { NetworkSetting } from "./node_config.ts";
 
 /** The control link's device and addresses (the second node's is its node IP). */

@@ -6,7 +6,7 @@
  */
 import { CoreV1Api } from "@kubernetes/client-node";
 import { join } from "node:path";
-import type { CleanupStack } from "../../lib/cleanup_stack.ts";
+import type { CleanupStack } from "../../lib/os/cleanup_stack.ts";
 import type { ControlPlane } from "../kube/fixture.ts";
 import type { NodeToolPaths } from "../kube/tools.ts";
 import { waitFor } from "../helpers/wait.ts";

@@ -4,7 +4,7 @@
  * of a run killed outright), the run's directory, removed last, the cleanup stack, its
  * processes' log files and the measured phases.
  */
-import { CleanupStack } from "../../lib/cleanup_stack.ts";
+import { CleanupStack } from "../../lib/os/cleanup_stack.ts";
 import { claimSuffix } from "../../lib/demo/leftovers.ts";
 import { tail } from "../kube/_process.ts";
 

@@ -5,7 +5,7 @@
  * I/O is tar and sha256sum, so a 100 MB layer is never held in memory.
  */
 import { join } from "node:path";
-import { run } from "../../lib/process.ts";
+import { run } from "../../lib/os/process.ts";
 
 /** The parts of an OCI image config the node's images set (image-spec "config.md"). */
 export interface ImageConfig {

@@ -5,7 +5,7 @@
  * Deno runtime and libbpf for the agent).
  */
 import { dirname, join } from "node:path";
-import { run } from "../../lib/process.ts";
+import { run } from "../../lib/os/process.ts";
 
 /** The absolute paths of the shared objects in `ldd` output (the loader included). */
 export function parseLdd(output: string): string[] {

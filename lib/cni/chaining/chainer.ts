@@ -8,7 +8,7 @@
  */
 import { join } from "node:path";
 import { getLogger } from "@logtape/logtape";
-import { realTimers, type Timers } from "../../timers.ts";
+import { realTimers, type Timers } from "../../time/timers.ts";
 import {
   type ConfigFile,
   listNames,

@@ -10,7 +10,7 @@
  * network's name and cniVersion, where Istio renames the network to
  * `k8s-pod-network` and pins cniVersion 0.3.1.
  */
-import { isObject } from "../../json.ts";
+import { isObject } from "../../text/json.ts";
 import { SUPPORTED_VERSIONS } from "../spec.ts";
 
 /** The plugin type the runtime runs as `<binDir>/lace`. */

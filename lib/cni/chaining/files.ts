@@ -7,7 +7,7 @@
  * agent, `lace uninstall`) never interleave a read and a write.
  */
 import { join } from "node:path";
-import { isObject } from "../../json.ts";
+import { isObject } from "../../text/json.ts";
 import type { ChainRecord } from "./plan.ts";
 
 /** One file of the directory as read now. */

@@ -5,7 +5,7 @@
  * and CRI-O gives it), or every file matching a configured list of names and
  * globs, each with its own network where one is given. Pure.
  */
-import { GIVE_ANNOTATED_NAME, networkNameProblem } from "../../network_name.ts";
+import { GIVE_ANNOTATED_NAME, networkNameProblem } from "../../probe/network_name.ts";
 import { isConfigName } from "./conflist.ts";
 
 /** One configured file pattern: a name or a glob (`*`, `?`), with an optional network. */
@@ -35,7 +35,7 @@ export function byteOrder(a: string, b: string): number {
 /**
  * Parses `--cni-chain-files`: comma-separated `PATTERN` or `PATTERN=NETWORK:ID`
  * (e.g. `10-flannel.conflist,20-*.conflist=blue:7`), NETWORK held to the network name rule
- * (lib/network_name.ts). Throws TypeError naming every bad item.
+ * (lib/probe/network_name.ts). Throws TypeError naming every bad item.
  */
 export function parseChainTargets(text: string): ChainTarget[] {
   const targets: ChainTarget[] = [];

@@ -16,7 +16,7 @@
  * installed (unit tests, one-shot commands) every line is logged in full.
  */
 import type { Logger } from "@logtape/logtape";
-import type { Timers } from "./timers.ts";
+import type { Timers } from "../time/timers.ts";
 
 /** Called when a window with occurrences after its first ends: how many, and the last one's `what`. */
 type Summarize = (count: number, last: string) => void;

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { aboutInput, aboutPod, installLogLimiter, limitedLog, LogLimiter } from "./log_limiter.ts";
-import { fakeTime } from "../tests/helpers/fake_time.ts";
-import { recordingLogger } from "../tests/helpers/recording_logger.ts";
+import { aboutInput, aboutPod, installLogLimiter, limitedLog, LogLimiter } from "./limiter.ts";
+import { fakeTime } from "../../tests/helpers/fake_time.ts";
+import { recordingLogger } from "../../tests/helpers/recording_logger.ts";
 
 function limitedWorld(maxKeys?: number) {
   const { clock, timers } = fakeTime();

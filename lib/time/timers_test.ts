@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { fakeTime } from "../tests/helpers/fake_time.ts";
+import { fakeTime } from "../../tests/helpers/fake_time.ts";
 import { runInSlices, sleep, TimeSlice, within, yieldToEventLoop } from "./timers.ts";
 
 Deno.test("sleep() resolves once its time has passed on the given timers", async () => {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { errorLogText } from "./log_error.ts";
+import { errorLogText } from "./error_format.ts";
 
 /** An error whose stack is exactly `frames` below its headline, as V8 writes it. */
 function withStack(error: Error, frames: string[]): Error {

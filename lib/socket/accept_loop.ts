@@ -13,10 +13,10 @@
  * room for the new one, and only when none is idle is the new one refused.
  */
 import { getLogger } from "@logtape/logtape";
-import { type Backoff, backoffDelay } from "./backoff.ts";
-import { realTimers, type Timers } from "./timers.ts";
-import { errorText } from "./error_text.ts";
-import { limitedLog } from "./log_limiter.ts";
+import { type Backoff, backoffDelay } from "../time/backoff.ts";
+import { realTimers, type Timers } from "../time/timers.ts";
+import { errorText } from "../text/error.ts";
+import { limitedLog } from "../log/limiter.ts";
 
 const log = getLogger(["lace", "listen"]);
 
@@ -202,7 +202,7 @@ export class AcceptLoop<C extends { close(): void }> {
   /**
    * Counts a refusal or eviction (onCapped: the metrics) and logs it through the log limiter:
    * any pod can open connections to some listeners, so a flood is a few lines and a summary a
-   * minute per listener (lib/log_limiter.ts), not a line a connection.
+   * minute per listener (lib/log/limiter.ts), not a line a connection.
    */
   #capped(what: "refused" | "evicted", cap: "connections" | "peer"): void {
     this.#opts.onCapped?.(what, cap);

@@ -2,7 +2,7 @@
  * How `lace targets` and `lace doctor pod` name what a registered target
  * serves and when the kubelet last used it: one wording for both commands.
  */
-import { formatDuration } from "./duration.ts";
+import { formatDuration } from "../time/duration.ts";
 
 /**
  * "app/readiness", "proxy/preStop": the container and the probe or lifecycle

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { V8_FLAGS } from "./v8_flags.ts";
 
-const root = new URL("../", import.meta.url);
+const root = new URL("../../", import.meta.url);
 
 Deno.test("the chart and the systemd unit start the agent with Lace's V8 flags", () => {
   const value = V8_FLAGS.join(",");

@@ -2,12 +2,12 @@
  * An Error as a text log shows it: its name and message inside the log line, and below the line
  * the stack frames of Lace's own code and each cause, one per indented line. A message names
  * what others wrote (a pod, an annotation, a path), so it is escaped like every logged value
- * (safe_text.ts): a CR or LF in it stays on its line as `\x0d`/`\x0a` and cannot start a line
+ * (text/safe.ts): a CR or LF in it stays on its line as `\x0d`/`\x0a` and cannot start a line
  * that looks like a log record. Every line below the record starts with spaces, which no record
  * does, and is escaped as well.
  */
-import { errorText } from "./error_text.ts";
-import { escapeUnsafe, safeText } from "./safe_text.ts";
+import { errorText } from "../text/error.ts";
+import { escapeUnsafe, safeText } from "../text/safe.ts";
 
 /** The frames of the runtime, of npm packages and of the bundled Kubernetes client. */
 const FOREIGN_FRAME = /\bext:|\bnode:|node_modules|registry\.npmjs\.org|\.bundle\.js/;

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { lastHitText, servesText } from "./target_text.ts";
+import { lastHitText, servesText } from "./targets.ts";
 
 Deno.test("lastHitText() says how long ago, never, or unknown", () => {
   assert.equal(lastHitText(75.9), "1m15s ago");

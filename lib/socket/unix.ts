@@ -4,7 +4,7 @@
  * step. The CNI socket and the agent's local debug socket both use it.
  */
 import { getLogger } from "@logtape/logtape";
-import { ensureRootDir } from "./root_dir.ts";
+import { ensureRootDir } from "../os/root_dir.ts";
 
 const log = getLogger(["lace", "listen"]);
 
@@ -30,7 +30,7 @@ function lstatOrNull(path: string): Deno.FileInfo | null {
 
 /**
  * Listens on `socketPath`. The parent directory is created 0700 when missing,
- * and an existing one must be root's alone (root_dir.ts: a readable one is
+ * and an existing one must be root's alone (os/root_dir.ts: a readable one is
  * tightened to 0700, one that is a symlink, someone else's or writable by
  * others is refused); the socket is bound under a temporary name, made 0600,
  * and renamed over the path. A path that exists and is not a socket is an error naming `flag`, the

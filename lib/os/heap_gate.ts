@@ -6,7 +6,7 @@
  * up to hundreds of MiB before it collects (360 hostile pods listed in pages
  * of 10 peaked the agent at 524 MiB of RSS, 241 MiB with a gate), past the
  * chart's memory limit. gc() is
- * there with Lace's V8 flags (lib/v8_flags.ts); without it the gate does
+ * there with Lace's V8 flags (lib/os/v8_flags.ts); without it the gate does
  * nothing.
  */
 

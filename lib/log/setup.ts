@@ -4,9 +4,9 @@
  * Every module logs through `getLogger(["lace", area])`; only main configures.
  * Logged values name pods, annotations and paths their authors chose, and are
  * read on terminals: both formats escape what a terminal could act on
- * (safe_text.ts). A text log writes an Error's message in its line and the
+ * (text/safe.ts). A text log writes an Error's message in its line and the
  * error's own stack frames and causes below it, one per indented line
- * (log_error.ts); a JSON log keeps each record on one line.
+ * (error_format.ts); a JSON log keeps each record on one line.
  */
 import {
   configureSync,
@@ -15,9 +15,23 @@ import {
   type LogRecord,
   resetSync,
 } from "@logtape/logtape";
-import type { Config } from "./config.ts";
-import { escapeUnsafe, safeJsonText } from "./safe_text.ts";
-import { errorLogText } from "./log_error.ts";
+import { escapeUnsafe, safeJsonText } from "../text/safe.ts";
+import { errorLogText } from "./error_format.ts";
+
+/** The levels the "lace" logger can be set to, from the most to the least verbose. */
+export type LogLevel = "trace" | "debug" | "info" | "warning" | "error" | "fatal";
+export const LOG_LEVELS: readonly LogLevel[] = [
+  "trace",
+  "debug",
+  "info",
+  "warning",
+  "error",
+  "fatal",
+];
+
+/** auto: text on a terminal, JSON lines otherwise. */
+export const LOG_FORMATS = ["auto", "json", "text"] as const;
+export type LogFormat = typeof LOG_FORMATS[number];
 
 const encoder = new TextEncoder();
 
@@ -53,12 +67,15 @@ function textLines(): (record: LogRecord) => string {
 }
 
 /** The logging settings a long-running command carries (its --log-level and --log-format). */
-export type LogSettings = Pick<Config, "logLevel" | "logFormat">;
+export interface LogSettings {
+  logLevel: LogLevel;
+  logFormat: LogFormat;
+}
 
 /** Configures the root "lace" logger; safe to call again (tests, demo). */
 export function setupLogging(
-  level: Config["logLevel"],
-  format: Config["logFormat"],
+  level: LogLevel,
+  format: LogFormat,
   write: (bytes: Uint8Array) => void = (b) => Deno.stderr.writeSync(b),
 ): void {
   const json = format === "json" || (format === "auto" && !Deno.stderr.isTerminal());

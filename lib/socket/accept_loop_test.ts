@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { scriptedListener } from "../tests/helpers/fake_listener.ts";
-import { fakeTime } from "../tests/helpers/fake_time.ts";
-import { waitFor } from "../tests/helpers/wait.ts";
+import { scriptedListener } from "../../tests/helpers/fake_listener.ts";
+import { fakeTime } from "../../tests/helpers/fake_time.ts";
+import { waitFor } from "../../tests/helpers/wait.ts";
 import { AcceptLoop, type Stream, tcpPeer, writeAll } from "./accept_loop.ts";
-import { limitedLogCapture } from "../tests/helpers/limited_log.ts";
+import { limitedLogCapture } from "../../tests/helpers/limited_log.ts";
 
 /** A connection that records whether it was closed; reads and writes wait until then. */
 class FakeConn implements Stream {

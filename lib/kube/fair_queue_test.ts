@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { FairQueue } from "./fair_queue.ts";
-import { forAll } from "../tests/helpers/property.ts";
+import { forAll } from "../../tests/helpers/property.ts";
 
 /** Pushes `lane:n` items under their own keys; returns the outcomes. */
 function pushAll(queue: FairQueue<string>, items: string[]): string[] {

@@ -3,7 +3,6 @@
  * servers, the prober): the compiled binary runs itself; under `deno` the
  * entry point is run again.
  */
-import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 /** True when running as `deno …` rather than as the compiled binary. */
@@ -15,7 +14,7 @@ export function underDeno(): boolean {
 /** The command line that runs `main.ts <sub> <args…>` (or the binary with them). */
 export function selfCommand(sub: string, args: string[]): string[] {
   if (!underDeno()) return [Deno.execPath(), sub, ...args];
-  const main = join(dirname(fileURLToPath(import.meta.url)), "..", "main.ts");
+  const main = fileURLToPath(new URL("../../main.ts", import.meta.url));
   return [Deno.execPath(), "run", "-A", main, sub, ...args];
 }
 
@@ -36,6 +35,6 @@ export function moduleCommand(moduleUrl: string, sub: string, args: string[]): s
  */
 export function selfPluginCommand(): string[] {
   if (!underDeno()) return [Deno.execPath()];
-  const main = join(dirname(fileURLToPath(import.meta.url)), "..", "main.ts");
+  const main = fileURLToPath(new URL("../../main.ts", import.meta.url));
   return [Deno.execPath(), "run", "-A", "--quiet", main];
 }

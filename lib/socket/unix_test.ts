@@ -3,7 +3,7 @@
  * DirectoryOrCreate), so the agent makes its socket directory root's alone before it listens.
  */
 import assert from "node:assert/strict";
-import { listenUnixSocket } from "./unix_socket.ts";
+import { listenUnixSocket } from "./unix.ts";
 
 async function withRunDir(mode: number, fn: (dir: string) => Promise<void>): Promise<void> {
   const tmp = await Deno.makeTempDir({ prefix: "lace-unix-socket-" });

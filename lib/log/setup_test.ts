@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { getLogger } from "@logtape/logtape";
-import { setupLogging } from "./log.ts";
+import { setupLogging } from "./setup.ts";
 
 /** What one error record writes in `format`, split into lines (colour codes removed). */
 function logged(format: "text" | "json", error: Error): string[] {
@@ -29,7 +29,7 @@ Deno.test("a text log keeps a pod's CR/LF in an error message escaped on the rec
 Deno.test("a text log prints an error's stack frames below the record, one indented line each", () => {
   const [, ...below] = logged("text", failing());
   assert.ok(below.length >= 2, JSON.stringify(below));
-  assert.match(below[0], /^ {4}at failing \(file:\/\/.*\/lib\/log_test\.ts:\d+:\d+\)$/);
+  assert.match(below[0], /^ {4}at failing \(file:\/\/.*\/lib\/log\/setup_test\.ts:\d+:\d+\)$/);
   for (const line of below) assert.match(line, /^ {4}at /);
 });
 
