@@ -6,8 +6,11 @@
  * someone else. A looser one is refused with what to do, except one that is
  * root's and only readable by others (what older releases, and the kubelet's
  * DirectoryOrCreate, made): that one is tightened to 0700 in place, since no
- * one but root can have changed what it holds. The judgement is pure;
- * ensureRootDir and rootDirProblem do the I/O.
+ * one but root can have changed what it holds. A directory root writes into
+ * that others may read (the CNI configuration directory) and a file root
+ * writes or removes are held to the same rule (sharedDirProblem,
+ * judgeRootFile). The judgements are pure; ensureRootDir, rootDirProblem and
+ * sharedDirProblem do the I/O.
  */
 import { dirname } from "node:path";
 
@@ -85,6 +88,30 @@ function lstatOrUndefined(path: string): Deno.FileInfo | undefined {
   }
 }
 
+/** What the file judgement needs of lstat(2) or fstat(2). */
+export interface FileStat {
+  isSymlink: boolean;
+  isFile: boolean;
+  uid: number | null;
+  /** st_mode, with or without the file type bits. */
+  mode: number | null;
+}
+
+/**
+ * Why root may not write, replace or remove the file as it is, or undefined: a symlink
+ * takes root's write wherever it points, another user's file is theirs to change while root
+ * trusts it (and to keep as theirs after root rewrites it), and one group or others may write
+ * is anyone's. `owner` is root's uid (this process's); a file of uid 0 is root's too.
+ */
+export function judgeRootFile(stat: FileStat, owner: number): string | undefined {
+  if (stat.isSymlink) return "is a symbolic link";
+  if (!stat.isFile) return "is not a regular file";
+  if (stat.uid !== owner && stat.uid !== 0) return `is owned by uid ${stat.uid}, not root`;
+  const mode = (stat.mode ?? 0) & 0o7777;
+  if (mode & GROUP_OTHER_WRITE) return `is writable by group or others (mode ${octal(mode)})`;
+  return undefined;
+}
+
 /** The first parent of `path` (resolved, up to /) someone else could rename it in, and why. */
 function unsafeParent(path: string, owner: number): string | undefined {
   for (let p = Deno.realPathSync(dirname(path));; p = dirname(p)) {
@@ -92,6 +119,22 @@ function unsafeParent(path: string, owner: number): string | undefined {
     if (why) return `its parent "${p}" ${why}`;
     if (p === "/") return undefined;
   }
+}
+
+/**
+ * Why someone other than root could change what the existing directory `path` holds, or
+ * undefined: it must be root's, writable by no one else, and every parent safe from someone
+ * else renaming it; others may read it (judgeRootDir's "tighten" is fine here). For a
+ * directory root writes into that other tools read, such as the CNI configuration directory.
+ * A symlink is refused: pass the resolved path when a symlinked directory is allowed.
+ */
+export function sharedDirProblem(
+  path: string,
+  owner: number = Deno.uid() ?? 0,
+): string | undefined {
+  const verdict = judgeRootDir(Deno.lstatSync(path), owner);
+  if (verdict.kind === "refuse") return verdict.reason;
+  return unsafeParent(path, owner);
 }
 
 /** What to do about a directory refused for `reason`. */

@@ -1,6 +1,13 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { ensureRootDir, judgeParent, judgeRootDir, rootDirProblem } from "./root_dir.ts";
+import {
+  ensureRootDir,
+  judgeParent,
+  judgeRootDir,
+  judgeRootFile,
+  rootDirProblem,
+  sharedDirProblem,
+} from "./root_dir.ts";
 
 const ROOT = 0;
 const dir = (mode: number, uid = ROOT) => ({ isSymlink: false, isDirectory: true, uid, mode });
@@ -39,6 +46,44 @@ Deno.test("judgeParent() allows root's directories and sticky world-writable one
   assert.equal(judgeParent(dir(0o1777), ROOT), undefined);
   assert.match(judgeParent(dir(0o777), ROOT) ?? "", /without the sticky bit \(mode 0777\)/);
   assert.match(judgeParent(dir(0o755, 1000), ROOT) ?? "", /owned by uid 1000/);
+});
+
+Deno.test("judgeRootFile() accepts root's regular files others may only read, nothing else", () => {
+  const file = (mode: number, uid = ROOT) => ({ isSymlink: false, isFile: true, uid, mode });
+  assert.equal(judgeRootFile(file(0o100644), ROOT), undefined);
+  assert.equal(judgeRootFile(file(0o600), ROOT), undefined);
+  assert.equal(judgeRootFile(file(0o644), 1000), undefined, "root's, for an agent of uid 1000");
+  assert.equal(judgeRootFile(file(0o644, 1000), 1000), undefined, "the agent's own");
+  assert.match(judgeRootFile(file(0o644, 65534), ROOT) ?? "", /owned by uid 65534, not root/);
+  assert.match(judgeRootFile(file(0o664), ROOT) ?? "", /writable by group or others \(mode 0664\)/);
+  assert.match(judgeRootFile(file(0o646), ROOT) ?? "", /mode 0646/);
+  assert.match(
+    judgeRootFile({ ...file(0o777), isSymlink: true, isFile: false }, ROOT) ?? "",
+    /is a symbolic link/,
+  );
+  assert.match(judgeRootFile({ ...file(0o600), isFile: false }, ROOT) ?? "", /not a regular file/);
+});
+
+Deno.test("sharedDirProblem() lets others read the directory, not write it or its parents", () => {
+  withTemp((tmp) => {
+    const me = Deno.uid()!;
+    const dir = join(tmp, "net.d");
+    Deno.mkdirSync(dir);
+    Deno.chmodSync(dir, 0o755);
+    assert.equal(sharedDirProblem(dir, me), undefined);
+    assert.equal(modeOf(dir), 0o755, "nothing tightened");
+    Deno.chmodSync(dir, 0o775);
+    assert.match(sharedDirProblem(dir, me) ?? "", /writable by group or others \(mode 0775\)/);
+    Deno.chmodSync(dir, 0o755);
+    Deno.chmodSync(tmp, 0o777);
+    assert.match(
+      sharedDirProblem(dir, me) ?? "",
+      /its parent ".*lace-root-dir-[^"]*" is writable by group or others without the sticky bit/,
+    );
+    Deno.chmodSync(tmp, 0o700);
+    Deno.symlinkSync(dir, join(tmp, "link"));
+    assert.match(sharedDirProblem(join(tmp, "link"), me) ?? "", /is a symbolic link/);
+  });
 });
 
 const asRoot = { ignore: Deno.uid() !== 0 };
