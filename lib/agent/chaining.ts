@@ -40,6 +40,9 @@ const EVENT_REASONS: Record<FileReport["reason"], string> = {
   conflict: "CniChainConflict",
   "hand-chained": "CniHandChained",
   failed: "CniChainFailed",
+  unsafe: "CniFileUnsafe",
+  "bad-record": "CniStateRecordRefused",
+  raced: "CniChainRaced",
 };
 
 /** Starts chaining as `config.cniChaining` says; see the module comment. */

@@ -7,8 +7,9 @@
  * when its last reference goes, so this removes exactly what Lace attached
  * and nothing another program owns. Run it after stopping the agent; a
  * running agent would keep its own references and chain the files again.
- * A pin path that is not root's alone (a symlink, another owner, writable
- * by others) is refused, not followed.
+ * A pin path, CNI configuration directory or chaining state that is not
+ * root's alone (a symlink, another owner, writable by others) is refused,
+ * not followed, and the command exits 1.
  */
 import { join } from "node:path";
 import { defaultConfig, type NodeSettings } from "../config.ts";
@@ -58,7 +59,17 @@ export async function runUninstallCommand(args: string[]): Promise<number> {
   if (restored.reports.length === 0) {
     console.log(`No CNI configuration to restore in ${options.cniConfDir}`);
   }
-  let code = 0;
+  // A directory, file or record refused as another user's to steer, or a file that kept
+  // changing, was not restored: the command says so by its exit code.
+  const refused = restored.reports.filter((r) =>
+    r.reason === "unsafe" || r.reason === "bad-record" || r.reason === "raced"
+  );
+  if (refused.length > 0) {
+    console.error(
+      `lace uninstall: ${refused.length} CNI configuration problem(s) above were not restored`,
+    );
+  }
+  let code = refused.length > 0 ? 1 : 0;
   if (options.cniBinDir) {
     const naming = chainStatus(options.cniConfDir).naming;
     const binary = join(options.cniBinDir, "lace");

@@ -1,7 +1,9 @@
 /**
- * The doctor's check of CNI chaining: does the configuration the runtime
+ * The doctor's checks of CNI chaining: does the configuration the runtime
  * uses chain the lace plugin, so that new pods register at ADD rather than
- * waiting for the API to show their IP.
+ * waiting for the API to show their IP; and are the directories and files the
+ * agent writes there and in its state directory root's alone, so no one else
+ * can steer root's writes (the agent refuses them otherwise).
  */
 import { type Check, check, type NodeSnapshot } from "./check.ts";
 
@@ -21,5 +23,19 @@ export function cniChecks(s: NodeSnapshot): Check[] {
     unreadable:
       "check --cni-conf-dir (LACE_CNI_CONF_DIR, the chart's node.cni.confDir) and that it is mounted into the agent's container",
   }[c.state];
-  return [check("cni-chaining", ok, c.message, fix, "warning")];
+  const problems = c.problems ?? [];
+  return [
+    check("cni-chaining", ok, c.message, fix, "warning"),
+    check(
+      "cni-files",
+      problems.length === 0,
+      problems.length === 0
+        ? "the CNI configuration and the chaining state are root's alone"
+        : problems.join("; "),
+      "make each directory named root's and writable by no one else, and each file a regular " +
+        "file that is root's and writable by no one else; the agent writes nothing through them " +
+        "until then (a refused state record is dropped at its next write)",
+      "error",
+    ),
+  ];
 }

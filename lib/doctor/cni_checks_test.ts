@@ -23,6 +23,21 @@ Deno.test("cniChecks warns with a fix when the runtime's configuration does not 
   }
 });
 
+Deno.test("cniChecks passes cni-files when no directory, file or record is refused", () => {
+  const [, files] = cniChecks(snap("chained"));
+  assert.deepStrictEqual([files.name, files.ok], ["cni-files", true]);
+});
+
+Deno.test("cniChecks fails cni-files with every problem the agent refuses to write through", () => {
+  const s = snap("chained");
+  s.cniChaining!.problems = ["the directory is writable by others", "a record names ../x"];
+  const [, files] = cniChecks(s);
+  assert.equal(files.ok, false);
+  assert.equal(files.severity, "error");
+  assert.equal(files.message, "the directory is writable by others; a record names ../x");
+  assert.match(files.fix, /root's and writable by no one else/);
+});
+
 Deno.test("cniChecks says nothing when the doctor did not look", () => {
   assert.deepStrictEqual(cniChecks({} as NodeSnapshot), []);
 });

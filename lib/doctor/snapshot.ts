@@ -39,6 +39,8 @@ export interface DoctorOptions {
   agentSocket: string;
   /** The runtime's CNI configuration directory, checked for the lace plugin; empty: not. */
   cniConfDir?: string;
+  /** The agent's chaining state directory, checked with it for who may write it. */
+  cniStateDir?: string;
   /** The agent's --pods-dir, checked for who may write it; empty: not. */
   podsDir?: string;
   /** For tests: a fixture /proc and mount table. */
@@ -130,7 +132,7 @@ export async function gatherSnapshot(o: DoctorOptions): Promise<NodeSnapshot> {
       : { error: `no probe map pinned under "${o.pinPath}"` },
     counters: guard(() => readPinnedCounters(o.pinPath)),
     cgroupPathOf: (id) => findCgroupById(v2, id),
-    ...(o.cniConfDir ? { cniChaining: chainStatus(o.cniConfDir) } : {}),
+    ...(o.cniConfDir ? { cniChaining: chainStatus(o.cniConfDir, o.cniStateDir || undefined) } : {}),
     ...(o.podsDir
       ? { podsDir: { dir: o.podsDir, problem: podsDirProblem(o.podsDir, undefined, mounts) } }
       : {}),

@@ -10,20 +10,33 @@ import { join } from "node:path";
 import { getLogger } from "@logtape/logtape";
 import { realTimers, type Timers } from "../../time/timers.ts";
 import {
+  confDirProblem,
   type ConfigFile,
+  exists,
   listNames,
   loadRecords,
+  oversized,
+  putFile,
+  type ReadCache,
   readConfig,
   realDir,
+  removeFile,
   saveRecords,
+  UnsafeFileError,
   withLock,
-  writeAtomic,
 } from "./files.ts";
 import { type ChainRecord, type Plan, planChain, planRestore, type Report } from "./plan.ts";
-import { type ChainTarget, selectFiles } from "./select.ts";
+import { type ChainTarget, type Selected, selectFiles } from "./select.ts";
 import { unchainConfig } from "./conflist.ts";
 
 const log = getLogger(["lace", "cni", "chaining"]);
+
+/**
+ * How often one file is planned again in one pass when another writer changed
+ * it between the read and the rename or removal; then the pass reports it and
+ * the next pass (the watch's, within a second) tries again.
+ */
+export const MAX_ATTEMPTS = 3;
 
 /** A report about one file of the directory. */
 export interface FileReport extends Report {
@@ -46,6 +59,11 @@ export interface ChainerOptions {
   debounceMs?: number;
   /** A pass this often even without events (a missed event, a directory made later); 10 s. */
   resyncMs?: number;
+  /**
+   * Called just before each write or removal the pass commits, with the file's
+   * name: where tests play another writer.
+   */
+  beforeCommit?(name: string): void;
 }
 
 /** What a pass found: the reports, and the files that name the agent's plugin now. */
@@ -53,6 +71,9 @@ export interface PassResult {
   reports: FileReport[];
   chained: string[];
 }
+
+/** What applying a plan came to. */
+type Applied = "applied" | "raced" | { unsafe: FileReport };
 
 /** See the module comment. */
 export class Chainer {
@@ -64,67 +85,136 @@ export class Chainer {
   #stopped = true;
   /** The last report per file and reason, so a steady problem is reported once, not per pass. */
   #reported = new Map<string, string>();
+  /** Files read by earlier passes: one whose stamp is unchanged is not read again. */
+  #cache: ReadCache = new Map();
 
   constructor(options: ChainerOptions) {
     this.#o = options;
     this.#timers = options.timers ?? realTimers;
   }
 
-  /** One chaining pass over the directory, under the node's chaining lock. */
-  chainOnce(): PassResult {
-    const { confDir, stateDir, targets, socket } = this.#o;
+  /**
+   * The configuration directory resolved, or the report that says why the
+   * pass writes nothing there (missing, or someone other than root may write it).
+   */
+  #openDir(): { dir: string } | { report: FileReport } {
+    const { confDir } = this.#o;
     let dir: string;
     try {
       dir = realDir(confDir);
     } catch (e) {
-      return this.#done([{
-        file: confDir,
-        level: "warning",
-        reason: "unparsable",
-        message: `The CNI configuration directory ${confDir} cannot be read: ${
-          (e as Error).message
-        }; waiting for the network plugin to create it`,
-      }], []);
+      return {
+        report: {
+          file: confDir,
+          level: "warning",
+          reason: "unparsable",
+          message: `The CNI configuration directory ${confDir} cannot be read: ${
+            (e as Error).message
+          }; waiting for the network plugin to create it`,
+        },
+      };
     }
-    return withLock(stateDir, () => {
-      const records = loadRecords(stateDir, dir);
-      const reports: FileReport[] = [];
+    const problem = confDirProblem(confDir, dir);
+    if (problem) {
+      return { report: { file: confDir, level: "warning", reason: "unsafe", message: problem } };
+    }
+    return { dir };
+  }
+
+  /** Runs `fn` under the lock; a state directory or file root may not trust is a report. */
+  #locked(fn: () => PassResult): PassResult {
+    try {
+      return withLock(this.#o.stateDir, fn);
+    } catch (e) {
+      if (!(e instanceof UnsafeFileError)) throw e;
+      return this.#done(
+        [{ file: e.path, level: "warning", reason: "unsafe", message: e.message }],
+        [],
+      );
+    }
+  }
+
+  #refusedRecords(refused: string[]): FileReport[] {
+    return refused.map((message) => ({
+      file: this.#o.stateDir,
+      level: "warning",
+      reason: "bad-record",
+      message: `${message}; it is ignored (the file it names is restored from what it holds now)`,
+    }));
+  }
+
+  /** One chaining pass over the directory, under the node's chaining lock. */
+  chainOnce(): PassResult {
+    const { stateDir, targets } = this.#o;
+    const opened = this.#openDir();
+    if ("report" in opened) return this.#done([opened.report], []);
+    const { dir } = opened;
+    return this.#locked(() => {
+      const loaded = loadRecords(stateDir, dir, this.#cache);
+      const records = loaded.records;
+      const reports = this.#refusedRecords(loaded.refused);
       const done = new Set<string>();
-      for (const selected of selectFiles(listNames(dir), targets)) {
+      const names = listNames(dir);
+      for (const selected of selectFiles(names, targets)) {
         if (done.has(selected.name)) continue;
-        const file = readConfig(dir, selected.name);
-        if (!file) continue;
-        const entry = {
-          socket,
-          ...(selected.network !== undefined
-            ? { network: selected.network, networkId: selected.networkId }
-            : {}),
-        };
-        let plan = planChain({
-          name: file.name,
-          bytes: file.bytes,
-          record: records.get(file.name),
-          entry,
-          occupied: (name) => !records.has(name) && readConfig(dir, name) !== null,
-        });
-        if (plan.remove && file.symlink) {
-          plan = {
-            report: {
-              level: "warning",
-              reason: "conflict",
-              message:
-                `Not chaining "${file.name}": it is a symlink to a single-plugin file, which would have to become a .conflist`,
-            },
-          };
-        }
-        if (this.#apply(dir, file, plan, records)) {
-          if (plan.write) done.add(plan.write.name);
-        }
-        if (plan.report) reports.push({ file: file.name, ...plan.report });
+        const written = this.#chainFile(dir, selected, records, reports);
+        if (written) done.add(written);
       }
-      saveRecords(stateDir, dir, records);
+      saveRecords(stateDir, dir, records, this.#cache);
+      this.#forgetGone(dir, names);
       return this.#done(reports, [...records.keys()]);
     });
+  }
+
+  /** Chains one selected file, planning again when another writer won a race; the name written. */
+  #chainFile(
+    dir: string,
+    selected: Selected,
+    records: Map<string, ChainRecord>,
+    reports: FileReport[],
+  ): string | undefined {
+    const { socket } = this.#o;
+    const entry = {
+      socket,
+      ...(selected.network !== undefined
+        ? { network: selected.network, networkId: selected.networkId }
+        : {}),
+    };
+    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+      const file = readConfig(dir, selected.name, attempt === 1 ? this.#cache : undefined);
+      if (!file) return undefined;
+      if (file.unsafe) {
+        reports.push(unsafeFile(file, "chaining"));
+        return undefined;
+      }
+      const tooLarge = oversized(file);
+      if (tooLarge) {
+        reports.push({
+          file: file.name,
+          level: "warning",
+          reason: "unparsable",
+          message: `Not chaining: ${tooLarge}; the file is left as it is`,
+        });
+        return undefined;
+      }
+      const plan = planChain({
+        name: file.name,
+        bytes: file.bytes,
+        record: records.get(file.name),
+        entry,
+        occupied: (name) => !records.has(name) && exists(dir, name),
+      });
+      const applied = this.#apply(dir, file, plan, records);
+      if (applied === "raced") continue;
+      if (applied !== "applied") {
+        reports.push(applied.unsafe);
+        return undefined;
+      }
+      if (plan.report) reports.push({ file: file.name, ...plan.report });
+      return plan.write?.name;
+    }
+    reports.push(raced(selected.name, "chained"));
+    return undefined;
   }
 
   /**
@@ -134,68 +224,122 @@ export class Chainer {
    */
   restoreAll(): PassResult {
     const { confDir, stateDir } = this.#o;
-    let dir: string;
     try {
-      dir = realDir(confDir);
+      realDir(confDir);
     } catch {
       return { reports: [], chained: [] };
     }
-    return withLock(stateDir, () => {
-      const records = loadRecords(stateDir, dir);
-      const reports: FileReport[] = [];
+    const opened = this.#openDir();
+    if ("report" in opened) return this.#done([opened.report], []);
+    const { dir } = opened;
+    return this.#locked(() => {
+      const loaded = loadRecords(stateDir, dir);
+      const records = loaded.records;
+      const reports = this.#refusedRecords(loaded.refused);
       const names = new Set([
         ...records.keys(),
-        ...selectFiles(listNames(dir), [{
-          pattern: "*",
-        }]).map((s) => s.name),
+        ...selectFiles(listNames(dir), [{ pattern: "*" }]).map((s) => s.name),
       ]);
-      for (const name of [...names].sort()) {
-        const file = readConfig(dir, name);
-        const record = records.get(name);
-        if (!record && file && unchainConfig(name, file.bytes).kind !== "write") continue;
-        const plan = planRestore({
-          name,
-          bytes: file?.bytes ?? null,
-          record,
-          exists: (n) => readConfig(dir, n) !== null,
-        });
-        this.#apply(dir, file, plan, records);
-        if (plan.report) reports.push({ file: name, ...plan.report });
-      }
+      for (const name of [...names].sort()) this.#restoreFile(dir, name, records, reports);
       saveRecords(stateDir, dir, records);
       const left = listNames(dir).filter((n) => {
         const f = readConfig(dir, n);
-        return f !== null && unchainConfig(n, f.bytes).kind === "write";
+        return f !== null && !oversized(f) && unchainConfig(n, f.bytes).kind === "write";
       });
       return this.#done(reports, left);
     });
   }
 
-  /** Applies a plan; false when another writer changed the file since it was read. */
+  #restoreFile(
+    dir: string,
+    name: string,
+    records: Map<string, ChainRecord>,
+    reports: FileReport[],
+  ): void {
+    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+      const file = readConfig(dir, name);
+      const record = records.get(name);
+      if (file?.unsafe) {
+        if (record || unchainConfig(name, file.bytes).kind === "write") {
+          reports.push(unsafeFile(file, "restoring"));
+        }
+        return;
+      }
+      if (file && oversized(file)) {
+        if (record) {
+          reports.push({
+            file: name,
+            level: "warning",
+            reason: "unparsable",
+            message: `Not restoring: ${oversized(file)}; the file is left as it is`,
+          });
+        }
+        return;
+      }
+      if (!record && file && unchainConfig(name, file.bytes).kind !== "write") return;
+      const plan = planRestore({
+        name,
+        bytes: file?.bytes ?? null,
+        record,
+        exists: (n) => exists(dir, n),
+      });
+      const applied = this.#apply(dir, file, plan, records);
+      if (applied === "raced") continue;
+      if (applied !== "applied") {
+        reports.push(applied.unsafe);
+        return;
+      }
+      if (plan.report) reports.push({ file: name, ...plan.report });
+      return;
+    }
+    reports.push(raced(name, "restored"));
+  }
+
+  /**
+   * Applies a plan: the write (checked against what was read, or linked where
+   * the name must be new), then the removal of the file read (checked the same
+   * way), then the records. "raced" when another writer changed a file since
+   * it was read; a write that landed keeps its record even then.
+   */
   #apply(
     dir: string,
     file: ConfigFile | null,
     plan: Plan,
     records: Map<string, ChainRecord>,
-  ): boolean {
-    if (plan.write) {
-      const target = file && plan.write.name === file.name ? file.path : join(dir, plan.write.name);
-      const written = writeAtomic(target, plan.write.bytes, {
-        like: file?.path,
-        ...(file ? { expect: { path: file.path, bytes: file.bytes } } : {}),
-      });
-      if (!written) return false;
+  ): Applied {
+    const keep = () => {
+      if (plan.forget !== undefined) records.delete(plan.forget);
+      if (plan.record) records.set(plan.record.file, plan.record);
+    };
+    if (plan.write && file) {
+      const target = plan.write.name;
+      const current = target === file.name ? file : readConfig(dir, target);
+      if (current?.unsafe) return { unsafe: unsafeFile(current, "writing") };
+      this.#o.beforeCommit?.(target);
+      const put = putFile(dir, target, plan.write.bytes, { expect: current, like: file });
+      if (put === "changed") return "raced";
+      this.#cache.delete(join(dir, target));
     }
-    if (plan.remove) {
-      try {
-        Deno.removeSync(join(dir, plan.remove));
-      } catch (e) {
-        if (!(e instanceof Deno.errors.NotFound)) throw e;
+    if (plan.remove && file) {
+      if (plan.remove !== file.name) {
+        throw new Error(`A plan removes "${plan.remove}", not the file read`);
+      }
+      this.#o.beforeCommit?.(file.name);
+      if (removeFile(dir, file) === "changed") {
+        if (plan.write) keep();
+        return "raced";
       }
     }
-    if (plan.forget !== undefined) records.delete(plan.forget);
-    if (plan.record) records.set(plan.record.file, plan.record);
-    return true;
+    keep();
+    return "applied";
+  }
+
+  /** Drops cached files of `dir` that are no longer there. */
+  #forgetGone(dir: string, names: string[]): void {
+    const present = new Set(names.map((n) => join(dir, n)));
+    for (const path of this.#cache.keys()) {
+      if (path.startsWith(join(dir, "/")) && !present.has(path)) this.#cache.delete(path);
+    }
   }
 
   #done(reports: FileReport[], chained: string[]): PassResult {
@@ -290,4 +434,27 @@ export class Chainer {
     } catch { /* already closed */ }
     await this.#watching;
   }
+}
+
+/** The report for a file the agent may not write or remove. */
+function unsafeFile(file: ConfigFile, doing: string): FileReport {
+  return {
+    file: file.name,
+    level: "warning",
+    reason: "unsafe",
+    message: `Not ${doing} "${file.name}": it ${file.unsafe}, and the agent writes no file that ` +
+      `is a link, another user's or writable by others; make it a regular file, root's and ` +
+      `writable by no one else (or chain it by hand)`,
+  };
+}
+
+/** The report for a file another writer kept changing through every attempt of a pass. */
+function raced(name: string, doing: string): FileReport {
+  return {
+    file: name,
+    level: "warning",
+    reason: "raced",
+    message: `"${name}" was not ${doing}: another writer changed it between the agent's read and ` +
+      `its write ${MAX_ATTEMPTS} times; the next pass tries again`,
+  };
 }

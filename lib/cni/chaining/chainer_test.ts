@@ -2,50 +2,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { waitFor } from "../../../tests/helpers/wait.ts";
 import { BRIDGE_CONF, CALICO, FLANNEL } from "./_fixtures.ts";
-import { Chainer, type ChainerOptions, type FileReport } from "./chainer.ts";
-
-const SOCKET = "/run/lace/cni.sock";
-
-async function world(files: Record<string, string>) {
-  const root = await Deno.makeTempDir({ prefix: "lace-chain-" });
-  const confDir = join(root, "net.d");
-  const stateDir = join(root, "state");
-  await Deno.mkdir(confDir);
-  for (const [name, text] of Object.entries(files)) {
-    await Deno.writeTextFile(join(confDir, name), text, { mode: 0o640 });
-    await Deno.chmod(join(confDir, name), 0o640);
-  }
-  const reports: FileReport[] = [];
-  const make = (o: Partial<ChainerOptions> = {}) =>
-    new Chainer({
-      confDir,
-      stateDir,
-      socket: SOCKET,
-      targets: [],
-      onReport: (r) => reports.push(r),
-      ...o,
-    });
-  return {
-    root,
-    confDir,
-    stateDir,
-    reports,
-    make,
-    read: (name: string) => Deno.readTextFileSync(join(confDir, name)),
-    names: () => [...Deno.readDirSync(confDir)].map((e) => e.name).sort(),
-    laces: (name: string) =>
-      JSON.parse(Deno.readTextFileSync(join(confDir, name))).plugins.filter((
-        p: { type: string },
-      ) => p.type === "lace").length,
-    [Symbol.asyncDispose]: () => Deno.remove(root, { recursive: true }),
-  };
-}
-
-/** Rewrites a file the way a network plugin's installer does: a new file renamed over it. */
-function rewrite(dir: string, name: string, text: string) {
-  Deno.writeTextFileSync(join(dir, `.${name}.new`), text);
-  Deno.renameSync(join(dir, `.${name}.new`), join(dir, name));
-}
+import { rewrite, SOCKET, world } from "./_world.ts";
 
 Deno.test("Chainer chains the runtime's file (the first in byte order), keeping its mode", async () => {
   await using w = await world({ "10-flannel.conflist": FLANNEL, "20-calico.conflist": CALICO });
@@ -70,21 +27,32 @@ Deno.test("Chainer restores every file byte for byte, a .conf turned .conflist i
   assert.equal(w.read("10-bridge.conf"), BRIDGE_CONF);
 });
 
-Deno.test("Chainer works through a symlinked directory and writes a symlinked file's target", async () => {
+Deno.test("Chainer works through a symlinked directory", async () => {
   await using w = await world({});
   const real = join(w.root, "real-net.d");
   await Deno.mkdir(real);
-  await Deno.writeTextFile(join(real, "flannel.conflist.src"), FLANNEL);
-  await Deno.symlink(join(real, "flannel.conflist.src"), join(real, "10-flannel.conflist"));
+  await Deno.writeTextFile(join(real, "10-flannel.conflist"), FLANNEL);
   const linked = join(w.root, "linked");
   await Deno.symlink(real, linked);
   const chainer = w.make({ confDir: linked });
-  chainer.chainOnce();
-  assert.equal(Deno.lstatSync(join(real, "10-flannel.conflist")).isSymlink, true);
-  assert.match(Deno.readTextFileSync(join(real, "flannel.conflist.src")), /"lace"/);
+  assert.deepStrictEqual(chainer.chainOnce().chained, ["10-flannel.conflist"]);
+  assert.match(Deno.readTextFileSync(join(real, "10-flannel.conflist")), /"lace"/);
   chainer.restoreAll();
-  assert.equal(Deno.lstatSync(join(real, "10-flannel.conflist")).isSymlink, true);
-  assert.equal(Deno.readTextFileSync(join(real, "flannel.conflist.src")), FLANNEL);
+  assert.equal(Deno.readTextFileSync(join(real, "10-flannel.conflist")), FLANNEL);
+});
+
+Deno.test("Chainer reports a symlinked runtime file and writes nothing through it", async () => {
+  await using w = await world({});
+  const victim = join(w.root, "elsewhere.conflist");
+  await Deno.writeTextFile(victim, FLANNEL);
+  await Deno.symlink(victim, join(w.confDir, "10-flannel.conflist"));
+  const pass = w.make().chainOnce();
+  assert.deepStrictEqual(pass.chained, []);
+  assert.equal(Deno.readTextFileSync(victim), FLANNEL);
+  assert.equal(Deno.lstatSync(join(w.confDir, "10-flannel.conflist")).isSymlink, true);
+  const [report] = w.reports;
+  assert.equal(report.reason, "unsafe");
+  assert.match(report.message, /"10-flannel\.conflist": it is a symbolic link to ".*elsewhere/);
 });
 
 Deno.test("Chainer leaves an unparsable file alone and reports it once", async () => {
@@ -180,8 +148,8 @@ Deno.test("Two agent processes chaining one directory at once keep one entry and
 
 Deno.test("Chainer reports a pass that fails (its state directory unusable) once, and retries", async () => {
   await using w = await world({ "10-flannel.conflist": FLANNEL });
-  const stateDir = join(w.root, "not-a-dir");
-  await Deno.writeTextFile(stateDir, "");
+  const stateDir = join(w.root, "not-a-dir", "state");
+  await Deno.writeTextFile(join(w.root, "not-a-dir"), "");
   const chainer = w.make({ stateDir, resyncMs: 20 });
   try {
     chainer.start();

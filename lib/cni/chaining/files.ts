@@ -1,27 +1,140 @@
 /**
- * The file system side of chaining: the CNI configuration directory as the
- * runtime sees it (a symlinked directory resolved to where its files are, a
- * symlinked file written through to its target), atomic writes that keep the
- * file's mode and owner, the records that let the agent restore files byte
- * for byte, and a lock so that two installers on one node (an old and a new
- * agent, `lace uninstall`) never interleave a read and a write.
+ * The file system side of chaining, with the node's files as input: whoever
+ * may write the CNI configuration directory or the state directory could
+ * otherwise steer root's writes. Every write and removal is inside a directory
+ * only root may change (root_dir.ts's rule, parents included), of a plain
+ * configuration name, on a regular file that is root's and writable by no one
+ * else: a symlink, another user's file or a looser directory is refused
+ * (UnsafeFileError, or a file's `unsafe`), never written through. New files
+ * are made under a random name with O_EXCL|O_NOFOLLOW, given their mode and
+ * owner on the open descriptor, then renamed into place (or linked, where the
+ * name must not exist yet); a file is re-read just before it is replaced or
+ * removed, so another writer's change since the read is never lost. Reads
+ * stop at MAX_CONFIG_BYTES, never block on a FIFO, and skip a file unchanged
+ * since the last pass. The records that let the agent restore files byte for
+ * byte are data, checked on load; the lock keeps two installers on one node
+ * (an old and a new agent, `lace uninstall`) from interleaving.
  */
+import {
+  closeSync,
+  constants,
+  fchmodSync,
+  fchownSync,
+  fstatSync,
+  fsyncSync,
+  linkSync,
+  openSync,
+  readSync,
+  renameSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
 import { join } from "node:path";
 import { isObject } from "../../text/json.ts";
+import {
+  ensureRootDir,
+  judgeRootFile,
+  rootDirProblem,
+  sharedDirProblem,
+} from "../../os/root_dir.ts";
+import { chainedName, isConfigName, MAX_CONFIG_BYTES } from "./conflist.ts";
 import type { ChainRecord } from "./plan.ts";
+
+/** A directory or file the agent may not write through; `path` names it. */
+export class UnsafeFileError extends Error {
+  override name = "UnsafeFileError";
+  constructor(readonly path: string, message: string) {
+    super(message);
+  }
+}
+
+/** What a file was when read: a change of any of these is another writer's. */
+export interface Stamp {
+  dev: number;
+  ino: number;
+  size: number;
+  mtimeMs: number;
+  ctimeMs: number;
+}
 
 /** One file of the directory as read now. */
 export interface ConfigFile {
   name: string;
+  /** Its bytes; empty when it is larger than MAX_CONFIG_BYTES (see `size`) or not a file. */
   bytes: Uint8Array;
-  /** Where writes go: the file itself, or a symlink's target. */
-  path: string;
-  symlink: boolean;
+  size: number;
+  stamp: Stamp;
+  /** Owner and mode, which a file written in its place keeps. */
+  uid: number;
+  gid: number;
+  mode: number;
+  /** Why the agent may not write or remove it (a symlink, another owner...), if so. */
+  unsafe?: string;
+}
+
+/** Bytes of files read before, by path, reused while a file's stamp is unchanged. */
+export type ReadCache = Map<string, { stamp: Stamp; bytes: Uint8Array }>;
+
+/**
+ * A file whose mtime is this close to the moment it was read may still change
+ * within the same mtime tick without its stamp showing it (git's "racily
+ * clean" entries): it is read again next time.
+ */
+const SETTLED_MS = 2000;
+/** The state file holds at most a few originals; beyond this it is not the agent's. */
+export const MAX_STATE_BYTES = 64 * 1024 * 1024;
+const STATE_NAME = "chained.json";
+const LOCK_NAME = "chaining.lock";
+const NAME_MAX = 255;
+
+// O_NONBLOCK: a FIFO opens at once instead of waiting for a writer. O_NOFOLLOW: a symlink fails
+// with ELOOP instead of being opened, so the file judged is the file named. (Deno opens every
+// descriptor close-on-exec.)
+const READ_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW;
+// O_EXCL with O_CREAT never opens an existing file, nor follows a symlink at the name.
+const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL |
+  constants.O_NOFOLLOW;
+const EMPTY = new Uint8Array(0);
+
+/**
+ * True for a name the agent may write or remove: one configuration file of
+ * the directory itself (no path, no `..`, a .conf/.conflist/.json extension).
+ */
+export function isPlainConfigName(name: unknown): name is string {
+  return typeof name === "string" && isConfigName(name) && !name.includes("/") &&
+    !name.includes("\0") && name !== "." && name !== ".." &&
+    new TextEncoder().encode(name).length <= NAME_MAX;
+}
+
+/** The path of configuration file `name` in `dir`; throws on any other name. */
+function confPath(dir: string, name: string): string {
+  if (!isPlainConfigName(name)) {
+    throw new TypeError(`Refusing to touch "${name}": not a configuration file name in ${dir}`);
+  }
+  return join(dir, name);
 }
 
 /** The configuration directory's real path (a symlinked directory resolved). */
 export function realDir(dir: string): string {
   return Deno.realPathSync(dir);
+}
+
+/**
+ * Why the agent may not write into the resolved configuration directory
+ * `real` (named `confDir` by its configuration), with what to do; undefined
+ * when it may.
+ */
+export function confDirProblem(
+  confDir: string,
+  real: string,
+  owner: number = Deno.uid() ?? 0,
+): string | undefined {
+  const why = sharedDirProblem(real, owner);
+  if (!why) return undefined;
+  const named = real === confDir ? `"${confDir}"` : `"${confDir}" (${real})`;
+  return `The CNI configuration directory ${named} ${why}, so another user could steer what ` +
+    `root writes there: the agent writes nothing in it. Make it root's and writable by no one ` +
+    `else (\`chown root "${real}" && chmod go-w "${real}"\`, the same for a parent named)`;
 }
 
 /** The names of the directory's entries that are files or symlinks to files. */
@@ -38,73 +151,303 @@ export function listNames(dir: string): string[] {
   return names;
 }
 
-/** Reads one file of `dir`; null when it is gone. */
-export function readConfig(dir: string, name: string): ConfigFile | null {
-  const path = join(dir, name);
+/** True when `dir` has an entry `name` of any kind (a file, a link, a directory). */
+export function exists(dir: string, name: string): boolean {
   try {
-    const link = Deno.lstatSync(path);
-    const target = link.isSymlink ? Deno.realPathSync(path) : path;
-    return { name, bytes: Deno.readFileSync(target), path: target, symlink: link.isSymlink };
+    Deno.lstatSync(confPath(dir, name));
+    return true;
   } catch (e) {
-    if (e instanceof Deno.errors.NotFound) return null;
+    if (e instanceof Deno.errors.NotFound) return false;
     throw e;
   }
+}
+
+function errnoCode(e: unknown): string | undefined {
+  return (e as { code?: string })?.code;
+}
+
+/**
+ * Reads the file at `path` without following a symlink at it (a symlink is
+ * read through, as the runtime reads it, and marked unsafe); null when gone.
+ * At most `max` bytes are read, and none of a file stat says is larger.
+ */
+function readAt(
+  path: string,
+  name: string,
+  max: number,
+  owner: number,
+  cache?: ReadCache,
+): ConfigFile | null {
+  let fd: number;
+  let link: string | undefined;
+  try {
+    fd = openSync(path, READ_FLAGS);
+  } catch (e) {
+    if (errnoCode(e) === "ENOENT") return null;
+    if (errnoCode(e) === "EACCES") return unreadable(path, name, owner, e);
+    if (errnoCode(e) !== "ELOOP") throw e;
+    try {
+      link = Deno.readLinkSync(path);
+      fd = openSync(path, READ_FLAGS & ~constants.O_NOFOLLOW);
+    } catch (e2) {
+      if (errnoCode(e2) === "ENOENT" || e2 instanceof Deno.errors.NotFound) return null;
+      throw e2;
+    }
+  }
+  try {
+    // The opened file's own stat: the file read is the file judged.
+    const info = fstatSync(fd);
+    const stamp: Stamp = {
+      dev: info.dev,
+      ino: info.ino,
+      size: info.size,
+      mtimeMs: info.mtimeMs,
+      ctimeMs: info.ctimeMs,
+    };
+    const unsafe = link !== undefined ? `is a symbolic link to "${link}"` : judgeRootFile(
+      { isSymlink: false, isFile: info.isFile(), uid: info.uid, mode: info.mode },
+      owner,
+    );
+    const file = {
+      name,
+      size: info.size,
+      stamp,
+      uid: info.uid,
+      gid: info.gid,
+      mode: info.mode & 0o7777,
+      ...(unsafe ? { unsafe } : {}),
+    };
+    if (!info.isFile() || info.size > max) return { ...file, bytes: EMPTY };
+    const cached = cache?.get(path);
+    if (cached && sameStamp(cached.stamp, stamp)) return { ...file, bytes: cached.bytes };
+    // One byte more than stat said, to notice a file still being written.
+    const buf = new Uint8Array(info.size + 1);
+    let length = 0;
+    while (length < buf.length) {
+      const n = readSync(fd, buf, length, buf.length - length, null);
+      if (n === 0) break;
+      length += n;
+    }
+    const bytes = buf.subarray(0, length);
+    if (cache && length === info.size && Date.now() - info.mtimeMs > SETTLED_MS) {
+      cache.set(path, { stamp, bytes });
+    }
+    return { ...file, bytes };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * A file root may not open (root without CAP_DAC_OVERRIDE, as under the chart, reads another
+ * user's 0600 file no more than anyone): judged by lstat alone, or the error thrown.
+ */
+function unreadable(path: string, name: string, owner: number, error: unknown): ConfigFile {
+  const info = Deno.lstatSync(path);
+  const unsafe = judgeRootFile(info, owner);
+  if (!unsafe) throw error;
+  return {
+    name,
+    bytes: EMPTY,
+    size: info.size,
+    stamp: {
+      dev: info.dev,
+      ino: info.ino ?? 0,
+      size: info.size,
+      mtimeMs: info.mtime?.getTime() ?? 0,
+      ctimeMs: info.ctime?.getTime() ?? 0,
+    },
+    uid: info.uid ?? -1,
+    gid: info.gid ?? -1,
+    mode: (info.mode ?? 0) & 0o7777,
+    unsafe,
+  };
+}
+
+/**
+ * Reads configuration file `name` of `dir`; null when it is gone. A file
+ * larger than MAX_CONFIG_BYTES comes back without its bytes; a file whose
+ * stamp matches `cache` is not read again.
+ */
+export function readConfig(
+  dir: string,
+  name: string,
+  cache?: ReadCache,
+  owner: number = Deno.uid() ?? 0,
+): ConfigFile | null {
+  return readAt(confPath(dir, name), name, MAX_CONFIG_BYTES, owner, cache);
+}
+
+/** Why the agent leaves `file` as it is before reading what it says, or undefined. */
+export function oversized(file: ConfigFile): string | undefined {
+  return file.size > MAX_CONFIG_BYTES
+    ? `"${file.name}" is ${file.size} bytes, larger than ${MAX_CONFIG_BYTES}`
+    : undefined;
+}
+
+export function sameStamp(a: Stamp, b: Stamp): boolean {
+  return a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs &&
+    a.ctimeMs === b.ctimeMs;
 }
 
 function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && a.every((v, i) => v === b[i]);
 }
 
+/** A name no one can guess, and no runtime loads (not a configuration extension). */
+function tempName(): string {
+  const random = crypto.getRandomValues(new Uint8Array(16));
+  return `.lace-${Array.from(random, (b) => b.toString(16).padStart(2, "0")).join("")}.tmp`;
+}
+
+function unlinkQuietly(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch { /* renamed into place, or gone */ }
+}
+
+/** The owner and mode a file keeps when the agent writes it anew. */
+export interface Ownership {
+  uid: number;
+  gid: number;
+  mode: number;
+}
+
 /**
- * Writes `bytes` to `path` through a temporary file in the same directory and
- * a rename, so the runtime reads the old file or the new one, never half of
- * one. The new file gets the mode and owner of `like` (the file it replaces or
- * derives from), else 0644. With `expect`, the write is skipped (false) when
- * the file no longer holds those bytes: another writer came in between, and
- * the next pass plans from what it wrote.
+ * Creates a file in `dir` under a random name, exclusively and without
+ * following a link, gives it `like`'s owner and mode on the descriptor, and
+ * writes and syncs `bytes`; returns its path.
  */
-export function writeAtomic(
-  path: string,
-  bytes: Uint8Array,
-  options: { like?: string; expect?: { path: string; bytes: Uint8Array } } = {},
-): boolean {
-  let info: Deno.FileInfo | undefined;
+function writeTemp(dir: string, bytes: Uint8Array, like: Ownership): string {
+  const temp = join(dir, tempName());
+  const fd = openSync(temp, CREATE_FLAGS, 0o600);
   try {
-    info = Deno.statSync(options.like ?? path);
-  } catch { /* a new file: default mode, the agent's owner */ }
-  const dir = path.slice(0, path.lastIndexOf("/")) || "/";
-  const base = path.slice(path.lastIndexOf("/") + 1);
-  // Not a .conf/.conflist/.json name, so no runtime ever loads a half-written one.
-  const temp = join(dir, `.${base}.lace-${Deno.pid}.tmp`);
-  const mode = (info?.mode ?? 0o644) & 0o7777;
-  const file = Deno.openSync(temp, { write: true, create: true, truncate: true, mode });
-  try {
-    for (let off = 0; off < bytes.length;) off += file.writeSync(bytes.subarray(off));
-    file.syncSync();
-  } finally {
-    file.close();
-  }
-  try {
-    Deno.chmodSync(temp, mode);
-    if (info?.uid != null && info.gid != null) Deno.chownSync(temp, info.uid, info.gid);
-    if (options.expect) {
-      let now: Uint8Array | null = null;
+    const made = fstatSync(fd);
+    if (made.uid !== like.uid || made.gid !== like.gid) {
       try {
-        now = Deno.readFileSync(options.expect.path);
-      } catch { /* gone */ }
-      if (now === null || !equalBytes(now, options.expect.bytes)) {
-        Deno.removeSync(temp);
-        return false;
+        fchownSync(fd, like.uid, like.gid);
+      } catch (cause) {
+        throw new Error(
+          `Cannot give the file written in ${dir} the owner ${like.uid}:${like.gid} of the one ` +
+            `it replaces (${
+              (cause as Error).message
+            }); make that file root's (\`chown root:root\`)`,
+          { cause },
+        );
       }
     }
-    Deno.renameSync(temp, path);
+    // After the chown, which may clear set-id bits; special bits are never copied.
+    fchmodSync(fd, like.mode & 0o777);
+    for (let off = 0; off < bytes.length;) off += writeSync(fd, bytes, off, bytes.length - off);
+    fsyncSync(fd);
   } catch (e) {
-    try {
-      Deno.removeSync(temp);
-    } catch { /* already renamed or gone */ }
+    closeSync(fd);
+    unlinkQuietly(temp);
     throw e;
   }
-  return true;
+  closeSync(fd);
+  return temp;
+}
+
+/**
+ * Puts `bytes` in `dir` as `name`, so the runtime reads the old file or the
+ * new one, never half of one. `expect` is the file there as the caller read
+ * it: it is re-read just before the rename and, if it changed (another writer
+ * came in between), nothing is written and "changed" is returned. With
+ * `expect` null the name must not exist (it is linked into place, which never
+ * replaces a file made meanwhile); with "any" it is replaced whatever it holds
+ * (the agent's own state, under its lock). `like` gives the owner and mode.
+ */
+export function putFile(
+  dir: string,
+  name: string,
+  bytes: Uint8Array,
+  options: { expect: ConfigFile | null | "any"; like: Ownership; owner?: number },
+): "written" | "changed" {
+  const path = join(dir, name);
+  const { expect, owner = Deno.uid() ?? 0 } = options;
+  const temp = writeTemp(dir, bytes, options.like);
+  try {
+    if (expect === "any") {
+      renameSync(temp, path);
+      return "written";
+    }
+    if (expect === null) {
+      try {
+        linkSync(temp, path);
+      } catch (e) {
+        if (errnoCode(e) === "EEXIST") return "changed";
+        throw e;
+      }
+      return "written";
+    }
+    const now = readAt(path, name, MAX_CONFIG_BYTES, owner);
+    if (
+      now === null || now.unsafe !== undefined || !sameStamp(now.stamp, expect.stamp) ||
+      !equalBytes(now.bytes, expect.bytes)
+    ) {
+      return "changed";
+    }
+    renameSync(temp, path);
+    return "written";
+  } finally {
+    unlinkQuietly(temp);
+  }
+}
+
+/**
+ * Removes `file` from `dir` if it still is what the caller read: it is first
+ * renamed aside (atomic: what is checked is exactly what was taken away), then
+ * compared; a file another writer put there since goes back ("changed") unless
+ * a newer one took its name meanwhile. "gone" when someone removed it already.
+ */
+export function removeFile(
+  dir: string,
+  file: ConfigFile,
+  owner: number = Deno.uid() ?? 0,
+): "removed" | "changed" | "gone" {
+  const path = confPath(dir, file.name);
+  const aside = join(dir, tempName());
+  try {
+    renameSync(path, aside);
+  } catch (e) {
+    if (errnoCode(e) === "ENOENT") return "gone";
+    throw e;
+  }
+  try {
+    const moved = readAt(aside, file.name, MAX_CONFIG_BYTES, owner);
+    // A rename changes the inode's ctime, so it is not compared here.
+    const same = moved !== null && moved.unsafe === undefined &&
+      moved.stamp.dev === file.stamp.dev &&
+      moved.stamp.ino === file.stamp.ino && moved.size === file.size &&
+      moved.stamp.mtimeMs === file.stamp.mtimeMs && equalBytes(moved.bytes, file.bytes);
+    if (same) {
+      unlinkSync(aside);
+      return "removed";
+    }
+    putBack(aside, path);
+    return "changed";
+  } catch (e) {
+    putBack(aside, path);
+    throw e;
+  }
+}
+
+/**
+ * Puts a file renamed aside back at `path`, unless a newer one took the name
+ * meanwhile (then it is dropped): linked, which never replaces one.
+ */
+function putBack(aside: string, path: string): void {
+  try {
+    linkSync(aside, path);
+  } catch (e) {
+    // Not a file a link can put back (a directory): renamed back.
+    if (errnoCode(e) !== "EEXIST") {
+      renameSync(aside, path);
+      return;
+    }
+  }
+  unlinkQuietly(aside);
 }
 
 /** What the agent keeps in its state directory: the records per configuration directory. */
@@ -113,16 +456,116 @@ interface StateFile {
   records: (ChainRecord & { dir: string })[];
 }
 
-const STATE_NAME = "chained.json";
-const LOCK_NAME = "chaining.lock";
+/** The records of the state file, and why any were refused. */
+interface LoadedState {
+  records: (ChainRecord & { dir: string })[];
+  refused: string[];
+  /** The state file as read, for the next save. */
+  file: ConfigFile | null;
+}
 
-/** The records of `dir` kept in `stateDir`; a missing or damaged state is an empty one. */
-export function loadRecords(stateDir: string, dir: string): Map<string, ChainRecord> {
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/**
+ * Why one record of the state file cannot be used, or undefined. Records are
+ * data, not paths: a name is one configuration file of the directory, and the
+ * chained name is the original's or the .conflist chaining made of it.
+ */
+export function recordProblem(r: unknown): string | undefined {
+  if (!isObject(r)) return "is not an object";
+  const missing = ["dir", "file", "originalName", "original", "chainedSha256"].filter((k) =>
+    typeof r[k] !== "string"
+  );
+  if (missing.length > 0) return `lacks ${missing.join(", ")}`;
+  const { dir, file, originalName, original, chainedSha256 } = r as Record<string, string>;
+  if (!dir.startsWith("/")) {
+    return `names the directory ${JSON.stringify(dir)}, not an absolute path`;
+  }
+  for (const [key, name] of [["file", file], ["originalName", originalName]]) {
+    if (!isPlainConfigName(name)) {
+      return `names ${key} ${JSON.stringify(name)}, not a configuration file of the directory`;
+    }
+  }
+  if (file !== originalName && file !== chainedName(originalName, true)) {
+    return `names file ${JSON.stringify(file)}, which chaining never makes of ${
+      JSON.stringify(originalName)
+    }`;
+  }
+  if (!SHA256_HEX.test(chainedSha256)) return "has no sha256 of the chained bytes";
+  if (
+    original.length % 4 !== 0 || !BASE64.test(original) ||
+    original.length > Math.ceil(MAX_CONFIG_BYTES / 3) * 4
+  ) {
+    return "holds no original of at most 1 MiB in base64";
+  }
+  return undefined;
+}
+
+function stateFileProblem(path: string, file: ConfigFile): UnsafeFileError {
+  return new UnsafeFileError(
+    path,
+    `The chaining state file "${path}" ${file.unsafe}: the agent neither reads nor writes it. ` +
+      `Only root may write the state directory; check what made it, then remove it ` +
+      `(the files it chained are then restored from what they hold now, not byte for byte)`,
+  );
+}
+
+/**
+ * The state file's records; a missing one is empty, a damaged one too (the
+ * agent rewrites it). Throws UnsafeFileError when it is not the agent's own
+ * regular file, and leaves out every record that fails recordProblem().
+ */
+function loadState(stateDir: string, cache?: ReadCache): LoadedState {
+  const path = join(stateDir, STATE_NAME);
+  const file = readAt(path, STATE_NAME, MAX_STATE_BYTES, Deno.uid() ?? 0, cache);
+  if (file === null) return { records: [], refused: [], file };
+  if (file.unsafe) throw stateFileProblem(path, file);
+  let raw: unknown;
+  try {
+    if (file.size > MAX_STATE_BYTES) throw new RangeError("too large");
+    raw = JSON.parse(new TextDecoder().decode(file.bytes));
+  } catch {
+    return {
+      records: [],
+      refused: [`"${path}" is not the agent's JSON: its records are lost`],
+      file,
+    };
+  }
+  if (!isObject(raw) || !Array.isArray(raw.records)) return { records: [], refused: [], file };
+  const records: (ChainRecord & { dir: string })[] = [];
+  const refused: string[] = [];
+  raw.records.forEach((r, i) => {
+    const problem = recordProblem(r);
+    if (problem) refused.push(`Refused record ${i + 1} of "${path}": it ${problem}`);
+    else records.push(r as ChainRecord & { dir: string });
+  });
+  return { records, refused, file };
+}
+
+/** The records of `dir` kept in `stateDir`, and why any record was refused. */
+export function loadRecords(
+  stateDir: string,
+  dir: string,
+  cache?: ReadCache,
+): { records: Map<string, ChainRecord>; refused: string[] } {
   const records = new Map<string, ChainRecord>();
-  for (const r of loadState(stateDir).records) {
+  const state = loadState(stateDir, cache);
+  for (const r of state.records) {
     if (r.dir === dir) records.set(r.file, stripDir(r));
   }
-  return records;
+  return { records, refused: state.refused };
+}
+
+/** Why the state directory or its records cannot be used as they are (lace doctor). */
+export function stateProblems(stateDir: string): string[] {
+  const dir = rootDirProblem(stateDir, "CNI state directory");
+  if (dir && !dir.tightenable) return [dir.problem];
+  try {
+    return loadState(stateDir).refused;
+  } catch (e) {
+    return [(e as Error).message];
+  }
 }
 
 function stripDir(r: ChainRecord & { dir: string }): ChainRecord {
@@ -134,47 +577,65 @@ function stripDir(r: ChainRecord & { dir: string }): ChainRecord {
   };
 }
 
-function loadState(stateDir: string): StateFile {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(Deno.readTextFileSync(join(stateDir, STATE_NAME)));
-  } catch {
-    return { version: 1, records: [] };
-  }
-  if (!isObject(raw) || !Array.isArray(raw.records)) return { version: 1, records: [] };
-  const records = raw.records.filter((r): r is ChainRecord & { dir: string } =>
-    isObject(r) &&
-    ["dir", "file", "originalName", "original", "chainedSha256"].every((k) =>
-      typeof r[k] === "string"
-    )
-  );
-  return { version: 1, records };
-}
-
-/** Replaces the records of `dir` in `stateDir`, atomically; the state directory is root-only. */
-export function saveRecords(stateDir: string, dir: string, records: Map<string, ChainRecord>) {
-  Deno.mkdirSync(stateDir, { recursive: true, mode: 0o700 });
-  const others = loadState(stateDir).records.filter((r) => r.dir !== dir);
+/** Replaces the records of `dir` in `stateDir`, atomically; the file is root-only (0600). */
+export function saveRecords(
+  stateDir: string,
+  dir: string,
+  records: Map<string, ChainRecord>,
+  cache?: ReadCache,
+) {
+  const loaded = loadState(stateDir, cache);
+  const others = loaded.records.filter((r) => r.dir !== dir);
   const state: StateFile = {
     version: 1,
-    records: [...others, ...[...records.values()].map((r) => ({ dir, ...r }))],
+    // One key order, so that a pass that changed nothing gives the same bytes.
+    records: [...others, ...[...records.values()].map((r) => ({ dir, ...r }))].map((r) => ({
+      dir: r.dir,
+      ...stripDir(r),
+    })),
   };
-  writeAtomic(
-    join(stateDir, STATE_NAME),
-    new TextEncoder().encode(JSON.stringify(state, null, 2) + "\n"),
-    { like: undefined },
-  );
-  Deno.chmodSync(join(stateDir, STATE_NAME), 0o600);
+  const bytes = new TextEncoder().encode(JSON.stringify(state, null, 2) + "\n");
+  // A pass that changed nothing writes nothing (a pass runs every 10 s).
+  if (loaded.file && equalBytes(loaded.file.bytes, bytes)) return;
+  const me = { uid: Deno.uid() ?? 0, gid: Deno.gid() ?? 0, mode: 0o600 };
+  putFile(stateDir, STATE_NAME, bytes, { expect: "any", like: me });
 }
 
 /**
  * Runs `fn` holding the node-wide chaining lock (an flock on a file in
- * `stateDir`), so two installers never interleave their read and write.
+ * `stateDir`), so two installers never interleave their read and write. The
+ * state directory is made 0700, or checked as the pin path is: one that is not
+ * root's alone, or a lock file that is not, is an UnsafeFileError.
  */
 export function withLock<T>(stateDir: string, fn: () => T): T {
-  Deno.mkdirSync(stateDir, { recursive: true, mode: 0o700 });
-  const file = Deno.openSync(join(stateDir, LOCK_NAME), { write: true, create: true });
+  const owner = Deno.uid() ?? 0;
+  const problem = rootDirProblem(stateDir, "CNI state directory", owner);
+  if (problem && !problem.tightenable) throw new UnsafeFileError(stateDir, problem.problem);
+  ensureRootDir(stateDir, "CNI state directory", owner);
+  const path = join(stateDir, LOCK_NAME);
+  const refuse = (why: string) =>
+    new UnsafeFileError(
+      path,
+      `The chaining lock "${path}" ${why}: the agent does not use it. Only root may write the ` +
+        `state directory; check what made it, then remove it`,
+    );
+  // Opening creates through a dangling symlink: look first (only root can change it after).
+  let before: Deno.FileInfo | undefined;
   try {
+    before = Deno.lstatSync(path);
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
+  if (before?.isSymlink) throw refuse("is a symbolic link");
+  const file = Deno.openSync(path, { read: true, write: true, create: true, mode: 0o600 });
+  try {
+    const opened = file.statSync();
+    const named = Deno.lstatSync(path);
+    const why = judgeRootFile(
+      { isSymlink: named.isSymlink, isFile: opened.isFile, uid: opened.uid, mode: opened.mode },
+      owner,
+    ) ?? (named.ino !== opened.ino ? "changed while it was opened" : undefined);
+    if (why) throw refuse(why);
     file.lockSync(true);
     return fn();
   } finally {

@@ -32,7 +32,13 @@ export interface Report {
     | "restored"
     | "conflict"
     /** The pass itself failed (a read-only directory, no permission): retried. */
-    | "failed";
+    | "failed"
+    /** A directory or file someone other than root may change (or a symlink): not written. */
+    | "unsafe"
+    /** A record of the state file that is not the agent's data (a path, a damaged field). */
+    | "bad-record"
+    /** Another writer changed the file between every read and write of a pass. */
+    | "raced";
   message: string;
 }
 

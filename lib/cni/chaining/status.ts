@@ -6,7 +6,14 @@
  */
 import { join } from "node:path";
 import { CHAINED_BY, CHAINED_BY_KEY, LACE_TYPE, parseConfig } from "./conflist.ts";
-import { listNames, readConfig, realDir } from "./files.ts";
+import {
+  confDirProblem,
+  listNames,
+  oversized,
+  readConfig,
+  realDir,
+  stateProblems,
+} from "./files.ts";
 import { selectFiles } from "./select.ts";
 
 export type ChainState =
@@ -28,12 +35,22 @@ export interface ChainStatus {
   /** Every configuration file of the directory that names `lace` (by the agent or by hand). */
   naming: string[];
   message: string;
+  /**
+   * Why the agent writes nothing there, or not some file or record: the
+   * directory, the runtime's file or the state someone other than root may
+   * change (or a symlink), or a state record that is not the agent's data.
+   */
+  problems: string[];
 }
 
-/** What the runtime's configuration in `confDir` says about `lace`. */
-export function chainStatus(confDir: string): ChainStatus {
+/**
+ * What the runtime's configuration in `confDir` says about `lace`, and, with
+ * `stateDir`, whether the agent's state there may be trusted.
+ */
+export function chainStatus(confDir: string, stateDir?: string): ChainStatus {
   let dir: string;
   let names: string[];
+  const problems = stateDir ? stateProblems(stateDir) : [];
   try {
     dir = realDir(confDir);
     names = listNames(dir);
@@ -43,14 +60,26 @@ export function chainStatus(confDir: string): ChainStatus {
       state: "unreadable",
       naming: [],
       message: `${confDir} cannot be read: ${(e as Error).message}`,
+      problems,
     };
   }
+  const dirProblem = confDirProblem(confDir, dir);
+  if (dirProblem) problems.unshift(dirProblem);
   const naming: string[] = [];
   const states = new Map<string, ChainState>();
+  const [runtime] = selectFiles(names, []);
   for (const { name } of selectFiles(names, [{ pattern: "*" }])) {
     const file = readConfig(dir, name);
     if (!file) continue;
+    if (file.unsafe && name === runtime?.name) {
+      problems.push(
+        `${join(confDir, name)}, the configuration the runtime uses, ${file.unsafe}: the agent ` +
+          "does not chain it",
+      );
+    }
     try {
+      const tooLarge = oversized(file);
+      if (tooLarge) throw new TypeError(tooLarge);
       const laces = parseConfig(name, file.bytes).list.plugins.filter((p) => p.type === LACE_TYPE);
       if (laces.length > 0) naming.push(name);
       states.set(
@@ -65,13 +94,13 @@ export function chainStatus(confDir: string): ChainStatus {
       states.set(name, "unparsable");
     }
   }
-  const [runtime] = selectFiles(names, []);
   if (!runtime) {
     return {
       dir: confDir,
       state: "no-config",
       naming,
       message: `${confDir} holds no CNI configuration`,
+      problems,
     };
   }
   const state = states.get(runtime.name) ?? "unreadable";
@@ -84,5 +113,5 @@ export function chainStatus(confDir: string): ChainStatus {
     "no-config": "",
     unreadable: `${path} cannot be read`,
   }[state];
-  return { dir: confDir, file: runtime.name, state, naming, message };
+  return { dir: confDir, file: runtime.name, state, naming, message, problems };
 }

@@ -49,3 +49,38 @@ for (const [what, files, state, naming] of CASES) {
 Deno.test("chainStatus of a missing directory says unreadable", () => {
   assert.equal(chainStatus("/nonexistent/lace-test").state, "unreadable");
 });
+
+Deno.test("chainStatus names a configuration directory others may write, a symlinked runtime file and a refused state record", async () => {
+  const root = await Deno.makeTempDir({ prefix: "lace-status-" });
+  try {
+    const dir = join(root, "net.d");
+    const state = join(root, "state");
+    await Deno.mkdir(dir);
+    await Deno.mkdir(state, { mode: 0o700 });
+    await Deno.writeTextFile(join(root, "flannel.conflist"), FLANNEL);
+    await Deno.symlink(join(root, "flannel.conflist"), join(dir, "10-f.conflist"));
+    await Deno.writeTextFile(
+      join(state, "chained.json"),
+      JSON.stringify({ version: 1, records: [{ dir, file: "../x.conflist" }] }),
+      { mode: 0o600 },
+    );
+    const clean = chainStatus(dir);
+    assert.equal(clean.state, "not-chained", "read through the link, as the runtime reads it");
+    assert.equal(clean.problems.length, 1);
+    assert.match(
+      clean.problems[0],
+      /10-f\.conflist, the configuration the runtime uses, is a symbolic link to ".*flannel\.conflist": the agent does not chain it/,
+    );
+    await Deno.chmod(dir, 0o777);
+    const s = chainStatus(dir, state);
+    assert.equal(s.problems.length, 3);
+    assert.match(
+      s.problems[0],
+      /directory ".*net\.d" is writable by group or others \(mode 0777\)/,
+    );
+    assert.match(s.problems[1], /Refused record 1 of ".*chained\.json": it lacks originalName/);
+    assert.match(s.problems[2], /is a symbolic link/);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
