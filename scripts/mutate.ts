@@ -1,7 +1,7 @@
 /**
  * `deno task mutate [MODULE...] [--concurrency N]`: mutation testing of the
  * pure core with StrykerJS, one module at a time (mutate one module, run only
- * its unit tests), then `docs/testing.md` from every module's latest report.
+ * its unit tests), then `docs/mutation.md` from every module's latest report.
  *
  * StrykerJS is installed by npm into `tests/mutation/` (its own package.json
  * and lock) and run by Deno, because Debian's Node 20 is too old for it. Its
@@ -192,10 +192,10 @@ async function main(args: string[]): Promise<void> {
     );
     results.push({ module: m, meta, ...summarize(report, equivalents) });
   }
-  await Deno.writeTextFile(`${root}/docs/testing.md`, summaryMarkdown(results));
+  await Deno.writeTextFile(`${root}/docs/mutation.md`, summaryMarkdown(results));
   const unexplained = results.flatMap((r) => r.survivors.filter((s) => !s.why));
   console.log(
-    `docs/testing.md written: ${results.length} modules, ${unexplained.length} unexplained survivors`,
+    `docs/mutation.md written: ${results.length} modules, ${unexplained.length} unexplained survivors`,
   );
 }
 

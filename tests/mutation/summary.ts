@@ -1,5 +1,5 @@
 /**
- * Turns StrykerJS JSON reports into the committed summary `docs/testing.md`:
+ * Turns StrykerJS JSON reports into the committed summary `docs/mutation.md`:
  * the score per module and every surviving mutant, each either explained as
  * equivalent (from `equivalent.json`) or marked unexplained. Pure, so the
  * matching of survivors to their explanations is unit-tested.
@@ -143,7 +143,7 @@ function code(text: string, max = 90): string {
   return `\`${short.replaceAll("`", "'")}\``;
 }
 
-/** The markdown of `docs/testing.md`. */
+/** The markdown of `docs/mutation.md`. */
 export function summaryMarkdown(results: ModuleResult[]): string {
   const out = [
     "# Mutation testing of the pure core",

@@ -97,7 +97,7 @@ export async function addNetworkNodeSide(
   await ip("link", "set", network.bridge, "up");
   await ip("route", "add", subnets.v4, "dev", network.bridge, "src", nodeV4, "table", table);
   await ip("-6", "route", "add", subnets.v6, "dev", network.bridge, "src", nodeV6, "table", table);
-  // The README's mark contract: network bits select the table, whatever else is set.
+  // The mark contract (docs/integration.md): network bits select the table, whatever else is set.
   const value = networkMark(network);
   const mask = (PROBE_FLAG | (0xffff << MARK_SHIFT)) >>> 0;
   for (const family of ["-4", "-6"]) {
@@ -115,7 +115,7 @@ export async function addNetworkNodeSide(
   }
 }
 
-/** The network mark of `network` (the README's mark contract): what selects its table. */
+/** The network mark of `network` (docs/integration.md's contract): what selects its table. */
 function networkMark(network: NetworkSetting): number {
   return (PROBE_FLAG | (network.id << MARK_SHIFT)) >>> 0;
 }
