@@ -49,7 +49,9 @@ for (const command of COMMANDS) {
 }
 
 Deno.test("lace without a command prints usage and exits 2; an unknown command exits 2", async () => {
-  assert.equal((await lace([])).code, 2);
+  const bare = await lace([]);
+  assert.equal(bare.code, 2);
+  assert.match(bare.stdout + bare.stderr, /^Usage: lace <command> \[flags\]/m);
   const r = await lace(["frobnicate"]);
   assert.equal(r.code, 2);
   assert.equal(r.stderr.trim(), 'lace: unknown command "frobnicate" (see lace --help)');

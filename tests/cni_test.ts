@@ -284,19 +284,29 @@ Deno.test("the plugin process answers bad input with the spec's error result and
       socket: "/nonexistent.sock",
       ...extra,
     });
-  const cases: [Record<string, string>, string, number][] = [
-    [{ ...base, CNI_COMMAND: "ADD" }, conf({ cniVersion: "0.2.0" }), 1],
-    [{ ...base, CNI_COMMAND: "ADD" }, conf({ timeout: "10m" }), 2],
-    [{ CNI_COMMAND: "ADD" }, conf({}), 4],
-    [{ ...base, CNI_COMMAND: "ADD" }, "\u0000garbage", 6],
-    [{ ...base, CNI_COMMAND: "ADD" }, conf({}), 7],
+  const cases: [Record<string, string>, string, number, RegExp][] = [
+    [
+      { ...base, CNI_COMMAND: "ADD" },
+      conf({ cniVersion: "0.2.0" }),
+      1,
+      /^Incompatible CNI version/,
+    ],
+    [
+      { ...base, CNI_COMMAND: "ADD" },
+      conf({ timeout: "10m" }),
+      2,
+      /^Unsupported value of "timeout"/,
+    ],
+    [{ CNI_COMMAND: "ADD" }, conf({}), 4, /CNI_CONTAINERID, CNI_NETNS/],
+    [{ ...base, CNI_COMMAND: "ADD" }, "\u0000garbage", 6, /is not valid JSON/],
+    [{ ...base, CNI_COMMAND: "ADD" }, conf({}), 7, /no "prevResult": .*must be chained/],
   ];
-  for (const [env, stdin, code] of cases) {
+  for (const [env, stdin, code, why] of cases) {
     const run = await execPlugin(laceCommand(), env, stdin);
     assert.equal(run.code, 1, `${stdin}: exit ${run.code}`);
     const result = JSON.parse(run.stdout);
     assert.equal(result.code, code, `${stdin}: ${run.stdout}`);
-    assert.equal(typeof result.msg, "string");
+    assert.match(result.msg, why, stdin);
     assert.doesNotMatch(run.stdout + run.stderr, /\s+at .*:\d+:\d+/, "no stack trace");
   }
 });

@@ -112,6 +112,7 @@ Deno.test({
     const doctor = podRangesCheck(view.podRanges!, view.outsidePodRanges ?? []);
     assert.equal(doctor.ok, false);
     assert.equal(doctor.severity, "warning");
+    assert.match(doctor.message, /^no pod ranges \(--pod-cidrs\)/);
   },
 });
 

@@ -314,18 +314,21 @@ privileged(
     assert.equal((await asNobody('ln -s "$1" "$2"', other, exposed.pinPath)).code, 0);
     // The CNI part of uninstall gets empty directories of its own: the machine's stay untouched.
     const cni = Deno.makeTempDirSync({ prefix: "lace-uninstall-cni-" });
-    let code: number;
+    let out: { code: number; err: string };
     try {
-      code = await runUninstallCommand([
-        `--pin-path=${exposed.pinPath}`,
-        `--cni-conf-dir=${cni}/net.d`,
-        `--cni-state-dir=${cni}/state`,
-      ]);
+      out = await captureConsole(() =>
+        runUninstallCommand([
+          `--pin-path=${exposed.pinPath}`,
+          `--cni-conf-dir=${cni}/net.d`,
+          `--cni-state-dir=${cni}/state`,
+        ])
+      );
     } finally {
       Deno.removeSync(cni, { recursive: true });
     }
     assert.deepEqual(theirs.filter((p) => !pathExists(p)), [], "the other program's pins stay");
-    assert.equal(code, 1);
+    assert.equal(out.code, 1);
+    assert.match(out.err, /^lace uninstall: no pins removed: Pin path ".*" is a symbolic link\./m);
     uninstall(other);
   },
 );

@@ -14,6 +14,7 @@ import {
   assertAddRefused,
   assertHolderWithdrawn,
   eventsWithReason,
+  HELD_BY_ANOTHER_NETWORK,
   metricReaches,
   plugin,
   podBeforeAdd,
@@ -143,7 +144,7 @@ Deno.test({
         network: `net${networkId}`,
         networkId,
       });
-      assertAddRefused(add, undefined, `network ${networkId}: `);
+      assertAddRefused(add, HELD_BY_ANOTHER_NETWORK, `network ${networkId}: `);
     }
     await metricReaches(agent, 'lace_cni_add_refusals_total{reason="address-conflict"}', 2);
   },
@@ -166,7 +167,7 @@ Deno.test({
       network: "net1",
       networkId: 1,
     });
-    assertAddRefused(add);
+    assertAddRefused(add, HELD_BY_ANOTHER_NETWORK);
     assert.equal((await w.probe(POD_IPV4, 8080, "/")).body, w.podIn(2), "the holder keeps its own");
   },
 });

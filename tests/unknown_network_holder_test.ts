@@ -16,6 +16,7 @@ import {
   assertAddRefused,
   assertHolderWithdrawn,
   eventsWithReason,
+  HELD_BY_ANOTHER_NETWORK,
   metricReaches,
   plugin,
   podBeforeAdd,
@@ -100,7 +101,7 @@ Deno.test({
         network: `net${networkId}`,
         networkId,
       });
-      assertAddRefused(add, undefined, `network ${networkId}: `);
+      assertAddRefused(add, HELD_BY_ANOTHER_NETWORK, `network ${networkId}: `);
       assert.doesNotMatch(add.result.msg, /holder|tenant-a|net 2/);
     }
     assert.equal((await w.probe(POD_IPV4, 8081, "/")).result, "NO_ROUTE");

@@ -92,7 +92,12 @@ Deno.test({
       (await earlier.metric('lace_program_replacements_total{program="connect4"}')) ?? 0,
       0,
     );
-    assert.equal((await earlier.get("/readyz")).status, 503);
+    const standing = await earlier.get("/readyz");
+    assert.equal(standing.status, 503);
+    assert.match(
+      standing.body,
+      /^not ready: .*This agent stands by: an agent of the same map layout .* that started later/m,
+    );
 
     await stopCleanly(later);
     await earlier.ready();

@@ -62,22 +62,31 @@ Deno.test("parseRequestHead() reads method, path and headers, also from an absol
 });
 
 Deno.test("parseRequestHead() refuses malformed heads and any request body with the status to answer", () => {
-  const status = (s: string) => {
+  const refusal = (s: string) => {
     try {
       parseRequestHead(bytes(s));
     } catch (e) {
       assert.ok(e instanceof HttpRequestError);
-      return e.status;
+      return `${e.status} ${e.message}`;
     }
-    return 0;
+    return "accepted";
   };
-  assert.equal(status("GET /\r\n\r\n"), 400);
-  assert.equal(status("GET / HTTP/2.0\r\n\r\n"), 505);
-  assert.equal(status("GET * HTTP/1.1\r\n\r\n"), 400);
-  assert.equal(status("GET / HTTP/1.1\r\nno colon\r\n\r\n"), 400);
-  assert.equal(status("POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\n"), 400);
-  assert.equal(status("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"), 400);
-  assert.equal(status("GET / HTTP/1.1\r\nContent-Length: 0\r\n\r\n"), 0);
+  assert.equal(refusal("GET /\r\n\r\n"), "400 Malformed request line");
+  assert.equal(refusal("GET / HTTP/2.0\r\n\r\n"), '505 HTTP version not supported: "HTTP/2.0"');
+  assert.equal(
+    refusal("GET * HTTP/1.1\r\n\r\n"),
+    "400 Request target must be a path or an http URL",
+  );
+  assert.equal(refusal("GET / HTTP/1.1\r\nno colon\r\n\r\n"), "400 Malformed header");
+  assert.equal(
+    refusal("POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\n"),
+    "400 Request bodies are not accepted",
+  );
+  assert.equal(
+    refusal("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"),
+    "400 Request bodies are not accepted",
+  );
+  assert.equal(refusal("GET / HTTP/1.1\r\nContent-Length: 0\r\n\r\n"), "accepted");
 });
 
 Deno.test("keepsAlive() follows the HTTP version and the Connection header", () => {

@@ -312,7 +312,10 @@ Deno.test("CgroupFollower calls onChange only when the status changes", () => {
 
 Deno.test("CgroupFollower refuses a check interval above one second", () => {
   const node = new FakeNode();
-  assert.throws(() => new CgroupFollower(node.options({ checkIntervalMs: 5000 })), RangeError);
+  assert.throws(
+    () => new CgroupFollower(node.options({ checkIntervalMs: 5000 })),
+    new RangeError("Cgroup check interval must be at most 1000 ms: 5000"),
+  );
 });
 
 Deno.test("CgroupFollower with auto never follows a kubelet in a container cgroup", () => {

@@ -97,31 +97,45 @@ Deno.test("close() removes the socket, but not one a newer server put there", as
 Deno.test("the server answers bad requests with errors and keeps serving", async () => {
   const agent = new FakeAgent();
   await using cni = await cniServer(agent);
-  const bad = [
-    "{not json\n",
-    "[]\n",
-    JSON.stringify({ v: 2, id: "x", op: "add" }) + "\n",
-    request({ op: "explode" }),
-    request({ op: "add", ref }),
-    request({ op: "add", ref, attachment: { ...attachment, ips: ["not-an-ip"] } }),
-    request({ op: "add", ref, attachment: { ...attachment, uid: "" } }),
-    request({ op: "add", ref, attachment: { ...attachment, network: "b", networkId: 0 } }),
-    request({ op: "del", ref: { containerId: "c1" } }),
-    request({ op: "gc", valid: "all" }),
+  const bad: [string, string][] = [
+    ["{not json\n", "Request is not valid JSON"],
+    ["[]\n", "Request is not a JSON object"],
+    [
+      JSON.stringify({ v: 2, id: "x", op: "add" }) + "\n",
+      "Unsupported protocol version 2: this agent speaks 1",
+    ],
+    [request({ op: "explode" }), 'Unknown op "explode": expected add, check, del or gc'],
+    [request({ op: "add", ref }), "attachment must be an object"],
+    [
+      request({ op: "add", ref, attachment: { ...attachment, ips: ["not-an-ip"] } }),
+      'Invalid IP address: "not-an-ip"',
+    ],
+    [
+      request({ op: "add", ref, attachment: { ...attachment, uid: "" } }),
+      "attachment.uid must be a non-empty string of at most 1024 characters",
+    ],
+    [
+      request({ op: "add", ref, attachment: { ...attachment, network: "b", networkId: 0 } }),
+      "attachment.networkId must be an integer 1..65535: 0",
+    ],
+    [
+      request({ op: "del", ref: { containerId: "c1" } }),
+      "ref.ifname must be a non-empty string of at most 1024 characters",
+    ],
+    [request({ op: "gc", valid: "all" }), "valid must be a list of attachments"],
   ];
   const replies = await exchange(
     cni.path,
-    bad.join("") + request({ op: "add", ref, attachment }),
+    bad.map(([line]) => line).join("") + request({ op: "add", ref, attachment }),
     11,
   );
   assert.equal(replies.length, 11);
-  for (const r of replies.slice(0, 10).map((l) => JSON.parse(l))) {
-    assert.equal(r.ok, false);
-    assert.equal(typeof r.error, "string");
-  }
+  assert.deepEqual(
+    replies.slice(0, 10).map((l) => JSON.parse(l)).map((r) => [r.ok, r.error]),
+    bad.map(([, why]) => [false, why]),
+  );
   assert.equal(JSON.parse(replies[0]).id, null);
   assert.equal(JSON.parse(replies[5]).id, "r1");
-  assert.match(JSON.parse(replies[5]).error, /not-an-ip/);
   assert.equal(JSON.parse(replies[10]).ok, true);
   assert.deepEqual(agent.added, [attachment]);
 });

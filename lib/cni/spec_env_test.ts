@@ -30,7 +30,10 @@ Deno.test("parseEnv() reads the command, ids and the Kubernetes CNI_ARGS", () =>
 
 Deno.test("parseEnv() rejects an unknown command with code 4", () => {
   assert.equal(
-    codeOf(() => parseEnv({ ...addEnv, CNI_COMMAND: "UPDATE" })),
+    codeOf(
+      () => parseEnv({ ...addEnv, CNI_COMMAND: "UPDATE" }),
+      /^Unknown CNI_COMMAND "UPDATE": expected one of ADD, DEL/,
+    ),
     ERR.invalidEnvironment,
   );
 });
@@ -58,11 +61,17 @@ Deno.test("parseEnv() needs nothing for VERSION, GC and STATUS", () => {
 });
 
 Deno.test("parseEnv() rejects an interface name with a slash", () => {
-  assert.equal(codeOf(() => parseEnv({ ...addEnv, CNI_IFNAME: "a/b" })), 4);
+  assert.equal(
+    codeOf(() => parseEnv({ ...addEnv, CNI_IFNAME: "a/b" }), /^Invalid CNI_IFNAME "a\/b"$/),
+    4,
+  );
 });
 
 Deno.test("parseCniArgs() rejects a pair without = with code 4", () => {
-  assert.equal(codeOf(() => parseCniArgs("K8S_POD_NAME")), 4);
+  assert.equal(
+    codeOf(() => parseCniArgs("K8S_POD_NAME"), /^Invalid CNI_ARGS pair "K8S_POD_NAME"/),
+    4,
+  );
   assert.deepEqual(parseCniArgs("A=1;;B=x=y"), { A: "1", B: "x=y" });
   assert.deepEqual(parseCniArgs(""), {});
 });

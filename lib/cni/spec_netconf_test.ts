@@ -39,14 +39,24 @@ Deno.test("parseNetConf() ignores keys it does not know", () => {
 });
 
 Deno.test("parseNetConf() rejects undecodable stdin with code 6", () => {
-  assert.equal(codeOf(() => parseNetConf("{not json", "ADD")), ERR.decodeFailure);
-  assert.equal(codeOf(() => parseNetConf("[1,2]", "ADD")), ERR.decodeFailure);
-  assert.equal(codeOf(() => parseNetConf("", "ADD")), ERR.decodeFailure);
+  assert.equal(
+    codeOf(() => parseNetConf("{not json", "ADD"), /is not valid JSON/),
+    ERR.decodeFailure,
+  );
+  assert.equal(
+    codeOf(() => parseNetConf("[1,2]", "ADD"), /is not a JSON object/),
+    ERR.decodeFailure,
+  );
+  assert.equal(codeOf(() => parseNetConf("", "ADD"), /is not valid JSON/), ERR.decodeFailure);
 });
 
 Deno.test("parseNetConf() rejects unsupported versions with code 1", () => {
   for (const v of ["0.2.0", "0.1.0", "2.0.0", "1.0", "banana"]) {
-    assert.equal(codeOf(() => parseNetConf(conf({}, v), "ADD")), ERR.incompatibleVersion, v);
+    assert.equal(
+      codeOf(() => parseNetConf(conf({}, v), "ADD"), /^Incompatible CNI version "/),
+      ERR.incompatibleVersion,
+      v,
+    );
   }
 });
 
@@ -55,37 +65,57 @@ Deno.test("parseNetConf() accepts every supported version for ADD", () => {
 });
 
 Deno.test("parseNetConf() refuses commands the version does not have with code 1", () => {
-  assert.equal(codeOf(() => parseNetConf(conf({}, "0.3.1"), "CHECK")), 1);
-  assert.equal(codeOf(() => parseNetConf(conf({}, "1.0.0"), "GC")), 1);
-  assert.equal(codeOf(() => parseNetConf(conf({}, "0.4.0"), "STATUS")), 1);
+  assert.equal(codeOf(() => parseNetConf(conf({}, "0.3.1"), "CHECK"), /"0\.3\.1" has no CHECK/), 1);
+  assert.equal(codeOf(() => parseNetConf(conf({}, "1.0.0"), "GC"), /"1\.0\.0" has no GC/), 1);
+  assert.equal(
+    codeOf(() => parseNetConf(conf({}, "0.4.0"), "STATUS"), /"0\.4\.0" has no STATUS/),
+    1,
+  );
   assert.equal(parseNetConf(conf({}, "0.4.0"), "CHECK").cniVersion, "0.4.0");
   assert.equal(parseNetConf(conf({}, "1.1.0"), "GC").cniVersion, "1.1.0");
 });
 
 Deno.test("parseNetConf() rejects a missing cniVersion, name or type with code 7", () => {
-  assert.equal(codeOf(() => parseNetConf(JSON.stringify({ name: "a", type: "lace" }), "ADD")), 7);
-  assert.equal(codeOf(() => parseNetConf(JSON.stringify({ cniVersion: "1.0.0" }), "ADD")), 7);
   assert.equal(
-    codeOf(() => parseNetConf(JSON.stringify({ cniVersion: "1.0.0", name: "a" }), "ADD")),
+    codeOf(
+      () => parseNetConf(JSON.stringify({ name: "a", type: "lace" }), "ADD"),
+      /has no cniVersion string/,
+    ),
+    7,
+  );
+  assert.equal(
+    codeOf(
+      () => parseNetConf(JSON.stringify({ cniVersion: "1.0.0" }), "ADD"),
+      /has no "name" string/,
+    ),
+    7,
+  );
+  assert.equal(
+    codeOf(
+      () => parseNetConf(JSON.stringify({ cniVersion: "1.0.0", name: "a" }), "ADD"),
+      /has no "type" string/,
+    ),
     7,
   );
 });
 
 Deno.test("parseNetConf() rejects malformed Lace keys with code 7", () => {
-  const bad = [
-    { network: "blue" },
-    { networkId: 7 },
-    { network: "", networkId: 7 },
-    { network: "blue", networkId: 1.5 },
-    { network: "blue", networkId: "seven" },
-    { socket: "relative.sock" },
-    { socket: 3 },
-    { timeout: "soon" },
-    { timeout: 1000 },
-    { prevResult: [1] },
+  const networkId = /^"networkId" must be an integer 1\.\.65535 when "network" is set/;
+  const network = /^"network" must be a non-empty string when "networkId" is set$/;
+  const bad: [Record<string, unknown>, RegExp][] = [
+    [{ network: "blue" }, networkId],
+    [{ networkId: 7 }, network],
+    [{ network: "", networkId: 7 }, network],
+    [{ network: "blue", networkId: 1.5 }, networkId],
+    [{ network: "blue", networkId: "seven" }, networkId],
+    [{ socket: "relative.sock" }, /^"socket" must be an absolute path: "relative\.sock"$/],
+    [{ socket: 3 }, /^"socket" must be an absolute path: 3$/],
+    [{ timeout: "soon" }, /^"timeout" must be a duration .*: "soon"$/],
+    [{ timeout: 1000 }, /^"timeout" must be a duration .*: 1000$/],
+    [{ prevResult: [1] }, /^"prevResult" must be an object$/],
   ];
-  for (const extra of bad) {
-    assert.equal(codeOf(() => parseNetConf(conf(extra), "ADD")), 7, JSON.stringify(extra));
+  for (const [extra, why] of bad) {
+    assert.equal(codeOf(() => parseNetConf(conf(extra), "ADD"), why), 7, JSON.stringify(extra));
   }
 });
 
@@ -101,7 +131,13 @@ Deno.test("parseNetConf() reports a well-formed but unsupported value with code 
       assert.ok(e.message.includes(String(extra.networkId)));
     }
   }
-  assert.equal(codeOf(() => parseNetConf(conf({ timeout: "5m" }), "ADD")), 2);
+  assert.equal(
+    codeOf(
+      () => parseNetConf(conf({ timeout: "5m" }), "ADD"),
+      /^Unsupported value of "timeout": "5m" \(supported: 1ms\.\.30s\)$/,
+    ),
+    2,
+  );
 });
 
 Deno.test("parseNetConf() reads the timeout as Go's time.ParseDuration does", () => {
@@ -121,13 +157,21 @@ Deno.test("parseNetConf() still allows spaces around the timeout, so no configur
 
 Deno.test("parseNetConf() refuses a timeout Go reads but the plugin does not support with code 2", () => {
   for (const t of ["1h", "1m", "2m", "31s", "-1s", "0", "500us"]) {
-    assert.equal(codeOf(() => parseNetConf(conf({ timeout: t }), "ADD")), ERR.unsupportedField, t);
+    assert.equal(
+      codeOf(() => parseNetConf(conf({ timeout: t }), "ADD"), /^Unsupported value of "timeout"/),
+      ERR.unsupportedField,
+      t,
+    );
   }
 });
 
 Deno.test("parseNetConf() refuses a timeout Go cannot read with code 7", () => {
   for (const t of ["soon", "5", "1", "1d", "", "1sx", "x1s", "ms", "1 s"]) {
-    assert.equal(codeOf(() => parseNetConf(conf({ timeout: t }), "ADD")), ERR.invalidConfig, t);
+    assert.equal(
+      codeOf(() => parseNetConf(conf({ timeout: t }), "ADD"), /^"timeout" must be a duration/),
+      ERR.invalidConfig,
+      t,
+    );
   }
 });
 
@@ -222,7 +266,13 @@ Deno.test("peekVersion() returns a configuration's cniVersion string, else empty
 
 Deno.test("parseNetConf() refuses a network id that is neither a number nor a string", () => {
   for (const networkId of [[12], true, { id: 12 }]) {
-    assert.equal(codeOf(() => parseNetConf(conf({ network: "b", networkId }), "ADD")), 7);
+    assert.equal(
+      codeOf(
+        () => parseNetConf(conf({ network: "b", networkId }), "ADD"),
+        /^"networkId" must be an integer 1\.\.65535 when "network" is set/,
+      ),
+      7,
+    );
   }
 });
 
@@ -260,7 +310,10 @@ Deno.test("parseNetConf() goes on at DEL, GC and STATUS without network keys tha
   for (const keys of bad) {
     // ADD refuses each (code 7 or 2); the commands that use no network must not.
     assert.ok(([ERR.invalidConfig, ERR.unsupportedField] as number[]).includes(
-      codeOf(() => parseNetConf(conf(keys), "ADD")),
+      codeOf(
+        () => parseNetConf(conf(keys), "ADD"),
+        /^("network" must|"networkId" must|Unsupported value of "networkId")/,
+      ),
     ));
     for (const command of ["DEL", "GC", "STATUS"] as const) {
       const c = parseNetConf(conf(keys, "1.1.0"), command);

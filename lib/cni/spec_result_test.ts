@@ -33,9 +33,24 @@ Deno.test("resultAddresses() takes addresses without an interface index", () => 
 });
 
 Deno.test("resultAddresses() rejects malformed ips with code 7", () => {
-  assert.equal(codeOf(() => resultAddresses({ ips: "10.0.0.1" })), 7);
-  assert.equal(codeOf(() => resultAddresses({ ips: [{ gateway: "1.1.1.1" }] })), 7);
-  assert.equal(codeOf(() => resultAddresses({ ips: [{ address: "host/24" }] })), 7);
+  assert.equal(
+    codeOf(() => resultAddresses({ ips: "10.0.0.1" }), /"prevResult\.ips" is not a list/),
+    7,
+  );
+  assert.equal(
+    codeOf(
+      () => resultAddresses({ ips: [{ gateway: "1.1.1.1" }] }),
+      /holds an entry without an address/,
+    ),
+    7,
+  );
+  assert.equal(
+    codeOf(
+      () => resultAddresses({ ips: [{ address: "host/24" }] }),
+      /holds an address that is not an IP address: "host\/24"/,
+    ),
+    7,
+  );
 });
 
 Deno.test("passThrough() returns prevResult unchanged in its own version", () => {

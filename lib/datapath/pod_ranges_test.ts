@@ -32,7 +32,10 @@ Deno.test("decodeReport() reads the destination in network order and the network
     key: { family: "ipv4", address: "10.244.1.10", port: 8082 },
     networkId: 3,
   });
-  assert.throws(() => decodeReport(bytes.subarray(0, 10)), RangeError);
+  assert.throws(
+    () => decodeReport(bytes.subarray(0, 10)),
+    new RangeError("Report must be 24 bytes, got 10"),
+  );
 });
 
 Deno.test("decodeNetworkCounts() counts a network's connects as its tagged plus its unmatched", () => {

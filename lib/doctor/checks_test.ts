@@ -229,6 +229,7 @@ Deno.test("evaluate() reports an agent that is down, and one that is not ready w
   down.agent = { ...down.agent, healthz: null, readyz: null, error: "no agent answers" };
   const checks = evaluate(down);
   assert.equal(byName(checks, "agent-health").ok, false);
+  assert.match(byName(checks, "agent-health").message, /no agent answers/);
   assert.equal(checks.find((c) => c.name === "agent-ready"), undefined);
   const unready = healthy();
   unready.agent.readyz = { status: 503, body: "not ready: first pod list not applied yet\n" };
@@ -245,6 +246,10 @@ Deno.test("evaluate() warns when the map and the agent disagree or nothing is ta
   assert.match(byName(checks, "probe-targets").message, /3 probe targets in the map, 1 known/);
   assert.equal(byName(checks, "probe-targets").severity, "warning");
   assert.equal(byName(checks, "tagged-connects").ok, false);
+  assert.match(
+    byName(checks, "tagged-connects").message,
+    /^0 of 0 connects from the kubelet cgroup tagged/,
+  );
 });
 
 Deno.test("evaluate() warns about kubelet lookalikes with the reason each is not trusted", () => {

@@ -15,11 +15,18 @@ Deno.test("cniChecks passes when the runtime's configuration chains lace, by the
 });
 
 Deno.test("cniChecks warns with a fix when the runtime's configuration does not chain lace", () => {
-  for (const state of ["not-chained", "unparsable", "no-config", "unreadable"] as const) {
+  const fixes: [ChainState, RegExp][] = [
+    ["not-chained", /^run the agent with --cni-chaining=auto/],
+    ["unparsable", /^fix the file/],
+    ["no-config", /^install the pod network plugin/],
+    ["unreadable", /^check --cni-conf-dir/],
+  ];
+  for (const [state, fix] of fixes) {
     const [c] = cniChecks(snap(state));
     assert.equal(c.ok, false);
     assert.equal(c.severity, "warning");
-    assert.notEqual(c.fix, "");
+    assert.equal(c.message, state, "the chaining status's own words");
+    assert.match(c.fix, fix, state);
   }
 });
 

@@ -14,11 +14,15 @@ Deno.test("runDoctor() refuses an unknown flag with one line and exit code 2", a
 });
 
 Deno.test("runDoctor() refuses an unknown subcommand and a relative kubelet cgroup", async () => {
-  assert.equal((await doctor(["probe"])).code, 2);
+  const unknown = await doctor(["probe"]);
+  assert.equal(unknown.code, 2);
+  assert.equal(unknown.err, 'lace doctor: unexpected argument "probe" (see --help)');
   const rel = await doctor(["--kubelet-cgroup", "system.slice/kubelet.service"]);
   assert.equal(rel.code, 2);
   assert.match(rel.err, /absolute path or "auto"/);
-  assert.equal((await doctor(["probes", "--timeout", "soon"])).code, 2);
+  const timeout = await doctor(["probes", "--timeout", "soon"]);
+  assert.equal(timeout.code, 2);
+  assert.match(timeout.err, /--timeout must be a duration such as 500ms, 5s or 1m30s: "soon"/);
 });
 
 Deno.test("runDoctor() prints help with the probes and pod subcommands and exit code 0", async () => {

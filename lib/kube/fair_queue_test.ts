@@ -51,7 +51,10 @@ Deno.test("FairQueue hands back the waiting item of a key until it is served", (
   const item = { n: 1 };
   queue.push("a", "k", item);
   assert.equal(queue.waiting("k"), item);
-  assert.throws(() => queue.push("a", "k", { n: 2 }), RangeError);
+  assert.throws(
+    () => queue.push("a", "k", { n: 2 }),
+    new RangeError(`An item of key "k" is already waiting`),
+  );
   queue.shift();
   assert.equal(queue.waiting("k"), undefined);
   assert.equal(queue.push("a", "k", { n: 3 }).outcome, "queued");

@@ -9,7 +9,7 @@ Deno.test("parseAddress() drops an IPv6 zone and rejects garbage", () => {
     () => parseAddress("10.0.0.256"),
     new TypeError(`Invalid IP address: "10.0.0.256"`),
   );
-  assert.throws(() => parseAddress("pod-a"), TypeError);
+  assert.throws(() => parseAddress("pod-a"), new TypeError(`Invalid IP address: "pod-a"`));
 });
 
 Deno.test("parseAddress() treats as IPv4 only ::ffff: followed by four bytes after ten zero bytes", () => {

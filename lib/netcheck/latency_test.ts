@@ -18,7 +18,7 @@ Deno.test("nearestRank() picks the smallest sample covering the quantile", () =>
   assert.equal(nearestRank(s, 0.99), 99);
   assert.equal(nearestRank(s, 1), 100);
   assert.equal(nearestRank([7], 0.5), 7);
-  assert.throws(() => nearestRank([], 0.5), RangeError);
+  assert.throws(() => nearestRank([], 0.5), new RangeError("no samples"));
 });
 
 Deno.test("percentiles() of unsorted samples: p50, p99 and max", () => {

@@ -15,7 +15,10 @@ Deno.test("markFor() puts the probe flag and the network id in the contract's pl
 
 Deno.test("markFor() refuses network ids outside 1..65535", () => {
   for (const id of [0, -1, 65536, 1.5, NaN]) {
-    assert.throws(() => markFor({ probeMark: 0x1000, markShift: 16 }, id), RangeError);
+    assert.throws(
+      () => markFor({ probeMark: 0x1000, markShift: 16 }, id),
+      new RangeError(`Network id out of range 1..65535: ${id}`),
+    );
   }
 });
 

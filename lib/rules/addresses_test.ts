@@ -47,7 +47,10 @@ for (const [address, kind] of CASES) {
 }
 
 Deno.test("specialAddressKind() throws TypeError on something that is not an address", () => {
-  assert.throws(() => specialAddressKind("metadata.google.internal"), TypeError);
+  assert.throws(
+    () => specialAddressKind("metadata.google.internal"),
+    new TypeError(`Invalid IP address: "metadata.google.internal"`),
+  );
 });
 
 Deno.test("specialAddressReason() names the metadata service for IPv4 link-local", () => {

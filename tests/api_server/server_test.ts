@@ -81,10 +81,12 @@ Deno.test("creating an object that exists is rejected with 409 AlreadyExists", a
 Deno.test("an object in a namespace that does not exist is rejected with 404", async () => {
   await using server = await TestApiServer.start();
   const { core } = client(server);
-  const { code } = await rejection(
+  const { code, body } = await rejection(
     core.createNamespacedPod({ namespace: "nope", body: pod("a", "n1", "nope") }),
   );
   assert.equal(code, 404);
+  assert.equal(body.reason, "NotFound");
+  assert.match(body.message!, /namespaces "nope" not found/);
 });
 
 Deno.test("generateName produces a unique name", async () => {
@@ -110,8 +112,12 @@ Deno.test("list honours label and field selectors and rejects unsupported fields
     labelSelector: "app in (a,c),app!=c",
   });
   assert.deepEqual(byLabel.items.map((p) => p.metadata!.name), ["a"]);
-  const { code } = await rejection(core.listPodForAllNamespaces({ fieldSelector: "spec.image=x" }));
+  const { code, body } = await rejection(
+    core.listPodForAllNamespaces({ fieldSelector: "spec.image=x" }),
+  );
   assert.equal(code, 400);
+  assert.equal(body.reason, "BadRequest");
+  assert.match(body.message!, /spec\.image/);
 });
 
 Deno.test("an update with a stale resourceVersion is rejected with 409 Conflict", async () => {
@@ -172,7 +178,7 @@ Deno.test("a watch from a resourceVersion older than the history gets an ERROR 4
   const { kc, core } = client(server);
   const created = await core.createNamespacedPod({ namespace: "default", body: pod("a", "n1") });
   server.compact();
-  const events: { type: string; object: { code?: number } }[] = [];
+  const events: { type: string; object: { code?: number; reason?: string } }[] = [];
   const done = Promise.withResolvers<unknown>();
   await new Watch(kc).watch(
     "/api/v1/pods",
@@ -184,6 +190,7 @@ Deno.test("a watch from a resourceVersion older than the history gets an ERROR 4
   assert.equal(events.length, 1);
   assert.equal(events[0].type, "ERROR");
   assert.equal(events[0].object.code, 410);
+  assert.equal(events[0].object.reason, "Expired");
 });
 
 Deno.test("a list at an exact resourceVersion older than the history is 410 Gone", async () => {
@@ -257,10 +264,11 @@ Deno.test("a complete Event with a microsecond eventTime is accepted", async () 
 Deno.test("an Event whose eventTime is a plain Date (3 fractional digits) is rejected", async () => {
   await using server = await TestApiServer.start();
   const { core } = client(server);
-  const { code } = await rejection(
+  const { code, body } = await rejection(
     core.createNamespacedEvent({ namespace: "default", body: event({ eventTime: new Date() }) }),
   );
   assert.equal(code, 400);
+  assert.match(body.message!, /eventTime/);
 });
 
 Deno.test("an Event with eventTime but no reportingComponent or action is rejected", async () => {

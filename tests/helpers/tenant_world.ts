@@ -152,14 +152,19 @@ export async function plugin(
 export type PluginRun = Awaited<ReturnType<typeof plugin>>;
 
 /**
- * Asserts the runtime saw the ADD refused for an address conflict: the plugin exits 1 with CNI
- * error 101, its message matching `why` when given. `context` leads the exit code's message.
+ * Asserts the runtime saw the ADD refused for the reason `why` matches: the plugin exits 1 with
+ * CNI error 101 (which every refusal of the agent gives) and a message matching `why`. `context`
+ * leads each failure's message.
  */
-export function assertAddRefused(add: PluginRun, why?: RegExp, context = ""): void {
+export function assertAddRefused(add: PluginRun, why: RegExp, context = ""): void {
   assert.equal(add.code, 1, `${context}${add.stdout}${add.stderr}`);
-  assert.equal(add.result.code, ERR.addressConflict);
-  if (why) assert.match(add.result.msg, why);
+  assert.equal(add.result.code, ERR.addressConflict, `${context}${add.stdout}`);
+  assert.match(add.result.msg, why, context);
 }
+
+/** The refusal of an ADD at an address a pod of another network (or of an unknown one) holds. */
+export const HELD_BY_ANOTHER_NETWORK =
+  /^Lace refused the attachment of pod \S+: Address \S+ is already used on this node by a pod of another network: /;
 
 /** A pod of `networkId` bound to the node with no address yet: its CNI ADD comes next. */
 export function podBeforeAdd(name: string, networkId: number, httpPort: number, tcpPort: number) {

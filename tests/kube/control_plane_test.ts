@@ -19,6 +19,7 @@ import {
 import { startControlPlane } from "./fixture.ts";
 import { controlPlaneTestOptions, controlPlaneUnavailableReason } from "./tools.ts";
 import { waitFor } from "../helpers/wait.ts";
+import { verdict } from "./tenant_accounts.ts";
 
 const unavailable = await controlPlaneUnavailableReason();
 if (unavailable) console.warn(`Skipping control-plane tests: ${unavailable}`);
@@ -156,7 +157,9 @@ Deno.test({
     // Date#toISOString has millisecond precision (".123Z"); the server parses MicroTime with
     // the fixed layout "2006-01-02T15:04:05.000000Z07:00" and refuses the body.
     const body = coreEvent("plain-date", new Date());
-    assert.equal(await statusOf(core.createNamespacedEvent({ namespace: "events", body })), 400);
+    const refused = await verdict(core.createNamespacedEvent({ namespace: "events", body }));
+    assert.equal(refused.code, 400, refused.message);
+    assert.match(refused.message, /cannot parse \\?"\.\d{3}Z\\?" as \\?"\.000000\\?"/);
   });
 
   await t.step("an events.k8s.io/v1 Event with a V1MicroTime eventTime is accepted", async () => {
@@ -188,7 +191,13 @@ Deno.test({
     const asAgent = cp.adminConfig();
     asAgent.loadFromString(cp.kubeconfigForToken(token));
     const agentCore = asAgent.makeApiClient(CoreV1Api);
-    assert.equal(await statusOf(agentCore.listPodForAllNamespaces()), 403);
+    // Forbidden, not unauthenticated: the server names the ServiceAccount the token stands for.
+    const before = await verdict(agentCore.listPodForAllNamespaces());
+    assert.equal(before.code, 403, before.message);
+    assert.match(
+      before.message,
+      /User \\?"system:serviceaccount:rbac:agent\\?" cannot list resource \\?"pods\\?"/,
+    );
 
     const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
     await rbac.createClusterRole({
@@ -214,10 +223,9 @@ Deno.test({
       interval: 100,
       message: "the agent to be allowed to list pods",
     });
-    assert.equal(
-      await statusOf(agentCore.deleteNamespacedPod({ namespace: "rbac", name: "x" })),
-      403,
-    );
+    const deleting = await verdict(agentCore.deleteNamespacedPod({ namespace: "rbac", name: "x" }));
+    assert.equal(deleting.code, 403, deleting.message);
+    assert.match(deleting.message, /cannot delete resource \\?"pods\\?"/);
   });
 });
 

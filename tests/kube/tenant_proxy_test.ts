@@ -57,5 +57,6 @@ Deno.test({
       },
     }));
     assert.equal(result.code, 403, result.message);
+    assert.match(result.message, /cannot create resource \\?"endpoints\\?"/);
   });
 });
