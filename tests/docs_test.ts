@@ -558,3 +558,33 @@ Deno.test("namedEventReasons() reads Event `X` in prose and the first column of 
     "CniChainRestored",
   ]);
 });
+
+/** A tracker reference: the history belongs in commit messages, not on a page or in the chart. */
+export const TRACKER_REFERENCE = /\b[Ii]ssues? #?\d+|\b[Ff]inding \d+|(?<![\w/.#-])#\d{2,}\b/;
+
+Deno.test("the README, docs and deploy/ name no tracker issues or findings", () => {
+  const files = PAGES.map((p) => ({ path: p.path, text: p.text }));
+  const walk = (dir: string) => {
+    for (const e of Deno.readDirSync(join(REPO, dir))) {
+      const path = `${dir}/${e.name}`;
+      if (e.isDirectory) walk(path);
+      else files.push({ path, text: Deno.readTextFileSync(join(REPO, path)) });
+    }
+  };
+  walk("deploy");
+  const found = files.flatMap(({ path, text }) =>
+    text.split("\n").flatMap((line, i) =>
+      TRACKER_REFERENCE.test(line) ? [`${path}:${i + 1}: ${line.trim()}`] : []
+    )
+  );
+  assert.deepEqual(found, []);
+});
+
+Deno.test("TRACKER_REFERENCE finds issue and finding numbers, not colours or ports", () => {
+  for (const line of ["(issue 24, finding 1)", "Issues 8, 16 and 28", "see #123", "finding 3: x"]) {
+    assert.ok(TRACKER_REFERENCE.test(line), line);
+  }
+  for (const line of ["color: #fff", "port 9808", "a/#12 anchor", "x.md#the-dev-node"]) {
+    assert.ok(!TRACKER_REFERENCE.test(line), line);
+  }
+});
