@@ -89,3 +89,13 @@ export const MULTUS = `{
 /** The bridge plugin's single .conf, with CRLF line ends and a tab. */
 export const BRIDGE_CONF =
   '{\r\n\t"cniVersion": "1.0.0",\r\n\t"name": "mynet",\r\n\t"type": "bridge",\r\n\t"bridge": "cni0",\r\n\t"ipam": {"type": "host-local", "subnet": "10.22.0.0/16"}\r\n}\r\n';
+
+/**
+ * A list written by hand, which the agent's renderer cannot reproduce: tabs and odd spacing, a
+ * key that sorts first when parsed ("10"), a number in exponent form, unicode escapes and a
+ * repeated key. Only a restore that writes the kept bytes gives it back.
+ */
+export const HAND_WRITTEN =
+  '{ "name" : "weave",\t"cniVersion":"0.3.1",\n "plugins":[ {"type":"weave-net", "hairpinMode":true,' +
+  ' "mtu": 1.4e3, "comment":"caf\\u00e9 \\ud83d\\ude00", "10": "ten"},\r\n' +
+  '   {"type":"portmap","capabilities":{"portMappings":true},"type":"portmap"} ] }';
