@@ -16,7 +16,7 @@ import { SimWorld } from "./helpers/sim_world.ts";
 import { AgentCore } from "../lib/agent/core.ts";
 import { defaultConfig } from "../lib/config.ts";
 import type { Pod } from "../lib/pods/pod.ts";
-import type { Skip } from "../lib/rules/targets.ts";
+import type { Skip } from "../lib/rules/skip.ts";
 
 /** `podManifest` with one more container whose probes use `httpPort` and `tcpPort` too. */
 function withSecondContainer(pod: Record<string, unknown>, httpPort: number, tcpPort: number) {

@@ -9,7 +9,7 @@ import type { PodTargets } from "../rules/targets.ts";
 import { type PodNetwork, type TargetOptions, UNKNOWN_NETWORK } from "../rules/pod_network.ts";
 import { type PodPlacement, podPlacement } from "../rules/placement.ts";
 import { podAddresses } from "../rules/pod_fields.ts";
-import type { TargetView } from "./desired_state.ts";
+import type { TargetView } from "./target_view.ts";
 
 /**
  * What was derived from one merged pod object, for the node network it was computed for: the

@@ -12,7 +12,7 @@ import type { AddressClash, Conflict } from "../rules/conflicts.ts";
 import { PodCache } from "../pods/cache.ts";
 import type { PodSource } from "../pods/source.ts";
 import { keyId, MAX_TARGETS, type ProbeStore } from "../probe/key.ts";
-import type { Skip } from "../rules/targets.ts";
+import type { Skip } from "../rules/skip.ts";
 import { type NetworkMismatch, type PodNetwork, UNKNOWN_NETWORK } from "../rules/pod_network.ts";
 import { failedWrites, type Unwritten } from "../rules/share.ts";
 import { callHook, type ProblemHooks, ProblemReporter } from "./problems.ts";
@@ -26,7 +26,8 @@ import {
   type ReconcileObserver,
   type ReconcileReport,
 } from "./reconcile.ts";
-import { desiredState, type HostHeldAddress, type TargetView } from "./desired_state.ts";
+import { desiredState, type HostHeldAddress } from "./desired_state.ts";
+import type { TargetView } from "./target_view.ts";
 import type { RulesMemo } from "./address_placement.ts";
 import {
   refuseHostAddress,

@@ -11,7 +11,8 @@ import { type Conflict, resolveConflicts } from "../rules/conflicts.ts";
 import { PodRefusedError } from "../pods/pod.ts";
 import type { PodCache } from "../pods/cache.ts";
 import { keyId, type ProbeEntry, type ProbeKey, type ProbeValue } from "../probe/key.ts";
-import { probeTargetsForPod, type Skip, type SkipReason, type Target } from "../rules/targets.ts";
+import { probeTargetsForPod, type Target } from "../rules/targets.ts";
+import type { Skip, SkipReason } from "../rules/skip.ts";
 import type { NetworkMismatch, PodNetwork } from "../rules/pod_network.ts";
 import { capTargets, shareMap, type Unwritten } from "../rules/share.ts";
 import type { PodPlacement } from "../rules/placement.ts";
@@ -27,11 +28,7 @@ import { errorText } from "../text/error.ts";
 import { HOST_ADDRESS_REFUSAL } from "./host_addresses.ts";
 import type { PodIdentity } from "../rules/pod_fields.ts";
 import type { PodRangeSet } from "../net/cidr.ts";
-
-/** One desired map entry and the pod and probe it serves. */
-export interface TargetView extends Omit<Target, "key" | "networkId"> {
-  entry: ProbeEntry;
-}
+import type { TargetView } from "./target_view.ts";
 
 /** The settings the computation reads. */
 export type DesiredStateConfig = Pick<

@@ -14,7 +14,7 @@ import { keyId } from "../probe/key.ts";
 import type { Claim, Conflict } from "../rules/conflicts.ts";
 import type { Unwritten } from "../rules/share.ts";
 import type { NetworkMismatch } from "../rules/pod_network.ts";
-import type { Skip } from "../rules/targets.ts";
+import type { Skip } from "../rules/skip.ts";
 import type { PodAt, SharedAddress } from "../rules/address_holders.ts";
 
 const log = getLogger(["lace", "agent"]);

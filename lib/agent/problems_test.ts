@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { ProblemReporter } from "./problems.ts";
-import type { Skip } from "../rules/targets.ts";
+import type { Skip } from "../rules/skip.ts";
 import { limitedLogCapture } from "../../tests/helpers/limited_log.ts";
 
 function skip(namespace: string, pod: string, i: number): Skip {

@@ -10,7 +10,7 @@ import { keyId, type ProbeKey } from "../probe/key.ts";
 import { hostRange, type PodRange, rangeText } from "../net/cidr.ts";
 import type { PodIdentity } from "../rules/pod_fields.ts";
 import type { Timers } from "../time/timers.ts";
-import type { TargetView } from "./desired_state.ts";
+import type { TargetView } from "./target_view.ts";
 
 /** The ranges the datapath should hold: `cidrs` (network 0) and each known pod address. */
 export function desiredRanges(

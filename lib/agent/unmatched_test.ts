@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { desiredRanges, UnmatchedLedger, unmatchedMessage } from "./unmatched.ts";
 import { parseCidr } from "../net/cidr.ts";
-import type { TargetView } from "./desired_state.ts";
+import type { TargetView } from "./target_view.ts";
 
 const pod = (name: string) => ({ namespace: "ns", name, uid: `uid-${name}` });
 const target = (address: string, networkId: number, name: string): TargetView => ({

@@ -5,7 +5,7 @@ import type { UnmatchedReport } from "../datapath/pod_ranges.ts";
 import { setupLogging } from "../log/setup.ts";
 import { noopEventSink } from "../kube/event_sink.ts";
 import type { AgentSnapshot } from "./core.ts";
-import type { TargetView } from "./desired_state.ts";
+import type { TargetView } from "./target_view.ts";
 import { UnmatchedWatch } from "./unmatched_watch.ts";
 
 const target = (address: string): TargetView => ({

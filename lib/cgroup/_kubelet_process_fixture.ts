@@ -1,5 +1,5 @@
 /** Test fixture for the cgroup unit tests (never imported by the product). */
-import type { KubeletProcess } from "./kubelet_finder.ts";
+import type { KubeletProcess } from "./kubelet_process.ts";
 
 /** A kubelet-looking process; by default a kubelet binary run by root in the host's mounts. */
 export function kubeletProcess(

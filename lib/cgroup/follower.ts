@@ -29,10 +29,10 @@ import {
 import {
   extraProcesses,
   findKubelets,
-  type KubeletProcess,
   type KubeletScan,
   type ProcessInfo,
 } from "./kubelet_finder.ts";
+import type { KubeletProcess } from "./kubelet_process.ts";
 import { type DistrustedKubelet, judgeKubelets } from "./kubelet_trust.ts";
 import {
   followerReadiness,

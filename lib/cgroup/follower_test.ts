@@ -5,7 +5,8 @@ import {
   CgroupFollower,
   type FollowerOptions,
 } from "./follower.ts";
-import type { KubeletProcess, ProcessInfo } from "./kubelet_finder.ts";
+import type { KubeletProcess } from "./kubelet_process.ts";
+import type { ProcessInfo } from "./kubelet_finder.ts";
 import { kubeletProcess } from "./_kubelet_process_fixture.ts";
 import { realTimers } from "../time/timers.ts";
 import { fakeTime } from "../../tests/helpers/fake_time.ts";

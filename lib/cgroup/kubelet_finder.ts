@@ -9,25 +9,10 @@
 import { basename } from "node:path";
 import { parseStatusUid, procDir, type ProcFs } from "../os/proc.ts";
 import { containerCgroupReason, distrustReason } from "./kubelet_trust.ts";
-
-export type KubeletKind = "kubelet" | "k3s" | "kubelite";
+import type { KubeletKind, KubeletProcess } from "./kubelet_process.ts";
 
 /** Name prefix of the child cgroups `lace doctor probes` connects from. */
 export const DOCTOR_CGROUP_PREFIX = "lace-doctor-";
-
-/** A process that runs the kubelet. */
-export interface KubeletProcess {
-  pid: number;
-  comm: string;
-  kind: KubeletKind;
-  argv: string[];
-  /** Its cgroup v2 path as /proc/PID/cgroup shows it (`0::` line), or null. */
-  cgroup: string | null;
-  /** Its real uid when it equals the effective one, else the one that is not 0; null if unknown. */
-  uid: number | null;
-  /** Whether it shares the mount namespace of PID 1 (the host's); null when that is unknown. */
-  hostMountNamespace: boolean | null;
-}
 
 /** Any process, as listed from a cgroup. */
 export interface ProcessInfo {

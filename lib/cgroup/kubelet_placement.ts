@@ -4,7 +4,7 @@
  * reported but never followed. Pure but for the cgroup-id lookup it is given.
  */
 import { isWithin, mapProcessCgroup, type MountPoint } from "./path.ts";
-import type { KubeletProcess } from "./kubelet_finder.ts";
+import type { KubeletProcess } from "./kubelet_process.ts";
 import type { DistrustedKubelet } from "./kubelet_trust.ts";
 import type { KubeletMismatch } from "./follower_status.ts";
 

@@ -6,7 +6,7 @@
  * every container or pod cgroup; among the trusted ones the kubelet's own systemd unit comes
  * first. Pure: the facts about each process come in as data (see kubelet_finder.ts).
  */
-import type { KubeletKind, KubeletProcess } from "./kubelet_finder.ts";
+import type { KubeletKind, KubeletProcess } from "./kubelet_process.ts";
 
 /** A kubelet-looking process that is not followed, and why. */
 export interface DistrustedKubelet {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { KubeletProcess } from "./kubelet_finder.ts";
+import type { KubeletProcess } from "./kubelet_process.ts";
 import { kubeletProcess } from "./_kubelet_process_fixture.ts";
 import { containerCgroupReason, distrustReason, judgeKubelets } from "./kubelet_trust.ts";
 

@@ -5,7 +5,7 @@
 import type { AddressesView, TargetView } from "../agent/http_server.ts";
 import type { UnmatchedView } from "../agent/unmatched.ts";
 import { keyId } from "../probe/key.ts";
-import { isHookKind } from "../rules/targets.ts";
+import { isHookKind } from "../rules/kinds.ts";
 import { networkLabel } from "../probe/network_name.ts";
 import { type Check, check, isError, type NodeSnapshot, START_AGENT } from "./check.ts";
 

@@ -8,7 +8,7 @@
  */
 import type { TargetView } from "../agent/http_server.ts";
 import { lastHitText } from "../text/targets.ts";
-import { isHookKind, TARGET_KINDS } from "../rules/targets.ts";
+import { isHookKind, TARGET_KINDS } from "../rules/kinds.ts";
 import { keyId } from "../probe/key.ts";
 import type { ProbeReport } from "./probes.ts";
 import { safeJson, safeTable } from "../text/safe.ts";

@@ -16,7 +16,7 @@ import {
   type ProbeResponse,
 } from "./prober.ts";
 import { safeTable } from "../text/safe.ts";
-import { isHookKind } from "../rules/targets.ts";
+import { isHookKind } from "../rules/kinds.ts";
 
 /** One target to probe, with what the report shows about it. */
 export interface DoctorTarget {

@@ -4,8 +4,6 @@
  * Kubernetes recorder (events.ts) so that code and tests that never talk to the
  * API use the no-op sink without loading client-node.
  */
-import type { Pod } from "../pods/pod.ts";
-
 /** The object an Event is about (core/v1 ObjectReference). */
 export interface ObjectRef {
   kind: string;
@@ -23,8 +21,15 @@ export interface EventSink {
   normal(object: ObjectRef, reason: string, message: string): void;
 }
 
+/** Who a pod is, as its Events name it: a pod's metadata or the rules' pod identity has these. */
+export interface PodRef {
+  namespace: string;
+  name: string;
+  uid: string;
+}
+
 /** The reference to a pod for its Events, from its metadata or the rules' pod identity. */
-export function podObjectRef(pod: Pick<Pod["metadata"], "namespace" | "name" | "uid">): ObjectRef {
+export function podObjectRef(pod: PodRef): ObjectRef {
   return { kind: "Pod", apiVersion: "v1", name: pod.name, namespace: pod.namespace, uid: pod.uid };
 }
 

@@ -5,7 +5,7 @@
  */
 import { isObject } from "../text/json.ts";
 import type { Loose } from "./pod_fields.ts";
-import type { HookKind, ProbeHandler, ProbeKind, TargetKind } from "./targets.ts";
+import type { HookKind, ProbeHandler, ProbeKind, TargetKind } from "./kinds.ts";
 
 /** One handler of a container the kubelet opens a connection for. */
 export interface ConnectingHandler {

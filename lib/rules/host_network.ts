@@ -11,7 +11,8 @@ import { canonicalAddress } from "../net/address.ts";
 import { specialAddressKind } from "./addresses.ts";
 import { connectingHandlers } from "./handlers.ts";
 import { type Loose, type PodIdentity, str } from "./pod_fields.ts";
-import { kindLabel, type Skip } from "./targets.ts";
+import { kindLabel } from "./kinds.ts";
+import type { Skip } from "./skip.ts";
 
 /**
  * Whether a probe `host` stays on the node itself or its link: "localhost", a loopback,

@@ -2,7 +2,7 @@
  * A probe's port, resolved the way the kubelet resolves it, or the reason it
  * cannot be: a probe that names no usable port gets no target.
  */
-import type { SkipReason } from "./targets.ts";
+import type { SkipReason } from "./skip.ts";
 import { isObject } from "../text/json.ts";
 import { type Loose, str } from "./pod_fields.ts";
 

@@ -21,32 +21,8 @@ import {
 import { resolvePort } from "./probe_port.ts";
 import { connectingHandlers, type MalformedHandler } from "./handlers.ts";
 import { hostNetworkSkips } from "./host_network.ts";
-
-export type ProbeKind = "liveness" | "readiness" | "startup";
-/** A lifecycle hook whose httpGet handler the kubelet sends to the pod. */
-export type HookKind = "postStart" | "preStop";
-/** What a target serves: one of the container's probes or one of its lifecycle hooks. */
-export type TargetKind = ProbeKind | HookKind;
-export type ProbeHandler = "httpGet" | "tcpSocket" | "grpc";
-
-/** Every kind, in the order of the fields of a core/v1 Container. */
-export const TARGET_KINDS: readonly TargetKind[] = [
-  "liveness",
-  "readiness",
-  "startup",
-  "postStart",
-  "preStop",
-];
-
-/** Whether a target's `probe` names a lifecycle hook (anything else is a probe or unknown). */
-export function isHookKind(kind: unknown): kind is HookKind {
-  return kind === "postStart" || kind === "preStop";
-}
-
-/** "readiness probe", "preStop hook": how messages name what a target serves. */
-export function kindLabel(kind: TargetKind): string {
-  return `${kind} ${isHookKind(kind) ? "hook" : "probe"}`;
-}
+import { kindLabel, type ProbeHandler, type TargetKind } from "./kinds.ts";
+import type { Skip, SkipReason } from "./skip.ts";
 
 /** One key the kubelet will connect to, and why. */
 export interface Target {
@@ -65,27 +41,6 @@ export interface Target {
   http?: { path: string; scheme: string };
   /** The probe's periodSeconds when the spec sets one (the kubelet's default is 10); never on hooks. */
   periodSeconds?: number;
-}
-
-export type SkipReason =
-  | "host"
-  | "named-port"
-  | "port-range"
-  | "annotation"
-  | "address"
-  | "special-address"
-  | "host-address"
-  | "outside-pod-ranges"
-  | "malformed"
-  | "too-large";
-
-/** A probe (or a whole pod) that gets no target, with what an operator should know. */
-export interface Skip {
-  pod: PodIdentity;
-  container?: string;
-  probe?: TargetKind;
-  reason: SkipReason;
-  message: string;
 }
 
 /** A pod's targets, the probes it had to skip, and a network mismatch if any. */

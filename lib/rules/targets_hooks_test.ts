@@ -9,7 +9,8 @@ import { keyId } from "../probe/key.ts";
 import { normalisePod, type Pod } from "../pods/pod.ts";
 import { resolveConflicts } from "./conflicts.ts";
 import { capTargets } from "./share.ts";
-import { isHookKind, kindLabel, probeTargetsForPod, type Target } from "./targets.ts";
+import { isHookKind, kindLabel } from "./kinds.ts";
+import { probeTargetsForPod, type Target } from "./targets.ts";
 
 const OPTS = { networkAnnotation: "lace.io/network", networkIdAnnotation: "lace.io/network-id" };
 const OFF = { ...OPTS, lifecycleHooks: false };

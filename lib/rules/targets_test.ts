@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { keyId } from "../probe/key.ts";
 import type { Pod } from "../pods/pod.ts";
 import { OPTS, pod } from "./_pod_fixture.ts";
-import { probeTargetsForPod, type Skip, type Target } from "./targets.ts";
+import { probeTargetsForPod, type Target } from "./targets.ts";
+import type { Skip } from "./skip.ts";
 
 function keys(targets: Target[]): string[] {
   return targets.map((t) => keyId(t.key)).sort();

@@ -11,7 +11,7 @@ import type { PodLookup, PodSink, PodSource } from "../../lib/pods/source.ts";
 import { keyId, type ProbeEntry } from "../../lib/probe/key.ts";
 import { MemoryProbeStore } from "./memory_probe_store.ts";
 import { fakeTime } from "./fake_time.ts";
-import type { Skip } from "../../lib/rules/targets.ts";
+import type { Skip } from "../../lib/rules/skip.ts";
 import type { Unwritten } from "../../lib/rules/share.ts";
 import type { PodAt, SharedAddress } from "../../lib/rules/address_holders.ts";
 

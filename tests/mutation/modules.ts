@@ -17,6 +17,7 @@ export const MODULES: MutationModule[] = [
     name: "rules",
     mutate: [
       "lib/rules/targets.ts",
+      "lib/rules/kinds.ts",
       "lib/rules/pod_fields.ts",
       "lib/rules/pod_network.ts",
       "lib/rules/probe_port.ts",
