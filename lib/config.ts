@@ -197,7 +197,7 @@ export function listenAddressProblem(what: string, addr: string): string | undef
 /**
  * What is wrong with the health address: a listen address on loopback
  * (127.0.0.0/8 or [::1]), where pods cannot reach it. The kubelet's probes of
- * the agent must never depend on what tenants can reach (issue 24, finding 1).
+ * the agent must never depend on what tenants can reach.
  */
 export function healthAddressProblem(addr: string): string | undefined {
   const problem = listenAddressProblem("Health address", addr);

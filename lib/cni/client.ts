@@ -32,8 +32,9 @@ export async function callAgent(
 ): Promise<Reply> {
   let conn: Deno.UnixConn | undefined;
   let timedOut = false;
-  // AbortSignal.timeout, not setTimeout: Deno's first setTimeout costs the plugin's start ~4 ms
-  // of CPU. Its timer does not keep the process alive; the pending connect or read does.
+  // AbortSignal.timeout, not setTimeout: Deno's first setTimeout adds CPU time to the plugin's
+  // start (bench figure 6). Its timer does not keep the process alive; the pending connect or
+  // read does.
   const signal = AbortSignal.timeout(timeoutMs);
   let onTimeout: (() => void) | undefined;
   const deadline = new Promise<never>((_, reject) => {

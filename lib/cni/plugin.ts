@@ -247,7 +247,7 @@ async function gc(stdin: string, conf: NetConf, call: CallAgent, log: string[]):
   if (reply && !reply.ok) log.push(`GC: the agent failed: ${reply.error}`);
 }
 
-/** All of stdin; read synchronously, since a web stream costs the plugin's start ~5 ms of CPU. */
+/** All of stdin; read synchronously, since a web stream adds CPU time to the plugin's start. */
 function readStdin(): string {
   if (Deno.stdin.isTerminal()) return "";
   const chunks: Uint8Array[] = [];

@@ -48,10 +48,10 @@ export interface RawHitEntries {
  * (two typed arrays: entry and hash of its keyId per slot) over the read's own
  * buffers, no object kept per entry. /targets reads a full map (65,536
  * entries) in 64 batched system calls instead of one per target, and holds
- * nothing but the buffers (~4 MB) while it writes: a Map of the entries was
- * ~5 MB of strings promoted to the old generation per answer, for a full
+ * nothing but the buffers while it writes: a Map of the entries would be
+ * megabytes of strings promoted to the old generation per answer, for a full
  * collection to clear. Keys are matched by their keyId text (formatting a
- * raw key, 0.4 µs, is far cheaper than parsing an address: 3–4 µs here).
+ * raw key is far cheaper than parsing an address).
  */
 export class HitsIndex {
   #raw: RawHitEntries | undefined;
@@ -109,8 +109,8 @@ export class HitsIndex {
   /**
    * Whether entry i's key is `key`: family and port from the bytes, an IPv4
    * address compared octet by octet with its text, an IPv6 one formatted (the
-   * only case that makes garbage: a target's lookup ran ~70 young-generation
-   * collections per full map when every key was formatted).
+   * only case that makes garbage: formatting every key would fill the young
+   * generation many times over per full map).
    */
   #holds(i: number, key: ProbeKey): boolean {
     const raw = this.#raw!;

@@ -204,8 +204,8 @@ export class EventRecorder implements EventSink {
     }
     // Messages name what pod authors wrote (paths, networks, hosts), and `kubectl describe`
     // prints them on an operator's terminal: their controls are escaped (text/safe.ts).
-    // A copy: V8's slice of a long string keeps all of it (a waiting Event whose message was
-    // 4000 escaped controls held 41 KiB, 3 KiB with the copy).
+    // A copy: V8's slice of a long string keeps all of it, so a waiting Event would hold the
+    // whole escaped message, not the 1024 characters it sends.
     const text: string = JSON.parse(JSON.stringify(escapeUnsafe(message).slice(0, 1024)));
     reason = reason.slice(0, 128);
     const key = [type, object.kind, object.namespace, object.name, object.uid, reason, text]

@@ -3,10 +3,9 @@
  * from the bundle that `deno task bundle` builds (client_node.bundle.js,
  * beside this file: only the parts client_node.ts names, tree-shaken and
  * minified) when it is there and whole, else from client-node's own modules.
- * Both are the same library code. The bundle leaves out the ~25 MB of
- * generated API and model sources the agent never calls, which V8 otherwise
- * keeps in memory once loaded: about 40 MiB of RSS (bench/RESULTS.md,
- * figure 4).
+ * Both are the same library code. The bundle leaves out the generated API and
+ * model sources the agent never calls, which V8 otherwise keeps in memory once
+ * loaded (what that costs: bench/RESULTS.md, figure 4).
  *
  * Every value of client-node that lib/ uses comes from here, so a process
  * holds one copy of the client (a KubeConfig of one copy and an API class of
@@ -93,9 +92,8 @@ export interface LoadedClientNode {
  *
  * The bytes hashed are read again by import(): whoever could change the file between the two can
  * change this loader too (both sit in the source tree; a compiled binary's copy is read-only), and
- * importing the very bytes hashed (a blob: URL) cost about 68 MiB more RSS when measured. The
- * check itself costs about 2 MiB of RSS after the import (77.2 against 74.9 MiB, medians of six
- * runs) and no import time beyond the noise (~130-140 ms either way).
+ * importing the very bytes hashed (a blob: URL) costs many times the RSS the check itself does
+ * (bench/RESULTS.md, "Figures behind the code's comments").
  */
 export async function loadClientNode(
   bundle: URL = CLIENT_NODE_BUNDLE,

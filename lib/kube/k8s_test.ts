@@ -110,8 +110,8 @@ Deno.test("loadClientNode() throws naming both failures when neither can be load
   });
 });
 
-// Finding 5 of issue 24: the bundle is git-ignored, so nobody reviews it; whatever sits there
-// exporting the right names was imported. Each test below plays whoever swapped it.
+// The bundle is git-ignored, so nobody reviews it: whatever sits there must not be imported just
+// because it exports the right names. Each test below plays whoever swapped it.
 
 Deno.test("loadClientNode() refuses a bundle whose body is not the one its record names", async () => {
   await withDir(async (dir) => {

@@ -296,7 +296,7 @@ export class BpfMap implements Disposable {
   /**
    * readAll() a step at a time, for a caller that lets the event loop run
    * between steps: each step of a batched read is one bpf_map_lookup_batch
-   * call (`options.firstBatch` entries, ~0.3 ms for 1024 here) and yields the entries
+   * call (`options.firstBatch` entries) and yields the entries
    * read so far (the buffers may be replaced as they grow: read them through
    * the yielded object, not a copy of its fields); a key-by-key read is one
    * step. Returns every entry, as readAll() does.

@@ -3,20 +3,18 @@
  * the last one this gate made. For work that makes much garbage in a burst:
  * the API source's list pages and watch events, each a whole pod object of up
  * to 1.5 MB that is garbage once trimmed. V8 otherwise lets such garbage pile
- * up to hundreds of MiB before it collects (360 hostile pods listed in pages
- * of 10 peaked the agent at 524 MiB of RSS, 241 MiB with a gate), past the
- * chart's memory limit. gc() is
- * there with Lace's V8 flags (lib/os/v8_flags.ts); without it the gate does
- * nothing.
+ * up to hundreds of MiB before it collects, past the chart's memory limit.
+ * gc() is there with Lace's V8 flags (lib/os/v8_flags.ts); without it the gate
+ * does nothing.
  */
 
 export interface HeapGateOptions {
   /**
-   * How much the heap may grow between two collections, in bytes (default 16 MiB: listing 360
-   * hostile pods in pages of 5 peaked the agent at 214 MiB of RSS with 32, 164 MiB with 16).
+   * How much the heap may grow between two collections, in bytes (default 16 MiB: a smaller
+   * step lowers the peak RSS while hostile pods are listed, tests/agent_memory_test.ts).
    */
   stepBytes?: number;
-  /** The heap in use now, in bytes (Deno.memoryUsage().heapUsed, about 5 µs, by default). */
+  /** The heap in use now, in bytes (Deno.memoryUsage().heapUsed by default: cheap per event). */
   heapUsed?: () => number;
   /** A full collection (V8's gc() when exposed, by default). */
   gc?: () => void;

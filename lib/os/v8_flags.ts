@@ -6,19 +6,18 @@
  *
  * A 1 MiB semi-space caps V8's young generation, which otherwise grows to
  * 16 MiB per semi-space under a burst (the first pod list, 50 netcheck
- * sessions at once) and is returned only when the memory reducer runs
- * (agent peak RSS 169 → 144 MiB side by side, bench/RESULTS.md).
- * --optimize-for-size was measured and left out: it brings netcheck's peak
- * RSS 100 vs 20 nodes from 1.34× to 1.22×, but makes an agent with a full map
- * collect in memory-reducing mode, with pauses of up to 145 ms and /targets
- * twice as slow.
+ * sessions at once) and is returned only when the memory reducer runs, so the
+ * agent's peak RSS is lower with the cap.
+ * --optimize-for-size is left out: it lowers netcheck's peak RSS, but makes an
+ * agent with a full map collect in memory-reducing mode, with long pauses and
+ * a slower /targets.
  * --expose-gc lets the agent collect once when its first full pod list is
  * applied (lib/agent/start.ts): start-up's garbage (the module graph, the
  * first reconcile) otherwise stays in the heap until the old generation
- * reaches its limit, which at a full map meant a 20–80 ms collection in the
- * middle of serving /targets. One pause at start instead (about 110 ms at
- * 65k targets, a few ms at 250 pods); the API agent's idle RSS 136 → 129 MiB
- * side by side with the previous flags.
+ * reaches its limit, which at a full map means a long collection in the
+ * middle of serving /targets. One pause at start instead, and a smaller idle
+ * RSS. What each flag did: bench/RESULTS.md, "Figures behind the code's
+ * comments".
  */
 export const V8_FLAGS: readonly string[] = ["--max-semi-space-size=1", "--expose-gc"];
 

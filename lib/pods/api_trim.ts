@@ -1,7 +1,7 @@
 /**
  * The API's pods trimmed before anything keeps them. Memory stays bounded whatever a tenant
- * binds to the node (issue 24, finding 2: a pod object may be 1.5 MB, and any tenant can bind
- * pods to any node with spec.nodeName): the list comes in pages, and every object, listed or
+ * binds to the node (a pod object may be 1.5 MB, and any tenant can bind pods to any node with
+ * spec.nodeName): the list comes in pages, and every object, listed or
  * watched, is trimmed to Lace's fields (normalisePod, with only Lace's annotations) as it
  * arrives, before client-node's informer caches it. The informer holds the same frozen pod the
  * sink gets, never the full object. Each whole object is garbage once trimmed, and a HeapGate
@@ -26,9 +26,8 @@ export interface PodMemoryOptions {
   /**
    * Pods per page of the list: a list holds a page of whole objects at a time, which at the
    * API server's largest pod (1.5 MB) is 7.5 MB of JSON at the default of 5 (a node of 110
-   * pods lists in 22 requests). Listing 360 such pods peaked the agent at 241 MiB of RSS in
-   * pages of 10 and 214 MiB in pages of 5, with a HeapGate of 32 MiB steps
-   * (tests/agent_memory_test.ts).
+   * pods lists in 22 requests). Smaller pages lower the agent's peak RSS while it lists such
+   * pods (tests/agent_memory_test.ts).
    */
   pageSize?: number;
   /** Collects the whole objects' garbage (a HeapGate of 16 MiB steps by default). */

@@ -69,9 +69,10 @@ export class DirPodSource implements PodSource {
   readonly #lastGood = new Map<string, Pod[]>();
   #watcher: Deno.FsWatcher | undefined;
   /**
-   * The files whose writes ended are read after the current task (a 0 ms timer takes 1–2 ms
-   * here), or, within READ_INTERVAL_MS of the last read's start, at its end: a burst of files
-   * is read a few at a time, not one read of the whole directory per file.
+   * The files whose writes ended are read after the current task (a microtask: even a 0 ms
+   * timer adds a delay of its own), or, within READ_INTERVAL_MS of the last read's start, at
+   * its end: a burst of files is read a few at a time, not one read of the whole directory per
+   * file.
    */
   #soon = false;
   #soonTimer: ReturnType<typeof setTimeout> | undefined;

@@ -3,9 +3,9 @@
  * file, only inside the directory, only up to a size cap. A FIFO would block
  * a plain open() forever and a symlink to /dev/zero would be read until memory
  * runs out; both are refused here before a byte is read. The calls are
- * synchronous: a manifest is a few KiB on the node's own disk, read in tens of
- * microseconds, where six awaited calls took 1–6 ms of a busy node's event loop
- * between a file's rename and its pods' targets (bench figure 2).
+ * synchronous: a manifest is a few KiB on the node's own disk, and each awaited
+ * call would wait its turn on a busy node's event loop between a file's rename
+ * and its pods' targets (bench figure 2).
  */
 import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
 

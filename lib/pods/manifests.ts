@@ -24,7 +24,7 @@ const isStackOverflow = (e: unknown) => e instanceof RangeError || /call stack/i
 
 /**
  * The YAML parser, loaded with the first YAML manifest: the agent on the API
- * alone (the chart's default) or on JSON files never pays its ~8 MB of RSS.
+ * alone (the chart's default) or on JSON files never pays for its memory.
  */
 let yaml: typeof import("yaml") | undefined;
 

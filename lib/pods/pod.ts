@@ -97,9 +97,9 @@ export const MAX_POD_DEPTH = 1000;
  * take a few hundred bytes per container with probes (fifty such containers
  * fit), while the API server accepts a pod object of up to 1.5 MB, and the
  * trim alone keeps what a hostile pod makes big inside them (containers,
- * probes, paths). A tenant may bind any number of pods to a node: one kept at
- * the cap costs 28.6 KiB of heap (bench figure 9), so 1000 of them about
- * 28 MiB, within the chart's 256 MiB limit beside the agent's own ~90 MiB.
+ * probes, paths). A tenant may bind any number of pods to a node: bench
+ * figure 9's goal is at most 64 KiB of heap for one kept at the cap, so that
+ * 1000 of them stay within a quarter of the chart's 256 MiB limit.
  */
 export const MAX_POD_BYTES = 16 * 1024;
 

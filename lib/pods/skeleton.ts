@@ -5,7 +5,7 @@
  * kubelet's probes of the refused pod (paths and headers its author chose) tagged into that
  * other network. Every field is bounded and validated here, so the skeleton stays small
  * (SKELETON_MAX_BYTES) whatever the pod holds: the size cap exists because any tenant may bind
- * any number of pods to a node (issue 24).
+ * any number of pods to a node.
  */
 import { canonicalAddress } from "../net/address.ts";
 import { isObject } from "../text/json.ts";
@@ -29,8 +29,8 @@ const MAX_IDENTITY = 253;
  * (name, namespace and uid within its limits): those, a resourceVersion and a nodeName of 253
  * characters, a timestamp, a phase, SKELETON_MAX_IPS IPv6 addresses and two network
  * annotations of 253 characters (two code units each at worst), with their keys as the caller
- * passes them (Lace's own, a few tens of characters) and JSON's punctuation. Bench figure 9's
- * kept-at-the-cap pod is 16 KiB of JSON; a skeleton is at most a fifth of that (3330).
+ * passes them (Lace's own, a few tens of characters) and JSON's punctuation: a fraction of
+ * what a pod kept at the cap (MAX_POD_BYTES) takes.
  */
 export const SKELETON_MAX_BYTES = 6 * 253 + MAX_TIMESTAMP + MAX_PHASE + SKELETON_MAX_IPS * 48 +
   2 * (2 * 253 + 128) + 256;

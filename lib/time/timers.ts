@@ -54,9 +54,9 @@ export function within<T>(
 /**
  * Lets timers and I/O run between two slices of long work on the agent's one
  * thread: a timer of 0 ms. Deno polls sockets only when its thread waits; a
- * resolved promise, setImmediate() or a MessageChannel never waits, and a
- * loopback health probe was measured to wait 100–500 ms behind 1 ms slices
- * separated by them, against a few ms with this timer.
+ * resolved promise, setImmediate() or a MessageChannel never waits, so a
+ * loopback health probe waits behind every slice separated by them, where this
+ * timer lets it through between two.
  */
 export function yieldToEventLoop(timers: Timers = realTimers): Promise<void> {
   return sleep(timers, 0);

@@ -302,7 +302,7 @@ Deno.test("Chainer reports a file another writer changes on every attempt, and l
 
 Deno.test("Chainer reads at most 1 MiB of a configuration file, whatever its size", async () => {
   await using w = await world({});
-  // Sparse: 256 MiB that cost nothing on disk, and that the old whole-file read read in full.
+  // Sparse: 256 MiB that cost nothing on disk, and that a whole-file read would read in full.
   const big = join(w.confDir, "10-big.conflist");
   await Deno.writeTextFile(big, "", { mode: 0o644 });
   await Deno.truncate(big, 256 * 1024 * 1024);
