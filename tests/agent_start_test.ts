@@ -7,9 +7,10 @@ import { defaultConfig } from "../lib/config.ts";
 import { startAgent } from "../lib/agent/start.ts";
 import { uninstall } from "../lib/datapath/pins.ts";
 import { libbpfSymbols } from "../lib/libbpf/mod.ts";
-import { privilegedSkipReason, testPinPath } from "./helpers/sim_world.ts";
+import { testPinPath } from "./helpers/sim_world.ts";
+import { needsRoot, skipIf, skipName } from "./helpers/skip.ts";
 
-const skip = privilegedSkipReason();
+const skip = needsRoot();
 // libbpf stays loaded for the life of the process: load it before the test, so the
 // resource sanitizer below sees only what the start itself leaves behind.
 if (!skip) libbpfSymbols();
@@ -36,10 +37,11 @@ function pinnedNames(dir: string): string[] {
 }
 
 Deno.test({
-  name: skip
-    ? `a start that fails at the HTTP listen address leaves nothing running or open (skipped: ${skip})`
-    : "a start that fails at the HTTP listen address leaves nothing running or open",
-  ignore: skip !== undefined,
+  name: skipName(
+    "a start that fails at the HTTP listen address leaves nothing running or open",
+    skip,
+  ),
+  ignore: skipIf(skip),
   // The default sanitizers are the check that nothing runs on: a pods-directory
   // watcher, the follower's inotify watch and timers, or the runner's resync timer
   // left behind fail this test.

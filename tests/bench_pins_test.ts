@@ -12,13 +12,13 @@ import { fileURLToPath } from "node:url";
 import { OWNERS_DIR, sweepAbandoned } from "../lib/demo/leftovers.ts";
 import { pathExists } from "../lib/datapath/pins.ts";
 import { bpffsMountPoints, readMountInfo } from "../lib/os/mountinfo.ts";
-import { privilegedSkipReason } from "./helpers/sim_world.ts";
+import { needsRoot, skipIf } from "./helpers/skip.ts";
 import { waitFor } from "./helpers/wait.ts";
 
 const MAIN = fileURLToPath(new URL("../bench/main.ts", import.meta.url));
 /** The bench's quickest figure that pins a datapath. */
 const HOOK_QUICK = ["run", "--allow-all", MAIN, "--quick", "--only", "hook"];
-const reason = privilegedSkipReason();
+const reason = needsRoot();
 
 function benchPins(bpffs: string): Set<string> {
   return new Set(
@@ -51,7 +51,7 @@ async function benchWithPins(bpffs: string) {
 
 Deno.test({
   name: "a bench killed with SIGTERM removes its pins, one killed with SIGKILL has them swept",
-  ignore: reason !== undefined,
+  ignore: skipIf(reason),
   async fn() {
     const bpffs = bpffsMountPoints(readMountInfo())[0];
     const made: string[] = [];

@@ -5,12 +5,13 @@
  */
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
+import { needsRoot, skipIf } from "./helpers/skip.ts";
 
 const MAIN = fileURLToPath(new URL("../bench/main.ts", import.meta.url));
 
 Deno.test({
   name: "bench --quick --only reconcile writes a JSON document with judged goals",
-  ignore: Deno.uid() !== 0, // needs root: bpffs pins and BPF maps
+  ignore: skipIf(needsRoot("bpffs pins and BPF maps")),
   async fn() {
     const json = await Deno.makeTempFile({ prefix: "lace-bench-", suffix: ".json" });
     try {

@@ -8,6 +8,7 @@ import { AuthorizationV1Api, type V1ResourceAttributes } from "@kubernetes/clien
 import { type ControlPlane, startControlPlane } from "./kube/fixture.ts";
 import { applyObjects, helmTemplate } from "./kube/helm.ts";
 import { chartOnControlPlaneUnavailableReason } from "./kube/tools.ts";
+import { skipIf } from "./helpers/skip.ts";
 
 const unavailable = await chartOnControlPlaneUnavailableReason();
 const suffix = unavailable ? ` (skipped: ${unavailable})` : "";
@@ -41,7 +42,7 @@ function accessOf(cp: ControlPlane, name: string) {
 
 Deno.test({
   name: `the API server accepts every object of the rendered chart${suffix}`,
-  ignore: unavailable !== undefined,
+  ignore: skipIf(unavailable),
   async fn() {
     await using cp = await startControlPlane();
     await cp.createNamespace(NAMESPACE);
@@ -80,7 +81,7 @@ Deno.test({
 
 Deno.test({
   name: `the agent's ServiceAccount may do exactly what the agent does${suffix}`,
-  ignore: unavailable !== undefined,
+  ignore: skipIf(unavailable),
   async fn() {
     await using cp = await startControlPlane();
     await installChart(cp, ["admissionPolicy.enabled=false"]);
@@ -150,7 +151,7 @@ Deno.test({
 Deno.test({
   name:
     `the netcheck runner's ServiceAccount may do what netcheck does in its namespace, nothing in the agent's${suffix}`,
-  ignore: unavailable !== undefined,
+  ignore: skipIf(unavailable),
   async fn() {
     await using cp = await startControlPlane();
     const { objects, created } = await installChart(cp, [

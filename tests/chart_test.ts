@@ -9,16 +9,17 @@ import assert from "node:assert/strict";
 import { dirname } from "node:path";
 import { parseChainTargets } from "../lib/cni/chaining/select.ts";
 import { listenUnixSocket } from "../lib/socket/unix.ts";
+import { needsRoot, skipIf, skipName } from "./helpers/skip.ts";
 import {
   agent,
   CHART,
   envOf,
   HELM,
   helm,
+  HELM_MISSING,
   helmTest,
   type Manifest,
   mountOf,
-  noHelm,
   podSpec,
   refusal,
   render,
@@ -245,11 +246,10 @@ helmTest(
   },
 );
 
-const asRootWithUnshare = Deno.uid() === 0 && !noHelm;
+const mountSkip = needsRoot("a mount namespace") ?? HELM_MISSING;
 Deno.test({
-  name: "the chart's mountBpffs, run as rendered, mounts bpffs 0700" +
-    (asRootWithUnshare ? "" : " (skipped: needs root and helm)"),
-  ignore: !asRootWithUnshare,
+  name: skipName("the chart's mountBpffs, run as rendered, mounts bpffs 0700", mountSkip),
+  ignore: skipIf(mountSkip),
   async fn() {
     const spec = podSpec(await render(HELM!, ["node.mountBpffs=true"]));
     const init = spec.initContainers.find((c: Manifest) => c.name === "mount-bpffs");

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { uninstall } from "../lib/datapath/pins.ts";
 import { testPinPath } from "./helpers/sim_world.ts";
+import { needsRoot, skipIf } from "./helpers/skip.ts";
 
 const MAIN = fileURLToPath(new URL("../main.ts", import.meta.url));
 
@@ -154,7 +155,8 @@ Deno.test("lace targets falls back to the pinned map and says clearly when there
 
 Deno.test({
   name: "lace agent prints the whole cause chain, so the --pods-dir hint reaches stderr",
-  ignore: Deno.uid() !== 0, // the datapath opens (pins under bpffs) before the pods directory is read
+  // The datapath opens (pins under bpffs) before the pods directory is read.
+  ignore: skipIf(needsRoot("bpffs pins")),
   async fn() {
     const pinPath = testPinPath();
     try {

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
-import { privilegedSkipReason } from "./helpers/sim_world.ts";
+import { needsRoot, skipIf } from "./helpers/skip.ts";
 
 const MAIN = fileURLToPath(new URL("../main.ts", import.meta.url));
 
@@ -43,7 +43,7 @@ async function assertGone(built: ReturnType<typeof builtBy>): Promise<void> {
 Deno.test({
   name:
     "lace demo shows the default turning a second network away from a held address, sharing under the opt-in with its exposure, and every outside access refused, then cleans up",
-  ignore: privilegedSkipReason() !== undefined,
+  ignore: skipIf(needsRoot()),
   async fn() {
     const out = await new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", MAIN, "demo", "--json", "--networks=2"],
@@ -104,7 +104,7 @@ Deno.test({
 
 Deno.test({
   name: "lace demo interrupted with Ctrl-C removes everything it made",
-  ignore: privilegedSkipReason() !== undefined,
+  ignore: skipIf(needsRoot()),
   async fn() {
     const child = new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", MAIN, "demo", "--networks=2"],

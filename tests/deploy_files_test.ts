@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { isExecutable } from "./helpers/executable.ts";
 import { REPO } from "./helpers/helm.ts";
+import { skipIf, skipName } from "./helpers/skip.ts";
 
 Deno.test("the example conflist chains the lace plugin after the network plugin", async () => {
   const conflist = JSON.parse(await Deno.readTextFile(join(REPO, "deploy/cni/10-lace.conflist")));
@@ -20,11 +21,11 @@ Deno.test("the example conflist chains the lace plugin after the network plugin"
 
 const systemdAnalyze = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"].find(isExecutable);
 
+const noSystemdAnalyze = systemdAnalyze ? undefined : "systemd-analyze not installed (systemd)";
+
 Deno.test({
-  name: systemdAnalyze
-    ? "the systemd unit passes systemd-analyze verify"
-    : "the systemd unit passes systemd-analyze verify (skipped: systemd-analyze not installed)",
-  ignore: !systemdAnalyze,
+  name: skipName("the systemd unit passes systemd-analyze verify", noSystemdAnalyze),
+  ignore: skipIf(noSystemdAnalyze),
   async fn() {
     // verify also checks that ExecStart exists; the binary is not installed on a build machine,
     // so the copy points at an executable that is.

@@ -9,9 +9,9 @@ import { randomSuffix, run } from "../lib/os/process.ts";
 import { claimSuffix, OWNERS_DIR, sweepAbandoned } from "../lib/demo/leftovers.ts";
 import { bpffsMountPoints, cgroup2MountPoints, readMountInfo } from "../lib/os/mountinfo.ts";
 import { pathExists } from "../lib/datapath/pins.ts";
-import { privilegedSkipReason } from "./helpers/sim_world.ts";
+import { needsRoot, skipIf } from "./helpers/skip.ts";
 
-const reason = privilegedSkipReason();
+const reason = needsRoot();
 
 async function netnsExists(name: string): Promise<boolean> {
   return (await run(["ip", "netns", "list"])).split("\n").some((l) => l.split(" ")[0] === name);
@@ -19,7 +19,7 @@ async function netnsExists(name: string): Promise<boolean> {
 
 Deno.test({
   name: "the sweep removes a dead owner's namespaces, cgroups and pins, and keeps a live owner's",
-  ignore: reason !== undefined,
+  ignore: skipIf(reason),
   async fn() {
     const mounts = readMountInfo();
     const cgroup2 = cgroup2MountPoints(mounts)[0];

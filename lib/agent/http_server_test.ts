@@ -14,6 +14,7 @@ import { manyTargets } from "./_targets_fixture.ts";
 import { refusedAtEachLayer, unprivilegedUnavailable } from "../../tests/helpers/unprivileged.ts";
 import { probeOnce } from "../../tests/helpers/http_flood.ts";
 import { waitFor } from "../../tests/helpers/wait.ts";
+import { skipIf } from "../../tests/helpers/skip.ts";
 
 function provider(ready: boolean): StatusProvider {
   return {
@@ -155,7 +156,7 @@ Deno.test("startLocalServer() serves /targets on a socket only root can open, in
 Deno.test({
   name:
     "startLocalServer()'s socket refuses an unprivileged user with EACCES, at its directory and at the socket",
-  ignore: (await unprivilegedUnavailable()) !== undefined,
+  ignore: skipIf(await unprivilegedUnavailable()),
 }, async () => {
   const dir = await Deno.makeTempDir({ prefix: "lace-local-" });
   const path = `${dir}/run/agent.sock`;

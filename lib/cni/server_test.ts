@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { refusedAtEachLayer, unprivilegedUnavailable } from "../../tests/helpers/unprivileged.ts";
+import { skipIf } from "../../tests/helpers/skip.ts";
 import { startCniServer } from "./server.ts";
 import {
   attachment,
@@ -35,7 +36,7 @@ Deno.test("startCniServer() creates a missing parent directory 0700 and the sock
 Deno.test({
   name:
     "startCniServer()'s socket refuses an unprivileged user with EACCES, at its directory and at the socket",
-  ignore: (await unprivilegedUnavailable()) !== undefined,
+  ignore: skipIf(await unprivilegedUnavailable()),
 }, async () => {
   await using dir = await tempDir();
   const path = `${dir.path}/run/lace/cni.sock`;

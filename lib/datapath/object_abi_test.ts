@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { objectAbiVersion, UNVERSIONED_ABI } from "./object_abi.ts";
 import { ABI_VERSION } from "./probe_map.ts";
+import { skipIf } from "../../tests/helpers/skip.ts";
 
 const OBJECT = new URL("../../bpf/lace.bpf.o", import.meta.url);
 const built = (() => {
@@ -10,10 +11,13 @@ const built = (() => {
     return undefined;
   }
 })();
+const notBuilt = built
+  ? undefined
+  : "bpf/lace.bpf.o is not built: run deno task bpf (scripts/setup.sh)";
 
 Deno.test({
   name: "objectAbiVersion() reads the ABI version the built object declares",
-  ignore: built === undefined,
+  ignore: skipIf(notBuilt),
   fn() {
     assert.equal(objectAbiVersion(built!), ABI_VERSION);
   },
@@ -21,7 +25,7 @@ Deno.test({
 
 Deno.test({
   name: "objectAbiVersion() gives an object without the symbol the unversioned ABI",
-  ignore: built === undefined,
+  ignore: skipIf(notBuilt),
   fn() {
     const renamed = built!.slice();
     const name = new TextEncoder().encode("lace_abi_version");

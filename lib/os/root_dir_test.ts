@@ -8,6 +8,7 @@ import {
   rootDirProblem,
   sharedDirProblem,
 } from "./root_dir.ts";
+import { needsRoot, skipIf } from "../../tests/helpers/skip.ts";
 
 const ROOT = 0;
 const dir = (mode: number, uid = ROOT) => ({ isSymlink: false, isDirectory: true, uid, mode });
@@ -86,7 +87,7 @@ Deno.test("sharedDirProblem() lets others read the directory, not write it or it
   });
 });
 
-const asRoot = { ignore: Deno.uid() !== 0 };
+const asRoot = { ignore: skipIf(needsRoot("files of other users")) };
 
 function withTemp(fn: (tmp: string) => void): void {
   const tmp = Deno.makeTempDirSync({ prefix: "lace-root-dir-" });

@@ -1,9 +1,12 @@
 import assert from "node:assert/strict";
 import { moduleCommand, selfCommand, selfPluginCommand, underDeno } from "./self_command.ts";
+import { skipIf } from "../../tests/helpers/skip.ts";
+
+const notDeno = underDeno() ? undefined : `run by ${Deno.execPath()}, not deno`;
 
 Deno.test({
   name: "selfCommand() under deno runs main.ts with the hidden subcommand",
-  ignore: !underDeno(),
+  ignore: skipIf(notDeno),
   fn() {
     const cmd = selfCommand("__prober", ["--x"]);
     assert.equal(cmd[0], Deno.execPath());
@@ -16,7 +19,7 @@ Deno.test({
 
 Deno.test({
   name: "moduleCommand() under deno runs the module file itself",
-  ignore: !underDeno(),
+  ignore: skipIf(notDeno),
   fn() {
     const cmd = moduleCommand("file:///repo/lib/doctor/prober.ts", "__prober", ["a"]);
     assert.deepEqual(cmd, [Deno.execPath(), "run", "-A", "/repo/lib/doctor/prober.ts", "a"]);
@@ -25,7 +28,7 @@ Deno.test({
 
 Deno.test({
   name: "selfPluginCommand() under deno runs main.ts itself, quietly, with no subcommand",
-  ignore: !underDeno(),
+  ignore: skipIf(notDeno),
   fn() {
     const cmd = selfPluginCommand();
     assert.deepEqual(cmd.slice(0, 4), [Deno.execPath(), "run", "-A", "--quiet"]);

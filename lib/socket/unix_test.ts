@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { listenUnixSocket } from "./unix.ts";
+import { needsRoot, skipIf } from "../../tests/helpers/skip.ts";
 
 async function withRunDir(mode: number, fn: (dir: string) => Promise<void>): Promise<void> {
   const tmp = await Deno.makeTempDir({ prefix: "lace-unix-socket-" });
@@ -48,7 +49,7 @@ Deno.test(
 
 Deno.test({
   name: "listenUnixSocket() refuses a socket directory another user owns",
-  ignore: Deno.uid() !== 0,
+  ignore: skipIf(needsRoot("files of other users")),
   async fn() {
     await withRunDir(0o700, async (dir) => {
       await Deno.chown(dir, 65534, 65534);

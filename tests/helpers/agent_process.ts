@@ -14,7 +14,8 @@ import type { Prober, ProbeResponse } from "../../lib/doctor/prober.ts";
 import { getFromAgent } from "../../lib/agent/local_client.ts";
 import { CleanupStack } from "../../lib/os/cleanup_stack.ts";
 import { freeLoopbackPort } from "../../lib/os/process.ts";
-import { privilegedSkipReason, startSimNode } from "./sim_world.ts";
+import { startSimNode } from "./sim_world.ts";
+import { needsRoot, skipIf } from "./skip.ts";
 import { waitFor } from "./wait.ts";
 
 export { POD_IPV4, POD_IPV6 };
@@ -24,11 +25,14 @@ const MAIN = fileURLToPath(new URL("../../main.ts", import.meta.url));
 
 /**
  * `Deno.test` options for tests that run agent processes on the simulated
- * node: skipped unless root; the world's processes and sockets outlive a
- * single test step, so the resource and op sanitizers are off.
+ * node: skipped unless root (asked when a test spreads them, so a file that
+ * only imports this module registers no skip); the world's processes and
+ * sockets outlive a single test step, so the resource and op sanitizers are off.
  */
 export const agentTestOptions = {
-  ignore: privilegedSkipReason() !== undefined,
+  get ignore() {
+    return skipIf(needsRoot());
+  },
   sanitizeResources: false,
   sanitizeOps: false,
 };

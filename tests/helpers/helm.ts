@@ -8,6 +8,7 @@ import { parseAllDocuments } from "yaml";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { isExecutable } from "./executable.ts";
+import { skipIf, skipName } from "./skip.ts";
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const CHART = join(REPO, "deploy/helm/lace");
@@ -113,11 +114,13 @@ export function envOf(container: Manifest, name: string): Manifest | string | un
 /** The helm binary, when one is found. */
 export const HELM = findHelm();
 export const noHelm = HELM === undefined;
-/** A test that needs helm: skipped, and named so, without it. */
+/** Why helm tests cannot run here, or undefined. */
+export const HELM_MISSING = noHelm ? "helm not found; run scripts/install_helm.sh" : undefined;
+/** A test that needs helm: skipped, and named so, without it (a failure as root, helpers/skip.ts). */
 export const helmTest = (name: string, fn: (helm: string) => Promise<void>) =>
   Deno.test({
-    name: noHelm ? `${name} (skipped: helm not found; run scripts/install_helm.sh)` : name,
-    ignore: noHelm,
+    name: skipName(name, HELM_MISSING),
+    ignore: skipIf(HELM_MISSING),
     fn: () => fn(HELM!),
   });
 

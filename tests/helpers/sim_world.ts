@@ -16,28 +16,23 @@ import { POD_IPV4, POD_IPV6, SimNode } from "../../lib/demo/netns.ts";
 import { PodServer } from "../../lib/demo/pod_server.ts";
 import { Prober } from "../../lib/doctor/prober.ts";
 import { CleanupStack } from "../../lib/os/cleanup_stack.ts";
+import { needsRoot, skipIf, skipName } from "./skip.ts";
 
 export const HTTP_PORTS = [8080, 8081, 8082];
 export const TCP_PORTS = [9000, 9001, 9002];
 export { POD_IPV4, POD_IPV6 };
 
-/** Why privileged tests are skipped, or undefined when they can run. */
-export function privilegedSkipReason(): string | undefined {
-  if (Deno.uid() !== 0) return "needs root (netns, cgroups, BPF)";
-  return undefined;
-}
-
 /**
  * How a file registers its tests that need root (netns, cgroups, BPF): where they cannot run,
  * each is skipped with the reason in its name, not root or `missing` (what else the file needs
- * and this machine lacks: a program, a CNI plugin).
+ * and this machine lacks: a program, a CNI plugin); as root a skip fails (helpers/skip.ts).
  */
 export function privilegedTests(
   missing?: string,
 ): (name: string, fn: () => void | Promise<void>) => void {
-  const skip = privilegedSkipReason() ?? missing;
-  return (name, fn) =>
-    Deno.test({ name: skip ? `${name} (skipped: ${skip})` : name, ignore: skip !== undefined, fn });
+  const why = needsRoot() ?? missing;
+  const ignore = skipIf(why);
+  return (name, fn) => Deno.test({ name: skipName(name, why), ignore, fn });
 }
 
 /** A unique pin path under the bpffs mount. */

@@ -26,14 +26,14 @@ import {
   POD_IPV6,
   podManifest,
 } from "../helpers/agent_process.ts";
-import { privilegedSkipReason } from "../helpers/sim_world.ts";
+import { needsRoot } from "../helpers/skip.ts";
 import { type ControlPlane, startControlPlane } from "./fixture.ts";
 import { apiServerRolesApply, applyObjects, helmTemplate } from "./helm.ts";
 import { controlPlaneTestOptions, controlPlaneUnavailableReason, helmAvailable } from "./tools.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 async function unavailableReason(): Promise<string | undefined> {
-  const privileged = privilegedSkipReason();
+  const privileged = needsRoot();
   if (privileged) return privileged;
   const reason = await controlPlaneUnavailableReason();
   if (reason) return reason;

@@ -20,13 +20,13 @@ import type { AddressesView } from "../../lib/agent/http_server.ts";
 import { podManifest } from "../helpers/agent_process.ts";
 import { startInfraWorld } from "../helpers/infra_world.ts";
 import { assertAddRefused, metricReaches, podBeforeAdd } from "../helpers/tenant_world.ts";
-import { privilegedSkipReason } from "../helpers/sim_world.ts";
+import { needsRoot } from "../helpers/skip.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { startControlPlane } from "./fixture.ts";
 import { apiServerRolesApply, applyObjects, helmTemplate } from "./helm.ts";
 import { chartOnControlPlaneUnavailableReason, controlPlaneTestOptions } from "./tools.ts";
 
-const unavailable = privilegedSkipReason() ?? await chartOnControlPlaneUnavailableReason();
+const unavailable = needsRoot() ?? await chartOnControlPlaneUnavailableReason();
 if (unavailable) console.warn(`Skipping the API server holder tests: ${unavailable}`);
 
 const SYSTEM = "lace-system";

@@ -10,9 +10,9 @@
  *   kubelet confirms): delete with gracePeriodSeconds 0 to remove it at once;
  * - a deleted namespace stays Terminating (no namespace controller).
  *
- * Usage (controlPlaneUnavailableReason() is in ./tools.ts):
+ * Usage (controlPlaneUnavailableReason() and controlPlaneTestOptions() are in ./tools.ts):
  *   const reason = await controlPlaneUnavailableReason();
- *   Deno.test({ name: "...", ignore: reason !== undefined }, async () => {
+ *   Deno.test({ name: "...", ...controlPlaneTestOptions(reason) }, async () => {
  *     await using cp = await startControlPlane();
  *     const core = cp.adminConfig().makeApiClient(CoreV1Api);
  *   });

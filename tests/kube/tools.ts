@@ -5,6 +5,7 @@
  */
 
 import { isExecutable } from "../helpers/executable.ts";
+import { skipIf } from "../helpers/skip.ts";
 
 const repoRoot = new URL("../../", import.meta.url).pathname;
 
@@ -96,7 +97,8 @@ export async function kubeToolPath(name: "kubectl" | "e2e.test"): Promise<string
 
 /**
  * Why the control plane cannot start here, or undefined when it can. Tests pass this to
- * `ignore` so a machine without the built binaries skips them with a stated reason.
+ * controlPlaneTestOptions(), so a machine without the built binaries skips them with a stated
+ * reason (and fails them as root).
  */
 export async function controlPlaneUnavailableReason(): Promise<string | undefined> {
   const tools = await toolPaths();
@@ -152,9 +154,10 @@ export async function chartOnControlPlaneUnavailableReason(): Promise<string | u
 
 /**
  * `Deno.test` options for a test on the control plane: skipped when
- * `unavailable` gives a reason; the API server's clients and processes outlive
- * single steps, so the op and resource sanitizers are off.
+ * `unavailable` gives a reason (a failure as root, helpers/skip.ts); the API
+ * server's clients and processes outlive single steps, so the op and resource
+ * sanitizers are off.
  */
 export function controlPlaneTestOptions(unavailable: string | undefined) {
-  return { ignore: unavailable !== undefined, sanitizeOps: false, sanitizeResources: false };
+  return { ignore: skipIf(unavailable), sanitizeOps: false, sanitizeResources: false };
 }

@@ -6,8 +6,9 @@
 import assert from "node:assert/strict";
 import { NetnsCluster } from "./netns_cluster.ts";
 import { waitFor } from "../helpers/wait.ts";
+import { needsRoot, skipIf } from "../helpers/skip.ts";
 
-const ignore = Deno.uid() !== 0;
+const ignore = skipIf(needsRoot("network namespaces"));
 const AGNHOST = new URL("./agnhost.ts", import.meta.url).pathname;
 
 async function connect(netns: string, ...args: string[]) {

@@ -13,10 +13,11 @@ import {
   runChecks,
 } from "../../lib/netcheck/run.ts";
 import { NetnsCluster, type SimNode } from "./netns_cluster.ts";
+import { needsRoot, skipIf } from "../helpers/skip.ts";
 import { textReport } from "../../lib/netcheck/report.ts";
 import type { PathResult } from "../../lib/netcheck/summary.ts";
 
-const ignore = Deno.uid() !== 0;
+const ignore = skipIf(needsRoot("network namespaces"));
 const quiet = { write: () => {}, isTerminal: false };
 
 function options(over: Partial<NetcheckOptions> = {}): NetcheckOptions {

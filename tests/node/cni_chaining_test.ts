@@ -20,6 +20,7 @@ import {
   readyAgentPod,
 } from "./pod_checks.ts";
 import { PROBE_NAMESPACE, probePod } from "./probe_pods.ts";
+import { skipIf } from "../helpers/skip.ts";
 
 const reason = await nodeUnavailableReason();
 /** The network plugin's conflist (tests/node/net_plugin_setup.ts). */
@@ -46,7 +47,7 @@ Deno.test({
   name: reason
     ? `helm install chains Lace into the node's CNI configuration (skipped: ${reason})`
     : "helm install chains Lace into the node's CNI configuration",
-  ignore: reason !== undefined,
+  ignore: skipIf(reason),
   sanitizeOps: false,
   sanitizeResources: false,
 }, async (t) => {

@@ -10,6 +10,7 @@
 import assert from "node:assert/strict";
 import { conformanceUnavailableReason, runTestCommandShare } from "./conformance.ts";
 import { counts } from "./conformance_report.ts";
+import { skipIf } from "../helpers/skip.ts";
 
 const reason = await conformanceUnavailableReason();
 if (reason) console.error(`conformance_test.ts skipped: ${reason}`);
@@ -17,7 +18,7 @@ if (reason) console.error(`conformance_test.ts skipped: ${reason}`);
 Deno.test({
   name:
     "Upstream's [Conformance] and [NodeConformance] probe and lifecycle-hook specs pass on a Lace node over IPv4 and over IPv6-only pods",
-  ignore: reason !== undefined,
+  ignore: skipIf(reason),
   sanitizeOps: false,
   sanitizeResources: false,
 }, async () => {

@@ -20,6 +20,7 @@ import { CGROUP_V1, CONTAINER_HIERARCHIES } from "./cgroups.ts";
 import { type DevNodeState, KUBECONFIG, STATE, STATE_DIR } from "./dev_node.ts";
 import { E2E_IMAGES } from "./e2e_images.ts";
 import { isReady } from "./pod_checks.ts";
+import { skipIf } from "../helpers/skip.ts";
 
 const devNode = new URL("./dev_node.ts", import.meta.url).pathname;
 
@@ -170,7 +171,7 @@ async function withDevNode(args: string[], body: (state: DevNodeState) => Promis
 }
 
 /** A real node: started by the commands under test, whose operations outlive a test's. */
-const realNode = { ignore: reason !== undefined, sanitizeOps: false, sanitizeResources: false };
+const realNode = { ignore: skipIf(reason), sanitizeOps: false, sanitizeResources: false };
 
 /** A pod the kubelet probes (the README's example), in NAMESPACE, pinned to `node`. */
 function probedPod(name: string, node: string): V1Pod {

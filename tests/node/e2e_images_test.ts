@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { E2E_IMAGES, manifestImages } from "./e2e_images.ts";
+import { skipIf, skipName } from "../helpers/skip.ts";
 
 const manifest = `${
   Deno.env.get("GOMODCACHE") ?? `${Deno.env.get("HOME") ?? "/root"}/go/pkg/mod`
@@ -11,9 +12,16 @@ try {
   source = undefined;
 }
 
+const noSource = source === undefined
+  ? `no ${manifest}: scripts/build_k8s_tools.sh downloads the pinned kubernetes module`
+  : undefined;
+
 Deno.test({
-  name: "E2E_IMAGES are the names upstream's manifest.go of the pinned kubernetes gives",
-  ignore: source === undefined,
+  name: skipName(
+    "E2E_IMAGES are the names upstream's manifest.go of the pinned kubernetes gives",
+    noSource,
+  ),
+  ignore: skipIf(noSource),
 }, () => {
   // The version in the path above is tests/k8s/go.mod's (a bump there must bump both).
   const goMod = Deno.readTextFileSync(new URL("../k8s/go.mod", import.meta.url));

@@ -48,6 +48,7 @@ import {
   victimPaths,
   victimPod,
 } from "./tenant_pods.ts";
+import { skipIf } from "../helpers/skip.ts";
 
 const reason = await nodeUnavailableReason();
 const [RED, GREEN, BLUE] = NETWORKS.map((n) => n.name);
@@ -60,7 +61,7 @@ const hostPort = (address: string, port: number) =>
 
 Deno.test({
   name: "Lace on a real node: nothing the kubelet sends to a pod lands in another network",
-  ignore: reason !== undefined,
+  ignore: skipIf(reason),
   sanitizeOps: false,
   sanitizeResources: false,
 }, async (t) => {

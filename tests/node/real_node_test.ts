@@ -35,12 +35,13 @@ import {
 } from "./pod_checks.ts";
 import { unchainLace } from "./net_plugin_setup.ts";
 import { PROBE_NAMESPACE, probeMessage, probePod } from "./probe_pods.ts";
+import { skipIf } from "../helpers/skip.ts";
 
 const reason = await nodeUnavailableReason();
 Deno.test({
   name:
     "Lace on a real node: the chart's agent makes the kubelet's probes reach pods in isolated networks",
-  ignore: reason !== undefined,
+  ignore: skipIf(reason),
   sanitizeOps: false,
   sanitizeResources: false,
 }, async (t) => {

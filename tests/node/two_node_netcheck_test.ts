@@ -19,6 +19,7 @@ import { startNode } from "./node.ts";
 import { joinSecondNode } from "./second_node.ts";
 import { DEPLOYMENT_NAMESPACES, netcheckDeploymentSteps } from "./netcheck_deployment.ts";
 import type { PathResult } from "../../lib/netcheck/summary.ts";
+import { skipIf } from "../helpers/skip.ts";
 
 const reason = await nodeUnavailableReason();
 const NAMESPACE = "lace-netcheck";
@@ -110,7 +111,7 @@ function measured(run: NetcheckRun): string {
 Deno.test({
   name:
     "lace netcheck on two real nodes: every pair passes, a broken link between them fails exactly the broken pairs, and the chart's netcheck Deployment runs rounds and leaves nothing when disabled",
-  ignore: reason !== undefined,
+  ignore: skipIf(reason),
   sanitizeOps: false,
   sanitizeResources: false,
 }, async (t) => {
