@@ -1,9 +1,9 @@
 /**
- * Issue 24, finding 2: a tenant can run the agent out of memory. Any tenant
- * may bind pods to any node with spec.nodeName, a pod object may be 1.5 MB,
- * and an agent that keeps whole objects (the informer's copy and its own)
- * passes the chart's memory limit at about 50 of them, then lists them again
- * after every restart. This test plays that tenant against the real agent
+ * A tenant must not run the agent out of memory. Any tenant may bind pods to
+ * any node with spec.nodeName, a pod object may be 1.5 MB, and an agent that
+ * kept whole objects (the informer's copy and its own) would pass the chart's
+ * memory limit with a few dozen of them, then list them again after every
+ * restart. This test plays that tenant against the real agent
  * process and the test API server (loopback only): 1000 hostile pods bound to
  * the agent's node, most listed at start and the rest arriving on the watch.
  *

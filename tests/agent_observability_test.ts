@@ -233,7 +233,7 @@ Deno.test({
     const metrics = await fromNetwork("/metrics");
     assert.equal(metrics.httpStatus, 200);
     assert.match(metrics.body ?? "", /^lace_probe_targets\{/m);
-    // Nor do the metrics name them: networks appear by id (issue 24, finding 4).
+    // Nor do the metrics name them: networks appear by id (a network's name is a tenant's).
     assert.doesNotMatch(metrics.body ?? "", /10\.244|e2e|net1/);
     assert.match(metrics.body ?? "", /^lace_probe_targets\{family="ipv4",network_id="1"\} [1-9]/m);
     // Root on the node: the socket, 0600 in a 0700 directory, has the agent's whole view.

@@ -65,7 +65,7 @@ helmTest(
     const rule = policy.spec.matchConstraints.resourceRules[0];
     assert.deepEqual(rule.operations, ["CREATE", "UPDATE"]);
     assert.ok(rule.resources.includes("pods") && rule.resources.includes("pods/status"));
-    // A Binding's annotations are copied onto the pod (issue 24, finding 7).
+    // A Binding's annotations are copied onto the pod, so a Binding may set them too.
     const bindings = policy.spec.matchConstraints.resourceRules[1];
     assert.deepEqual(bindings.operations, ["CREATE"]);
     assert.deepEqual(bindings.resources, ["pods/binding", "bindings"]);

@@ -3,10 +3,10 @@
  * running in the simulated node's namespace (as the chart runs it on the host network): a
  * system daemon on the host network answers at the node's addresses, where the kubelet probes
  * host-network pods, and the tenant's CNI result (a Multus static IP on an interface chained
- * with `lace`) names the node's address for its pod, whose probes use the daemon's ports. Before,
- * the ADD was accepted and the kubelet's probes of the system daemon were tagged into the
- * tenant's network (the tenant then decides whether the daemon is healthy); now the host holds
- * its addresses against every network, under both sharing modes, at attach and in the reconcile.
+ * with `lace`) names the node's address for its pod, whose probes use the daemon's ports. Were
+ * the ADD accepted, the kubelet's probes of the system daemon would be tagged into the tenant's
+ * network (the tenant would then decide whether the daemon is healthy); so the host holds its
+ * addresses against every network, under both sharing modes, at attach and in the reconcile.
  */
 import assert from "node:assert/strict";
 import {
@@ -134,7 +134,7 @@ async function refusedAtAdd(
     { network: "net2", networkId: 2 },
     [NODE.ipv4, NODE.ipv6],
   );
-  // The attack's effect first: before, the kubelet's probe of the daemon carried network 2's mark.
+  // The attack's effect first: the kubelet's probe of the daemon must not carry network 2's mark.
   await assertDaemonUntagged(w);
   assert.equal(add.code, 1, add.stdout + add.stderr);
   assert.equal(add.result.code, 101);

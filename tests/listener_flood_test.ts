@@ -1,9 +1,9 @@
 /**
- * Issue 24, finding 1: any pod could make the kubelet restart the agent, again and again. The
- * node-IP listener's connection cap (64) was global, keep-alive connections that kept sending
- * requests were never evicted, and the chart's liveness and readiness probes used that listener:
- * 64 connections each sending a request every 0.5 s made 20 of 20 health requests fail. Each
- * read also copied and rescanned the pending head (a 16 KiB head sent one byte at a time).
+ * No pod may make the kubelet restart the agent, again and again. Every pod can reach the
+ * node-IP listener: were its connection cap global, keep-alive connections that keep sending
+ * requests never evicted, and the chart's liveness and readiness probes on that listener, 64
+ * connections each sending a request every 0.5 s would fail every health request. Nor may a
+ * 16 KiB head sent one byte at a time cost a copy and a rescan of the pending head per read.
  *
  * This test plays that attacker on loopback against a real agent (each source address in
  * 127.0.0.0/8 stands for a pod) and checks what the kubelet and the operator see meanwhile. How

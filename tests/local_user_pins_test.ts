@@ -1,5 +1,5 @@
 /**
- * Issue 24, finding 3: a local user who is not root, on a node whose bpffs is
+ * A local user who is not root, on a node whose bpffs is
  * world-writable (mode 1777, as bpffs is when mounted without a mode), plays
  * against Lace's pins. Each test runs the attacker as `nobody` through
  * setpriv, under a pin path of its own whose parent it makes world-writable

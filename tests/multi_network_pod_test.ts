@@ -1,10 +1,11 @@
 /**
  * A tenant asks for a second interface in another Lace network (Multus attaches what the pod's
  * own `k8s.v1.cni.cncf.io/networks` annotation names, each attachment's conf chaining `lace` with
- * its network). Before, the last attachment that named a network became the pod's network for
- * every target, its eth0's address too (also when eth0's conf named none): the kubelet's probes of the pod (a path of
- * its author's choosing) were tagged into the second network at an address that network's own
- * pods may hold, and a pod of the second network was let take that address. Played against the
+ * its network). Were the last attachment that named a network the pod's network for every
+ * target, its eth0's address too (also when eth0's conf named none), the kubelet's probes of the
+ * pod (a path of its author's choosing) would be tagged into the second network at an address
+ * that network's own pods may hold, and a pod of the second network could take that address.
+ * Each attachment's address is the network its own conf names. Played against the
  * real agent process on the simulated node (two overlay networks whose pods share one IPv4 and
  * one IPv6 address) with the chained `lace` plugin run as the runtime runs it.
  */

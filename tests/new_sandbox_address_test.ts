@@ -3,9 +3,9 @@
  * made pod "a" (network 1) a new sandbox (the old one ended: a runtime or node restart, its pause
  * process gone) and the CNI path attached it at the simulated pods' address,
  * while the API (here the pods directory) still names its old sandbox's 10.244.1.30 until the
- * kubelet reports the new one. The kubelet probes "a" at the new address at once. Before, only
- * the API's address was held: a pod of network 2 brought to the new address was let in, and the
- * kubelet's probes of "a" there were tagged into network 2 and answered by that pod.
+ * kubelet reports the new one. The kubelet probes "a" at the new address at once. Were only the
+ * API's address held, a pod of network 2 brought to the new address would be let in, and the
+ * kubelet's probes of "a" there would be tagged into network 2 and answered by that pod.
  */
 import assert from "node:assert/strict";
 import {
@@ -50,7 +50,7 @@ Deno.test({
       network: "net2",
       networkId: 2,
     }, [POD_IPV4, POD_IPV6]);
-    // The attack's effect first: before, the kubelet's probe of "a" was answered in network 2.
+    // The attack's effect first: the kubelet's probe of "a" must not be answered in network 2.
     for (const host of [POD_IPV4, POD_IPV6]) {
       const res = await w.probe(host, 9001);
       assert.notEqual(res.body?.trim(), w.podIn(2), `${host}:9001: ${JSON.stringify(res)}`);

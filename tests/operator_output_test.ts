@@ -1,6 +1,6 @@
 /**
- * Issue 24, finding 6: a pod author's bytes reached the operator's root terminal (an OSC 52
- * clipboard write in a probe's httpGet.path came through `lace doctor pod`). Plays the pod author:
+ * A pod author's bytes must not reach the operator's root terminal as controls (an OSC 52
+ * clipboard write in a probe's httpGet.path, shown by `lace doctor pod`). Plays the pod author:
  * escape sequences, C1 controls and bidi overrides in the pod's name, namespace, container, probe
  * path and network annotation, and in what its server answers, through every output an operator
  * reads: `lace targets`, `lace doctor`, `lace doctor pod`, `lace doctor probes`, `lace netcheck`,

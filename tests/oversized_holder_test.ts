@@ -1,9 +1,9 @@
 /**
  * A tenant makes its pod too large for the agent to read (probe fields over the 16 KiB cap), so
- * that the agent refuses it and, before, forgot the addresses it holds: a later pod of another
- * network was then given one of them unrefused, its targets were registered there, and the
+ * that the agent refuses it. Were the addresses it holds forgotten with it, a later pod of
+ * another network would be given one of them unrefused, its targets registered there, and the
  * kubelet's probes of the oversized pod (a path and headers its author chose, on a port the
- * later pod probes) were tagged into the later pod's network. Played against the real agent
+ * later pod probes) tagged into the later pod's network. Played against the real agent
  * process on the simulated node (two overlay networks whose pods share one IPv4 and one IPv6
  * address), with pods from the repository's test API server and the chained `lace` plugin: the
  * refused pod gets no targets and holds its addresses, at the ADD and in the address rule.

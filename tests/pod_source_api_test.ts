@@ -58,7 +58,7 @@ Deno.test("pods from list and watch are plain JSON with string timestamps", asyn
   }
 });
 
-// Issue 24, finding 2: what a tenant binds to the node must not grow the agent's memory.
+// What a tenant binds to the node must not grow the agent's memory.
 Deno.test("pods that finished are neither listed nor kept, and one that finishes leaves", async () => {
   await using t = await setup();
   t.server.put(pod("running"));

@@ -3,12 +3,12 @@
  * played as a hostile tenant would against the real agent process on the simulated node (two
  * overlay networks whose pods share one IPv4 and one IPv6 address), with pods from the
  * repository's test API server and the chained `lace` plugin. Such a pod gets no targets of its
- * own; before, it held no address either, so another network's pod shared its address unrefused
- * and kept its targets there, and the kubelet's probes of the unknown pod (a path and headers its
- * author chose, on a port the other pod probes) were tagged into the other pod's network. Now it
- * holds its addresses against every network, as a pod refused as too large does, and its own ADD,
- * whose network is then unknown too, is refused at an address another pod holds (before, it was
- * accepted: fail open).
+ * own. Were it to hold no address either, another network's pod would share its address
+ * unrefused and keep its targets there, and the kubelet's probes of the unknown pod (a path and
+ * headers its author chose, on a port the other pod probes) would be tagged into the other pod's
+ * network. So it holds its addresses against every network, as a pod refused as too large does,
+ * and its own ADD, whose network is then unknown too, is refused at an address another pod holds
+ * (accepting it would fail open).
  */
 import assert from "node:assert/strict";
 import { agentTestOptions, POD_IPV4, POD_IPV6 } from "./helpers/agent_process.ts";

@@ -1,6 +1,6 @@
 /**
- * Pods as a hostile tenant makes them to run a node agent out of memory
- * (issue 24, finding 2): bound to a node by `spec.nodeName`, which any tenant
+ * Pods as a hostile tenant makes them to run a node agent out of memory:
+ * bound to a node by `spec.nodeName`, which any tenant
  * may set, and as large as the API server accepts (its etcd request limit,
  * 1.5 MB), never scheduled by a kubelet (phase Pending, no address). Shared by
  * the attacker test (tests/agent_memory_test.ts) and the bench's pod memory

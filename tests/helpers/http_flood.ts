@@ -1,6 +1,6 @@
 /**
- * The attacker of issue 24, finding 1, on loopback: pods on the node's network
- * flooding the agent's node-IP listener. Keep-alive connections, each from its
+ * Pods on the node's network flooding the agent's node-IP listener, played on
+ * loopback (docs/threat-model.md, "A pod"). Keep-alive connections, each from its
  * own source address (127.0.0.0/8 is all local: each address stands for a
  * pod), each sending a valid request every `periodMs` and reconnecting when the
  * agent closes it; and a client sending a 16 KiB request head one byte per

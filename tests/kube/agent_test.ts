@@ -345,7 +345,7 @@ Deno.test({
     "a flood of Events from one namespace does not crowd out another namespace's Event",
     async () => {
       // 50 pods of 25 containers whose probes name no port: 1250 ProbeIgnored Events at once
-      // (25 each, the per-object burst), past the whole queue of 1000 that was once shared.
+      // (25 each, the per-object burst), past the 1000 the whole queue holds.
       await cp.createNamespace("flood");
       await cp.createNamespace("victim");
       const unresolvable = (name: string, containers: number) => {

@@ -157,10 +157,10 @@ export class MemoryCluster extends MemoryLeases implements NetcheckCluster {
   /**
    * Pods are not stored: an exec finds its source and target node by the
    * number in a fakeNodes() name or address (other nodes through a map of
-   * them, made when first needed) and makes no object per pod. An index of
-   * every pod held 2.8 MiB at 5000 nodes, and pods made per exec were enough
-   * garbage to raise the bench's peak RSS by 10 MiB (bench/netcheck_worker.ts
-   * measures netcheck, not this stand-in).
+   * them, made when first needed) and makes no object per pod: an index of
+   * every pod, or pods made per exec, would raise the bench's peak RSS at
+   * thousands of nodes (bench/netcheck_worker.ts measures netcheck, not this
+   * stand-in).
    */
   #nodeByName: Map<string, FakeNode> | undefined;
   #nodeByAddress: Map<string, FakeNode> | undefined;

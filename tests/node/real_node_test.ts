@@ -292,7 +292,7 @@ Deno.test({
       const before = await served();
       const outage = performance.now();
       await node.controlPlane.stopApiServer();
-      // An outage of the length; what it must not cause is checked after.
+      // 30 s, thirty periods of the probes; what the outage must not cause is checked after.
       await new Promise((resolve) => setTimeout(resolve, 30_000));
       await node.controlPlane.startApiServer();
       const seconds = (performance.now() - outage) / 1000;
