@@ -28,8 +28,8 @@
  *
  * Beside the floors, Lace and lookup + mark each run as COPIES copies (the
  * kubelet's Lace is one), and each round takes the median of a program's
- * copies: where the kernel places a program is worth ±15–20 % of its cost on
- * this kind of machine (bench/hook_programs.ts).
+ * copies: where the kernel places a program moves its cost by as much as the
+ * allowance judged (bench/hook_programs.ts).
  */
 import { MAX_TARGETS } from "../lib/probe/key.ts";
 import {
@@ -63,7 +63,7 @@ export async function hookCost(
   const statRoundCount = opts.quick ? 3 : 9;
   const statCount = opts.quick ? 500 : 3500;
   const ratioSize = opts.quick ? 1000 : 10_000;
-  // Where the cheaper programs run beside Lace's, for the goal of issue 28 (≤ 1.25× lookup + mark).
+  // Where the cheaper programs run beside Lace's, for the goal of Lace ≤ 1.25× lookup + mark.
   const floorSizes = opts.quick ? [1000] : [10_000, MAX_TARGETS];
   const ratioRounds = opts.quick ? 6 : 100;
   const ratioCount = opts.quick ? 200 : 500;

@@ -1,7 +1,7 @@
 /**
  * Figure 1's rows and goals from what its rounds measured: the kubelet's copy
- * by map size, Lace beside the cheaper programs at the floor sizes (issue 28's
- * 1.25× of lookup + mark, and the 150 ns goal on the median of Lace's copies),
+ * by map size, Lace beside the cheaper programs at the floor sizes (the goals of
+ * 1.25× of lookup + mark, and 150 ns on the median of Lace's copies),
  * and the connect() ratios (≤ 1.01). Nothing here measures.
  */
 import {
@@ -70,7 +70,7 @@ export function hookRowsAndGoals(m: HookMeasured): { rows: Row[]; goals: Goal[] 
       ).join(", "),
       goal: entries === judgedAt ? "Lace ≤ 150 ns" : undefined,
     });
-    // Issue 28: Lace within 1.25× of the least a tagging program does, in every case, same run.
+    // The goal: Lace within 1.25× of the least a tagging program does, in every case, same run.
     const overLookup = cellsOf.map(({ family, match }) => ({
       family,
       match,
@@ -139,9 +139,9 @@ export function hookRowsAndGoals(m: HookMeasured): { rows: Row[]; goals: Goal[] 
       } vs ${fmt(worstOutside.floor)} ns)`,
     });
   }
-  // Judged at a full map, the worst case (issue 16; it was 10k before), on the median of Lace's
-  // copies as the ratios are: one copy alone read 151 ns in one run and 98 in the next. The
-  // kubelet's copy is printed beside it.
+  // Judged at a full map, the worst case, on the median of Lace's copies as the ratios are: one
+  // copy alone moves between runs by more than the goal's margin. The kubelet's copy is printed
+  // beside it.
   const atJudged = laceOverLookup.filter((c) => c.entries === judgedAt);
   if (atJudged.length) {
     const worst = atJudged.reduce((a, b) => (b.ns > a.ns ? b : a));

@@ -45,7 +45,7 @@ export async function setUpHookBench(cleanups: CleanupStack): Promise<HookBench>
   cleanups.push(() => node.dispose());
   // The pod is reachable unmarked too (the node's main table, same veth), for the non-matching
   // connects. With the same source address as the network's table gives: without one, IPv6
-  // picks a source per connect and an unmarked connect costs 0.15 µs more than a marked one.
+  // picks a source per connect and an unmarked connect costs more than a marked one.
   const pod = node.networks[0];
   const src = simNodeAddresses(pod.id);
   const mainRoutes = [

@@ -1,13 +1,13 @@
 /**
- * Figure 8, health under a flood from pods (issue 24, finding 1): an agent
+ * Figure 8, health under a flood from pods (docs/threat-model.md, "A pod"): an agent
  * with 100 pods, probed as the kubelet probes it (a new connection per probe,
  * `Connection: close`) on its loopback health listener, first idle, then while
- * another process floods its node listener as the issue's attacker did: 64
+ * another process floods its node listener as tests/listener_flood_test.ts does: 64
  * keep-alive connections from 64 source addresses, each sending a request
  * every 0.5 s and reconnecting when closed, and a 16 KiB head sent one byte per
  * write, over and over. The p99 of the health answers during the flood against
  * idle, side by side; also /healthz on the node listener itself during the
- * flood (what the chart's probes used before), the agent's CPU and what the
+ * flood (the listener every pod reaches), the agent's CPU and what the
  * attacker saw.
  */
 import { uninstall } from "../lib/datapath/pins.ts";

@@ -152,7 +152,7 @@ export async function netcheckScheduling(
 }
 
 /**
- * Thousands of nodes (issue 27): one sampled round (8 peers a node for every phase, as above
+ * Thousands of nodes: one sampled round (8 peers a node for every phase, as above
  * --sample-threshold) at 100 and 5000 nodes, both with --concurrency 50 (the most 100 nodes can
  * use), so the two differ in the number of nodes only. Its bound: each node meets its peers of
  * the round's tournament matchings in both directions, 2 session times a matching, or the
@@ -212,8 +212,8 @@ async function sampledRounds(
     sessions += sampledPairCount(small.nodes, peers, watchRounds++);
   }
   const long = await runWorker(small.nodes, sessionMs, concurrency, cleanups, peers, watchRounds);
-  // Peak RSS of one run moves by ±15 % with V8's heap growth and the machine's load: the figure
-  // is the median of three runs of each, alternating.
+  // Peak RSS of one run moves with V8's heap growth and the machine's load by about as much as
+  // the goal allows: the figure is the median of three runs of each, alternating.
   const peaks = {
     small: [small.peakRssBytes],
     large: [large.peakRssBytes],

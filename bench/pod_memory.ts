@@ -1,5 +1,5 @@
 /**
- * Figure 9, pod memory (issue 24, finding 2): the heap the agent's API source
+ * Figure 9, pod memory (the tenant of tests/agent_memory_test.ts): the heap the agent's API source
  * and pod cache keep per pod, for pods as real workloads have them (about
  * 3 KB of JSON) beside pods as a hostile tenant makes them (1.5 MB: the API
  * server's largest object), each listed from the test API server by a process

@@ -4,7 +4,7 @@
  * 65,536), then GET /targets on its local socket (curl, another process)
  * while this process probes /healthz as the kubelet does (the loopback health
  * listener, a new connection per probe) every millisecond. Judged on the p99
- * of those answers during the transfers against the p99 idle (issue 28): what
+ * of those answers during the transfers against the p99 idle: what
  * a transfer costs the probes, not a difference of two maxima floored at 0.
  */
 import { join } from "node:path";
@@ -74,8 +74,8 @@ export async function targetsView(
       stderr: "piped",
     }).output();
   const idle = await healthzLatencies(agent.healthAddr, sleep(3000));
-  // Not in the pods directory: the agent watches it, and each write of a 14 MiB file there made
-  // it re-read the directory while the transfer was being timed.
+  // Not in the pods directory: the agent watches it, and each write of the answer's file there
+  // would make it re-read the directory while the transfer is being timed.
   const outDir = await Deno.makeTempDir({ prefix: "lace-bench-targets-" });
   cleanups.push(() => Deno.remove(outDir, { recursive: true }));
   const body = join(outDir, "targets.json");
