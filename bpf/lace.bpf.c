@@ -177,9 +177,9 @@ static __always_inline int send_report(struct lace_probe_key *key, __u16 network
 /*
  * Whether the destination may lie in a pod range (lace.h, struct
  * lace_range_filter): false only when its bucket's bit is clear, which proves
- * it is outside every range. Measured at 10k entries: the trie lookup it
- * saves costs a connect outside every range 6-33 ns; with the filter such a
- * connect costs 0.9-1.1x what the lookup and mark alone do (bench/RESULTS.md).
+ * it is outside every range: most of the kubelet's connects that match no
+ * target (the API server, a registry, a host-network pod) then skip the trie
+ * (what that saves: bench/RESULTS.md, "a range filter before the trie").
  */
 static __always_inline int may_be_in_range(struct lace_probe_key *key)
 {

@@ -13,12 +13,12 @@
 #   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/containerd-<version>/{containerd,containerd-shim-runc-v2,ctr}
 #   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/kubectl-<version>/kubectl       (for scripts/dev node)
 #   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/e2e.test-<version>/e2e.test     (upstream's e2e suite
-#     for tests/node/conformance_test.ts and deno task conformance: 20 min cold on 2 busy cores,
-#     5 min once the kubelet is built, so it is built last)
+#     for tests/node/conformance_test.ts and deno task conformance: it reuses much of the
+#     kubelet's build, so it is built last)
 #   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/ginkgo-<version>/ginkgo         (runs e2e.test's specs
 #     in parallel; built with e2e.test)
-# A binary already in the cache is reused, so only the first run on a machine pays (about
-# 10-20 minutes on 2 cores for everything). Safe to run concurrently and repeatedly.
+# A binary already in the cache is reused, so only the first run on a machine pays (how long,
+# on which machine: docs/testing.md). Safe to run concurrently and repeatedly.
 #
 # Usage: scripts/build_k8s_tools.sh [kube-apiserver|etcd|helm|kubelet|kubectl|agnhost|pause|containerd
 #        |e2e.test ...]   (default: all of them; scripts/setup.sh --tests runs it so)
