@@ -5,6 +5,7 @@
  */
 import { DEFAULT_CNI_SOCKET } from "./cni/protocol.ts";
 import type { ChainTarget } from "./cni/chaining/select.ts";
+import { CONTAINER_RUNTIME_MODES, type ContainerRuntimeMode } from "./cni/chaining/runtimes.ts";
 import { formatDuration } from "./time/duration.ts";
 import type { LogFormat, LogLevel } from "./log/setup.ts";
 import { CONFLICT_POLICIES, type ConflictPolicy } from "./rules/conflicts.ts";
@@ -70,6 +71,11 @@ export interface Config {
   /** Where the agent keeps what it needs to restore chained files (on the host, root-only). */
   cniStateDir: string;
   /**
+   * Whose rule picks the file the runtime uses (containerd: the first file or none; CRI-O:
+   * the first it can load); auto: the Node's status.nodeInfo.containerRuntimeVersion.
+   */
+  containerRuntime: ContainerRuntimeMode;
+  /**
    * The agent's own DaemonSet (namespace/name): when it is gone or being
    * deleted at shutdown, Lace is being uninstalled and the chain is undone.
    * Empty: a shutdown never undoes the chain.
@@ -129,6 +135,7 @@ export function defaultConfig(): Config {
     cniConfDir: "/etc/cni/net.d",
     cniChainFiles: [],
     cniStateDir: "/var/lib/lace/cni",
+    containerRuntime: "auto",
     daemonSet: "",
     addressConflict: "fail-closed",
     addressSharing: "exclusive",
@@ -337,6 +344,13 @@ export function configProblems(config: Config): string[] {
   if (!CNI_CHAINING_MODES.includes(config.cniChaining)) {
     problems.push(
       `CNI chaining must be one of ${CNI_CHAINING_MODES.join(", ")}: "${config.cniChaining}"`,
+    );
+  }
+  if (!CONTAINER_RUNTIME_MODES.includes(config.containerRuntime)) {
+    problems.push(
+      `Container runtime must be one of ${
+        CONTAINER_RUNTIME_MODES.join(", ")
+      }: "${config.containerRuntime}"`,
     );
   }
   for (

@@ -28,6 +28,10 @@ Deno.test("validateConfig() names the bad value", () => {
   validateConfig(base);
   const bad: [Partial<typeof base>, RegExp][] = [
     [{ pinPath: "relative" }, /Pin path must be absolute: "relative"/],
+    [
+      { containerRuntime: "docker" as "auto" },
+      /Container runtime must be one of auto, containerd, crio: "docker"/,
+    ],
     [{ kubeletCgroup: "kubelet.service" }, /absolute path or "auto"/],
     [{ nodeName: "" }, /Node name is required/],
     [{ useApi: false, podsDir: "" }, /No pod source/],

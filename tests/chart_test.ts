@@ -148,6 +148,7 @@ helmTest(
     assert.equal(envOf(c, "LACE_CNI_CHAINING"), "auto");
     assert.equal(envOf(c, "LACE_CNI_CONF_DIR"), "/etc/cni/net.d");
     assert.equal(envOf(c, "LACE_CNI_CHAIN_FILES"), "");
+    assert.equal(envOf(c, "LACE_CONTAINER_RUNTIME"), "auto");
     assert.equal(envOf(c, "LACE_DAEMONSET"), "lace-system/lace");
     assert.equal(mountOf(manifests, "/etc/cni/net.d").hostPath, "/etc/cni/net.d");
     assert.equal(mountOf(manifests, "/var/lib/lace/cni").hostPath, "/var/lib/lace/cni");
@@ -156,8 +157,10 @@ helmTest(
         "node.cni.chaining=manual",
         "node.cni.confDir=/var/lib/rancher/k3s/agent/etc/cni/net.d",
         "node.cni.chainFiles={10-flannel.conflist,20-*.conflist=blue:7}",
+        "node.cni.containerRuntime=crio",
       ]),
     );
+    assert.equal(envOf(set, "LACE_CONTAINER_RUNTIME"), "crio");
     assert.equal(envOf(set, "LACE_CNI_CHAINING"), "manual");
     assert.equal(envOf(set, "LACE_CNI_CONF_DIR"), "/var/lib/rancher/k3s/agent/etc/cni/net.d");
     assert.equal(envOf(set, "LACE_CNI_CHAIN_FILES"), "10-flannel.conflist,20-*.conflist=blue:7");
@@ -165,9 +168,10 @@ helmTest(
 );
 
 helmTest(
-  "helm refuses a chaining mode, a chain file or a file's network name it does not know",
+  "helm refuses a chaining mode, a container runtime, a chain file or a file's network name it does not know",
   async (h) => {
     assert.match(await refusal(h, ["node.cni.chaining=always"]), /chaining/);
+    assert.match(await refusal(h, ["node.cni.containerRuntime=docker"]), /containerRuntime/);
     assert.match(await refusal(h, ["node.cni.chainFiles={../etc/x.conflist}"]), /chainFiles/);
     // A file's network name is held to the agent's rule (lib/probe/network_name.ts), at install.
     for (const network of ["blue net", "blue\\u200b", "blue\\u00a0", "x".repeat(254)]) {

@@ -10,7 +10,9 @@
  */
 import { getLogger } from "@logtape/logtape";
 import type { Config } from "../config.ts";
-import { Chainer, type FileReport } from "../cni/chaining/chainer.ts";
+import { Chainer, type FileReport, type PassResult } from "../cni/chaining/chainer.ts";
+import { realTimers, type Timers, within } from "../time/timers.ts";
+import { NodeRuntime, type RuntimeView } from "./container_runtime.ts";
 import type { EventSink, ObjectRef } from "../kube/event_sink.ts";
 import type { Metrics } from "./metrics.ts";
 
@@ -25,11 +27,31 @@ export interface ChainingParts {
    * deleted); asked once at shutdown. Absent or failing: not, and the chain stays.
    */
   uninstalling?: () => Promise<boolean>;
+  /** The chaining's retries and resyncs; the process's own by default. */
+  timers?: Timers;
+  /** Reads the Node's status.nodeInfo.containerRuntimeVersion (for --container-runtime=auto). */
+  readRuntimeVersion?: () => Promise<string>;
+}
+
+/** How long the first pass waits for the Node's runtime before it goes by CRI-O's rule. */
+const RUNTIME_WAIT_MS = 5000;
+
+/** What the agent's chaining found at its last pass, for `lace doctor` (`/chaining`, local only). */
+export interface ChainingView {
+  mode: Config["cniChaining"];
+  dir: string;
+  /** The runtime whose rule picks the file (with no --cni-chain-files). */
+  runtime: RuntimeView;
+  /** The files that name the agent's plugin after the last pass. */
+  chained: string[];
+  /** The warnings of the last pass (a file left alone, a write that failed), one per file. */
+  problems: { file: string; reason: FileReport["reason"]; message: string }[];
 }
 
 /** What `startChaining` started: stop it at shutdown (it decides whether to undo). */
 export interface RunningChaining {
   stop(): Promise<void>;
+  view(): ChainingView;
 }
 
 const EVENT_REASONS: Record<FileReport["reason"], string> = {
@@ -43,16 +65,42 @@ const EVENT_REASONS: Record<FileReport["reason"], string> = {
   unsafe: "CniFileUnsafe",
   "bad-record": "CniStateRecordRefused",
   raced: "CniChainRaced",
+  "no-runtime-file": "CniNoRuntimeConfig",
 };
 
 /** Starts chaining as `config.cniChaining` says; see the module comment. */
 export function startChaining(
-  config: Pick<
-    Config,
-    "cniChaining" | "cniConfDir" | "cniStateDir" | "cniSocket" | "cniChainFiles"
-  >,
+  config:
+    & Pick<Config, "cniChaining" | "cniConfDir" | "cniStateDir" | "cniSocket" | "cniChainFiles">
+    & Partial<Pick<Config, "containerRuntime">>,
   parts: ChainingParts,
 ): RunningChaining {
+  const timers = parts.timers ?? realTimers;
+  const nodeRuntime = new NodeRuntime({
+    mode: config.containerRuntime ?? "auto",
+    ...(parts.readRuntimeVersion ? { readVersion: parts.readRuntimeVersion } : {}),
+    timers,
+    onUnknown: (message) => parts.events.warn(parts.node, "CniRuntimeUnknown", message),
+  });
+  let view: Omit<ChainingView, "runtime"> = {
+    mode: config.cniChaining,
+    dir: config.cniConfDir,
+    chained: [],
+    problems: [],
+  };
+  const fullView = (): ChainingView => ({ ...view, runtime: nodeRuntime.view() });
+  const passed = (result: PassResult, completed = true) => {
+    if (completed) parts.metrics?.cniChainedFiles.set(result.chained.length);
+    view = {
+      ...view,
+      ...(completed ? { chained: result.chained } : {}),
+      problems: result.reports.filter((r) => r.level === "warning").map((r) => ({
+        file: r.file,
+        reason: r.reason,
+        message: r.message,
+      })),
+    };
+  };
   const chainer = new Chainer({
     confDir: config.cniConfDir,
     stateDir: config.cniStateDir,
@@ -64,28 +112,42 @@ export function startChaining(
       if (r.level === "warning") parts.events.warn(parts.node, reason, r.message);
       else parts.events.normal(parts.node, reason, r.message);
     },
+    onPass: passed,
+    runtime: () => nodeRuntime.current(),
+    timers,
   });
-  const count = (chained: string[]) => parts.metrics?.cniChainedFiles.set(chained.length);
   if (config.cniChaining === "manual") {
     // Turning chaining off: what the agent chained before goes back as it was.
     try {
-      count(chainer.restoreAll().chained);
+      passed(chainer.restoreAll());
     } catch (error) {
       log.warning("Restoring the CNI files chained before failed: {error}", {
         error: String(error),
       });
     }
-    return { stop: () => Promise.resolve() };
+    return { stop: () => Promise.resolve(), view: fullView };
   }
-  const first = chainer.chainOnce();
-  count(first.chained);
-  chainer.start();
+  // Every pass, the first included, reports and retries what fails: the agent starts and
+  // serves whatever the directory holds. The first waits a little for the Node's runtime.
+  let stopping = false;
+  const reading = nodeRuntime.reading;
+  const first = nodeRuntime.start();
+  if (reading) {
+    void within(timers, first, RUNTIME_WAIT_MS, "Reading the Node's container runtime")
+      .catch(() => {})
+      .then(() => {
+        if (!stopping) chainer.start();
+      });
+  } else chainer.start();
   log.info("Keeping the lace plugin chained into {dir} ({files})", {
     dir: config.cniConfDir,
     files: config.cniChainFiles.length ? "the configured files" : "the file the runtime uses",
   });
   return {
+    view: fullView,
     async stop() {
+      stopping = true;
+      nodeRuntime.stop();
       await chainer.stop();
       let removing = false;
       try {
@@ -102,8 +164,9 @@ export function startChaining(
       }
       log.info("Lace's DaemonSet is being removed: restoring the CNI configuration");
       try {
-        const left = chainer.restoreAll().chained;
-        count(left);
+        const restored = chainer.restoreAll();
+        passed(restored);
+        const left = restored.chained;
         if (left.length > 0) {
           log.warning("These files still name the lace plugin: {files}", { files: left });
         }

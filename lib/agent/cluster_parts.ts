@@ -23,6 +23,8 @@ export interface ClusterParts {
   podLookup?: PodLookup;
   /** Where the API server's addresses are read (api_server_sources.ts); none without the API. */
   apiServerSources: ApiServerSource[];
+  /** Reads this Node's status.nodeInfo.containerRuntimeVersion; none without the API. */
+  readRuntimeVersion?: () => Promise<string>;
 }
 
 /** What the parts report for the metrics. */
@@ -49,6 +51,7 @@ export async function clusterParts(
   let events: EventSink = noopEventSink;
   let uninstalling: (() => Promise<boolean>) | undefined;
   let podLookup: PodLookup | undefined;
+  let readRuntimeVersion: (() => Promise<string>) | undefined;
   const apiServerSources: ApiServerSource[] = [];
   if (config.addressSharing === "shared") {
     log.warning(
@@ -98,6 +101,13 @@ export async function clusterParts(
         core.readNamespacedConfigMap({ name: "cluster-info", namespace: "kube-public" })
       ),
     );
+    if (config.nodeName) {
+      // For the chaining's choice of the CNI file the runtime uses (the chart's Role: get nodes).
+      readRuntimeVersion = () =>
+        core.readNode({ name: config.nodeName }).then((n) =>
+          n.status?.nodeInfo?.containerRuntimeVersion ?? ""
+        );
+    }
     const recorder = new EventRecorder({
       api: core,
       nodeName: config.nodeName,
@@ -122,5 +132,5 @@ export async function clusterParts(
       uninstalling = () => own.uninstalling();
     }
   }
-  return { sources, events, uninstalling, podLookup, apiServerSources };
+  return { sources, events, uninstalling, podLookup, apiServerSources, readRuntimeVersion };
 }

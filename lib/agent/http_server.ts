@@ -18,6 +18,7 @@ import { type HttpListener, type HttpListenerOptions, serveHttp } from "./http_l
 import { listenUnixSocket } from "../socket/unix.ts";
 import { jsonArrayResponse } from "./json_array_stream.ts";
 import type { UnmatchedView } from "./unmatched.ts";
+import type { ChainingView } from "./chaining.ts";
 
 const log = getLogger(["lace", "http"]);
 
@@ -90,6 +91,8 @@ export interface StatusProvider {
   unmatched?(): UnmatchedView[];
   /** Addresses pods of several networks hold on this node. */
   addresses?(): AddressesView;
+  /** The CNI chaining's last pass; undefined while none runs (no CNI socket). */
+  chaining?(): ChainingView | undefined;
   metricsText(): Promise<string>;
   metricsContentType: string;
 }
@@ -117,7 +120,8 @@ export type Surface = "node" | "health" | "local";
 const NOT_FOUND: Record<Surface, string> = {
   node: "Not found: try /metrics, /healthz or /readyz (the agent's view is on its local socket)\n",
   health: "Not found: try /healthz or /readyz (metrics are on --metrics-addr)\n",
-  local: "Not found: try /metrics, /healthz, /readyz, /targets, /unmatched or /addresses\n",
+  local:
+    "Not found: try /metrics, /healthz, /readyz, /targets, /unmatched, /addresses or /chaining\n",
 };
 
 /** Handles one request; separate from the listener so tests call it directly. */
@@ -152,6 +156,11 @@ export async function handleRequest(
     case "/addresses":
       if (surface === "local" && status.addresses) return Response.json(status.addresses());
       break;
+    case "/chaining": {
+      const view = surface === "local" ? status.chaining?.() : undefined;
+      if (view) return Response.json(view);
+      break;
+    }
   }
   return new Response(NOT_FOUND[surface], { status: 404 });
 }

@@ -87,6 +87,27 @@ Deno.test("/addresses, which names the pods and networks sharing an address, is 
   }
 });
 
+Deno.test("/chaining, the CNI chaining's last pass, is served on the local surface only, once it runs", async () => {
+  const p: StatusProvider = {
+    ...provider(true),
+    chaining: () => ({
+      mode: "auto",
+      dir: "/etc/cni/net.d",
+      runtime: { mode: "auto", runtime: "crio", version: "cri-o://1.33.2" },
+      chained: [],
+      problems: [{ file: "10-x.conflist", reason: "failed", message: "EPERM" }],
+    }),
+  };
+  const local = await (await get("/chaining", p)).json();
+  assert.deepStrictEqual([local.runtime.runtime, local.problems[0].reason], ["crio", "failed"]);
+  for (const surface of ["node", "health"] as const) {
+    assert.equal((await get("/chaining", p, "GET", surface)).status, 404, surface);
+  }
+  const none = await get("/chaining", { ...provider(true), chaining: () => undefined });
+  assert.equal(none.status, 404);
+  await none.body?.cancel();
+});
+
 Deno.test("the health surface serves /healthz and /readyz only", async () => {
   assert.equal((await get("/healthz", provider(true), "GET", "health")).status, 200);
   const notReady = await get("/readyz", provider(false), "GET", "health");

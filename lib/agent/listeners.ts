@@ -7,7 +7,7 @@
 import type { CleanupStack } from "../os/cleanup_stack.ts";
 import type { Config } from "../config.ts";
 import type { ProbeStore } from "../probe/key.ts";
-import type { ChainingParts } from "./chaining.ts";
+import type { ChainingParts, RunningChaining } from "./chaining.ts";
 import type { AgentCore } from "./core.ts";
 import {
   startHealthServer,
@@ -34,6 +34,7 @@ export interface ListenerInputs {
     | "cniConfDir"
     | "cniStateDir"
     | "cniChainFiles"
+    | "containerRuntime"
   >;
   status: StatusProvider;
   metrics: Metrics;
@@ -42,6 +43,8 @@ export interface ListenerInputs {
   store: ProbeStore;
   /** The chaining's Events, node and uninstall question. */
   chaining: Omit<ChainingParts, "metrics">;
+  /** Told the chaining once it runs (for its view on the local socket). */
+  onChaining?: (chaining: RunningChaining) => void;
 }
 
 /** A listener's metrics: its accept errors, whether it is failing, its refused connections. */
@@ -98,6 +101,7 @@ export async function startListeners(
     const { startChaining } = await import("./chaining.ts");
     const chaining = startChaining(config, { ...inputs.chaining, metrics });
     parts.push(() => chaining.stop());
+    inputs.onChaining?.(chaining);
   }
   return listeners;
 }

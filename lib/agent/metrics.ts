@@ -161,7 +161,7 @@ export class Metrics {
     this.cniChaining = new CounterClass({
       name: "lace_cni_chaining_total",
       help:
-        "Outcomes of chaining the lace plugin into the node's CNI configuration, per file: chained, restored, unparsable (left alone), refused, conflict, hand-chained, failed (the pass), unsafe (a directory or file someone other than root may change, or a symlink: not written), bad-record (a state record that is not the agent's data: ignored), raced (another writer changed the file through every attempt of a pass)",
+        "Outcomes of chaining the lace plugin into the node's CNI configuration, per file: chained, restored, unparsable (left alone, or skipped by the runtime), refused, conflict, hand-chained, failed (the pass or a file's write: retried), unsafe (a directory or file someone other than root may change, or a symlink: not written), bad-record (a state record that is not the agent's data: ignored), raced (another writer changed the file through every attempt of a pass), no-runtime-file (the runtime uses no file of the directory)",
       labelNames: ["outcome"],
       registers,
     });

@@ -14,6 +14,7 @@ import { clusterParts } from "./cluster_parts.ts";
 import { CgroupFollower } from "../cgroup/follower.ts";
 import { Datapath } from "../datapath/loader.ts";
 import { type Listening, startListeners } from "./listeners.ts";
+import type { RunningChaining } from "./chaining.ts";
 import { agentStatus } from "./status.ts";
 import { parseCidr } from "../net/cidr.ts";
 import { UnmatchedWatch } from "./unmatched_watch.ts";
@@ -68,6 +69,7 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
   const datapath = Datapath.open({ pinPath: config.pinPath });
   parts.push(() => datapath.close());
   let unmatched: UnmatchedWatch | undefined;
+  let chaining: RunningChaining | undefined;
   const metrics = new Metrics(
     orWarn("BPF counters", () => datapath.counters()),
     orWarn(
@@ -78,14 +80,15 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     orWarn("the per-network connect counts", () => unmatched?.networkConnects()),
   );
 
-  const { sources, events, uninstalling, podLookup, apiServerSources } = await clusterParts(
-    config,
-    parts,
-    {
-      onWatchRestart: () => metrics.watchRestarts.inc(),
-      onEventDrop: (reason, count) => metrics.eventsDropped.inc({ reason }, count),
-    },
-  );
+  const { sources, events, uninstalling, podLookup, apiServerSources, readRuntimeVersion } =
+    await clusterParts(
+      config,
+      parts,
+      {
+        onWatchRestart: () => metrics.watchRestarts.inc(),
+        onEventDrop: (reason, count) => metrics.eventsDropped.inc({ reason }, count),
+      },
+    );
   const nodeRef = nodeObjectRef(config.nodeName || Deno.hostname());
 
   let desiredApplied = false;
@@ -198,6 +201,7 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     follower,
     listeners,
     unmatched: () => unmatched,
+    chaining: () => chaining?.view(),
     hostAddresses,
     apiServer,
     podRanges: config.podCidrs,
@@ -230,7 +234,8 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
       metrics,
       core,
       store: datapath.store,
-      chaining: { events, node: nodeRef, uninstalling },
+      chaining: { events, node: nodeRef, uninstalling, readRuntimeVersion },
+      onChaining: (c) => chaining = c,
     }, parts),
   );
   log.info("Agent started on node {node} with pod sources {sources}", {

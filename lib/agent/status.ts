@@ -23,6 +23,7 @@ import type { HostAddressSource, KubeletNetnsAddresses } from "./kubelet_netns_a
 import type { Listening } from "./listeners.ts";
 import type { ApiServerAddresses } from "./api_server_addresses.ts";
 import type { Metrics } from "./metrics.ts";
+import type { ChainingView } from "./chaining.ts";
 import type { UnmatchedWatch } from "./unmatched_watch.ts";
 
 /** The parts the status reads; `listeners` and `unmatched` may be filled in after it is made. */
@@ -33,6 +34,8 @@ export interface StatusParts {
   /** The started listeners (an array start.ts fills once they are up). */
   listeners: readonly Listening[];
   unmatched: () => UnmatchedWatch | undefined;
+  /** The CNI chaining's last pass (chaining.ts); undefined while it has not started. */
+  chaining?: () => ChainingView | undefined;
   hostAddresses: Pick<KubeletNetnsAddresses, "status">;
   /** The API server's addresses the host holds (api_server_addresses.ts). */
   apiServer?: Pick<ApiServerAddresses, "view">;
@@ -83,6 +86,7 @@ export function agentStatus(parts: StatusParts): StatusProvider {
       ...addressesView(core.view(), parts.hostAddresses.status(), parts.podRanges),
       ...(parts.apiServer ? { apiServer: parts.apiServer.view() } : {}),
     }),
+    chaining: () => parts.chaining?.(),
     metricsText: () => parts.metrics.text(),
     metricsContentType: parts.metrics.contentType,
   };

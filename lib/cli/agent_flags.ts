@@ -31,6 +31,7 @@ import {
 import { logFlags } from "./log_flags.ts";
 import { CONFLICT_POLICIES } from "../rules/conflicts.ts";
 import { CNI_CHAINING_MODES } from "../config.ts";
+import { CONTAINER_RUNTIME_MODES } from "../cni/chaining/runtimes.ts";
 import { type ChainTarget, parseChainTargets } from "../cni/chaining/select.ts";
 import { ADDRESS_SHARING } from "../rules/address_holders.ts";
 import { parseCidr } from "../net/cidr.ts";
@@ -251,12 +252,21 @@ export const agentFlags: readonly FlagSpec<Config>[] = [
   nodeFlags.cniConfDir,
   nodeFlags.cniStateDir,
   {
+    name: "container-runtime",
+    key: "containerRuntime",
+    value: oneOf(CONTAINER_RUNTIME_MODES),
+    env: ["LACE_CONTAINER_RUNTIME"],
+    metavar: "RUNTIME",
+    help:
+      "Whose rule picks the CNI file the runtime uses: containerd (the first in byte order, or none when it is invalid), crio (the first it can load), auto (the Node's containerRuntimeVersion; unknown: crio's rule)",
+  },
+  {
     name: "cni-chain-files",
     key: "cniChainFiles",
     value: chainTargets,
     env: ["LACE_CNI_CHAIN_FILES"],
     help:
-      "Files of --cni-conf-dir to chain into, comma-separated names or globs, each optionally =NETWORK:ID (default: the one the runtime uses, the first in byte order)",
+      "Files of --cni-conf-dir to chain into, comma-separated names or globs, each optionally =NETWORK:ID (default: the one the runtime uses, see --container-runtime)",
   },
   {
     name: "daemonset",

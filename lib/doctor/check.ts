@@ -8,6 +8,7 @@ import type { ApiServerProcess, ProcessInfo } from "../cgroup/kubelet_finder.ts"
 import type { DistrustedKubelet } from "../cgroup/kubelet_trust.ts";
 import type { UnmatchedView } from "../agent/unmatched.ts";
 import type { ChainStatus } from "../cni/chaining/status.ts";
+import type { ChainingView } from "../agent/chaining.ts";
 import type { AddressesView } from "../agent/http_server.ts";
 
 export interface Check {
@@ -80,6 +81,8 @@ export interface NodeSnapshot {
     unmatched: UnmatchedView[] | null;
     /** Addresses pods of several networks hold (the agent's /addresses); null from an older agent. */
     addresses?: AddressesView | null;
+    /** The agent's CNI chaining at its last pass (its /chaining); null when none runs. */
+    chaining?: ChainingView | null;
     error: string | null;
   };
   mapEntries: number | { error: string };

@@ -7,8 +7,30 @@
  */
 import { type Check, check, type NodeSnapshot } from "./check.ts";
 
-/** One check of the runtime's CNI configuration; none when the snapshot did not look. */
+/**
+ * The runtime's CNI configuration, as the doctor reads it, and the agent's last chaining pass,
+ * as the agent says (a write that failed, a file it left alone); none for what it did not see.
+ */
 export function cniChecks(s: NodeSnapshot): Check[] {
+  return [...configCheck(s), ...agentChainingCheck(s)];
+}
+
+function agentChainingCheck(s: NodeSnapshot): Check[] {
+  const view = s.agent?.chaining;
+  if (!view || view.mode !== "auto") return [];
+  const problems = view.problems.map((p) => `${p.reason}: ${p.message}`);
+  return [check(
+    "cni-chaining-agent",
+    problems.length === 0,
+    problems.length === 0
+      ? `The agent's last chaining pass over ${view.dir} found nothing wrong`
+      : `The agent's last chaining pass over ${view.dir}: ${problems.join("; ")}`,
+    "fix what each line names (the agent retries on its own, and reports each change as a Node Event); docs/cni.md lists them",
+    "warning",
+  )];
+}
+
+function configCheck(s: NodeSnapshot): Check[] {
   const c = s.cniChaining;
   if (!c) return [];
   const ok = c.state === "chained" || c.state === "hand-chained";
@@ -18,7 +40,9 @@ export function cniChecks(s: NodeSnapshot): Check[] {
     "not-chained":
       "run the agent with --cni-chaining=auto (the chart's node.cni.chaining, the default) or add the lace plugin by hand (docs/cni.md); until then new pods' probes wait for the API to show their IP",
     unparsable:
-      "fix the file (the network plugin that wrote it, or its own DaemonSet): the runtime cannot use it either, and the agent never rewrites a file it cannot parse",
+      "the runtime uses this file but Lace cannot chain it (the message says why): chain the lace plugin by hand (docs/cni.md), or have the network plugin write a file Lace reads",
+    unusable:
+      "fix or remove the file the message names (the network plugin that wrote it, or its own DaemonSet): until then the runtime gives no new pod a network",
     "no-config": "install the pod network plugin; the agent chains into its file once it is there",
     unreadable:
       "check --cni-conf-dir (LACE_CNI_CONF_DIR, the chart's node.cni.confDir) and that it is mounted into the agent's container",

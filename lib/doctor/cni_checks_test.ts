@@ -17,7 +17,8 @@ Deno.test("cniChecks passes when the runtime's configuration chains lace, by the
 Deno.test("cniChecks warns with a fix when the runtime's configuration does not chain lace", () => {
   const fixes: [ChainState, RegExp][] = [
     ["not-chained", /^run the agent with --cni-chaining=auto/],
-    ["unparsable", /^fix the file/],
+    ["unparsable", /^the runtime uses this file but Lace cannot chain it/],
+    ["unusable", /^fix or remove the file the message names/],
     ["no-config", /^install the pod network plugin/],
     ["unreadable", /^check --cni-conf-dir/],
   ];
@@ -47,4 +48,35 @@ Deno.test("cniChecks fails cni-files with every problem the agent refuses to wri
 
 Deno.test("cniChecks says nothing when the doctor did not look", () => {
   assert.deepStrictEqual(cniChecks({} as NodeSnapshot), []);
+});
+
+Deno.test("cniChecks names the problems of the agent's last chaining pass", () => {
+  const s = {
+    agent: {
+      chaining: {
+        mode: "auto",
+        dir: "/etc/cni/net.d",
+        chained: [],
+        problems: [{
+          file: "10-flannel.conflist",
+          reason: "failed",
+          message: 'Chaining the lace plugin into "10-flannel.conflist" failed: EPERM; retrying',
+        }],
+      },
+    },
+  } as unknown as NodeSnapshot;
+  const [c] = cniChecks(s);
+  assert.equal(c.name, "cni-chaining-agent");
+  assert.equal(c.ok, false);
+  assert.match(
+    c.message,
+    /failed: Chaining the lace plugin into "10-flannel\.conflist" failed: EPERM/,
+  );
+});
+
+Deno.test("cniChecks passes the agent's chaining when its last pass found nothing wrong", () => {
+  const s = {
+    agent: { chaining: { mode: "auto", dir: "/d", chained: ["a.conflist"], problems: [] } },
+  } as unknown as NodeSnapshot;
+  assert.deepStrictEqual(cniChecks(s).map((c) => [c.name, c.ok]), [["cni-chaining-agent", true]]);
 });

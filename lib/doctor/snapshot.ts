@@ -21,6 +21,7 @@ import { statCgroupId } from "../os/cgroupfs.ts";
 import type { LinkSnapshot, NodeSnapshot } from "./check.ts";
 import type { AddressesView, TargetView } from "../agent/http_server.ts";
 import type { UnmatchedView } from "../agent/unmatched.ts";
+import type { ChainingView } from "../agent/chaining.ts";
 import { getFromAgent } from "../agent/local_client.ts";
 import { apiServerProcesses, extraProcesses, findKubelets } from "../cgroup/kubelet_finder.ts";
 import { judgeKubelets } from "../cgroup/kubelet_trust.ts";
@@ -83,6 +84,7 @@ export async function gatherSnapshot(o: DoctorOptions): Promise<NodeSnapshot> {
     }
   })();
   const mapPinned = layouts.length > 0;
+  const agent = await agentState(o.agentSocket, o.httpTimeoutMs ?? 1500);
   return {
     pinPath: o.pinPath,
     bpffsMounts: bpffsMountPoints(mounts),
@@ -126,13 +128,22 @@ export async function gatherSnapshot(o: DoctorOptions): Promise<NodeSnapshot> {
       kubelet.path,
       { procRoot: o.procRoot, exclude: kubelet.kubelets.map((k) => k.pid) },
     ),
-    agent: await agentState(o.agentSocket, o.httpTimeoutMs ?? 1500),
+    agent,
     mapEntries: mapPinned
       ? guard(() => readPinnedTargets(o.pinPath).length)
       : { error: `no probe map pinned under "${o.pinPath}"` },
     counters: guard(() => readPinnedCounters(o.pinPath)),
     cgroupPathOf: (id) => findCgroupById(v2, id),
-    ...(o.cniConfDir ? { cniChaining: chainStatus(o.cniConfDir, o.cniStateDir || undefined) } : {}),
+    // The runtime's file by the rule of the runtime the agent found (CRI-O's when unknown).
+    ...(o.cniConfDir
+      ? {
+        cniChaining: chainStatus(
+          o.cniConfDir,
+          o.cniStateDir || undefined,
+          agent.chaining?.runtime.runtime,
+        ),
+      }
+      : {}),
     ...(o.podsDir
       ? { podsDir: { dir: o.podsDir, problem: podsDirProblem(o.podsDir, undefined, mounts) } }
       : {}),
@@ -171,6 +182,8 @@ async function agentState(socket: string, timeoutMs: number): Promise<NodeSnapsh
     if (u.status === 200) state.unmatched = JSON.parse(u.body) as UnmatchedView[];
     const s = await get("/addresses");
     if (s.status === 200) state.addresses = JSON.parse(s.body) as AddressesView;
+    const c = await get("/chaining");
+    if (c.status === 200) state.chaining = JSON.parse(c.body) as ChainingView;
   } catch (e) {
     state.error ??= `no agent answers on ${socket}: ${
       e instanceof Error ? e.message.split(":")[0] : String(e)

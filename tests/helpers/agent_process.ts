@@ -88,6 +88,8 @@ export interface AgentProcessOptions {
   netns?: string;
   /** Adds to the agent's environment (e.g. LACE_BPF_OBJECT for another release's object). */
   env?: Record<string, string>;
+  /** A command the agent runs under (e.g. setpriv with the chart's capabilities). */
+  wrap?: string[];
 }
 
 export class AgentProcess {
@@ -113,7 +115,8 @@ export class AgentProcess {
       "--log-format=json",
     ];
     // nsenter, not `ip netns exec`: that remounts /sys, and the agent needs the cgroup mounts.
-    const argv = opts.netns ? ["nsenter", `--net=/run/netns/${opts.netns}`, ...agent] : agent;
+    const wrapped = [...opts.wrap ?? [], ...agent];
+    const argv = opts.netns ? ["nsenter", `--net=/run/netns/${opts.netns}`, ...wrapped] : wrapped;
     const child = new Deno.Command(argv[0], {
       args: argv.slice(1),
       stdin: "null",
@@ -250,7 +253,8 @@ export class AgentWorld implements AsyncDisposable {
   startAgent(
     extra: string[],
     kubeletCgroup = this.cgroups.kubelet,
-    opts: { env?: Record<string, string>; netns?: string; metricsAddr?: string } = {},
+    opts: { env?: Record<string, string>; netns?: string; metricsAddr?: string; wrap?: string[] } =
+      {},
   ): AgentProcess {
     const agent = new AgentProcess([
       "--node-name=e2e-node",
@@ -267,6 +271,7 @@ export class AgentWorld implements AsyncDisposable {
       agentSocket: `${this.runDir}/agent-${this.agents.length}.sock`,
       netns: opts.netns,
       env: opts.env,
+      wrap: opts.wrap,
     });
     this.agents.push(agent);
     return agent;

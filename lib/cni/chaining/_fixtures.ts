@@ -99,3 +99,12 @@ export const HAND_WRITTEN =
   '{ "name" : "weave",\t"cniVersion":"0.3.1",\n "plugins":[ {"type":"weave-net", "hairpinMode":true,' +
   ' "mtu": 1.4e3, "comment":"caf\\u00e9 \\ud83d\\ude00", "10": "ten"},\r\n' +
   '   {"type":"portmap","capabilities":{"portMappings":true},"type":"portmap"} ] }';
+
+/**
+ * Flannel's list with its delegate's options nested `depth` levels deep: Go's encoding/json
+ * (libcni) takes up to 10,000 levels, so the runtime loads it.
+ */
+export function deeplyNested(depth = 9000): string {
+  const deep = "[".repeat(depth) + "]".repeat(depth);
+  return FLANNEL.replace('"hairpinMode": true', `"hairpinMode": true, "options": ${deep}`);
+}

@@ -8,6 +8,7 @@
  */
 import { join } from "node:path";
 import { getLogger } from "@logtape/logtape";
+import { type Backoff, backoffDelay } from "../../time/backoff.ts";
 import { realTimers, type Timers } from "../../time/timers.ts";
 import {
   confDirProblem,
@@ -28,6 +29,8 @@ import {
 import { type ChainRecord, type Plan, planChain, planRestore, type Report } from "./plan.ts";
 import { type ChainTarget, type Selected, selectFiles } from "./select.ts";
 import { unchainConfig } from "./conflist.ts";
+import { runtimeFileIn } from "./runtime_file.ts";
+import { type ContainerRuntime, runtimeName } from "./runtimes.ts";
 
 const log = getLogger(["lace", "cni", "chaining"]);
 
@@ -52,6 +55,8 @@ export interface ChainerOptions {
   socket: string;
   /** Files to chain; empty: the one the runtime uses. */
   targets: ChainTarget[];
+  /** The container runtime whose rule picks its file (runtime_file.ts); undefined: unknown. */
+  runtime?: () => ContainerRuntime | undefined;
   /** Every report of a pass (for the log, Events and metrics). */
   onReport?(report: FileReport): void;
   timers?: Timers;
@@ -59,6 +64,13 @@ export interface ChainerOptions {
   debounceMs?: number;
   /** A pass this often even without events (a missed event, a directory made later); 10 s. */
   resyncMs?: number;
+  /** When a pass failed (wholly or for a file), the next comes after this backoff. */
+  backoff?: Backoff;
+  /**
+   * Every pass's result (for the count of chained files); `completed` false when the pass
+   * failed as a whole, and its `chained` says nothing.
+   */
+  onPass?(result: PassResult, completed: boolean): void;
   /**
    * Called just before each write or removal the pass commits, with the file's
    * name: where tests play another writer.
@@ -72,6 +84,9 @@ export interface PassResult {
   chained: string[];
 }
 
+/** A failing pass is retried after 1 s, then 2 s, 4 s... up to a minute. */
+const RETRY_BACKOFF: Backoff = { initialMs: 1000, maxMs: 60_000 };
+
 /** What applying a plan came to. */
 type Applied = "applied" | "raced" | { unsafe: FileReport };
 
@@ -83,6 +98,8 @@ export class Chainer {
   #watching: Promise<void> | null = null;
   #timer: unknown = null;
   #stopped = true;
+  /** Failed passes in a row, for the backoff. */
+  #failures = 0;
   /** The last report per file and reason, so a steady problem is reported once, not per pass. */
   #reported = new Map<string, string>();
   /** Files read by earlier passes: one whose stamp is unchanged is not read again. */
@@ -155,15 +172,69 @@ export class Chainer {
       const reports = this.#refusedRecords(loaded.refused);
       const done = new Set<string>();
       const names = listNames(dir);
-      for (const selected of selectFiles(names, targets)) {
+      const selection = targets.length
+        ? selectFiles(names, targets)
+        : this.#runtimeFile(dir, reports);
+      for (const selected of selection) {
         if (done.has(selected.name)) continue;
-        const written = this.#chainFile(dir, selected, records, reports);
-        if (written) done.add(written);
+        const before = reports.length;
+        try {
+          const written = this.#chainFile(dir, selected, records, reports);
+          if (written) done.add(written);
+        } catch (e) {
+          // One file that cannot be written (a read-only mount, no space) stops no other.
+          reports.push({
+            file: selected.name,
+            level: "warning",
+            reason: "failed",
+            message: `Chaining the lace plugin into "${selected.name}" failed: ${
+              (e as Error)?.message ?? e
+            }; retrying`,
+          });
+        }
+        if (selected.usedBy) usedByRuntime(reports.slice(before), selected.usedBy);
       }
       saveRecords(stateDir, dir, records, this.#cache);
       this.#forgetGone(dir, names);
       return this.#done(reports, [...records.keys()]);
     });
+  }
+
+  /** The file the runtime uses, as its rule picks it; what it skips or lacks is reported. */
+  #runtimeFile(dir: string, reports: FileReport[]): Selected[] {
+    const runtime = this.#o.runtime?.();
+    const choice = runtimeFileIn(dir, runtime, this.#cache);
+    const who = runtimeName(runtime);
+    for (const s of choice.skipped) {
+      reports.push({
+        file: s.name,
+        level: "warning",
+        reason: "unparsable",
+        message: `${who} skips "${s.name}" (${s.error})${
+          choice.file ? ` and uses "${choice.file}"` : ""
+        }; the file is left as it is`,
+      });
+    }
+    if (choice.none) {
+      reports.push({
+        file: this.#o.confDir,
+        level: "warning",
+        reason: "no-runtime-file",
+        message: `Nothing to chain: ${choice.none}`,
+      });
+    }
+    if (!choice.file) return [];
+    if (choice.pluginDir) {
+      reports.push({
+        file: choice.file,
+        level: "warning",
+        reason: "refused",
+        message:
+          `Not chaining "${choice.file}", the file ${who} uses: its network also takes plugins from the directory named after it, which run after the file's own, so a lace entry there would not run last`,
+      });
+      return [];
+    }
+    return [{ name: choice.file, usedBy: who }];
   }
 
   /** Chains one selected file, planning again when another writer won a race; the name written. */
@@ -375,10 +446,13 @@ export class Chainer {
     log.debug("Chaining pass ({why})", { why });
     if (this.#timer !== null) this.#timers.clearTimeout(this.#timer);
     this.#timer = null;
+    let result: PassResult;
+    let completed = true;
     try {
-      this.chainOnce();
+      result = this.chainOnce();
     } catch (error) {
-      this.#done([{
+      completed = false;
+      result = this.#done([{
         file: this.#o.confDir,
         level: "warning",
         reason: "failed",
@@ -387,8 +461,18 @@ export class Chainer {
         }; retrying`,
       }], []);
     }
+    try {
+      this.#o.onPass?.(result, completed);
+    } catch (error) {
+      log.warning("Reporting a chaining pass failed: {error}", { error: String(error) });
+    }
+    const failed = result.reports.some((r) => r.reason === "failed");
     this.#ensureWatch();
-    this.#timer = this.#timers.setTimeout(() => this.#pass("resync"), this.#o.resyncMs ?? 10_000);
+    this.#failures = failed ? this.#failures + 1 : 0;
+    const delay = failed
+      ? backoffDelay(this.#failures, this.#o.backoff ?? RETRY_BACKOFF)
+      : this.#o.resyncMs ?? 10_000;
+    this.#timer = this.#timers.setTimeout(() => this.#pass(failed ? "retry" : "resync"), delay);
   }
 
   #ensureWatch(): void {
@@ -433,6 +517,15 @@ export class Chainer {
       this.#watcher?.close();
     } catch { /* already closed */ }
     await this.#watching;
+  }
+}
+
+/** Says in each warning about the runtime's file that the runtime uses it all the same. */
+function usedByRuntime(reports: FileReport[], runtime: string): void {
+  for (const r of reports) {
+    if (r.level !== "warning") continue;
+    r.message +=
+      `; ${runtime} uses this file, so new pods register only once the API shows their IP`;
   }
 }
 

@@ -69,7 +69,62 @@ Deno.test("Chainer leaves an unparsable file alone and reports it once", async (
   assert.equal(w.read("10-broken.conflist"), '{"plugins": [');
   const unparsable = w.reports.filter((r) => r.reason === "unparsable");
   assert.equal(unparsable.length, 1);
-  assert.match(unparsable[0].message, /10-broken\.conflist.*not valid JSON/);
+  assert.match(unparsable[0].message, /skips "10-broken\.conflist" \(not JSON: /);
+  const none = w.reports.filter((r) => r.reason === "no-runtime-file");
+  assert.equal(none.length, 1);
+  assert.match(none[0].message, /^Nothing to chain: .* can load none of the 1 configuration files/);
+});
+
+/** A directory whose first file the network plugin was cutting off mid-write. */
+const FIRST_INVALID = { "05-cilium.conflist": CALICO.slice(0, 80), "10-flannel.conflist": FLANNEL };
+
+Deno.test("Chainer under containerd's rule chains nothing when the first file is invalid, and says why", async () => {
+  await using w = await world(FIRST_INVALID);
+  const pass = w.make({ runtime: () => "containerd" }).chainOnce();
+  assert.deepStrictEqual(pass.chained, []);
+  assert.equal(w.read("10-flannel.conflist"), FLANNEL, "containerd does not use it");
+  assert.equal(w.read("05-cilium.conflist"), FIRST_INVALID["05-cilium.conflist"]);
+  assert.deepStrictEqual(w.reports.map((r) => [r.level, r.reason]), [[
+    "warning",
+    "no-runtime-file",
+  ]]);
+  assert.match(
+    w.reports[0].message,
+    /containerd loads only the first file, "05-cilium\.conflist", and fails on it .* no new pod gets a network/,
+  );
+});
+
+Deno.test("Chainer under CRI-O's rule chains the next file it loads when the first is invalid", async () => {
+  await using w = await world(FIRST_INVALID);
+  const pass = w.make({ runtime: () => "crio" }).chainOnce();
+  assert.deepStrictEqual(pass.chained, ["10-flannel.conflist"]);
+  assert.equal(w.laces("10-flannel.conflist"), 1);
+  assert.deepStrictEqual(w.reports.map((r) => [r.file, r.reason]), [
+    ["05-cilium.conflist", "unparsable"],
+    ["10-flannel.conflist", "chained"],
+  ]);
+  assert.match(
+    w.reports[0].message,
+    /^CRI-O skips "05-cilium\.conflist" \(not JSON: .*\) and uses "10-flannel\.conflist"/,
+  );
+});
+
+Deno.test("Chainer reports the runtime's file it cannot chain, and chains no other in its place", async () => {
+  // CRI-O loads a list without cniVersion (0.1.0 to libcni); Lace's plugin cannot be chained there.
+  await using w = await world({
+    "10-old.conflist": `{"name":"old","plugins":[{"type":"bridge"}]}`,
+    "20-calico.conflist": CALICO,
+  });
+  const pass = w.make({ runtime: () => "crio" }).chainOnce();
+  assert.deepStrictEqual(pass.chained, []);
+  assert.equal(w.read("20-calico.conflist"), CALICO);
+  assert.deepStrictEqual(w.reports.map((r) => [r.file, r.level, r.reason]), [
+    ["10-old.conflist", "warning", "unparsable"],
+  ]);
+  assert.match(
+    w.reports[0].message,
+    /"10-old\.conflist" has no cniVersion string; .*CRI-O uses this file, so new pods register only once the API shows their IP$/,
+  );
 });
 
 Deno.test("Chainer chains a file the network plugin rewrote again on the directory's event, not at the resync", async () => {
@@ -196,21 +251,29 @@ Deno.test("Four agent processes chaining one directory at once keep one entry an
   assert.equal(w.read("10-calico.conflist"), CALICO.replace('"mtu": 0', '"mtu": 1439'));
 });
 
-Deno.test("Chainer reports a pass that fails (its state directory unusable) once, and retries", async () => {
+Deno.test("Chainer reports a failing pass once, retries it after 1, 2 and 4 s, and resyncs every 10 s once it works", async () => {
   await using w = await world({ "10-flannel.conflist": FLANNEL });
   const stateDir = join(w.root, "not-a-dir", "state");
   await Deno.writeTextFile(join(w.root, "not-a-dir"), "");
   const { clock, timers } = fakeTime();
-  const chainer = w.make({ stateDir, timers, resyncMs: 20 });
+  const passes: [number, boolean][] = [];
+  const chainer = w.make({
+    stateDir,
+    timers,
+    resyncMs: 10_000,
+    onPass: (r) => passes.push([clock.now, r.reports.some((x) => x.reason === "failed")]),
+  });
   try {
     chainer.start();
-    // Five more passes, each failing the same way: still one report.
-    clock.tick(100);
-    assert.equal(w.reports.filter((r) => r.reason === "failed").length, 1);
+    clock.tick(7000);
+    assert.deepStrictEqual(passes, [[0, true], [1000, true], [3000, true], [7000, true]]);
+    assert.equal(w.reports.filter((r) => r.reason === "failed").length, 1, "reported once");
+    assert.match(w.reports[0].message, /Chaining the lace plugin into .* failed: .*; retrying/);
     assert.equal(w.read("10-flannel.conflist"), FLANNEL, "nothing written without the lock");
     await Deno.remove(join(w.root, "not-a-dir"));
-    clock.tick(20);
-    assert.equal(w.laces("10-flannel.conflist"), 1, "the next pass chains");
+    clock.tick(8000 + 10_000);
+    assert.deepStrictEqual(passes.slice(4), [[15_000, false], [25_000, false]]);
+    assert.equal(w.laces("10-flannel.conflist"), 1);
   } finally {
     await chainer.stop();
   }

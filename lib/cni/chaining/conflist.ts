@@ -10,7 +10,7 @@
  * network's name and cniVersion, where Istio renames the network to
  * `k8s-pod-network` and pins cniVersion 0.3.1.
  */
-import { isObject } from "../../text/json.ts";
+import { isObject, nestedDeeperThan } from "../../text/json.ts";
 import { SUPPORTED_VERSIONS } from "../spec.ts";
 
 /** The plugin type the runtime runs as `<binDir>/lace`. */
@@ -23,6 +23,14 @@ export const CHAINED_BY_KEY = "chainedBy";
 export const CHAINED_BY = "lace-agent";
 /** A configuration file larger than this is not a network configuration: it is left alone. */
 export const MAX_CONFIG_BYTES = 1024 * 1024;
+/**
+ * Nesting past this is refused, not chained: rendering it back would overflow the stack. Real
+ * configurations nest a few levels; the runtimes' Go parser takes up to 10,000.
+ */
+export const MAX_CONFIG_DEPTH = 64;
+
+/** A file the runtime may load but Lace will not rewrite (nested too deep to write back). */
+class ConfigRefusedError extends TypeError {}
 
 /** What the agent appends: the socket and, where configured for the file, the network. */
 export interface LaceEntry {
@@ -68,6 +76,11 @@ export function parseConfig(name: string, bytes: Uint8Array): ParsedConfig {
     throw new TypeError(`"${name}" is not valid JSON: ${(e as Error).message}`);
   }
   if (!isObject(raw)) throw new TypeError(`"${name}" is not a JSON object`);
+  if (nestedDeeperThan(raw, MAX_CONFIG_DEPTH)) {
+    throw new ConfigRefusedError(
+      `"${name}" nests more than ${MAX_CONFIG_DEPTH} levels deep, which Lace does not rewrite (the runtime may still load it)`,
+    );
+  }
   const version = raw.cniVersion;
   if (typeof version !== "string" || version === "") {
     throw new TypeError(`"${name}" has no cniVersion string`);
@@ -153,7 +166,8 @@ export function chainConfig(name: string, bytes: Uint8Array, entry: LaceEntry): 
   try {
     parsed = parseConfig(name, bytes);
   } catch (e) {
-    return { kind: "unparsable", error: (e as Error).message };
+    const kind = e instanceof ConfigRefusedError ? "refused" : "unparsable";
+    return { kind, error: (e as Error).message };
   }
   const { list, single } = parsed;
   const version = list.cniVersion as string;

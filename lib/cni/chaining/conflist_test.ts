@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
-import { BRIDGE_CONF, CALICO, CILIUM, FLANNEL, MULTUS } from "./_fixtures.ts";
+import { BRIDGE_CONF, CALICO, CILIUM, deeplyNested, FLANNEL, MULTUS } from "./_fixtures.ts";
 import {
   chainConfig,
   CHAINED_BY,
   type LaceEntry,
+  MAX_CONFIG_DEPTH,
   parseConfig,
   sameWithoutLace,
   unchainConfig,
@@ -148,6 +149,33 @@ Deno.test("chainConfig refuses a cniVersion the plugin does not support: chained
   const r = chainConfig("10-flannel.conflist", enc(old), ENTRY);
   assert.deepStrictEqual(r.kind, "refused");
   if (r.kind === "refused") assert.match(r.error, /0\.2\.0/);
+});
+
+Deno.test("chainConfig refuses a list nested 9,000 levels deep inside a plugin field, without throwing", () => {
+  const r = chainConfig("10-flannel.conflist", enc(deeplyNested()), ENTRY);
+  assert.deepStrictEqual(r.kind, "refused");
+  if (r.kind === "refused") {
+    assert.match(r.error, /"10-flannel\.conflist" nests more than 64 levels deep/);
+  }
+  assert.deepStrictEqual(
+    unchainConfig("10-flannel.conflist", enc(deeplyNested())).kind,
+    "unparsable",
+  );
+  assert.deepStrictEqual(
+    sameWithoutLace(
+      { name: "a.conflist", bytes: enc(deeplyNested()) },
+      { name: "a.conflist", bytes: enc(deeplyNested()) },
+    ),
+    false,
+  );
+});
+
+Deno.test("chainConfig still chains a list nested exactly as deep as it takes", () => {
+  // The list, plugins, the plugin, delegate and options: four levels above the brackets.
+  const r = chainConfig("10-flannel.conflist", enc(deeplyNested(MAX_CONFIG_DEPTH - 4)), ENTRY);
+  assert.deepStrictEqual(r.kind, "write");
+  const over = chainConfig("10-flannel.conflist", enc(deeplyNested(MAX_CONFIG_DEPTH - 3)), ENTRY);
+  assert.deepStrictEqual(over.kind, "refused");
 });
 
 Deno.test("unchainConfig leaves a hand-chained lace and reports nothing to take out", () => {

@@ -38,7 +38,9 @@ export interface Report {
     /** A record of the state file that is not the agent's data (a path, a damaged field). */
     | "bad-record"
     /** Another writer changed the file between every read and write of a pass. */
-    | "raced";
+    | "raced"
+    /** The runtime uses no file of the directory (none it can load): nothing to chain. */
+    | "no-runtime-file";
   message: string;
 }
 

@@ -1,9 +1,9 @@
 /**
- * Which configuration files of the CNI directory the agent chains into: by
- * default the one the runtime uses (the first name in byte order among
- * `.conf`, `.conflist` and `.json`, as libcni's ConfFiles sorted by containerd
- * and CRI-O gives it), or every file matching a configured list of names and
- * globs, each with its own network where one is given. Pure.
+ * Which configuration files of the CNI directory the agent chains into when
+ * they are configured: every file matching a list of names and globs, each
+ * with its own network where one is given (by default the agent chains the
+ * file the runtime uses, which runtime_file.ts picks by the runtime's rule).
+ * Pure.
  */
 import { GIVE_ANNOTATED_NAME, networkNameProblem } from "../../probe/network_name.ts";
 import { isConfigName } from "./conflist.ts";
@@ -20,6 +20,8 @@ export interface Selected {
   name: string;
   network?: string;
   networkId?: number;
+  /** The runtime that uses the file, when its rule picked it (runtime_file.ts). */
+  usedBy?: string;
 }
 
 /** Names compared as Go's sort.Strings does (bytewise). */
@@ -80,13 +82,11 @@ export function globMatch(pattern: string, name: string): boolean {
 }
 
 /**
- * The files to chain among the directory's `names`: with no targets, the
- * runtime's file; otherwise each configuration file matching a target (the
- * first matching target gives its network), in byte order.
+ * The files to chain among the directory's `names`: each configuration file
+ * matching a target (the first matching target gives its network), in byte order.
  */
 export function selectFiles(names: string[], targets: ChainTarget[]): Selected[] {
   const configs = names.filter(isConfigName).sort(byteOrder);
-  if (targets.length === 0) return configs.length ? [{ name: configs[0] }] : [];
   const selected: Selected[] = [];
   for (const name of configs) {
     const target = targets.find((t) => globMatch(t.pattern, name));

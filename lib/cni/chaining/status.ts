@@ -15,6 +15,8 @@ import {
   stateProblems,
 } from "./files.ts";
 import { selectFiles } from "./select.ts";
+import { type RuntimeChoice, runtimeFileIn } from "./runtime_file.ts";
+import { type ContainerRuntime, runtimeName } from "./runtimes.ts";
 
 export type ChainState =
   /** The runtime's file chains the agent's `lace` entry. */
@@ -22,7 +24,10 @@ export type ChainState =
   /** The runtime's file chains a `lace` entry someone wrote by hand. */
   | "hand-chained"
   | "not-chained"
+  /** The runtime's file is one Lace cannot parse or chain (the runtime loads it). */
   | "unparsable"
+  /** The runtime can use no file of the directory (containerd: the first is invalid). */
+  | "unusable"
   /** No configuration file (yet): the network plugin has not written one. */
   | "no-config"
   | "unreadable";
@@ -44,10 +49,15 @@ export interface ChainStatus {
 }
 
 /**
- * What the runtime's configuration in `confDir` says about `lace`, and, with
- * `stateDir`, whether the agent's state there may be trusted.
+ * What the runtime's configuration in `confDir` says about `lace`, the runtime's
+ * file chosen by `runtime`'s rule (runtime_file.ts; undefined: CRI-O's), and,
+ * with `stateDir`, whether the agent's state there may be trusted.
  */
-export function chainStatus(confDir: string, stateDir?: string): ChainStatus {
+export function chainStatus(
+  confDir: string,
+  stateDir?: string,
+  runtime?: ContainerRuntime,
+): ChainStatus {
   let dir: string;
   let names: string[];
   const problems = stateDir ? stateProblems(stateDir) : [];
@@ -67,13 +77,26 @@ export function chainStatus(confDir: string, stateDir?: string): ChainStatus {
   if (dirProblem) problems.unshift(dirProblem);
   const naming: string[] = [];
   const states = new Map<string, ChainState>();
-  const [runtime] = selectFiles(names, []);
+  const errors = new Map<string, string>();
+  let choice: RuntimeChoice;
+  try {
+    choice = runtimeFileIn(dir, runtime);
+  } catch (e) {
+    return {
+      dir: confDir,
+      state: "unreadable",
+      naming,
+      message: `${confDir} cannot be read: ${(e as Error).message}`,
+      problems,
+    };
+  }
+  const who = runtimeName(runtime);
   for (const { name } of selectFiles(names, [{ pattern: "*" }])) {
     const file = readConfig(dir, name);
     if (!file) continue;
-    if (file.unsafe && name === runtime?.name) {
+    if (file.unsafe && name === choice.file) {
       problems.push(
-        `${join(confDir, name)}, the configuration the runtime uses, ${file.unsafe}: the agent ` +
+        `${join(confDir, name)}, the configuration ${who} uses, ${file.unsafe}: the agent ` +
           "does not chain it",
       );
     }
@@ -90,28 +113,33 @@ export function chainStatus(confDir: string, stateDir?: string): ChainStatus {
           ? "chained"
           : "hand-chained",
       );
-    } catch {
+    } catch (e) {
       states.set(name, "unparsable");
+      errors.set(name, (e as Error).message);
     }
   }
-  if (!runtime) {
+  if (!choice.file) {
     return {
       dir: confDir,
-      state: "no-config",
+      state: choice.none ? "unusable" : "no-config",
       naming,
-      message: `${confDir} holds no CNI configuration`,
+      message: choice.none ?? `${confDir} holds no CNI configuration`,
       problems,
     };
   }
-  const state = states.get(runtime.name) ?? "unreadable";
-  const path = join(confDir, runtime.name);
-  const message = {
+  const state = states.get(choice.file) ?? "unreadable";
+  const path = join(confDir, choice.file);
+  const skipped = choice.skipped.map((s) => `${who} skips "${s.name}" (${s.error}); `).join("");
+  const message = skipped + {
     chained: `${path} chains the lace plugin (written by the agent)`,
     "hand-chained": `${path} chains the lace plugin (written by hand)`,
-    "not-chained": `${path}, the configuration the runtime uses, does not chain the lace plugin`,
-    unparsable: `${path}, the configuration the runtime uses, cannot be parsed`,
+    "not-chained": `${path}, the configuration ${who} uses, does not chain the lace plugin`,
+    unparsable: `${path}, the configuration ${who} uses, is one Lace cannot chain: ${
+      errors.get(choice.file)
+    }`,
+    unusable: "",
     "no-config": "",
     unreadable: `${path} cannot be read`,
   }[state];
-  return { dir: confDir, file: runtime.name, state, naming, message, problems };
+  return { dir: confDir, file: choice.file, state, naming, message, problems };
 }

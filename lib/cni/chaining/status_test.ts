@@ -21,7 +21,19 @@ const CASES: [string, Record<string, string>, string, string[]][] = [
   ]],
   ["chained by hand", { "10-f.conflist": chained() }, "hand-chained", ["10-f.conflist"]],
   ["not chained", { "10-f.conflist": FLANNEL }, "not-chained", []],
-  ["unparsable", { "10-f.conflist": "{" }, "unparsable", []],
+  ["unusable to the runtime", { "10-f.conflist": "{" }, "unusable", []],
+  [
+    "whose runtime file Lace cannot chain",
+    { "10-f.conflist": `{"name":"n","plugins":[{"type":"x"}]}`, "20-g.conflist": FLANNEL },
+    "unparsable",
+    [],
+  ],
+  [
+    "whose first file the runtime skips",
+    { "05-f.conflist": "{", "10-f.conflist": chained("lace-agent") },
+    "chained",
+    ["10-f.conflist"],
+  ],
   ["empty", {}, "no-config", []],
   [
     "a later file naming lace",
@@ -82,5 +94,25 @@ Deno.test("chainStatus names a configuration directory others may write, a symli
     assert.match(s.problems[2], /is a symbolic link/);
   } finally {
     await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("chainStatus by containerd's rule: a broken first file means no configuration at all", async () => {
+  const dir = await dirWith({ "05-f.conflist": "{", "10-f.conflist": chained("lace-agent") });
+  try {
+    const s = chainStatus(dir, undefined, "containerd");
+    assert.equal(s.state, "unusable");
+    assert.match(
+      s.message,
+      /^containerd loads only the first file, "05-f\.conflist", and fails on it/,
+    );
+    const crio = chainStatus(dir, undefined, "crio");
+    assert.equal(crio.state, "chained");
+    assert.match(
+      crio.message,
+      /^CRI-O skips "05-f\.conflist" \(not JSON: .*\); .*10-f\.conflist chains/,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
   }
 });
