@@ -102,8 +102,8 @@ export function addressPlacement(
  * (`attached`), where its views name others: the API's status.podIPs, which outrank them in the
  * merged view, still name the old sandbox's address until the kubelet reports the new one, while
  * the kubelet already probes the pod at the new one (its own status follows the sandbox). Held only
- * at the old address, the new one looked free: another network's ADD there was accepted, and the
- * kubelet's probes of this pod there were tagged into that network. Special addresses are left
+ * at the old address, the new one would look free: another network's ADD there would be accepted,
+ * and the kubelet's probes of this pod there tagged into that network. Special addresses are left
  * out as everywhere (podAddresses). The same object when nothing is added.
  */
 function withAttachedAddresses(

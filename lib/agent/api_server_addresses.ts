@@ -30,8 +30,8 @@ const defaultLog = getLogger(["lace", "agent", "api-server-addresses"]);
 
 /**
  * How often every source is read again: every 5 min, as the API server's addresses seldom change
- * and every node's agent reads them (3 reads: at 5,000 nodes 50 reads a second, where every 30 s
- * was 500; a watch of the three objects would cost less still).
+ * and every node's agent reads them (3 reads: at 5,000 nodes 50 reads a second; a watch of the
+ * three objects would cost less still).
  */
 export const API_SERVER_REFRESH_MS = 300_000;
 /** How soon after a refresh in which a source failed every source is read again. */

@@ -59,7 +59,7 @@ export async function clusterParts(
     );
   }
   if (config.useApi) {
-    // Loaded only here: the Kubernetes client costs ~30 MiB of RSS as its bundle, ~70 without
+    // Loaded only here: the Kubernetes client costs tens of MiB of RSS, even as its bundle
     // (bench/RESULTS.md, figure 4).
     const { ApiPodSource } = await import("../pods/api_source.ts");
     const { loadKubeConfig } = await import("../kube/client.ts");

@@ -80,7 +80,7 @@ export interface AgentCoreOptions extends ProblemHooks {
    * before would otherwise answer for up to its TTL.
    */
   hostAddresses?: (o?: { fresh?: boolean }) => ReadonlySet<string>;
-  /** How often the node's own addresses are read between reconciles (default 1 s). */
+  /** How often the node's own addresses are read between reconciles (HOST_ADDRESS_CHECK_MS). */
   hostAddressCheckMs?: number;
   /** A CNI ADD refused because it brings an address outside every --pod-cidrs range (for Events). */
   onOutsidePodRangesRefused?: (attachment: Attachment, address: string) => void;

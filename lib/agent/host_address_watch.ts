@@ -4,9 +4,9 @@
  * them back) without waiting for the periodic resync (5 min by default). The set is read again
  * every `intervalMs` and compared with the set the last reconcile held; polling rather than a
  * netlink subscription, which would have to follow the kubelet's namespace and be kept alive.
- * 5 s, not 1 s: a read of the kubelet's namespace is only ~80 µs, but each is a wake-up of the
- * agent's thread, and at 1 s an idle agent woke 1.35 times a second more than a 1 Hz timer
- * (bench figure 4's goal: at most 1; 0.2 before the check).
+ * Every 5 s, not every second: a read of the kubelet's namespace is cheap, but each is a wake-up
+ * of the agent's thread, and bench figure 4's goal allows an idle agent at most one wake-up a
+ * second more than a 1 Hz timer.
  */
 import { getLogger } from "@logtape/logtape";
 import type { Timers } from "../time/timers.ts";

@@ -49,7 +49,7 @@ export interface HttpLimits {
   maxConnections: number;
   /**
    * Connections open at once from one TCP source address, under the same rule: a pod on the
-   * node's network cannot hold the listener's every connection (issue 24, finding 1).
+   * node's network cannot hold the listener's every connection.
    */
   maxConnectionsPerPeer: number;
   /**
@@ -62,7 +62,7 @@ export interface HttpLimits {
   /**
    * A head still incomplete after two reads is read no more often than this (ms): the kernel
    * gathers what arrives meanwhile. Every read costs the agent's only thread, and a client
-   * sending one byte per packet would otherwise buy one read per byte (issue 24, finding 1).
+   * sending one byte per packet would otherwise buy one read per byte.
    * A scraper's or the kubelet's head arrives in one read.
    */
   headReadPaceMs: number;

@@ -4,7 +4,7 @@
  * nothing that names a pod, an address or a network. The health listener
  * (`--health-addr`, loopback only) serves liveness and readiness alone, for
  * the kubelet's probes of the agent: every pod can reach the node's IP, and
- * health must never depend on what tenants can reach (issue 24, finding 1).
+ * health must never depend on what tenants can reach.
  * The local surface, a root-only unix socket (`--agent-socket`), serves
  * everything plus the agent's view of its targets for `lace targets` and
  * `lace doctor`: who can read it could map every tenant's pods on the node.
@@ -175,9 +175,9 @@ type SurfaceOptions = Omit<HttpListenerOptions, "name">;
 
 /**
  * How long the node listener answers /metrics with the same exposition text. Every pod can ask
- * it, and a render reads the BPF maps (system calls) and formats every series: 64 connections
- * each asking twice a second took a fifth of a core and stretched health answers from under
- * 1 ms to 58 ms at p99 (issue 24, finding 1). A scraper every 15 s sees at most 1 s of delay.
+ * it, and a render reads the BPF maps (system calls) and formats every series: pods asking
+ * several times a second would take much of a core and stretch the health answers. A scraper
+ * every 15 s sees at most 1 s of delay.
  */
 export const NODE_METRICS_TTL_MS = 1000;
 

@@ -28,10 +28,10 @@ export class HttpRequestError extends Error {
  * A connection's bytes until a request head is complete, in time linear in
  * the bytes received: each read is copied once into a buffer that grows by
  * doubling, and the search for the blank line resumes where the last one
- * stopped. Copying and rescanning the whole pending head on every read cost
- * 353 ms of the agent's only thread for a 16 KiB head sent one byte at a time
- * (issue 24, finding 1). Bytes after a head (a pipelined request) stay for the
- * next one.
+ * stopped. Copying and rescanning the whole pending head on every read would
+ * make a head sent one byte at a time cost the agent's only thread time
+ * quadratic in its length. Bytes after a head (a pipelined request) stay for
+ * the next one.
  */
 export class HeadBuffer {
   #buf = new Uint8Array(1024);

@@ -12,16 +12,14 @@
  * and the agent's own addresses together, logged, counted (lace_host_addresses_fallback) and
  * shown to `lace doctor`.
  *
- * Cost: a read is two cgroup.procs, three namespace links and the two files: 65 µs on a small
- * node, as much as the one cgroup.procs and two stats before the pid checks (side by side, load
- * 2.4; 79 µs against 48 µs for getifaddrs() at load 3.8), and fib_trie grows with the
- * routes (2 ms to parse 2,000 routes in two tables). It is asked for at every ADD and reconcile,
- * so the set read from one pid is kept for `ttlMs` (1 s; a cached answer costs 5.8 µs, the
- * cgroup.procs read). That is safe: the cgroup is listed at every call, so a pid gone (or reused
- * outside the cgroup) is never answered from the cache; the node's addresses are its
- * administrator's, not a tenant's; and an address the node gains counts at the next ADD at most
- * 1 s later, and for pods already there at the agent's check (host_address_watch.ts), which
- * reads past the cache every 5 s.
+ * Cost: a read is two cgroup.procs, three namespace links and the two files, of the order of a
+ * getifaddrs(), and fib_trie grows with the routes. It is asked for at every ADD and reconcile,
+ * so the set read from one pid is kept for `ttlMs` (a cached answer costs the cgroup.procs
+ * read). That is safe: the cgroup is listed at every call, so a pid gone (or reused outside the
+ * cgroup) is never answered from the cache; the node's addresses are its administrator's, not a
+ * tenant's; and an address the node gains counts at the next ADD at most `ttlMs` later, and for
+ * pods already there at the agent's check (host_address_watch.ts), which reads past the cache
+ * every HOST_ADDRESS_CHECK_MS.
  */
 import { getLogger } from "@logtape/logtape";
 import { errorText } from "../text/error.ts";

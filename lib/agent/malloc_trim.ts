@@ -3,8 +3,7 @@
  * Loading the module graph (the Kubernetes client's thousand generated
  * modules above all) and the first pod list leave megabytes freed but still
  * held by glibc's allocator, which an idle agent would otherwise keep in its
- * RSS for good (about 7 MiB after importing the client alone,
- * bench/RESULTS.md).
+ * RSS for good.
  */
 import { getLogger } from "@logtape/logtape";
 import { libcSymbols } from "../libbpf/mod.ts";

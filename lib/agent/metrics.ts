@@ -4,12 +4,12 @@
  * scrape costs one per-CPU map lookup and nothing runs between scrapes.
  * They are served on the node's IP, which every pod can reach: no label names a
  * pod, an address or a network (networks appear by id, `network_id`); the
- * names stay on the root-only local socket (issue 24, finding 4).
+ * names stay on the root-only local socket.
  */
 import type { Counter, Gauge, Histogram, Registry } from "prom-client";
 // The four classes Lace uses, from their own files: prom-client's index also loads its push
 // gateway, default metrics and cluster aggregator (node:http, https, zlib, cluster, perf_hooks),
-// about 5 MiB of RSS in every agent for nothing it uses (bench/RESULTS.md).
+// megabytes of RSS in every agent for nothing it uses.
 import counterClass from "prom-client/lib/counter.js";
 import gaugeClass from "prom-client/lib/gauge.js";
 import histogramClass from "prom-client/lib/histogram.js";

@@ -10,7 +10,7 @@
  *
  * Left: the pid exiting, its number reused by a tenant's process, that one exiting and the number
  * reused once more by a process of the kubelet cgroup in the host's namespace, all within one
- * read (~80 µs): two wraps of the pid space.
+ * read, a fraction of a millisecond: two wraps of the pid space.
  */
 import { hostAddressSet } from "./host_addresses.ts";
 import { parseFibTrieLocal, parseIfInet6 } from "./proc_net_addresses.ts";

@@ -67,9 +67,9 @@ export function agentStatus(parts: StatusParts): StatusProvider {
   // /targets: the map's hits read in batches into an index over the read's buffers, a time slice
   // at a time, then each target's view made as it is written (a slice at a time too, by
   // jsonArrayResponse): the event loop runs in between and nothing but the buffers is held. One
-  // lookup per target cost a system call each, ~60% of a full map's answer. The read (~4 MB at
-  // a full map) is the map's every entry, as the answer is; requests that come while one is
-  // being read share it rather than each reading the map again.
+  // lookup per target would cost a system call each, most of a full map's answer. The read is the
+  // map's every entry, as the answer is; requests that come while one is being read share it
+  // rather than each reading the map again.
   const readHits = sharedFor(
     0,
     () => runInSlices(datapath.store.hitsInSteps(), new TimeSlice(SLICE_MS)),

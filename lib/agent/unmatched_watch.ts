@@ -30,7 +30,7 @@ export const UNKNOWN_NETWORK_ID = 0;
 /**
  * Kubelet connects into one network, for lace_probe_connects_total and
  * lace_probe_unmatched_total. By id, never by name: these series are served on
- * the node's IP, and a network's name is a tenant's (issue 24, finding 4).
+ * the node's IP, and a network's name is a tenant's.
  */
 export interface NetworkConnects {
   networkId: number;
@@ -98,8 +98,8 @@ export class UnmatchedWatch {
   /**
    * Writes the pod ranges when the agent's targets changed them. An unchanged
    * targets list (the same array: the core makes a new one per change) is not
-   * looked at again: at a full map, working the ranges out took ~190 ms at a
-   * stretch, every 5 s.
+   * looked at again: at a full map, working the ranges out holds the agent's
+   * thread for a long stretch, and the sync runs every few seconds.
    */
   syncRanges(): void {
     try {

@@ -6,9 +6,9 @@
  * After a few failures in a row the loop reports itself failing, so readiness,
  * a metric and a log line say that the listener no longer takes connections.
  *
- * A listener every pod can reach must not be held by one of them (issue 24,
- * finding 1): with `peer` and `maxPerPeer`, one source address holds at most
- * that many connections; at either cap the oldest idle connection (a
+ * A listener every pod can reach must not be held by one of them: with `peer`
+ * and `maxPerPeer`, one source address holds at most that many connections; at
+ * either cap the oldest idle connection (a
  * keep-alive waiting between requests, which loses nothing when closed) makes
  * room for the new one, and only when none is idle is the new one refused.
  */

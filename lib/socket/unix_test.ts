@@ -1,5 +1,5 @@
 /**
- * Issue 24, finding 8: the chart's /run/lace is a hostPath the kubelet creates 0755 (its
+ * The chart's /run/lace is a hostPath the kubelet creates 0755 (its
  * DirectoryOrCreate), so the agent makes its socket directory root's alone before it listens.
  */
 import assert from "node:assert/strict";
