@@ -5,7 +5,7 @@
  * scripts/install_helm.sh; without it these tests are skipped.
  */
 import assert from "node:assert/strict";
-import { helmTest, type Manifest, only, render } from "./helpers/helm.ts";
+import { helmTest, type Manifest, only, refusal, render } from "./helpers/helm.ts";
 
 const HOST_POLICY = "lace-probe-host";
 const ANNOTATION_POLICY = "lace-network-annotations";
@@ -86,14 +86,44 @@ helmTest("the network annotation policy follows the annotation keys and writers"
     "node.annotations.network=example.com/net",
     "node.annotations.networkId=example.com/net-id",
     'admissionPolicy.networkAnnotationWriters:=["system:serviceaccount:net:plugin","alice"]',
-    'admissionPolicy.validationActions:=["Warn","Audit"]',
   ]);
   const vars = variablesOf(only(manifests, "ValidatingAdmissionPolicy", ANNOTATION_POLICY));
   assert.deepEqual(JSON.parse(vars.keys), ["example.com/net", "example.com/net-id"]);
   assert.deepEqual(JSON.parse(vars.writers), ["system:serviceaccount:net:plugin", "alice"]);
-  const binding = only(manifests, "ValidatingAdmissionPolicyBinding", ANNOTATION_POLICY);
-  assert.deepEqual(binding.spec.validationActions, ["Warn", "Audit"]);
   const none = await render(h, ["admissionPolicy.networkAnnotationWriters:=[]"]);
   const noWriters = variablesOf(only(none, "ValidatingAdmissionPolicy", ANNOTATION_POLICY));
   assert.deepEqual(JSON.parse(noWriters.writers), []);
 });
+
+helmTest(
+  "each admission policy's binding takes its own validationActions, so one can warn while the other denies",
+  async (h) => {
+    const actions = (manifests: Manifest[]) =>
+      [HOST_POLICY, ANNOTATION_POLICY].map((name) =>
+        only(manifests, "ValidatingAdmissionPolicyBinding", name).spec.validationActions
+      );
+    assert.deepEqual(actions(await render(h)), [["Deny"], ["Deny"]]);
+    const staged = await render(h, [
+      'admissionPolicy.validationActions.probeHost:=["Warn","Audit"]',
+    ]);
+    assert.deepEqual(actions(staged), [["Warn", "Audit"], ["Deny"]]);
+    const other = await render(h, [
+      'admissionPolicy.validationActions.networkAnnotations:=["Audit"]',
+    ]);
+    assert.deepEqual(actions(other), [["Deny"], ["Audit"]]);
+  },
+);
+
+helmTest(
+  "helm refuses one validationActions list for both policies, and Deny with Warn, naming the key",
+  async (h) => {
+    const both = await refusal(h, ['admissionPolicy.validationActions:=["Warn","Audit"]']);
+    assert.match(both, /admissionPolicy\/validationActions': got array, want object/, both);
+    const denyWarn = await refusal(h, [
+      'admissionPolicy.validationActions.probeHost:=["Deny","Warn"]',
+    ]);
+    assert.match(denyWarn, /admissionPolicy\/validationActions\/probeHost/, denyWarn);
+    const unknown = await refusal(h, ["admissionPolicy.validationActions.probes={Deny}"]);
+    assert.match(unknown, /additional propert.*probes/i);
+  },
+);

@@ -4,7 +4,12 @@
  * ServiceAccount exactly the access the agent uses.
  */
 import assert from "node:assert/strict";
-import { AuthorizationV1Api, type V1ResourceAttributes } from "@kubernetes/client-node";
+import {
+  AuthorizationV1Api,
+  CoreV1Api,
+  type V1DaemonSet,
+  type V1ResourceAttributes,
+} from "@kubernetes/client-node";
 import { type ControlPlane, startControlPlane } from "./kube/fixture.ts";
 import { applyObjects, helmTemplate } from "./kube/helm.ts";
 import { chartOnControlPlaneUnavailableReason } from "./kube/tools.ts";
@@ -21,17 +26,17 @@ async function installChart(cp: ControlPlane, set: string[]) {
   return { objects, created: await applyObjects(cp.adminConfig(), objects, NAMESPACE) };
 }
 
-/** Asks the API server whether ServiceAccount `name` of NAMESPACE may do what `attributes` say. */
-function accessOf(cp: ControlPlane, name: string) {
+/** Asks the API server whether ServiceAccount `name` of `namespace` may do what `attributes` say. */
+function accessOf(cp: ControlPlane, name: string, namespace = NAMESPACE) {
   const authz = cp.adminConfig().makeApiClient(AuthorizationV1Api);
   return async (attributes: V1ResourceAttributes) =>
     (await authz.createSubjectAccessReview({
       body: {
         spec: {
-          user: `system:serviceaccount:${NAMESPACE}:${name}`,
+          user: `system:serviceaccount:${namespace}:${name}`,
           groups: [
             "system:serviceaccounts",
-            `system:serviceaccounts:${NAMESPACE}`,
+            `system:serviceaccounts:${namespace}`,
             "system:authenticated",
           ],
           resourceAttributes: attributes,
@@ -199,5 +204,70 @@ Deno.test({
         );
       }
     }
+  },
+});
+
+Deno.test({
+  name:
+    `the namespace the chart creates admits the agent's pod at the privileged Pod Security level, which a baseline namespace refuses${suffix}`,
+  ignore: skipIf(unavailable),
+  async fn() {
+    await using cp = await startControlPlane();
+    // The release in one namespace, the agent in the one the chart creates (namespaceOverride).
+    const objects = await helmTemplate({
+      namespace: "releases",
+      release: "rel",
+      set: [
+        "namespaceOverride=agents",
+        "createNamespace=true",
+        "fullnameOverride=fx",
+        "admissionPolicy.enabled=false",
+      ],
+    });
+    const created = await applyObjects(cp.adminConfig(), objects, "releases");
+    assert.deepEqual(created.map((o) => o.kind).sort(), objects.map((o) => o.kind).sort());
+    assert.equal(created[0].kind, "Namespace", "helm orders the namespace first");
+    // Its RBAC names the ServiceAccount where it is.
+    const access = accessOf(cp, "fx", "agents");
+    assert.equal(await access({ verb: "watch", resource: "pods" }), true);
+    assert.equal(
+      await access({
+        verb: "get",
+        group: "apps",
+        resource: "daemonsets",
+        namespace: "agents",
+        name: "fx",
+      }),
+      true,
+    );
+    // The DaemonSet's pod, as its controller would create it, checked by Pod Security admission.
+    const ds = created.find((o) => o.kind === "DaemonSet") as V1DaemonSet;
+    const core = cp.adminConfig().makeApiClient(CoreV1Api);
+    const agentPod = (namespace: string) => ({
+      metadata: { name: "agent", namespace, labels: ds.spec!.template.metadata!.labels },
+      spec: ds.spec!.template.spec!,
+    });
+    await core.createNamespacedPod({ namespace: "agents", body: agentPod("agents") });
+    await cp.createNamespace("tenants");
+    await core.patchNamespace({
+      name: "tenants",
+      body: [{
+        op: "add",
+        path: "/metadata/labels/pod-security.kubernetes.io~1enforce",
+        value: "baseline",
+      }],
+    });
+    await core.createNamespacedServiceAccount({
+      namespace: "tenants",
+      body: { metadata: { name: "fx" } },
+    });
+    const refused = await core.createNamespacedPod({
+      namespace: "tenants",
+      body: agentPod("tenants"),
+    }).then(() => undefined, (e) => e as { code?: number; body?: string });
+    assert.equal(refused?.code, 403, "the baseline namespace admitted the agent's pod");
+    const message = JSON.parse(String(refused?.body)).message;
+    assert.match(message, /violates PodSecurity "baseline:latest"/, message);
+    assert.match(message, /host namespaces \(hostNetwork=true, hostPID=true\)/, message);
   },
 });

@@ -112,10 +112,13 @@ helmTest(
 );
 
 helmTest(
-  "netcheck in the release's own namespace, or extra flags the chart sets, are refused",
+  "netcheck in the agent's namespace, or extra flags the chart sets, are refused",
   async (h) => {
     let stderr = await refusal(h, [...ON, "netcheck.namespace=lace-system"]);
-    assert.match(stderr, /netcheck.namespace must not be the release's namespace "lace-system"/);
+    assert.match(stderr, /netcheck.namespace must not be the agent's namespace "lace-system"/);
+    // The agent's namespace is namespaceOverride's when it is set.
+    stderr = await refusal(h, [...ON, "namespaceOverride=agents", "netcheck.namespace=agents"]);
+    assert.match(stderr, /netcheck.namespace must not be the agent's namespace "agents"/);
     stderr = await refusal(h, [...ON, "netcheck.extraArgs={--namespace=kube-system}"]);
     assert.match(stderr, /netcheck.extraArgs must not set "--namespace=kube-system"/);
     stderr = await refusal(h, [...ON, "netcheck.extraArgs={--owner-configmap=other}"]);

@@ -67,6 +67,7 @@ helmTest(
     assert.equal(envOf(c, "LACE_HEALTH_ADDR"), "127.0.0.1:9809");
     assert.deepEqual(c.livenessProbe.httpGet, { host: "127.0.0.1", path: "/healthz", port: 9809 });
     assert.deepEqual(c.readinessProbe.httpGet, { host: "127.0.0.1", path: "/readyz", port: 9809 });
+    assert.deepEqual(c.startupProbe.httpGet, { host: "127.0.0.1", path: "/healthz", port: 9809 });
 
     const moved = agent(
       await render(h, ["node.metricsHost=[::]", "node.metricsPort=9900", "node.healthPort=9901"]),
@@ -74,6 +75,7 @@ helmTest(
     assert.equal(envOf(moved, "LACE_METRICS_ADDR"), "[::]:9900");
     assert.equal(envOf(moved, "LACE_HEALTH_ADDR"), "127.0.0.1:9901");
     assert.equal(moved.livenessProbe.httpGet.port, 9901);
+    assert.equal(moved.startupProbe.httpGet.port, 9901);
   },
 );
 

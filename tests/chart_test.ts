@@ -20,6 +20,7 @@ import {
   helmTest,
   type Manifest,
   mountOf,
+  only,
   podSpec,
   refusal,
   render,
@@ -46,7 +47,10 @@ helmTest("helm refuses values that break the schema", async (h) => {
     [["node.probeMark=0x0"], /probeMark/],
     [["node.cni.binDir=opt/cni/bin"], /binDir/],
     [["capabilities={CAP_BPF}"], /capabilities/],
-    [['admissionPolicy.validationActions:=["Deny","Warn"]'], /validationActions/],
+    [
+      ['admissionPolicy.validationActions.networkAnnotations:=["Deny","Warn"]'],
+      /validationActions/,
+    ],
     [["privileged=maybe"], /privileged/],
     [["nodes.pinPath=/sys/fs/bpf/x"], /additional propert.*nodes/i],
     [['admissionPolicy.networkAnnotationWriters:=["a b"]'], /networkAnnotationWriters/],
@@ -60,6 +64,31 @@ helmTest("helm refuses values that break the schema", async (h) => {
     assert.match(stderr, message, overrides.join(" "));
   }
 });
+
+helmTest("the DaemonSet keeps revisionHistoryLimit old revisions for a rollback", async (h) => {
+  assert.equal(only(await render(h), "DaemonSet").spec.revisionHistoryLimit, 10);
+  const three = only(await render(h, ["revisionHistoryLimit=3"]), "DaemonSet");
+  assert.equal(three.spec.revisionHistoryLimit, 3);
+  assert.match(await refusal(h, ["revisionHistoryLimit=-1"]), /revisionHistoryLimit/);
+});
+
+helmTest(
+  "a startup probe on the loopback /healthz gives the agent minutes to start, and liveness and readiness start right after it",
+  async (h) => {
+    const c = agent(await render(h));
+    assert.deepEqual(c.startupProbe.httpGet, { host: "127.0.0.1", path: "/healthz", port: 9809 });
+    const { periodSeconds, failureThreshold } = c.startupProbe;
+    assert.ok(periodSeconds * failureThreshold >= 180, `${periodSeconds} s x ${failureThreshold}`);
+    assert.ok(periodSeconds <= 2, "a started agent waits at most 2 s for its readiness probe");
+    // The startup probe holds both back until it passes: no delay of their own.
+    assert.equal(c.livenessProbe.initialDelaySeconds, undefined);
+    assert.equal(c.readinessProbe.initialDelaySeconds, undefined);
+    const longer = agent(await render(h, ["startupProbe.failureThreshold=300"]));
+    assert.equal(longer.startupProbe.failureThreshold, 300);
+    // Kubernetes takes only 1 for a startup probe's successThreshold: refused at install.
+    assert.match(await refusal(h, ["startupProbe.successThreshold=2"]), /startupProbe/);
+  },
+);
 
 helmTest("a health port equal to the metrics port is refused with a reason", async (h) => {
   const stderr = await refusal(h, ["node.healthPort=9808"]);

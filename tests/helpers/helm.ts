@@ -56,14 +56,20 @@ export async function helm(binary: string, args: string[]): Promise<HelmResult> 
   return { code: out.code, stdout: decoder.decode(out.stdout), stderr: decoder.decode(out.stderr) };
 }
 
+/** The release rendered: its name and namespace (lace in lace-system unless given). */
+export interface Release {
+  name?: string;
+  namespace?: string;
+}
+
 /** `helm template` arguments for --set style overrides (`key=value`, `key:=json` for --set-json). */
-export function templateArgs(overrides: string[] = []): string[] {
+export function templateArgs(overrides: string[] = [], release: Release = {}): string[] {
   const args = [
     "template",
-    "lace",
+    release.name ?? "lace",
     CHART,
     "--namespace",
-    "lace-system",
+    release.namespace ?? "lace-system",
     "--kube-version",
     KUBE_VERSION,
   ];
@@ -76,12 +82,30 @@ export function templateArgs(overrides: string[] = []): string[] {
 }
 
 /** Renders the chart and returns its manifests; throws with helm's message when it refuses. */
-export async function render(binary: string, overrides: string[] = []): Promise<Manifest[]> {
-  const result = await helm(binary, templateArgs(overrides));
+export async function render(
+  binary: string,
+  overrides: string[] = [],
+  release: Release = {},
+): Promise<Manifest[]> {
+  return parseManifests(await renderText(binary, overrides, release));
+}
+
+/** Renders the chart and returns helm's output; throws with helm's message when it refuses. */
+export async function renderText(
+  binary: string,
+  overrides: string[] = [],
+  release: Release = {},
+): Promise<string> {
+  const result = await helm(binary, templateArgs(overrides, release));
   if (result.code !== 0) {
     throw new Error(`helm template ${overrides.join(" ")} failed: ${result.stderr.trim()}`);
   }
-  const docs = parseAllDocuments(result.stdout);
+  return result.stdout;
+}
+
+/** The objects of helm's output (multi-document YAML). */
+export function parseManifests(text: string): Manifest[] {
+  const docs = parseAllDocuments(text);
   if (!Array.isArray(docs)) throw new Error("helm template printed no YAML documents");
   const manifests: Manifest[] = [];
   for (const doc of docs) {

@@ -7,7 +7,12 @@ import assert from "node:assert/strict";
 import { ApiException, CoreV1Api, type V1Container, type V1Pod } from "@kubernetes/client-node";
 import { startControlPlane } from "./fixture.ts";
 import { applyObjects, helmTemplate } from "./helm.ts";
-import { chartOnControlPlaneUnavailableReason, controlPlaneTestOptions } from "./tools.ts";
+import {
+  chartOnControlPlaneUnavailableReason,
+  controlPlaneTestOptions,
+  kubeToolPath,
+} from "./tools.ts";
+import { isExecutable } from "../helpers/executable.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 const policyTemplates = [
@@ -186,4 +191,68 @@ Deno.test({
   await t.step("a pod in an exempt namespace whose probe sets host is admitted", async () => {
     assert.deepEqual(await admit(core, "infra", liveness), { code: 200, message: "" });
   });
+});
+
+/** `kubectl create --dry-run=server` of `body` with `kubeconfig`: its exit code and stderr. */
+async function kubectlCreate(kubeconfig: string, namespace: string, body: V1Pod) {
+  const child = new Deno.Command(await kubeToolPath("kubectl"), {
+    args: ["--kubeconfig", kubeconfig, "-n", namespace, "create", "--dry-run=server", "-f", "-"],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  await writer.write(
+    new TextEncoder().encode(JSON.stringify({ apiVersion: "v1", kind: "Pod", ...body })),
+  );
+  await writer.close();
+  const out = await child.output();
+  return { code: out.code, stderr: new TextDecoder().decode(out.stderr) };
+}
+
+const kubectlMissing = isExecutable(await kubeToolPath("kubectl"))
+  ? undefined
+  : "kubectl is not built; run scripts/build_k8s_tools.sh kubectl";
+
+Deno.test({
+  name:
+    "staged as Warn and Audit, the probe host rule admits a pod that sets host with a warning kubectl prints, while the annotation rule still denies",
+  ...controlPlaneTestOptions(unavailable ?? kubectlMissing),
+}, async () => {
+  await using cp = await startControlPlane();
+  for (const name of ["lace-system", "apps"]) await cp.createNamespace(name);
+  const objects = await helmTemplate({
+    namespace: "lace-system",
+    showOnly: [
+      ...policyTemplates,
+      "templates/validatingadmissionpolicy-network-annotations.yaml",
+      "templates/validatingadmissionpolicybinding-network-annotations.yaml",
+    ],
+    set: ["admissionPolicy.validationActions.probeHost={Warn,Audit}"],
+  });
+  await applyObjects(cp.adminConfig(), objects, "lace-system");
+  const liveness = pod("liveness", {
+    containers: [
+      container("app", { livenessProbe: { httpGet: { host: otherHost, port: 8080, path: "/" } } }),
+    ],
+  });
+  const annotated: V1Pod = {
+    ...pod("annotated"),
+    metadata: { name: "annotated", annotations: { "lace.io/network": "blue" } },
+  };
+  // The policies reach the admission chain through an informer: wait for both to take effect.
+  const warned = await waitFor(async () => {
+    const annotation = await kubectlCreate(cp.kubeconfigPath, "apps", annotated);
+    if (annotation.code === 0) return undefined;
+    const result = await kubectlCreate(cp.kubeconfigPath, "apps", liveness);
+    return /Warning/.test(result.stderr) && result;
+  }, { timeout: 30_000, interval: 200, message: "both policies to take effect" });
+  assert.equal(warned.code, 0, `the pod was refused: ${warned.stderr}`);
+  assert.match(
+    warned.stderr,
+    /Warning: Validation failed for ValidatingAdmissionPolicy 'lace-probe-host' with binding 'lace-probe-host': probes and lifecycle handlers of pods outside the host network must not set host/,
+  );
+  const denied = await kubectlCreate(cp.kubeconfigPath, "apps", annotated);
+  assert.notEqual(denied.code, 0, "the annotated pod was admitted");
+  assert.match(denied.stderr, /only the network plugin may set, change or remove/, denied.stderr);
 });

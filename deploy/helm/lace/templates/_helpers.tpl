@@ -1,15 +1,40 @@
-{{/* Chart name, truncated to the 63 characters a label allows. */}}
+{{/* Chart name (or nameOverride), truncated to the 63 characters a label allows. */}}
 {{- define "lace.name" -}}
-{{- .Chart.Name | trunc 63 | trimSuffix "-" }}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
-{{/* Release-qualified name used for every object of the chart. */}}
+{{/*
+Release-qualified name used for every object of the chart: fullnameOverride, else the release's
+name with the chart's (or nameOverride) appended unless it already contains it.
+*/}}
 {{- define "lace.fullname" -}}
-{{- if contains .Chart.Name .Release.Name }}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
 {{- .Release.Name | trunc 63 | trimSuffix "-" }}
 {{- else }}
-{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
 {{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The namespace of the agent and of every namespaced object that is not the netcheck runner's
+probes': namespaceOverride, else the release's.
+*/}}
+{{- define "lace.namespace" -}}
+{{- default .Release.Namespace .Values.namespaceOverride }}
+{{- end }}
+
+{{/*
+The labels of a namespace the chart creates: the chart's, and the Pod Security level (.level) its
+pods need, enforced (https://kubernetes.io/docs/concepts/security/pod-security-admission/).
+*/}}
+{{- define "lace.namespaceLabels" -}}
+{{ include "lace.labels" .ctx }}
+pod-security.kubernetes.io/enforce: {{ .level }}
 {{- end }}
 
 {{- define "lace.selectorLabels" -}}
