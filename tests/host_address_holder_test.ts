@@ -25,6 +25,7 @@ import { PodServer } from "../lib/demo/pod_server.ts";
 import type { AddressesView } from "../lib/agent/http_server.ts";
 import { waitFor } from "./helpers/wait.ts";
 import { CgroupTree } from "./helpers/cgroup_fixture.ts";
+import { Prober } from "../lib/doctor/prober.ts";
 
 /** The simulated node's own addresses on its link into network 1. */
 const NODE = simNodeAddresses(1);
@@ -265,5 +266,61 @@ Deno.test({
     await run([...node, "del", `${POD_IPV6}/128`, "dev", "lo"]);
     await probesTagged(w, HTTP_PORT, TCP_PORT, true);
     await waitFor(async () => (await ignored()) === 0, { message: "no probe ignored" });
+  },
+});
+
+Deno.test({
+  name:
+    "a kubelet cgroup with no process of its own is never read through a process of a cgroup below it, so a pod's namespace there does not make the pod's addresses the host's",
+  ...agentTestOptions,
+  async fn() {
+    await using tree = CgroupTree.create();
+    let podProcess = 0;
+    await using t = await startHostWorld([tenantAt()], "exclusive", {
+      kubeletCgroup: async (w) => {
+        // A slice as the kubelet cgroup with no process of its own and no kubelet found yet;
+        // below it a pod's process in the tenant's namespace, which holds POD_IPV4 and POD_IPV6.
+        tree.mkdir("kubelet.slice/kubepods/pod-tenant");
+        podProcess = await tree.fakeProcess("kubelet.slice/kubepods/pod-tenant", "pause", [
+          "nsenter",
+          `--net=/run/netns/${w.node.network(2).podNetns}`,
+        ]);
+        return tree.path("kubelet.slice");
+      },
+    });
+    const { w, agent } = t;
+    const view = async () => JSON.parse((await agent.local("/addresses")).body) as AddressesView;
+    const read = await waitFor(async () => (await view()).hostAddressSource, {
+      message: "the agent's first read of the node's addresses",
+    });
+    // Before, the pod's process was read as the node's: the tenant's addresses held for the host.
+    assert.notEqual(read.pid, podProcess, JSON.stringify(read));
+    assert.equal(read.source, "fallback", JSON.stringify(read));
+    assert.match(read.error ?? "", /no process in the kubelet cgroup itself/);
+    assert.equal(hostAddressSourceCheck(read).ok, false);
+    assert.equal(await agent.metric("lace_host_addresses_fallback"), 1);
+    assert.deepEqual((await view()).hostHeld ?? [], []);
+    assert.equal(await agent.metric('lace_probes_ignored{reason="host-address"}') ?? 0, 0);
+    // A kubelet stand-in in the cgroup itself, on the node: read there, and its probes of the
+    // tenant's pod are tagged into the tenant's network.
+    await using kubelet = await Prober.start({
+      netns: w.node.netns,
+      cgroup: tree.path("kubelet.slice"),
+    });
+    await waitFor(async () => (await view()).hostAddressSource?.pid === kubelet.pid, {
+      message: "the node's addresses read through the kubelet stand-in",
+    });
+    assert.equal((await view()).hostAddressSource?.source, "kubelet-netns");
+    for (const [host, port, path] of [[POD_IPV4, HTTP_PORT, "/"], [POD_IPV6, TCP_PORT]] as const) {
+      const res = await kubelet.probe({
+        host,
+        port,
+        timeoutMs: 1000,
+        ...(path ? { http: path } : {}),
+      });
+      assert.equal(res.body, w.podIn(2), `${host}:${port}: ${JSON.stringify(res)}`);
+      assert.ok(res.mark, `${host}:${port} untagged: ${JSON.stringify(res)}`);
+    }
+    assert.deepEqual((await view()).hostHeld ?? [], []);
   },
 });

@@ -1,16 +1,19 @@
 /**
  * The node's own addresses as the kubelet's network namespace has them, the one the kubelet
  * probes host-network pods in, read through the kubelet's own process when the cgroup follower
- * knows it, else another process of its cgroup (/proc/<pid>/net/fib_trie and if_inet6: no
- * setns; pid_netns_read.ts discards a read during which the pid changed hands). The agent's own
- * namespace is the same one as the chart runs it (hostNetwork), but an agent run elsewhere (a
- * chart without hostNetwork, a unit in another namespace) would otherwise hold the wrong set and
- * the check would fail open.
+ * knows it, else another process of the kubelet cgroup itself (/proc/<pid>/net/fib_trie and
+ * if_inet6: no setns; pid_netns_read.ts discards a read during which the pid changed hands).
+ * Never through a process of a cgroup below it that is not the kubelet: a slice given as the
+ * kubelet cgroup may hold the pods' cgroups too, and a pod's namespace taken for the node's would
+ * hold the pod's address for the host and release the node's. The agent's own namespace is the
+ * same one as the chart runs it (hostNetwork), but an agent run elsewhere (a chart without
+ * hostNetwork, a unit in another namespace) would otherwise hold the wrong set and the check
+ * would fail open.
  *
- * When no namespace can be read (no process in the cgroup, /proc unreadable, text it cannot
- * parse) it fails closed without losing state: the last set read from the kubelet's namespace
- * and the agent's own addresses together, logged, counted (lace_host_addresses_fallback) and
- * shown to `lace doctor`.
+ * When no namespace can be read (no such process, /proc unreadable, text it cannot parse) it
+ * fails closed without losing state: the last set read from the kubelet's namespace and the
+ * agent's own addresses together, logged, counted (lace_host_addresses_fallback) and shown to
+ * `lace doctor`.
  *
  * Cost: a read is two cgroup.procs, three namespace links and the two files, of the order of a
  * getifaddrs(), and fib_trie grows with the routes. It is asked for at every ADD and reconcile,
@@ -23,6 +26,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { errorText } from "../text/error.ts";
+import { parseProcCgroup } from "../cgroup/kubelet_finder.ts";
 import { HOST_PROC_FILES, type ProcFiles, readPidNetns } from "./pid_netns_read.ts";
 
 const log = getLogger(["lace", "agent", "host-addresses"]);
@@ -39,14 +43,25 @@ export interface HostAddressSource {
   otherNetns: boolean | null;
 }
 
+/** The kubelet's process as the cgroup follower found it. */
+export interface KubeletProcessRef {
+  pid: number;
+  /**
+   * Its cgroup as /proc/<pid>/cgroup showed it then (null: not known). It is read through the
+   * pid while it still shows this cgroup or the kubelet cgroup lists it (the kubelet may run in
+   * a cgroup below the one configured): a pid that changed hands shows another.
+   */
+  cgroup: string | null;
+}
+
 export interface KubeletNetnsOptions {
   /** The kubelet's cgroup directory (the follower's), null while not known. */
   cgroupPath: () => string | null;
   /**
-   * The kubelet's own pid as the cgroup follower found it (null: not known): read first while
-   * the cgroup lists it, and the namespace it is read in is then the only one read.
+   * The kubelet's own process as the cgroup follower found and trusted it (null: not known):
+   * read first, and the namespace it is read in is then the only one read.
    */
-  kubeletPid?: () => number | null;
+  kubelet?: () => KubeletProcessRef | null;
   procRoot?: string;
   /** The reads of /proc and the cgroup (the host's; a fake in tests). */
   files?: ProcFiles;
@@ -89,26 +104,40 @@ export class KubeletNetnsAddresses {
   read(o: { fresh?: boolean } = {}): Set<string> {
     const proc = this.#o.procRoot ?? "/proc";
     try {
-      const listed = this.#cgroupPids();
-      if (listed.size === 0) throw new Error("no process in the kubelet cgroup");
+      const dir = this.#o.cgroupPath();
+      if (dir === null) throw new Error("the kubelet cgroup is not known yet");
+      const listed = new Set(this.#procsOf(dir));
       const now = this.#o.now ? this.#o.now() : performance.now();
-      const kubelet = this.#o.kubeletPid?.() ?? null;
-      const preferred = kubelet !== null && listed.has(kubelet) ? kubelet : null;
+      const kubelet = this.#o.kubelet?.() ?? null;
+      const preferred = kubelet !== null && this.#stillKubelet(kubelet, dir, listed)
+        ? kubelet.pid
+        : null;
+      const verified = (p: number | null) => p !== null && (p === preferred || listed.has(p));
       if (
-        !o.fresh && this.#pid !== null && listed.has(this.#pid) &&
+        !o.fresh && verified(this.#pid) &&
         (preferred === null || preferred === this.#pid) && this.#readAt !== null &&
         this.#status.source === "kubelet-netns" && now - this.#readAt < (this.#o.ttlMs ?? 1000)
       ) {
         return new Set(this.#lastKnown);
       }
       // The kubelet itself, then the pid read last while it is still in the cgroup, then the rest.
-      const order = [...new Set([preferred, this.#pid, ...listed.keys()])]
-        .filter((p): p is number => p !== null && listed.has(p));
+      const order = [...new Set([preferred, this.#pid, ...listed])]
+        .filter((p): p is number => verified(p));
+      if (order.length === 0) {
+        throw new Error(
+          kubelet === null
+            ? "no process in the kubelet cgroup itself and the kubelet's own not found yet (the processes of the cgroups below it are never read: a pod's may be there)"
+            : `no process in the kubelet cgroup itself, and process ${kubelet.pid} is no longer the kubelet the cgroup follower found (the processes of the cgroups below it are never read: a pod's may be there)`,
+        );
+      }
       let lastError: unknown;
       for (const pid of order) {
         try {
           const read = readPidNetns(this.#files, proc, pid, {
-            listed: () => this.#listsPid(listed.get(pid)!, pid),
+            listed: () =>
+              pid === preferred
+                ? this.#stillKubelet(kubelet!, dir)
+                : this.#procsOf(dir).includes(pid),
             netns: this.#kubeletNetns,
           });
           if (pid === preferred) this.#kubeletNetns = read.netns;
@@ -139,27 +168,24 @@ export class KubeletNetnsAddresses {
     }
   }
 
-  /** The pids of the kubelet cgroup (or, when it has none, of the first cgroups below with any), each with its cgroup directory. */
-  #cgroupPids(): Map<number, string> {
-    const dir = this.#o.cgroupPath();
-    if (dir === null) throw new Error("the kubelet cgroup is not known yet");
-    const out = new Map<number, string>();
-    const walk = (d: string) => {
-      for (const pid of this.#procsOf(d)) out.set(pid, d);
-      if (out.size) return;
-      for (const name of this.#files.subdirs(d)) walk(`${d}/${name}`);
-    };
-    walk(dir);
-    return out;
-  }
-
   #procsOf(dir: string): number[] {
     return this.#files.readText(`${dir}/cgroup.procs`).split("\n")
       .map((l) => l.trim()).filter((l) => /^\d+$/.test(l)).map(Number);
   }
 
-  #listsPid(dir: string, pid: number): boolean {
-    return this.#procsOf(dir).includes(pid);
+  /**
+   * Whether `k`'s pid is still the kubelet's: the kubelet cgroup itself lists it (`listed`, when
+   * it was just read), or it shows the cgroup the follower found the kubelet in.
+   */
+  #stillKubelet(k: KubeletProcessRef, dir: string, listed?: Set<number>): boolean {
+    if ((listed ?? new Set(this.#procsOf(dir))).has(k.pid)) return true;
+    if (k.cgroup === null) return false;
+    try {
+      const proc = this.#o.procRoot ?? "/proc";
+      return parseProcCgroup(this.#files.readText(`${proc}/${k.pid}/cgroup`)) === k.cgroup;
+    } catch {
+      return false; // gone
+    }
   }
 
   #otherNetns(proc: string, netns: string): boolean | null {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { KubeletNetnsAddresses } from "./kubelet_netns_addresses.ts";
-import type { HostAddressSource } from "./kubelet_netns_addresses.ts";
+import type { HostAddressSource, KubeletProcessRef } from "./kubelet_netns_addresses.ts";
 import type { ProcFiles } from "./pid_netns_read.ts";
 
 const fib = (...addrs: string[]) =>
@@ -118,11 +118,12 @@ Deno.test("KubeletNetnsAddresses answers from one pid's read for the TTL, then r
 const HOST_NETNS = "net:[4026531840]", POD_NETNS = "net:[4026532999]";
 
 /**
- * A /proc and kubelet cgroup in memory: `proc(pid, netns, ...addresses)` makes a process,
- * `procs(...)` lists the cgroup, and `before(path, fn)` changes the world once, right before
- * `path` is read (a pid changing hands in the middle of a read).
+ * A /proc and kubelet cgroup in memory: `proc(pid, netns, ...addresses)` makes a process (in
+ * cgroup `cgroup` as its /proc/<pid>/cgroup shows), `procs(...)` lists the cgroup,
+ * `childProcs(...)` a cgroup below it, and `before(path, fn)` changes the world once, right
+ * before `path` is read (a pid changing hands in the middle of a read).
  */
-function memoryNode(kubeletPid: () => number | null = () => null) {
+function memoryNode(kubelet: () => KubeletProcessRef | null = () => null) {
   const text = new Map<string, string>(), links = new Map<string, string>();
   const hooks = new Map<string, () => void>();
   const reads: string[] = [];
@@ -145,19 +146,26 @@ function memoryNode(kubeletPid: () => number | null = () => null) {
       if (l === undefined) throw new Deno.errors.NotFound(path);
       return l;
     },
-    subdirs: () => [],
   };
-  const proc = (pid: number | "self", netns: string, ...addresses: string[]) => {
+  const proc = (
+    pid: number | "self",
+    netns: string,
+    ...addresses: string[]
+  ) => {
     links.set(`/proc/${pid}/ns/net`, netns);
     text.set(`/proc/${pid}/net/fib_trie`, fib(...addresses));
     text.set(`/proc/${pid}/net/if_inet6`, "");
   };
+  const inCgroup = (pid: number, cgroup: string) =>
+    text.set(`/proc/${pid}/cgroup`, `0::${cgroup}\n`);
   const procs = (...pids: number[]) => text.set("/cg/cgroup.procs", pids.join("\n"));
+  const childProcs = (...pids: number[]) => text.set("/cg/pods/cgroup.procs", pids.join("\n"));
   proc("self", HOST_NETNS);
+  procs();
   const changes: HostAddressSource[] = [];
   const reader = new KubeletNetnsAddresses({
     cgroupPath: () => "/cg",
-    kubeletPid,
+    kubelet,
     files,
     ownAddresses: () => new Set(["10.0.0.99"]),
     onChange: (s) => changes.push(s),
@@ -169,6 +177,8 @@ function memoryNode(kubeletPid: () => number | null = () => null) {
     reads,
     proc,
     procs,
+    childProcs,
+    inCgroup,
     before: (path: string, fn: () => void) => hooks.set(path, fn),
   };
 }
@@ -216,7 +226,7 @@ Deno.test("KubeletNetnsAddresses fails closed when every read is discarded: the 
 
 Deno.test("KubeletNetnsAddresses reads the kubelet's own process first, and no process of its cgroup in another namespace than the kubelet's", () => {
   let kubelet: number | null = 10;
-  const n = memoryNode(() => kubelet);
+  const n = memoryNode(() => kubelet === null ? null : { pid: kubelet, cgroup: null });
   // A helper of the kubelet cgroup that entered a pod's namespace is listed first.
   n.proc(5, POD_NETNS, "10.244.1.10");
   n.proc(10, HOST_NETNS, "10.99.1.1");
@@ -244,4 +254,57 @@ Deno.test("KubeletNetnsAddresses reads past its cache when asked for a fresh rea
   n.proc(10, HOST_NETNS, "10.99.1.1", "10.99.1.2");
   assert.equal(n.reader.read().has("10.99.1.2"), false, "within the TTL");
   assert.equal(n.reader.read({ fresh: true }).has("10.99.1.2"), true);
+});
+
+Deno.test("KubeletNetnsAddresses never reads a process of a cgroup below the kubelet cgroup: with none of its own and no kubelet known, it fails closed", () => {
+  const n = memoryNode();
+  n.proc(10, HOST_NETNS, "10.99.1.1");
+  n.procs(10);
+  n.reader.read();
+  // The kubelet cgroup is left with no process; below it, a pod's process in the pod's namespace.
+  n.procs();
+  n.proc(20, POD_NETNS, "10.244.1.10");
+  n.childProcs(20);
+  const got = n.reader.read({ fresh: true });
+  assert.deepEqual([...got].sort(), ["10.0.0.99", "10.99.1.1"], "the last set and the agent's own");
+  assert.ok(!n.reads.some((p) => p.startsWith("/proc/20/")), n.reads.join(" "));
+  const s = n.reader.status();
+  assert.equal(s.source, "fallback");
+  assert.match(
+    s.error ?? "",
+    /no process in the kubelet cgroup itself and the kubelet's own not found yet .*never read/,
+  );
+  assert.deepEqual(n.changes.map((c) => c.source), ["kubelet-netns", "fallback"]);
+});
+
+Deno.test("KubeletNetnsAddresses reads the kubelet's own process in a cgroup below while it shows the cgroup it was found in, and not once its pid changed hands", () => {
+  const cgroup = "/kubelet.slice/kubelet.service";
+  const pod = "/kubepods.slice/kubepods-pod1.slice/cri-containerd-1.scope";
+  const n = memoryNode(() => ({ pid: 30, cgroup }));
+  const kubelet = () => {
+    n.proc(30, HOST_NETNS, "10.99.1.1");
+    n.inCgroup(30, cgroup);
+  };
+  const podProcessAt30 = () => {
+    n.proc(30, POD_NETNS, "10.244.1.10");
+    n.inCgroup(30, pod);
+  };
+  kubelet();
+  n.proc(20, POD_NETNS, "10.244.1.10");
+  n.childProcs(20);
+  // The kubelet exits between the check of its cgroup and the read, its number going to a
+  // pod's process: the namespace does not change during the read, its cgroup does.
+  n.before("/proc/30/ns/net", podProcessAt30);
+  assert.deepEqual([...n.reader.read()], ["10.0.0.99"]);
+  assert.match(n.reader.status().error ?? "", /process 30 left the kubelet cgroup .*discarded/);
+  kubelet();
+  assert.deepEqual([...n.reader.read({ fresh: true })], ["10.99.1.1"]);
+  assert.deepEqual(n.reader.status(), { source: "kubelet-netns", pid: 30, otherNetns: false });
+  // Its number is a pod's now: not read, and the pod's process below is not read instead.
+  podProcessAt30();
+  const reads = n.reads.length;
+  assert.deepEqual([...n.reader.read({ fresh: true })].sort(), ["10.0.0.99", "10.99.1.1"]);
+  assert.match(n.reader.status().error ?? "", /process 30 is no longer the kubelet/);
+  assert.ok(!n.reads.slice(reads).some((p) => p.startsWith("/proc/30/net")), n.reads.join(" "));
+  assert.ok(!n.reads.some((p) => p.startsWith("/proc/20/")), n.reads.join(" "));
 });

@@ -21,14 +21,11 @@ export interface ProcFiles {
   readText(path: string): string;
   /** A symbolic link's target: /proc/<pid>/ns/net reads "net:[<inode>]". */
   readLink(path: string): string;
-  /** The names of the subdirectories of `path`. */
-  subdirs(path: string): string[];
 }
 
 export const HOST_PROC_FILES: ProcFiles = {
   readText: (path) => Deno.readTextFileSync(path),
   readLink: (path) => Deno.readLinkSync(path),
-  subdirs: (path) => [...Deno.readDirSync(path)].filter((e) => e.isDirectory).map((e) => e.name),
 };
 
 export interface PidNetnsRead {

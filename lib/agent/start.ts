@@ -99,10 +99,14 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
   // The node's own addresses from the kubelet's namespace, through the follower's cgroup and the
   // kubelet's pid (kept from its status changes); before the follower knows the cgroup they fall
   // back to the agent's own.
-  let kubelet: { path: string | null; pid: number | null } = { path: null, pid: null };
+  let kubelet: { path: string | null; pid: number | null; cgroup: string | null } = {
+    path: null,
+    pid: null,
+    cgroup: null,
+  };
   const hostAddresses = new KubeletNetnsAddresses({
     cgroupPath: () => kubelet.path,
-    kubeletPid: () => kubelet.pid,
+    kubelet: () => kubelet.pid === null ? null : { pid: kubelet.pid, cgroup: kubelet.cgroup },
     ownAddresses: readHostAddresses,
     onChange: (s) => {
       metrics.hostAddressesFallback.set(s.source === "fallback" ? 1 : 0);
@@ -188,7 +192,7 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
   follower.onChange((s) => {
     const pid = s.kubelet?.pid ?? null;
     const newKubelet = pid !== null && pid !== kubelet.pid;
-    kubelet = { path: s.path, pid };
+    kubelet = { path: s.path, pid, cgroup: s.kubelet?.cgroup ?? null };
     // A new kubelet may name another API server: read its kubeconfig now, not at the next refresh.
     if (newKubelet) void apiServer.refresh();
     updateAttachMetrics();
