@@ -27,6 +27,7 @@ import type { ReconcileReport } from "./reconcile.ts";
 import type { NetworkConnects } from "./unmatched_watch.ts";
 import { VERSION } from "../version.ts";
 import { EVENT_DROP_REASONS } from "../kube/event_drops.ts";
+import { registerProcessMetrics } from "../os/process_metrics.ts";
 
 export type ConnectCounters = Pick<
   Counters,
@@ -312,6 +313,8 @@ export class Metrics {
       labelNames: ["version", "bpf_abi"],
       registers,
     }).set({ version: VERSION, bpf_abi: String(bpfAbi) }, 1);
+    // process_start_time_seconds and the rest, for restart, memory and CPU alerts.
+    registerProcessMetrics(this.registry);
   }
 
   /**

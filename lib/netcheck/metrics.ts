@@ -20,6 +20,7 @@ import counterClass from "prom-client/lib/counter.js";
 import gaugeClass from "prom-client/lib/gauge.js";
 import histogramClass from "prom-client/lib/histogram.js";
 import registryClass from "prom-client/lib/registry.js";
+import { registerProcessMetrics } from "../os/process_metrics.ts";
 import type { PathResult, Phase } from "./summary.ts";
 
 const CounterClass = counterClass as typeof Counter;
@@ -44,11 +45,18 @@ export const LATENCY_BUCKETS = [
   0.25,
   1,
 ];
-/** Bits per second: 10 Mbit/s to 100 Gbit/s. */
-export const BANDWIDTH_BUCKETS = [1e7, 1e8, 5e8, 1e9, 2.5e9, 5e9, 1e10, 2.5e10, 4e10, 1e11];
+/** Bytes per second (Prometheus' base unit): 10 Mbit/s to 100 Gbit/s. */
+export const BANDWIDTH_BUCKETS = [10, 100, 500, 1e3, 2.5e3, 5e3, 1e4, 2.5e4, 4e4, 1e5].map((
+  mbits,
+) => mbits * 1e6 / 8);
+/** Seconds a round took: from a small cluster's few seconds to the longest --interval's. */
+export const ROUND_BUCKETS = [1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800];
 
-/** Series that do not depend on N or M: rounds (2), overruns, duration, nodes, failing dropped. */
-const FIXED = 6;
+/**
+ * Series that do not depend on N or M: rounds (2), overruns, the rounds' duration histogram,
+ * nodes, failing dropped, and the five process metrics.
+ */
+const FIXED = 2 + 1 + (ROUND_BUCKETS.length + 3) + 1 + 1 + 5;
 /**
  * Per network: latency histogram × 2 kinds (buckets + +Inf + sum + count),
  * bandwidth histogram, paths counter by phase × result.
@@ -66,7 +74,7 @@ export class NetcheckMetrics {
   readonly registry = new RegistryClass();
   readonly #rounds: Counter<"result">;
   readonly #overruns: Counter;
-  readonly #duration: Gauge;
+  readonly #duration: Histogram;
   readonly #nodes: Gauge;
   readonly #nodeFailed: Gauge<"node" | "direction">;
   readonly #paths: Counter<"phase" | "network" | "result">;
@@ -97,9 +105,10 @@ export class NetcheckMetrics {
         "Rounds that took longer than --interval (the next one started late, never overlapping)",
       registers,
     });
-    this.#duration = new GaugeClass({
+    this.#duration = new HistogramClass({
       name: "lace_netcheck_round_duration_seconds",
-      help: "Duration of the last round",
+      help: "Time each round took",
+      buckets: ROUND_BUCKETS,
       registers,
     });
     this.#nodes = new GaugeClass({
@@ -128,8 +137,8 @@ export class NetcheckMetrics {
       registers,
     });
     this.#bandwidth = new HistogramClass({
-      name: "lace_netcheck_bandwidth_bits_per_second",
-      help: "iperf3 bandwidth per path",
+      name: "lace_netcheck_bandwidth_bytes_per_second",
+      help: "iperf3 bandwidth per path, in bytes per second",
       labelNames: ["network"],
       buckets: BANDWIDTH_BUCKETS,
       registers,
@@ -151,6 +160,7 @@ export class NetcheckMetrics {
       help: "Paths that failed in the last round beyond --metrics-failing-paths",
       registers,
     });
+    registerProcessMetrics(this.registry);
   }
 
   /** Records one path of the round in progress. */
@@ -163,7 +173,7 @@ export class NetcheckMetrics {
       this.#latency.observe({ network: net, kind: "request" }, result.latency.request.p50 / 1000);
     }
     if (result.bitsPerSecond !== undefined) {
-      this.#bandwidth.observe({ network: net }, result.bitsPerSecond);
+      this.#bandwidth.observe({ network: net }, result.bitsPerSecond / 8);
     }
     if (result.ok) return;
     this.#failedFrom.set(result.from, (this.#failedFrom.get(result.from) ?? 0) + 1);
@@ -186,7 +196,7 @@ export class NetcheckMetrics {
   ): void {
     this.#rounds.inc({ result: round.failed ? "failed" : "passed" });
     if (overran) this.#overruns.inc();
-    this.#duration.set(durationMs / 1000);
+    this.#duration.observe(durationMs / 1000);
     this.#nodes.set(round.nodes.length);
     this.#nodeFailed.reset();
     for (const node of round.nodes) {

@@ -78,7 +78,7 @@ Deno.test("metrics of a simulated 1000-node cluster stay within the documented b
   assert.ok(count <= bound, `${count} series, bound ${bound}`);
   // Tight: only the unused per-network path counters (isolation per network) are spare.
   assert.ok(count >= bound - 2 * 2 * 4, `${count} series, bound ${bound}`);
-  assert.equal(bound, 6 + 2000 + 2 * (2 * 16 + 13 + 12) + 2 + 50);
+  assert.equal(bound, 23 + 2000 + 2 * (2 * 16 + 13 + 12) + 2 + 50);
   const text = await metrics.registry.metrics();
   // 1000 × (3 phases × 3 × 2 networks + 2 leaks) failing paths, 50 shown by pair, the rest
   // counted; node-0000 is the source of 20 of them.
@@ -123,9 +123,35 @@ Deno.test("a hostile name in a label cannot forge a series, and failing paths st
   const text = await metrics.registry.metrics();
   // Each sample line is one series of a metric netcheck defines; the label values are escaped.
   for (const line of text.split("\n").filter((l) => l && !l.startsWith("#"))) {
-    assert.match(line, /^lace_netcheck_\w+(\{.*\})? [-+\w.]+$/, line);
+    assert.match(line, /^(lace_netcheck|process)_\w+(\{.*\})? [-+\w.]+$/, line);
     assert.doesNotMatch(line, /^lace_netcheck_forged/, line);
   }
   assert.equal((text.match(/^lace_netcheck_failing_path\{/gm) ?? []).length, 3);
   assert.match(text, /^lace_netcheck_failing_paths_not_shown 97$/m);
+});
+
+Deno.test("bandwidth is recorded in bytes per second and each round's duration in a histogram", async () => {
+  const metrics = new NetcheckMetrics();
+  const base = { fromPod: "p", toPod: "q", attempts: 1, durationMs: 1, from: "a", to: "b" };
+  metrics.observe({ ...base, phase: "bandwidth", ok: true, bitsPerSecond: 8e9 });
+  metrics.endRound({ nodes: ["a", "b"], networks: [], failed: false }, 4_000, false);
+  metrics.endRound({ nodes: ["a", "b"], networks: [], failed: false }, 40_000, false);
+  const text = await metrics.registry.metrics();
+  // 8 Gbit/s is 1 GB/s: above the 5 Gbit/s bucket, within the 10 Gbit/s one.
+  assert.match(
+    text,
+    /^lace_netcheck_bandwidth_bytes_per_second_sum\{network="default"\} 1000000000$/m,
+  );
+  assert.match(
+    text,
+    /^lace_netcheck_bandwidth_bytes_per_second_bucket\{le="625000000",network="default"\} 0$/m,
+  );
+  assert.match(
+    text,
+    /^lace_netcheck_bandwidth_bytes_per_second_bucket\{le="1250000000",network="default"\} 1$/m,
+  );
+  assert.match(text, /^lace_netcheck_round_duration_seconds_count 2$/m);
+  assert.match(text, /^lace_netcheck_round_duration_seconds_sum 44$/m);
+  assert.match(text, /^lace_netcheck_round_duration_seconds_bucket\{le="5"\} 1$/m);
+  assert.doesNotMatch(text, /bits_per_second/);
 });

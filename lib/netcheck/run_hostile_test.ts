@@ -124,7 +124,7 @@ Deno.test("a run where pods answer as attackers keeps every report readable and 
     const exposition = await metrics.registry.metrics();
     assert.match(
       exposition,
-      /^lace_netcheck_bandwidth_bits_per_second_count\{network="default"\} 8$/m,
+      /^lace_netcheck_bandwidth_bytes_per_second_count\{network="default"\} 8$/m,
     );
     assert.doesNotMatch(exposition, /_sum\{network="default"\} (-|Infinity|\+Inf|NaN)/);
   } finally {

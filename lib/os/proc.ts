@@ -51,6 +51,44 @@ const decoder = new TextDecoder();
 /** One buffer for every bounded read: a scan reads thousands of small files one after another. */
 const readBuffer = new Uint8Array(16 * 1024);
 
+/**
+ * The first `maxBytes` bytes of a /proc file as text; null when it cannot be opened or read (the
+ * process is gone, or not ours to read). The length of some files is their owner's choice, so
+ * every read of /proc is bounded.
+ */
+export function readBounded(path: string, maxBytes: number): string | null {
+  let file: Deno.FsFile;
+  try {
+    file = Deno.openSync(path);
+  } catch {
+    return null; // gone between listing and reading, or not ours to read
+  }
+  try {
+    const chunks: Uint8Array[] = [];
+    let n = 0;
+    // Until the end or the bound. A /proc file fills each read up to its end (seq_file and
+    // cmdline alike), so a short read is the end: one read for a small file, not two.
+    while (n < maxBytes) {
+      const want = Math.min(readBuffer.length, maxBytes - n);
+      const got = file.readSync(readBuffer.subarray(0, want));
+      if (got === null || got === 0) break;
+      chunks.push(readBuffer.slice(0, got));
+      n += got;
+      if (got < want) break;
+    }
+    if (chunks.length === 1) return decoder.decode(chunks[0]);
+    const all = new Uint8Array(n);
+    for (let off = 0, i = 0; i < chunks.length; off += chunks[i++].length) {
+      all.set(chunks[i], off);
+    }
+    return decoder.decode(all);
+  } catch {
+    return null; // the process exited mid-read (ESRCH)
+  } finally {
+    file.close();
+  }
+}
+
 /** A /proc directory (or a fixture tree shaped like one) as a ProcFs. */
 export function procDir(root = "/proc"): ProcFs {
   return {
@@ -62,36 +100,7 @@ export function procDir(root = "/proc"): ProcFs {
       return pids;
     },
     read(pid, name, maxBytes) {
-      let file: Deno.FsFile;
-      try {
-        file = Deno.openSync(`${root}/${pid}/${name}`);
-      } catch {
-        return null; // gone between listing and reading, or not ours to read
-      }
-      try {
-        const chunks: Uint8Array[] = [];
-        let n = 0;
-        // Until the end or the bound. A /proc file fills each read up to its end (seq_file and
-        // cmdline alike), so a short read is the end: one read for a small file, not two.
-        while (n < maxBytes) {
-          const want = Math.min(readBuffer.length, maxBytes - n);
-          const got = file.readSync(readBuffer.subarray(0, want));
-          if (got === null || got === 0) break;
-          chunks.push(readBuffer.slice(0, got));
-          n += got;
-          if (got < want) break;
-        }
-        if (chunks.length === 1) return decoder.decode(chunks[0]);
-        const all = new Uint8Array(n);
-        for (let off = 0, i = 0; i < chunks.length; off += chunks[i++].length) {
-          all.set(chunks[i], off);
-        }
-        return decoder.decode(all);
-      } catch {
-        return null; // the process exited mid-read (ESRCH)
-      } finally {
-        file.close();
-      }
+      return readBounded(`${root}/${pid}/${name}`, maxBytes);
     },
     readLink(pid, name) {
       try {

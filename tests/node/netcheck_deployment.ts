@@ -90,7 +90,7 @@ export async function netcheckDeploymentSteps(
       console.log(
         `netcheck Deployment: first passed round ${Math.round(performance.now() - began)} ms ` +
           `after helm upgrade, round duration ${
-            metrics.get("lace_netcheck_round_duration_seconds")
+            metrics.get("lace_netcheck_round_duration_seconds_sum")
           } s`,
       );
       const get = (sample: string) => metrics.get(sample);
@@ -117,7 +117,7 @@ export async function netcheckDeploymentSteps(
             0) >= 2,
         );
         assert.ok(
-          (get(`lace_netcheck_bandwidth_bits_per_second_count{network="${network}"}`) ?? 0) >= 2,
+          (get(`lace_netcheck_bandwidth_bytes_per_second_count{network="${network}"}`) ?? 0) >= 2,
         );
       }
       // Isolation between the two networks, each round: 8 paths, none answered across.
