@@ -8,7 +8,7 @@
  * with Lace's V8 flags (lib/os/v8_flags.ts), as the agent does on a node.
  */
 import { fileURLToPath } from "node:url";
-import { getFromAgent } from "../lib/agent/local_client.ts";
+import { getFromAgent } from "../lib/agent_api/client.ts";
 import { uninstall } from "../lib/datapath/pins.ts";
 import { lines } from "../lib/os/process.ts";
 import { SimCgroups } from "../lib/demo/cgroup.ts";

@@ -22,7 +22,7 @@ import { metricReaches, plugin, podBeforeAdd } from "./helpers/tenant_world.ts";
 import { simNodeAddresses } from "../lib/demo/netns.ts";
 import { run } from "../lib/os/process.ts";
 import { PodServer } from "../lib/demo/pod_server.ts";
-import type { AddressesView } from "../lib/agent/http_server.ts";
+import type { AddressesView } from "../lib/agent_api/views.ts";
 import { waitFor } from "./helpers/wait.ts";
 import { CgroupTree } from "./helpers/cgroup_fixture.ts";
 import { Prober } from "../lib/doctor/prober.ts";

@@ -15,7 +15,7 @@ import { agentTestOptions, podManifest } from "./helpers/agent_process.ts";
 import { startInfraWorld as startInfra } from "./helpers/infra_world.ts";
 import { assertAddRefused, metricReaches, podBeforeAdd } from "./helpers/tenant_world.ts";
 import { podRangesCheck } from "../lib/doctor/agent_checks.ts";
-import type { AddressesView } from "../lib/agent/http_server.ts";
+import type { AddressesView } from "../lib/agent_api/views.ts";
 import { waitFor } from "./helpers/wait.ts";
 import { CgroupTree } from "./helpers/cgroup_fixture.ts";
 import { hostAddressesCheck } from "../lib/doctor/agent_checks.ts";

@@ -10,8 +10,8 @@ import assert from "node:assert/strict";
 import { getLogger } from "@logtape/logtape";
 import { probeTargetsForPod } from "../lib/rules/targets.ts";
 import type { Pod } from "../lib/pods/pod.ts";
-import type { TargetView } from "../lib/agent/http_server.ts";
-import { targetsJson, targetsTable } from "../lib/cli/targets_command.ts";
+import type { TargetView } from "../lib/agent_api/views.ts";
+import { targetsJson, targetsTable } from "../lib/agent_api/text.ts";
 import { podRows, podTable } from "../lib/doctor/pod.ts";
 import { type ProbeReport, probesTable } from "../lib/doctor/probes.ts";
 import { checksText } from "../lib/doctor/command.ts";
@@ -108,7 +108,7 @@ Deno.test("operator output never prints a pod's escape sequences, C1 controls or
   const vs = views();
   assert.ok(vs.some((v) => v.httpPath?.includes("\x1b]52")), "the path reached the view");
   const rows = podRows(vs, reports(vs));
-  // Each line below is what a command prints (lib/cli/targets_command.ts, lib/doctor/command.ts).
+  // Each line below is what a command prints (lib/agent_api/text.ts, lib/doctor/command.ts).
   assertEscaped("lace targets", targetsTable(vs));
   assertEscaped("lace doctor pod", podTable(rows));
   assertEscaped("lace doctor probes", probesTable(reports(vs)));

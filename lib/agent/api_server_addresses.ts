@@ -24,6 +24,7 @@
 import { getLogger, type Logger } from "@logtape/logtape";
 import { type Timers, within } from "../time/timers.ts";
 import { errorText } from "../text/error.ts";
+import type { ApiServerAddressesView } from "../agent_api/views.ts";
 import { hostAddressSet } from "./host_addresses.ts";
 
 const defaultLog = getLogger(["lace", "agent", "api-server-addresses"]);
@@ -47,23 +48,6 @@ export interface ApiServerSource {
   name: string;
   /** Addresses or host names; throws when the source cannot be read. Empty: it names none. */
   read(): Promise<string[]>;
-}
-
-/** What one source gave, for /addresses and the doctor. */
-export interface ApiServerSourceView {
-  name: string;
-  /** The addresses held from it (its last successful read, resolved and canonical). */
-  addresses: string[];
-  /** Why its last read failed; unset when it succeeded. */
-  error?: string;
-  /** No read of it has succeeded yet. */
-  neverRead?: boolean;
-}
-
-/** The API server's addresses the host holds, and where they come from. */
-export interface ApiServerAddressesView {
-  addresses: string[];
-  sources: ApiServerSourceView[];
 }
 
 export interface ApiServerAddressesOptions {

@@ -10,69 +10,15 @@
  * `lace doctor`: who can read it could map every tenant's pods on the node.
  * Read-only; none changes anything on the node.
  */
-import type { HostAddressSource } from "./kubelet_netns_addresses.ts";
-import type { ApiServerAddressesView } from "./api_server_addresses.ts";
 import { getLogger } from "@logtape/logtape";
 import { joinHostPort, splitHostPort } from "../net/host_port.ts";
 import { type HttpListener, type HttpListenerOptions, serveHttp } from "./http_listener.ts";
 import { listenUnixSocket } from "../socket/unix.ts";
 import { jsonArrayResponse } from "./json_array_stream.ts";
-import type { UnmatchedView } from "./unmatched.ts";
+import type { AddressesView, TargetView, UnmatchedView } from "../agent_api/views.ts";
 import type { ChainingView } from "./chaining.ts";
 
 const log = getLogger(["lace", "http"]);
-
-/** One registered target as the agent knows it, with the pod it came from. */
-export interface TargetView {
-  family: "ipv4" | "ipv6";
-  address: string;
-  port: number;
-  networkId: number;
-  mark: number;
-  pod?: string;
-  network?: string;
-  container?: string;
-  probe?: string;
-  handler?: string;
-  httpPath?: string;
-  httpScheme?: string;
-  /** The probe's period in seconds (absent: the kubelet's default, 10). */
-  periodSeconds?: number;
-  /** Kubelet connects the datapath tagged for this target (absent: not in the map). */
-  hits?: number;
-  /** Seconds since the last one; null when there was none. */
-  lastHitAgeSeconds?: number | null;
-}
-
-/**
- * The addresses pods of several networks hold on this node, as the agent
- * sees them (`/addresses`, local socket only: it names pods and networks).
- */
-export interface AddressesView {
-  /** --address-sharing: under exclusive each address here is a clash, under shared it is shared. */
-  sharing: "exclusive" | "shared";
-  addresses: {
-    family: "ipv4" | "ipv6";
-    address: string;
-    /** The oldest pod at the address, "namespace/name", and its network ("" is the default). */
-    holder: string;
-    holderNetwork: string;
-    /** Pods of other networks, oldest first. */
-    later: { pod: string; network: string }[];
-    /** Exclusive: the holder lost its targets there too (a later pod is on the default network). */
-    holderWithdrawn: boolean;
-  }[];
-  /** Pods at one of the node's own addresses ("namespace/name"): no targets there. */
-  hostHeld?: { pod: string; address: string }[];
-  /** The operator's pod ranges (--pod-cidrs); empty: pod addresses are not limited to ranges. */
-  podRanges?: string[];
-  /** Pods at an address outside every pod range ("namespace/name"): no targets there. */
-  outsidePodRanges?: { pod: string; address: string }[];
-  /** Where the node's own addresses are read from (kubelet_netns_addresses.ts). */
-  hostAddressSource?: HostAddressSource;
-  /** The API server's addresses the host holds with the node's own (api_server_addresses.ts). */
-  apiServer?: ApiServerAddressesView;
-}
 
 export interface Readiness {
   ready: boolean;

@@ -9,7 +9,7 @@ import {
   type StatusProvider,
   type Surface,
 } from "./http_server.ts";
-import { getFromAgent } from "./local_client.ts";
+import { getFromAgent } from "../agent_api/client.ts";
 import { manyTargets } from "./_targets_fixture.ts";
 import { refusedAtEachLayer, unprivilegedUnavailable } from "../../tests/helpers/unprivileged.ts";
 import { probeOnce } from "../../tests/helpers/http_flood.ts";

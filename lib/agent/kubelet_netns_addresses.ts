@@ -27,21 +27,10 @@
 import { getLogger } from "@logtape/logtape";
 import { errorText } from "../text/error.ts";
 import { parseProcCgroup } from "../cgroup/kubelet_finder.ts";
+import type { HostAddressSource } from "../agent_api/views.ts";
 import { HOST_PROC_FILES, type ProcFiles, readPidNetns } from "./pid_netns_read.ts";
 
 const log = getLogger(["lace", "agent", "host-addresses"]);
-
-/** What the agent's host-address set is read from, for /addresses and the doctor. */
-export interface HostAddressSource {
-  /** "kubelet-netns": read from the kubelet's namespace; "fallback": last known ∪ own. */
-  source: "kubelet-netns" | "fallback";
-  /** The process of the kubelet cgroup read from (the last one, under fallback). */
-  pid: number | null;
-  /** Why the kubelet's namespace could not be read (fallback only). */
-  error?: string;
-  /** The agent's namespace is not the kubelet's (null: not known). */
-  otherNetns: boolean | null;
-}
 
 /** The kubelet's process as the cgroup follower found it. */
 export interface KubeletProcessRef {

@@ -11,15 +11,10 @@ import type { Datapath } from "../datapath/loader.ts";
 import type { ProbeKey } from "../probe/key.ts";
 import { runInSlices, TimeSlice } from "../time/timers.ts";
 import type { AgentCore, AgentSnapshot } from "./core.ts";
-import {
-  type AddressesView,
-  type Readiness,
-  sharedFor,
-  type StatusProvider,
-  type TargetView,
-} from "./http_server.ts";
+import type { AddressesView, HostAddressSource, TargetView } from "../agent_api/views.ts";
+import { type Readiness, sharedFor, type StatusProvider } from "./http_server.ts";
 import { SLICE_MS } from "./json_array_stream.ts";
-import type { HostAddressSource, KubeletNetnsAddresses } from "./kubelet_netns_addresses.ts";
+import type { KubeletNetnsAddresses } from "./kubelet_netns_addresses.ts";
 import type { Listening } from "./listeners.ts";
 import type { ApiServerAddresses } from "./api_server_addresses.ts";
 import type { Metrics } from "./metrics.ts";

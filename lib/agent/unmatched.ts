@@ -10,6 +10,7 @@ import { keyId, type ProbeKey } from "../probe/key.ts";
 import { hostRange, type PodRange, rangeText } from "../net/cidr.ts";
 import type { PodIdentity } from "../rules/pod_fields.ts";
 import type { Timers } from "../time/timers.ts";
+import type { UnmatchedView } from "../agent_api/views.ts";
 import type { TargetView } from "./target_view.ts";
 
 /** The ranges the datapath should hold: `cidrs` (network 0) and each known pod address. */
@@ -39,20 +40,6 @@ export function ownersByAddress(targets: readonly TargetView[]): Map<string, Add
   const out = new Map<string, AddressOwner>();
   for (const t of targets) out.set(t.entry.key.address, { pod: t.pod, network: t.network });
   return out;
-}
-
-/** One unmatched connect as the agent keeps it for `lace doctor`. */
-export interface UnmatchedView {
-  family: ProbeKey["family"];
-  address: string;
-  port: number;
-  networkId: number;
-  /** "namespace/name" of the pod that owns the address, when the agent knows it. */
-  pod?: string;
-  /** How many reports of this destination arrived (reports are rate-limited in the kernel). */
-  reports: number;
-  /** When the last report arrived (ms since the epoch). */
-  lastSeen: number;
 }
 
 /**

@@ -14,13 +14,8 @@ import { type EventSink, podObjectRef } from "../kube/event_sink.ts";
 import { realTimers } from "../time/timers.ts";
 import { aboutPod, limitedLog } from "../log/limiter.ts";
 import type { AgentSnapshot } from "./core.ts";
-import {
-  type AddressOwner,
-  desiredRanges,
-  ownersByAddress,
-  UnmatchedLedger,
-  type UnmatchedView,
-} from "./unmatched.ts";
+import { type AddressOwner, desiredRanges, ownersByAddress, UnmatchedLedger } from "./unmatched.ts";
+import type { UnmatchedView } from "../agent_api/views.ts";
 
 const log = getLogger(["lace", "agent"]);
 

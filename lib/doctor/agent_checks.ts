@@ -2,8 +2,7 @@
  * The doctor's checks of the running agent: health, readiness, the probe targets it knows
  * against the map, which targets the kubelet stopped reaching, and tagged connects.
  */
-import type { AddressesView, TargetView } from "../agent/http_server.ts";
-import type { UnmatchedView } from "../agent/unmatched.ts";
+import type { AddressesView, TargetView, UnmatchedView } from "../agent_api/views.ts";
 import { keyId } from "../probe/key.ts";
 import { isHookKind } from "../rules/kinds.ts";
 import { networkLabel } from "../probe/network_name.ts";

@@ -15,9 +15,10 @@ import {
   UsageError,
 } from "../cli/flags.ts";
 import { defaultConfig, durationProblem, nodeProblems, type NodeSettings } from "../config.ts";
-import { registeredTargets, targetsFromAgent } from "../agent/registered_targets.ts";
+import { registeredTargets } from "../agent_api/registered_targets.ts";
+import { targetsFromAgent } from "../agent_api/client.ts";
 import { parsePodName, podRows, podTable, podTargets } from "./pod.ts";
-import type { TargetView } from "../agent/http_server.ts";
+import type { TargetView } from "../agent_api/views.ts";
 import type { Check } from "./check.ts";
 import { evaluate } from "./checks.ts";
 import {

@@ -6,8 +6,8 @@
  * see requestFor). Pure: selection, rows and the table;
  * command.ts gathers the targets and runs the probes.
  */
-import type { TargetView } from "../agent/http_server.ts";
-import { lastHitText } from "../text/targets.ts";
+import type { TargetView } from "../agent_api/views.ts";
+import { lastHitText } from "../agent_api/text.ts";
 import { isHookKind, TARGET_KINDS } from "../rules/kinds.ts";
 import { keyId } from "../probe/key.ts";
 import type { ProbeReport } from "./probes.ts";

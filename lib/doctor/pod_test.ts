@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { parsePodName, podRows, podTable, podTargets } from "./pod.ts";
-import type { TargetView } from "../agent/http_server.ts";
+import type { TargetView } from "../agent_api/views.ts";
 
 const t = (pod: string, port: number, probe: string, extra: Partial<TargetView> = {}) => ({
   family: "ipv4" as const,

@@ -19,10 +19,9 @@ import {
 } from "../datapath/pins.ts";
 import { statCgroupId } from "../os/cgroupfs.ts";
 import type { LinkSnapshot, NodeSnapshot } from "./check.ts";
-import type { AddressesView, TargetView } from "../agent/http_server.ts";
-import type { UnmatchedView } from "../agent/unmatched.ts";
+import type { AddressesView, TargetView, UnmatchedView } from "../agent_api/views.ts";
 import type { ChainingView } from "../agent/chaining.ts";
-import { getFromAgent } from "../agent/local_client.ts";
+import { getFromAgent } from "../agent_api/client.ts";
 import { apiServerProcesses, extraProcesses, findKubelets } from "../cgroup/kubelet_finder.ts";
 import { judgeKubelets } from "../cgroup/kubelet_trust.ts";
 import { bpffsMountPoints, type Mount, mountOf, readMountInfo } from "../os/mountinfo.ts";

@@ -16,7 +16,7 @@ import assert from "node:assert/strict";
 import { CoreV1Api, DiscoveryV1Api } from "@kubernetes/client-node";
 import { loadKubeConfig } from "../../lib/kube/client.ts";
 import { hostAddressesCheck } from "../../lib/doctor/agent_checks.ts";
-import type { AddressesView } from "../../lib/agent/http_server.ts";
+import type { AddressesView } from "../../lib/agent_api/views.ts";
 import { podManifest } from "../helpers/agent_process.ts";
 import { startInfraWorld } from "../helpers/infra_world.ts";
 import { assertAddRefused, metricReaches, podBeforeAdd } from "../helpers/tenant_world.ts";

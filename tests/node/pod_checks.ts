@@ -5,7 +5,7 @@
 import type { CoreV1Api, V1Pod } from "@kubernetes/client-node";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import type { TargetView } from "../../lib/agent/http_server.ts";
+import type { TargetView } from "../../lib/agent_api/views.ts";
 import { NETWORKS } from "./network.ts";
 import type { Node } from "./node.ts";
 import { PROBE_NAMESPACE, probeMessage, probePod } from "./probe_pods.ts";

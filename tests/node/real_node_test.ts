@@ -13,7 +13,7 @@ import { laceLauncher } from "./images.ts";
 import { startNode } from "./node.ts";
 import { NETWORKS } from "./network.ts";
 import { explainFailure, waitFor } from "../helpers/wait.ts";
-import type { TargetView } from "../../lib/agent/http_server.ts";
+import type { TargetView } from "../../lib/agent_api/views.ts";
 import {
   agentLog,
   agentTargets,

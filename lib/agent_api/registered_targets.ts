@@ -3,22 +3,8 @@
  * over its root-only local socket (it knows each target's pod), else the pinned map's entries
  * (no pods) when no agent answers.
  */
-import type { TargetView } from "./http_server.ts";
-import { getFromAgent } from "./local_client.ts";
-
-/** Reads the agent's /targets from its local socket; undefined when no agent answers in time. */
-export async function targetsFromAgent(
-  socketPath: string,
-  timeoutMs = 1000,
-): Promise<TargetView[] | undefined> {
-  if (!socketPath) return undefined;
-  try {
-    const res = await getFromAgent(socketPath, "/targets", timeoutMs);
-    return res.status === 200 ? JSON.parse(res.body) as TargetView[] : undefined;
-  } catch {
-    return undefined;
-  }
-}
+import type { TargetView } from "./views.ts";
+import { targetsFromAgent } from "./client.ts";
 
 /**
  * The registered targets: the running agent's view (with pods) when it
