@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { callAgent } from "../lib/cni/client.ts";
 import { PROTOCOL_VERSION } from "../lib/cni/protocol.ts";
 import { CALICO, deeplyNested } from "../lib/cni/chaining/_fixtures.ts";
-import type { ChainingView } from "../lib/agent/chaining.ts";
+import type { ChainingView } from "../lib/agent_api/views.ts";
 import { agentTestOptions, AgentWorld, POD_A, POD_IPV4 } from "./helpers/agent_process.ts";
 import { explainFailure, waitFor } from "./helpers/wait.ts";
 

@@ -205,12 +205,15 @@ export const FLOORS: Readonly<Record<string, number>> = {
   // Pure: pod -> targets, conflicts.
   "lib/rules": 5,
   "lib/config.ts": 6,
+  // What the agent's local socket answers, its client and its text: the agent writes it, the
+  // commands read it.
+  "lib/agent_api": 7,
   // The agent's loop, the commands beside it, the command line on top.
-  "lib/agent": 7,
-  "lib/doctor": 8,
-  "lib/netcheck": 8,
-  "lib/demo": 8,
-  "lib/cli": 9,
+  "lib/agent": 8,
+  "lib/doctor": 9,
+  "lib/netcheck": 9,
+  "lib/demo": 9,
+  "lib/cli": 10,
 };
 
 /**

@@ -12,7 +12,8 @@ import { getLogger } from "@logtape/logtape";
 import type { Config } from "../config.ts";
 import { Chainer, type FileReport, type PassResult } from "../cni/chaining/chainer.ts";
 import { realTimers, type Timers, within } from "../time/timers.ts";
-import { NodeRuntime, type RuntimeView } from "./container_runtime.ts";
+import { NodeRuntime } from "./container_runtime.ts";
+import type { ChainingView } from "../agent_api/views.ts";
 import type { EventSink, ObjectRef } from "../kube/event_sink.ts";
 import type { Metrics } from "./metrics.ts";
 
@@ -35,18 +36,6 @@ export interface ChainingParts {
 
 /** How long the first pass waits for the Node's runtime before it goes by CRI-O's rule. */
 const RUNTIME_WAIT_MS = 5000;
-
-/** What the agent's chaining found at its last pass, for `lace doctor` (`/chaining`, local only). */
-export interface ChainingView {
-  mode: Config["cniChaining"];
-  dir: string;
-  /** The runtime whose rule picks the file (with no --cni-chain-files). */
-  runtime: RuntimeView;
-  /** The files that name the agent's plugin after the last pass. */
-  chained: string[];
-  /** The warnings of the last pass (a file left alone, a write that failed), one per file. */
-  problems: { file: string; reason: FileReport["reason"]; message: string }[];
-}
 
 /** What `startChaining` started: stop it at shutdown (it decides whether to undo). */
 export interface RunningChaining {

@@ -12,17 +12,9 @@ import {
   type ContainerRuntimeMode,
   runtimeOfVersion,
 } from "../cni/chaining/runtimes.ts";
+import type { RuntimeView } from "../agent_api/views.ts";
 
 const log = getLogger(["lace", "cni", "chaining"]);
-
-/** What the agent knows of the runtime, for `/chaining` and lace doctor. */
-export interface RuntimeView {
-  mode: ContainerRuntimeMode;
-  /** The runtime whose rule applies; absent: unknown, and CRI-O's rule applies. */
-  runtime?: ContainerRuntime;
-  /** The Node's containerRuntimeVersion, once read. */
-  version?: string;
-}
 
 export interface NodeRuntimeOptions {
   mode: ContainerRuntimeMode;

@@ -11,14 +11,18 @@ import type { Datapath } from "../datapath/loader.ts";
 import type { ProbeKey } from "../probe/key.ts";
 import { runInSlices, TimeSlice } from "../time/timers.ts";
 import type { AgentCore, AgentSnapshot } from "./core.ts";
-import type { AddressesView, HostAddressSource, TargetView } from "../agent_api/views.ts";
+import type {
+  AddressesView,
+  ChainingView,
+  HostAddressSource,
+  TargetView,
+} from "../agent_api/views.ts";
 import { type Readiness, sharedFor, type StatusProvider } from "./http_server.ts";
 import { SLICE_MS } from "./json_array_stream.ts";
 import type { KubeletNetnsAddresses } from "./kubelet_netns_addresses.ts";
 import type { Listening } from "./listeners.ts";
 import type { ApiServerAddresses } from "./api_server_addresses.ts";
 import type { Metrics } from "./metrics.ts";
-import type { ChainingView } from "./chaining.ts";
 import type { UnmatchedWatch } from "./unmatched_watch.ts";
 
 /** The parts the status reads; `listeners` and `unmatched` may be filled in after it is made. */

@@ -1,10 +1,13 @@
 /**
  * What the agent's local socket answers, as its clients read it: the JSON of `/targets`,
- * `/addresses` and `/unmatched`. The agent writes these and `lace targets`, `lace doctor` and
+ * `/addresses`, `/unmatched` and `/chaining`. The agent writes these and `lace targets`, `lace doctor` and
  * the demo read them, so they live below both; the agent's own records of the same things
  * (desired targets, the host-address readers) are built into them where it serves them.
  */
 import type { ProbeKey } from "../probe/key.ts";
+import type { Config } from "../config.ts";
+import type { FileReport } from "../cni/chaining/chainer.ts";
+import type { ContainerRuntime, ContainerRuntimeMode } from "../cni/chaining/runtimes.ts";
 
 /** One registered target as the agent knows it, with the pod it came from. */
 export interface TargetView {
@@ -99,4 +102,25 @@ export interface UnmatchedView {
   reports: number;
   /** When the last report arrived (ms since the epoch). */
   lastSeen: number;
+}
+
+/** What the agent's chaining found at its last pass, for `lace doctor` (`/chaining`, local only). */
+export interface ChainingView {
+  mode: Config["cniChaining"];
+  dir: string;
+  /** The runtime whose rule picks the file (with no --cni-chain-files). */
+  runtime: RuntimeView;
+  /** The files that name the agent's plugin after the last pass. */
+  chained: string[];
+  /** The warnings of the last pass (a file left alone, a write that failed), one per file. */
+  problems: { file: string; reason: FileReport["reason"]; message: string }[];
+}
+
+/** What the agent knows of the runtime, for `/chaining` and lace doctor. */
+export interface RuntimeView {
+  mode: ContainerRuntimeMode;
+  /** The runtime whose rule applies; absent: unknown, and CRI-O's rule applies. */
+  runtime?: ContainerRuntime;
+  /** The Node's containerRuntimeVersion, once read. */
+  version?: string;
 }

@@ -3,11 +3,10 @@
  * each yields (a Check that says what is wrong and how to fix it), with the helpers every
  * check file builds them with.
  */
-import type { AddressesView, TargetView, UnmatchedView } from "../agent_api/views.ts";
+import type { AddressesView, ChainingView, TargetView, UnmatchedView } from "../agent_api/views.ts";
 import type { ApiServerProcess, ProcessInfo } from "../cgroup/kubelet_finder.ts";
 import type { DistrustedKubelet } from "../cgroup/kubelet_trust.ts";
 import type { ChainStatus } from "../cni/chaining/status.ts";
-import type { ChainingView } from "../agent/chaining.ts";
 
 export interface Check {
   name: string;

@@ -19,8 +19,7 @@ import {
 } from "../datapath/pins.ts";
 import { statCgroupId } from "../os/cgroupfs.ts";
 import type { LinkSnapshot, NodeSnapshot } from "./check.ts";
-import type { AddressesView, TargetView, UnmatchedView } from "../agent_api/views.ts";
-import type { ChainingView } from "../agent/chaining.ts";
+import type { AddressesView, ChainingView, TargetView, UnmatchedView } from "../agent_api/views.ts";
 import { getFromAgent } from "../agent_api/client.ts";
 import { apiServerProcesses, extraProcesses, findKubelets } from "../cgroup/kubelet_finder.ts";
 import { judgeKubelets } from "../cgroup/kubelet_trust.ts";
