@@ -1,7 +1,8 @@
 /**
- * The README and the pages of docs/ name flags, commands, chart keys, metrics, Event reasons and
- * files. Each must exist, so that a rename in the code fails here instead of leaving a page that
- * lies, and the chart's values table must name every key of values.yaml. What counts as naming
+ * The README, the pages of docs/ and the chart's README name flags, commands, chart keys,
+ * metrics, Event reasons and files. Each must exist, so that a rename in the code fails here
+ * instead of leaving a page that lies, and the chart README's values table (which `deno task
+ * chart-docs` writes) must name every key of values.yaml with its default. What counts as naming
  * one is the markup docs/testing.md ("Docs that cannot drift") describes: code spans, the first
  * column of tables, sh blocks. docs/mutation.md is generated from reports and left out.
  */
@@ -36,8 +37,11 @@ interface Page {
   fences: Fence[];
 }
 
+/** The chart's README: its values table is the one list of the chart's keys. */
+const CHART_README = "deploy/helm/lace/README.md";
+
 function readPages(): Page[] {
-  const paths = ["README.md"];
+  const paths = ["README.md", CHART_README];
   for (const e of Deno.readDirSync(join(REPO, "docs"))) {
     if (e.isFile && e.name.endsWith(".md") && e.name !== "mutation.md") {
       paths.push(`docs/${e.name}`);
@@ -341,7 +345,7 @@ function pageProblems(page: Page): Record<string, string[]> {
     } else if (dev?.[1] === "node" && dev[2] && !devNodeUsage.includes(dev[2])) {
       problems.commands.push(at(`scripts/dev node has no command ${dev[2]}`));
     }
-    const task = /^deno task ([a-z:]+)/.exec(span)?.[1];
+    const task = /^deno task ([a-z:-]+)/.exec(span)?.[1];
     if (task && !tasks.includes(task)) problems.commands.push(at(`deno.json has no task ${task}`));
     const path = /^((?:lib|tests|scripts|deploy|bench|bpf|docs)\/[\w./-]*[\w/])(?::\d+)?$/.exec(
       span,
@@ -444,17 +448,19 @@ Deno.test("every Event reason the code records is explained in docs/troubleshoot
   assert.deepEqual([...EVENT_REASONS].filter((r) => !explained.has(r)).sort(), []);
 });
 
-Deno.test("the values table of docs/deploy.md names every chart key, with its default", () => {
-  const page = PAGES.find((p) => p.path === "docs/deploy.md")!;
-  const table = tables(page.prose).find((t) => t[0][0] === "value" && t[0][1] === "default");
-  assert.ok(table, "docs/deploy.md has no table headed | value | default | meaning |");
+Deno.test("the values table of the chart's README names every chart key, with its default", () => {
+  const page = PAGES.find((p) => p.path === CHART_README)!;
+  const table = tables(page.prose).find((t) => t[0][0] === "key" && t[0][2] === "default");
+  assert.ok(table, `${CHART_README} has no table headed | key | type | default | description |`);
   const named = new Set<string>();
   const wrong: string[] = [];
   for (const row of table.slice(1)) {
     const keys = codeSpans(row[0]).map((s) => s.text);
+    // A section's row (no default) names no key: the keys under it have rows of their own.
+    if (row[2] === "") continue;
     for (const key of keys) named.add(key);
-    const defaults = codeSpans(row[1]);
-    if (keys.length !== 1 || defaults.length !== 1 || row[1] !== `\`${defaults[0].text}\``) {
+    const defaults = codeSpans(row[2]);
+    if (keys.length !== 1 || defaults.length !== 1 || row[2] !== `\`${defaults[0].text}\``) {
       continue;
     }
     const text = defaults[0].text;
