@@ -4,7 +4,7 @@
  * CNI_COMMAND set). Commands are imported lazily so that the CNI path and
  * the small commands never load the Kubernetes client.
  */
-import { errorChain } from "./lib/cli/error_chain.ts";
+import { errorChain } from "./lib/text/error_chain.ts";
 
 /**
  * The commands' module, named in a variable: `deno run` reads the module graph
@@ -27,7 +27,7 @@ if (import.meta.main) {
   try {
     code = await main(Deno.args);
   } catch (e) {
-    // lib/cli/flags.ts's UsageError, by name: flags.ts (and node:util) stays off the plugin's path.
+    // lib/flags/parser.ts's UsageError, by name: parser.ts (and node:util) stays off the plugin's path.
     if (e instanceof Error && e.name === "UsageError") {
       for (const line of e.message.split("\n")) console.error(`lace: ${line}`);
       code = 2;

@@ -23,7 +23,7 @@ import { type FigureFailure, type FigureResult, formatTable } from "./report.ts"
 import { machineInfo, removeBenchPins } from "./system.ts";
 import { sweepAbandoned } from "../lib/demo/leftovers.ts";
 import { bpfObjectLocation } from "../lib/datapath/bpf_object.ts";
-import { errorChain } from "../lib/cli/error_chain.ts";
+import { errorChain } from "../lib/text/error_chain.ts";
 import { CleanupStack } from "../lib/os/cleanup_stack.ts";
 
 export interface BenchOptions {

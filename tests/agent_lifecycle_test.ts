@@ -69,7 +69,7 @@ Deno.test({
       await agent.ready(10_000);
       assert.equal(await agent.metric('lace_attached{program="connect4"}'), 1);
       // The prober joins the new cgroup: its connects are now the kubelet's.
-      const { Prober } = await import("../lib/doctor/prober.ts");
+      const { Prober } = await import("../lib/prober/mod.ts");
       await using prober = await Prober.start({ netns: w.node.netns, cgroup: late });
       const res = await prober.probe({ host: POD_IPV4, port: 8080, timeoutMs: 1000, http: "/" });
       assert.equal(res.result, "reached");

@@ -15,7 +15,7 @@ import { findKubelets } from "../lib/cgroup/kubelet_finder.ts";
 import { run } from "../lib/os/process.ts";
 import { POD_IPV4, SimNode } from "../lib/demo/netns.ts";
 import { PodServer } from "../lib/demo/pod_server.ts";
-import { Prober } from "../lib/doctor/prober.ts";
+import { Prober } from "../lib/prober/mod.ts";
 import { CgroupTree } from "./helpers/cgroup_fixture.ts";
 import { privilegedTests, testPinPath } from "./helpers/sim_world.ts";
 import { waitFor } from "./helpers/wait.ts";

@@ -25,7 +25,7 @@ import { PodServer } from "../lib/demo/pod_server.ts";
 import type { AddressesView } from "../lib/agent_api/views.ts";
 import { waitFor } from "./helpers/wait.ts";
 import { CgroupTree } from "./helpers/cgroup_fixture.ts";
-import { Prober } from "../lib/doctor/prober.ts";
+import { Prober } from "../lib/prober/mod.ts";
 
 /** The simulated node's own addresses on its link into network 1. */
 const NODE = simNodeAddresses(1);

@@ -4,8 +4,8 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { setupLogging } from "../log/setup.ts";
-import { agentCommand, agentConfig } from "./agent_flags.ts";
-import { parseCommand } from "./flags.ts";
+import { agentCommand, agentConfig } from "../flags/agent.ts";
+import { parseCommand } from "../flags/parser.ts";
 
 export async function runAgentCommand(args: string[]): Promise<number> {
   const options = parseCommand(agentCommand, args);

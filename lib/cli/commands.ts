@@ -47,7 +47,7 @@ const commands: Record<string, { summary: string; load: () => Promise<Run>; hidd
     summary: "internal: the kubelet-like prober",
     hidden: true,
     load: async () => {
-      const { runProber } = await import("../doctor/prober.ts");
+      const { runProber } = await import("../prober/mod.ts");
       return async (args) => (await runProber(args), 0);
     },
   },

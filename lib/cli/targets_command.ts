@@ -8,8 +8,8 @@ import { addressesFromAgent } from "../agent_api/client.ts";
 import { registeredTargets } from "../agent_api/registered_targets.ts";
 import { addressesText, targetsJson, targetsTable } from "../agent_api/text.ts";
 import { defaultConfig } from "../config.ts";
-import { boolean, type CommandSpec } from "./flags.ts";
-import { nodeFlags, parseNodeCommand } from "./agent_flags.ts";
+import { boolean, type CommandSpec } from "../flags/parser.ts";
+import { nodeFlags, parseNodeCommand } from "../flags/agent.ts";
 
 interface TargetsOptions {
   json: boolean;

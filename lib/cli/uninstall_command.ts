@@ -13,8 +13,8 @@
  */
 import { join } from "node:path";
 import { defaultConfig, type NodeSettings } from "../config.ts";
-import { type CommandSpec, text } from "./flags.ts";
-import { nodeFlags, parseNodeCommand } from "./agent_flags.ts";
+import { type CommandSpec, text } from "../flags/parser.ts";
+import { nodeFlags, parseNodeCommand } from "../flags/agent.ts";
 
 type UninstallOptions = Pick<NodeSettings, "pinPath" | "cniConfDir" | "cniStateDir"> & {
   cniBinDir: string;

@@ -1,7 +1,7 @@
 /** `lace version`: the agent's version, its BPF map layout and its runtime. */
 import { ABI_VERSION } from "../datapath/probe_map.ts";
 import { VERSION } from "../version.ts";
-import { boolean, type CommandSpec, parseCommand } from "./flags.ts";
+import { boolean, type CommandSpec, parseCommand } from "../flags/parser.ts";
 
 const spec: CommandSpec<{ json: boolean }> = {
   name: "version",

@@ -12,13 +12,13 @@
  * pod is probed in its own network, with the exposure that sharing brings.
  */
 import { join } from "node:path";
-import { boolean, type CommandSpec, integer, parseCommand, UsageError } from "../cli/flags.ts";
+import { boolean, type CommandSpec, integer, parseCommand, UsageError } from "../flags/parser.ts";
 import { SimCgroups } from "./cgroup.ts";
 import { claimSuffix, sweepAbandoned } from "./leftovers.ts";
 import { CleanupStack } from "../os/cleanup_stack.ts";
 import { POD_IPV4, POD_IPV6, SimNode } from "./netns.ts";
 import { PodServer } from "./pod_server.ts";
-import { Prober } from "../doctor/prober.ts";
+import { Prober } from "../prober/mod.ts";
 import { selfCommand } from "../os/self_command.ts";
 import { demoPods } from "./pods.ts";
 import { addAtHeldAddress, type RefusalResult, SHARING_EXPOSURE } from "./address_policy.ts";

@@ -2,7 +2,7 @@
  * The demo's probe results: every probe of every pod at both addresses sent through a prober (the
  * kubelet's cgroup or another), one row each, and the rows as the table the demo prints.
  */
-import type { Prober, ProbeResponse } from "../doctor/prober.ts";
+import type { Prober, ProbeResponse } from "../prober/mod.ts";
 import { safeTable } from "../text/safe.ts";
 import { POD_IPV4, POD_IPV6 } from "./netns.ts";
 import type { DemoPod } from "./pods.ts";

@@ -4,7 +4,7 @@
  * with its fix; the second probes every registered target from the
  * kubelet's cgroup. Both exit 0 only when everything needed is right.
  */
-import { nodeFlags } from "../cli/agent_flags.ts";
+import { nodeFlags } from "../flags/agent.ts";
 import {
   boolean,
   type CommandSpec,
@@ -13,7 +13,7 @@ import {
   parseFlags,
   text,
   UsageError,
-} from "../cli/flags.ts";
+} from "../flags/parser.ts";
 import { defaultConfig, durationProblem, nodeProblems, type NodeSettings } from "../config.ts";
 import { registeredTargets } from "../agent_api/registered_targets.ts";
 import { targetsFromAgent } from "../agent_api/client.ts";

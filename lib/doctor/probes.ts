@@ -14,7 +14,7 @@ import {
   proberCommand,
   type ProbeRequest,
   type ProbeResponse,
-} from "./prober.ts";
+} from "../prober/mod.ts";
 import { safeTable } from "../text/safe.ts";
 import { isHookKind } from "../rules/kinds.ts";
 

@@ -13,8 +13,8 @@ import {
   text,
   UsageError,
   type ValueParser,
-} from "../cli/flags.ts";
-import { logFlags } from "../cli/log_flags.ts";
+} from "../flags/parser.ts";
+import { logFlags } from "../flags/log.ts";
 import { defaultNetcheckOptions, type NetcheckOptions } from "./options.ts";
 
 const labelKey = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;

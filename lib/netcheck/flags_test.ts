@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { UsageError } from "../cli/flags.ts";
+import { UsageError } from "../flags/parser.ts";
 import { parseBandwidth, parseNetcheckArgs } from "./flags.ts";
 import { defaultNetcheckOptions } from "./options.ts";
 

@@ -6,7 +6,7 @@
  * 130 interrupted; a --watch stopped by SIGTERM that removed everything it
  * made exits 0.
  */
-import { helpText, UsageError } from "../cli/flags.ts";
+import { helpText, UsageError } from "../flags/parser.ts";
 import { setupLogging } from "../log/setup.ts";
 import type { NetcheckCluster } from "./cluster.ts";
 import { netcheckCommand, parseNetcheckArgs } from "./flags.ts";

@@ -21,8 +21,8 @@ Deno.test({
   name: "moduleCommand() under deno runs the module file itself",
   ignore: skipIf(notDeno),
   fn() {
-    const cmd = moduleCommand("file:///repo/lib/doctor/prober.ts", "__prober", ["a"]);
-    assert.deepEqual(cmd, [Deno.execPath(), "run", "-A", "/repo/lib/doctor/prober.ts", "a"]);
+    const cmd = moduleCommand("file:///repo/lib/prober/mod.ts", "__prober", ["a"]);
+    assert.deepEqual(cmd, [Deno.execPath(), "run", "-A", "/repo/lib/prober/mod.ts", "a"]);
   },
 });
 

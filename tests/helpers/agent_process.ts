@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { SimCgroups } from "../../lib/demo/cgroup.ts";
 import { POD_IPV4, POD_IPV6, type SimNode } from "../../lib/demo/netns.ts";
-import type { Prober, ProbeResponse } from "../../lib/doctor/prober.ts";
+import type { Prober, ProbeResponse } from "../../lib/prober/mod.ts";
 import { getFromAgent } from "../../lib/agent_api/client.ts";
 import { CleanupStack } from "../../lib/os/cleanup_stack.ts";
 import { freeLoopbackPort } from "../../lib/os/process.ts";

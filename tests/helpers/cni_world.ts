@@ -19,7 +19,7 @@ import { randomSuffix, run } from "../../lib/os/process.ts";
 import { claimSuffix } from "../../lib/demo/leftovers.ts";
 import { SimNode } from "../../lib/demo/netns.ts";
 import { PodServer } from "../../lib/demo/pod_server.ts";
-import type { Prober } from "../../lib/doctor/prober.ts";
+import type { Prober } from "../../lib/prober/mod.ts";
 import { type AttachmentParams, CniChain, laceCommand } from "./cni_runtime.ts";
 import { CleanupStack } from "../../lib/os/cleanup_stack.ts";
 import { startProbers, testPinPath } from "./sim_world.ts";

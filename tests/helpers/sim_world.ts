@@ -14,7 +14,7 @@ import { SimCgroups } from "../../lib/demo/cgroup.ts";
 import { claimSuffix } from "../../lib/demo/leftovers.ts";
 import { POD_IPV4, POD_IPV6, SimNode } from "../../lib/demo/netns.ts";
 import { PodServer } from "../../lib/demo/pod_server.ts";
-import { Prober } from "../../lib/doctor/prober.ts";
+import { Prober } from "../../lib/prober/mod.ts";
 import { CleanupStack } from "../../lib/os/cleanup_stack.ts";
 import { needsRoot, skipIf, skipName } from "./skip.ts";
 

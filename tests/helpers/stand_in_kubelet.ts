@@ -5,7 +5,7 @@
  * long as an upgrade takes, and counts every connect that did not carry the
  * target's mark.
  */
-import type { Prober } from "../../lib/doctor/prober.ts";
+import type { Prober } from "../../lib/prober/mod.ts";
 import { waitFor } from "./wait.ts";
 
 export interface KubeletTally {

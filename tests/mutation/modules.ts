@@ -79,7 +79,7 @@ export const MODULES: MutationModule[] = [
   },
   {
     name: "flags-config",
-    mutate: ["lib/cli/flags.ts", "lib/cli/agent_flags.ts", "lib/config.ts"],
-    tests: ["lib/cli/flags_test.ts", "lib/config_test.ts"],
+    mutate: ["lib/flags/parser.ts", "lib/flags/agent.ts", "lib/config.ts"],
+    tests: ["lib/flags/parser_test.ts", "lib/config_test.ts"],
   },
 ];

@@ -3,8 +3,8 @@
  * because the hint that says what to do is often in a cause (a pod source
  * that failed to start wraps the reason its directory cannot be read).
  */
-import { errorText } from "../text/error.ts";
-import { escapeUnsafe } from "../text/safe.ts";
+import { errorText } from "./error.ts";
+import { escapeUnsafe } from "./safe.ts";
 
 /**
  * The message of `error` and of every cause below it, one per line: a message names what others

@@ -3,7 +3,7 @@
  * definition, so the same flag and variable set the same thing wherever they are given.
  */
 import { LOG_FORMATS, LOG_LEVELS, type LogSettings } from "../log/setup.ts";
-import { type FlagSpec, oneOf } from "./flags.ts";
+import { type FlagSpec, oneOf } from "./parser.ts";
 
 const LOG_FLAGS: FlagSpec<LogSettings>[] = [
   {

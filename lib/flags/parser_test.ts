@@ -11,9 +11,9 @@ import {
   parseFlags,
   text,
   UsageError,
-} from "./flags.ts";
+} from "./parser.ts";
 import { MAX_TIMER_MS } from "../time/duration.ts";
-import { agentCommand, agentConfig, agentFlags } from "./agent_flags.ts";
+import { agentCommand, agentConfig, agentFlags } from "./agent.ts";
 
 const parse = (args: string[], env: Record<string, string> = {}) =>
   parseFlags(agentCommand, args, env).options;

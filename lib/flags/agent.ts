@@ -27,8 +27,8 @@ import {
   trueFalse,
   UsageError,
   type ValueParser,
-} from "./flags.ts";
-import { logFlags } from "./log_flags.ts";
+} from "./parser.ts";
+import { logFlags } from "./log.ts";
 import { CONFLICT_POLICIES } from "../rules/conflicts.ts";
 import { CNI_CHAINING_MODES } from "../config.ts";
 import { CONTAINER_RUNTIME_MODES } from "../cni/chaining/runtimes.ts";

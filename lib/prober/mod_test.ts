@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { Errno, libcSymbols } from "../libbpf/mod.ts";
-import { probeOnce } from "./prober.ts";
+import { probeOnce } from "./mod.ts";
 
 // errno as V8 may leave it between two FFI calls (seen in the upgrade tests: ENOENT after a
 // non-blocking connect that was in progress).
