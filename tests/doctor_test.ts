@@ -11,7 +11,7 @@ import { markFor } from "../lib/probe/key.ts";
 import { Datapath } from "../lib/datapath/loader.ts";
 import { openCurrentMap, uninstall } from "../lib/datapath/pins.ts";
 import { runDoctor } from "../lib/doctor/command.ts";
-import { type HttpSurface, type Readiness, startLocalServer } from "../lib/agent/http_server.ts";
+import { type HttpSurface, type Readiness, startLocalServer } from "../lib/agent/http/surfaces.ts";
 import type { TargetView } from "../lib/agent_api/views.ts";
 import type { ProbeKey } from "../lib/probe/key.ts";
 import { randomSuffix, run } from "../lib/os/process.ts";

@@ -15,7 +15,7 @@ import { agentTestOptions, AgentWorld, freeLoopbackAddr, POD_A } from "./helpers
 import { POD_B, startReadyAgent } from "./helpers/agent_checks.ts";
 import { holdSilent, probeOnce, requestFrom, startFlood } from "./helpers/http_flood.ts";
 import { waitFor } from "./helpers/wait.ts";
-import { DEFAULT_HTTP_LIMITS } from "../lib/agent/http_listener.ts";
+import { DEFAULT_HTTP_LIMITS } from "../lib/agent/http/server.ts";
 
 Deno.test({
   name: "under a flood of keep-alive connections and a byte-at-a-time head on the node listener, " +

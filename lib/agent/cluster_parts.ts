@@ -2,7 +2,7 @@
  * The agent's parts that read and write the cluster, built for startAgent: the pod sources (the
  * directory's, the API's watch), the API pod lookup of the CNI ADD (exclusive only), the Event
  * recorder, the watch of the agent's own DaemonSet and the sources of the API server's addresses
- * (api_server_sources.ts). Each one started here pushes its stop onto `parts`.
+ * (host/api_server_sources.ts). Each one started here pushes its stop onto `parts`.
  */
 import { getLogger } from "@logtape/logtape";
 import type { CleanupStack } from "../os/cleanup_stack.ts";
@@ -11,7 +11,7 @@ import type { PodLookup, PodSource } from "../pods/source.ts";
 import { DirPodSource } from "../pods/dir_source.ts";
 import { type EventSink, noopEventSink } from "../kube/event_sink.ts";
 import type { EventDropReason } from "../kube/event_drops.ts";
-import type { ApiServerSource } from "./api_server_addresses.ts";
+import type { ApiServerSource } from "./host/api_server_addresses.ts";
 
 const log = getLogger(["lace", "agent"]);
 
@@ -21,7 +21,7 @@ export interface ClusterParts {
   /** Whether `helm uninstall` is under way (the agent's DaemonSet deleted); none without one. */
   uninstalling?: () => Promise<boolean>;
   podLookup?: PodLookup;
-  /** Where the API server's addresses are read (api_server_sources.ts); none without the API. */
+  /** Where the API server's addresses are read (host/api_server_sources.ts); none without API. */
   apiServerSources: ApiServerSource[];
   /** Reads this Node's status.nodeInfo.containerRuntimeVersion; none without the API. */
   readRuntimeVersion?: () => Promise<string>;
@@ -87,7 +87,7 @@ export async function clusterParts(
       clusterInfoSource,
       kubernetesEndpointSlicesSource,
       kubernetesServiceSource,
-    } = await import("./api_server_sources.ts");
+    } = await import("./host/api_server_sources.ts");
     const core = kubeConfig.makeApiClient(CoreV1Api);
     const discovery = kubeConfig.makeApiClient(DiscoveryV1Api);
     const kubernetes = { name: "kubernetes", namespace: "default" };

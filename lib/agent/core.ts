@@ -39,7 +39,7 @@ import { refuseClashingAttachment } from "./attachment_clashes.ts";
 import { attachmentNetwork, logUnknownNetwork } from "./attachment_network.ts";
 import type { PodLookup } from "../pods/source.ts";
 import { Scheduler } from "./scheduler.ts";
-import { HostAddressWatch } from "./host_address_watch.ts";
+import { HostAddressWatch } from "./host/address_watch.ts";
 import type { AddressSharing, SharedAddress } from "../rules/address_holders.ts";
 
 const log = getLogger(["lace", "agent"]);

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { AgentCore } from "./core.ts";
-import { HOST_ADDRESS_CHECK_MS } from "./host_address_watch.ts";
+import { HOST_ADDRESS_CHECK_MS } from "./host/address_watch.ts";
 import { AttachmentRefusedError } from "../cni/protocol.ts";
 import type { PodSource } from "../pods/source.ts";
 import { MemoryProbeStore } from "../../tests/helpers/memory_probe_store.ts";

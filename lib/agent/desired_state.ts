@@ -25,7 +25,7 @@ import {
   untaggedAt,
 } from "../rules/address_holders.ts";
 import { errorText } from "../text/error.ts";
-import { HOST_ADDRESS_REFUSAL } from "./host_addresses.ts";
+import { HOST_ADDRESS_REFUSAL } from "./host/addresses.ts";
 import type { PodIdentity } from "../rules/pod_fields.ts";
 import type { PodRangeSet } from "../net/cidr.ts";
 import type { TargetView } from "./target_view.ts";
@@ -65,7 +65,7 @@ export interface DesiredStateInput {
   /** The addresses of each pod's current sandbox (AddressPlacementInput.attachedAddresses). */
   attachedAddresses?: (uid: string) => readonly string[];
   /**
-   * The node's own addresses (host_addresses.ts): no pod gets a target at one, under both
+   * The node's own addresses (host/addresses.ts): no pod gets a target at one, under both
    * sharing modes, as the kubelet probes the node's host-network pods there.
    */
   hostAddresses?: ReadonlySet<string>;

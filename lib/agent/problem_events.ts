@@ -11,7 +11,7 @@ import { networkMismatchMessage } from "../rules/pod_network.ts";
 import { SECOND_NETWORK_REFUSAL } from "./attachment_refusals.ts";
 import type { AgentCoreOptions } from "./core.ts";
 import { OUTSIDE_POD_RANGES_REFUSAL } from "./desired_state.ts";
-import { HOST_ADDRESS_REFUSAL } from "./host_addresses.ts";
+import { HOST_ADDRESS_REFUSAL } from "./host/addresses.ts";
 import type { Metrics } from "./metrics.ts";
 
 /** The core's problem and refusal hooks, as Events through `events` and refusal counts. */

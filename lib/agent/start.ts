@@ -1,7 +1,7 @@
 /**
  * The running node agent: the datapath, the pod sources, the agent core, the
  * kubelet cgroup follower, the Event recorder and metrics, wired together with
- * the listeners (listeners.ts: the HTTP servers, the CNI socket, the
+ * the listeners (http/listeners.ts: the HTTP servers, the CNI socket, the
  * chaining), what they report (status.ts) and the Events the core's problems
  * become (problem_events.ts). Each part is built and tested on its own; this
  * file only composes them and owns their start/stop order.
@@ -13,7 +13,7 @@ import { AgentCore } from "./core.ts";
 import { clusterParts } from "./cluster_parts.ts";
 import { CgroupFollower } from "../cgroup/follower.ts";
 import { Datapath } from "../datapath/loader.ts";
-import { type Listening, startListeners } from "./listeners.ts";
+import { type Listening, startListeners } from "./http/listeners.ts";
 import type { RunningChaining } from "./chaining.ts";
 import { agentStatus } from "./status.ts";
 import { parseCidr } from "../net/cidr.ts";
@@ -21,10 +21,10 @@ import { UnmatchedWatch } from "./unmatched_watch.ts";
 import { trimMallocHeap } from "./malloc_trim.ts";
 import { Metrics } from "./metrics.ts";
 import { fileNodeNetworkStore } from "./node_networks.ts";
-import { readHostAddresses } from "./host_addresses.ts";
-import { KubeletNetnsAddresses } from "./kubelet_netns_addresses.ts";
-import { ApiServerAddresses } from "./api_server_addresses.ts";
-import { kubeletKubeconfigSource, resolveHost } from "./api_server_sources.ts";
+import { readHostAddresses } from "./host/addresses.ts";
+import { KubeletNetnsAddresses } from "./host/kubelet_netns_addresses.ts";
+import { ApiServerAddresses } from "./host/api_server_addresses.ts";
+import { kubeletKubeconfigSource, resolveHost } from "./host/api_server_sources.ts";
 import { nodeObjectRef } from "../kube/event_sink.ts";
 import { problemEvents } from "./problem_events.ts";
 import { installLogLimiter, LogLimiter } from "../log/limiter.ts";
@@ -113,7 +113,8 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
       metrics.agentOtherNetns.set(s.otherNetns ? 1 : 0);
     },
   });
-  // The API server's addresses, held by the host with the node's own (api_server_addresses.ts).
+  // The API server's addresses, held by the host with the node's own
+  // (host/api_server_addresses.ts).
   const apiServer = new ApiServerAddresses({
     sources: [...apiServerSources, kubeletKubeconfigSource(() => kubelet.pid)],
     resolve: resolveHost,

@@ -17,11 +17,11 @@ import type {
   HostAddressSource,
   TargetView,
 } from "../agent_api/views.ts";
-import { type Readiness, sharedFor, type StatusProvider } from "./http_server.ts";
-import { SLICE_MS } from "./json_array_stream.ts";
-import type { KubeletNetnsAddresses } from "./kubelet_netns_addresses.ts";
-import type { Listening } from "./listeners.ts";
-import type { ApiServerAddresses } from "./api_server_addresses.ts";
+import { type Readiness, sharedFor, type StatusProvider } from "./http/surfaces.ts";
+import { SLICE_MS } from "./http/json_array_stream.ts";
+import type { KubeletNetnsAddresses } from "./host/kubelet_netns_addresses.ts";
+import type { Listening } from "./http/listeners.ts";
+import type { ApiServerAddresses } from "./host/api_server_addresses.ts";
 import type { Metrics } from "./metrics.ts";
 import type { UnmatchedWatch } from "./unmatched_watch.ts";
 
@@ -36,7 +36,7 @@ export interface StatusParts {
   /** The CNI chaining's last pass (chaining.ts); undefined while it has not started. */
   chaining?: () => ChainingView | undefined;
   hostAddresses: Pick<KubeletNetnsAddresses, "status">;
-  /** The API server's addresses the host holds (api_server_addresses.ts). */
+  /** The API server's addresses the host holds (host/api_server_addresses.ts). */
   apiServer?: Pick<ApiServerAddresses, "view">;
   /** The operator's pod ranges (--pod-cidrs), as given. */
   podRanges: string[];

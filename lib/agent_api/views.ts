@@ -1,8 +1,8 @@
 /**
  * What the agent's local socket answers, as its clients read it: the JSON of `/targets`,
- * `/addresses`, `/unmatched` and `/chaining`. The agent writes these and `lace targets`, `lace doctor` and
- * the demo read them, so they live below both; the agent's own records of the same things
- * (desired targets, the host-address readers) are built into them where it serves them.
+ * `/addresses`, `/unmatched` and `/chaining`. The agent writes these and `lace targets` and
+ * `lace doctor` read them, so they live below both; the agent's own records of the same things
+ * (desired targets, the host-address readers) are turned into them where it serves them.
  */
 import type { ProbeKey } from "../probe/key.ts";
 import type { Config } from "../config.ts";
@@ -55,9 +55,9 @@ export interface AddressesView {
   podRanges?: string[];
   /** Pods at an address outside every pod range ("namespace/name"): no targets there. */
   outsidePodRanges?: { pod: string; address: string }[];
-  /** Where the node's own addresses are read from (kubelet_netns_addresses.ts). */
+  /** Where the node's own addresses are read from (agent/host/kubelet_netns_addresses.ts). */
   hostAddressSource?: HostAddressSource;
-  /** The API server's addresses the host holds with the node's own (api_server_addresses.ts). */
+  /** The API server's addresses the host holds with the node's own (agent/host/). */
   apiServer?: ApiServerAddressesView;
 }
 

@@ -4,18 +4,18 @@
  * chained into the node's CNI conf. Each reports its accept failures and caps to the metrics;
  * the agent is not ready while a listener's accepts keep failing (EMFILE…).
  */
-import type { CleanupStack } from "../os/cleanup_stack.ts";
-import type { Config } from "../config.ts";
-import type { ProbeStore } from "../probe/key.ts";
-import type { ChainingParts, RunningChaining } from "./chaining.ts";
-import type { AgentCore } from "./core.ts";
+import type { CleanupStack } from "../../os/cleanup_stack.ts";
+import type { Config } from "../../config.ts";
+import type { ProbeStore } from "../../probe/key.ts";
+import type { ChainingParts, RunningChaining } from "../chaining.ts";
+import type { AgentCore } from "../core.ts";
 import {
   startHealthServer,
   startHttpServer,
   startLocalServer,
   type StatusProvider,
-} from "./http_server.ts";
-import type { Metrics } from "./metrics.ts";
+} from "./surfaces.ts";
+import type { Metrics } from "../metrics.ts";
 
 /** A started listener, as the readiness asks it. */
 export interface Listening {
@@ -89,8 +89,8 @@ export async function startListeners(
     listeners.push(local);
   }
   if (config.cniSocket) {
-    const { startCniServer } = await import("../cni/server.ts");
-    const { cniHandlerFor } = await import("../cni/check.ts");
+    const { startCniServer } = await import("../../cni/server.ts");
+    const { cniHandlerFor } = await import("../../cni/check.ts");
     const cni = await startCniServer(
       config.cniSocket,
       cniHandlerFor(inputs.core, inputs.store),
@@ -98,7 +98,7 @@ export async function startListeners(
     );
     parts.push(() => cni.close());
     listeners.push(cni);
-    const { startChaining } = await import("./chaining.ts");
+    const { startChaining } = await import("../chaining.ts");
     const chaining = startChaining(config, { ...inputs.chaining, metrics });
     parts.push(() => chaining.stop());
     inputs.onChaining?.(chaining);

@@ -9,7 +9,7 @@ import {
   kubernetesServiceSource,
   resolveHost,
 } from "./api_server_sources.ts";
-import { fakeTime } from "../../tests/helpers/fake_time.ts";
+import { fakeTime } from "../../../tests/helpers/fake_time.ts";
 import { MAX_SOURCE_ADDRESSES } from "./api_server_addresses.ts";
 
 Deno.test("agentKubeconfigSource() gives the host of the agent's server, and fails without one", async () => {

@@ -21,13 +21,13 @@
  * read). That is safe: the cgroup is listed at every call, so a pid gone (or reused outside the
  * cgroup) is never answered from the cache; the node's addresses are its administrator's, not a
  * tenant's; and an address the node gains counts at the next ADD at most `ttlMs` later, and for
- * pods already there at the agent's check (host_address_watch.ts), which reads past the cache
+ * pods already there at the agent's check (address_watch.ts), which reads past the cache
  * every HOST_ADDRESS_CHECK_MS.
  */
 import { getLogger } from "@logtape/logtape";
-import { errorText } from "../text/error.ts";
-import { parseProcCgroup } from "../cgroup/kubelet_finder.ts";
-import type { HostAddressSource } from "../agent_api/views.ts";
+import { errorText } from "../../text/error.ts";
+import { parseProcCgroup } from "../../cgroup/kubelet_finder.ts";
+import type { HostAddressSource } from "../../agent_api/views.ts";
 import { HOST_PROC_FILES, type ProcFiles, readPidNetns } from "./pid_netns_read.ts";
 
 const log = getLogger(["lace", "agent", "host-addresses"]);

@@ -14,10 +14,10 @@
  * lists only some of them, and a stale or absent Node object must not open the hole. They are
  * asked for at every reconcile and every CNI ADD, so an address the node gains counts at the
  * next ADD after the reader's 1 s cache and, for pods already there, within the agent's 1 s
- * check (host_address_watch.ts): no netlink subscription to keep alive.
+ * check (address_watch.ts): no netlink subscription to keep alive.
  */
-import { canonicalAddress } from "../net/address.ts";
-import { specialAddressKind } from "../rules/addresses.ts";
+import { canonicalAddress } from "../../net/address.ts";
+import { specialAddressKind } from "../../rules/addresses.ts";
 
 /**
  * The canonical addresses among `interfaces`' that could be a pod's (loopback, link-local and the

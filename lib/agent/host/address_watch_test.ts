@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { HostAddressWatch } from "./host_address_watch.ts";
-import { fakeTime } from "../../tests/helpers/fake_time.ts";
+import { HostAddressWatch } from "./address_watch.ts";
+import { fakeTime } from "../../../tests/helpers/fake_time.ts";
 
 function world(read: () => ReadonlySet<string>) {
   const { clock, timers } = fakeTime();

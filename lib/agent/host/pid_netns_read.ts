@@ -12,7 +12,7 @@
  * reused once more by a process of the kubelet cgroup in the host's namespace, all within one
  * read, a fraction of a millisecond: two wraps of the pid space.
  */
-import { hostAddressSet } from "./host_addresses.ts";
+import { hostAddressSet } from "./addresses.ts";
 import { parseFibTrieLocal, parseIfInet6 } from "./proc_net_addresses.ts";
 
 /** The reads the host-address reader makes: the host's by default, a fake in unit tests. */

@@ -8,13 +8,16 @@ import {
   startLocalServer,
   type StatusProvider,
   type Surface,
-} from "./http_server.ts";
-import { getFromAgent } from "../agent_api/client.ts";
-import { manyTargets } from "./_targets_fixture.ts";
-import { refusedAtEachLayer, unprivilegedUnavailable } from "../../tests/helpers/unprivileged.ts";
-import { probeOnce } from "../../tests/helpers/http_flood.ts";
-import { waitFor } from "../../tests/helpers/wait.ts";
-import { skipIf } from "../../tests/helpers/skip.ts";
+} from "./surfaces.ts";
+import { getFromAgent } from "../../agent_api/client.ts";
+import { manyTargets } from "../_targets_fixture.ts";
+import {
+  refusedAtEachLayer,
+  unprivilegedUnavailable,
+} from "../../../tests/helpers/unprivileged.ts";
+import { probeOnce } from "../../../tests/helpers/http_flood.ts";
+import { waitFor } from "../../../tests/helpers/wait.ts";
+import { skipIf } from "../../../tests/helpers/skip.ts";
 
 function provider(ready: boolean): StatusProvider {
   return {

@@ -1,6 +1,6 @@
 /**
  * The Kubernetes API server's addresses, which no pod may hold, held by the host beside the
- * node's own (host_addresses.ts; same refusal, ProbeIgnored reason host-address and metrics):
+ * node's own (addresses.ts; same refusal, ProbeIgnored reason host-address and metrics):
  * the kubelet connects to its API server itself, from the cgroup whose connects Lace tags, and
  * the map knows a kubelet connection by its destination alone. A tenant's pod given the API
  * server's address (a Multus static IP, any CNI result naming it) with a probe on its port would
@@ -22,10 +22,10 @@
  * so a change the refresh finds reaches the pods already there within 5 s.
  */
 import { getLogger, type Logger } from "@logtape/logtape";
-import { type Timers, within } from "../time/timers.ts";
-import { errorText } from "../text/error.ts";
-import type { ApiServerAddressesView } from "../agent_api/views.ts";
-import { hostAddressSet } from "./host_addresses.ts";
+import { type Timers, within } from "../../time/timers.ts";
+import { errorText } from "../../text/error.ts";
+import type { ApiServerAddressesView } from "../../agent_api/views.ts";
+import { hostAddressSet } from "./addresses.ts";
 
 const defaultLog = getLogger(["lace", "agent", "api-server-addresses"]);
 

@@ -3,7 +3,7 @@
  * slices, the event loop running between them, so that health probes are answered meanwhile and
  * no piece of text it makes outlives V8's young generation.
  */
-import { TimeSlice, yieldToEventLoop } from "../time/timers.ts";
+import { TimeSlice, yieldToEventLoop } from "../../time/timers.ts";
 
 /**
  * Items per chunk of a streamed JSON array, at most: a few hundred KB of

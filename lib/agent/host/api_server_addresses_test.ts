@@ -9,8 +9,8 @@ import {
   RESOLVE_MS,
   serverHost,
 } from "./api_server_addresses.ts";
-import { fakeTime } from "../../tests/helpers/fake_time.ts";
-import { recordingLogger } from "../../tests/helpers/recording_logger.ts";
+import { fakeTime } from "../../../tests/helpers/fake_time.ts";
+import { recordingLogger } from "../../../tests/helpers/recording_logger.ts";
 
 Deno.test("serverHost() takes a kubeconfig server URL's host, an IPv6 one without brackets", () => {
   assert.equal(serverHost("https://10.98.0.1:6443"), "10.98.0.1");

@@ -9,8 +9,8 @@
  * second more than a 1 Hz timer.
  */
 import { getLogger } from "@logtape/logtape";
-import type { Timers } from "../time/timers.ts";
-import { errorText } from "../text/error.ts";
+import type { Timers } from "../../time/timers.ts";
+import { errorText } from "../../text/error.ts";
 
 const log = getLogger(["lace", "agent", "host-addresses"]);
 

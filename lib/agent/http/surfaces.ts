@@ -11,11 +11,16 @@
  * Read-only; none changes anything on the node.
  */
 import { getLogger } from "@logtape/logtape";
-import { joinHostPort, splitHostPort } from "../net/host_port.ts";
-import { type HttpListener, type HttpListenerOptions, serveHttp } from "./http_listener.ts";
-import { listenUnixSocket } from "../socket/unix.ts";
+import { joinHostPort, splitHostPort } from "../../net/host_port.ts";
+import { type HttpListener, type HttpListenerOptions, serveHttp } from "./server.ts";
+import { listenUnixSocket } from "../../socket/unix.ts";
 import { jsonArrayResponse } from "./json_array_stream.ts";
-import type { AddressesView, ChainingView, TargetView, UnmatchedView } from "../agent_api/views.ts";
+import type {
+  AddressesView,
+  ChainingView,
+  TargetView,
+  UnmatchedView,
+} from "../../agent_api/views.ts";
 
 const log = getLogger(["lace", "http"]);
 

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import type { Stream } from "../socket/accept_loop.ts";
-import { readUntilClosed, scriptedListener } from "../../tests/helpers/fake_listener.ts";
-import { fakeTime } from "../../tests/helpers/fake_time.ts";
-import { waitFor } from "../../tests/helpers/wait.ts";
-import { type HttpListener, serveHttp } from "./http_listener.ts";
+import type { Stream } from "../../socket/accept_loop.ts";
+import { readUntilClosed, scriptedListener } from "../../../tests/helpers/fake_listener.ts";
+import { fakeTime } from "../../../tests/helpers/fake_time.ts";
+import { waitFor } from "../../../tests/helpers/wait.ts";
+import { type HttpListener, serveHttp } from "./server.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();

@@ -6,10 +6,10 @@
  * so a hung API call is a failed read.
  */
 import { lookup } from "node:dns/promises";
-import { realTimers, type Timers, within } from "../time/timers.ts";
-import { apiStatus } from "../kube/api_error.ts";
+import { realTimers, type Timers, within } from "../../time/timers.ts";
+import { apiStatus } from "../../kube/api_error.ts";
 import { getLogger } from "@logtape/logtape";
-import { errorText } from "../text/error.ts";
+import { errorText } from "../../text/error.ts";
 import {
   type ApiServerSource,
   kubeconfigFlag,

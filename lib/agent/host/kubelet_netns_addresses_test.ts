@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { KubeletNetnsAddresses } from "./kubelet_netns_addresses.ts";
 import type { KubeletProcessRef } from "./kubelet_netns_addresses.ts";
-import type { HostAddressSource } from "../agent_api/views.ts";
+import type { HostAddressSource } from "../../agent_api/views.ts";
 import type { ProcFiles } from "./pid_netns_read.ts";
 
 const fib = (...addrs: string[]) =>

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { hostAddressSet, readHostAddresses } from "./host_addresses.ts";
+import { hostAddressSet, readHostAddresses } from "./addresses.ts";
 
 Deno.test("hostAddressSet() keeps the node's unicast addresses canonical and leaves out loopback, link-local and unreadable ones", () => {
   const set = hostAddressSet([

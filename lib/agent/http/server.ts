@@ -16,7 +16,7 @@ import {
   type Stream,
   tcpPeer,
   writeAll,
-} from "../socket/accept_loop.ts";
+} from "../../socket/accept_loop.ts";
 import {
   chunkBytes,
   chunkedHeadBytes,
@@ -28,10 +28,10 @@ import {
   MAX_HEAD_BYTES,
   parseRequestHead,
   responseBytes,
-} from "./http_wire.ts";
-import { realTimers, sleep, type Timers } from "../time/timers.ts";
-import { TokenBuckets } from "../time/token_buckets.ts";
-import { limitedLog } from "../log/limiter.ts";
+} from "./wire.ts";
+import { realTimers, sleep, type Timers } from "../../time/timers.ts";
+import { TokenBuckets } from "../../time/token_buckets.ts";
+import { limitedLog } from "../../log/limiter.ts";
 
 const log = getLogger(["lace", "http"]);
 

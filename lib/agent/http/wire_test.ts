@@ -5,7 +5,7 @@ import {
   keepsAlive,
   parseRequestHead,
   responseBytes,
-} from "./http_wire.ts";
+} from "./wire.ts";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 
