@@ -112,16 +112,19 @@ Deno.test({
     for (const [verb, resource, group, want] of expected) {
       assert.equal(await allowed(verb, resource, group), want, `${verb} ${group}/${resource}`);
     }
-    // The API server's addresses: the kubernetes Service in default by name, a list of the
-    // EndpointSlices in default (a list cannot be restricted by name), and kubeadm's cluster-info
-    // in kube-public by name. No v1 Endpoints (deprecated since 1.33).
+    // The API server's addresses: the kubernetes Service and EndpointSlice in default and
+    // kubeadm's cluster-info in kube-public, each by name. No list of EndpointSlices (it would
+    // take any slice labelled for kubernetes), no v1 Endpoints (deprecated since 1.33).
     const slices = "discovery.k8s.io/endpointslices";
     const named: [string, string, string, string, boolean][] = [
       ["get", "services", "default", "kubernetes", true],
-      ["list", slices, "default", "", true],
+      ["get", slices, "default", "kubernetes", true],
+      ["list", slices, "default", "", false],
+      ["get", slices, "default", "other", false],
+      ["watch", slices, "default", "kubernetes", false],
+      ["get", slices, "tenant", "kubernetes", false],
       ["get", "services", "default", "other", false],
       ["get", "endpoints", "default", "kubernetes", false],
-      ["get", slices, "default", "kubernetes", false],
       ["watch", slices, "default", "", false],
       ["create", slices, "default", "", false],
       ["update", slices, "default", "kubernetes", false],

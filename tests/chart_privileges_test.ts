@@ -127,7 +127,7 @@ helmTest(
 );
 
 helmTest(
-  "the agent may get the kubernetes Service and list EndpointSlices in default and get kubeadm's cluster-info in kube-public, and nothing else there (the API server's addresses, which no pod may hold)",
+  "the agent may get the kubernetes Service and EndpointSlice in default and kubeadm's cluster-info in kube-public, each by name, and nothing else there (the API server's addresses, which no pod may hold)",
   async (h) => {
     const manifests = await render(h);
     const inNamespace = (kind: string, namespace: string) => {
@@ -145,10 +145,11 @@ helmTest(
         resourceNames: ["kubernetes"],
         verbs: ["get"],
       }, {
-        // A list cannot be restricted by name: list only, not get or watch.
+        // By name: a list would take any slice in default labelled for kubernetes.
         apiGroups: ["discovery.k8s.io"],
         resources: ["endpointslices"],
-        verbs: ["list"],
+        resourceNames: ["kubernetes"],
+        verbs: ["get"],
       }],
       "kube-public": [{
         apiGroups: [""],

@@ -85,7 +85,7 @@ export async function clusterParts(
     const {
       agentKubeconfigSource,
       clusterInfoSource,
-      kubernetesEndpointSlicesSource,
+      kubernetesEndpointSliceSource,
       kubernetesServiceSource,
     } = await import("./host/api_server_sources.ts");
     const core = kubeConfig.makeApiClient(CoreV1Api);
@@ -94,9 +94,7 @@ export async function clusterParts(
     apiServerSources.push(
       agentKubeconfigSource(() => kubeConfig.getCurrentCluster()?.server),
       kubernetesServiceSource(() => core.readNamespacedService(kubernetes)),
-      kubernetesEndpointSlicesSource((query) =>
-        discovery.listNamespacedEndpointSlice({ namespace: "default", ...query })
-      ),
+      kubernetesEndpointSliceSource(() => discovery.readNamespacedEndpointSlice(kubernetes)),
       clusterInfoSource(() =>
         core.readNamespacedConfigMap({ name: "cluster-info", namespace: "kube-public" })
       ),

@@ -238,7 +238,7 @@ export class Metrics {
     this.apiServerSourcesFailing = new GaugeClass({
       name: "lace_api_server_sources_failing",
       help: "Sources of the API server's addresses (the agent's and the kubelet's kubeconfig, " +
-        "the kubernetes Service and EndpointSlices) whose last read failed; the addresses each gave " +
+        "the kubernetes Service and EndpointSlice) whose last read failed; the addresses each gave " +
         "last are still held",
       registers,
     });

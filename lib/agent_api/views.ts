@@ -76,8 +76,10 @@ export interface HostAddressSource {
 /** What one source gave, for /addresses and the doctor. */
 export interface ApiServerSourceView {
   name: string;
-  /** The addresses held from it (its last successful read, resolved and canonical). */
+  /** The addresses held from it (its last successful read, resolved and canonical, and `leaving`). */
   addresses: string[];
+  /** Held though its last successful read lacks them, until a full refresh later confirms it. */
+  leaving?: string[];
   /** Why its last read failed; unset when it succeeded. */
   error?: string;
   /** No read of it has succeeded yet. */

@@ -111,26 +111,26 @@ Deno.test("apiServerAddressesCheck() names the API server's addresses and warns 
     addresses: ["10.96.0.1", "10.98.0.1"],
     sources: [
       { name: "kubernetes-service", addresses: ["10.96.0.1"] },
-      { name: "kubernetes-endpointslices", addresses: ["10.98.0.1"] },
+      { name: "kubernetes-endpointslice", addresses: ["10.98.0.1"] },
     ],
   });
   assert.equal(ok.ok, true);
   assert.match(
     ok.message,
-    /10\.96\.0\.1, 10\.98\.0\.1 \(from kubernetes-service, kubernetes-endpointslices\)/,
+    /10\.96\.0\.1, 10\.98\.0\.1 \(from kubernetes-service, kubernetes-endpointslice\)/,
   );
   const failing = apiServerAddressesCheck({
     addresses: ["10.96.0.1"],
     sources: [
       { name: "kubernetes-service", addresses: ["10.96.0.1"], error: "connection refused" },
-      { name: "kubernetes-endpointslices", addresses: [], error: "forbidden", neverRead: true },
+      { name: "kubernetes-endpointslice", addresses: [], error: "forbidden", neverRead: true },
     ],
   });
   assert.equal(failing.ok, false);
   assert.equal(failing.severity, "warning");
   assert.match(
     failing.message,
-    /kubernetes-service not read again: connection refused; kubernetes-endpointslices never read: forbidden/,
+    /kubernetes-service not read again: connection refused; kubernetes-endpointslice never read: forbidden/,
   );
   assert.match(failing.fix, /<release>-api-server in namespace default .* kube-public/);
 });

@@ -2,7 +2,8 @@
  * A tenant's pod at the real API server's address, without pod ranges (--pod-cidrs unset, the
  * default): the agent runs as the chart's ServiceAccount against the real kube-apiserver and reads
  * the `kubernetes` Service's ClusterIP (10.96.0.1, through the chart's Role in default) and its
- * EndpointSlices (a list by label, which the same Role allows). The
+ * EndpointSlice (by name, which the same Role allows), not the slices another writer labels for
+ * the `kubernetes` Service. The
  * simulated node's kubelet reaches its API server at that address and port (the Service's 443:
  * a server in a namespace of its own behind the node's main table, as kube-proxy would take it
  * there), and the tenant's pod of network 2 holds the same address in network 2 (a Multus static
@@ -33,6 +34,8 @@ const SYSTEM = "lace-system";
 const NODE = "e2e-node";
 /** The port of the `kubernetes` Service. */
 const API_PORT = 443;
+/** Another tenant's pod, which an attacker's EndpointSlice names. */
+const VICTIM_IP = "10.98.0.77";
 
 Deno.test({
   name:
@@ -67,9 +70,9 @@ Deno.test({
       },
     },
   });
-  // The kubernetes Service's EndpointSlices, as the API server's endpoint reconciler writes them
-  // (this one runs with none: its loopback address cannot be an endpoint), one per address
-  // family, a ready and a not-ready endpoint; and another Service's slice in default, not held.
+  // The kubernetes Service's EndpointSlice, as the API server's endpoint reconciler writes it
+  // (this one runs with none: its loopback address cannot be an endpoint): one slice named
+  // kubernetes, a ready and a not-ready endpoint; and another Service's slice in default, not held.
   const discovery = admin.makeApiClient(DiscoveryV1Api);
   const slice = (name: string, service: string, addressType: string, addresses: string[]) =>
     discovery.createNamespacedEndpointSlice({
@@ -85,12 +88,45 @@ Deno.test({
       },
     });
   await slice("kubernetes", "kubernetes", "IPv4", ["10.98.0.1", "10.98.0.2"]);
-  await slice("kubernetes-ipv6", "kubernetes", "IPv6", ["fd00:98::1"]);
   await slice("other", "other", "IPv4", ["10.98.0.50"]);
+  // The attacker, who may create EndpointSlices in default, labels its own for the kubernetes
+  // Service: one naming another tenant's pod (which would lose its targets to the host), and 63
+  // addresses in slices named before kubernetes, which with that one fill the cap of 64 first
+  // (a list comes in name order) and would push the API server's real addresses out of the set.
+  for (let i = 0; i < 2; i++) {
+    const addresses = Array.from({ length: 32 - i }, (_, j) => `10.99.${i}.${j}`);
+    await slice(`a-fill-${i}`, "kubernetes", "IPv4", addresses);
+  }
+  await slice("evil", "kubernetes", "IPv4", [VICTIM_IP]);
   const service = await core.readNamespacedService({ name: "kubernetes", namespace: "default" });
   const apiServer = service.spec!.clusterIP!;
   assert.equal(apiServer, "10.96.0.1");
   const server = { address: apiServer, port: API_PORT };
+
+  await t.step(
+    "EndpointSlices another writer labels for the kubernetes Service put no address in the host's set and push none of the API server's out, so another tenant's pod there keeps its targets",
+    async () => {
+      const victim = podManifest({
+        name: "victim",
+        networkId: 1,
+        httpPort: 8082,
+        tcpPort: 9002,
+        ips: [VICTIM_IP],
+      });
+      await using world = await startInfraWorld(server, [victim], [`--kubeconfig=${kubeconfig}`]);
+      const { agent } = world;
+      const logs = () => `\n--- agent log ---\n${agent.logs.slice(-30).join("\n")}`;
+      await world.assertServerUntagged(logs());
+      assert.equal(await agent.metric("lace_api_server_sources_failing"), 0, logs());
+      const view = JSON.parse((await agent.local("/addresses")).body) as AddressesView;
+      const held = view.apiServer?.addresses ?? [];
+      assert.ok(held.includes("10.98.0.1") && held.includes("10.98.0.2"), JSON.stringify(held));
+      const attackers = held.filter((a) => a === VICTIM_IP || a.startsWith("10.99."));
+      assert.deepEqual(attackers, [], "no address of the attacker's slices is held");
+      assert.deepEqual(view.hostHeld, [], "the victim's pod is not at a host-held address");
+      await metricReaches(agent, `lace_probe_targets{family="ipv4",network_id="1"}`, 2);
+    },
+  );
 
   for (const sharing of ["exclusive", "shared"]) {
     await t.step(`${sharing}: a pod learnt at the address gets no targets there`, async () => {
@@ -119,11 +155,8 @@ Deno.test({
       );
       assert.deepEqual(kubernetesService, { name: "kubernetes-service", addresses: [apiServer] });
       assert.deepEqual(
-        view.apiServer?.sources.find((s) => s.name === "kubernetes-endpointslices"),
-        {
-          name: "kubernetes-endpointslices",
-          addresses: ["10.98.0.1", "10.98.0.2", "fd00:98::1"],
-        },
+        view.apiServer?.sources.find((s) => s.name === "kubernetes-endpointslice"),
+        { name: "kubernetes-endpointslice", addresses: ["10.98.0.1", "10.98.0.2"] },
         logs(),
       );
       assert.ok(!view.apiServer?.addresses.includes("10.98.0.50"), "another Service's slice");

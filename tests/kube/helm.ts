@@ -115,9 +115,11 @@ export async function applyObjects(
 export async function apiServerRolesApply(config: KubeConfig): Promise<void> {
   const core = config.makeApiClient(CoreV1Api);
   await core.readNamespacedService({ name: "kubernetes", namespace: "default" });
-  await config.makeApiClient(DiscoveryV1Api).listNamespacedEndpointSlice({
+  await config.makeApiClient(DiscoveryV1Api).readNamespacedEndpointSlice({
+    name: "kubernetes",
     namespace: "default",
-    labelSelector: "kubernetes.io/service-name=kubernetes",
+  }).catch((e) => {
+    if (apiStatus(e) !== 404) throw e;
   });
   await core.readNamespacedConfigMap({ name: "cluster-info", namespace: "kube-public" }).catch(
     (e) => {

@@ -10,14 +10,19 @@
  *
  * The addresses come from several sources (api_server_sources.ts): the server the agent's own
  * kubeconfig names (in-cluster: the `kubernetes` Service's ClusterIP), the `kubernetes` Service's
- * ClusterIPs and its EndpointSlices in `default`, the control-plane endpoint kubeadm publishes in
+ * ClusterIPs and its EndpointSlice in `default`, the control-plane endpoint kubeadm publishes in
  * `kube-public`'s `cluster-info` (an HA control plane's load balancer, in neither of those), and
  * the server the kubelet's kubeconfig names (its command line's --kubeconfig; read again when
  * the kubelet's pid changes). A name is resolved. Each source is read at start and every
  * `intervalMs` (5 min; 30 s after a failed read); a source that cannot be read keeps the
  * addresses it gave last (fail closed: an address is never released because a read failed), is
  * logged and counted (lace_api_server_sources_failing) and named by `lace doctor`
- * (api-server-addresses). The set is
+ * (api-server-addresses). Nor is one released because a read that succeeded lacks it: an address
+ * a source named and its latest successful read does not stays held until a successful read of
+ * that source at least `intervalMs` (one full refresh) after the first read that lacked it lacks
+ * it too; a read naming it again in between keeps it as before. So a source that names a server
+ * it is shutting down, a kubelet restarting (no pid, no kubeconfig yet), or a slice cut at the cap
+ * cannot release an address at once. The set is
  * asked for with the node's own addresses at every reconcile, ADD and host-address check (5 s),
  * so a change the refresh finds reaches the pods already there within 5 s.
  */
@@ -117,11 +122,19 @@ function isAddressLiteral(host: string): boolean {
   return /^[0-9.]+$/.test(host) || host.includes(":");
 }
 
+interface SourceState {
+  /** Its last successful read; undefined before the first. */
+  set: Set<string> | undefined;
+  /** Addresses an earlier read named and the last successful read lacks: when first lacked. */
+  leaving: Map<string, number>;
+  error?: string;
+}
+
 /** The API server's addresses from every source; see the module comment. */
 export class ApiServerAddresses {
   readonly #o: ApiServerAddressesOptions;
-  /** Each source's last good set, and its last error. */
-  readonly #held = new Map<string, { set: Set<string> | undefined; error?: string }>();
+  /** Each source's last good set, what it still holds beyond that (since when), its last error. */
+  readonly #held = new Map<string, SourceState>();
   #union: ReadonlySet<string> = new Set();
   #timer: unknown = undefined;
   #stopped = true;
@@ -133,7 +146,7 @@ export class ApiServerAddresses {
   constructor(o: ApiServerAddressesOptions) {
     this.#o = o;
     this.#log = o.logger ?? defaultLog;
-    for (const s of o.sources) this.#held.set(s.name, { set: undefined });
+    for (const s of o.sources) this.#held.set(s.name, { set: undefined, leaving: new Map() });
   }
 
   /** The addresses held now (every source's last good read together). */
@@ -148,7 +161,8 @@ export class ApiServerAddresses {
         const h = this.#held.get(name)!;
         return {
           name,
-          addresses: [...(h.set ?? [])].sort(),
+          addresses: [...(h.set ?? []), ...h.leaving.keys()].sort(),
+          ...(h.leaving.size ? { leaving: [...h.leaving.keys()].sort() } : {}),
           ...(h.error !== undefined ? { error: h.error } : {}),
           ...(h.set === undefined ? { neverRead: true } : {}),
         };
@@ -188,7 +202,10 @@ export class ApiServerAddresses {
   async #refresh(): Promise<void> {
     await Promise.all(this.#o.sources.map((s) => this.#readSource(s)));
     const union = new Set<string>();
-    for (const { set } of this.#held.values()) for (const a of set ?? []) union.add(a);
+    for (const { set, leaving } of this.#held.values()) {
+      for (const a of set ?? []) union.add(a);
+      for (const a of leaving.keys()) union.add(a);
+    }
     const before = this.#union;
     if (union.size !== before.size || [...union].some((a) => !before.has(a))) {
       this.#log.info("The API server's addresses the host holds: {addresses}", {
@@ -225,7 +242,7 @@ export class ApiServerAddresses {
           for (const address of resolved) addresses.push({ address });
         }
       }
-      held.set = hostAddressSet(addresses);
+      this.#keepLeaving(source.name, held, hostAddressSet(addresses));
       if (held.error !== undefined) {
         this.#log.info("The API server's addresses from {source} are read again", {
           source: source.name,
@@ -238,11 +255,50 @@ export class ApiServerAddresses {
       if (held.error !== error) {
         this.#log.warning(
           "Reading the API server's addresses from {source} failed: {error}; holding the ones it gave last ({held}), so no pod gets targets there; check the agent's RBAC (the chart's Roles <release>-api-server in namespaces default and kube-public) and its access to the API server",
-          { source: source.name, error, held: [...(held.set ?? [])].sort().join(", ") || "none" },
+          {
+            source: source.name,
+            error,
+            held: [...(held.set ?? []), ...held.leaving.keys()].sort().join(", ") || "none",
+          },
         );
       }
       held.error = error;
     }
+  }
+
+  /**
+   * Takes `named`, a successful read, as the source's set, keeping what it no longer names until
+   * a read one full interval after the first that lacked it (see the module comment).
+   */
+  #keepLeaving(source: string, held: SourceState, named: Set<string>): void {
+    const now = this.#o.timers.now();
+    const confirmMs = this.#o.intervalMs ?? API_SERVER_REFRESH_MS;
+    const leaving = new Map<string, number>();
+    const newlyLeaving: string[] = [];
+    const released: string[] = [];
+    for (const a of [...(held.set ?? []), ...held.leaving.keys()]) {
+      if (named.has(a) || leaving.has(a)) continue;
+      const since = held.leaving.get(a);
+      if (since === undefined) {
+        newlyLeaving.push(a);
+        leaving.set(a, now);
+      } else if (now - since < confirmMs) leaving.set(a, since);
+      else released.push(a);
+    }
+    if (newlyLeaving.length) {
+      this.#log.info(
+        "{source} no longer names {addresses}: held until a read {seconds} s from now confirms it",
+        { source, addresses: newlyLeaving.sort(), seconds: Math.round(confirmMs / 1000) },
+      );
+    }
+    if (released.length) {
+      this.#log.info("{source} still does not name {addresses}: released", {
+        source,
+        addresses: released.sort(),
+      });
+    }
+    held.set = named;
+    held.leaving = leaving;
   }
 
   #schedule(): void {

@@ -83,7 +83,7 @@ Deno.test("ApiServerAddresses holds every source's addresses canonical, resolves
   const w = world([
     source("agent-kubeconfig", () => ["127.0.0.1"]),
     source("kubernetes-service", () => ["10.96.0.1", "FD00:96::1"]),
-    source("kubernetes-endpointslices", () => ["10.98.0.1"]),
+    source("kubernetes-endpointslice", () => ["10.98.0.1"]),
     source("kubelet-kubeconfig", () => ["api.cluster.test"]),
   ], { "api.cluster.test": ["10.98.0.2", "10.98.0.1"] });
   assert.deepEqual([...w.api.read()], [], "nothing before the first read");
@@ -96,7 +96,7 @@ Deno.test("ApiServerAddresses holds every source's addresses canonical, resolves
   assert.deepEqual(view.sources.map((s) => [s.name, s.addresses, s.error]), [
     ["agent-kubeconfig", [], undefined],
     ["kubernetes-service", ["10.96.0.1", "fd00:96::1"], undefined],
-    ["kubernetes-endpointslices", ["10.98.0.1"], undefined],
+    ["kubernetes-endpointslice", ["10.98.0.1"], undefined],
     ["kubelet-kubeconfig", ["10.98.0.1", "10.98.0.2"], undefined],
   ]);
 });
@@ -108,7 +108,7 @@ Deno.test("ApiServerAddresses keeps a failing source's last addresses (fail clos
   };
   const w = world([
     source("kubernetes-service", () => service()),
-    source("kubernetes-endpointslices", () => endpoints()),
+    source("kubernetes-endpointslice", () => endpoints()),
   ]);
   await w.api.refresh();
   assert.deepEqual([...w.api.read()], ["10.96.0.1"]);
@@ -137,11 +137,11 @@ Deno.test("ApiServerAddresses keeps a failing source's last addresses (fail clos
   assert.equal(warnings.length, 3, warnings.join("\n"));
   assert.match(
     warnings[0],
-    /kubernetes-endpointslices failed: .*forbidden.*holding the ones it gave last \(none\)/,
+    /kubernetes-endpointslice failed: .*forbidden.*holding the ones it gave last \(none\)/,
   );
   assert.match(
     warnings[2],
-    /kubernetes-endpointslices failed: connection refused; holding .*10\.98\.0\.1/,
+    /kubernetes-endpointslice failed: connection refused; holding .*10\.98\.0\.1/,
   );
 });
 
@@ -160,7 +160,7 @@ Deno.test("ApiServerAddresses keeps at most MAX_SOURCE_ADDRESSES of one source",
     { length: MAX_SOURCE_ADDRESSES + 10 },
     (_, i) => `10.98.${i >> 8}.${i & 255}`,
   );
-  const w = world([source("kubernetes-endpointslices", () => many)]);
+  const w = world([source("kubernetes-endpointslice", () => many)]);
   await w.api.refresh();
   assert.equal(w.api.read().size, MAX_SOURCE_ADDRESSES);
 });
@@ -178,10 +178,81 @@ Deno.test("ApiServerAddresses reads at start and every interval until stopped", 
   assert.equal(reads, 1);
   await w.clock.tickAsync(1);
   assert.equal(reads, 2);
-  assert.deepEqual([...w.api.read()], ["10.96.0.2"], "a source's new set replaces its old one");
+  assert.deepEqual([...w.api.read()].sort(), ["10.96.0.1", "10.96.0.2"]);
   w.api.stop();
   await w.clock.tickAsync(600_000);
   assert.equal(reads, 2);
+});
+
+Deno.test("ApiServerAddresses holds an address a successful read lacks until a read one full interval after the first that lacked it", async () => {
+  let named = ["10.98.0.1", "10.98.0.2"];
+  const w = world([source("kubernetes-endpointslice", () => named)]);
+  await w.api.start();
+  named = ["10.98.0.2"];
+  await w.clock.tickAsync(300_000);
+  assert.deepEqual([...w.api.read()].sort(), ["10.98.0.1", "10.98.0.2"], "held after one read");
+  assert.deepEqual(w.api.view().sources[0], {
+    name: "kubernetes-endpointslice",
+    addresses: ["10.98.0.1", "10.98.0.2"],
+    leaving: ["10.98.0.1"],
+  });
+  // Reads in between (a kubelet's new pid, a retry) do not confirm it.
+  await w.clock.tickAsync(30_000);
+  await w.api.refresh();
+  await w.clock.tickAsync(269_999);
+  await w.api.refresh();
+  assert.deepEqual([...w.api.read()].sort(), ["10.98.0.1", "10.98.0.2"], "held 1 ms short");
+  // The next full refresh, 5 min after the read that first lacked it, releases it.
+  await w.clock.tickAsync(1);
+  assert.deepEqual([...w.api.read()], ["10.98.0.2"]);
+  assert.deepEqual(w.api.view().sources[0].leaving, undefined);
+  assert.equal(
+    w.lines.filter((l) => /no longer names 10\.98\.0\.1.* held until/.test(l)).length,
+    1,
+  );
+  assert.equal(
+    w.lines.filter((l) => /still does not name 10\.98\.0\.1.*released/.test(l)).length,
+    1,
+  );
+  w.api.stop();
+});
+
+Deno.test("ApiServerAddresses counts an address's absence again from the start once a read names it", async () => {
+  let named = ["10.98.0.1"];
+  const w = world([source("kubelet-kubeconfig", () => named)]);
+  await w.api.refresh();
+  named = [];
+  await w.api.refresh();
+  await w.clock.tickAsync(200_000);
+  named = ["10.98.0.1"];
+  await w.api.refresh();
+  assert.equal(w.api.view().sources[0].leaving, undefined, "named again: not leaving");
+  named = [];
+  await w.clock.tickAsync(100_000);
+  await w.api.refresh();
+  await w.clock.tickAsync(299_999);
+  await w.api.refresh();
+  assert.deepEqual([...w.api.read()], ["10.98.0.1"], "absent for 299.999 s since it was named");
+  await w.clock.tickAsync(1);
+  await w.api.refresh();
+  assert.deepEqual([...w.api.read()], []);
+});
+
+Deno.test("ApiServerAddresses never confirms a removal by a failed read", async () => {
+  let answer: () => string[] = () => ["10.98.0.1"];
+  const w = world([source("kubernetes-endpointslice", () => answer())]);
+  await w.api.refresh();
+  answer = () => [];
+  await w.api.refresh();
+  answer = () => {
+    throw new Error("connection refused");
+  };
+  await w.clock.tickAsync(600_000);
+  await w.api.refresh();
+  assert.deepEqual([...w.api.read()], ["10.98.0.1"], "a failed read confirms nothing");
+  answer = () => [];
+  await w.api.refresh();
+  assert.deepEqual([...w.api.read()], [], "the next successful read does, a full interval on");
 });
 
 Deno.test("ApiServerAddresses.refresh() asked during a refresh reads once more after it, once for every such ask", async () => {

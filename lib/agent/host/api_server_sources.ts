@@ -1,6 +1,6 @@
 /**
  * Where the API server's addresses are read from (api_server_addresses.ts): the agent's own
- * kubeconfig, the `kubernetes` Service and its EndpointSlices in `default` and kubeadm's `cluster-info`
+ * kubeconfig, the `kubernetes` Service and its EndpointSlice in `default` and kubeadm's `cluster-info`
  * in `kube-public` (through the reads the caller passes, the Kubernetes client's), and the
  * kubelet's kubeconfig, found on its command line through /proc. Each read is bounded in time,
  * so a hung API call is a failed read.
@@ -27,28 +27,18 @@ export const API_SERVER_READ_MS = 10_000;
 interface ServiceObject {
   spec?: { clusterIP?: string; clusterIPs?: string[] };
 }
-/** What the EndpointSlices source lists in `default`. */
-export interface EndpointSliceQuery {
-  labelSelector: string;
-  limit: number;
-}
-const KUBERNETES_SLICES: EndpointSliceQuery = {
-  labelSelector: "kubernetes.io/service-name=kubernetes",
-  limit: MAX_SOURCE_ADDRESSES,
-};
-/** A list of EndpointSlices, as far as it is read here. */
-interface EndpointSliceList {
-  items?: { endpoints?: { addresses?: string[] }[] }[];
+/** The `kubernetes` EndpointSlice, as far as it is read here. */
+export interface EndpointSliceObject {
+  endpoints?: { addresses?: string[] }[];
 }
 
 /**
- * A GET (or `verb`) of `what` bounded in time, its failure in one short line: the HTTP status and
- * the API's own message (client-node's text carries the whole response, headers too). A 404 is
- * `undefined`.
+ * A GET of `what` bounded in time, its failure in one short line: the HTTP status and the API's
+ * own message (client-node's text carries the whole response, headers too). A 404 is `undefined`.
  */
-async function getObject<T>(what: string, read: () => Promise<T>, timers: Timers, verb = "GET") {
+async function getObject<T>(what: string, read: () => Promise<T>, timers: Timers) {
   try {
-    return await within(timers, read(), API_SERVER_READ_MS, `${verb} ${what}`);
+    return await within(timers, read(), API_SERVER_READ_MS, `GET ${what}`);
   } catch (e) {
     const status = apiStatus(e);
     if (status === 404) return undefined;
@@ -57,7 +47,7 @@ async function getObject<T>(what: string, read: () => Promise<T>, timers: Timers
     try {
       message = JSON.parse(String((e as { body?: unknown }).body)).message ?? "";
     } catch { /* no Status in the body */ }
-    throw new Error(`${verb} ${what}: HTTP ${status}${message ? `: ${message}` : ""}`);
+    throw new Error(`GET ${what}: HTTP ${status}${message ? `: ${message}` : ""}`);
   }
 }
 
@@ -100,36 +90,32 @@ export function kubernetesServiceSource(
 }
 
 /**
- * The endpoints of the `kubernetes` Service in `default`, ready or not (`list`: a list of the
- * EndpointSlices, `discovery.k8s.io/v1`, in `default` with `query`: the label
- * kubernetes.io/service-name=kubernetes, at most MAX_SOURCE_ADDRESSES slices): the API server's own addresses as it publishes them, in every
- * slice (one per address family, more as the API servers grow). Not the v1 Endpoints, which the
- * API server writes alike but which are deprecated since Kubernetes 1.33 (every read warned and
- * counted in apiserver_requested_deprecated_apis). A not-ready address is the API server's too
- * (one shutting down, kubelets may still be connected to it), as the Endpoints' notReadyAddresses
- * were. None where there is no slice (the API server publishes no endpoints, e.g.
- * --endpoint-reconciler-type=none).
+ * The endpoints of the `kubernetes` Service, ready or not, from the one EndpointSlice the API
+ * server writes for it (`read`: a GET of `default/kubernetes`, `discovery.k8s.io/v1`): the API
+ * server's own addresses as it publishes them. kube-apiserver's endpoint reconciler
+ * (pkg/controlplane/reconcilers/endpointsadapter.go) names that slice `kubernetes`, one address
+ * family, with no label but kubernetes.io/service-name (no endpointslice.kubernetes.io/managed-by
+ * to tell it by), so it is read by name: a list by that label would also take any other slice in
+ * `default` carrying it, which whoever may create EndpointSlices there can write (another
+ * tenant's pod address held by the host, or the real one pushed past the cap). Not the v1
+ * Endpoints, deprecated since Kubernetes 1.33 (every read warned and counted in
+ * apiserver_requested_deprecated_apis). A not-ready address is the API server's too (one
+ * shutting down, kubelets may still be connected to it). None where there is no such slice (the
+ * API server publishes no endpoints, e.g. --endpoint-reconciler-type=none).
  */
-export function kubernetesEndpointSlicesSource(
-  list: (query: EndpointSliceQuery) => Promise<EndpointSliceList>,
+export function kubernetesEndpointSliceSource(
+  read: () => Promise<EndpointSliceObject>,
   timers: Timers = realTimers,
 ): ApiServerSource {
   return {
-    name: "kubernetes-endpointslices",
+    name: "kubernetes-endpointslice",
     read: async () => {
-      const slices = await getObject(
-        "endpointslices default/kubernetes",
-        () => list(KUBERNETES_SLICES),
-        timers,
-        "LIST",
-      );
+      const slice = await getObject("endpointslice default/kubernetes", read, timers);
       const out: string[] = [];
-      for (const slice of slices?.items ?? []) {
-        for (const endpoint of slice.endpoints ?? []) {
-          for (const address of endpoint.addresses ?? []) {
-            if (out.length === MAX_SOURCE_ADDRESSES) return out;
-            if (typeof address === "string" && address) out.push(address);
-          }
+      for (const endpoint of slice?.endpoints ?? []) {
+        for (const address of endpoint.addresses ?? []) {
+          if (out.length === MAX_SOURCE_ADDRESSES) return out;
+          if (typeof address === "string" && address) out.push(address);
         }
       }
       return out;
@@ -140,7 +126,7 @@ export function kubernetesEndpointSlicesSource(
 /**
  * The servers of the kubeconfig kubeadm publishes in kube-public's `cluster-info` ConfigMap: its
  * control-plane endpoint, which the nodes' kubelets talk to; behind a load balancer (an HA
- * control plane) that address is in neither the `kubernetes` Service nor its EndpointSlices. None
+ * control plane) that address is in neither the `kubernetes` Service nor its EndpointSlice. None
  * where there is no such ConfigMap (404: not a kubeadm cluster).
  */
 export function clusterInfoSource(

@@ -2,10 +2,9 @@ import assert from "node:assert/strict";
 import {
   agentKubeconfigSource,
   clusterInfoSource,
-  type EndpointSliceQuery,
   type KubeletFiles,
   kubeletKubeconfigSource,
-  kubernetesEndpointSlicesSource,
+  kubernetesEndpointSliceSource,
   kubernetesServiceSource,
   resolveHost,
 } from "./api_server_sources.ts";
@@ -38,7 +37,7 @@ function apiException(code: number, message: string) {
   });
 }
 
-Deno.test("the API sources say a failed GET or LIST in one line, and take a 404 of the EndpointSlices as none", async () => {
+Deno.test("the API sources say a failed GET in one line, and take a 404 of the EndpointSlice as none", async () => {
   const { timers } = fakeTime();
   await assert.rejects(
     kubernetesServiceSource(
@@ -53,20 +52,20 @@ Deno.test("the API sources say a failed GET or LIST in one line, and take a 404 
     /service default\/kubernetes does not exist/,
   );
   await assert.rejects(
-    kubernetesEndpointSlicesSource(
+    kubernetesEndpointSliceSource(
       () => Promise.reject(apiException(403, "endpointslices.discovery.k8s.io is forbidden")),
       timers,
     ).read(),
     (e: Error) =>
       e.message ===
-        "LIST endpointslices default/kubernetes: HTTP 403: endpointslices.discovery.k8s.io is forbidden",
+        "GET endpointslice default/kubernetes: HTTP 403: endpointslices.discovery.k8s.io is forbidden",
   );
-  const none = kubernetesEndpointSlicesSource(
+  const none = kubernetesEndpointSliceSource(
     () => Promise.reject(apiException(404, "not found")),
     timers,
   );
   assert.deepEqual(await none.read(), []);
-  const refused = kubernetesEndpointSlicesSource(
+  const refused = kubernetesEndpointSliceSource(
     () => Promise.reject(new Error("ECONNREFUSED")),
     timers,
   );
@@ -81,44 +80,29 @@ Deno.test("kubernetesServiceSource() fails a GET that gets no answer in time", a
   await rejected;
 });
 
-Deno.test("kubernetesEndpointSlicesSource() lists the kubernetes Service's slices and gives every endpoint's addresses, ready or not, capped", async () => {
+Deno.test("kubernetesEndpointSliceSource() gives the kubernetes slice's every endpoint's addresses, ready or not, capped", async () => {
   const { timers } = fakeTime();
-  const asked: EndpointSliceQuery[] = [];
-  const src = kubernetesEndpointSlicesSource((query) => {
-    asked.push(query);
-    return Promise.resolve({
-      items: [
-        {
-          endpoints: [
-            { addresses: ["10.98.0.1"], conditions: { ready: true } },
-            { addresses: ["10.98.0.2"], conditions: { ready: false } },
-            { addresses: ["10.98.0.3"] },
-            {},
-          ],
-        },
-        { endpoints: [{ addresses: ["fd00:98::1"] }] },
+  const src = kubernetesEndpointSliceSource(() =>
+    Promise.resolve({
+      endpoints: [
+        { addresses: ["10.98.0.1"], conditions: { ready: true } },
+        { addresses: ["10.98.0.2"], conditions: { ready: false } },
+        { addresses: ["10.98.0.3"] },
         {},
       ],
-    });
-  }, timers);
-  assert.deepEqual(await src.read(), ["10.98.0.1", "10.98.0.2", "10.98.0.3", "fd00:98::1"]);
-  assert.deepEqual(asked, [{
-    labelSelector: "kubernetes.io/service-name=kubernetes",
-    limit: MAX_SOURCE_ADDRESSES,
-  }]);
+    }), timers);
+  assert.equal(src.name, "kubernetes-endpointslice");
+  assert.deepEqual(await src.read(), ["10.98.0.1", "10.98.0.2", "10.98.0.3"]);
   assert.deepEqual(
-    await kubernetesEndpointSlicesSource(() => Promise.resolve({}), timers).read(),
+    await kubernetesEndpointSliceSource(() => Promise.resolve({}), timers).read(),
     [],
   );
-  const many = Array.from({ length: 3 }, (_, s) => ({
-    endpoints: Array.from({ length: 50 }, (_, i) => ({ addresses: [`10.${s}.0.${i}`] })),
-  }));
-  const capped = await kubernetesEndpointSlicesSource(
-    () => Promise.resolve({ items: many }),
+  const many = Array.from({ length: 100 }, (_, i) => ({ addresses: [`10.0.0.${i}`] }));
+  const capped = await kubernetesEndpointSliceSource(
+    () => Promise.resolve({ endpoints: many }),
     timers,
   ).read();
   assert.equal(capped.length, MAX_SOURCE_ADDRESSES);
-  assert.deepEqual(capped.slice(48, 52), ["10.0.0.48", "10.0.0.49", "10.1.0.0", "10.1.0.1"]);
 });
 
 /** The kubelet's /proc as the test says: its command line and files by path. */
