@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the real Kubernetes control plane and node used by the end-to-end tests (tests/kube/,
-# tests/node/) from their Go modules, pinned in tests/k8s/go.mod and tests/containerd/go.mod,
-# and caches the binaries outside the repository:
+# tests/node/) and promtool for the monitoring tests from their Go modules, pinned in
+# tests/k8s/go.mod, tests/containerd/go.mod and tests/promtool/go.mod, and caches the binaries
+# outside the repository:
 #   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/kube-apiserver-<version>/kube-apiserver
 #   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/etcd-<version>/etcd
 #   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/helm-<version>/helm
@@ -12,6 +13,9 @@
 #   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/pause-<version>/pause           (static, from C)
 #   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/containerd-<version>/{containerd,containerd-shim-runc-v2,ctr}
 #   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/kubectl-<version>/kubectl       (for scripts/dev node)
+#   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/promtool-<version>/promtool     (checks the metrics'
+#     names on a real scrape and unit-tests the chart's alerts: tests/metrics_lint_test.ts,
+#     tests/chart_monitoring_test.ts)
 #   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/e2e.test-<version>/e2e.test     (upstream's e2e suite
 #     for tests/node/conformance_test.ts and deno task conformance: it reuses much of the
 #     kubelet's build, so it is built last)
@@ -21,7 +25,7 @@
 # on which machine: docs/testing.md). Safe to run concurrently and repeatedly.
 #
 # Usage: scripts/build_k8s_tools.sh [kube-apiserver|etcd|helm|kubelet|kubectl|agnhost|pause|containerd
-#        |e2e.test ...]   (default: all of them; scripts/setup.sh --tests runs it so)
+#        |promtool|e2e.test ...]   (default: all of them; scripts/setup.sh --tests runs it so)
 set -euo pipefail
 
 HELM_VERSION=v3.22.0
@@ -145,6 +149,17 @@ build_ginkgo() {
     go build -trimpath -ldflags="-s -w" -o "$out/ginkgo" github.com/onsi/ginkgo/v2/ginkgo)
 }
 
+# promtool from Prometheus' module, stamped with the release its v0.3xx.y module version stands
+# for (v0.316.0 is 3.16.0), as Prometheus' release build does.
+build_promtool() {
+  local version=$1 release minor
+  minor=${version#v0.}
+  release="${minor:0:1}.$((10#${minor:1:2})).${minor#*.}"
+  (cd "$repo/tests/promtool" && GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0 \
+    go build -trimpath -ldflags="-s -w -X github.com/prometheus/common/version.Version=$release" \
+    -o "$out/promtool" github.com/prometheus/prometheus/cmd/promtool)
+}
+
 build_etcd() {
   (cd "$module_dir" && GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0 \
     go build -trimpath -ldflags="-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3)
@@ -153,7 +168,7 @@ build_etcd() {
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(etcd helm kube-apiserver pause containerd kubelet kube-controller-manager kube-scheduler
-    agnhost kubectl e2e.test)
+    agnhost kubectl promtool e2e.test)
 fi
 total=$SECONDS
 for target in "${targets[@]}"; do
@@ -189,6 +204,11 @@ for target in "${targets[@]}"; do
         github.com/containerd/containerd/v2)
       build containerd "$v" build_containerd "$v"
       ;;
+    promtool)
+      v=$(cd "$repo/tests/promtool" && GOFLAGS=-mod=mod go list -m -f '{{.Version}}' \
+        github.com/prometheus/prometheus)
+      build promtool "$v" build_promtool "$v"
+      ;;
     # The one helm recipe (same cache path; stamps the Kubernetes version helm renders for).
     helm)
       start=$SECONDS
@@ -197,7 +217,8 @@ for target in "${targets[@]}"; do
       ;;
     *)
       echo "build_k8s_tools: unknown tool \"$target\"; use kube-apiserver, etcd, helm, kubelet," \
-        "kubectl, kube-controller-manager, kube-scheduler, agnhost, pause, containerd or e2e.test" >&2
+        "kubectl, kube-controller-manager, kube-scheduler, agnhost, pause, containerd, promtool" \
+        "or e2e.test" >&2
       exit 2
       ;;
   esac

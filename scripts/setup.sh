@@ -4,7 +4,8 @@
 #   scripts/setup.sh          runtime + build needs (the demo)
 #   scripts/setup.sh --tests  also the test tools (helm, kube-apiserver, etcd, the real node:
 #                             kubelet, containerd, runc, the controller manager and scheduler,
-#                             and upstream's e2e.test with ginkgo for tests/node/conformance_test.ts)
+#                             promtool for the monitoring tests, and upstream's e2e.test with
+#                             ginkgo for tests/node/conformance_test.ts)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
