@@ -293,7 +293,7 @@ Deno.test({
     const read = await waitFor(async () => (await view()).hostAddressSource, {
       message: "the agent's first read of the node's addresses",
     });
-    // Before, the pod's process was read as the node's: the tenant's addresses held for the host.
+    // The pod's process is not read as the node's: the tenant's addresses would be held for the host.
     assert.notEqual(read.pid, podProcess, JSON.stringify(read));
     assert.equal(read.source, "fallback", JSON.stringify(read));
     assert.match(read.error ?? "", /no process in the kubelet cgroup itself/);
