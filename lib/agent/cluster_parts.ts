@@ -122,6 +122,7 @@ export async function clusterParts(
       const own = new OwnDaemonSet({
         namespace,
         name,
+        list: (fieldSelector) => apps.listNamespacedDaemonSet({ namespace, fieldSelector }),
         watch: (path, query, callback, done) => watch.watch(path, query, callback, done),
         get: () => apps.readNamespacedDaemonSet({ name, namespace }),
       });

@@ -5,17 +5,40 @@
  * DaemonSet goes before its pods get SIGTERM, and before helm removes the
  * Role that lets the agent read it, so a question asked only at SIGTERM
  * could be refused. At SIGTERM a last GET settles what the watch missed.
+ *
+ * The DaemonSet is followed by uid, not only by name: a deletion counts for
+ * the one deleted, and a DaemonSet of the same name with another uid created
+ * after it (`kubectl delete --cascade=orphan` then a new one, `kubectl
+ * replace --force`, `helm upgrade --force`, a GitOps Replace) cancels it: Lace
+ * is installed again, and the new DaemonSet adopts this agent's pod (same
+ * name, the chart's selector) or replaces it. So the answer is what the API
+ * last said of that name: gone or being deleted means uninstalling, standing
+ * means not, whatever was seen before. The agent's pod's ownerReferences add
+ * nothing to it: an orphaned pod names no owner, an adopted one the new uid.
+ * The watch starts from a list (none means gone) and resumes from the last
+ * resourceVersion it saw, listing again when the server says it is too old.
  */
 import { getLogger } from "@logtape/logtape";
 import { realTimers, type Timers } from "../time/timers.ts";
+import { apiStatus } from "./api_error.ts";
 
 const log = getLogger(["lace", "kube"]);
 
 type WatchCallback = (phase: string, object: unknown) => void;
 
+/** A DaemonSet as far as it is read here. */
+export interface DaemonSetObject {
+  metadata?: { uid?: string; resourceVersion?: string; deletionTimestamp?: unknown };
+}
+
 export interface OwnDaemonSetOptions {
   namespace: string;
   name: string;
+  /** listNamespacedDaemonSet with `fieldSelector` (the one name). */
+  list(fieldSelector: string): Promise<{
+    metadata?: { resourceVersion?: string };
+    items?: DaemonSetObject[];
+  }>;
   /** client-node's Watch#watch, bound. */
   watch(
     path: string,
@@ -24,22 +47,29 @@ export interface OwnDaemonSetOptions {
     done: (error: unknown) => void,
   ): Promise<AbortController>;
   /** readNamespacedDaemonSet for this DaemonSet. */
-  get(): Promise<{ metadata?: { deletionTimestamp?: unknown } }>;
+  get(): Promise<DaemonSetObject>;
   timers?: Timers;
   /** Delay before a watch that ended is opened again; default 1 s. */
   retryMs?: number;
 }
 
-function deleting(object: unknown): boolean {
-  const meta = (object as { metadata?: { deletionTimestamp?: unknown } })?.metadata;
-  return meta?.deletionTimestamp !== undefined && meta?.deletionTimestamp !== null;
+/** What the API last said of the DaemonSet's name. */
+type Seen =
+  | { state: "standing" | "deleting"; uid: string | undefined }
+  | { state: "gone"; uid: string | undefined };
+
+function marked(object: DaemonSetObject | undefined): boolean {
+  const at = object?.metadata?.deletionTimestamp;
+  return at !== undefined && at !== null;
 }
 
 /** See the module comment. */
 export class OwnDaemonSet {
   readonly #o: OwnDaemonSetOptions;
   readonly #timers: Timers;
-  #deleting = false;
+  #seen: Seen | undefined;
+  /** Where the watch resumes; undefined: list first. */
+  #resourceVersion: string | undefined;
   #stopped = true;
   #controller: AbortController | null = null;
   #retry: unknown = null;
@@ -49,9 +79,14 @@ export class OwnDaemonSet {
     this.#timers = options.timers ?? realTimers;
   }
 
-  /** True once the watch saw the DaemonSet deleted or marked for deletion. */
+  /** True while the API's last word on the DaemonSet is its deletion (or that it is gone). */
   get deleting(): boolean {
-    return this.#deleting;
+    return this.#seen !== undefined && this.#seen.state !== "standing";
+  }
+
+  /** The uid of the DaemonSet followed now; undefined before the first answer or when gone. */
+  get uid(): string | undefined {
+    return this.#seen?.state === "gone" ? undefined : this.#seen?.uid;
   }
 
   start(): void {
@@ -60,9 +95,51 @@ export class OwnDaemonSet {
     void this.#open();
   }
 
+  /** Takes what the API says of the name: an object standing or being deleted, or none. */
+  #observe(object: DaemonSetObject | undefined, deleted = false): void {
+    const { name } = this.#o;
+    const uid = object?.metadata?.uid;
+    const before = this.#seen;
+    if (deleted && before?.uid !== undefined && uid !== undefined && uid !== before.uid) {
+      // The deletion of one no longer followed (a newer one of the name was seen first).
+      log.debug("DaemonSet {name} uid {uid} deleted; following uid {followed}", {
+        name,
+        uid,
+        followed: before.uid,
+      });
+      return;
+    }
+    const state = object === undefined || deleted
+      ? "gone"
+      : marked(object)
+      ? "deleting"
+      : "standing";
+    this.#seen = { state, uid: uid ?? before?.uid };
+    if (before === undefined) {
+      if (state !== "standing") {
+        log.info("DaemonSet {name} is {state}: the agent restores the CNI chain when it stops", {
+          name,
+          state: state === "gone" ? "not there" : "being deleted",
+        });
+      }
+      return;
+    }
+    if (state !== "standing" && before.state === "standing") {
+      log.info("DaemonSet {name} is being deleted (uid {uid})", { name, uid: uid ?? "unknown" });
+    } else if (state === "standing" && uid !== before.uid) {
+      log.info(
+        "DaemonSet {name} was created again (uid {uid}, was {was}): Lace stays installed, the CNI chain stays",
+        { name, uid: uid ?? "unknown", was: before.uid ?? "unknown" },
+      );
+    } else if (state === "standing" && before.state !== "standing") {
+      log.info("DaemonSet {name} is no longer being deleted (uid {uid})", { name, uid });
+    }
+  }
+
   async #open(): Promise<void> {
     if (this.#stopped) return;
     const { namespace, name } = this.#o;
+    const fieldSelector = `metadata.name=${name}`;
     const again = (error: unknown) => {
       this.#controller = null;
       if (this.#stopped) return;
@@ -72,15 +149,21 @@ export class OwnDaemonSet {
       this.#retry = this.#timers.setTimeout(() => void this.#open(), this.#o.retryMs ?? 1000);
     };
     try {
+      if (this.#resourceVersion === undefined) {
+        const list = await this.#o.list(fieldSelector);
+        if (this.#stopped) return;
+        const found = (list.items ?? []).find((d) => d.metadata !== undefined);
+        this.#observe(found);
+        this.#resourceVersion = list.metadata?.resourceVersion;
+      }
       this.#controller = await this.#o.watch(
         `/apis/apps/v1/namespaces/${namespace}/daemonsets`,
-        { fieldSelector: `metadata.name=${name}` },
-        (phase, object) => {
-          if (phase === "DELETED" || deleting(object)) {
-            if (!this.#deleting) log.info("DaemonSet {name} is being deleted", { name });
-            this.#deleting = true;
-          }
+        {
+          fieldSelector,
+          resourceVersion: this.#resourceVersion,
+          allowWatchBookmarks: true,
         },
+        (phase, object) => this.#event(phase, object as DaemonSetObject),
         again,
       );
       if (this.#stopped) this.#controller?.abort();
@@ -89,23 +172,37 @@ export class OwnDaemonSet {
     }
   }
 
+  #event(phase: string, object: DaemonSetObject): void {
+    if (phase === "ERROR") {
+      // 410 Gone: the resourceVersion is too old to resume from; list again.
+      if ((object as { code?: unknown })?.code === 410) this.#resourceVersion = undefined;
+      return;
+    }
+    const rv = object?.metadata?.resourceVersion;
+    if (rv) this.#resourceVersion = rv;
+    if (phase === "ADDED" || phase === "MODIFIED") this.#observe(object);
+    else if (phase === "DELETED") this.#observe(object, true);
+  }
+
   /**
-   * Whether Lace is being uninstalled: the watch saw the deletion, or a GET
-   * now finds the DaemonSet gone (404) or marked for deletion. Any other
-   * answer (an API away, a Role already gone) counts as not: the chain stays.
+   * Whether Lace is being uninstalled: a GET now finds the DaemonSet gone
+   * (404) or marked for deletion; one standing (the same, or created again
+   * since) means not. When the GET fails (an API away, a Role already gone)
+   * the watch's last word answers; without one, not: the chain stays.
    */
   async uninstalling(): Promise<boolean> {
-    if (this.#deleting) return true;
     try {
-      return deleting(await this.#o.get());
+      this.#observe(await this.#o.get());
     } catch (e) {
-      if ((e as { code?: unknown })?.code === 404) return true;
-      log.warning("Cannot read DaemonSet {name}: {error}", {
-        name: this.#o.name,
-        error: String(e),
-      });
-      return this.#deleting;
+      if (apiStatus(e) === 404) this.#observe(undefined);
+      else {
+        log.warning("Cannot read DaemonSet {name}: {error}; the watch's last word answers", {
+          name: this.#o.name,
+          error: String(e),
+        });
+      }
     }
+    return this.deleting;
   }
 
   stop(): void {
