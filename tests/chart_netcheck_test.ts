@@ -127,3 +127,36 @@ helmTest(
     assert.match(stderr, /schema/);
   },
 );
+
+helmTest(
+  "the netcheck runner's DaemonSets are confined by a Deny policy bound to its ServiceAccount alone, even with the agent's policies off",
+  async (h) => {
+    const manifests = await render(h, [...ON, "admissionPolicy.enabled=false"]);
+    const policy = only(manifests, "ValidatingAdmissionPolicy", NAME);
+    assert.deepEqual(policy.spec.matchConstraints.resourceRules, [{
+      apiGroups: ["apps"],
+      apiVersions: ["v1"],
+      operations: ["CREATE", "UPDATE"],
+      resources: ["daemonsets"],
+    }]);
+    assert.equal(policy.spec.failurePolicy, "Fail");
+    assert.deepEqual(policy.spec.matchConditions, [{
+      name: "the-netcheck-runner",
+      expression: `request.userInfo.username == "system:serviceaccount:lace-system:${NAME}"`,
+    }]);
+    const binding = only(manifests, "ValidatingAdmissionPolicyBinding", NAME);
+    assert.equal(binding.spec.policyName, NAME);
+    assert.deepEqual(binding.spec.validationActions, ["Deny"]);
+    assert.equal(binding.spec.matchResources, undefined, "every namespace");
+    // The runner's ServiceAccount lives in the agent's namespace, namespaceOverride's when set.
+    const moved = await render(h, [...ON, "namespaceOverride=agents"]);
+    assert.match(
+      only(moved, "ValidatingAdmissionPolicy", NAME).spec.matchConditions[0].expression,
+      /"system:serviceaccount:agents:lace-netcheck"$/,
+    );
+    const off = await render(h, []);
+    assert.ok(
+      !off.some((m) => m.kind.startsWith("ValidatingAdmissionPolicy") && m.metadata.name === NAME),
+    );
+  },
+);
