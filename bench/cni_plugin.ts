@@ -4,13 +4,21 @@
  * answering on its socket) beside an empty `deno run` script, run in
  * alternation so both see the same machine. The ratio of their p99s is the
  * plugin's own start-up and import graph; the agent's side is an in-process
- * stand-in that answers at once.
+ * stand-in that answers at once. Then the same ADD with the agent down, which
+ * removes the stale entries at the pod's address from a pinned probe map
+ * (datapath/address_purge.ts) of 10,000 and of 65,536 entries, the pod's
+ * entries put back before each run.
  */
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { startCniServer } from "../lib/cni/server.ts";
 import type { CleanupStack } from "../lib/os/cleanup_stack.ts";
 import { v8FlagsArg } from "../lib/os/v8_flags.ts";
+import { defaultConfig } from "../lib/config.ts";
+import { Datapath } from "../lib/datapath/loader.ts";
+import { uninstall } from "../lib/datapath/pins.ts";
+import { markFor, MAX_TARGETS, type ProbeEntry } from "../lib/probe/key.ts";
+import { testPinPath } from "../tests/helpers/sim_world.ts";
 import { execPlugin } from "../tests/helpers/cni_runtime.ts";
 import { mainCommand } from "./agent_process.ts";
 import { atMost, type FigureResult, fmt, type Row } from "./report.ts";
@@ -97,6 +105,14 @@ export async function cniPluginFigure(
   });
   const add = stats(addMs), base = stats(emptyMs);
   const ratio = round(add.p99 / base.p99, 3);
+  const down = await agentDownRuns(
+    plugin,
+    env,
+    conf,
+    join(dir, "no-agent.sock"),
+    opts.quick ? 5 : 40,
+    cleanups,
+  );
   const rows: Row[] = [
     {
       measurement: `one ADD under deno run (agent answering), p50 / p99 / max of ${runs}`,
@@ -111,6 +127,12 @@ export async function cniPluginFigure(
       value: `${fmt(ratio)}× (${fmt(round(add.p50 / base.p50, 3))}×)`,
       goal: "p99 ≤ 1.5×",
     },
+    ...down.map((d) => ({
+      measurement: `one ADD with the agent down, purging a pinned map of ${
+        d.entries.toLocaleString("en")
+      } entries (2 removed), p50 / p99 / max of ${d.runs}`,
+      value: `${fmt(d.p50)} / ${fmt(d.p99)} / ${fmt(d.max)} ms`,
+    })),
   ];
   return {
     name: "cni",
@@ -121,6 +143,64 @@ export async function cniPluginFigure(
       runs,
       add: { ...add, samples: addMs.map((x) => round(x, 2)) },
       empty: { ...base, samples: emptyMs.map((x) => round(x, 2)) },
+      agentDown: down,
     },
   };
+}
+
+/**
+ * ADDs with no agent behind the socket and a pinned probe map of each size: each run finds the
+ * pod's two entries (put back before it) among the others and removes them. Returns the wall
+ * time stats per map size.
+ */
+async function agentDownRuns(
+  plugin: string[],
+  env: (i: number) => Record<string, string>,
+  agentConf: string,
+  socket: string,
+  runs: number,
+  cleanups: CleanupStack,
+) {
+  const pinPath = testPinPath();
+  cleanups.push(() => uninstall(pinPath));
+  const datapath = Datapath.open({ pinPath });
+  cleanups.push(() => datapath.close());
+  const conf = JSON.stringify({ ...JSON.parse(agentConf), socket, pinPath });
+  const entry = (a: number, b: number, port: number, networkId: number): ProbeEntry => ({
+    key: { family: "ipv4", address: `10.${a}.${b}.${port % 200}`, port },
+    value: { networkId, mark: markFor(defaultConfig(), networkId) },
+  });
+  // The pod's address (the figure's prevResult) with a stale entry of another network on two ports.
+  const stale = [8080, 9000].map((port) => ({
+    key: { family: "ipv4" as const, address: "10.1.0.5", port },
+    value: { networkId: 2, mark: markFor(defaultConfig(), 2) },
+  }));
+  const out = [];
+  let filled = 0;
+  for (const entries of [10_000, MAX_TARGETS]) {
+    for (; filled < entries - stale.length; filled++) {
+      datapath.store.put(entry(100 + (filled >> 16), (filled >> 8) & 0xff, 1 + filled, 1));
+    }
+    const ms: number[] = [];
+    for (let i = 0; i < runs + 1; i++) {
+      for (const e of stale) datapath.store.put(e);
+      const run = await execPlugin(plugin, env(10_000 + i), conf);
+      if (
+        run.code !== 0 ||
+        !/removed the probe targets 10\.1\.0\.5:8080, 10\.1\.0\.5:9000 /.test(run.stderr)
+      ) {
+        throw new Error(`The ADD with the agent down did not purge: ${run.code} ${run.stderr}`);
+      }
+      if (i > 0) ms.push(run.ms); // the first run compiles the purge's modules
+    }
+    out.push({
+      entries,
+      runs,
+      p50: round(median(ms), 1),
+      p99: round(percentile(ms, 99), 1),
+      max: round(Math.max(...ms), 1),
+      samples: ms.map((x) => round(x, 2)),
+    });
+  }
+  return out;
 }

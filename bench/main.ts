@@ -115,7 +115,7 @@ const FIGURES: {
   { name: "reconcile", title: "3. Reconcile at scale", needs: ["bpf"], run: reconcileScale },
   { name: "footprint", title: "4. Agent footprint", needs: ["bpf", "bundle"], run: footprint },
   { name: "netcheck", title: "5. netcheck scheduling", run: netcheckScheduling },
-  { name: "cni", title: "6. CNI plugin", run: cniPluginFigure },
+  { name: "cni", title: "6. CNI plugin", needs: ["bpf"], run: cniPluginFigure },
   { name: "targets", title: "7. Local view", needs: ["bpf"], run: targetsView },
   { name: "flood", title: "8. Health under a flood", needs: ["bpf"], run: listenerFlood },
   { name: "pods", title: "9. Pod memory", needs: ["bundle"], run: podMemory },

@@ -3,7 +3,7 @@
  * values arrive (flags, environment, chart). Every part of Lace takes a
  * validated `Config`; nothing else reads flags or the environment.
  */
-import { DEFAULT_CNI_SOCKET } from "./cni/protocol.ts";
+import { DEFAULT_CNI_SOCKET, DEFAULT_PIN_PATH } from "./cni/protocol.ts";
 import type { ChainTarget } from "./cni/chaining/select.ts";
 import { CONTAINER_RUNTIME_MODES, type ContainerRuntimeMode } from "./cni/chaining/runtimes.ts";
 import { formatDuration } from "./time/duration.ts";
@@ -118,7 +118,7 @@ export function defaultConfig(): Config {
     kubeconfig: "",
     useApi: true,
     podsDir: "",
-    pinPath: "/sys/fs/bpf/lace",
+    pinPath: DEFAULT_PIN_PATH,
     kubeletCgroup: DEFAULT_KUBELET_CGROUP,
     hostCgroupRoot: "",
     probeMark: 0x1000,

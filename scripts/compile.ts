@@ -18,6 +18,7 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const BPF_OBJECT = "bpf/lace.bpf.o";
 const ENTRY = "main.ts";
 const COMMANDS_MODULE = "lib/cli/commands.ts";
+const PURGE_MODULE = "lib/datapath/address_purge.ts";
 
 /** What a compile run needs: where to write and, optionally, the target triple. */
 export interface CompileOptions {
@@ -55,6 +56,9 @@ export function compileCommandArgs(options: CompileOptions): string[] {
     // main.ts imports it through a variable (so the CNI plugin's start skips its graph).
     "--include",
     COMMANDS_MODULE,
+    // lib/cni/plugin.ts imports it through a variable too, only when the agent does not answer.
+    "--include",
+    PURGE_MODULE,
     // lib/kube/k8s.ts imports the Kubernetes client's bundle by a computed URL, after checking
     // its bytes against the record.
     "--include",

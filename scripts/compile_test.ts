@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { V8_FLAGS } from "../lib/os/v8_flags.ts";
 import { COMMANDS_MODULE } from "../main.ts";
+import { PURGE_MODULE } from "../lib/cni/plugin.ts";
 import { CLIENT_NODE_BUNDLE, CLIENT_NODE_BUNDLE_RECORD } from "./bundle.ts";
 import { compileCommandArgs, denortHint, denortProblem, parseCompileArgs } from "./compile.ts";
 
@@ -23,6 +24,9 @@ Deno.test("compileCommandArgs() embeds the BPF object and compiles main.ts", () 
   assert.equal(args.at(-1), "main.ts");
   // main.ts imports the commands through a variable, which deno compile cannot follow.
   assert.ok(args.some((a, i) => args[i - 1] === "--include" && a === COMMANDS_MODULE.slice(2)));
+  // So does the CNI plugin its purge (lib/cni/plugin.ts's PURGE_MODULE, relative to it).
+  const purge = join("lib/cni", PURGE_MODULE);
+  assert.ok(args.some((a, i) => args[i - 1] === "--include" && a === purge), purge);
   assert.ok(args.some((a, i) => args[i - 1] === "--include" && a === CLIENT_NODE_BUNDLE));
   assert.ok(args.some((a, i) => args[i - 1] === "--include" && a === CLIENT_NODE_BUNDLE_RECORD));
 });

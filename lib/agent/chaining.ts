@@ -14,6 +14,7 @@ import { Chainer, type FileReport, type PassResult } from "../cni/chaining/chain
 import { realTimers, type Timers, within } from "../time/timers.ts";
 import { NodeRuntime } from "./container_runtime.ts";
 import type { ChainingView } from "../agent_api/views.ts";
+import { DEFAULT_PIN_PATH } from "../cni/protocol.ts";
 import type { EventSink, ObjectRef } from "../kube/event_sink.ts";
 import type { Metrics } from "./metrics.ts";
 
@@ -61,7 +62,7 @@ const EVENT_REASONS: Record<FileReport["reason"], string> = {
 export function startChaining(
   config:
     & Pick<Config, "cniChaining" | "cniConfDir" | "cniStateDir" | "cniSocket" | "cniChainFiles">
-    & Partial<Pick<Config, "containerRuntime">>,
+    & Partial<Pick<Config, "containerRuntime" | "pinPath">>,
   parts: ChainingParts,
 ): RunningChaining {
   const timers = parts.timers ?? realTimers;
@@ -94,6 +95,10 @@ export function startChaining(
     confDir: config.cniConfDir,
     stateDir: config.cniStateDir,
     socket: config.cniSocket,
+    // The plugin's default is the agent's: a default install's entries stay as they were.
+    ...(config.pinPath !== undefined && config.pinPath !== DEFAULT_PIN_PATH
+      ? { pinPath: config.pinPath }
+      : {}),
     targets: config.cniChainFiles,
     onReport: (r) => {
       parts.metrics?.cniChaining.inc({ outcome: r.reason });

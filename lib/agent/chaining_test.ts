@@ -273,3 +273,13 @@ Deno.test("A runtime that is neither containerd nor CRI-O is a Warning Event, an
     await running.stop();
   }
 });
+
+Deno.test("startChaining names the agent's pin path in its lace entry only where it is not the plugin's default", async () => {
+  await using w = await world();
+  const laceOf = () =>
+    JSON.parse(w.file()).plugins.find((p: { type: string }) => p.type === "lace");
+  await startChaining({ ...w.config("auto"), pinPath: "/sys/fs/bpf/lace" }, w.parts()).stop();
+  assert.equal(laceOf().pinPath, undefined);
+  await startChaining({ ...w.config("auto"), pinPath: "/sys/fs/bpf/lace-2" }, w.parts()).stop();
+  assert.equal(laceOf().pinPath, "/sys/fs/bpf/lace-2");
+});

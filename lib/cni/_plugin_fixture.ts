@@ -28,7 +28,10 @@ export function env(command: string, extra: Record<string, string> = {}): Record
   };
 }
 
-/** The network configuration for the agent on `socket` (network blue, id 7), with `extra` over it. */
+/**
+ * The network configuration for the agent on `socket` (network blue, id 7), with `extra` over it.
+ * Its pin path is none, so an ADD the agent does not answer never touches a map of this machine.
+ */
 export function stdin(socket: string, extra: Record<string, unknown> = {}): string {
   return JSON.stringify({
     cniVersion: "1.0.0",
@@ -38,6 +41,7 @@ export function stdin(socket: string, extra: Record<string, unknown> = {}): stri
     networkId: 7,
     socket,
     timeout: "200ms",
+    pinPath: "/nonexistent/lace-pins",
     prevResult,
     ...extra,
   });

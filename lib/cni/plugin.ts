@@ -3,9 +3,13 @@
  * with CNI_COMMAND set, after the pod network plugin in a conflist. On ADD it
  * hands the pod's fresh addresses to the agent, which writes the probe targets
  * before the sandbox's containers start; it passes prevResult through and
- * fails open: the pod's network never depends on Lace's agent. This path
- * imports only the small CNI modules, so the plugin starts fast.
+ * fails open: the pod's network never depends on Lace's agent. An ADD the
+ * agent does not answer removes the pinned probe map's entries at the pod's
+ * addresses itself (datapath/address_purge.ts): closed for the old holder's
+ * network, open for the pod. This path imports only the small CNI modules
+ * (and, on that ADD alone, the map's codec), so the plugin starts fast.
  */
+import type { PurgeReport } from "../datapath/address_purge.ts";
 import { AgentCallError, type CallAgent, callAgent } from "./client.ts";
 import { type Attachment, PROTOCOL_VERSION, type Reply, type Request } from "./protocol.ts";
 import { CniError, ERR, errorResult, versionResult } from "./spec.ts";
@@ -21,6 +25,22 @@ export interface PluginOutcome {
   log: string[];
 }
 
+/** Removes the pinned maps' entries at addresses (address_purge.ts; a fake in unit tests). */
+export type PurgeAddresses = (pinPath: string, addresses: string[]) => Promise<PurgeReport>;
+
+/**
+ * The purge's module, named in a variable and loaded only when the agent does not answer:
+ * `deno run` reads the graph of every import it can see before the plugin starts, and an ADD the
+ * agent answers should not pay for the map's codec and the libbpf wrappers. scripts/compile.ts
+ * includes it.
+ */
+export const PURGE_MODULE = "../datapath/address_purge.ts";
+
+const purgeAddresses: PurgeAddresses = async (pinPath, addresses) => {
+  const m = await import(PURGE_MODULE) as typeof import("../datapath/address_purge.ts");
+  return m.purgeAddresses(pinPath, addresses);
+};
+
 /**
  * Runs one CNI command over plain inputs and returns what to print. Every
  * failure is a CNI error result (never an exception); agent problems on ADD,
@@ -30,6 +50,7 @@ export async function cniPlugin(
   env: Record<string, string | undefined>,
   stdin: string,
   call: CallAgent = callAgent,
+  purge: PurgeAddresses = purgeAddresses,
 ): Promise<PluginOutcome> {
   const log: string[] = [];
   const version = peekVersion(stdin);
@@ -39,7 +60,7 @@ export async function cniPlugin(
     const conf = parseNetConf(stdin, cniEnv.command);
     switch (cniEnv.command) {
       case "ADD":
-        return ok(await add(cniEnv, conf, call, log), log);
+        return ok(await add(cniEnv, conf, call, purge, log), log);
       case "CHECK":
         await check(cniEnv, conf, call, log);
         return ok(undefined, log);
@@ -136,6 +157,7 @@ async function add(
   env: CniEnv,
   conf: NetConf,
   call: CallAgent,
+  purge: PurgeAddresses,
   log: string[],
 ): Promise<Record<string, unknown>> {
   if (!conf.prevResult) {
@@ -170,10 +192,46 @@ async function add(
     );
   }
   if (reply && !reply.ok) log.push(`${what}: the agent refused the targets: ${reply.error}`);
+  if (!reply) await purgeStaleTargets(conf, ips, purge, log, what);
   if (!reply || !reply.ok) {
     log.push(`${what}: the pod's network is set up anyway; the pod watch registers its targets`);
   }
   return result;
+}
+
+/**
+ * With no agent to answer, the map still holds what it wrote last: entries at these addresses
+ * may be a deleted pod's, of another network. They go, whatever their port and network; the pod
+ * starts either way, and its probes are tagged once the agent is back.
+ */
+async function purgeStaleTargets(
+  conf: NetConf,
+  ips: string[],
+  purge: PurgeAddresses,
+  log: string[],
+  what: string,
+): Promise<void> {
+  const at = ips.join(", ");
+  let report: PurgeReport;
+  try {
+    report = await purge(conf.pinPath, ips);
+  } catch (e) {
+    report = { maps: [], problems: [`unexpected: ${(e as Error)?.message ?? e}`] };
+  }
+  for (const { path, removed } of report.maps) {
+    log.push(
+      removed.length
+        ? `${what}: removed the probe targets ${
+          removed.join(", ")
+        } from ${path}, left by a pod before this one (the agent writes what belongs when it is back)`
+        : `${what}: no probe target at ${at} in ${path}`,
+    );
+  }
+  for (const problem of report.problems) {
+    log.push(
+      `${what}: cannot remove the probe targets at ${at}: ${problem}; until the agent is back, the kubelet's probes there may be tagged into the network of a pod that held these addresses before`,
+    );
+  }
 }
 
 async function del(env: CniEnv, conf: NetConf, call: CallAgent, log: string[]): Promise<void> {

@@ -67,6 +67,8 @@ Deno.test("ADD succeeds when the agent is down", async () => {
     assert.deepEqual(JSON.parse(out.stdout), prevResult);
     assert.match(out.log.join("\n"), /Cannot connect to .*missing\.sock/);
     assert.match(out.log.join("\n"), /pod watch registers its targets/);
+    // It looked for stale entries at the pod's address (the purge loaded by its path): none here.
+    assert.match(out.log.join("\n"), /cannot remove .* no pin path "\/nonexistent\/lace-pins"/);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { PURGE_MODULE } from "./plugin.ts";
 
 /** Modules reachable from `root`, following dynamic imports only when `dynamic`. */
 async function moduleGraph(root: string, dynamic: boolean): Promise<string[]> {
@@ -46,4 +47,12 @@ Deno.test("the plugin itself reaches only the CNI folder and the small shared he
     "text/json.ts",
     "time/duration.ts",
   ]);
+});
+
+Deno.test("an ADD the agent does not answer loads the purge by its path, and it loads no Kubernetes client", async () => {
+  const purge = new URL(PURGE_MODULE, new URL("./plugin.ts", import.meta.url));
+  assert.ok(Deno.statSync(purge).isFile, `${purge} is not there`);
+  const reached = await moduleGraph(purge.pathname, true);
+  assert.ok(reached.some((s) => s.endsWith("/lib/libbpf/map.ts")), "the graph was read");
+  assert.deepEqual(reached.filter((s) => s.includes("client-node")), []);
 });

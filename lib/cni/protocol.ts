@@ -14,6 +14,13 @@ import { networkNameProblem } from "../probe/network_name.ts";
  */
 export const DEFAULT_CNI_SOCKET = "/run/lace/cni.sock";
 
+/**
+ * Where the agent pins its links and maps unless told otherwise, and where the plugin looks for
+ * the probe map when the agent does not answer: the agent's Config and the plugin's network
+ * configuration both default to it.
+ */
+export const DEFAULT_PIN_PATH = "/sys/fs/bpf/lace";
+
 export const PROTOCOL_VERSION = 1;
 /** A request line longer than this is refused: requests are small. */
 export const MAX_LINE_BYTES = 64 * 1024;

@@ -1,12 +1,12 @@
 /**
  * The network configuration on the plugin's stdin: its version checked against the command,
- * Lace's keys (network, networkId, socket, timeout) validated with their defaults, the keys of
+ * Lace's keys (network, networkId, socket, timeout, pinPath) validated with their defaults, the keys of
  * other plugins ignored. Pure.
  */
 import { parseDuration } from "../time/duration.ts";
 import { isObject, jsonText } from "../text/json.ts";
 import { GIVE_ANNOTATED_NAME, networkNameProblem } from "../probe/network_name.ts";
-import { DEFAULT_CNI_SOCKET } from "./protocol.ts";
+import { DEFAULT_CNI_SOCKET, DEFAULT_PIN_PATH } from "./protocol.ts";
 import {
   CniError,
   type Command,
@@ -30,6 +30,8 @@ export interface NetConf {
   socket: string;
   /** How long ADD, DEL and CHECK wait for the agent, in milliseconds. */
   timeoutMs: number;
+  /** The agent's pin path: an ADD the agent does not answer removes the entries there itself. */
+  pinPath: string;
 }
 
 const DEFAULT_TIMEOUT_MS = 1000;
@@ -115,6 +117,7 @@ export function parseNetConf(stdin: string, command: Command): NetConf {
     type: raw.type,
     socket: DEFAULT_CNI_SOCKET,
     timeoutMs: DEFAULT_TIMEOUT_MS,
+    pinPath: DEFAULT_PIN_PATH,
   };
   if (raw.prevResult !== undefined && raw.prevResult !== null) {
     if (!isObject(raw.prevResult)) throw invalid(`"prevResult" must be an object`);
@@ -135,6 +138,12 @@ export function parseNetConf(stdin: string, command: Command): NetConf {
       throw invalid(`"socket" must be an absolute path: ${jsonText(raw.socket)}`);
     }
     conf.socket = raw.socket;
+  }
+  if (raw.pinPath !== undefined) {
+    if (typeof raw.pinPath !== "string" || !raw.pinPath.startsWith("/")) {
+      throw invalid(`"pinPath" must be an absolute path: ${jsonText(raw.pinPath)}`);
+    }
+    conf.pinPath = raw.pinPath;
   }
   if (raw.timeout !== undefined) {
     const ms = timeoutOf(raw.timeout);

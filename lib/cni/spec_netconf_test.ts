@@ -11,22 +11,30 @@ function conf(extra: Record<string, unknown> = {}, version = "1.0.0"): string {
   return JSON.stringify({ cniVersion: version, name: "blue", type: "lace", ...extra });
 }
 
-Deno.test("parseNetConf() applies the defaults for socket and timeout", () => {
+Deno.test("parseNetConf() applies the defaults for socket, timeout and pin path", () => {
   const c = parseNetConf(conf(), "ADD");
   assert.equal(c.socket, "/run/lace/cni.sock");
   assert.equal(c.timeoutMs, 1000);
+  assert.equal(c.pinPath, "/sys/fs/bpf/lace");
   assert.equal(c.network, undefined);
 });
 
 Deno.test("parseNetConf() reads Lace's keys", () => {
   const c = parseNetConf(
-    conf({ network: "blue", networkId: 7, socket: "/tmp/x.sock", timeout: "250ms" }),
+    conf({
+      network: "blue",
+      networkId: 7,
+      socket: "/tmp/x.sock",
+      timeout: "250ms",
+      pinPath: "/sys/fs/bpf/l2",
+    }),
     "ADD",
   );
   assert.equal(c.network, "blue");
   assert.equal(c.networkId, 7);
   assert.equal(c.socket, "/tmp/x.sock");
   assert.equal(c.timeoutMs, 250);
+  assert.equal(c.pinPath, "/sys/fs/bpf/l2");
 });
 
 Deno.test("parseNetConf() accepts a decimal string network id", () => {
@@ -113,6 +121,8 @@ Deno.test("parseNetConf() rejects malformed Lace keys with code 7", () => {
     [{ timeout: "soon" }, /^"timeout" must be a duration .*: "soon"$/],
     [{ timeout: 1000 }, /^"timeout" must be a duration .*: 1000$/],
     [{ prevResult: [1] }, /^"prevResult" must be an object$/],
+    [{ pinPath: "sys/fs/bpf/lace" }, /^"pinPath" must be an absolute path: "sys\/fs\/bpf\/lace"$/],
+    [{ pinPath: true }, /^"pinPath" must be an absolute path: true$/],
   ];
   for (const [extra, why] of bad) {
     assert.equal(codeOf(() => parseNetConf(conf(extra), "ADD"), why), 7, JSON.stringify(extra));
@@ -225,6 +235,7 @@ Deno.test("parseNetConf() names each missing or malformed key in its code 7 mess
     [{ network: 5, networkId: 7 }, `"network" must be a non-empty string when "networkId" is set`],
     [{ prevResult: "x" }, `"prevResult" must be an object`],
     [{ socket: "x.sock" }, `"socket" must be an absolute path: "x.sock"`],
+    [{ pinPath: "lace" }, `"pinPath" must be an absolute path: "lace"`],
     [{ timeout: 5 }, `"timeout" must be a duration such as "1s" or "500ms": 5`],
   ];
   for (const [extra, message] of cases) {

@@ -6,6 +6,9 @@
  */
 import { KEY_SIZE, VALUE_SIZE } from "./probe_map.ts";
 
+/** The probe map's pin name in each layout's directory (pins.ts's MAP_NAMES lists it first). */
+export const PROBE_MAP_PIN = "probe_targets";
+
 /** enum bpf_map_type: BPF_MAP_TYPE_HASH. */
 const BPF_MAP_TYPE_HASH = 1;
 

@@ -29,7 +29,7 @@ import {
   type ProbeEntryWithHits,
 } from "./probe_map.ts";
 import type { ProbeEntry } from "../probe/key.ts";
-import { isPresenceDir, parseLayoutDir } from "./layout.ts";
+import { isPresenceDir, parseLayoutDir, PROBE_MAP_PIN } from "./layout.ts";
 import { UNVERSIONED_ABI } from "./object_abi.ts";
 
 const log = getLogger(["lace", "datapath"]);
@@ -46,7 +46,7 @@ export type ProgramName = (typeof PROGRAMS)[number]["name"];
 /** The programs' names, in the order of PROGRAMS. */
 export const PROGRAM_NAMES: readonly ProgramName[] = PROGRAMS.map((p) => p.name);
 /** Lace's maps, pinned so their entries outlive the agent. */
-export const MAP_NAMES = ["probe_targets", "counters", "info"] as const;
+export const MAP_NAMES = [PROBE_MAP_PIN, "counters", "info"] as const;
 /** Every name Lace pins directly under its pin path, and nothing else is ever removed there. */
 const PIN_NAMES: readonly string[] = [...PROGRAM_NAMES.map(linkPinName), ...MAP_NAMES];
 

@@ -120,6 +120,7 @@ export class CniWorld implements AsyncDisposable {
               networkId: NETWORK_ID,
               socket: w.socket,
               timeout: opts.timeout ?? "1s",
+              pinPath: w.pinPath,
             },
             cmd: laceCommand(),
           },

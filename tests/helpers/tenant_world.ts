@@ -109,8 +109,9 @@ export function tenantPod(
 
 /**
  * Runs the `lace` plugin for one command as the runtime does, chained after a network plugin;
- * `network` is what its conf names (empty: none, as on a node where annotations tell it), and
- * `ifname` the interface of the pod's sandbox it attaches (Multus names a second one net1).
+ * `network` is what its conf names (empty: none, as on a node where annotations tell it),
+ * `ifname` the interface of the pod's sandbox it attaches (Multus names a second one net1), and
+ * `conf` more keys of its conf (the world's `pinPath`, which an ADD no agent answers purges).
  */
 export async function plugin(
   command: "ADD" | "CHECK",
@@ -119,6 +120,7 @@ export async function plugin(
   network: { network: string; networkId: number } | Record<never, never>,
   ips = [POD_IPV4, POD_IPV6],
   ifname = "eth0",
+  conf: Record<string, unknown> = {},
 ) {
   const prevResult = {
     cniVersion: "1.0.0",
@@ -142,6 +144,7 @@ export async function plugin(
       socket,
       timeout: "5s",
       ...network,
+      ...conf,
       prevResult,
     }),
   );

@@ -53,6 +53,8 @@ export interface ChainerOptions {
   stateDir: string;
   /** The agent's CNI socket, named in every `lace` entry. */
   socket: string;
+  /** The agent's pin path, named in every `lace` entry when given (not the plugin's default). */
+  pinPath?: string;
   /** Files to chain; empty: the one the runtime uses. */
   targets: ChainTarget[];
   /** The container runtime whose rule picks its file (runtime_file.ts); undefined: unknown. */
@@ -244,9 +246,10 @@ export class Chainer {
     records: Map<string, ChainRecord>,
     reports: FileReport[],
   ): string | undefined {
-    const { socket } = this.#o;
+    const { socket, pinPath } = this.#o;
     const entry = {
       socket,
+      ...(pinPath !== undefined ? { pinPath } : {}),
       ...(selected.network !== undefined
         ? { network: selected.network, networkId: selected.networkId }
         : {}),

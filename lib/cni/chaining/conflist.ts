@@ -32,11 +32,15 @@ export const MAX_CONFIG_DEPTH = 64;
 /** A file the runtime may load but Lace will not rewrite (nested too deep to write back). */
 class ConfigRefusedError extends TypeError {}
 
-/** What the agent appends: the socket and, where configured for the file, the network. */
+/**
+ * What the agent appends: the socket, where configured for the file the network, and the agent's
+ * pin path where it is not the plugin's default (an ADD no agent answers purges the map there).
+ */
 export interface LaceEntry {
   socket: string;
   network?: string;
   networkId?: number;
+  pinPath?: string;
 }
 
 /** A file the runtime could load, seen as a list of plugins. */
@@ -135,6 +139,7 @@ export function laceEntry(entry: LaceEntry): Record<string, unknown> {
     type: LACE_TYPE,
     ...(entry.network !== undefined ? { network: entry.network, networkId: entry.networkId } : {}),
     socket: entry.socket,
+    ...(entry.pinPath !== undefined ? { pinPath: entry.pinPath } : {}),
     [CHAINED_BY_KEY]: CHAINED_BY,
   };
 }
