@@ -13,6 +13,7 @@ import { PodCache } from "../pods/cache.ts";
 import type { PodSource } from "../pods/source.ts";
 import { keyId, MAX_TARGETS, type ProbeStore } from "../probe/key.ts";
 import type { Skip } from "../rules/skip.ts";
+import { canonicalAddress } from "../net/address.ts";
 import { type NetworkMismatch, type PodNetwork, UNKNOWN_NETWORK } from "../rules/pod_network.ts";
 import { failedWrites, type Unwritten } from "../rules/share.ts";
 import { callHook, type ProblemHooks, ProblemReporter } from "./problems.ts";
@@ -422,9 +423,27 @@ export class AgentCore {
       desired,
       allowDelete: synced,
       withdraw,
+      ...(synced ? {} : { withdrawAt: this.#attachedSinceStart(uids) }),
       conflicts: conflicts.length,
       skips: skips.length,
     };
+  }
+
+  /**
+   * The addresses the node attached to pods since this agent started (every attachment it knows,
+   * before the first full list): an entry there that no pod it knows wants was left by a pod
+   * deleted while no agent ran, maybe of another network, so it goes before the first full list.
+   */
+  #attachedSinceStart(uids: readonly string[]): Set<string> {
+    const out = new Set<string>();
+    for (const uid of uids) {
+      for (const ip of this.#attachedAddresses(uid)) {
+        try {
+          out.add(canonicalAddress(ip).address);
+        } catch { /* not an address: no entry is at it */ }
+      }
+    }
+    return out;
   }
 
   #observe(report: ReconcileReport): void {

@@ -5,7 +5,14 @@
  */
 import assert from "node:assert/strict";
 import type { Pod } from "../pods/pod.ts";
-import { CONFIG, entry, ids, pod, setup } from "../../tests/helpers/core_world.ts";
+import {
+  ATTACHED_TO_NET1,
+  CONFIG,
+  entry,
+  ids,
+  pod,
+  setup,
+} from "../../tests/helpers/core_world.ts";
 
 Deno.test("AgentCore deletes nothing before every source's first full list", async () => {
   const t = setup(["api", "dir"]);
@@ -108,6 +115,23 @@ Deno.test("AgentCore.registerAttachment() resolves once the pod's targets are in
   assert.deepEqual(ids(t.store), ["10.0.0.8:8080=5"]);
   await t.core.removeAttachment("a");
   assert.deepEqual(ids(t.store), []);
+  await t.core.stop();
+});
+
+Deno.test("AgentCore removes what a previous agent left at an address attached before the first full list, whatever its port, and nothing elsewhere", async () => {
+  const t = setup();
+  // Left by the previous agent: a pod of network 2 deleted while no agent ran, and another pod.
+  t.store.put(entry("10.0.0.8", 9000, 2));
+  t.store.put(entry("10.0.0.99", 80, 3));
+  await t.core.start();
+  // The node attaches 10.0.0.8 to a pod of network 1 before the API's first list.
+  await t.core.registerAttachment(ATTACHED_TO_NET1);
+  assert.equal(t.core.view().firstFullListApplied, false);
+  assert.deepEqual(ids(t.store), ["10.0.0.99:80=3"]);
+  // The API lists the pod: its target is written, and the rest of the old map goes.
+  t.sources[0].list(pod("a", "10.0.0.8", 1));
+  await t.settle();
+  assert.deepEqual(ids(t.store), ["10.0.0.8:8080=1"]);
   await t.core.stop();
 });
 

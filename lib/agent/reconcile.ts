@@ -15,13 +15,13 @@ const log = getLogger(["lace", "reconcile"]);
  * entry is missing or its value differs, a remove where the store holds a key
  * nobody wants, and removes only when `allowDelete` (not before the first full
  * pod list, so a restart never empties the map), except for the `withdraw`
- * keys, which leave the map at once (a key that must not be tagged for
- * anyone). Sorted by key for stable logs.
+ * keys and the keys at a `withdrawAt` address, which leave the map at once (a
+ * key that must not be tagged for anyone). Sorted by key for stable logs.
  */
 export function diffTargets(
   desired: Map<string, ProbeEntry>,
   current: ProbeEntry[],
-  opts: { allowDelete: boolean; withdraw?: ProbeKey[] },
+  opts: { allowDelete: boolean; withdraw?: ProbeKey[]; withdrawAt?: ReadonlySet<string> },
 ): { put: ProbeEntry[]; remove: ProbeKey[] } {
   const have = new Map<string, ProbeEntry>();
   for (const entry of current) have.set(keyId(entry.key), entry);
@@ -44,6 +44,14 @@ export function diffTargets(
       const got = have.get(id);
       if (got && !desired.has(id)) remove.push([id, got.key]);
     }
+    if (opts.withdrawAt?.size) {
+      const listed = new Set(remove.map(([id]) => id));
+      for (const [id, got] of have) {
+        if (opts.withdrawAt.has(got.key.address) && !desired.has(id) && !listed.has(id)) {
+          remove.push([id, got.key]);
+        }
+      }
+    }
   }
   const byId = (a: [string, unknown], b: [string, unknown]) => (a[0] < b[0] ? -1 : 1);
   return { put: put.sort(byId).map(([, e]) => e), remove: remove.sort(byId).map(([, k]) => k) };
@@ -55,6 +63,8 @@ export interface ReconcileInput {
   allowDelete: boolean;
   /** Keys that leave the map even while deletes are not allowed yet. */
   withdraw?: ProbeKey[];
+  /** Canonical addresses whose unwanted keys leave the map even while deletes are not allowed yet. */
+  withdrawAt?: ReadonlySet<string>;
   conflicts?: number;
   skips?: number;
 }

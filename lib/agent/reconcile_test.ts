@@ -55,6 +55,20 @@ Deno.test("diffTargets() removes a withdrawn key before deletes are allowed, if 
   );
 });
 
+Deno.test("diffTargets() removes every unwanted key at a withdrawn address before deletes are allowed", () => {
+  const stale = [entry("10.0.0.5", 8080, 1), entry("10.0.0.5", 9000, 1), entry("fd00::5", 9000)];
+  const wanted = entry("10.0.0.5", 8081, 2), elsewhere = entry("10.0.0.6", 8080, 1);
+  const withdrawAt = new Set(["10.0.0.5", "fd00::5"]);
+  assert.deepEqual(
+    diffTargets(desiredOf(wanted), [...stale, wanted, elsewhere], {
+      allowDelete: false,
+      withdraw: [stale[0].key],
+      withdrawAt,
+    }),
+    { put: [], remove: stale.map((e) => e.key) },
+  );
+});
+
 Deno.test("diffTargets() puts an entry whose mark alone differs", () => {
   // An agent restarted with a new --probe-mark must rewrite every entry.
   const want = entry("10.0.0.1", 80, 7);
