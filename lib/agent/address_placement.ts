@@ -1,7 +1,7 @@
 /**
  * Where a pod sits for the one-network-per-address rule (network, addresses), and the memo of
  * what was derived from each merged pod object: the one place the reconcile (desired_state.ts)
- * and the refusals at attach (attachment_clashes.ts) both place pods from.
+ * and the refusals at attach (agent/admission/clashes.ts) both place pods from.
  */
 import type { Pod } from "../pods/pod.ts";
 import type { PodCache } from "../pods/cache.ts";
@@ -15,7 +15,7 @@ import type { TargetView } from "./target_view.ts";
  * What was derived from one merged pod object, for the node network it was computed for: the
  * rules' result and its views (made on first use, one per target of `result.targets`, in its
  * order) for the reconcile, and where the pod sits (network, addresses) for both the
- * reconcile's address holders and the refusals at attach (attachment_clashes.ts). The cache
+ * reconcile's address holders and the refusals at attach (agent/admission/clashes.ts). The cache
  * hands back the same object until the pod changes, so each is computed once per pod change,
  * by whichever asks first, and a pod that does not change keeps its views and entries from one
  * reconcile to the next.
@@ -58,7 +58,7 @@ export function placementOf(
 
 /**
  * Where pod `uid` sits for the one-network-per-address rule: the one rule the reconcile's
- * address holders (desiredState) and the refusals at attach (attachment_clashes.ts) both place
+ * address holders (desiredState) and the refusals at attach (agent/admission/clashes.ts) both place
  * pods by. A pod whose network nothing tells holds its addresses as UNKNOWN_NETWORK, against
  * every network (fail closed), and its probes count as unknown (it has no targets or claims):
  * its annotations malformed and no attach network from the node, known from the CNI path alone

@@ -7,7 +7,7 @@
 import { getLogger } from "@logtape/logtape";
 import type { Config } from "../config.ts";
 import type { Attachment, AttachmentRef } from "../cni/protocol.ts";
-import { CNI_SOURCE, CniAttachments } from "./cni_attachments.ts";
+import { CNI_SOURCE, CniAttachments } from "./admission/attachments.ts";
 import type { AddressClash, Conflict } from "../rules/conflicts.ts";
 import { PodCache } from "../pods/cache.ts";
 import type { PodSource } from "../pods/source.ts";
@@ -17,7 +17,7 @@ import { canonicalAddress } from "../net/address.ts";
 import { type NetworkMismatch, type PodNetwork, UNKNOWN_NETWORK } from "../rules/pod_network.ts";
 import { failedWrites, type Unwritten } from "../rules/share.ts";
 import { callHook, type ProblemHooks, ProblemReporter } from "./problems.ts";
-import type { NodeNetworkStore } from "./node_networks.ts";
+import type { NodeNetworkStore } from "./admission/node_networks.ts";
 import type { Backoff } from "../time/backoff.ts";
 import { realTimers, type Timers } from "../time/timers.ts";
 import {
@@ -34,10 +34,10 @@ import {
   refuseHostAddress,
   refuseOutsidePodRanges,
   refuseSecondNetwork,
-} from "./attachment_refusals.ts";
+} from "./admission/refusals.ts";
 import { parseCidr, PodRangeSet } from "../net/cidr.ts";
-import { refuseClashingAttachment } from "./attachment_clashes.ts";
-import { attachmentNetwork, logUnknownNetwork } from "./attachment_network.ts";
+import { refuseClashingAttachment } from "./admission/clashes.ts";
+import { attachmentNetwork, logUnknownNetwork } from "./admission/network.ts";
 import type { PodLookup } from "../pods/source.ts";
 import { Scheduler } from "./scheduler.ts";
 import { HostAddressWatch } from "./host/address_watch.ts";

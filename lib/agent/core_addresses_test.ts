@@ -7,7 +7,7 @@ import type { AgentCore } from "./core.ts";
 import { AttachmentRefusedError } from "../cni/protocol.ts";
 import { normalisePod, type Pod } from "../pods/pod.ts";
 import type { PodLookup } from "../pods/source.ts";
-import { ATTACH_LOOKUP_MS } from "./attachment_network.ts";
+import { ATTACH_LOOKUP_MS } from "./admission/network.ts";
 import { CONFIG, ids, pod, setup } from "../../tests/helpers/core_world.ts";
 
 Deno.test("AgentCore refuses an attachment whose address a pod of another network holds", async () => {

@@ -9,7 +9,7 @@ import { AttachmentRefusedError } from "../cni/protocol.ts";
 import type { PodSource } from "../pods/source.ts";
 import { MemoryProbeStore } from "../../tests/helpers/memory_probe_store.ts";
 import type { NetworkMismatch, PodNetwork } from "../rules/pod_network.ts";
-import type { NodeNetworkStore } from "./node_networks.ts";
+import type { NodeNetworkStore } from "./admission/node_networks.ts";
 import { ATTACHED_TO_NET1, CONFIG, ids, pod, setup } from "../../tests/helpers/core_world.ts";
 
 Deno.test("AgentCore never makes a target of a loopback or link-local address the CNI path reports", async () => {

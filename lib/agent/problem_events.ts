@@ -8,7 +8,7 @@ import { type EventSink, podObjectRef } from "../kube/event_sink.ts";
 import { addressClashMessage } from "../rules/address_holders.ts";
 import { conflictMessage, refusalMessage } from "../rules/conflicts.ts";
 import { networkMismatchMessage } from "../rules/pod_network.ts";
-import { SECOND_NETWORK_REFUSAL } from "./attachment_refusals.ts";
+import { SECOND_NETWORK_REFUSAL } from "./admission/refusals.ts";
 import type { AgentCoreOptions } from "./core.ts";
 import { OUTSIDE_POD_RANGES_REFUSAL } from "./desired_state.ts";
 import { HOST_ADDRESS_REFUSAL } from "./host/addresses.ts";

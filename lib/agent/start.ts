@@ -20,7 +20,7 @@ import { parseCidr } from "../net/cidr.ts";
 import { UnmatchedWatch } from "./unmatched_watch.ts";
 import { trimMallocHeap } from "./malloc_trim.ts";
 import { Metrics } from "./metrics.ts";
-import { fileNodeNetworkStore } from "./node_networks.ts";
+import { fileNodeNetworkStore } from "./admission/node_networks.ts";
 import { readHostAddresses } from "./host/addresses.ts";
 import { KubeletNetnsAddresses } from "./host/kubelet_netns_addresses.ts";
 import { ApiServerAddresses } from "./host/api_server_addresses.ts";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { jsonArrayResponse } from "./json_array_stream.ts";
-import { manyTargets } from "../_targets_fixture.ts";
+import { manyTargets } from "./_targets_fixture.ts";
 
 /** Chunks by item count alone, however slow the machine. */
 const NO_TIME_LIMIT = { ms: Infinity, now: () => 0 };

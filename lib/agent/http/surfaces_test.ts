@@ -10,7 +10,7 @@ import {
   type Surface,
 } from "./surfaces.ts";
 import { getFromAgent } from "../../agent_api/client.ts";
-import { manyTargets } from "../_targets_fixture.ts";
+import { manyTargets } from "./_targets_fixture.ts";
 import {
   refusedAtEachLayer,
   unprivilegedUnavailable,

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { attachmentNetwork, type AttachmentNetworkInput } from "./attachment_network.ts";
-import type { Attachment } from "../cni/protocol.ts";
-import type { Pod } from "../pods/pod.ts";
-import { realTimers } from "../time/timers.ts";
+import { attachmentNetwork, type AttachmentNetworkInput } from "./network.ts";
+import type { Attachment } from "../../cni/protocol.ts";
+import type { Pod } from "../../pods/pod.ts";
+import { realTimers } from "../../time/timers.ts";
 
 const OPTS = { networkAnnotation: "lace.io/network", networkIdAnnotation: "lace.io/network-id" };
 const ADD: Attachment = { namespace: "ns", name: "p", uid: "u1", ips: ["10.0.0.5"] };

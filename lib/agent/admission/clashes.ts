@@ -4,16 +4,16 @@
  * delivered into the other's network.
  */
 import { getLogger } from "@logtape/logtape";
-import { type Attachment, AttachmentRefusedError } from "../cni/protocol.ts";
-import { type AddressClash, addressClashes } from "../rules/conflicts.ts";
-import type { PodCache } from "../pods/cache.ts";
-import { canonicalAddress } from "../net/address.ts";
-import { type PodNetwork, type TargetOptions, UNKNOWN_NETWORK } from "../rules/pod_network.ts";
-import type { PodPlacement } from "../rules/placement.ts";
-import { addressPlacement, type RulesMemo } from "./address_placement.ts";
-import { errorText } from "../text/error.ts";
-import { callHook } from "./problems.ts";
-import { aboutPod, limitedLog } from "../log/limiter.ts";
+import { type Attachment, AttachmentRefusedError } from "../../cni/protocol.ts";
+import { type AddressClash, addressClashes } from "../../rules/conflicts.ts";
+import type { PodCache } from "../../pods/cache.ts";
+import { canonicalAddress } from "../../net/address.ts";
+import { type PodNetwork, type TargetOptions, UNKNOWN_NETWORK } from "../../rules/pod_network.ts";
+import type { PodPlacement } from "../../rules/placement.ts";
+import { addressPlacement, type RulesMemo } from "../address_placement.ts";
+import { errorText } from "../../text/error.ts";
+import { callHook } from "../problems.ts";
+import { aboutPod, limitedLog } from "../../log/limiter.ts";
 
 const log = getLogger(["lace", "agent"]);
 

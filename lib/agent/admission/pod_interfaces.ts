@@ -5,7 +5,7 @@
  * new sandbox's ADD replaces the interfaces of the pod's older sandbox.
  * Pure bookkeeping, no I/O.
  */
-import { type AttachmentRef, refKey } from "../cni/protocol.ts";
+import { type AttachmentRef, refKey } from "../../cni/protocol.ts";
 
 export class PodInterfaces {
   readonly #byPod = new Map<string, Map<string, string[]>>();

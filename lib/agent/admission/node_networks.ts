@@ -6,10 +6,10 @@
  * which the pod's author can write.
  */
 import { getLogger } from "@logtape/logtape";
-import { isObject } from "../text/json.ts";
-import { networkNameProblem } from "../probe/network_name.ts";
-import { rootDirProblem } from "../os/root_dir.ts";
-import type { PodNetwork } from "../rules/pod_network.ts";
+import { isObject } from "../../text/json.ts";
+import { networkNameProblem } from "../../probe/network_name.ts";
+import { rootDirProblem } from "../../os/root_dir.ts";
+import type { PodNetwork } from "../../rules/pod_network.ts";
 
 const log = getLogger(["lace", "agent"]);
 

@@ -1,16 +1,17 @@
 /**
  * The CNI ADD's refusals that need no pod's network: an address that is one of the node's own or
- * outside every pod range (--pod-cidrs), and a second Lace network for one pod. Each logs, calls its hook (for Events) and throws
- * AttachmentRefusedError; the address clashes between networks are attachment_clashes.ts's.
+ * outside every pod range (--pod-cidrs), and a second Lace network for one pod. Each logs, calls
+ * its hook (for Events) and throws AttachmentRefusedError; the address clashes between networks
+ * are clashes.ts's.
  */
 import { getLogger } from "@logtape/logtape";
-import { type Attachment, type AttachmentRef, AttachmentRefusedError } from "../cni/protocol.ts";
-import { canonicalAddress } from "../net/address.ts";
-import { HOST_ADDRESS_REFUSAL } from "./host/addresses.ts";
-import type { PodRangeSet } from "../net/cidr.ts";
-import { OUTSIDE_POD_RANGES_REFUSAL } from "./desired_state.ts";
-import { callHook } from "./problems.ts";
-import { aboutPod, limitedLog } from "../log/limiter.ts";
+import { type Attachment, type AttachmentRef, AttachmentRefusedError } from "../../cni/protocol.ts";
+import { canonicalAddress } from "../../net/address.ts";
+import { HOST_ADDRESS_REFUSAL } from "../host/addresses.ts";
+import type { PodRangeSet } from "../../net/cidr.ts";
+import { OUTSIDE_POD_RANGES_REFUSAL } from "../desired_state.ts";
+import { callHook } from "../problems.ts";
+import { aboutPod, limitedLog } from "../../log/limiter.ts";
 
 const log = getLogger(["lace", "agent"]);
 

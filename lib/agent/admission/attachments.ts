@@ -5,10 +5,10 @@
  * and the addresses of each interface it attached, published into the pod
  * cache as the "cni" source's view of the pod.
  */
-import type { Attachment, AttachmentRef } from "../cni/protocol.ts";
-import type { Pod } from "../pods/pod.ts";
-import type { PodCache } from "../pods/cache.ts";
-import type { PodNetwork } from "../rules/pod_network.ts";
+import type { Attachment, AttachmentRef } from "../../cni/protocol.ts";
+import type { Pod } from "../../pods/pod.ts";
+import type { PodCache } from "../../pods/cache.ts";
+import type { PodNetwork } from "../../rules/pod_network.ts";
 import type { NodeNetworkStore } from "./node_networks.ts";
 import { PodInterfaces } from "./pod_interfaces.ts";
 

@@ -6,19 +6,19 @@
  * its controller) has usually written them by then.
  */
 import { getLogger } from "@logtape/logtape";
-import { aboutPod, limitedLog } from "../log/limiter.ts";
-import type { Attachment } from "../cni/protocol.ts";
-import type { Pod } from "../pods/pod.ts";
-import type { PodLookup } from "../pods/source.ts";
-import { isObject } from "../text/json.ts";
-import { errorText } from "../text/error.ts";
-import { type Timers, within } from "../time/timers.ts";
+import { aboutPod, limitedLog } from "../../log/limiter.ts";
+import type { Attachment } from "../../cni/protocol.ts";
+import type { Pod } from "../../pods/pod.ts";
+import type { PodLookup } from "../../pods/source.ts";
+import { isObject } from "../../text/json.ts";
+import { errorText } from "../../text/error.ts";
+import { type Timers, within } from "../../time/timers.ts";
 import {
   DEFAULT_NETWORK,
   type PodNetwork,
   podNetwork,
   type TargetOptions,
-} from "../rules/pod_network.ts";
+} from "../../rules/pod_network.ts";
 
 const log = getLogger(["lace", "agent"]);
 

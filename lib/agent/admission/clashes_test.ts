@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
-import { type ClashCheck, refuseClashingAttachment } from "./attachment_clashes.ts";
-import { desiredState } from "./desired_state.ts";
-import type { RulesMemo } from "./address_placement.ts";
-import { type Attachment, AttachmentRefusedError } from "../cni/protocol.ts";
-import type { AddressClash } from "../rules/conflicts.ts";
-import { assertUsable, normalisePod, type Pod } from "../pods/pod.ts";
-import type { PodNetwork } from "../rules/pod_network.ts";
-import { podLookups } from "../../tests/helpers/core_world.ts";
+import { type ClashCheck, refuseClashingAttachment } from "./clashes.ts";
+import { desiredState } from "../desired_state.ts";
+import type { RulesMemo } from "../address_placement.ts";
+import { type Attachment, AttachmentRefusedError } from "../../cni/protocol.ts";
+import type { AddressClash } from "../../rules/conflicts.ts";
+import { assertUsable, normalisePod, type Pod } from "../../pods/pod.ts";
+import type { PodNetwork } from "../../rules/pod_network.ts";
+import { podLookups } from "../../../tests/helpers/core_world.ts";
 
 const CONFIG = { networkAnnotation: "lace.io/network", networkIdAnnotation: "lace.io/network-id" };
 
