@@ -7,14 +7,14 @@
 import { getLogger } from "@logtape/logtape";
 import type { Config } from "../config.ts";
 import type { Attachment, AttachmentRef } from "../cni/protocol.ts";
-import { CNI_SOURCE, CniAttachments } from "./admission/attachments.ts";
-import type { AddressClash, Conflict } from "../rules/conflicts.ts";
+import { CniAttachments } from "./admission/attachments.ts";
+import type { Conflict } from "../rules/conflicts.ts";
 import { PodCache } from "../pods/cache.ts";
 import type { PodSource } from "../pods/source.ts";
 import { keyId, MAX_TARGETS, type ProbeStore } from "../probe/key.ts";
 import type { Skip } from "../rules/skip.ts";
 import { canonicalAddress } from "../net/address.ts";
-import { type NetworkMismatch, type PodNetwork, UNKNOWN_NETWORK } from "../rules/pod_network.ts";
+import type { NetworkMismatch } from "../rules/pod_network.ts";
 import { failedWrites, type Unwritten } from "../rules/share.ts";
 import { callHook, type ProblemHooks, ProblemReporter } from "./problems.ts";
 import type { NodeNetworkStore } from "./admission/node_networks.ts";
@@ -30,14 +30,8 @@ import {
 import { desiredState, type HostHeldAddress } from "./desired_state.ts";
 import type { TargetView } from "./target_view.ts";
 import type { RulesMemo } from "./address_placement.ts";
-import {
-  refuseHostAddress,
-  refuseOutsidePodRanges,
-  refuseSecondNetwork,
-} from "./admission/refusals.ts";
 import { parseCidr, PodRangeSet } from "../net/cidr.ts";
-import { refuseClashingAttachment } from "./admission/clashes.ts";
-import { attachmentNetwork, logUnknownNetwork } from "./admission/network.ts";
+import { type AdmissionHooks, admitAttachment } from "./admission/admit.ts";
 import type { PodLookup } from "../pods/source.ts";
 import { Scheduler } from "./scheduler.ts";
 import { HostAddressWatch } from "./host/address_watch.ts";
@@ -61,18 +55,10 @@ export type AgentCoreConfig = Pick<
 >;
 
 /** The hooks of ProblemHooks are each called once per problem while it persists. */
-export interface AgentCoreOptions extends ProblemHooks {
+export interface AgentCoreOptions extends ProblemHooks, AdmissionHooks {
   config: AgentCoreConfig;
   store: ProbeStore;
   sources: PodSource[];
-  /** A CNI ADD refused because its address is held by a pod of another network (for Events). */
-  onAttachRefused?: (
-    attachment: Attachment,
-    clashes: AddressClash[],
-    networkUnknown: boolean,
-  ) => void;
-  /** A CNI ADD refused because it brings one of the node's own addresses (for Events). */
-  onHostAddressRefused?: (attachment: Attachment, address: string) => void;
   /**
    * The node's own addresses (KubeletNetnsAddresses.read() in the agent), read at every
    * reconcile, every CNI ADD and every `hostAddressCheckMs` between them (a change reconciles):
@@ -83,10 +69,6 @@ export interface AgentCoreOptions extends ProblemHooks {
   hostAddresses?: (o?: { fresh?: boolean }) => ReadonlySet<string>;
   /** How often the node's own addresses are read between reconciles (HOST_ADDRESS_CHECK_MS). */
   hostAddressCheckMs?: number;
-  /** A CNI ADD refused because it brings an address outside every --pod-cidrs range (for Events). */
-  onOutsidePodRangesRefused?: (attachment: Attachment, address: string) => void;
-  /** A CNI ADD refused because it attaches the pod to a second Lace network (for Events). */
-  onSecondNetworkRefused?: (attachment: Attachment) => void;
   /**
    * Where the networks the node attached pods to outlive the agent; without
    * it they are kept in memory only, and a restart forgets them.
@@ -284,49 +266,17 @@ export class AgentCore {
    */
   async registerAttachment(a: Attachment, ref?: AttachmentRef): Promise<void> {
     const host = this.#opts.hostAddresses?.();
-    refuseHostAddress(a, host, this.#opts.onHostAddressRefused);
-    const refused = this.#attachments.refusedNetwork(a, ref);
-    if (refused) refuseSecondNetwork(a, ref, refused, this.#opts.onSecondNetworkRefused);
-    let learnt: PodNetwork | undefined;
-    // Only a Lace network's pod can have targets, and the pod ranges are the Lace networks': a
-    // pod of the default network (its own ranges) is not held to them. Where the network is
-    // learnt later, the reconcile gives such a pod no targets outside the ranges.
-    const outsideRanges = (network: PodNetwork | undefined) => {
-      if ((network?.networkId ?? 0) > 0) {
-        refuseOutsidePodRanges(a, this.#podRanges, this.#opts.onOutsidePodRangesRefused);
-      }
-    };
-    const named = a.network !== undefined && a.networkId !== undefined
-      ? { network: a.network, networkId: a.networkId }
-      : this.#attachments.nodeNetworks.get(a.uid);
-    if (this.#opts.config.addressSharing !== "exclusive") outsideRanges(named);
-    else {
-      const sources = this.cache.sourcesOf(a.uid).filter((s) => s !== CNI_SOURCE);
-      const found = await attachmentNetwork(a, {
-        // holderView, not get: get throws for a pod refused as too large, and that pod's own
-        // ADD must be checked like any (it would otherwise take another network's address).
-        cached: sources.length ? this.cache.holderView(a.uid) : undefined,
-        cachedFromApi: sources[0] === "api",
-        lookup: this.#opts.podLookup,
-        opts: this.#opts.config,
-        timers: this.#timers,
-      });
-      outsideRanges(named ?? found.network);
-      // An ADD whose network is unknown may be another network's than any holder's: it is
-      // refused at an address another pod holds (fail closed), and attached elsewhere.
-      if (!found.network) logUnknownNetwork(a, found.unknown);
-      else if (found.from !== "conf") learnt = found.network;
-      refuseClashingAttachment(a, found.network ?? UNKNOWN_NETWORK, {
-        pods: this.cache,
-        nodeNetworks: this.#attachments.nodeNetworks,
-        config: this.#opts.config,
-        memo: this.#derived,
-        networkUnknown: this.#attachments.networkUnknown,
-        learntNetwork: this.#attachments.learntNetwork,
-        attachedAddresses: this.#attachedAddresses,
-        onRefused: this.#opts.onAttachRefused,
-      });
-    }
+    const { learnt } = await admitAttachment(a, ref, {
+      config: this.#opts.config,
+      pods: this.cache,
+      attachments: this.#attachments,
+      hostAddresses: host,
+      podRanges: this.#podRanges,
+      memo: this.#derived,
+      podLookup: this.#opts.podLookup,
+      timers: this.#timers,
+      hooks: this.#opts,
+    });
     this.#attachments.add(a, ref, learnt);
     // The reconcile this ADD runs takes the set the ADD was checked against: one read per ADD.
     this.#hostAddressesRead = host;
