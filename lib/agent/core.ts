@@ -10,7 +10,7 @@ import type { Attachment, AttachmentRef } from "../cni/protocol.ts";
 import { CniAttachments } from "./admission/attachments.ts";
 import type { Conflict } from "../rules/conflicts.ts";
 import { PodCache } from "../pods/cache.ts";
-import type { PodSource } from "../pods/source.ts";
+import type { PodLookup, PodSource } from "../pods/source.ts";
 import { keyId, MAX_TARGETS, type ProbeStore } from "../probe/key.ts";
 import type { Skip } from "../rules/skip.ts";
 import { canonicalAddress } from "../net/address.ts";
@@ -27,12 +27,11 @@ import {
   type ReconcileObserver,
   type ReconcileReport,
 } from "./reconcile.ts";
-import { desiredState, type HostHeldAddress } from "./desired_state.ts";
-import type { TargetView } from "./target_view.ts";
-import type { RulesMemo } from "./address_placement.ts";
+import { desiredState, type HostHeldAddress } from "../rules/desired_state.ts";
+import type { DesiredTarget } from "../rules/desired_target.ts";
+import type { RulesMemo } from "../rules/address_placement.ts";
 import { parseCidr, PodRangeSet } from "../net/cidr.ts";
 import { type AdmissionHooks, admitAttachment } from "./admission/admit.ts";
-import type { PodLookup } from "../pods/source.ts";
 import { Scheduler } from "./scheduler.ts";
 import { HostAddressWatch } from "./host/address_watch.ts";
 import type { AddressSharing, SharedAddress } from "../rules/address_holders.ts";
@@ -87,7 +86,7 @@ export interface AgentCoreOptions extends ProblemHooks, AdmissionHooks {
 }
 
 export interface AgentSnapshot {
-  targets: TargetView[];
+  targets: DesiredTarget[];
   conflicts: Conflict[];
   skips: Skip[];
   /** Pods whose annotations disagree with the network the node attached them to. */

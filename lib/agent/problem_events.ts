@@ -10,8 +10,7 @@ import { conflictMessage, refusalMessage } from "../rules/conflicts.ts";
 import { networkMismatchMessage } from "../rules/pod_network.ts";
 import { SECOND_NETWORK_REFUSAL } from "./admission/refusals.ts";
 import type { AgentCoreOptions } from "./core.ts";
-import { OUTSIDE_POD_RANGES_REFUSAL } from "./desired_state.ts";
-import { HOST_ADDRESS_REFUSAL } from "./host/addresses.ts";
+import { HOST_ADDRESS_REFUSAL, OUTSIDE_POD_RANGES_REFUSAL } from "../rules/desired_state.ts";
 import type { Metrics } from "./metrics.ts";
 
 /** The core's problem and refusal hooks, as Events through `events` and refusal counts. */

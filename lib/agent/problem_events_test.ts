@@ -2,8 +2,7 @@ import assert from "node:assert/strict";
 import type { EventSink, ObjectRef } from "../kube/event_sink.ts";
 import { problemEvents } from "./problem_events.ts";
 import { SECOND_NETWORK_REFUSAL } from "./admission/refusals.ts";
-import { HOST_ADDRESS_REFUSAL } from "./host/addresses.ts";
-import { OUTSIDE_POD_RANGES_REFUSAL } from "./desired_state.ts";
+import { HOST_ADDRESS_REFUSAL, OUTSIDE_POD_RANGES_REFUSAL } from "../rules/desired_state.ts";
 
 /** Events and refusal counts as problemEvents() sends them. */
 function recorded() {

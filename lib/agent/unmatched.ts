@@ -11,12 +11,12 @@ import { hostRange, type PodRange, rangeText } from "../net/cidr.ts";
 import type { PodIdentity } from "../rules/pod_fields.ts";
 import type { Timers } from "../time/timers.ts";
 import type { UnmatchedView } from "../agent_api/views.ts";
-import type { TargetView } from "./target_view.ts";
+import type { DesiredTarget } from "../rules/desired_target.ts";
 
 /** The ranges the datapath should hold: `cidrs` (network 0) and each known pod address. */
 export function desiredRanges(
   cidrs: readonly PodRange[],
-  targets: readonly TargetView[],
+  targets: readonly DesiredTarget[],
 ): PodRange[] {
   const byPrefix = new Map<string, PodRange>();
   for (const r of cidrs) byPrefix.set(rangeText(r), { ...r, networkId: 0 });
@@ -36,7 +36,7 @@ export interface AddressOwner {
 }
 
 /** Who owns each address, from the agent's targets. */
-export function ownersByAddress(targets: readonly TargetView[]): Map<string, AddressOwner> {
+export function ownersByAddress(targets: readonly DesiredTarget[]): Map<string, AddressOwner> {
   const out = new Map<string, AddressOwner>();
   for (const t of targets) out.set(t.entry.key.address, { pod: t.pod, network: t.network });
   return out;

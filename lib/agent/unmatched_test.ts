@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { desiredRanges, UnmatchedLedger, unmatchedMessage } from "./unmatched.ts";
 import { parseCidr } from "../net/cidr.ts";
-import type { TargetView } from "./target_view.ts";
+import type { DesiredTarget } from "../rules/desired_target.ts";
 
 const pod = (name: string) => ({ namespace: "ns", name, uid: `uid-${name}` });
-const target = (address: string, networkId: number, name: string): TargetView => ({
+const target = (address: string, networkId: number, name: string): DesiredTarget => ({
   entry: {
     key: { family: address.includes(":") ? "ipv6" : "ipv4", address, port: 80 },
     value: { networkId, mark: 1 },

@@ -5,10 +5,10 @@ import type { UnmatchedReport } from "../datapath/pod_ranges.ts";
 import { setupLogging } from "../log/setup.ts";
 import { noopEventSink } from "../kube/event_sink.ts";
 import type { AgentSnapshot } from "./core.ts";
-import type { TargetView } from "./target_view.ts";
+import type { DesiredTarget } from "../rules/desired_target.ts";
 import { UnmatchedWatch } from "./unmatched_watch.ts";
 
-const target = (address: string): TargetView => ({
+const target = (address: string): DesiredTarget => ({
   entry: { key: { family: "ipv4", address, port: 80 }, value: { networkId: 1, mark: 1 } },
   network: "net1",
   pod: { namespace: "ns", name: "a", uid: "uid-a" },
@@ -18,7 +18,7 @@ const target = (address: string): TargetView => ({
 });
 
 /** A targets list that counts how often it is walked. */
-function countedTargets(addresses: string[]): { list: TargetView[]; walks: () => number } {
+function countedTargets(addresses: string[]): { list: DesiredTarget[]; walks: () => number } {
   const list = addresses.map(target);
   let walks = 0;
   const values = list[Symbol.iterator].bind(list);

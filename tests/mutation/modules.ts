@@ -31,6 +31,13 @@ export const MODULES: MutationModule[] = [
     tests: ["lib/rules/", "lib/probe/network_name_test.ts"],
   },
   {
+    name: "desired-state",
+    // The whole node's computation over the rules: placement at shared addresses, caps, shares.
+    mutate: ["lib/rules/desired_state.ts", "lib/rules/address_placement.ts"],
+    // Its own tests, and the refusal at attach that places pods by the same rule and memo.
+    tests: ["lib/rules/desired_state_test.ts", "lib/agent/admission/clashes_test.ts"],
+  },
+  {
     name: "reconcile-diff",
     // The diff only; the reconcile step and the scheduler around it have their own tests.
     mutate: ["lib/agent/reconcile.ts#diffTargets"],

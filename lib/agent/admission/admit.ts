@@ -11,7 +11,7 @@ import type { PodCache } from "../../pods/cache.ts";
 import type { PodLookup } from "../../pods/source.ts";
 import type { PodRangeSet } from "../../net/cidr.ts";
 import { type PodNetwork, type TargetOptions, UNKNOWN_NETWORK } from "../../rules/pod_network.ts";
-import type { RulesMemo } from "../address_placement.ts";
+import type { RulesMemo } from "../../rules/address_placement.ts";
 import type { AddressSharing } from "../../rules/address_holders.ts";
 import type { Timers } from "../../time/timers.ts";
 import { CNI_SOURCE, type CniAttachments } from "./attachments.ts";

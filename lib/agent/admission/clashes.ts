@@ -10,7 +10,7 @@ import type { PodCache } from "../../pods/cache.ts";
 import { canonicalAddress } from "../../net/address.ts";
 import { type PodNetwork, type TargetOptions, UNKNOWN_NETWORK } from "../../rules/pod_network.ts";
 import type { PodPlacement } from "../../rules/placement.ts";
-import { addressPlacement, type RulesMemo } from "../address_placement.ts";
+import { addressPlacement, type RulesMemo } from "../../rules/address_placement.ts";
 import { errorText } from "../../text/error.ts";
 import { callHook } from "../problems.ts";
 import { aboutPod, limitedLog } from "../../log/limiter.ts";

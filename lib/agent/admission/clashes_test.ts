@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { type ClashCheck, refuseClashingAttachment } from "./clashes.ts";
-import { desiredState } from "../desired_state.ts";
-import type { RulesMemo } from "../address_placement.ts";
+import { desiredState } from "../../rules/desired_state.ts";
+import type { RulesMemo } from "../../rules/address_placement.ts";
 import { type Attachment, AttachmentRefusedError } from "../../cni/protocol.ts";
 import type { AddressClash } from "../../rules/conflicts.ts";
 import { assertUsable, normalisePod, type Pod } from "../../pods/pod.ts";

@@ -7,9 +7,8 @@
 import { getLogger } from "@logtape/logtape";
 import { type Attachment, type AttachmentRef, AttachmentRefusedError } from "../../cni/protocol.ts";
 import { canonicalAddress } from "../../net/address.ts";
-import { HOST_ADDRESS_REFUSAL } from "../host/addresses.ts";
+import { HOST_ADDRESS_REFUSAL, OUTSIDE_POD_RANGES_REFUSAL } from "../../rules/desired_state.ts";
 import type { PodRangeSet } from "../../net/cidr.ts";
-import { OUTSIDE_POD_RANGES_REFUSAL } from "../desired_state.ts";
 import { callHook } from "../problems.ts";
 import { aboutPod, limitedLog } from "../../log/limiter.ts";
 

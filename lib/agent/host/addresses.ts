@@ -43,10 +43,3 @@ export function hostAddressSet(interfaces: readonly { address: string }[]): Set<
 export function readHostAddresses(): Set<string> {
   return hostAddressSet(Deno.networkInterfaces());
 }
-
-/**
- * Why a pod address the host holds is refused: the node's own, or the API server's
- * (api_server_addresses.ts). The pod's Event; names no other pod.
- */
-export const HOST_ADDRESS_REFUSAL =
-  "is one of this node's own addresses or the Kubernetes API server's: the kubelet connects there itself (to probe the node's host-network pods, to reach its API server) and cannot tell those connections from this pod's probes, so the pod gets no probe targets there and an attachment bringing it is refused; give the pod's networks address ranges that exclude the node's own addresses and the API server's";

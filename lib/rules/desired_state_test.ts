@@ -4,7 +4,7 @@ import type { RulesMemo } from "./address_placement.ts";
 import { markFor } from "../probe/key.ts";
 import { normalisePod, type Pod, PodRefusedError } from "../pods/pod.ts";
 import { keyId } from "../probe/key.ts";
-import type { PodNetwork } from "../rules/pod_network.ts";
+import type { PodNetwork } from "./pod_network.ts";
 import { pod as podIn, podLookups } from "../../tests/helpers/core_world.ts";
 
 const CONFIG: DesiredStateConfig = {

@@ -5,42 +5,35 @@
  * full map. Pure: no I/O and no clock; AgentCore runs it on every
  * reconcile and keeps the result as its snapshot.
  */
-import type { Config } from "../config.ts";
-import { markFor } from "../probe/key.ts";
-import { type Conflict, resolveConflicts } from "../rules/conflicts.ts";
+import { markFor, type MarkLayout } from "../probe/key.ts";
+import { type Conflict, type ConflictPolicy, resolveConflicts } from "./conflicts.ts";
 import { PodRefusedError } from "../pods/pod.ts";
 import type { PodCache } from "../pods/cache.ts";
 import { keyId, type ProbeEntry, type ProbeKey, type ProbeValue } from "../probe/key.ts";
-import { probeTargetsForPod, type Target } from "../rules/targets.ts";
-import type { Skip, SkipReason } from "../rules/skip.ts";
-import type { NetworkMismatch, PodNetwork } from "../rules/pod_network.ts";
-import { capTargets, shareMap, type Unwritten } from "../rules/share.ts";
-import type { PodPlacement } from "../rules/placement.ts";
+import { probeTargetsForPod, type Target } from "./targets.ts";
+import type { Skip, SkipReason } from "./skip.ts";
+import type { NetworkMismatch, PodNetwork, TargetOptions } from "./pod_network.ts";
+import { capTargets, shareMap, type Unwritten } from "./share.ts";
+import type { PodPlacement } from "./placement.ts";
 import { addressPlacement, derivedFor, type RulesMemo } from "./address_placement.ts";
-
 import {
+  type AddressSharing,
   podAddressKey,
   type SharedAddress,
   sharedAddresses,
   untaggedAt,
-} from "../rules/address_holders.ts";
+} from "./address_holders.ts";
 import { errorText } from "../text/error.ts";
-import { HOST_ADDRESS_REFUSAL } from "./host/addresses.ts";
-import type { PodIdentity } from "../rules/pod_fields.ts";
+import type { PodIdentity } from "./pod_fields.ts";
 import type { PodRangeSet } from "../net/cidr.ts";
-import type { TargetView } from "./target_view.ts";
+import type { DesiredTarget } from "./desired_target.ts";
 
-/** The settings the computation reads. */
-export type DesiredStateConfig = Pick<
-  Config,
-  | "networkAnnotation"
-  | "networkIdAnnotation"
-  | "probeMark"
-  | "markShift"
-  | "addressConflict"
-  | "addressSharing"
-  | "maxTargetsPerPod"
->;
+/** The settings the computation reads (the agent's Config has them). */
+export interface DesiredStateConfig extends TargetOptions, MarkLayout {
+  addressConflict: ConflictPolicy;
+  addressSharing: AddressSharing;
+  maxTargetsPerPod: number;
+}
 
 export interface DesiredStateInput {
   /** The pods to evaluate, by uid, as the cache lists them. */
@@ -78,6 +71,13 @@ export interface DesiredStateInput {
 }
 
 /**
+ * Why a pod address the host holds is refused: the node's own, or the API server's
+ * (agent/host/api_server_addresses.ts). The pod's Event; names no other pod.
+ */
+export const HOST_ADDRESS_REFUSAL =
+  "is one of this node's own addresses or the Kubernetes API server's: the kubelet connects there itself (to probe the node's host-network pods, to reach its API server) and cannot tell those connections from this pod's probes, so the pod gets no probe targets there and an attachment bringing it is refused; give the pod's networks address ranges that exclude the node's own addresses and the API server's";
+
+/**
  * Why a pod gets no target at an address outside the pod ranges, after "Pod IP <address>" (also
  * the pod's Event; names no other pod).
  */
@@ -93,7 +93,7 @@ export interface HostHeldAddress {
 export interface DesiredState {
   /** The map's desired entries by key id. */
   desired: Map<string, ProbeEntry>;
-  views: TargetView[];
+  views: DesiredTarget[];
   conflicts: Conflict[];
   skips: Skip[];
   mismatches: NetworkMismatch[];
@@ -129,7 +129,7 @@ export function desiredState(input: DesiredStateInput): DesiredState {
   const all: Target[] = [];
   const claimsOnly = new Set<Target>();
   const rank = new Map<Target, number>();
-  const viewOf = new Map<Target, TargetView>();
+  const viewOf = new Map<Target, DesiredTarget>();
   const skips: Skip[] = [];
   const mismatches: NetworkMismatch[] = [];
   const unwritten: Unwritten[] = [];
@@ -227,7 +227,7 @@ export function desiredState(input: DesiredStateInput): DesiredState {
   );
   unwritten.push(...overflow);
   const desired = new Map<string, ProbeEntry>();
-  const views: TargetView[] = [];
+  const views: DesiredTarget[] = [];
   for (const t of kept) {
     const view = viewOf.get(t)!;
     desired.set(keyId(t.key), view.entry);
@@ -259,7 +259,7 @@ export function desiredState(input: DesiredStateInput): DesiredState {
  * share one value; each view is one object literal of a fixed shape (no
  * properties added later), as the snapshot holds one per target at a full map.
  */
-export function targetViews(targets: Target[], config: DesiredStateConfig): TargetView[] {
+export function targetViews(targets: Target[], config: DesiredStateConfig): DesiredTarget[] {
   const values = new Map<number, ProbeValue>();
   return targets.map((t) => {
     let value = values.get(t.networkId);

@@ -5,11 +5,11 @@
  */
 import type { Pod } from "../pods/pod.ts";
 import type { PodCache } from "../pods/cache.ts";
-import type { PodTargets } from "../rules/targets.ts";
-import { type PodNetwork, type TargetOptions, UNKNOWN_NETWORK } from "../rules/pod_network.ts";
-import { type PodPlacement, podPlacement } from "../rules/placement.ts";
-import { podAddresses } from "../rules/pod_fields.ts";
-import type { TargetView } from "./target_view.ts";
+import type { PodTargets } from "./targets.ts";
+import { type PodNetwork, type TargetOptions, UNKNOWN_NETWORK } from "./pod_network.ts";
+import { type PodPlacement, podPlacement } from "./placement.ts";
+import { podAddresses } from "./pod_fields.ts";
+import type { DesiredTarget } from "./desired_target.ts";
 
 /**
  * What was derived from one merged pod object, for the node network it was computed for: the
@@ -23,7 +23,7 @@ import type { TargetView } from "./target_view.ts";
 export interface PodDerived {
   node: PodNetwork | undefined;
   result?: PodTargets;
-  views?: TargetView[];
+  views?: DesiredTarget[];
   /** null: the pod sits nowhere (hostNetwork, finished, no spec). */
   placement?: PodPlacement | null;
 }

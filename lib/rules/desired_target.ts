@@ -4,9 +4,9 @@
  * agent shows (desired_state.ts, address_placement.ts).
  */
 import type { ProbeEntry } from "../probe/key.ts";
-import type { Target } from "../rules/targets.ts";
+import type { Target } from "./targets.ts";
 
 /** One desired map entry and the pod and probe it serves. */
-export interface TargetView extends Omit<Target, "key" | "networkId"> {
+export interface DesiredTarget extends Omit<Target, "key" | "networkId"> {
   entry: ProbeEntry;
 }
