@@ -27,15 +27,11 @@ if (import.meta.main) {
   try {
     code = await main(Deno.args);
   } catch (e) {
-    // lib/flags/parser.ts's UsageError, by name: parser.ts (and node:util) stays off the plugin's path.
-    if (e instanceof Error && e.name === "UsageError") {
-      for (const line of e.message.split("\n")) console.error(`lace: ${line}`);
-      code = 2;
-    } else {
-      console.error(`lace: ${errorChain(e)}`);
-      if (Deno.env.get("LACE_DEBUG")) console.error((e as Error)?.stack);
-      code = 1;
-    }
+    // The commands print their own errors (lib/cli/commands.ts): this is the plugin's, or a
+    // command module that failed to load.
+    console.error(`lace: ${errorChain(e)}`);
+    if (Deno.env.get("LACE_DEBUG")) console.error((e as Error)?.stack);
+    code = 1;
   }
   Deno.exit(code);
 }

@@ -32,36 +32,57 @@ Deno.test("lace --help lists every command and exits 0", async () => {
 });
 
 for (const command of COMMANDS) {
-  Deno.test(`lace ${command} --help prints its usage and flags and exits 0`, async () => {
-    const r = await lace([command, "--help"]);
-    assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /Usage: lace/);
-    assert.match(r.stdout, /--help/);
+  Deno.test(`lace ${command} -h and --help print its usage and flags and exit 0`, async () => {
+    for (const flag of ["-h", "--help"]) {
+      const r = await lace([command, flag]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, new RegExp(`^Usage: lace ${command}`), flag);
+      assert.match(r.stdout, /^ {2}-h, --help {2,}Show this help$/m, flag);
+      assert.equal(r.stderr, "", flag);
+    }
   });
 
   Deno.test(`lace ${command} refuses an unknown flag with one line and exit code 2`, async () => {
     const r = await lace([command, "--no-such-flag"]);
     assert.equal(r.code, 2, r.stdout + r.stderr);
-    const lines = r.stderr.trim().split("\n");
-    assert.equal(lines.length, 1, r.stderr);
-    assert.match(lines[0], /no-such-flag/);
-    assert.doesNotMatch(r.stderr, /\bat .*\.ts:\d+/, "no stack trace");
+    assert.equal(
+      r.stderr,
+      `lace ${command}: unknown flag --no-such-flag: see lace ${command} --help\n`,
+    );
   });
 }
+
+Deno.test("lace help COMMAND and a subcommand's -h print the command's help", async () => {
+  const help = await lace(["help", "doctor"]);
+  assert.equal(help.code, 0, help.stderr);
+  assert.match(help.stdout, /^Usage: lace doctor/);
+  assert.match(help.stdout, /^Commands:\n {2}probes {2,}\S/m);
+  for (const args of [["doctor", "probes", "-h"], ["doctor", "pod", "default/web", "--help"]]) {
+    const r = await lace(args);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, help.stdout, args.join(" "));
+  }
+});
 
 Deno.test("lace without a command prints usage and exits 2; an unknown command exits 2", async () => {
   const bare = await lace([]);
   assert.equal(bare.code, 2);
-  assert.match(bare.stdout + bare.stderr, /^Usage: lace <command> \[flags\]/m);
+  assert.match(bare.stderr, /^Usage: lace <command> \[flags\]/m);
   const r = await lace(["frobnicate"]);
   assert.equal(r.code, 2);
-  assert.equal(r.stderr.trim(), 'lace: unknown command "frobnicate" (see lace --help)');
+  assert.equal(r.stderr, 'lace: unknown command "frobnicate": run lace --help for the commands\n');
+  const flag = await lace(["--frobnicate"]);
+  assert.equal(flag.code, 2);
+  assert.equal(
+    flag.stderr,
+    'lace: unknown flag "--frobnicate": run lace --help for the commands\n',
+  );
 });
 
 Deno.test("lace agent reports a bad environment value as a one-line error with exit code 2", async () => {
   const r = await lace(["agent", "--node-name=n"], { LACE_MARK_SHIFT: "twelve" });
   assert.equal(r.code, 2);
-  assert.equal(r.stderr.trim(), 'lace: LACE_MARK_SHIFT must be a whole number: "twelve"');
+  assert.equal(r.stderr, 'lace agent: LACE_MARK_SHIFT must be a whole number: "twelve"\n');
 });
 
 Deno.test("lace agent prefers the flag over the environment when both are bad or good", async () => {
@@ -120,7 +141,7 @@ Deno.test("lace agent reports every bad value at once, one line each", async () 
   assert.equal(r.code, 2);
   const lines = r.stderr.trim().split("\n");
   assert.equal(lines.length, 3, r.stderr);
-  for (const line of lines) assert.match(line, /^lace: /);
+  for (const line of lines) assert.match(line, /^lace agent: /);
 });
 
 Deno.test("lace agent without a node name for the API says how to give one", async () => {
@@ -147,7 +168,7 @@ Deno.test("lace targets falls back to the pinned map and says clearly when there
   const [first, ...causes] = r.stderr.trim().split("\n");
   assert.match(
     first,
-    /^lace: No pinned map at "\/nonexistent\/lace\/probe_targets": the agent has not run/,
+    /^lace targets: No pinned map at "\/nonexistent\/lace\/probe_targets": the agent has not run/,
   );
   assert(causes.every((line) => line.startsWith("caused by: ")), r.stderr);
   assert.doesNotMatch(r.stderr, /\bat .*\.ts:\d+/, "no stack trace");
@@ -170,7 +191,7 @@ Deno.test({
         "--log-format=text",
       ]);
       assert.equal(r.code, 1, r.stderr);
-      assert.match(r.stderr, /^lace: Agent could not start$/m);
+      assert.match(r.stderr, /^lace agent: Agent could not start$/m);
       assert.match(r.stderr, /^caused by: Pod source "dir" failed to start$/m);
       assert.match(
         r.stderr,

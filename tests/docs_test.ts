@@ -105,13 +105,19 @@ async function run(args: string[]): Promise<string> {
 
 async function laceHelp(): Promise<LaceHelp> {
   const top = await run(["--help"]);
-  const names = [...top.split("Commands:")[1].matchAll(/^ {2}(\S+) {2,}/gm)].map((m) => m[1]);
+  const list = top.split("Commands:")[1].split("\n\n")[0];
+  const names = [...list.matchAll(/^ {2}(\S+) {2,}/gm)].map((m) => m[1]);
   assert.ok(names.includes("doctor"), `lace --help lists no commands:\n${top}`);
   const commands = new Map<string, { usage: string; flags: Set<string> }>();
   const envs = new Set<string>();
   for (const name of names) {
     const help = await run([name, "--help"]);
-    const flags = new Set([...help.matchAll(/^ {2}(--[a-z0-9-]+)/gm)].map((m) => m[1]));
+    // cobra's layout: `  -x, --name` or `      --name`.
+    const flags = new Set(
+      [...help.matchAll(/^ {2}(?:(-[a-zA-Z]), | {4})(--[a-z0-9-]+)/gm)].flatMap((m) =>
+        m[1] ? [m[1], m[2]] : [m[2]]
+      ),
+    );
     for (const m of help.matchAll(/\(--no-([a-z0-9-]+)/g)) flags.add(`--no-${m[1]}`);
     for (const m of help.matchAll(/env ([A-Z0-9_]+(?:, [A-Z0-9_]+)*)/g)) {
       for (const env of m[1].split(", ")) envs.add(env);

@@ -4,6 +4,8 @@
  * the plugin's start never reads this graph; each command's own modules are
  * imported only when it runs.
  */
+import { errorChain } from "../text/error_chain.ts";
+
 type Run = (args: string[]) => Promise<number>;
 
 const commands: Record<string, { summary: string; load: () => Promise<Run>; hidden?: boolean }> = {
@@ -65,24 +67,54 @@ export function usage(): string {
     "Commands:",
     ...names.map(([n, c]) => `  ${n.padEnd(width)}${c.summary}`),
     "",
-    "Run 'lace <command> --help' for a command's flags. Every flag can also be set",
-    "through an environment variable (LACE_...), shown in each command's help.",
+    "Flags:",
+    "  -h, --help     Show this help",
+    "      --version  Print the version (lace version)",
+    "",
+    "Run 'lace <command> --help' (or 'lace help <command>') for a command's flags. Most flags",
+    "can also be set through an environment variable (LACE_...), shown in each command's help.",
   ].join("\n");
 }
 
 /** Runs the command `args` name with the rest of `args`; returns the exit code. */
 export async function runCommand(args: string[]): Promise<number> {
   const [name, ...rest] = args;
-  if (name === undefined || name === "help" || name === "--help" || name === "-h") {
-    console.log(usage());
-    return name === undefined ? 2 : 0;
+  if (name === undefined) {
+    console.error(usage());
+    return 2;
   }
+  if (name === "--help" || name === "-h") {
+    console.log(usage());
+    return 0;
+  }
+  // cobra's `help COMMAND`: the command's own help.
+  if (name === "help") return rest.length ? runCommand([rest[0], "--help"]) : runCommand(["-h"]);
   if (name === "--version") return runCommand(["version"]);
   const command = Object.hasOwn(commands, name) ? commands[name] : undefined;
   if (!command) {
-    console.error(`lace: unknown command "${name}" (see lace --help)`);
+    const what = name.startsWith("-") ? "unknown flag" : "unknown command";
+    console.error(`lace: ${what} ${JSON.stringify(name)}: run lace --help for the commands`);
     return 2;
   }
-  const run = await command.load();
-  return await run(rest);
+  try {
+    return await (await command.load())(rest);
+  } catch (e) {
+    printError(name, e);
+    // parser.ts's UsageError, by name: bad input, not a failure of the command.
+    return e instanceof Error && e.name === "UsageError" ? 2 : 1;
+  }
+}
+
+/**
+ * Writes `error` in the one format of every command: `lace COMMAND: what failed: what to do`,
+ * then its causes, one a line (text/error_chain.ts); a usage error's problems one a line, each
+ * with the prefix.
+ */
+export function printError(command: string, error: unknown): void {
+  if (error instanceof Error && error.name === "UsageError") {
+    for (const line of error.message.split("\n")) console.error(`lace ${command}: ${line}`);
+    return;
+  }
+  console.error(`lace ${command}: ${errorChain(error)}`);
+  if (Deno.env.get("LACE_DEBUG")) console.error((error as Error)?.stack);
 }

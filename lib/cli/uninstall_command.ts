@@ -75,9 +75,9 @@ export async function runUninstallCommand(args: string[]): Promise<number> {
     const binary = join(options.cniBinDir, "lace");
     if (naming.length > 0) {
       console.error(
-        `Keeping ${binary}: ${
+        `lace uninstall: kept ${binary}: ${
           naming.join(", ")
-        } still name the lace plugin (chained by hand?); take it out of them first`,
+        } still name the lace plugin (chained by hand?): take it out of them first`,
       );
       code = 1;
     } else {

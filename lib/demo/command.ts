@@ -61,11 +61,12 @@ export async function runDemo(args: string[]): Promise<number> {
   if (options === null) return 0;
   const count = options.networks;
   if (count < 1 || count > 8) {
-    throw new UsageError(`--networks must be 1..8: ${count}`);
+    throw new UsageError(`--networks must be 1..8: "${count}"`);
   }
   if (Deno.uid() !== 0) {
     console.error(
-      "lace demo needs root: it creates network namespaces, cgroups and BPF programs (run it with sudo)",
+      "lace demo: cannot create network namespaces, cgroups and BPF programs without root: " +
+        "run it with sudo",
     );
     return 1;
   }

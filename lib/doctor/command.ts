@@ -45,11 +45,20 @@ const MAX_PROBE_TIMEOUT_MS = 60_000;
 
 const spec: CommandSpec<DoctorOptions> = {
   name: "doctor",
-  summary: "Check this node's Lace setup and explain each problem with its fix.\n" +
-    "`lace doctor probes` connects to every registered target from the kubelet's cgroup\n" +
-    "and reports reached, TIMEOUT, REFUSED or NO_ROUTE per target.\n" +
-    "`lace doctor pod NAMESPACE/NAME` shows one pod's probes with target, mark, hits and\n" +
-    "last hit, and probes each once now from the kubelet's cgroup.",
+  summary: "Check this node's Lace setup and explain each problem with its fix.",
+  subcommands: [
+    {
+      name: "probes",
+      summary: "Connect to every registered target from the kubelet's cgroup and report " +
+        "reached, TIMEOUT, REFUSED or NO_ROUTE per target",
+    },
+    {
+      name: "pod",
+      args: "NAMESPACE/NAME",
+      summary: "One pod's probes with target, mark, hits and last hit, each probed once now " +
+        "from the kubelet's cgroup",
+    },
+  ],
   usage:
     "lace doctor [probes | pod NAMESPACE/NAME] [--json] [--pin-path DIR] [--kubelet-cgroup PATH|auto] " +
     "[--host-cgroup-root DIR] [--agent-socket PATH] [--timeout DURATION]",
@@ -104,37 +113,27 @@ function doctorProblems(o: DoctorOptions): string[] {
   return problems;
 }
 
-/** Runs `lace doctor …`; returns the exit code (2 for bad flags, with a one-line error). */
+/** Runs `lace doctor …`; returns the exit code (bad flags throw a UsageError: exit code 2). */
 export async function runDoctor(args: string[]): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseFlags(spec, args, Deno.env.toObject());
-    const [sub, ...rest] = parsed.positionals;
-    const extra = sub === "probes" ? rest : sub === "pod" ? rest.slice(1) : parsed.positionals;
-    if (sub === "pod") {
-      try {
-        parsePodName(rest[0]);
-      } catch (e) {
-        throw new UsageError((e as Error).message, { cause: e });
-      }
-    }
-    if (extra.length > 0) {
-      throw new UsageError(`lace doctor: unexpected argument "${extra[0]}" (see --help)`);
-    }
-    const problems = doctorProblems(parsed.options);
-    if (problems.length > 0) throw new UsageError(problems.join("\n"));
-  } catch (e) {
-    if (!(e instanceof UsageError)) throw e;
-    for (const line of e.message.split("\n")) {
-      console.error(line.startsWith("lace") ? line : `lace doctor: ${line}`);
-    }
-    return 2;
-  }
-  const { options, positionals, help } = parsed;
+  const { options, positionals, help } = parseFlags(spec, args, Deno.env.toObject());
   if (help) {
     console.log(helpText(spec));
     return 0;
   }
+  const [sub, ...rest] = positionals;
+  const extra = sub === "probes" ? rest : sub === "pod" ? rest.slice(1) : positionals;
+  if (sub === "pod") {
+    try {
+      parsePodName(rest[0]);
+    } catch (e) {
+      throw new UsageError((e as Error).message, { cause: e });
+    }
+  }
+  if (extra.length > 0) {
+    throw new UsageError(`unexpected argument "${extra[0]}": see lace doctor --help`);
+  }
+  const problems = doctorProblems(options);
+  if (problems.length > 0) throw new UsageError(problems.join("\n"));
   const { json, timeoutMs, netns, ...opts } = options;
   if (positionals[0] === "probes") {
     return await doctorProbes({ ...opts, json, timeoutMs, netns: netns || undefined });

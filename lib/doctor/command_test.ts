@@ -1,28 +1,36 @@
 import assert from "node:assert/strict";
 import { captureConsole } from "../../tests/helpers/capture_console.ts";
+import { UsageError } from "../flags/parser.ts";
 import { checksText, runDoctor } from "./command.ts";
 import { allReached, type ProbeReport, probesTable, requestFor } from "./probes.ts";
 
 /** Runs runDoctor with console output captured. */
 const doctor = (args: string[]) => captureConsole(() => runDoctor(args));
 
-Deno.test("runDoctor() refuses an unknown flag with one line and exit code 2", async () => {
-  const r = await doctor(["--no-such-flag"]);
-  assert.equal(r.code, 2);
-  assert.equal(r.err.split("\n").length, 1);
-  assert.match(r.err, /no-such-flag/);
+/** The UsageError `args` give, for the dispatcher to print with the command's name (exit 2). */
+async function refused(args: string[]): Promise<string> {
+  const e = await doctor(args).then(() => undefined, (e) => e);
+  assert.ok(e instanceof UsageError, `${args.join(" ")} is refused as bad input`);
+  return e.message;
+}
+
+Deno.test("runDoctor() refuses an unknown flag with one line", async () => {
+  assert.equal(
+    await refused(["--no-such-flag"]),
+    "unknown flag --no-such-flag: see lace doctor --help",
+  );
 });
 
 Deno.test("runDoctor() refuses an unknown subcommand and a relative kubelet cgroup", async () => {
-  const unknown = await doctor(["probe"]);
-  assert.equal(unknown.code, 2);
-  assert.equal(unknown.err, 'lace doctor: unexpected argument "probe" (see --help)');
-  const rel = await doctor(["--kubelet-cgroup", "system.slice/kubelet.service"]);
-  assert.equal(rel.code, 2);
-  assert.match(rel.err, /absolute path or "auto"/);
-  const timeout = await doctor(["probes", "--timeout", "soon"]);
-  assert.equal(timeout.code, 2);
-  assert.match(timeout.err, /--timeout must be a duration such as 500ms, 5s or 1m30s: "soon"/);
+  assert.equal(await refused(["probe"]), 'unexpected argument "probe": see lace doctor --help');
+  assert.match(
+    await refused(["--kubelet-cgroup", "system.slice/kubelet.service"]),
+    /absolute path or "auto"/,
+  );
+  assert.match(
+    await refused(["probes", "--timeout", "soon"]),
+    /^--timeout must be a duration such as 500ms, 5s or 1m30s: "soon"$/,
+  );
 });
 
 Deno.test("runDoctor() prints help with the probes and pod subcommands and exit code 0", async () => {
@@ -83,8 +91,9 @@ Deno.test("allReached() and probesTable() summarise probe reports", () => {
   assert.match(table[2], /^- +2 +fd00::1 +81 +TIMEOUT +-$/);
 });
 
-Deno.test("runDoctor() refuses doctor pod without NAMESPACE/NAME, with exit code 2", async () => {
-  const r = await doctor(["pod", "web"]);
-  assert.equal(r.code, 2);
-  assert.match(r.err, /lace doctor pod needs NAMESPACE\/NAME \(e\.g\. default\/web\), got "web"/);
+Deno.test("runDoctor() refuses doctor pod without NAMESPACE/NAME, saying how to name it", async () => {
+  assert.equal(
+    await refused(["pod", "web"]),
+    'pod needs NAMESPACE/NAME, got "web": name it as in default/web',
+  );
 });

@@ -38,7 +38,7 @@ export interface PodProbeRow {
 export function parsePodName(text: string | undefined): string {
   if (!text || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/.test(text)) {
     throw new TypeError(
-      `lace doctor pod needs NAMESPACE/NAME (e.g. default/web), got ${safeJson(text ?? "")}`,
+      `pod needs NAMESPACE/NAME, got ${safeJson(text ?? "")}: name it as in default/web`,
     );
   }
   return text;

@@ -21,11 +21,15 @@ export interface ValueParser<T> {
   format(value: T): string;
   /** A boolean flag takes no value on the command line (`--x`, `--no-x`). */
   boolean?: true;
+  /** The only words it takes, for help and shell completion. */
+  choices?: readonly string[];
 }
 
 /** One flag that sets the option `key` of the options object `O`. */
 export interface Flag<O, K extends keyof O> {
   name: string;
+  /** One letter, given as `-x` (cobra's shorthand). */
+  short?: string;
   key: K;
   value: ValueParser<O[K]>;
   /** Environment variables read when the flag is absent, first set wins. */
@@ -39,6 +43,14 @@ export interface Flag<O, K extends keyof O> {
 /** Any flag of options `O`, with the parser's type tied to the key it sets. */
 export type FlagSpec<O> = { [K in keyof O]-?: Flag<O, K> }[keyof O];
 
+/** A word a command takes first (`lace doctor probes`), with what it does. */
+export interface Subcommand {
+  name: string;
+  summary: string;
+  /** What it takes after its name (e.g. NAMESPACE/NAME), as help shows it. */
+  args?: string;
+}
+
 export interface CommandSpec<O> {
   name: string;
   summary: string;
@@ -48,6 +60,8 @@ export interface CommandSpec<O> {
   defaults: () => O;
   /** Allows positional arguments (e.g. `doctor probes`). */
   positionals?: boolean;
+  /** The words it takes first, listed in help and offered by shell completion. */
+  subcommands?: readonly Subcommand[];
 }
 
 /** Bad flags or values: printed one problem a line, exit code 2. */
@@ -142,10 +156,12 @@ export function oneOf<T extends string>(choices: readonly T[]): ValueParser<T> {
       return found;
     },
     format: (v) => v,
+    choices,
   };
 }
 
-const helpFlag = { name: "help", help: "Show this help", value: boolean };
+/** `-h, --help`, which every command takes. */
+export const HELP_FLAG = { name: "help", short: "h", help: "Show this help" } as const;
 
 function setOption<O, K extends keyof O>(
   options: O,
@@ -171,8 +187,8 @@ export function parseFlags<O>(
   args: string[],
   env: Record<string, string | undefined>,
 ): { options: O; positionals: string[]; help: boolean } {
-  const argOptions: Record<string, { type: "string" | "boolean" }> = {
-    help: { type: "boolean" },
+  const argOptions: Record<string, { type: "string" | "boolean"; short?: string }> = {
+    [HELP_FLAG.name]: { type: "boolean", short: HELP_FLAG.short },
   };
   for (const f of command.flags) {
     // parseArgs reads `--no-x` as "x off" only: a flag named no-x could never be given.
@@ -180,7 +196,9 @@ export function parseFlags<O>(
       throw new TypeError(`lace ${command.name}: name boolean flag --${f.name} without "no-"`);
     }
     argOptions[f.name] = { type: f.value.boolean ? "boolean" : "string" };
+    if (f.short) argOptions[f.name].short = f.short;
   }
+  const seeHelp = `see lace ${command.name} --help`;
   let parsed;
   try {
     parsed = parseArgs({
@@ -191,27 +209,44 @@ export function parseFlags<O>(
       allowNegative: true,
     });
   } catch (e) {
-    const message = (e as Error).message.replace(/\. To specify.*$/s, "").replace(/\.$/, "");
-    throw new UsageError(`lace ${command.name}: ${message}`);
+    throw new UsageError(`${parseArgsProblem(e as Error & { code?: string })}: ${seeHelp}`);
   }
   if (!command.positionals && parsed.positionals.length > 0) {
-    throw new UsageError(
-      `lace ${command.name}: unexpected argument "${parsed.positionals[0]}" (see --help)`,
-    );
+    throw new UsageError(`unexpected argument "${parsed.positionals[0]}": ${seeHelp}`);
   }
   const options = command.defaults();
   const problems: string[] = [];
+  // The environment first, then the flags given: a flag beats a variable even when another
+  // flag (an alias, such as --json for --output json) sets the same option.
   for (const f of command.flags) {
-    const given = parsed.values[f.name];
-    if (given !== undefined) {
-      setOption(options, f, String(given), `--${f.name}`, problems);
-      continue;
-    }
+    if (parsed.values[f.name] !== undefined) continue;
     const envName = f.env?.find((name) => env[name] !== undefined && env[name] !== "");
     if (envName) setOption(options, f, env[envName]!, envName, problems);
   }
+  const setBy = new Map<unknown, string>();
+  for (const f of command.flags) {
+    const given = parsed.values[f.name];
+    if (given === undefined) continue;
+    const other = setBy.get(f.key);
+    if (other !== undefined) {
+      problems.push(`--${other} and --${f.name} both set the same option: give one`);
+      continue;
+    }
+    setBy.set(f.key, f.name);
+    setOption(options, f, String(given), `--${f.name}`, problems);
+  }
   if (problems.length > 0) throw new UsageError(problems.join("\n"));
   return { options, positionals: parsed.positionals, help: parsed.values.help === true };
+}
+
+/** node:util's parseArgs error as one of Lace's lines, in its words. */
+function parseArgsProblem(e: Error & { code?: string }): string {
+  const option = /'(-[^' ,]+)(?:, (--[^' ]+))?/.exec(e.message);
+  const name = option?.[2] ?? option?.[1];
+  if (name && e.code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") return `unknown flag ${name}`;
+  if (name && /argument missing/.test(e.message)) return `flag ${name} needs a value`;
+  if (name && /does not take an argument/.test(e.message)) return `flag ${name} takes no value`;
+  return e.message.replace(/\. To specify.*$/s, "").replace(/\.$/, "");
 }
 
 /**
@@ -232,24 +267,47 @@ function defaultText<O, K extends keyof O>(flag: Flag<O, K>, defaults: O): strin
   return flag.value.format(defaults[flag.key]);
 }
 
-/** The help text of one command: usage, summary, flags with env names and defaults. */
+/** The text after a flag's name in help: its placeholder, or nothing for a switch. */
+function placeholder<O>(flag: FlagSpec<O>): string {
+  return flag.metavar ?? flag.value.metavar;
+}
+
+/**
+ * The help text of one command, laid out as cobra's: usage, summary, its subcommands, then its
+ * flags (`-x, --name` or `    --name`), each with its choices when the placeholder does not list
+ * them, its default and its environment variables.
+ */
 export function helpText<O>(command: CommandSpec<O>): string {
-  const lines = [`Usage: ${command.usage}`, "", command.summary, "", "Flags:"];
+  const lines = [`Usage: ${command.usage}`, "", command.summary, ""];
+  if (command.subcommands?.length) {
+    const subs = command.subcommands.map((
+      s,
+    ) => [`  ${s.name}${s.args ? ` ${s.args}` : ""}`, s.summary]);
+    lines.push("Commands:", ...columns(subs), "");
+  }
+  lines.push("Flags:");
   const defaults = command.defaults();
   const rows = command.flags.filter((f) => !f.hidden).map((f) => {
-    const placeholder = f.metavar ?? f.value.metavar;
     const shown = defaultText(f, defaults);
+    const choices = f.value.choices;
     const extra = [
+      choices && placeholder(f) !== choices.join("|") ? `one of ${choices.join(", ")}` : "",
       shown ? `default ${shown}` : "",
       f.env?.length ? `env ${f.env.join(", ")}` : "",
     ].filter(Boolean).join("; ");
+    const value = placeholder(f);
     return [
-      `  --${f.name}${placeholder ? ` ${placeholder}` : ""}`,
+      `  ${f.short ? `-${f.short}, ` : "    "}--${f.name}${value ? ` ${value}` : ""}`,
       extra ? `${f.help} (${extra})` : f.help,
     ];
   });
-  rows.push([`  --${helpFlag.name}`, helpFlag.help]);
-  const width = Math.max(...rows.map(([a]) => a.length)) + 2;
-  for (const [a, b] of rows) lines.push(a.padEnd(width) + b);
+  rows.push([`  -${HELP_FLAG.short}, --${HELP_FLAG.name}`, HELP_FLAG.help]);
+  lines.push(...columns(rows));
   return lines.join("\n");
+}
+
+/** Two columns, the second aligned two spaces after the longest first. */
+function columns(rows: string[][]): string[] {
+  const width = Math.max(...rows.map(([a]) => a.length)) + 2;
+  return rows.map(([a, b]) => a.padEnd(width) + b);
 }

@@ -37,7 +37,7 @@ export async function runNetcheck(args: string[]): Promise<number> {
     options = parseNetcheckArgs(args, Deno.env.toObject());
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
-    writeErr(`lace netcheck: ${e.message.replace(/^lace netcheck: /, "")}\n`);
+    for (const line of e.message.split("\n")) writeErr(`lace netcheck: ${line}\n`);
     return EXIT_USAGE;
   }
   if (options === null) {
@@ -52,7 +52,10 @@ export async function runNetcheck(args: string[]): Promise<number> {
     const { connectCluster } = await import("./kube_adapter.ts");
     cluster = await connectCluster(options.kubeconfig);
   } catch (e) {
-    writeErr(`lace netcheck: cannot load the kubeconfig: ${(e as Error).message}\n`);
+    writeErr(
+      `lace netcheck: cannot load the kubeconfig: ${(e as Error).message}: ` +
+        "name one with --kubeconfig or KUBECONFIG\n",
+    );
     return EXIT_ERROR;
   }
   return await runWithCluster(options, cluster);
