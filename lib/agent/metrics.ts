@@ -28,6 +28,22 @@ import type { NetworkConnects } from "./unmatched_watch.ts";
 import { VERSION } from "../version.ts";
 import { EVENT_DROP_REASONS } from "../kube/event_drops.ts";
 import { registerProcessMetrics } from "../os/process_metrics.ts";
+import type { FileReport } from "../cni/chaining/chainer.ts";
+
+/** Every outcome of chaining, each series from 0: an alert's increase() then sees the first. */
+const CNI_CHAINING_OUTCOMES: Record<FileReport["reason"], true> = {
+  chained: true,
+  restored: true,
+  unparsable: true,
+  refused: true,
+  conflict: true,
+  "hand-chained": true,
+  failed: true,
+  unsafe: true,
+  "bad-record": true,
+  raced: true,
+  "no-runtime-file": true,
+};
 
 export type ConnectCounters = Pick<
   Counters,
@@ -166,6 +182,9 @@ export class Metrics {
       labelNames: ["outcome"],
       registers,
     });
+    for (const outcome of Object.keys(CNI_CHAINING_OUTCOMES)) {
+      this.cniChaining.inc({ outcome }, 0);
+    }
     this.cniChainedFiles = new GaugeClass({
       name: "lace_cni_chained_files",
       help: "CNI configuration files the agent keeps the lace plugin chained into",

@@ -153,3 +153,12 @@ Deno.test("lace_events_dropped_total counts the recorder's drops by reason alone
   // The one waiting and the one in flight, which stop() gives up.
   assert.equal(await sample(metrics, 'lace_events_dropped_total{reason="shutdown"}'), 2);
 });
+
+Deno.test("lace_cni_chaining_total starts every outcome at zero, so an alert's increase() sees the first failure", async () => {
+  const metrics = new Metrics(() => undefined);
+  for (const outcome of ["chained", "failed", "unsafe", "raced", "no-runtime-file"]) {
+    assert.equal(await sample(metrics, `lace_cni_chaining_total{outcome="${outcome}"}`), 0);
+  }
+  metrics.cniChaining.inc({ outcome: "unsafe" });
+  assert.equal(await sample(metrics, 'lace_cni_chaining_total{outcome="unsafe"}'), 1);
+});
