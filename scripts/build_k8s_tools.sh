@@ -16,6 +16,9 @@
 #   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/promtool-<version>/promtool     (checks the metrics'
 #     names on a real scrape and unit-tests the chart's alerts: tests/metrics_lint_test.ts,
 #     tests/chart_monitoring_test.ts)
+#   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/prometheus-operator-crds-<version>/*.yaml (the
+#     ServiceMonitor, PodMonitor and PrometheusRule CRDs from the Prometheus Operator's module, for
+#     tests/chart_monitoring_apply_test.ts)
 #   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/e2e.test-<version>/e2e.test     (upstream's e2e suite
 #     for tests/node/conformance_test.ts and deno task conformance: it reuses much of the
 #     kubelet's build, so it is built last)
@@ -25,10 +28,11 @@
 # on which machine: docs/testing.md). Safe to run concurrently and repeatedly.
 #
 # Usage: scripts/build_k8s_tools.sh [kube-apiserver|etcd|helm|kubelet|kubectl|agnhost|pause|containerd
-#        |promtool|e2e.test ...]   (default: all of them; scripts/setup.sh --tests runs it so)
+#        |promtool|prometheus-operator-crds|e2e.test ...]   (default: all of them; scripts/setup.sh --tests runs it so)
 set -euo pipefail
 
 HELM_VERSION=v3.22.0
+PROMETHEUS_OPERATOR_VERSION=v0.85.0
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 module_dir="$repo/tests/k8s"
@@ -160,6 +164,28 @@ build_promtool() {
     -o "$out/promtool" github.com/prometheus/prometheus/cmd/promtool)
 }
 
+# The CRDs of the kinds the chart renders, as the Prometheus Operator's release ships them, from
+# its module (no build: cached like a built tool, moved into place whole).
+fetch_prometheus_operator_crds() {
+  local version=$1 dest="$cache/prometheus-operator-crds-$1" dir scratch kind
+  if [ -f "$dest/monitoring.coreos.com_prometheusrules.yaml" ]; then
+    echo "build_k8s_tools: prometheus-operator-crds $version cached at $dest"
+    return
+  fi
+  dir=$(GOFLAGS=-mod=mod go mod download -json \
+    "github.com/prometheus-operator/prometheus-operator@$version" |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  scratch=$(mktemp -d "$cache/.prometheus-operator-crds-$version.XXXXXX")
+  for kind in servicemonitors podmonitors prometheusrules; do
+    cp "$dir/example/prometheus-operator-crd/monitoring.coreos.com_$kind.yaml" "$scratch/" ||
+      { rm -rf "$scratch"; return 1; }
+  done
+  chmod -R u+w,a+rX "$scratch"
+  rm -rf "$dest"
+  mv "$scratch" "$dest"
+  echo "build_k8s_tools: prometheus-operator-crds $version at $dest"
+}
+
 build_etcd() {
   (cd "$module_dir" && GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0 \
     go build -trimpath -ldflags="-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3)
@@ -168,7 +194,7 @@ build_etcd() {
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(etcd helm kube-apiserver pause containerd kubelet kube-controller-manager kube-scheduler
-    agnhost kubectl promtool e2e.test)
+    agnhost kubectl promtool prometheus-operator-crds e2e.test)
 fi
 total=$SECONDS
 for target in "${targets[@]}"; do
@@ -209,6 +235,9 @@ for target in "${targets[@]}"; do
         github.com/prometheus/prometheus)
       build promtool "$v" build_promtool "$v"
       ;;
+    prometheus-operator-crds)
+      fetch_prometheus_operator_crds "$PROMETHEUS_OPERATOR_VERSION"
+      ;;
     # The one helm recipe (same cache path; stamps the Kubernetes version helm renders for).
     helm)
       start=$SECONDS
@@ -217,8 +246,8 @@ for target in "${targets[@]}"; do
       ;;
     *)
       echo "build_k8s_tools: unknown tool \"$target\"; use kube-apiserver, etcd, helm, kubelet," \
-        "kubectl, kube-controller-manager, kube-scheduler, agnhost, pause, containerd, promtool" \
-        "or e2e.test" >&2
+        "kubectl, kube-controller-manager, kube-scheduler, agnhost, pause, containerd, promtool," \
+        "prometheus-operator-crds or e2e.test" >&2
       exit 2
       ;;
   esac

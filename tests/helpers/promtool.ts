@@ -72,3 +72,24 @@ export async function metricsProblems(exposition: string): Promise<string> {
   if (said === "") throw new Error(`promtool check metrics exited ${result.code} saying nothing`);
   return said;
 }
+
+/** The Prometheus Operator's CRDs scripts/build_k8s_tools.sh keeps (ServiceMonitor, …). */
+export function operatorCrdsDir(): string {
+  const script = Deno.readTextFileSync(join(REPO, "scripts/build_k8s_tools.sh"));
+  const version = /^PROMETHEUS_OPERATOR_VERSION=(\S+)$/m.exec(script)?.[1];
+  if (!version) throw new Error("scripts/build_k8s_tools.sh has no PROMETHEUS_OPERATOR_VERSION");
+  const cache = Deno.env.get("LACE_TOOLS_CACHE") ??
+    join(Deno.env.get("HOME") ?? "/root", ".cache/lace/tools");
+  return join(cache, `prometheus-operator-crds-${version}`);
+}
+
+/** Why the Prometheus Operator's CRDs are not here, or undefined when they are. */
+export function operatorCrdsMissing(): string | undefined {
+  const dir = operatorCrdsDir();
+  try {
+    Deno.statSync(join(dir, "monitoring.coreos.com_prometheusrules.yaml"));
+    return undefined;
+  } catch {
+    return `"${dir}" has no CRDs; run scripts/build_k8s_tools.sh prometheus-operator-crds`;
+  }
+}

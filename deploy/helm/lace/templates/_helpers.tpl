@@ -117,3 +117,24 @@ there would be tagged into, whatever network the pod setting it is in.
 {{- define "lace.celHostNotLocal" -}}
 !({{ .h }} == 'localhost' || (isIP({{ .h }}) && (ip({{ .h }}).isLoopback() || ip({{ .h }}).isLinkLocalUnicast())))
 {{- end }}
+
+{{/*
+The job label of the agents' scrapes, set by the ServiceMonitor and the PodMonitor alike: the
+alerts select the agents' `up` and process metrics by it.
+*/}}
+{{- define "lace.metricsJob" -}}
+{{- printf "%s-agent" (include "lace.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The relabelings of a ServiceMonitor's or PodMonitor's endpoint: the node's name as `node` (the
+instance is the node's IP), and the chart's job label.
+*/}}
+{{- define "lace.metricsRelabelings" -}}
+- action: replace
+  sourceLabels: [__meta_kubernetes_pod_node_name]
+  targetLabel: node
+- action: replace
+  targetLabel: job
+  replacement: {{ include "lace.metricsJob" . }}
+{{- end }}
