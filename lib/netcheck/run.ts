@@ -73,11 +73,10 @@ export interface RunEnvironment {
 
 /**
  * How much netcheck's heap may grow between two full collections of its own. A run holds
- * little (about 7 MiB live at 5000 nodes) but turns over much: every session's command, exec
- * and result, promoted in bursts. V8 left that garbage to pile up to three times the live heap
- * before its first full collection of a 36 s run at 5000 nodes (peak RSS 72–82 MiB against
- * 57–63 at 100 nodes); with a collection each 4 MiB of growth, 8 ms each, the peak stays near
- * what 100 nodes need (bench/RESULTS.md, "Issue 27, fourth pass").
+ * little but turns over much (every session's command, exec and result, promoted in bursts),
+ * and V8 lets that garbage pile up to several times the live heap before its first full
+ * collection; collecting at each step keeps a large cluster's peak near a small one's
+ * (bench/RESULTS.md, "netcheck collects its own garbage").
  */
 export const NETCHECK_HEAP_STEP = 4 * 1024 * 1024;
 
