@@ -3,8 +3,8 @@
  * it wrote last, a pod is deleted and the node attaches its address to a pod of another network.
  * The chained `lace` plugin finds no agent and removes the map's entries at the new pod's
  * addresses itself (every port, any network), so the kubelet's probes there are tagged into no
- * network until the agent is back and writes the new pod's. Before, the ADD only failed open and
- * the kubelet stand-in's probe of the old pod's port was still tagged into the old network.
+ * network until the agent is back and writes the new pod's. Were the ADD only to fail open, the
+ * kubelet stand-in's probe of the old pod's port would still be tagged into the old network.
  */
 import assert from "node:assert/strict";
 import { defaultConfig } from "../lib/config.ts";
