@@ -20,7 +20,8 @@ const LOG_FLAGS: FlagSpec<LogSettings>[] = [
     value: oneOf(LOG_FORMATS),
     env: ["LACE_LOG_FORMAT"],
     metavar: "FORMAT",
-    help: "auto: text on a terminal, JSON lines otherwise",
+    help: "auto: text on a terminal, JSON lines otherwise; text is coloured only on a terminal " +
+      "and without NO_COLOR",
   },
 ];
 

@@ -322,7 +322,7 @@ const AGENT_HELP = [
   "      --address-conflict POLICY    A probe address and port claimed by pods of two networks: fail-closed tags it for neither, older-wins keeps the older pod's (single-tenant clusters only). Decides only under --address-sharing=shared, or for a key the later pod of a clash also probes (one of fail-closed, older-wins; default fail-closed; env LACE_ADDRESS_CONFLICT)",
   "      --address-sharing POLICY     Pods of two networks at one address on this node: exclusive refuses the later pod's CNI ADD, or tags none of its probes at that address; shared allows it, for networks that trust each other only (a pod can then redirect the kubelet's probes into another network at its address) (one of exclusive, shared; default exclusive; env LACE_ADDRESS_SHARING)",
   "      --log-level LEVEL            Minimum level logged (one of trace, debug, info, warning, error, fatal; default info; env LACE_LOG_LEVEL)",
-  "      --log-format FORMAT          auto: text on a terminal, JSON lines otherwise (one of auto, json, text; default auto; env LACE_LOG_FORMAT)",
+  "      --log-format FORMAT          auto: text on a terminal, JSON lines otherwise; text is coloured only on a terminal and without NO_COLOR (one of auto, json, text; default auto; env LACE_LOG_FORMAT)",
   "  -h, --help                       Show this help",
 ].join("\n");
 

@@ -73,3 +73,22 @@ export function errorLogText(error: Error): ErrorLogText {
   below(error, "  ");
   return { inline: headline(error), lines };
 }
+
+/**
+ * `error` on one line, for a JSON log's message: its message, then each cause's after
+ * `; caused by: ` (an AggregateError's errors after `; - `), unescaped (the JSON line escapes
+ * them). A cause cycle is followed once.
+ */
+export function errorChainInline(error: Error): string {
+  const parts: string[] = [];
+  const seen = new Set<unknown>();
+  const walk = (e: unknown, prefix: string) => {
+    if (seen.has(e)) return;
+    seen.add(e);
+    parts.push(`${prefix}${errorText(e)}`);
+    if (e instanceof AggregateError) { for (const inner of e.errors) walk(inner, "- "); }
+    if (e instanceof Error && e.cause !== undefined) walk(e.cause, "caused by: ");
+  };
+  walk(error, "");
+  return parts.join("; ");
+}

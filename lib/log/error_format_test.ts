@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { errorLogText } from "./error_format.ts";
+import { errorChainInline, errorLogText } from "./error_format.ts";
 
 /** An error whose stack is exactly `frames` below its headline, as V8 writes it. */
 function withStack(error: Error, frames: string[]): Error {
@@ -73,4 +73,13 @@ Deno.test("errorLogText() doubles a message's backslashes: its text cannot pass 
   const e = withStack(new Error("one\\x0a    at two"), []);
   assert.equal(errorLogText(e).inline, "Error: one\\\\x0a    at two");
   assert.notEqual(errorLogText(e).inline, errorLogText(new Error("one\n    at two")).inline);
+});
+
+Deno.test("errorChainInline() writes a message and its causes on one line, a cycle once", () => {
+  const inner = new Error("inner");
+  const outer = new Error("outer", { cause: inner });
+  inner.cause = outer;
+  assert.equal(errorChainInline(outer), "outer; caused by: inner");
+  const all = new AggregateError([new Error("a"), "b"], "both", { cause: "why" });
+  assert.equal(errorChainInline(all), "both; - a; - b; caused by: why");
 });
