@@ -9,7 +9,7 @@ import { CONTAINER_RUNTIME_MODES, type ContainerRuntimeMode } from "./cni/chaini
 import { formatDuration } from "./time/duration.ts";
 import type { LogFormat, LogLevel } from "./log/setup.ts";
 import { CONFLICT_POLICIES, type ConflictPolicy } from "./rules/conflicts.ts";
-import { ADDRESS_SHARING, type AddressSharing } from "./rules/address_holders.ts";
+import { ADDRESS_SHARING, type AddressSharing } from "./rules/address_sharing.ts";
 import { MAX_TARGETS, networkMask } from "./probe/key.ts";
 import { parseCidr } from "./net/cidr.ts";
 

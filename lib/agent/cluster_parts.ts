@@ -7,6 +7,7 @@
 import { getLogger } from "@logtape/logtape";
 import type { CleanupStack } from "../os/cleanup_stack.ts";
 import type { Config } from "../config.ts";
+import { addressSharingPolicy } from "../rules/address_sharing.ts";
 import type { PodLookup, PodSource } from "../pods/source.ts";
 import { DirPodSource } from "../pods/dir_source.ts";
 import { type EventSink, noopEventSink } from "../kube/event_sink.ts";
@@ -53,11 +54,8 @@ export async function clusterParts(
   let podLookup: PodLookup | undefined;
   let readRuntimeVersion: (() => Promise<string>) | undefined;
   const apiServerSources: ApiServerSource[] = [];
-  if (config.addressSharing === "shared") {
-    log.warning(
-      "Address sharing is on (--address-sharing=shared): pods of different networks may hold one address on this node, and a pod at such an address can answer the kubelet's probe with a redirect to another network's pod there, which the kubelet follows into that network with policy skipped; use it only for networks that trust each other (lace_shared_addresses counts them)",
-    );
-  }
+  const sharing = addressSharingPolicy(config.addressSharing);
+  if (sharing.startWarning) log.warning(sharing.startWarning);
   if (config.useApi) {
     // Loaded only here: the Kubernetes client costs tens of MiB of RSS, even as its bundle
     // (bench/RESULTS.md, figure 4).
@@ -69,7 +67,8 @@ export async function clusterParts(
     );
     log.debug("Kubernetes client loaded from its {origin}", { origin: clientNodeOrigin });
     const kubeConfig = loadKubeConfig({ kubeconfig: config.kubeconfig });
-    if (config.addressSharing === "exclusive") {
+    // The ADD's clash check looks up a pod whose network the cache cannot tell yet.
+    if (sharing.refusesClashAtAdd) {
       const { apiPodLookup } = await import("../pods/api_lookup.ts");
       podLookup = apiPodLookup(kubeConfig);
     }

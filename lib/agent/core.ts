@@ -34,7 +34,8 @@ import { parseCidr, PodRangeSet } from "../net/cidr.ts";
 import { type AdmissionHooks, admitAttachment } from "./admission/admit.ts";
 import { Scheduler } from "./scheduler.ts";
 import { HostAddressWatch } from "./host/address_watch.ts";
-import type { AddressSharing, SharedAddress } from "../rules/address_holders.ts";
+import { type AddressSharing, addressSharingPolicy } from "../rules/address_sharing.ts";
+import type { SharedAddress } from "../rules/address_holders.ts";
 
 const log = getLogger(["lace", "agent"]);
 
@@ -366,7 +367,9 @@ export class AgentCore {
       conflicts,
       mismatches,
       unwritten,
-      ...(config.addressSharing === "exclusive" ? { addressClashes: state.sharedAddresses } : {}),
+      ...(addressSharingPolicy(config.addressSharing).clashIsProblem
+        ? { addressClashes: state.sharedAddresses }
+        : {}),
     });
     return {
       desired,

@@ -22,6 +22,7 @@ const RegistryClass = registryClass as typeof Registry;
 import type { Counters } from "../datapath/pins.ts";
 import { ABI_VERSION } from "../datapath/probe_map.ts";
 import { keyId } from "../probe/key.ts";
+import { addressSharingPolicy } from "../rules/address_sharing.ts";
 import type { AgentSnapshot } from "./core.ts";
 import type { ReconcileReport } from "./reconcile.ts";
 import type { NetworkConnects } from "./unmatched_watch.ts";
@@ -368,9 +369,9 @@ export class Metrics {
       for (const u of snapshot.unwritten) this.targetsUnwritten.inc({ reason: u.reason }, u.count);
     }
     this.targetConflicts.set(snapshot.conflicts.length);
-    const exclusive = snapshot.addressSharing === "exclusive";
-    this.addressClashes.set(exclusive ? snapshot.sharedAddresses.length : 0);
-    this.sharedAddresses.set(exclusive ? 0 : snapshot.sharedAddresses.length);
+    const clashes = addressSharingPolicy(snapshot.addressSharing).clashIsProblem;
+    this.addressClashes.set(clashes ? snapshot.sharedAddresses.length : 0);
+    this.sharedAddresses.set(clashes ? 0 : snapshot.sharedAddresses.length);
     this.networkMismatches.set(snapshot.mismatches.length);
     this.probesIgnored.reset();
     for (const s of snapshot.skips) this.probesIgnored.inc({ reason: s.reason });

@@ -33,7 +33,7 @@ import { CONFLICT_POLICIES } from "../rules/conflicts.ts";
 import { CNI_CHAINING_MODES } from "../config.ts";
 import { CONTAINER_RUNTIME_MODES } from "../cni/chaining/runtimes.ts";
 import { type ChainTarget, parseChainTargets } from "../cni/chaining/select.ts";
-import { ADDRESS_SHARING } from "../rules/address_holders.ts";
+import { ADDRESS_SHARING } from "../rules/address_sharing.ts";
 import { parseCidr } from "../net/cidr.ts";
 
 /** A comma-separated list of CIDRs, each checked; empty text is no range. */

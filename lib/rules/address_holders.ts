@@ -12,16 +12,6 @@ import { comparePodAge, type PodIdentity } from "./pod_fields.ts";
 import { type PodNetwork, UNKNOWN_NETWORK } from "./pod_network.ts";
 import type { PodPlacement } from "./placement.ts";
 
-/**
- * Whether pods of two networks may hold one address on this node.
- * `exclusive` (default): one network per address; a later pod of another
- * network is refused at CNI ADD, or, where the clash is learnt only later,
- * none of its probes at that address is tagged. `shared`: allowed, for
- * networks that trust each other (per-key conflicts only).
- */
-export type AddressSharing = "exclusive" | "shared";
-export const ADDRESS_SHARING: readonly AddressSharing[] = ["exclusive", "shared"];
-
 /** A pod at a shared address, with its network. */
 export interface PodAt {
   pod: PodIdentity;

@@ -16,8 +16,8 @@ import type { NetworkMismatch, PodNetwork, TargetOptions } from "./pod_network.t
 import { capTargets, shareMap, type Unwritten } from "./share.ts";
 import type { PodPlacement } from "./placement.ts";
 import { addressPlacement, derivedFor, type RulesMemo } from "./address_placement.ts";
+import { type AddressSharing, addressSharingPolicy } from "./address_sharing.ts";
 import {
-  type AddressSharing,
   podAddressKey,
   type SharedAddress,
   sharedAddresses,
@@ -211,7 +211,7 @@ export function desiredState(input: DesiredStateInput): DesiredState {
       (p) => (p.network?.networkId ?? 0) > 0,
     )
     : [];
-  if (config.addressSharing === "exclusive" && shared.length > 0) {
+  if (addressSharingPolicy(config.addressSharing).untagsLaterPods && shared.length > 0) {
     const untagged = untaggedAt(shared);
     for (const t of all) {
       if (!untagged.has(podAddressKey(t.pod.uid, t.key.address))) continue;

@@ -12,7 +12,7 @@ import type { PodLookup } from "../../pods/source.ts";
 import type { PodRangeSet } from "../../net/cidr.ts";
 import { type PodNetwork, type TargetOptions, UNKNOWN_NETWORK } from "../../rules/pod_network.ts";
 import type { RulesMemo } from "../../rules/address_placement.ts";
-import type { AddressSharing } from "../../rules/address_holders.ts";
+import { type AddressSharing, addressSharingPolicy } from "../../rules/address_sharing.ts";
 import type { Timers } from "../../time/timers.ts";
 import { CNI_SOURCE, type CniAttachments } from "./attachments.ts";
 import { refuseHostAddress, refuseOutsidePodRanges, refuseSecondNetwork } from "./refusals.ts";
@@ -77,7 +77,7 @@ export async function admitAttachment(
   const named = a.network !== undefined && a.networkId !== undefined
     ? { network: a.network, networkId: a.networkId }
     : attachments.nodeNetworks.get(a.uid);
-  if (at.config.addressSharing !== "exclusive") {
+  if (!addressSharingPolicy(at.config.addressSharing).refusesClashAtAdd) {
     outsideRanges(named);
     return {};
   }
