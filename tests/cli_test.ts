@@ -245,7 +245,7 @@ Deno.test({
       const terminal = await laceOnTerminal(args, {});
       assert.equal(terminal.code, 1, terminal.output);
       assert.match(terminal.output, logged);
-      assert.match(terminal.output, /\x1b\[[0-9;]*m/, "colour on a terminal");
+      assert.ok(terminal.output.includes("\x1b["), "colour on a terminal");
       const noColor = await laceOnTerminal(args, { NO_COLOR: "1" });
       assert.equal(noColor.code, 1, noColor.output);
       assert.match(noColor.output, logged);
