@@ -157,6 +157,45 @@ Deno.test("lace version prints the version from deno.json", async () => {
   assert.equal(JSON.parse(r.stdout).version, version);
 });
 
+const PRINTING_DATA = ["targets", "doctor", "netcheck", "version", "demo"];
+
+for (const command of PRINTING_DATA) {
+  Deno.test(`lace ${command} takes -o/--output text|json, and --json as its alias`, async () => {
+    const r = await lace([command, "--help"]);
+    assert.match(
+      r.stdout,
+      /^ {2}-o, --output text\|json {2,}Output format \(default text; env LACE_OUTPUT\)$/m,
+    );
+    assert.match(r.stdout, /^ {6}--json {2,}Same as --output json \(env LACE_JSON\)$/m);
+    const bad = await lace([command, "-o", "yaml"]);
+    assert.equal(bad.code, 2, bad.stderr);
+    assert.equal(bad.stderr, `lace ${command}: --output must be one of text, json: "yaml"\n`);
+    const both = await lace([command, "--json", "-o", "text"]);
+    assert.equal(both.code, 2, both.stderr);
+    assert.equal(
+      both.stderr,
+      `lace ${command}: --output and --json both set the same option: give one\n`,
+    );
+  });
+}
+
+Deno.test("lace version prints the same JSON with -o json, --output=json, --json and LACE_OUTPUT", async () => {
+  const outputs = await Promise.all([
+    lace(["version", "-o", "json"]),
+    lace(["version", "--output=json"]),
+    lace(["version", "--json"]),
+    lace(["version"], { LACE_OUTPUT: "json" }),
+    lace(["version", "-o", "json"], { LACE_JSON: "false" }),
+  ]);
+  for (const r of outputs) {
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout), JSON.parse(outputs[0].stdout));
+  }
+  // The flag given beats the alias's variable.
+  const text = await lace(["version", "-o", "text"], { LACE_JSON: "1" });
+  assert.match(text.stdout, /^lace \d+\.\d+\.\d+ /);
+});
+
 Deno.test("lace targets falls back to the pinned map and says clearly when there is none", async () => {
   const r = await lace([
     "targets",

@@ -8,11 +8,11 @@ import { addressesFromAgent } from "../agent_api/client.ts";
 import { registeredTargets } from "../agent_api/registered_targets.ts";
 import { addressesText, targetsJson, targetsTable } from "../agent_api/text.ts";
 import { defaultConfig } from "../config.ts";
-import { boolean, type CommandSpec } from "../flags/parser.ts";
+import type { CommandSpec } from "../flags/parser.ts";
+import { outputFlags, type OutputSettings } from "../flags/output.ts";
 import { nodeFlags, parseNodeCommand } from "../flags/agent.ts";
 
-interface TargetsOptions {
-  json: boolean;
+interface TargetsOptions extends OutputSettings {
   pinPath: string;
   agentSocket: string;
 }
@@ -21,15 +21,15 @@ const spec: CommandSpec<TargetsOptions> = {
   name: "targets",
   summary:
     "List the registered probe targets: family, address, port, network, mark, pod, the probe or lifecycle hook each serves, and the kubelet connects each tagged (hits, last hit).",
-  usage: "lace targets [--json] [--pin-path DIR] [--agent-socket PATH]",
+  usage: "lace targets [-o text|json] [--pin-path DIR] [--agent-socket PATH]",
   flags: [
-    { name: "json", key: "json", value: boolean, env: ["LACE_JSON"], help: "Print a JSON array" },
+    ...outputFlags<TargetsOptions>(),
     nodeFlags.pinPath,
     nodeFlags.agentSocket,
   ],
   defaults: () => {
     const { pinPath, agentSocket } = defaultConfig();
-    return { json: false, pinPath, agentSocket };
+    return { output: "text", pinPath, agentSocket };
   },
 };
 
@@ -37,7 +37,7 @@ export async function runTargetsCommand(args: string[]): Promise<number> {
   const options = parseNodeCommand(spec, args);
   if (options === null) return 0;
   const targets = await registeredTargets(options.agentSocket, options.pinPath);
-  if (options.json) {
+  if (options.output === "json") {
     console.log(targetsJson(targets));
   } else {
     console.log(targets.length ? targetsTable(targets) : "No probe targets registered");

@@ -12,7 +12,8 @@
  * pod is probed in its own network, with the exposure that sharing brings.
  */
 import { join } from "node:path";
-import { boolean, type CommandSpec, integer, parseCommand, UsageError } from "../flags/parser.ts";
+import { type CommandSpec, integer, parseCommand, UsageError } from "../flags/parser.ts";
+import { outputFlags, type OutputSettings } from "../flags/output.ts";
 import { SimCgroups } from "./cgroup.ts";
 import { claimSuffix, sweepAbandoned } from "./leftovers.ts";
 import { CleanupStack } from "../os/cleanup_stack.ts";
@@ -25,7 +26,9 @@ import { addAtHeldAddress, type RefusalResult, SHARING_EXPOSURE } from "./addres
 import { startDemoAgent } from "./agent_run.ts";
 import { type DemoRow, demoTable, probeAll } from "./probe_rows.ts";
 
-const spec: CommandSpec<{ networks: number; json: boolean }> = {
+type DemoOptions = { networks: number } & OutputSettings;
+
+const spec: CommandSpec<DemoOptions> = {
   name: "demo",
   summary: [
     "Run Lace end to end on this machine: a simulated node in network namespaces, overlay networks",
@@ -35,7 +38,7 @@ const spec: CommandSpec<{ networks: number; json: boolean }> = {
     "--address-sharing=shared (each pod probed in its own network, and the exposure that brings).",
     "Needs root. Leaves nothing behind.",
   ].join("\n"),
-  usage: "lace demo [--networks N] [--json]",
+  usage: "lace demo [--networks N] [-o text|json]",
   flags: [
     {
       name: "networks",
@@ -44,9 +47,9 @@ const spec: CommandSpec<{ networks: number; json: boolean }> = {
       env: ["LACE_DEMO_NETWORKS"],
       help: "How many overlay networks (1..8)",
     },
-    { name: "json", key: "json", value: boolean, help: "Print the results as JSON" },
+    ...outputFlags<DemoOptions>(),
   ],
-  defaults: () => ({ networks: 3, json: false }),
+  defaults: () => ({ networks: 3, output: "text" }),
 };
 
 const say = (s: string) => console.error(s);
@@ -179,7 +182,7 @@ export async function runDemo(args: string[]): Promise<number> {
       ...shared.fromOther,
     ];
     const ok = exclusiveOk && sharedOk && otherOk;
-    if (options.json) {
+    if (options.output === "json") {
       console.log(
         JSON.stringify(
           { ok, holder: `demo/${holder.name}`, refusal, exposure: SHARING_EXPOSURE, rows },

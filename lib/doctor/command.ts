@@ -5,8 +5,8 @@
  * kubelet's cgroup. Both exit 0 only when everything needed is right.
  */
 import { nodeFlags } from "../flags/agent.ts";
+import { outputFlags, type OutputSettings } from "../flags/output.ts";
 import {
-  boolean,
   type CommandSpec,
   duration,
   helpText,
@@ -32,8 +32,7 @@ import { gatherSnapshot, resolveKubeletCgroup } from "./snapshot.ts";
 import { readMountInfo } from "../os/mountinfo.ts";
 import { safeJson, safeText } from "../text/safe.ts";
 
-interface DoctorOptions extends Omit<NodeSettings, "metricsAddr"> {
-  json: boolean;
+interface DoctorOptions extends Omit<NodeSettings, "metricsAddr">, OutputSettings {
   /** How long `doctor probes` waits for each target. */
   timeoutMs: number;
   /** Network namespace the probes connect from; empty means this one. */
@@ -60,11 +59,11 @@ const spec: CommandSpec<DoctorOptions> = {
     },
   ],
   usage:
-    "lace doctor [probes | pod NAMESPACE/NAME] [--json] [--pin-path DIR] [--kubelet-cgroup PATH|auto] " +
+    "lace doctor [probes | pod NAMESPACE/NAME] [-o text|json] [--pin-path DIR] [--kubelet-cgroup PATH|auto] " +
     "[--host-cgroup-root DIR] [--agent-socket PATH] [--timeout DURATION]",
   positionals: true,
   flags: [
-    { name: "json", key: "json", value: boolean, env: ["LACE_JSON"], help: "Print JSON" },
+    ...outputFlags<DoctorOptions>(),
     nodeFlags.pinPath,
     nodeFlags.kubeletCgroup,
     nodeFlags.hostCgroupRoot,
@@ -98,7 +97,7 @@ const spec: CommandSpec<DoctorOptions> = {
       cniConfDir: c.cniConfDir,
       cniStateDir: c.cniStateDir,
       podsDir: c.podsDir,
-      json: false,
+      output: "text",
       timeoutMs: 2000,
       netns: "",
     };
@@ -134,7 +133,8 @@ export async function runDoctor(args: string[]): Promise<number> {
   }
   const problems = doctorProblems(options);
   if (problems.length > 0) throw new UsageError(problems.join("\n"));
-  const { json, timeoutMs, netns, ...opts } = options;
+  const { output, timeoutMs, netns, ...opts } = options;
+  const json = output === "json";
   if (positionals[0] === "probes") {
     return await doctorProbes({ ...opts, json, timeoutMs, netns: netns || undefined });
   }

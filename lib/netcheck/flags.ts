@@ -14,6 +14,7 @@ import {
   UsageError,
   type ValueParser,
 } from "../flags/parser.ts";
+import { outputFlags } from "../flags/output.ts";
 import { logFlags } from "../flags/log.ts";
 import { defaultNetcheckOptions, type NetcheckOptions } from "./options.ts";
 
@@ -335,12 +336,7 @@ export const netcheckCommand: CommandSpec<NetcheckOptions> = {
       value: factor,
       help: "Flag A→B vs B→A bandwidth differing by more than this factor",
     },
-    {
-      name: "output",
-      key: "output",
-      value: oneOf(["text", "json"] as const),
-      help: "Report format on stdout",
-    },
+    ...outputFlags<NetcheckOptions>(),
     {
       name: "junit",
       key: "junit",

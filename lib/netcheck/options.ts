@@ -5,7 +5,7 @@
 import type { LogSettings } from "../log/setup.ts";
 
 export type IpFamily = "ipv4" | "ipv6";
-export type OutputFormat = "text" | "json";
+import type { OutputFormat } from "../flags/output.ts";
 
 export interface NetcheckOptions extends LogSettings {
   /** Kubeconfig file; empty means KUBECONFIG, then in-cluster. */
