@@ -12,12 +12,15 @@
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { v8FlagsArg } from "../lib/os/v8_flags.ts";
+import { type BuildInfo, gitBuildInfo } from "../lib/version.ts";
 import { buildBundle, CLIENT_NODE_BUNDLE, CLIENT_NODE_BUNDLE_RECORD } from "./bundle.ts";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const BPF_OBJECT = "bpf/lace.bpf.o";
 const ENTRY = "main.ts";
 const COMMANDS_MODULE = "lib/cli/commands.ts";
+/** lib/version.ts's BUILD_INFO_FILE, written before compiling and removed after. */
+const BUILD_INFO = "lib/build_info.json";
 const PURGE_MODULE = "lib/datapath/address_purge.ts";
 
 /** What a compile run needs: where to write and, optionally, the target triple. */
@@ -65,11 +68,36 @@ export function compileCommandArgs(options: CompileOptions): string[] {
     CLIENT_NODE_BUNDLE,
     "--include",
     CLIENT_NODE_BUNDLE_RECORD,
+    // lace version's commit and build date.
+    "--include",
+    BUILD_INFO,
     ...(options.target ? ["--target", options.target] : []),
     "--output",
     options.output,
     ENTRY,
   ];
+}
+
+/**
+ * The facts `lace version` shows of this build: the commit from LACE_BUILD_COMMIT (a build
+ * without the checkout's .git, as the image's: deploy/Dockerfile passes REVISION) or else git,
+ * and the build date from SOURCE_DATE_EPOCH (reproducible builds' variable) or else `now`.
+ * Throws a TypeError naming a SOURCE_DATE_EPOCH that is not whole seconds.
+ */
+export function buildInfoFor(
+  env: Record<string, string | undefined>,
+  fromGit: () => BuildInfo,
+  now: Date,
+): BuildInfo {
+  const epoch = env.SOURCE_DATE_EPOCH;
+  if (epoch && !/^\d+$/.test(epoch)) {
+    throw new TypeError(`SOURCE_DATE_EPOCH must be whole seconds since 1970: "${epoch}"`);
+  }
+  const buildDate = (epoch ? new Date(Number(epoch) * 1000) : now).toISOString()
+    .replace(/\.\d{3}Z$/, "Z");
+  const commit = env.LACE_BUILD_COMMIT;
+  if (commit) return { commit, treeState: "", commitDate: "", buildDate };
+  return { ...fromGit(), buildDate };
 }
 
 /**
@@ -157,16 +185,31 @@ async function main(args: string[]): Promise<number> {
     }
   }
 
+  let info: BuildInfo;
+  try {
+    info = buildInfoFor(env, gitBuildInfo, new Date());
+  } catch (error) {
+    console.error(`compile: ${(error as Error).message}`);
+    return 2;
+  }
   await Deno.mkdir(join(ROOT, dirname(options.output)), { recursive: true });
   const started = performance.now();
-  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
-    args: compileCommandArgs(options),
-    cwd: ROOT,
-    env,
-    clearEnv: true,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
+  // Removed after: a run from source reads git, not a stale file.
+  await Deno.writeTextFile(join(ROOT, BUILD_INFO), JSON.stringify(info) + "\n");
+  let compiled;
+  try {
+    compiled = await new Deno.Command(Deno.execPath(), {
+      args: compileCommandArgs(options),
+      cwd: ROOT,
+      env,
+      clearEnv: true,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+  } finally {
+    await Deno.remove(join(ROOT, BUILD_INFO)).catch(() => {});
+  }
+  const { code, stdout, stderr } = compiled;
   const text = new TextDecoder().decode(stdout) + new TextDecoder().decode(stderr);
   if (code !== 0) {
     console.error(text.trimEnd());
@@ -177,7 +220,8 @@ async function main(args: string[]): Promise<number> {
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
   const size = (Deno.statSync(join(ROOT, options.output)).size / 2 ** 20).toFixed(0);
   console.error(
-    `compile: wrote ${options.output} (${size} MiB, ${BPF_OBJECT} embedded) in ${seconds}s`,
+    `compile: wrote ${options.output} (${size} MiB, ${BPF_OBJECT} embedded, commit ` +
+      `${info.commit}, built ${info.buildDate}) in ${seconds}s`,
   );
   return 0;
 }

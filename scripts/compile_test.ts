@@ -1,10 +1,20 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const REPO = fileURLToPath(new URL("../", import.meta.url));
 import { V8_FLAGS } from "../lib/os/v8_flags.ts";
 import { COMMANDS_MODULE } from "../main.ts";
 import { PURGE_MODULE } from "../lib/cni/plugin.ts";
 import { CLIENT_NODE_BUNDLE, CLIENT_NODE_BUNDLE_RECORD } from "./bundle.ts";
-import { compileCommandArgs, denortHint, denortProblem, parseCompileArgs } from "./compile.ts";
+import {
+  buildInfoFor,
+  compileCommandArgs,
+  denortHint,
+  denortProblem,
+  parseCompileArgs,
+} from "./compile.ts";
+import { BUILD_INFO_FILE } from "../lib/version.ts";
 
 Deno.test("parseCompileArgs() defaults to dist/lace and takes --output and --target", () => {
   assert.deepEqual(parseCompileArgs([]), { output: "dist/lace" });
@@ -29,6 +39,37 @@ Deno.test("compileCommandArgs() embeds the BPF object and compiles main.ts", () 
   assert.ok(args.some((a, i) => args[i - 1] === "--include" && a === purge), purge);
   assert.ok(args.some((a, i) => args[i - 1] === "--include" && a === CLIENT_NODE_BUNDLE));
   assert.ok(args.some((a, i) => args[i - 1] === "--include" && a === CLIENT_NODE_BUNDLE_RECORD));
+  // lace version reads the build's commit and date there.
+  const info = fileURLToPath(BUILD_INFO_FILE).slice(REPO.length);
+  assert.ok(args.some((a, i) => args[i - 1] === "--include" && a === info), info);
+});
+
+const git = () => ({
+  commit: "0123456789abcdef0123456789abcdef01234567",
+  treeState: "clean" as const,
+  commitDate: "2026-12-01T10:00:00+00:00",
+  buildDate: "",
+});
+
+Deno.test("buildInfoFor() takes git's commit and the time of the build", () => {
+  assert.deepEqual(buildInfoFor({}, git, new Date("2026-12-06T05:00:00.123Z")), {
+    ...git(),
+    buildDate: "2026-12-06T05:00:00Z",
+  });
+});
+
+Deno.test("buildInfoFor() takes LACE_BUILD_COMMIT and SOURCE_DATE_EPOCH over git and the clock", () => {
+  const env = { LACE_BUILD_COMMIT: "feedface", SOURCE_DATE_EPOCH: "1796000000" };
+  assert.deepEqual(buildInfoFor(env, git, new Date()), {
+    commit: "feedface",
+    treeState: "",
+    commitDate: "",
+    buildDate: "2026-11-30T00:53:20Z",
+  });
+  assert.throws(
+    () => buildInfoFor({ SOURCE_DATE_EPOCH: "yesterday" }, git, new Date()),
+    /SOURCE_DATE_EPOCH must be whole seconds since 1970: "yesterday"/,
+  );
 });
 
 Deno.test("compileCommandArgs() builds Lace's V8 flags into the binary", () => {

@@ -150,11 +150,26 @@ Deno.test("lace agent without a node name for the API says how to give one", asy
   assert.match(r.stderr, /set --node-name or NODE_NAME/);
 });
 
-Deno.test("lace version prints the version from deno.json", async () => {
+Deno.test("lace version prints the version from deno.json and, from source, git's commit", async () => {
   const { version } = JSON.parse(await Deno.readTextFile(new URL("../deno.json", import.meta.url)));
   const r = await lace(["version", "--json"]);
   assert.equal(r.code, 0);
-  assert.equal(JSON.parse(r.stdout).version, version);
+  const info = JSON.parse(r.stdout);
+  assert.equal(info.version, version);
+  const head = await new Deno.Command("git", {
+    args: ["-C", fileURLToPath(new URL("..", import.meta.url)), "rev-parse", "HEAD"],
+    stdout: "piped",
+  }).output();
+  assert.equal(info.commit, new TextDecoder().decode(head.stdout).trim());
+  assert.match(info.commitDate, /^\d{4}-\d\d-\d\dT/);
+  assert.equal(info.buildDate, "", "run from source, not built");
+  const text = await lace(["version"]);
+  assert.equal(
+    text.stdout,
+    `lace ${version} (commit ${info.commit.slice(0, 12)}${
+      info.treeState === "dirty" ? "-dirty" : ""
+    }, run from source, bpf abi ${info.bpfAbi}, deno ${Deno.version.deno})\n`,
+  );
 });
 
 const PRINTING_DATA = ["targets", "doctor", "netcheck", "version", "demo"];
