@@ -25,6 +25,10 @@ const commands: Record<string, { summary: string; load: () => Promise<Run>; hidd
     summary: "Validate the pod network between every pair of nodes (connectivity, bandwidth)",
     load: async () => (await import("../netcheck/main.ts")).runNetcheck,
   },
+  kubectl: {
+    summary: "Run doctor or targets in a node's agent pod through the API (kubectl lace ...)",
+    load: async () => (await import("../cli/kubectl_command.ts")).runKubectlCommand,
+  },
   uninstall: {
     summary: "Remove everything Lace pinned and attached on this node, and only that",
     load: async () => (await import("../cli/uninstall_command.ts")).runUninstallCommand,
