@@ -133,3 +133,12 @@ Deno.test("RBAC refusing the list says the verb: list pods", async () => {
     /listing pods in lace-system was refused \(403\): RBAC must let you list pods -n lace-system/,
   );
 });
+
+Deno.test("searching every namespace when RBAC allows only the agents' says to give --namespace", async () => {
+  await using t = await setup();
+  t.server.failNext(1, 403, (r) => r.path === "/api/v1/pods");
+  await assert.rejects(
+    t.run("targets", "--node", "n1"),
+    /no agent pod in lace-system, and listing pods in every namespace was refused \(403\): RBAC must let you list pods -A \(kubectl auth can-i list pods -A\), or give --namespace/,
+  );
+});

@@ -47,11 +47,12 @@ export function agentPodOf(pod: k8s.V1Pod): AgentPod {
 }
 
 /** An API call's failure, with what to do: RBAC names the verb the plugin needed. */
-function apiFailure(what: string, verb: string, e: unknown): Error {
+function apiFailure(what: string, verb: string, e: unknown, otherwise = ""): Error {
   const status = apiStatus(e);
   if (status === 403) {
     return new Error(
-      `${what} was refused (403): RBAC must let you ${verb} (kubectl auth can-i ${verb})`,
+      `${what} was refused (403): RBAC must let you ${verb} (kubectl auth can-i ${verb})` +
+        otherwise,
       { cause: e },
     );
   }
@@ -119,8 +120,9 @@ async function findAgentPod(
   } catch (e) {
     throw apiFailure(
       `no agent pod in ${namespace}, and listing pods in every namespace`,
-      "list pods -A, or give --namespace",
+      "list pods -A",
       e,
+      ", or give --namespace",
     );
   }
   return chooseAgentPod(everywhere, node, `in any namespace (${options.selector})`);
