@@ -2,30 +2,21 @@
  * `lace kubectl`'s arguments (kubectl_command.ts runs it): the command the agent runs, the node
  * or the pod that names it, and how to reach the API, as kubectl's plugins take them.
  */
-import {
-  boolean,
-  type CommandSpec,
-  helpText,
-  oneOf,
-  parseFlags,
-  text,
-  UsageError,
-} from "../flags/parser.ts";
+import { outputFlags, type OutputSettings } from "../flags/output.ts";
+import { type CommandSpec, helpText, parseFlags, text, UsageError } from "../flags/parser.ts";
 
 /** The chart's release namespace in the install the docs show (deploy/helm/lace/README.md). */
 export const CHART_NAMESPACE = "lace-system";
 /** The chart's agent pods: lace.selectorLabels' name and lace.labels' component. */
 export const AGENT_SELECTOR = "app.kubernetes.io/name=lace,app.kubernetes.io/component=node-agent";
 
-export interface KubectlOptions {
+export interface KubectlOptions extends OutputSettings {
   node: string;
   /** Empty: the chart's namespace, else wherever the selector finds the node's agent. */
   namespace: string;
   selector: string;
   context: string;
   kubeconfig: string;
-  output: "text" | "json";
-  json: boolean;
 }
 
 export const kubectlCommand: CommandSpec<KubectlOptions> = {
@@ -33,7 +24,16 @@ export const kubectlCommand: CommandSpec<KubectlOptions> = {
   summary: "Run lace doctor or lace targets in the agent pod of a node, found through the API " +
     "(kubectl's plugin: kubectl lace ...). The output is the agent's, and so is the exit code.",
   usage: "kubectl lace (doctor [probes | pod NAMESPACE/NAME] | targets) [--node NODE] " +
-    "[--namespace NS] [--output text|json] [--context NAME] [--kubeconfig PATH]",
+    "[-n NS] [-o text|json] [--context NAME] [--kubeconfig PATH]",
+  subcommands: [
+    {
+      name: "doctor",
+      args: "[probes | pod NAMESPACE/NAME]",
+      summary: "lace doctor, doctor probes or doctor pod on the node's agent (doctor pod: on " +
+        "the agent of the pod's node, no --node needed)",
+    },
+    { name: "targets", summary: "lace targets on the node's agent: every registered probe target" },
+  ],
   positionals: true,
   flags: [
     {
@@ -45,6 +45,7 @@ export const kubectlCommand: CommandSpec<KubectlOptions> = {
     },
     {
       name: "namespace",
+      short: "n",
       key: "namespace",
       value: text,
       metavar: "NS",
@@ -53,6 +54,7 @@ export const kubectlCommand: CommandSpec<KubectlOptions> = {
     },
     {
       name: "selector",
+      short: "l",
       key: "selector",
       value: text,
       metavar: "LABELS",
@@ -72,13 +74,7 @@ export const kubectlCommand: CommandSpec<KubectlOptions> = {
       metavar: "PATH",
       help: "The kubeconfig file (default KUBECONFIG's first file, else in-cluster)",
     },
-    {
-      name: "output",
-      key: "output",
-      value: oneOf(["text", "json"] as const),
-      help: "Output format of the agent's command",
-    },
-    { name: "json", key: "json", value: boolean, help: "The same as --output json" },
+    ...outputFlags<KubectlOptions>(),
   ],
   defaults: () => ({
     node: "",
@@ -87,7 +83,6 @@ export const kubectlCommand: CommandSpec<KubectlOptions> = {
     context: "",
     kubeconfig: "",
     output: "text",
-    json: false,
   }),
 };
 
@@ -141,8 +136,7 @@ export function parseKubectlArgs(
     console.log(helpText(kubectlCommand));
     return null;
   }
-  if (options.json) options.output = "json";
-  // --json, not --output: an agent older than this plugin knows it too.
+  // --json, not -o: an agent older than this plugin knows it too.
   const json = options.output === "json" ? ["--json"] : [];
   const [command, sub, ref, ...extra] = positionals;
   const unexpected = (word: string) =>

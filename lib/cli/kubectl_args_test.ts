@@ -19,7 +19,14 @@ Deno.test("--output json and --json both reach the agent as --json, which every 
     "--json",
   ]);
   assert.deepEqual(parse("doctor", "--node", "n1", "--json").remote, ["doctor", "--json"]);
+  assert.deepEqual(parse("doctor", "--node", "n1", "-o", "json").remote, ["doctor", "--json"]);
   assert.deepEqual(parse("doctor", "probes", "--node", "n1").remote, ["doctor", "probes"]);
+});
+
+Deno.test("-n and -l are kubectl's namespace and selector", () => {
+  const request = parse("targets", "--node", "n1", "-n", "ops", "-l", "app=x");
+  assert.equal(request.options.namespace, "ops");
+  assert.equal(request.options.selector, "app=x");
 });
 
 Deno.test("doctor pod NS/NAME needs no --node: the pod's node is asked", () => {
