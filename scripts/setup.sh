@@ -4,8 +4,9 @@
 #   scripts/setup.sh          runtime + build needs (the demo)
 #   scripts/setup.sh --tests  also the test tools (helm, kube-apiserver, etcd, the real node:
 #                             kubelet, containerd, runc, the controller manager and scheduler,
-#                             promtool for the monitoring tests, and upstream's e2e.test with
-#                             ginkgo for tests/node/conformance_test.ts)
+#                             promtool for the monitoring tests, upstream's e2e.test with ginkgo
+#                             for tests/node/conformance_test.ts, and systemd-nspawn for the
+#                             systemd unit's test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -99,6 +100,9 @@ if $want_tests; then
   # The real node's runtime (tests/node/): Debian's runc under containerd; socat relays the
   # node namespace's API server to the test process.
   install_missing runc socat
+  # systemd-nspawn boots a machine with systemd as PID 1 for the unit's test
+  # (tests/systemd_unit_test.ts).
+  install_missing systemd-container
   ensure_go
   bash scripts/build_k8s_tools.sh
 fi

@@ -2,7 +2,7 @@
  * The deployment files beside the chart: the example CNI conflist and the systemd unit.
  */
 import assert from "node:assert/strict";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { isExecutable } from "./helpers/executable.ts";
 import { REPO } from "./helpers/helm.ts";
 import { skipIf, skipName } from "./helpers/skip.ts";
@@ -50,4 +50,79 @@ Deno.test({
       await Deno.remove(dir, { recursive: true });
     }
   },
+});
+
+/** The [Service] settings of a unit file, each key with every value it was given, in order. */
+function serviceSettings(unit: string): Map<string, string[]> {
+  const settings = new Map<string, string[]>();
+  let section = "";
+  for (const raw of unit.split("\n")) {
+    const line = raw.trim();
+    if (!line || line.startsWith("#") || line.startsWith(";")) continue;
+    if (line.startsWith("[")) {
+      section = line;
+      continue;
+    }
+    const eq = line.indexOf("=");
+    if (section !== "[Service]" || eq < 0) continue;
+    const key = line.slice(0, eq);
+    settings.set(key, [...settings.get(key) ?? [], line.slice(eq + 1)]);
+  }
+  return settings;
+}
+
+/** The variables of an EnvironmentFile (a later line wins, as systemd reads it). */
+function envSettings(text: string): Map<string, string> {
+  const env = new Map<string, string>();
+  for (const line of text.split("\n")) {
+    const m = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(line.trim());
+    if (m) env.set(m[1], m[2]);
+  }
+  return env;
+}
+
+/** Whether `path` is `dir` or lies below it. */
+function within(path: string, dir: string): boolean {
+  return path === dir || path.startsWith(dir.endsWith("/") ? dir : `${dir}/`);
+}
+
+Deno.test("the systemd unit lets the agent write every directory the env file gives it, with chaining on", async () => {
+  const unit = serviceSettings(
+    await Deno.readTextFile(join(REPO, "deploy/systemd/lace-agent.service")),
+  );
+  const env = envSettings(await Deno.readTextFile(join(REPO, "deploy/systemd/lace-agent.env")));
+  const words = (key: string) =>
+    (unit.get(key) ?? []).flatMap((v) => v.split(/\s+/)).filter(Boolean);
+  const writable = [
+    ...words("ReadWritePaths").map((p) => p.replace(/^-/, "")),
+    ...words("StateDirectory").map((d) => `/var/lib/${d}`),
+    ...words("RuntimeDirectory").map((d) => `/run/${d}`),
+    ...words("ConfigurationDirectory").map((d) => `/etc/${d}`),
+  ];
+  assert.equal(words("ProtectSystem").join(), "strict");
+  assert.equal(env.get("LACE_CNI_CHAINING"), "auto");
+  assert.match(env.get("LACE_CONTAINER_RUNTIME") ?? "", /^(auto|containerd|crio)$/);
+  const wanted = {
+    LACE_PIN_PATH: env.get("LACE_PIN_PATH"),
+    LACE_CNI_CONF_DIR: env.get("LACE_CNI_CONF_DIR"),
+    LACE_CNI_STATE_DIR: env.get("LACE_CNI_STATE_DIR"),
+    "LACE_AGENT_SOCKET's directory": dirname(env.get("LACE_AGENT_SOCKET") ?? ""),
+    "LACE_CNI_SOCKET's directory": dirname(env.get("LACE_CNI_SOCKET") ?? ""),
+  };
+  for (const [what, path] of Object.entries(wanted)) {
+    if (!path?.startsWith("/")) assert.fail(`the env file sets no absolute ${what}: ${path}`);
+    assert.ok(
+      writable.some((dir) => within(path, dir)),
+      `${what} ${path} is not writable in the unit (writable: ${writable.join(" ")})`,
+    );
+  }
+  // ProtectKernelTunables= keeps /sys/fs/bpf itself read-only whatever ReadWritePaths= says: a
+  // writable bpffs path must lie below it, and the unit makes it before the sandbox.
+  for (const path of writable.filter((p) => within(p, "/sys/fs/bpf"))) {
+    assert.notEqual(path, "/sys/fs/bpf", "ReadWritePaths=/sys/fs/bpf is read-only all the same");
+    assert.ok(
+      words("ExecStartPre").join(" ").includes(`mkdir -p -m 0700 ${path}`),
+      `${path} is made by ExecStartPre= before the sandbox`,
+    );
+  }
 });

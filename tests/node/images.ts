@@ -58,7 +58,8 @@ export function laceLauncher(home = LACE_IMAGE_HOME): string {
   ].join("\n");
 }
 
-function denoDir(): string {
+/** Deno's cache of this process (npm packages among it), which the launcher's DENO_DIR holds. */
+export function denoDir(): string {
   return Deno.env.get("DENO_DIR") ?? `${Deno.env.get("HOME") ?? "/root"}/.cache/deno`;
 }
 
