@@ -13,6 +13,7 @@ import { AgentCore } from "./core.ts";
 import { clusterParts } from "./cluster_parts.ts";
 import { CgroupFollower } from "../cgroup/follower.ts";
 import { Datapath } from "../datapath/loader.ts";
+import { removeLacePins } from "../datapath/pins.ts";
 import { type Listening, startListeners } from "./http/listeners.ts";
 import type { RunningChaining } from "./chaining.ts";
 import { agentStatus } from "./status.ts";
@@ -34,7 +35,12 @@ const log = getLogger(["lace", "agent"]);
 
 /** A started agent; what it serves is read over HTTP and the local socket. */
 export interface RunningAgent {
-  /** Stops everything and leaves the pinned program, links and map in place. */
+  /**
+   * Stops everything and leaves the pinned program, links and map in place,
+   * unless Lace's DaemonSet is gone (the release uninstalled): then it removes
+   * them as `lace uninstall` does, after the chaining restored the CNI files.
+   * Rejects when a part failed to stop or the pins could not be removed.
+   */
   stop(): Promise<void>;
 }
 
@@ -90,6 +96,9 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
       },
     );
   const nodeRef = nodeObjectRef(config.nodeName || Deno.hostname());
+  // Asked once at the stop: the CNI chain and the pins go on the same answer, or neither.
+  let answer: Promise<boolean> | undefined;
+  const released = uninstalling && (() => answer ??= uninstalling());
 
   let desiredApplied = false;
   let trimTimer: number | undefined;
@@ -239,7 +248,7 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
       metrics,
       core,
       store: datapath.store,
-      chaining: { events, node: nodeRef, uninstalling, readRuntimeVersion },
+      chaining: { events, node: nodeRef, uninstalling: released, readRuntimeVersion },
       onChaining: (c) => chaining = c,
     }, parts),
   );
@@ -262,12 +271,48 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
   return {
     stop() {
       stopped ??= (async () => {
-        log.info("Stopping; the pinned program, links and map stay in place");
-        await parts.run();
+        log.info("Stopping");
+        const failures = await parts.runAll();
+        // After every part stopped: nothing of this agent's pins or attaches any more.
+        if (released && await released().catch(() => false)) {
+          const problem = removeReleasePins(config.pinPath);
+          if (problem) failures.push(problem);
+        } else log.info("Stopped; the pinned program, links and map stay in place");
+        if (failures.length) throw new AggregateError(failures, "Agent cleanup failed");
       })();
       return stopped;
     },
   };
+}
+
+/**
+ * Removes Lace's pins as `lace uninstall` does, once its release is gone: the
+ * links detach from the kubelet cgroup as their pins go (the agent holds no
+ * other reference), so the kubelet's connections to the last targets are no
+ * longer tagged into their networks. Returns the failure, logged, or undefined.
+ */
+function removeReleasePins(pinPath: string): Error | undefined {
+  log.info("Lace's DaemonSet is gone: removing its pins under {pinPath}", { pinPath });
+  let error: Error;
+  try {
+    const pins = removeLacePins(pinPath);
+    if (pins.refused === undefined) {
+      log.info("Removed {count} pins: Lace's programs are detached", {
+        count: pins.removed.length,
+      });
+      return undefined;
+    }
+    error = new Error(
+      `Lace's pins were not removed: ${pins.refused}: run lace uninstall on the node`,
+    );
+  } catch (cause) {
+    const what = `Removing Lace's pins under ${pinPath} failed`;
+    error = new Error(`${what}: ${cause}: run lace uninstall on the node`, { cause });
+  }
+  log.error("{error}; until then its links tag the kubelet's connections to the last targets", {
+    error: error.message,
+  });
+  return error;
 }
 
 /** `read` for a scrape: a failure is logged and the scrape goes on without it (undefined). */

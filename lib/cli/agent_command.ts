@@ -1,6 +1,7 @@
 /**
  * `lace agent`: parse flags, set up logging, start the agent, and stop it on
- * SIGTERM/SIGINT leaving everything pinned in place for the next agent.
+ * SIGTERM/SIGINT leaving everything pinned in place for the next agent (all
+ * of it removed when Lace's DaemonSet is gone; a failure there exits 1).
  */
 import { getLogger } from "@logtape/logtape";
 import { setupLogging } from "../log/setup.ts";

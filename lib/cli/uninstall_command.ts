@@ -89,16 +89,13 @@ export async function runUninstallCommand(args: string[]): Promise<number> {
       }
     }
   }
-  // A pin path someone else owns, may write, or made a symlink could point root's removals at
-  // another program's pins of the same names: never follow it.
-  const { rootDirProblem } = await import("../os/root_dir.ts");
-  const unsafe = rootDirProblem(options.pinPath, "Pin path");
-  if (unsafe && !unsafe.tightenable) {
-    console.error(`lace uninstall: no pins removed: ${unsafe.problem}`);
+  const { removeLacePins } = await import("../datapath/pins.ts");
+  const pins = removeLacePins(options.pinPath);
+  if (pins.refused !== undefined) {
+    console.error(`lace uninstall: no pins removed: ${pins.refused}`);
     return 1;
   }
-  const { uninstall } = await import("../datapath/pins.ts");
-  const removed = uninstall(options.pinPath);
+  const { removed } = pins;
   console.log(
     removed.length
       ? `Removed ${removed.length} pins:\n${removed.map((p) => `  ${p}`).join("\n")}`

@@ -31,6 +31,7 @@ import {
 import type { ProbeEntry } from "../probe/key.ts";
 import { isPresenceDir, parseLayoutDir, PROBE_MAP_PIN } from "./layout.ts";
 import { UNVERSIONED_ABI } from "./object_abi.ts";
+import { rootDirProblem } from "../os/root_dir.ts";
 
 const log = getLogger(["lace", "datapath"]);
 
@@ -112,6 +113,22 @@ export function uninstall(pinPath: string): string[] {
   }
   if (removed.length) log.info("Removed pins {removed}", { removed });
   return removed;
+}
+
+/** What removeLacePins() did: the paths it removed, or why it removed nothing. */
+export type PinRemoval = { removed: string[]; refused?: undefined } | { refused: string };
+
+/**
+ * Uninstalls Lace's pins, for `lace uninstall` and for an agent stopping after
+ * its release is gone: uninstall(pinPath), unless the pin path is not root's
+ * alone. One someone else owns, may write, or made a symlink could point
+ * root's removals at another program's pins of the same names: it is refused
+ * whole, never followed (one only readable by others is Lace's still).
+ */
+export function removeLacePins(pinPath: string): PinRemoval {
+  const unsafe = rootDirProblem(pinPath, "Pin path");
+  if (unsafe && !unsafe.tightenable) return { refused: unsafe.problem };
+  return { removed: uninstall(pinPath) };
 }
 
 /** Every layout pinned under `pinPath`, newest first; the unversioned one counts as layout 1. */

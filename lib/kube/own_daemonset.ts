@@ -19,7 +19,7 @@
  * resourceVersion it saw, listing again when the server says it is too old.
  */
 import { getLogger } from "@logtape/logtape";
-import { realTimers, type Timers } from "../time/timers.ts";
+import { realTimers, type Timers, within } from "../time/timers.ts";
 import { apiStatus } from "./api_error.ts";
 
 const log = getLogger(["lace", "kube"]);
@@ -51,6 +51,11 @@ export interface OwnDaemonSetOptions {
   timers?: Timers;
   /** Delay before a watch that ended is opened again; default 1 s. */
   retryMs?: number;
+  /**
+   * How long the GET at the end may take before the watch's last word answers;
+   * default 5 s, well inside the chart's termination grace period.
+   */
+  getTimeoutMs?: number;
 }
 
 /** What the API last said of the DaemonSet's name. */
@@ -187,12 +192,17 @@ export class OwnDaemonSet {
   /**
    * Whether Lace is being uninstalled: a GET now finds the DaemonSet gone
    * (404) or marked for deletion; one standing (the same, or created again
-   * since) means not. When the GET fails (an API away, a Role already gone)
-   * the watch's last word answers; without one, not: the chain stays.
+   * since) means not. When the GET fails or takes too long (an API away, a
+   * Role already gone) the watch's last word answers; without one, not: the
+   * chain stays. It never waits past getTimeoutMs: the kubelet kills the pod
+   * at the end of its grace period, before anything after the answer ran.
    */
   async uninstalling(): Promise<boolean> {
     try {
-      this.#observe(await this.#o.get());
+      const ms = this.#o.getTimeoutMs ?? 5000;
+      this.#observe(
+        await within(this.#timers, this.#o.get(), ms, `GET of DaemonSet ${this.#o.name}`),
+      );
     } catch (e) {
       if (apiStatus(e) === 404) this.#observe(undefined);
       else {

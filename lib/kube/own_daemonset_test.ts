@@ -180,3 +180,18 @@ Deno.test("OwnDaemonSet resumes an ended watch from the last resourceVersion, an
   assert.equal(f.watches[2].query.resourceVersion, "100");
   f.own.stop();
 });
+
+Deno.test("OwnDaemonSet.uninstalling() stops waiting for a GET that never answers after 5 s and takes the watch's last word", async () => {
+  const f = fake([ds("u1", "90")], () => new Promise(() => {}));
+  f.own.start();
+  await settle();
+  f.send("DELETED", ds("u1", "101"));
+  let answer: boolean | undefined;
+  const asked = f.own.uninstalling().then((a) => answer = a);
+  await f.clock.tickAsync(4999);
+  assert.equal(answer, undefined, "still waiting for the GET");
+  await f.clock.tickAsync(1);
+  await asked;
+  assert.equal(answer, true);
+  f.own.stop();
+});

@@ -1,11 +1,13 @@
 /**
- * When the agent restores the node's CNI configuration at shutdown, against the real
- * kube-apiserver: the chart applied, the agent authenticated as the chart's ServiceAccount,
- * chaining a flannel conflist in a directory of the test's. A DaemonSet deleted with
- * `--cascade=orphan` and created again (same name, new uid) is Lace still installed: the agent
- * that stops then leaves the chain. A DaemonSet deleted for good, its Role gone before the agent
- * stops (as `helm uninstall` does), is an uninstall: the file comes back byte for byte. No
- * controller manager runs, so the test plays the garbage collector's part of an orphan delete.
+ * When the agent restores the node's CNI configuration and removes its pins at shutdown, against
+ * the real kube-apiserver and the real kernel: the chart applied, the agent authenticated as the
+ * chart's ServiceAccount, chaining a flannel conflist in a directory of the test's and attached to
+ * the simulated node's kubelet cgroup. An ordinary stop leaves everything. A DaemonSet deleted
+ * with `--cascade=orphan` and created again (same name, new uid) is Lace still installed: the
+ * agent that stops then leaves the chain, the links and the maps. A DaemonSet deleted for good,
+ * its Role gone before the agent stops (as `helm uninstall` does), is an uninstall: the file comes
+ * back byte for byte and the pins go, so the links detach from the kubelet cgroup. No controller
+ * manager runs, so the test plays the garbage collector's part of an orphan delete.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -19,6 +21,7 @@ import {
   type V1DaemonSet,
 } from "@kubernetes/client-node";
 import { FLANNEL } from "../../lib/cni/chaining/_fixtures.ts";
+import { pinnedLayouts, pinnedLinkStatus, PROGRAM_NAMES } from "../../lib/datapath/pins.ts";
 import { loadKubeConfig } from "../../lib/kube/client.ts";
 import { apiStatus } from "../../lib/kube/api_error.ts";
 import { AgentWorld } from "../helpers/agent_process.ts";
@@ -37,7 +40,7 @@ const NODE = "e2e-node";
 
 Deno.test({
   name:
-    "the agent restores the CNI configuration only when its DaemonSet is deleted for good, not when one of its name is created again",
+    "the agent restores the CNI configuration and removes its pins only when its DaemonSet is deleted for good, not at a stop or when one of its name is created again",
   ...controlPlaneTestOptions(unavailable),
 }, async (t) => {
   await using cp = await startControlPlane();
@@ -90,11 +93,45 @@ Deno.test({
       timeout: 15_000,
       message: `${what}\n--- agent log ---\n${agent.logs.slice(-30).join("\n")}`,
     });
+  // The kernel's word on the kubelet cgroup: the cgroup links attached to it, by attach type.
+  const kubeletCgroupId = Deno.statSync(w.cgroups.kubelet).ino!;
+  const kubeletLinks = async () => {
+    const out = await new Deno.Command("bpftool", { args: ["-j", "link", "show"] }).output();
+    assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+    const links = JSON.parse(new TextDecoder().decode(out.stdout)) as {
+      id: number;
+      cgroup_id?: number;
+      attach_type?: string;
+    }[];
+    return links.filter((l) => l.cgroup_id === kubeletCgroupId).map((l) => l.attach_type).sort();
+  };
+  const assertInPlace = async (log: string) => {
+    for (const program of PROGRAM_NAMES) {
+      const link = pinnedLinkStatus(w.pinPath, program);
+      assert.ok(link.pinned && link.alive, `link_${program} pinned and attached\n${log}`);
+      assert.equal(link.cgroupId, BigInt(kubeletCgroupId), `link_${program} on the kubelet cgroup`);
+    }
+    assert.ok(pinnedLayouts(w.pinPath).length > 0, `the maps stay pinned\n${log}`);
+    assert.deepEqual(await kubeletLinks(), ["cgroup_inet4_connect", "cgroup_inet6_connect"], log);
+  };
   const uidOf = async () =>
     (await apps.readNamespacedDaemonSet({ name: NAME, namespace: SYSTEM })).metadata!.uid!;
 
   await t.step(
-    "deleted with --cascade=orphan and created again, the DaemonSet's agent stops leaving the chain",
+    "stopped while its DaemonSet stands, the agent leaves the chain and the pins",
+    async () => {
+      const agent = await startAgent();
+      const status = await agent.stop("SIGTERM");
+      const log = agent.logs.join("\n");
+      assert.match(Deno.readTextFileSync(conflist), /"type": "lace"/, log);
+      await assertInPlace(log);
+      assert.doesNotMatch(log, /removing its pins/);
+      assert.equal(status.code, 0, log);
+    },
+  );
+
+  await t.step(
+    "deleted with --cascade=orphan and created again, the DaemonSet's agent stops leaving the chain and the pins",
     async () => {
       const agent = await startAgent();
       const before = await uidOf();
@@ -126,12 +163,46 @@ Deno.test({
       assert.match(Deno.readTextFileSync(conflist), /"type": "lace"/, log);
       assert.match(log, /the lace plugin stays chained/);
       assert.doesNotMatch(log, /restoring the CNI configuration/);
+      await assertInPlace(log);
+      assert.doesNotMatch(log, /removing its pins/);
       assert.equal(status.code, 0, log);
     },
   );
 
   await t.step(
-    "deleted for good, its Role gone before SIGTERM, the agent restores the file byte for byte",
+    "deleted for good with a pin path others may write, the agent keeps the pins and exits 1 saying why",
+    async () => {
+      const agent = await startAgent();
+      await apps.deleteNamespacedDaemonSet({ name: NAME, namespace: SYSTEM });
+      await logged(
+        agent,
+        /DaemonSet \W{0,3}lace\W{0,3} is being deleted/,
+        "the agent to see the deletion",
+      );
+      // Someone else could have put another program's pins of Lace's names there.
+      await Deno.chmod(w.pinPath, 0o777);
+      try {
+        const status = await agent.stop("SIGTERM");
+        const log = agent.logs.join("\n");
+        assert.equal(Deno.readTextFileSync(conflist), FLANNEL, log);
+        assert.match(log, /Lace's pins were not removed: Pin path .*writable.*run lace uninstall/);
+        await assertInPlace(log);
+        assert.equal(status.code, 1, log);
+      } finally {
+        await Deno.chmod(w.pinPath, 0o700);
+      }
+      await waitFor(() => uidOf().then(() => false, (e) => apiStatus(e) === 404), {
+        message: "the DaemonSet to be gone",
+      });
+      await apps.createNamespacedDaemonSet({
+        namespace: SYSTEM,
+        body: structuredClone(daemonSet) as V1DaemonSet,
+      });
+    },
+  );
+
+  await t.step(
+    "deleted for good, its Role gone before SIGTERM, the agent restores the file byte for byte and removes its pins, its links detached",
     async () => {
       const agent = await startAgent();
       await apps.deleteNamespacedDaemonSet({ name: NAME, namespace: SYSTEM });
@@ -156,6 +227,9 @@ Deno.test({
       const log = agent.logs.join("\n");
       assert.equal(Deno.readTextFileSync(conflist), FLANNEL, log);
       assert.match(log, /restoring the CNI configuration/);
+      assert.deepEqual(await kubeletLinks(), [], `no link left on the kubelet cgroup\n${log}`);
+      assert.throws(() => Deno.statSync(w.pinPath), Deno.errors.NotFound, log);
+      assert.match(log, /removing its pins/);
       assert.equal(status.code, 0, log);
     },
   );
