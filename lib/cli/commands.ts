@@ -5,25 +5,38 @@
  * imported only when it runs.
  */
 import { errorChain } from "../text/error_chain.ts";
+import type { CompletionCommand } from "./completion.ts";
 
 type Run = (args: string[]) => Promise<number>;
 
-const commands: Record<string, { summary: string; load: () => Promise<Run>; hidden?: boolean }> = {
+interface Command {
+  summary: string;
+  load: () => Promise<Run>;
+  /** Its flag table, for shell completion. */
+  spec?: () => Promise<CompletionCommand>;
+  hidden?: boolean;
+}
+
+const commands: Record<string, Command> = {
   agent: {
     summary: "Run the node agent: watch pods, keep the probe map and kubelet attachment in sync",
     load: async () => (await import("../cli/agent_command.ts")).runAgentCommand,
+    spec: async () => (await import("../flags/agent.ts")).agentCommand,
   },
   targets: {
     summary: "List the registered probe targets (from the running agent, else the pinned map)",
     load: async () => (await import("../cli/targets_command.ts")).runTargetsCommand,
+    spec: async () => (await import("../cli/targets_command.ts")).targetsCommand,
   },
   doctor: {
     summary: "Check this node's Lace setup and explain each problem with its fix",
     load: async () => (await import("../doctor/command.ts")).runDoctor,
+    spec: async () => (await import("../doctor/command.ts")).doctorCommand,
   },
   netcheck: {
     summary: "Validate the pod network between every pair of nodes (connectivity, bandwidth)",
     load: async () => (await import("../netcheck/main.ts")).runNetcheck,
+    spec: async () => (await import("../netcheck/flags.ts")).netcheckCommand,
   },
   kubectl: {
     summary: "Run doctor or targets in a node's agent pod through the API (kubectl lace ...)",
@@ -32,14 +45,25 @@ const commands: Record<string, { summary: string; load: () => Promise<Run>; hidd
   uninstall: {
     summary: "Remove everything Lace pinned and attached on this node, and only that",
     load: async () => (await import("../cli/uninstall_command.ts")).runUninstallCommand,
+    spec: async () => (await import("../cli/uninstall_command.ts")).uninstallCommand,
   },
   version: {
-    summary: "Print the version",
+    summary: "Print the version, the commit and the build date",
     load: async () => (await import("../cli/version_command.ts")).runVersionCommand,
+    spec: async () => (await import("../cli/version_command.ts")).versionCommand,
   },
   demo: {
     summary: "Run the whole thing on this machine in network namespaces (root, no cluster)",
     load: async () => (await import("../demo/command.ts")).runDemo,
+    spec: async () => (await import("../demo/command.ts")).demoCommand,
+  },
+  completion: {
+    summary: "Print the shell completion script of bash, zsh or fish",
+    load: async () => {
+      const { runCompletionCommand } = await import("./completion_command.ts");
+      return (args) => runCompletionCommand(args, completionCommands);
+    },
+    spec: async () => (await import("./completion_command.ts")).completionCommand,
   },
   "__pod-server": {
     summary: "internal: the demo's pod server",
@@ -59,6 +83,15 @@ const commands: Record<string, { summary: string; load: () => Promise<Run>; hidd
   },
 };
 
+/** Every command that is not hidden with its flag table, in the order help lists them. */
+export async function completionCommands(): Promise<CompletionCommand[]> {
+  const visible = Object.entries(commands).filter(([, c]) => !c.hidden && c.spec);
+  // The table's name is the one a user types (a spec's own name may differ).
+  return await Promise.all(
+    visible.map(async ([name, c]) => ({ ...await c.spec!(), name, summary: c.summary })),
+  );
+}
+
 /** The top-level help text: every command that is not hidden, with its summary. */
 export function usage(): string {
   const names = Object.entries(commands).filter(([, c]) => !c.hidden);
@@ -70,6 +103,7 @@ export function usage(): string {
     "",
     "Commands:",
     ...names.map(([n, c]) => `  ${n.padEnd(width)}${c.summary}`),
+    `  ${"help".padEnd(width)}Show a command's help (lace help COMMAND)`,
     "",
     "Flags:",
     "  -h, --help     Show this help",

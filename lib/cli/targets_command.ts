@@ -17,7 +17,8 @@ interface TargetsOptions extends OutputSettings {
   agentSocket: string;
 }
 
-const spec: CommandSpec<TargetsOptions> = {
+/** The command's flags, for its help and shell completion. */
+export const targetsCommand: CommandSpec<TargetsOptions> = {
   name: "targets",
   summary:
     "List the registered probe targets: family, address, port, network, mark, pod, the probe or lifecycle hook each serves, and the kubelet connects each tagged (hits, last hit).",
@@ -34,7 +35,7 @@ const spec: CommandSpec<TargetsOptions> = {
 };
 
 export async function runTargetsCommand(args: string[]): Promise<number> {
-  const options = parseNodeCommand(spec, args);
+  const options = parseNodeCommand(targetsCommand, args);
   if (options === null) return 0;
   const targets = await registeredTargets(options.agentSocket, options.pinPath);
   if (options.output === "json") {

@@ -20,7 +20,8 @@ type UninstallOptions = Pick<NodeSettings, "pinPath" | "cniConfDir" | "cniStateD
   cniBinDir: string;
 };
 
-const spec: CommandSpec<UninstallOptions> = {
+/** The command's flags, for its help and shell completion. */
+export const uninstallCommand: CommandSpec<UninstallOptions> = {
   name: "uninstall",
   summary:
     "Restore the CNI configuration the agent chained, remove Lace's pinned maps and links (which detaches its programs from the kubelet cgroup) and, with --cni-bin-dir, the lace plugin once no configuration names it. Stop the agent first.",
@@ -42,7 +43,7 @@ const spec: CommandSpec<UninstallOptions> = {
 };
 
 export async function runUninstallCommand(args: string[]): Promise<number> {
-  const options = parseNodeCommand(spec, args);
+  const options = parseNodeCommand(uninstallCommand, args);
   if (options === null) return 0;
   const { Chainer } = await import("../cni/chaining/chainer.ts");
   const { chainStatus } = await import("../cni/chaining/status.ts");

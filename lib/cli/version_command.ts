@@ -4,7 +4,8 @@ import { type BuildInfo, buildInfo, VERSION } from "../version.ts";
 import { type CommandSpec, parseCommand } from "../flags/parser.ts";
 import { outputFlags, type OutputSettings } from "../flags/output.ts";
 
-const spec: CommandSpec<OutputSettings> = {
+/** The command's flags, for its help and shell completion. */
+export const versionCommand: CommandSpec<OutputSettings> = {
   name: "version",
   summary: "Print the version of lace, the commit and date it was built from, the version of " +
     "its BPF map layout and of the Deno runtime.",
@@ -30,7 +31,7 @@ export function versionText(info: VersionInfo): string {
 }
 
 export function runVersionCommand(args: string[]): Promise<number> {
-  const options = parseCommand(spec, args);
+  const options = parseCommand(versionCommand, args);
   if (options === null) return Promise.resolve(0);
   const info: VersionInfo = {
     version: VERSION,

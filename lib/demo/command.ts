@@ -28,7 +28,8 @@ import { type DemoRow, demoTable, probeAll } from "./probe_rows.ts";
 
 type DemoOptions = { networks: number } & OutputSettings;
 
-const spec: CommandSpec<DemoOptions> = {
+/** The command's flags, for its help and shell completion. */
+export const demoCommand: CommandSpec<DemoOptions> = {
   name: "demo",
   summary: [
     "Run Lace end to end on this machine: a simulated node in network namespaces, overlay networks",
@@ -60,7 +61,7 @@ const say = (s: string) => console.error(s);
  * probe reached its own pod; and no other process reached any pod.
  */
 export async function runDemo(args: string[]): Promise<number> {
-  const options = parseCommand(spec, args);
+  const options = parseCommand(demoCommand, args);
   if (options === null) return 0;
   const count = options.networks;
   if (count < 1 || count > 8) {

@@ -42,7 +42,8 @@ interface DoctorOptions extends Omit<NodeSettings, "metricsAddr">, OutputSetting
 /** A probe that takes longer than this has failed for the kubelet too. */
 const MAX_PROBE_TIMEOUT_MS = 60_000;
 
-const spec: CommandSpec<DoctorOptions> = {
+/** The command's flags, for its help and shell completion. */
+export const doctorCommand: CommandSpec<DoctorOptions> = {
   name: "doctor",
   summary: "Check this node's Lace setup and explain each problem with its fix.",
   subcommands: [
@@ -114,9 +115,9 @@ function doctorProblems(o: DoctorOptions): string[] {
 
 /** Runs `lace doctor …`; returns the exit code (bad flags throw a UsageError: exit code 2). */
 export async function runDoctor(args: string[]): Promise<number> {
-  const { options, positionals, help } = parseFlags(spec, args, Deno.env.toObject());
+  const { options, positionals, help } = parseFlags(doctorCommand, args, Deno.env.toObject());
   if (help) {
-    console.log(helpText(spec));
+    console.log(helpText(doctorCommand));
     return 0;
   }
   const [sub, ...rest] = positionals;
