@@ -31,6 +31,7 @@ const COMMANDS = [
   "version",
   "demo",
   "completion",
+  "kubectl",
 ];
 
 Deno.test("lace --help lists every command and exits 0", async () => {
@@ -45,7 +46,9 @@ for (const command of COMMANDS) {
     for (const flag of ["-h", "--help"]) {
       const r = await lace([command, flag]);
       assert.equal(r.code, 0, r.stderr);
-      assert.match(r.stdout, new RegExp(`^Usage: lace ${command}`), flag);
+      // kubectl's plugin says how kubectl runs it.
+      const usage = command === "kubectl" ? "kubectl lace" : `lace ${command}`;
+      assert.match(r.stdout, new RegExp(`^Usage: ${usage}`), flag);
       assert.match(r.stdout, /^ {2}-h, --help {2,}Show this help$/m, flag);
       assert.equal(r.stderr, "", flag);
     }
@@ -375,6 +378,7 @@ const BASH_CASES: [string[], string][] = [
   [["lace", "targets", "--no-j"], "--no-json"],
   [["lace", "netcheck", "--ip-family", "ipv"], "ipv4 ipv6"],
   [["lace", "completion", ""], "bash zsh fish"],
+  [["lace", "kubectl", "-n", "lace-system", ""], "doctor targets"],
   [["lace", "help", "ne"], "netcheck"],
   [["lace", "agent", "--node-name", ""], ""],
 ];

@@ -41,6 +41,7 @@ const commands: Record<string, Command> = {
   kubectl: {
     summary: "Run doctor or targets in a node's agent pod through the API (kubectl lace ...)",
     load: async () => (await import("../cli/kubectl_command.ts")).runKubectlCommand,
+    spec: async () => (await import("../cli/kubectl_args.ts")).kubectlCommand,
   },
   uninstall: {
     summary: "Remove everything Lace pinned and attached on this node, and only that",
