@@ -172,6 +172,7 @@ export class Chainer {
       const loaded = loadRecords(stateDir, dir, this.#cache);
       const records = loaded.records;
       const reports = this.#refusedRecords(loaded.refused);
+      this.#dropUncommitted(dir, records);
       const done = new Set<string>();
       const names = listNames(dir);
       const selection = targets.length
@@ -200,6 +201,21 @@ export class Chainer {
       this.#forgetGone(dir, names);
       return this.#done(reports, [...records.keys()]);
     });
+  }
+
+  /**
+   * Forgets the records whose file is gone or names no lace entry: what a
+   * write-ahead record leaves when the agent died before the write it announced
+   * (the file still holds its original), and what restoring forgets anyway. A
+   * record kept for such a name would let the next pass take for its own a file
+   * another writer makes there.
+   */
+  #dropUncommitted(dir: string, records: Map<string, ChainRecord>): void {
+    for (const name of [...records.keys()]) {
+      const file = readConfig(dir, name, this.#cache);
+      if (file && (file.unsafe || oversized(file))) continue;
+      if (!file || unchainConfig(name, file.bytes).kind === "not-chained") records.delete(name);
+    }
   }
 
   /** The file the runtime uses, as its rule picks it; what it skips or lacks is reported. */
@@ -370,10 +386,11 @@ export class Chainer {
   }
 
   /**
-   * Applies a plan: the write (checked against what was read, or linked where
-   * the name must be new), then the removal of the file read (checked the same
-   * way), then the records. "raced" when another writer changed a file since
-   * it was read; a write that landed keeps its record even then.
+   * Applies a plan: a new record first (saved, so it outlives a crash), then
+   * the write (checked against what was read, or linked where the name must be
+   * new), then the removal of the file read (checked the same way), then the
+   * records. "raced" when another writer changed a file since it was read; a
+   * write that landed keeps its record even then.
    */
   #apply(
     dir: string,
@@ -389,6 +406,11 @@ export class Chainer {
       const target = plan.write.name;
       const current = target === file.name ? file : readConfig(dir, target);
       if (current?.unsafe) return { unsafe: unsafeFile(current, "writing") };
+      if (plan.record) {
+        // Write-ahead: the record holding the original is on disk before the file it restores,
+        // so a crash between the two never leaves a chained file nothing can give back.
+        saveRecords(this.#o.stateDir, dir, new Map(records).set(plan.record.file, plan.record));
+      }
       this.#o.beforeCommit?.(target);
       const put = putFile(dir, target, plan.write.bytes, { expect: current, like: file });
       if (put === "changed") return "raced";

@@ -278,3 +278,68 @@ Deno.test("Chainer reports a failing pass once, retries it after 1, 2 and 4 s, a
     await chainer.stop();
   }
 });
+
+/** A chainer that kills itself with SIGKILL at its `crashAt`-th commit, as a kill -9 would. */
+const CRASHING_CHILD = `
+import { Chainer } from ${JSON.stringify(new URL("./chainer.ts", import.meta.url).href)};
+const [confDir, stateDir, crashAt] = Deno.args;
+let commits = 0;
+const c = new Chainer({
+  confDir, stateDir, socket: "${SOCKET}", targets: [{ pattern: "*" }],
+  beforeCommit: () => { if (++commits === Number(crashAt)) Deno.kill(Deno.pid, "SIGKILL"); },
+});
+c.chainOnce();
+`;
+
+/** Runs CRASHING_CHILD's pass over `w`; the signal that ended it. */
+async function crashingPass(
+  w: { root: string; confDir: string; stateDir: string },
+  crashAt: number,
+): Promise<Deno.Signal | null> {
+  const script = join(w.root, "crashing_child.ts");
+  await Deno.writeTextFile(script, CRASHING_CHILD);
+  const status = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", `--config=${CONFIG}`, script, w.confDir, w.stateDir, String(crashAt)],
+    stdout: "null",
+    stderr: "inherit",
+  }).output();
+  return status.signal;
+}
+
+Deno.test("A chainer killed -9 at any commit of a pass leaves files that restore byte for byte, and the next pass chains them", async () => {
+  const originals = { "10-bridge.conf": BRIDGE_CONF, "20-flannel.conflist": FLANNEL };
+  // The pass commits three times: the .conflist made of the .conf, the .conf's removal, flannel.
+  for (let crashAt = 1; crashAt <= 4; crashAt++) {
+    await using w = await world(originals);
+    const signal = await crashingPass(w, crashAt);
+    assert.equal(signal, crashAt <= 3 ? "SIGKILL" : null, `crash at commit ${crashAt}`);
+    const after = w.make({ targets: [{ pattern: "*" }] });
+    after.restoreAll();
+    assert.deepStrictEqual(w.names(), Object.keys(originals), `crash at commit ${crashAt}`);
+    for (const [name, text] of Object.entries(originals)) {
+      assert.equal(w.read(name), text, `crash at commit ${crashAt}: ${name} restored`);
+    }
+    // A record left by the crash does not stop the next pass, and restores as well.
+    assert.deepStrictEqual(after.chainOnce().chained, [
+      "10-bridge.conflist",
+      "20-flannel.conflist",
+    ]);
+    after.restoreAll();
+    for (const [name, text] of Object.entries(originals)) {
+      assert.equal(w.read(name), text, `crash at commit ${crashAt}: ${name} chained again`);
+    }
+  }
+});
+
+Deno.test("A record left by a chainer killed before its write claims no file another writer makes at that name", async () => {
+  await using w = await world({ "10-bridge.conf": BRIDGE_CONF });
+  assert.equal(await crashingPass(w, 1), "SIGKILL");
+  assert.ok(loadRecords(w.stateDir, w.confDir).records.has("10-bridge.conflist"), "written ahead");
+  rewrite(w.confDir, "10-bridge.conflist", CALICO);
+  const pass = w.make({ targets: [{ pattern: "10-bridge.conf" }] }).chainOnce();
+  assert.equal(w.read("10-bridge.conflist"), CALICO);
+  assert.equal(w.read("10-bridge.conf"), BRIDGE_CONF);
+  assert.deepStrictEqual(pass.chained, []);
+  const [conflict] = w.reports.filter((r) => r.reason === "conflict");
+  assert.match(conflict.message, /would become "10-bridge\.conflist", which another writer owns/);
+});

@@ -599,6 +599,18 @@ export function saveRecords(
   if (loaded.file && equalBytes(loaded.file.bytes, bytes)) return;
   const me = { uid: Deno.uid() ?? 0, gid: Deno.gid() ?? 0, mode: 0o600 };
   putFile(stateDir, STATE_NAME, bytes, { expect: "any", like: me });
+  // The rename too must reach the disk before the configuration write the record announces.
+  syncDir(stateDir);
+}
+
+/** Flushes a directory's entries (a rename in it) to the disk. */
+function syncDir(dir: string): void {
+  const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**
