@@ -63,7 +63,7 @@ export async function hookCost(
   const statRoundCount = opts.quick ? 3 : 9;
   const statCount = opts.quick ? 500 : 3500;
   const ratioSize = opts.quick ? 1000 : 10_000;
-  // Where the cheaper programs run beside Lace's, for the goal of Lace ≤ 1.25× lookup + mark.
+  // Where the cheaper programs run beside Lace's, for the goals of Lace against lookup + mark.
   const floorSizes = opts.quick ? [1000] : [10_000, MAX_TARGETS];
   const ratioRounds = opts.quick ? 6 : 100;
   const ratioCount = opts.quick ? 200 : 500;

@@ -11,8 +11,8 @@
  *
  * Lookup + mark and Lace are each loaded COPIES times, interleaved (one copy of
  * each, then the next), and the figure judges the median of the copies: where
- * the kernel places a program's code moves its cost by as much as the 1.25×
- * allowance judged (two copies of one object: bench/RESULTS.md, "One lookup
+ * the kernel places a program's code moves its cost by as much as a quarter
+ * (two copies of one object: bench/RESULTS.md, "One lookup
  * answering both questions").
  * Built at run time with the script `deno task bpf` runs, so they are today's
  * source.
