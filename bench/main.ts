@@ -7,6 +7,10 @@
  *
  *   deno run -A bench/main.ts [--quick] [--only hook,reachable,reconcile,footprint,netcheck,cni,targets,flood,pods]
  *                             [--json FILE] [--idle-seconds N]
+ *   deno run -A bench/main.ts --only probes [--probe-pods 50,110] [--probe-hold SECONDS]
+ *
+ * The probes figure runs only when named: it starts a real node (the real kubelet, containerd,
+ * runc), for which scripts/setup.sh builds the tools.
  */
 import { fileURLToPath } from "node:url";
 import { setupLogging } from "../lib/log/setup.ts";
@@ -15,6 +19,7 @@ import { footprint } from "./footprint.ts";
 import { hookCost } from "./hook_cost.ts";
 import { listenerFlood } from "./listener_flood.ts";
 import { podMemory } from "./pod_memory.ts";
+import { probesFigure } from "./probes.ts";
 import { netcheckScheduling } from "./netcheck_schedule.ts";
 import { reconcileScale } from "./reconcile_scale.ts";
 import { targetsView } from "./targets_view.ts";
@@ -31,6 +36,10 @@ export interface BenchOptions {
   only: string[];
   json?: string;
   idleSeconds: number;
+  /** Pod counts of the probes figure, each run in every column. */
+  probePods: number[];
+  /** Seconds each column holds its pods Ready while measured. */
+  probeHoldSeconds: number;
 }
 
 /** The line of a failed build's output that says why: its first error, else its last line. */
@@ -104,6 +113,8 @@ const FIGURES: {
   /** What the figure needs built first; a failure skips the figure with its one-line reason. */
   needs?: (keyof typeof BUILDS)[];
   run: (o: BenchOptions, c: CleanupStack) => Promise<FigureResult>;
+  /** Runs only when --only names it (it needs more than the netns harness). */
+  optIn?: boolean;
 }[] = [
   { name: "hook", title: "1. Hook cost", needs: ["bpf"], run: hookCost },
   {
@@ -119,20 +130,37 @@ const FIGURES: {
   { name: "targets", title: "7. Local view", needs: ["bpf"], run: targetsView },
   { name: "flood", title: "8. Health under a flood", needs: ["bpf"], run: listenerFlood },
   { name: "pods", title: "9. Pod memory", needs: ["bundle"], run: podMemory },
+  {
+    name: "probes",
+    title: "10. Probes on the real kubelet",
+    needs: ["bpf", "bundle"],
+    run: probesFigure,
+    optIn: true,
+  },
 ];
 
 const USAGE = `Usage: deno task bench [--quick] [--only NAMES] [--json FILE] [--idle-seconds N]
+                       [--probe-pods N,M] [--probe-hold SECONDS]
 
   --quick           small sizes, for a smoke run
   --only NAMES      comma-separated figures: ${FIGURES.map((f) => f.name).join(",")}
+                    (probes runs only when named: a real node, the tools of scripts/setup.sh)
   --json FILE       also write the results as JSON
   --idle-seconds N  idle window of the footprint figure (default 60, 5 with --quick)
+  --probe-pods N,M  pod counts of the probes figure (default 50,110; 5 with --quick)
+  --probe-hold S    seconds each probes column is held Ready and measured (default 120, 15 with --quick)
 
 Runs as root: it builds network namespaces, cgroups and bpffs pins, and removes them.`;
 
 /** Parses the command line; throws a TypeError naming the bad argument. */
 export function parseArgs(args: string[]): BenchOptions {
-  const opts: BenchOptions = { quick: false, only: [], idleSeconds: NaN };
+  const opts: BenchOptions = {
+    quick: false,
+    only: [],
+    idleSeconds: NaN,
+    probePods: [],
+    probeHoldSeconds: NaN,
+  };
   for (let i = 0; i < args.length; i++) {
     const [flag, inline] = args[i].split(/=(.*)/s, 2);
     const value = () => {
@@ -144,6 +172,8 @@ export function parseArgs(args: string[]): BenchOptions {
     else if (flag === "--only") opts.only.push(...value().split(",").filter(Boolean));
     else if (flag === "--json") opts.json = value();
     else if (flag === "--idle-seconds") opts.idleSeconds = Number(value());
+    else if (flag === "--probe-pods") opts.probePods.push(...value().split(",").map(Number));
+    else if (flag === "--probe-hold") opts.probeHoldSeconds = Number(value());
     else throw new TypeError(`Unknown argument "${args[i]}"`);
   }
   for (const name of opts.only) {
@@ -156,6 +186,14 @@ export function parseArgs(args: string[]): BenchOptions {
   if (Number.isNaN(opts.idleSeconds)) opts.idleSeconds = opts.quick ? 5 : 60;
   if (!(opts.idleSeconds > 0)) {
     throw new TypeError(`--idle-seconds must be a positive number: "${opts.idleSeconds}"`);
+  }
+  if (!opts.probePods.length) opts.probePods = opts.quick ? [5] : [50, 110];
+  if (!opts.probePods.every((n) => Number.isInteger(n) && n > 0)) {
+    throw new TypeError(`--probe-pods takes positive whole numbers: "${opts.probePods}"`);
+  }
+  if (Number.isNaN(opts.probeHoldSeconds)) opts.probeHoldSeconds = opts.quick ? 15 : 120;
+  if (!(opts.probeHoldSeconds > 0)) {
+    throw new TypeError(`--probe-hold must be a positive number: "${opts.probeHoldSeconds}"`);
   }
   return opts;
 }
@@ -202,7 +240,7 @@ async function main(args: string[]): Promise<number> {
   const results: FigureResult[] = [];
   const failures: FigureFailure[] = [];
   for (const figure of FIGURES) {
-    if (opts.only.length && !opts.only.includes(figure.name)) continue;
+    if (opts.only.length ? !opts.only.includes(figure.name) : figure.optIn) continue;
     console.error(`Running ${figure.title}…`);
     const t0 = performance.now();
     const loadBefore = Deno.loadavg()[0];
@@ -256,7 +294,13 @@ async function main(args: string[]): Promise<number> {
       date: started.toISOString(),
       command: ["deno", "run", "--allow-all", "bench/main.ts", ...args].join(" "),
       machine: machineInfo(),
-      options: { quick: opts.quick, only: opts.only, idleSeconds: opts.idleSeconds },
+      options: {
+        quick: opts.quick,
+        only: opts.only,
+        idleSeconds: opts.idleSeconds,
+        probePods: opts.probePods,
+        probeHoldSeconds: opts.probeHoldSeconds,
+      },
       figures: Object.fromEntries(results.map((r) => [r.name, r.data])),
       goals: results.flatMap((r) => r.goals),
       failures,

@@ -90,6 +90,8 @@ export interface NodeOptions {
    * e2e specs that read a pod's log).
    */
   kubeletApi?: boolean;
+  /** The kubelet's pod limit (default 50; the probe bench runs its default 110 and the agent). */
+  maxPods?: number;
 }
 
 async function writeFile(path: string, text: string, mode = 0o644): Promise<string> {
@@ -239,6 +241,7 @@ export async function startNode(options: NodeOptions = {}): Promise<Node & Async
       }),
       ...(options.cluster && { namespaceNetworks: options.cluster.namespaceNetworks }),
       ...(options.chainLace === false && { noAgent: true }),
+      maxPods: options.maxPods,
       mark,
     });
 

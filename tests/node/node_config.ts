@@ -67,6 +67,8 @@ export interface KubeletSettings {
   address?: string;
   /** CA whose client certificates the kubelet accepts (the API server's, for exec). */
   clientCAFile?: string;
+  /** The kubelet's pod limit (default 50). */
+  maxPods?: number;
 }
 
 /**
@@ -113,7 +115,7 @@ export function kubeletConfig(s: KubeletSettings): string {
     fileCheckFrequency: "5s",
     serializeImagePulls: false,
     registerNode: true,
-    maxPods: 50,
+    maxPods: s.maxPods ?? 50,
   });
 }
 

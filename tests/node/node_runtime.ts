@@ -51,6 +51,8 @@ export interface NodeRuntimeOptions {
   networksFile?: string;
   /** No agent runs on this node: no `lace` plugin is chained after ours. */
   noAgent?: boolean;
+  /** The kubelet's pod limit (default 50). */
+  maxPods?: number;
   /** Records a start-up phase's duration. */
   mark(what: string): void;
 }
@@ -105,6 +107,7 @@ export async function startNodeRuntime(o: NodeRuntimeOptions): Promise<NodeRunti
       healthzPort: 10248,
       address: o.kubeletAddress,
       clientCAFile: o.clientCAFile,
+      maxPods: o.maxPods,
     }),
     { mode: 0o644 },
   );

@@ -1,0 +1,328 @@
+/**
+ * Figure 10, probes on the real kubelet (opt-in: `--only probes`, since it needs the real node's
+ * tools of scripts/setup.sh): one real node of tests/node/ (kubelet, containerd, runc in node
+ * namespaces), and the same probed pods in three columns, one after the other on that node:
+ * - flat: every pod in one network the node's main table routes to (what a single-network
+ *   cluster pays), no agent;
+ * - exec: every pod in an isolated network of its own, no agent, each probe an exec probe doing
+ *   the same check inside the container;
+ * - Lace: the same isolated networks, the chart's agent marking the kubelet's probes.
+ * For each column and pod count: all pods Ready, then a hold during which the kubelet's
+ * /metrics/probes and the cgroups' cpu.stat are read at both ends. The node (its cgroups,
+ * namespaces, processes) goes on the run's cleanup, so an interrupted run removes it too.
+ */
+import { CoreV1Api, type V1Pod } from "@kubernetes/client-node";
+import { dirname, join } from "node:path";
+import { installLace } from "../tests/node/chart.ts";
+import { CGROUP_V1, cgroupPids } from "../tests/node/cgroups.ts";
+import { IMAGES } from "../tests/node/images.ts";
+import { bridgeAddress4, NETWORKS, POD_SUBNET4 } from "../tests/node/network.ts";
+import { startNode } from "../tests/node/node.ts";
+import { isReady, restarts } from "../tests/node/pod_checks.ts";
+import { waitFor } from "../tests/helpers/wait.ts";
+import type { CleanupStack } from "../lib/os/cleanup_stack.ts";
+import { errorChain } from "../lib/text/error_chain.ts";
+import type { BenchOptions } from "./main.ts";
+import {
+  type Column,
+  type ColumnMeasured,
+  COLUMNS,
+  cpuUsageUsec,
+  parseSamples,
+  type ProbeCounts,
+  probeCounts,
+  probeDelta,
+  probedPod,
+  probeRowsAndGoals,
+  quantile,
+  type Sample,
+  singleProbeDurations,
+} from "./probe_columns.ts";
+import type { FigureResult, Goal, Row } from "./report.ts";
+
+/** The kubelet's default pod limit: the count at which no failed probe is the goal. */
+export const KUBELET_DEFAULT_MAX_PODS = 110;
+
+/** Every probe's period, and the interval of the reads that time single probes. */
+const PROBE_PERIOD_MS = 1000;
+
+/** The network of pod `i` of an isolated column: exec and Lace use the same ones. */
+function isolatedNetwork(i: number): string {
+  return `iso-${i}`;
+}
+
+export async function probesFigure(o: BenchOptions, c: CleanupStack): Promise<FigureResult> {
+  const sizes = o.probePods;
+  const hold = o.probeHoldSeconds;
+  console.error("  starting a real node (images, control plane, containerd, kubelet)…");
+  const node = await startNode({
+    chainLace: false,
+    networkPerNamespace: true,
+    kubeletApi: true,
+    // The probed pods, the agent, and room for a column's pods still terminating.
+    maxPods: Math.max(...sizes) + 10,
+  });
+  c.push(() => node.close());
+  console.error(`  node ${node.name} is Ready (its run directory ${node.dir})`);
+  const core = node.controlPlane.adminConfig().makeApiClient(CoreV1Api);
+
+  // containerd, its shims and their runc in one cgroup v2 directory of their own, for cpu.stat.
+  const v2Root = dirname(node.kubeletCgroup);
+  const runtimeCgroup = join(v2Root, "runtime");
+  await Deno.mkdir(runtimeCgroup);
+  for (const pid of await cgroupPids(join(CGROUP_V1, "pids", node.name, "node", "containerd"))) {
+    await Deno.writeTextFile(join(runtimeCgroup, "cgroup.procs"), String(pid));
+  }
+  const cgroups: Cgroups = { runtime: runtimeCgroup, kubelet: node.kubeletCgroup, agent: [] };
+
+  const measured: ColumnMeasured[] = [];
+  const loads: Record<string, number[]> = {};
+  const failed: string[] = [];
+  // A column that fails is reported and its pods removed; the next columns still run.
+  const run = async (column: Column, pods: number) => {
+    console.error(`  ${column}, ${pods} pods…`);
+    try {
+      const m = await runColumn(core, node.name, cgroups, column, pods, hold);
+      loads[`${column}-${pods}`] = m.loads;
+      measured.push(m.measured);
+      // Each column as it ends, so a run cut short still says what it measured.
+      console.error(
+        `  ${JSON.stringify({ ...m.measured, probes: m.measured.probes.byTypeAndResult })}`,
+      );
+    } catch (e) {
+      const why = `${column} at ${pods} pods: ${errorChain(e)}`;
+      console.error(`  failed: ${why}`);
+      failed.push(why);
+      await removePods(core, `bench-${column}-${pods}`).catch((e) =>
+        failed.push(`${column} at ${pods} pods, removing its pods: ${errorChain(e)}`)
+      );
+    }
+  };
+  for (const pods of sizes) {
+    // The node's main table routes to the flat network only while that column runs.
+    const flat = NETWORKS[0];
+    const route = [POD_SUBNET4, "dev", flat.bridge, "src", bridgeAddress4(flat)];
+    await node.exec(["ip", "route", "add", ...route]);
+    try {
+      await run("flat", pods);
+    } finally {
+      await node.exec(["ip", "route", "del", ...route]);
+    }
+    await run("exec", pods);
+  }
+  console.error("  installing the chart…");
+  await installLace(node);
+  cgroups.agent = containerCgroups(await agentPods(core));
+  for (const pods of sizes) await run("lace", pods);
+
+  const rows: Row[] = [];
+  const goals: Goal[] = [];
+  for (const pods of sizes) {
+    const atSize = measured.filter((m) => m.pods === pods);
+    const r = probeRowsAndGoals(atSize, {
+      judge: !o.quick,
+      judgeFailuresAt: KUBELET_DEFAULT_MAX_PODS,
+    });
+    rows.push(...r.rows);
+    goals.push(...r.goals);
+  }
+  for (const why of failed) rows.push({ measurement: "column FAILED", value: why });
+  if (failed.length) {
+    goals.push({
+      figure: "probes",
+      name: "every column measured",
+      target: "all",
+      measured: `${failed.length} failed`,
+      met: false,
+      reason: failed.join("; "),
+    });
+  }
+  rows.push({
+    measurement: "load average (1 min) at each hold's start and end",
+    value: Object.entries(loads).map(([k, [a, b]]) => `${k} ${a.toFixed(1)}→${b.toFixed(1)}`)
+      .join(", "),
+  });
+  return {
+    name: "probes",
+    title: "10. Probes on the real kubelet",
+    rows,
+    goals,
+    data: {
+      sizes,
+      holdSeconds: hold,
+      order: COLUMNS,
+      loads,
+      failed,
+      columns: measured,
+    },
+  };
+}
+
+interface Cgroups {
+  /** cgroup v2 directories. */
+  runtime: string;
+  kubelet: string;
+  /** The agent's containers' cpuacct directories, none while no agent runs. */
+  agent: string[];
+}
+
+/**
+ * The cpuacct (v1) directories of the pods' containers: without per-QOS cgroups the kubelet names
+ * no parent, so containerd puts each container in k8s.io/<container id>.
+ */
+function containerCgroups(pods: V1Pod[]): string[] {
+  return pods.flatMap((pod) =>
+    (pod.status?.containerStatuses ?? []).map((c) => {
+      const id = c.containerID?.replace(/^containerd:\/\//, "");
+      if (!id) throw new Error(`Container ${c.name} of pod ${pod.metadata?.name} has no id`);
+      return join(CGROUP_V1, "cpuacct", "k8s.io", id);
+    })
+  );
+}
+
+/** CPU time in µs: cpu.stat of the v2 directories, cpuacct.usage (ns) of the v1 ones. */
+async function readCpu(cg: Cgroups, pods: string[]) {
+  const v2 = async (dir: string) => cpuUsageUsec(await Deno.readTextFile(join(dir, "cpu.stat")));
+  const v1 = async (dirs: string[]) => {
+    let sum = 0;
+    for (const dir of dirs) {
+      // A container restarted in the hold has a new cgroup: its CPU is then not known.
+      const text = await Deno.readTextFile(join(dir, "cpuacct.usage")).catch((e) => {
+        if (e instanceof Deno.errors.NotFound) return "NaN";
+        throw e;
+      });
+      sum += Number(text);
+    }
+    return sum / 1000;
+  };
+  return {
+    pods: await v1(pods),
+    kubelet: await v2(cg.kubelet),
+    runtime: await v2(cg.runtime),
+    agent: await v1(cg.agent),
+  };
+}
+
+/** The kubelet's /metrics/probes, through the API server. */
+async function probeSamples(core: CoreV1Api, node: string): Promise<Sample[]> {
+  const text = await core.connectGetNodeProxyWithPath({ name: node, path: "metrics/probes" });
+  return parseSamples(String(text));
+}
+
+async function readProbes(core: CoreV1Api, node: string, namespace: string) {
+  return probeCounts(await probeSamples(core, node), namespace);
+}
+
+/**
+ * Single probes' durations over `seconds`, from reads of the kubelet's metrics a probe period
+ * apart (singleProbeDurations). Run after the hold: the reads cost the kubelet CPU.
+ */
+async function sampleDurations(core: CoreV1Api, node: string, namespace: string, seconds: number) {
+  const durations: number[] = [];
+  let before = await probeSamples(core, node);
+  const end = performance.now() + seconds * 1000;
+  while (performance.now() < end) {
+    await new Promise((resolve) => setTimeout(resolve, PROBE_PERIOD_MS));
+    const after = await probeSamples(core, node);
+    durations.push(...singleProbeDurations(before, after, namespace));
+    before = after;
+  }
+  return {
+    samples: durations.length,
+    p50: quantile(durations, 0.5),
+    p99: quantile(durations, 0.99),
+  };
+}
+
+/** One column at one pod count: create, wait for Ready, hold and measure, delete. */
+async function runColumn(
+  core: CoreV1Api,
+  node: string,
+  cg: Cgroups,
+  column: Column,
+  pods: number,
+  holdSeconds: number,
+): Promise<{ measured: ColumnMeasured; loads: number[] }> {
+  const namespace = `bench-${column}-${pods}`;
+  await core.createNamespace({ body: { metadata: { name: namespace } } });
+  const specs: V1Pod[] = [];
+  for (let i = 0; i < pods; i++) {
+    specs.push(probedPod({
+      name: `p${i}`,
+      namespace,
+      node,
+      network: column === "flat" ? NETWORKS[0].name : isolatedNetwork(i),
+      column,
+      image: IMAGES.agnhost,
+    }));
+  }
+  const t0 = performance.now();
+  for (const body of specs) await core.createNamespacedPod({ namespace, body });
+  await waitFor(async () => {
+    const list = await core.listNamespacedPod({ namespace });
+    return list.items.length === pods && list.items.every(isReady);
+  }, {
+    timeout: 15 * 60_000,
+    interval: 2000,
+    message: `${pods} pods of the ${column} column to be Ready`,
+  });
+  const readySeconds = (performance.now() - t0) / 1000;
+
+  const loads = [Deno.loadavg()[0]];
+  const podDirs = containerCgroups((await core.listNamespacedPod({ namespace })).items);
+  const [probesBefore, cpuBefore] = [
+    await readProbes(core, node, namespace),
+    await readCpu(cg, podDirs),
+  ];
+  const h0 = performance.now();
+  await new Promise((resolve) => setTimeout(resolve, holdSeconds * 1000));
+  const [probesAfter, cpuAfter] = [
+    await readProbes(core, node, namespace),
+    await readCpu(cg, podDirs),
+  ];
+  const held = (performance.now() - h0) / 1000;
+  loads.push(Deno.loadavg()[0]);
+  const durations = await sampleDurations(core, node, namespace, Math.min(30, holdSeconds));
+  const list = await core.listNamespacedPod({ namespace });
+  const restarted = list.items.reduce((sum, p) => sum + restarts(p), 0);
+
+  const seconds = (k: keyof typeof cpuAfter) => (cpuAfter[k] - cpuBefore[k]) / 1e6;
+  const [kubelet, runtime, agent] = [seconds("kubelet"), seconds("runtime"), seconds("agent")];
+  const measured: ColumnMeasured = {
+    column,
+    pods,
+    holdSeconds: held,
+    readySeconds,
+    cpu: { kubelet, runtime, agent, pods: seconds("pods") },
+    probes: probeDelta(probesBefore, probesAfter),
+    durations,
+    failedBeforeReady: failedOf(probesBefore),
+    failedBeforeReadyByType: probesBefore.byTypeAndResult,
+    restarts: restarted,
+  };
+
+  await removePods(core, namespace);
+  return { measured, loads };
+}
+
+/** Deletes a column's pods and waits until they are gone (their networks' addresses freed). */
+async function removePods(core: CoreV1Api, namespace: string): Promise<void> {
+  await core.deleteCollectionNamespacedPod({ namespace, gracePeriodSeconds: 0 });
+  await waitFor(async () => (await core.listNamespacedPod({ namespace })).items.length === 0, {
+    timeout: 10 * 60_000,
+    interval: 2000,
+    message: `the pods of ${namespace} to be gone`,
+  });
+}
+
+function failedOf(c: ProbeCounts): number {
+  return (c.byResult.failed ?? 0) + (c.byResult.unknown ?? 0);
+}
+
+/** The agent's pods (the chart's DaemonSet's), with their containers' ids. */
+async function agentPods(core: CoreV1Api): Promise<V1Pod[]> {
+  const list = await core.listNamespacedPod({ namespace: "lace-system" });
+  const agents = list.items.filter((p) => p.metadata?.ownerReferences?.[0]?.kind === "DaemonSet");
+  if (!agents.length) throw new Error("No agent pod in lace-system after the chart's install");
+  return agents;
+}
