@@ -105,9 +105,17 @@ helmTest("RBAC grants exactly the verbs the agent uses", async (h) => {
 });
 
 helmTest(
-  "the agent may read its own DaemonSet and no other (to tell an uninstall from a restart)",
+  "the agent may read its own DaemonSet and no other (to tell an uninstall from a restart), with CNI chaining or without",
   async (h) => {
     const manifests = await render(h);
+    // Without chaining too: the pins go at uninstall only when the agent follows its DaemonSet.
+    const withoutCni = await render(h, ["node.cni.enabled=false"]);
+    assert.deepEqual(only(withoutCni, "Role", "lace"), only(manifests, "Role", "lace"));
+    assert.deepEqual(
+      only(withoutCni, "RoleBinding", "lace"),
+      only(manifests, "RoleBinding", "lace"),
+    );
+    assert.equal(envOf(agent(withoutCni), "LACE_DAEMONSET"), "lace-system/lace");
     const role = only(manifests, "Role", "lace");
     assert.equal(role.metadata.namespace, "lace-system");
     assert.deepEqual(role.rules, [

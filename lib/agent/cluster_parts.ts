@@ -112,8 +112,9 @@ export async function clusterParts(
     });
     events = recorder;
     parts.push(() => recorder.stop());
-    if (config.daemonSet && config.cniSocket) {
-      // Its DaemonSet's deletion is what tells `helm uninstall` from a restart (lib/agent/chaining.ts).
+    if (config.daemonSet) {
+      // Its DaemonSet's deletion is what tells `helm uninstall` from a restart: the CNI files
+      // (lib/agent/chaining.ts) and the pins (start.ts) go only then.
       const { OwnDaemonSet } = await import("../kube/own_daemonset.ts");
       const [namespace, name] = config.daemonSet.split("/");
       const apps = kubeConfig.makeApiClient(AppsV1Api);

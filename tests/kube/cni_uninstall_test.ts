@@ -202,6 +202,33 @@ Deno.test({
   );
 
   await t.step(
+    "deleted for good, an agent without CNI chaining removes its pins too",
+    async () => {
+      const agent = w.startAgent([`--kubeconfig=${kubeconfig}`, `--daemonset=${SYSTEM}/${NAME}`]);
+      await agent.ready(60_000);
+      await assertInPlace(agent.logs.join("\n"));
+      await apps.deleteNamespacedDaemonSet({ name: NAME, namespace: SYSTEM });
+      await logged(
+        agent,
+        /DaemonSet \W{0,3}lace\W{0,3} is being deleted/,
+        "the agent to see the deletion",
+      );
+      const status = await agent.stop("SIGTERM");
+      const log = agent.logs.join("\n");
+      assert.deepEqual(await kubeletLinks(), [], `no link left on the kubelet cgroup\n${log}`);
+      assert.throws(() => Deno.statSync(w.pinPath), Deno.errors.NotFound, log);
+      assert.equal(status.code, 0, log);
+      await waitFor(() => uidOf().then(() => false, (e) => apiStatus(e) === 404), {
+        message: "the DaemonSet to be gone",
+      });
+      await apps.createNamespacedDaemonSet({
+        namespace: SYSTEM,
+        body: structuredClone(daemonSet) as V1DaemonSet,
+      });
+    },
+  );
+
+  await t.step(
     "deleted for good, its Role gone before SIGTERM, the agent restores the file byte for byte and removes its pins, its links detached",
     async () => {
       const agent = await startAgent();
