@@ -219,8 +219,10 @@ export interface ColumnMeasured {
   column: Column;
   pods: number;
   holdSeconds: number;
-  /** Seconds from the first pod's creation until all were Ready. */
+  /** Seconds from the first pod's creation until all were Ready, or the wait ended. */
   readySeconds: number;
+  /** Pods Ready when the hold began (all, unless the wait for them ended first). */
+  ready: number;
   cpu: CpuParts;
   probes: ProbeCounts;
   /** Failed probes from creation until all were Ready (startup probes before the server listens). */
@@ -295,13 +297,20 @@ export function probeRowsAndGoals(
       measurement: `  probes in the hold by result; failed before all Ready; restarts`,
       value: `${Object.entries(m.probes.byResult).map(([k, v]) => `${k} ${fmt(v)}`).join(", ")}${
         failedTypes(m.probes)
-      }; ${m.failedBeforeReady}; ${m.restarts} (all Ready in ${fmt(m.readySeconds)} s)`,
+      }; ${m.failedBeforeReady}; ${m.restarts} (${
+        m.ready === m.pods ? "all" : `only ${m.ready} of ${m.pods}`
+      } Ready after ${fmt(m.readySeconds)} s)`,
       goal: m.pods >= o.judgeFailuresAt ? "0 failed" : undefined,
     });
     if (o.judge && m.pods >= o.judgeFailuresAt) {
-      goals.push(
-        atMost("probes", `failed probes in the hold, ${at}`, failed + m.restarts, 0, ""),
-      );
+      goals.push({
+        ...atMost("probes", `failed probes in the hold, ${at}`, failed + m.restarts, 0, ""),
+        measured: `${fmt(failed)} failed, ${m.restarts} restarts, ${m.ready} of ${m.pods} Ready`,
+        ...(failed + m.restarts === 0 && m.ready === m.pods ? { met: true } : {
+          met: false,
+          reason: "probes failed, containers restarted or pods were not Ready",
+        }),
+      });
     }
   }
   const flat = measured.find((m) => m.column === "flat");

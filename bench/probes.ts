@@ -43,6 +43,9 @@ import type { FigureResult, Goal, Row } from "./report.ts";
 /** The kubelet's default pod limit: the count at which no failed probe is the goal. */
 export const KUBELET_DEFAULT_MAX_PODS = 110;
 
+/** How long a column's pods may take to be all Ready before they are measured as they are. */
+const READY_WAIT_MS = 5 * 60_000;
+
 /** Every probe's period, and the interval of the reads that time single probes. */
 const PROBE_PERIOD_MS = 1000;
 
@@ -172,10 +175,10 @@ interface Cgroups {
  */
 function containerCgroups(pods: V1Pod[]): string[] {
   return pods.flatMap((pod) =>
-    (pod.status?.containerStatuses ?? []).map((c) => {
+    (pod.status?.containerStatuses ?? []).flatMap((c) => {
+      // A container not started yet has no id, and no CPU to count.
       const id = c.containerID?.replace(/^containerd:\/\//, "");
-      if (!id) throw new Error(`Container ${c.name} of pod ${pod.metadata?.name} has no id`);
-      return join(CGROUP_V1, "cpuacct", "k8s.io", id);
+      return id ? [join(CGROUP_V1, "cpuacct", "k8s.io", id)] : [];
     })
   );
 }
@@ -258,14 +261,15 @@ async function runColumn(
   }
   const t0 = performance.now();
   for (const body of specs) await core.createNamespacedPod({ namespace, body });
-  await waitFor(async () => {
+  // Pods that cannot all be Ready at once (exec probes timing out on a busy node) are measured
+  // as they are after READY_WAIT_MS, and the row says how many were Ready.
+  let ready = 0;
+  while (true) {
     const list = await core.listNamespacedPod({ namespace });
-    return list.items.length === pods && list.items.every(isReady);
-  }, {
-    timeout: 15 * 60_000,
-    interval: 2000,
-    message: `${pods} pods of the ${column} column to be Ready`,
-  });
+    ready = list.items.filter(isReady).length;
+    if (ready === pods || performance.now() - t0 > READY_WAIT_MS) break;
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+  }
   const readySeconds = (performance.now() - t0) / 1000;
 
   const loads = [Deno.loadavg()[0]];
@@ -293,6 +297,7 @@ async function runColumn(
     pods,
     holdSeconds: held,
     readySeconds,
+    ready,
     cpu: { kubelet, runtime, agent, pods: seconds("pods") },
     probes: probeDelta(probesBefore, probesAfter),
     durations,

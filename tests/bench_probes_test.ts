@@ -122,6 +122,7 @@ function column(
     pods,
     holdSeconds: 120,
     readySeconds: 30,
+    ready: pods,
     cpu: { kubelet: kubeletSeconds, runtime: 1, agent: 0, pods: 2 },
     probes: {
       byResult: { successful: 10_000 - failed, failed },
@@ -147,7 +148,10 @@ Deno.test("Lace is judged against flat in CPU per probe and p99, failures at 110
   assert.equal(byName(within.goals, "CPU per probe").met, true);
   assert.equal(byName(within.goals, "p99").met, true);
   assert.equal(byName(within.goals, "exec probes").met, false);
-  assert.equal(byName(within.goals, "exec probes").measured, "1");
+  assert.equal(
+    byName(within.goals, "exec probes").measured,
+    "1 failed, 0 restarts, 110 of 110 Ready",
+  );
 
   const over = probeRowsAndGoals(
     [flat, column("lace", 110, 5, 0, true)],
