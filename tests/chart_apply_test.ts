@@ -13,7 +13,7 @@ import {
 import { type ControlPlane, startControlPlane } from "./kube/fixture.ts";
 import { applyObjects, helmTemplate } from "./kube/helm.ts";
 import { chartOnControlPlaneUnavailableReason } from "./kube/tools.ts";
-import { skipIf } from "./helpers/skip.ts";
+import { skipIf, skipName } from "./helpers/skip.ts";
 
 const unavailable = await chartOnControlPlaneUnavailableReason();
 const suffix = unavailable ? ` (skipped: ${unavailable})` : "";
@@ -211,8 +211,10 @@ Deno.test({
 });
 
 Deno.test({
-  name:
-    `the namespace the chart creates admits the agent's pod at the privileged Pod Security level, which a baseline namespace refuses${suffix}`,
+  name: skipName(
+    "the namespace the chart creates admits the agent's pod at the privileged Pod Security level, which a baseline namespace refuses",
+    unavailable,
+  ),
   ignore: skipIf(unavailable),
   async fn() {
     await using cp = await startControlPlane();
@@ -272,5 +274,41 @@ Deno.test({
     const message = JSON.parse(String(refused?.body)).message;
     assert.match(message, /violates PodSecurity "baseline:latest"/, message);
     assert.match(message, /host namespaces \(hostNetwork=true, hostPID=true\)/, message);
+  },
+});
+
+Deno.test({
+  name: skipName(
+    "helm test's ServiceAccount may get the agent's DaemonSet and list pods in its namespace, and nothing else",
+    unavailable,
+  ),
+  ignore: skipIf(unavailable),
+  async fn() {
+    await using cp = await startControlPlane();
+    await installChart(cp, ["admissionPolicy.enabled=false"]);
+    const access = accessOf(cp, "lace-test");
+    const cases: [V1ResourceAttributes, boolean][] = [
+      [
+        { verb: "get", group: "apps", resource: "daemonsets", namespace: NAMESPACE, name: "lace" },
+        true,
+      ],
+      [{ verb: "list", resource: "pods", namespace: NAMESPACE }, true],
+      [
+        { verb: "get", group: "apps", resource: "daemonsets", namespace: NAMESPACE, name: "x" },
+        false,
+      ],
+      [{ verb: "list", group: "apps", resource: "daemonsets", namespace: NAMESPACE }, false],
+      [{ verb: "watch", resource: "pods", namespace: NAMESPACE }, false],
+      [{ verb: "list", resource: "pods", namespace: "default" }, false],
+      [{ verb: "list", resource: "pods" }, false],
+      [{ verb: "get", resource: "pods", namespace: NAMESPACE, subresource: "proxy" }, false],
+      [{ verb: "create", resource: "pods", namespace: NAMESPACE, subresource: "exec" }, false],
+      [{ verb: "get", resource: "nodes", subresource: "proxy" }, false],
+      [{ verb: "list", resource: "secrets", namespace: NAMESPACE }, false],
+      [{ verb: "delete", resource: "pods", namespace: NAMESPACE }, false],
+    ];
+    for (const [attributes, want] of cases) {
+      assert.equal(await access(attributes), want, JSON.stringify(attributes));
+    }
   },
 });

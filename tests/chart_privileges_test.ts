@@ -101,7 +101,7 @@ helmTest("RBAC grants exactly the verbs the agent uses", async (h) => {
   assert.deepEqual(binding.subjects, [
     { kind: "ServiceAccount", name: "lace", namespace: "lace-system" },
   ]);
-  assert.equal(only(manifests, "ServiceAccount").metadata.name, "lace");
+  assert.equal(only(manifests, "ServiceAccount", "lace").metadata.namespace, "lace-system");
 });
 
 helmTest(
@@ -175,6 +175,39 @@ helmTest(
         { kind: "ServiceAccount", name: "lace", namespace: "lace-system" },
       ]);
     }
-    assert.equal(manifests.filter((m) => m.kind === "Role").length, 3, "and the DaemonSet's");
+    assert.equal(
+      manifests.filter((m) => m.kind === "Role").length,
+      4,
+      "and the DaemonSet's, and helm test's",
+    );
+  },
+);
+
+helmTest(
+  "helm test's ServiceAccount may get the agent's DaemonSet and list pods in its namespace, nothing else",
+  async (h) => {
+    const manifests = await render(h);
+    const role = only(manifests, "Role", "lace-test");
+    assert.equal(role.metadata.namespace, "lace-system");
+    assert.deepEqual(role.rules, [
+      { apiGroups: ["apps"], resources: ["daemonsets"], resourceNames: ["lace"], verbs: ["get"] },
+      { apiGroups: [""], resources: ["pods"], verbs: ["list"] },
+    ]);
+    const binding = only(manifests, "RoleBinding", "lace-test");
+    assert.equal(binding.roleRef.name, "lace-test");
+    assert.deepEqual(binding.subjects, [
+      { kind: "ServiceAccount", name: "lace-test", namespace: "lace-system" },
+    ]);
+    // Its token is mounted in the test pod only, not in any other pod that names the account.
+    const account = only(manifests, "ServiceAccount", "lace-test");
+    assert.equal(account.automountServiceAccountToken, false);
+    const pod = only(manifests, "Pod", "lace-test");
+    assert.equal(pod.spec.serviceAccountName, "lace-test");
+    assert.equal(pod.spec.automountServiceAccountToken, true);
+    // No other binding names it.
+    const naming = manifests.filter((m) =>
+      (m.subjects ?? []).some((s: Manifest) => s.name === "lace-test")
+    );
+    assert.deepEqual(naming.map((m) => `${m.kind}/${m.metadata.name}`), ["RoleBinding/lace-test"]);
   },
 );

@@ -308,3 +308,69 @@ Deno.test({
     assert.equal(parseInt(text.decode(out.stdout), 8) & 0o777, 0o700, text.decode(out.stdout));
   },
 });
+
+helmTest(
+  "helm test's pod runs lace status on the release's DaemonSet, as nobody without capabilities, and a passing run leaves nothing",
+  async (h) => {
+    const pod = only(await render(h), "Pod", "lace-test");
+    assert.equal(pod.metadata.namespace, "lace-system");
+    assert.equal(pod.metadata.annotations["helm.sh/hook"], "test");
+    assert.equal(
+      pod.metadata.annotations["helm.sh/hook-delete-policy"],
+      "before-hook-creation,hook-succeeded",
+    );
+    assert.equal(pod.metadata.annotations["helm.sh/hook-output-log-policy"], "hook-failed");
+    assert.equal(pod.spec.restartPolicy, "Never");
+    const [c] = pod.spec.containers;
+    assert.equal(c.image, "lace:0.1.0", "the agent's image");
+    assert.deepEqual(c.args, [
+      "status",
+      "--daemonset=lace-system/lace",
+      "--metrics-port=9808",
+      "--wait=1m",
+    ]);
+    assert.equal(pod.spec.securityContext.runAsNonRoot, true);
+    assert.equal(pod.spec.securityContext.runAsUser, 65534);
+    assert.equal(pod.spec.securityContext.seccompProfile.type, "RuntimeDefault");
+    assert.equal(c.securityContext.allowPrivilegeEscalation, false);
+    assert.equal(c.securityContext.readOnlyRootFilesystem, true);
+    assert.deepEqual(c.securityContext.capabilities, { drop: ["ALL"] });
+    assert.equal(pod.spec.hostNetwork, undefined);
+  },
+);
+
+helmTest(
+  "the agent's DaemonSet does not select helm test's pod, which it would adopt and delete",
+  async (h) => {
+    for (const set of [[], ["nameOverride=probe-agent"], ["tests.podLabels.team=infra"]]) {
+      const manifests = await render(h, set);
+      const selector = only(manifests, "DaemonSet").spec.selector.matchLabels;
+      const labels = only(manifests, "Pod").metadata.labels;
+      const selected = Object.entries(selector).every(([k, v]) => labels[k] === v);
+      assert.equal(
+        selected,
+        false,
+        `${JSON.stringify(selector)} selects ${JSON.stringify(labels)}`,
+      );
+    }
+  },
+);
+
+helmTest(
+  "helm test's pod follows the metrics port, asks the API alone when the agents listen on loopback, and goes with tests.enabled",
+  async (h) => {
+    const args = async (set: string[]) =>
+      only(await render(h, set), "Pod", "lace-test").spec.containers[0].args;
+    assert.ok((await args(["node.metricsPort=9900"])).includes("--metrics-port=9900"));
+    for (const host of ["127.0.0.1", "[::1]", "localhost"]) {
+      assert.ok((await args([`node.metricsHost=${host}`])).includes("--metrics-port=0"), host);
+    }
+    assert.ok((await args(["node.metricsHost=[::]"])).includes("--metrics-port=9808"));
+    assert.ok((await args(["tests.wait=5s"])).includes("--wait=5s"));
+    const labelled = only(await render(h, ["tests.podLabels.team=infra"]), "Pod", "lace-test");
+    assert.equal(labelled.metadata.labels.team, "infra");
+    const off = await render(h, ["tests.enabled=false"]);
+    assert.deepEqual(off.filter((m) => m.metadata.name === "lace-test"), []);
+    assert.match(await refusal(h, ["tests.wait=soon"]), /tests\/wait/);
+  },
+);

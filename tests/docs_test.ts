@@ -64,6 +64,7 @@ const FOREIGN_FLAGS: Record<string, string> = {
   "--set": "helm",
   "--set-json": "helm",
   "--create-namespace": "helm",
+  "--logs": "helm test",
   "--kubelet-cgroups": "kubelet",
   "--disable-agent": "k3s server",
   "--focus-file": "ginkgo",

@@ -33,6 +33,11 @@ const commands: Record<string, Command> = {
     load: async () => (await import("../doctor/command.ts")).runDoctor,
     spec: async () => (await import("../doctor/command.ts")).doctorCommand,
   },
+  status: {
+    summary: "Check that every node's agent is attached and ready (the cluster, through the API)",
+    load: async () => (await import("../cli/status_command.ts")).runStatusCommand,
+    spec: async () => (await import("../cli/status_command.ts")).statusCommand,
+  },
   netcheck: {
     summary: "Validate the pod network between every pair of nodes (connectivity, bandwidth)",
     load: async () => (await import("../netcheck/main.ts")).runNetcheck,

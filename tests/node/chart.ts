@@ -15,6 +15,18 @@ export const CHART = new URL("../../deploy/helm/lace", import.meta.url).pathname
 
 /** Runs the real helm against the node's API server, with its own home under the node's dir. */
 export async function helm(node: Node, args: string[]): Promise<string> {
+  const { success, text } = await helmRun(node, args);
+  if (!success) throw new Error(`helm ${args.join(" ")} failed: ${text}`);
+  return text;
+}
+
+/** `helm test lace`: whether it passed, and what helm printed (a failing test's log too). */
+export function helmTest(node: Node): Promise<{ success: boolean; text: string }> {
+  return helmRun(node, ["test", "lace", "--namespace", "lace-system", "--timeout", "3m"]);
+}
+
+/** Runs helm as helm() does; its exit status and output, failing or not. */
+async function helmRun(node: Node, args: string[]): Promise<{ success: boolean; text: string }> {
   const { helm } = await toolPaths();
   const home = join(node.dir, "helm-home");
   const out = await new Deno.Command(helm, {
@@ -28,8 +40,7 @@ export async function helm(node: Node, args: string[]): Promise<string> {
     },
   }).output();
   const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
-  if (!out.success) throw new Error(`helm ${args.join(" ")} failed: ${text}`);
-  return text;
+  return { success: out.success, text };
 }
 
 /**

@@ -157,3 +157,33 @@ export async function addKubernetesService(netns: string, port: string): Promise
     `add rule ip lace_node loopback_guard iifname != "lo" ip daddr 127.0.0.0/8 drop`,
   ]);
 }
+
+/**
+ * Pods of the fixed NETWORKS reach the kubernetes Service and the node's own IP `nodeIp` in the
+ * namespace `netns`, as pods of a cluster do (the chart's `helm test` asks the API and the
+ * agent's listener there): the networks' bridges answer ARP for the Service's address (proxy ARP,
+ * which needs them to forward; the node's own addresses they answer anyway), and a connection to the node's IP arriving on a
+ * network's bridge is given that network's mark, which the accepted socket keeps
+ * (tcp_fwmark_accept, set by addKubernetesService), so its answers take that network's table back
+ * to the pod. The node's own table still leads into no pod network, and a pod's address on the
+ * node's pod ranges is still unreachable (no proxy answer). Needs addKubernetesService's table.
+ */
+export async function letPodsReachNode(netns: string, nodeIp: string): Promise<void> {
+  const marks = NETWORKS.map((n) => `"${n.bridge}" : 0x${networkMark(n).toString(16)}`);
+  // The kernel answers ARP for another host only on an interface that forwards.
+  const sysctls = NETWORKS.flatMap((n) => [
+    `net.ipv4.conf.${n.bridge}.forwarding=1`,
+    `net.ipv4.conf.${n.bridge}.proxy_arp=1`,
+    `net.ipv4.neigh.${n.bridge}.proxy_delay=0`,
+  ]);
+  await run(["nsenter", `--net=/run/netns/${netns}`, "--", "sysctl", "-qw", ...sysctls]);
+  await run([
+    "nsenter",
+    `--net=/run/netns/${netns}`,
+    "--",
+    "nft",
+    `add rule ip lace_node pod_mark ip daddr ${nodeIp} meta mark set iifname map { ${
+      marks.join(", ")
+    } }`,
+  ]);
+}

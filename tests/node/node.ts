@@ -23,7 +23,7 @@ import { buildE2eImages } from "./e2e_images.ts";
 import { buildImages, buildLaceVariantImage, type IMAGES } from "./images.ts";
 import { enterNodeNamespaces } from "./namespaces.ts";
 import { networkPluginToken } from "./net_plugin_setup.ts";
-import { addKubernetesService, createNodeNetwork, NODE_IP } from "./network.ts";
+import { addKubernetesService, createNodeNetwork, letPodsReachNode, NODE_IP } from "./network.ts";
 import { startNodeRuntime } from "./node_runtime.ts";
 import { beginNodeStart } from "./node_start.ts";
 import { waitFor } from "../helpers/wait.ts";
@@ -80,6 +80,11 @@ export interface NodeOptions {
    * (namespace_networks.ts); the network label still picks another (scripts/dev node).
    */
   networkPerNamespace?: boolean;
+  /**
+   * Pods of the fixed networks reach the kubernetes Service and the node's IP, as in a cluster
+   * (letPodsReachNode: the chart's helm test asks the agent's listener there).
+   */
+  podsReachNode?: boolean;
   /** Also import the images upstream's e2e tests run, under their names (e2e_images.ts). */
   upstreamImages?: boolean;
   /** Every pod gets an IPv6 address only (the network label's family, for all pods). */
@@ -184,6 +189,7 @@ export async function startNode(options: NodeOptions = {}): Promise<Node & Async
     // The kubernetes Service address (10.96.0.1:443), as kube-proxy would make it, for the
     // agent's in-cluster config.
     await addKubernetesService(netns, port);
+    if (options.podsReachNode) await letPodsReachNode(netns, NODE_IP);
     const caFile = await writeFile(join(dir, "ca.pem"), plane.caPem);
     // The network plugin's identity: the chart's default networkAnnotationWriters.
     const tokenFile = await writeFile(

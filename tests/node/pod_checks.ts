@@ -205,12 +205,22 @@ export async function waitUntilReady(core: CoreV1Api, created: Map<string, numbe
   return { pods, readyAfter };
 }
 
-/** Everything the agent pods on the node have logged so far, oldest pod first. */
-export async function agentLog(node: Node): Promise<string> {
-  let text = "";
+/**
+ * The log directories of the agent containers of lace-system's pods on the node, with their pod's
+ * directory name; other pods there (helm test's, netcheck's runner) have no agent container.
+ */
+async function* agentLogDirs(node: Node): AsyncGenerator<{ pod: string; dir: string }> {
   for await (const entry of Deno.readDir(join(node.dir, "pod-logs"))) {
     if (!entry.name.startsWith("lace-system_")) continue;
     const dir = join(node.dir, "pod-logs", entry.name, "agent");
+    if (await Deno.stat(dir).then(() => true, () => false)) yield { pod: entry.name, dir };
+  }
+}
+
+/** Everything the agent pods on the node have logged so far, oldest pod first. */
+export async function agentLog(node: Node): Promise<string> {
+  let text = "";
+  for await (const { dir } of agentLogDirs(node)) {
     for await (const file of Deno.readDir(dir)) {
       text += await Deno.readTextFile(join(dir, file.name));
     }
@@ -225,12 +235,10 @@ export async function agentLog(node: Node): Promise<string> {
 export function failWithLogs(node: Node): (error: unknown) => Promise<never> {
   return async (error: unknown) => {
     console.error(await node.logs(40));
-    for await (const entry of Deno.readDir(join(node.dir, "pod-logs"))) {
-      if (!entry.name.startsWith("lace-system_")) continue;
-      const agent = join(node.dir, "pod-logs", entry.name, "agent");
-      for await (const file of Deno.readDir(agent)) {
-        const text = await Deno.readTextFile(join(agent, file.name));
-        console.error(`--- agent log ${entry.name}/${file.name} ---\n${text.slice(-6000)}`);
+    for await (const { pod, dir } of agentLogDirs(node)) {
+      for await (const file of Deno.readDir(dir)) {
+        const text = await Deno.readTextFile(join(dir, file.name));
+        console.error(`--- agent log ${pod}/${file.name} ---\n${text.slice(-6000)}`);
       }
     }
     throw error;

@@ -8,7 +8,7 @@ import { AppsV1Api, CoreV1Api, type V1Pod } from "@kubernetes/client-node";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { nodeUnavailableReason } from "../kube/tools.ts";
-import { HAND_CHAINED, installLace, removeLace, upgradeLace } from "./chart.ts";
+import { HAND_CHAINED, helmTest, installLace, removeLace, upgradeLace } from "./chart.ts";
 import { laceLauncher } from "./images.ts";
 import { startNode } from "./node.ts";
 import { NETWORKS } from "./network.ts";
@@ -35,6 +35,13 @@ import {
 } from "./pod_checks.ts";
 import { unchainLace } from "./net_plugin_setup.ts";
 import { PROBE_NAMESPACE, probeMessage, probePod } from "./probe_pods.ts";
+
+/** Pods by name, phase and whether they are being deleted, for a wait's failure. */
+function podsText(pods: V1Pod[]): string {
+  return pods.map((p) =>
+    `${p.metadata?.name} ${p.status?.phase}${p.metadata?.deletionTimestamp ? " terminating" : ""}`
+  ).join(", ");
+}
 import { skipIf } from "../helpers/skip.ts";
 
 const reason = await nodeUnavailableReason();
@@ -46,7 +53,7 @@ Deno.test({
   sanitizeResources: false,
 }, async (t) => {
   const start = performance.now();
-  await using node = await startNode({ laceVariant: true });
+  await using node = await startNode({ laceVariant: true, podsReachNode: true });
   console.log(
     `node up in ${Math.round(performance.now() - start)} ms: ${JSON.stringify(node.timings)}`,
   );
@@ -58,7 +65,14 @@ Deno.test({
   // Three networks give their pods the same addresses on this one node, which the default
   // (one network per address, node.addressSharing=exclusive) refuses: the opt-in runs here
   // (tests/node/isolation_node_test.ts shows both).
-  const values = [...HAND_CHAINED, "--set", "node.addressSharing=shared"];
+  // helm test's pod joins network red (the node's network plugin attaches pods by this label).
+  const values = [
+    ...HAND_CHAINED,
+    "--set",
+    "node.addressSharing=shared",
+    "--set-string",
+    "tests.podLabels.lace-test\\.io/network=red",
+  ];
   const upgrade = (...extra: string[]) => upgradeLace(node, ...values, ...extra);
 
   await t.step(
@@ -146,6 +160,21 @@ Deno.test({
         t.family === "ipv6" && t.address === "fd00:244::b" && (t.hits ?? 0) > 0
       );
       assert.equal(new Set(hit.map((t) => t.pod)).size, 3, JSON.stringify(hit));
+    },
+  );
+
+  await t.step(
+    "helm test passes when every node's agent is attached and ready, and leaves no pod behind",
+    async () => {
+      const began = performance.now();
+      const run = await helmTest(node);
+      assert.ok(run.success, run.text);
+      assert.match(run.text, /TEST SUITE:\s+lace-test[\s\S]*Phase:\s+Succeeded/);
+      console.log(`helm test passed in ${Math.round(performance.now() - began)} ms`);
+      await waitFor(async () => {
+        const list = await core.listNamespacedPod({ namespace: "lace-system" });
+        return !list.items.some((p) => p.metadata?.name === "lace-test");
+      }, { timeout: 30_000, interval: 250, message: "the passed test's pod to be deleted" });
     },
   );
 
@@ -309,7 +338,9 @@ Deno.test({
     await upgrade("--set", "nodeSelector.lace-test/agent=off");
     await waitFor(async () => {
       const list = await core.listNamespacedPod({ namespace: "lace-system" });
-      return list.items.length === 0;
+      // Thrown, so a timeout names the pods still there.
+      if (list.items.length) throw new Error(`left: ${podsText(list.items)}`);
+      return true;
     }, { timeout: 60_000, interval: 250, message: "the agent pod to be gone" });
     const name = "while-agent-down";
     await core.createNamespacedPod({
@@ -348,6 +379,58 @@ Deno.test({
       message: "its targets to go",
     });
   });
+
+  await t.step(
+    "helm test fails naming the node and why when its agent is not attached",
+    async () => {
+      const old = await readyAgentPod(core, node);
+      // A kubelet cgroup that does not exist: the new agent runs but attaches nowhere.
+      await upgrade(
+        "--set",
+        "node.kubeletCgroupPath=/sys/fs/cgroup/lace-test-no-kubelet",
+        "--set",
+        "tests.wait=5s",
+      );
+      await waitFor(async () => {
+        const list = await core.listNamespacedPod({ namespace: "lace-system" });
+        return list.items.some((p) =>
+          p.spec?.nodeName === node.name && p.metadata?.uid !== old.metadata?.uid &&
+          p.metadata?.name !== "lace-test" &&
+          p.status?.containerStatuses?.[0]?.state?.running !== undefined
+        );
+      }, { timeout: 120_000, interval: 250, message: "the new agent pod to run" });
+      const run = await helmTest(node);
+      try {
+        assert.equal(run.success, false, run.text);
+        assert.match(run.text, /pod lace-test failed/);
+        // Its pod stays for kubectl logs; what lace status printed there (the runtime's log
+        // lines without their time and stream):
+        const pod = await core.readNamespacedPod({ name: "lace-test", namespace: "lace-system" });
+        assert.equal(pod.status?.phase, "Failed");
+        const log = (await containerLog(node, pod, "status"))
+          .replace(/^\S+ std(?:out|err) [FP] /gm, "");
+        console.log(`helm test on a detached agent:\n${log}`);
+        assert.match(
+          log,
+          new RegExp(
+            `^${node.name}\\s+lace-\\S+\\s+no\\s+-\\s+the pod is not Ready.*not ready: .*not attached`,
+            "m",
+          ),
+        );
+        assert.match(
+          log,
+          /^Not every node's agent is attached and ready: 1 of 1 agent pods failing/m,
+        );
+      } finally {
+        // The next step takes Lace off the node, which waits for lace-system to be empty.
+        await core.deleteNamespacedPod({
+          name: "lace-test",
+          namespace: "lace-system",
+          gracePeriodSeconds: 0,
+        }).catch(() => {});
+      }
+    },
+  );
 
   await t.step(
     "without the agent the same pods never become Ready and liveness restarts them",
