@@ -1,7 +1,7 @@
 /**
  * `lace netcheck`'s command line: the flag table (the lead CLI's description
- * of the command), the parsers of its values, and the validation that turns
- * arguments into options or a one-line UsageError.
+ * of the command) and the parsers of its values. What values can work is
+ * options.ts's to say; a bad one is a one-line UsageError here.
  */
 import {
   boolean,
@@ -16,91 +16,12 @@ import {
 } from "../flags/parser.ts";
 import { outputFlags } from "../flags/output.ts";
 import { logFlags } from "../flags/log.ts";
-import { defaultNetcheckOptions, type NetcheckOptions } from "./options.ts";
-
-const labelKey = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
-const labelValue = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/;
-const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-
-/** Checks options that cannot work; throws a UsageError naming the value. */
-function validateNetcheckOptions(o: NetcheckOptions): NetcheckOptions {
-  if (!dnsLabel.test(o.namespace) || o.namespace.length > 63) {
-    throw new UsageError(`--namespace must be a DNS label: "${o.namespace}"`);
-  }
-  if (!o.image) throw new UsageError(`--image must not be empty`);
-  if (!o.bandwidthImage) throw new UsageError(`--bandwidth-image must not be empty`);
-  for (const [k, v] of Object.entries(o.selector)) {
-    if (!labelKey.test(k) || !labelValue.test(v) || v.length > 63) {
-      throw new UsageError(`--selector has an invalid label: "${k}=${v}"`);
-    }
-  }
-  if (o.readyTimeoutMs <= 0) throw new UsageError(`--ready-timeout must be positive`);
-  if (!Number.isInteger(o.connectTimeoutMs) || o.connectTimeoutMs < 100) {
-    throw new UsageError(`--timeout must be at least 100ms: "${o.connectTimeoutMs}ms"`);
-  }
-  if (!Number.isInteger(o.bandwidthTimeS) || o.bandwidthTimeS < 1) {
-    throw new UsageError(
-      `--bandwidth-time must be whole seconds, at least 1s: "${o.bandwidthTimeS}s"`,
-    );
-  }
-  if (!Number.isInteger(o.concurrency) || o.concurrency < 1 || o.concurrency > 1000) {
-    throw new UsageError(`--concurrency must be between 1 and 1000: "${o.concurrency}"`);
-  }
-  if (!Number.isInteger(o.latencySamples) || o.latencySamples < 0 || o.latencySamples > 100) {
-    throw new UsageError(`--latency-samples must be between 0 and 100: "${o.latencySamples}"`);
-  }
-  if (o.networks.length === 1) {
-    throw new UsageError(`--networks needs at least two networks to compare: "${o.networks[0]}"`);
-  }
-  const seen = new Set<string>();
-  for (const n of o.networks) {
-    const eq = n.indexOf("=");
-    const valid = eq < 0
-      ? dnsLabel.test(n) && n.length <= 63
-      : labelKey.test(n.slice(0, eq)) && labelValue.test(n.slice(eq + 1)) &&
-        n.slice(eq + 1).length <= 63 && n.slice(eq + 1) !== "";
-    if (!valid) {
-      throw new UsageError(`--networks entries must be namespaces or key=value labels: "${n}"`);
-    }
-    if (seen.has(n)) throw new UsageError(`--networks names "${n}" twice`);
-    seen.add(n);
-  }
-  if (o.watch && o.intervalMs < 1000) {
-    throw new UsageError(`--interval must be at least 1s: "${o.intervalMs}ms"`);
-  }
-  if (o.watch && o.junit) {
-    throw new UsageError(`--junit is for one run; --watch exports metrics instead`);
-  }
-  if (
-    !Number.isInteger(o.metricsFailingPaths) || o.metricsFailingPaths < 0 ||
-    o.metricsFailingPaths > 1000
-  ) {
-    throw new UsageError(
-      `--metrics-failing-paths must be between 0 and 1000: "${o.metricsFailingPaths}"`,
-    );
-  }
-  if (!Number.isInteger(o.sampleThreshold) || o.sampleThreshold < 2) {
-    throw new UsageError(`--sample-threshold must be a whole number ≥ 2: "${o.sampleThreshold}"`);
-  }
-  if (!Number.isInteger(o.peers) || o.peers < 1) {
-    throw new UsageError(`--peers must be a whole number ≥ 1: "${o.peers}"`);
-  }
-  if (!Number.isInteger(o.connectivityPeers) || o.connectivityPeers < 0) {
-    throw new UsageError(
-      `--connectivity-peers must be a whole number ≥ 0: "${o.connectivityPeers}"`,
-    );
-  }
-  if (o.isolationTimeoutMs < 100) {
-    throw new UsageError(`--isolation-timeout must be at least 100ms`);
-  }
-  if (!(o.maxLatencyMs >= 0)) throw new UsageError(`--max-latency must not be negative`);
-  if (!(o.minBandwidthBps >= 0)) throw new UsageError(`--min-bandwidth must not be negative`);
-  if (!(o.asymmetry >= 1)) {
-    throw new UsageError(`--asymmetry must be a factor of at least 1: "${o.asymmetry}"`);
-  }
-  if (o.bandwidthRetries < 0) throw new UsageError(`bandwidthRetries must not be negative`);
-  return o;
-}
+import {
+  defaultNetcheckOptions,
+  type NetcheckOptions,
+  OptionsError,
+  validateNetcheckOptions,
+} from "./options.ts";
 
 /** Parses "key=value[,key=value]" into labels. */
 function parseSelector(text: string): Record<string, string> {
@@ -365,5 +286,10 @@ export function parseNetcheckArgs(
 ): NetcheckOptions | null {
   const { options, help } = parseFlags(netcheckCommand, args, env);
   if (help) return null;
-  return validateNetcheckOptions(options);
+  try {
+    return validateNetcheckOptions(options);
+  } catch (e) {
+    if (e instanceof OptionsError) throw new UsageError(e.message, { cause: e });
+    throw e;
+  }
 }

@@ -1,6 +1,7 @@
 /**
  * `lace netcheck` options: what each holds, the ports the probe pods listen
- * on, and the defaults. How the values arrive and are checked is flags.ts.
+ * on, the defaults and the validation, separate from how the values arrive
+ * (flags.ts), as lib/config.ts is for the agent.
  */
 import type { LogSettings } from "../log/setup.ts";
 
@@ -126,4 +127,96 @@ export function defaultNetcheckOptions(): NetcheckOptions {
     logLevel: "warning",
     logFormat: "auto",
   };
+}
+
+const labelKey = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+const labelValue = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/;
+const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/** Options that cannot work; the message names the flag and the value. */
+export class OptionsError extends Error {
+  override name = "OptionsError";
+}
+
+/**
+ * Checks options that cannot work; throws an OptionsError naming the first
+ * bad value (one line, for the command line).
+ */
+export function validateNetcheckOptions(o: NetcheckOptions): NetcheckOptions {
+  if (!dnsLabel.test(o.namespace) || o.namespace.length > 63) {
+    throw new OptionsError(`--namespace must be a DNS label: "${o.namespace}"`);
+  }
+  if (!o.image) throw new OptionsError(`--image must not be empty`);
+  if (!o.bandwidthImage) throw new OptionsError(`--bandwidth-image must not be empty`);
+  for (const [k, v] of Object.entries(o.selector)) {
+    if (!labelKey.test(k) || !labelValue.test(v) || v.length > 63) {
+      throw new OptionsError(`--selector has an invalid label: "${k}=${v}"`);
+    }
+  }
+  if (o.readyTimeoutMs <= 0) throw new OptionsError(`--ready-timeout must be positive`);
+  if (!Number.isInteger(o.connectTimeoutMs) || o.connectTimeoutMs < 100) {
+    throw new OptionsError(`--timeout must be at least 100ms: "${o.connectTimeoutMs}ms"`);
+  }
+  if (!Number.isInteger(o.bandwidthTimeS) || o.bandwidthTimeS < 1) {
+    throw new OptionsError(
+      `--bandwidth-time must be whole seconds, at least 1s: "${o.bandwidthTimeS}s"`,
+    );
+  }
+  if (!Number.isInteger(o.concurrency) || o.concurrency < 1 || o.concurrency > 1000) {
+    throw new OptionsError(`--concurrency must be between 1 and 1000: "${o.concurrency}"`);
+  }
+  if (!Number.isInteger(o.latencySamples) || o.latencySamples < 0 || o.latencySamples > 100) {
+    throw new OptionsError(`--latency-samples must be between 0 and 100: "${o.latencySamples}"`);
+  }
+  if (o.networks.length === 1) {
+    throw new OptionsError(`--networks needs at least two networks to compare: "${o.networks[0]}"`);
+  }
+  const seen = new Set<string>();
+  for (const n of o.networks) {
+    const eq = n.indexOf("=");
+    const valid = eq < 0
+      ? dnsLabel.test(n) && n.length <= 63
+      : labelKey.test(n.slice(0, eq)) && labelValue.test(n.slice(eq + 1)) &&
+        n.slice(eq + 1).length <= 63 && n.slice(eq + 1) !== "";
+    if (!valid) {
+      throw new OptionsError(`--networks entries must be namespaces or key=value labels: "${n}"`);
+    }
+    if (seen.has(n)) throw new OptionsError(`--networks names "${n}" twice`);
+    seen.add(n);
+  }
+  if (o.watch && o.intervalMs < 1000) {
+    throw new OptionsError(`--interval must be at least 1s: "${o.intervalMs}ms"`);
+  }
+  if (o.watch && o.junit) {
+    throw new OptionsError(`--junit is for one run; --watch exports metrics instead`);
+  }
+  if (
+    !Number.isInteger(o.metricsFailingPaths) || o.metricsFailingPaths < 0 ||
+    o.metricsFailingPaths > 1000
+  ) {
+    throw new OptionsError(
+      `--metrics-failing-paths must be between 0 and 1000: "${o.metricsFailingPaths}"`,
+    );
+  }
+  if (!Number.isInteger(o.sampleThreshold) || o.sampleThreshold < 2) {
+    throw new OptionsError(`--sample-threshold must be a whole number ≥ 2: "${o.sampleThreshold}"`);
+  }
+  if (!Number.isInteger(o.peers) || o.peers < 1) {
+    throw new OptionsError(`--peers must be a whole number ≥ 1: "${o.peers}"`);
+  }
+  if (!Number.isInteger(o.connectivityPeers) || o.connectivityPeers < 0) {
+    throw new OptionsError(
+      `--connectivity-peers must be a whole number ≥ 0: "${o.connectivityPeers}"`,
+    );
+  }
+  if (o.isolationTimeoutMs < 100) {
+    throw new OptionsError(`--isolation-timeout must be at least 100ms`);
+  }
+  if (!(o.maxLatencyMs >= 0)) throw new OptionsError(`--max-latency must not be negative`);
+  if (!(o.minBandwidthBps >= 0)) throw new OptionsError(`--min-bandwidth must not be negative`);
+  if (!(o.asymmetry >= 1)) {
+    throw new OptionsError(`--asymmetry must be a factor of at least 1: "${o.asymmetry}"`);
+  }
+  if (o.bandwidthRetries < 0) throw new OptionsError(`bandwidthRetries must not be negative`);
+  return o;
 }
