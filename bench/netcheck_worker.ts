@@ -133,7 +133,6 @@ const { exitCode } = await runChecks({
   pollMs: 1,
   signal: stop.signal,
   heapGate,
-  sleep: () => Promise.resolve(),
   onRound: (_summary, _outcome, { round }) => {
     if (round >= rounds) stop.abort();
   },

@@ -7,7 +7,7 @@ import type { Endpoint, NetcheckCluster } from "./cluster.ts";
 import type { NetworkEndpoint } from "./isolation.ts";
 import type { ProbeNetwork } from "./manifest.ts";
 import type { NetcheckOptions } from "./options.ts";
-import { SetupError, waitForProbePods } from "./readiness.ts";
+import { SetupError, waitForProbePods, type WaitOptions } from "./readiness.ts";
 
 /** Picks each ready pod's address of the chosen family; a pod without one fails the setup. */
 function endpointsOf(
@@ -67,7 +67,7 @@ export async function waitForEndpoints(
   networks: ProbeNetwork[],
   options: NetcheckOptions,
   skippedNodes: { node: string; reason: string }[],
-  wait: { pollMs?: number; signal?: AbortSignal; now?: () => number },
+  wait: Pick<WaitOptions, "pollMs" | "signal" | "timers">,
 ): Promise<NetworkEndpoint[][]> {
   const multi = networks.length > 1;
   const perNetwork: NetworkEndpoint[][] = [];

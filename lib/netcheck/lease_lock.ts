@@ -5,6 +5,7 @@
  */
 import { ConflictError, type LeaseRecord, type NetcheckCluster } from "./cluster.ts";
 import { SetupError } from "./readiness.ts";
+import { realTimers, sleep, type Timers } from "../time/timers.ts";
 
 export const LEASE_NAME = "lace-netcheck";
 
@@ -25,14 +26,24 @@ export interface LeaseLock {
   release(): Promise<void>;
 }
 
+/** The clocks a Lease is held with. */
+export interface LeaseClock {
+  /** Runs the renewals (fake time in tests). */
+  timers?: Timers;
+  /** Stamps renewals and judges another run's expiry: wall time, as every runner reads it. */
+  wallClock?: () => number;
+}
+
 /** Takes the lease for `holder`, or throws a SetupError naming the run that holds it. */
 export async function acquireLease(
   cluster: NetcheckCluster,
   namespace: string,
   holder: string,
   durationS: number,
-  now: () => number = Date.now,
+  clock: LeaseClock = {},
 ): Promise<LeaseLock> {
+  const now = clock.wallClock ?? Date.now;
+  const timers = clock.timers ?? realTimers;
   const fresh: LeaseRecord = {
     name: LEASE_NAME,
     holder,
@@ -47,7 +58,7 @@ export async function acquireLease(
   } catch (e) {
     if (!(e instanceof ConflictError)) throw e;
     const existing = await cluster.getLease(namespace, LEASE_NAME);
-    if (existing === null) return acquireLease(cluster, namespace, holder, durationS, now);
+    if (existing === null) return acquireLease(cluster, namespace, holder, durationS, clock);
     const expiresAt = existing.renewTime + existing.durationS * 1000;
     if (existing.holder && existing.holder !== holder && expiresAt > now()) {
       throw new LeaseHeldError(
@@ -88,8 +99,13 @@ export async function acquireLease(
       else if (latest) current = latest;
     }
   };
-  const timer = setInterval(renew, (durationS * 1000) / 3);
-  Deno.unrefTimer(timer);
+  // Every third of the duration, whether the last renewal has answered or not.
+  const periodMs = (durationS * 1000) / 3;
+  const tick = () => {
+    timer = timers.setTimeout(tick, periodMs);
+    renew();
+  };
+  let timer = timers.setTimeout(tick, periodMs);
   return {
     tookOverFrom,
     get lost() {
@@ -98,7 +114,7 @@ export async function acquireLease(
     async release() {
       if (released) return;
       released = true;
-      clearInterval(timer);
+      timers.clearTimeout(timer);
       const latest = await cluster.getLease(namespace, LEASE_NAME).catch(() => null);
       if (latest?.holder === holder) await cluster.deleteLease(namespace, LEASE_NAME);
     },
@@ -106,10 +122,8 @@ export async function acquireLease(
 }
 
 /** How waitForLease waits and says that it does. */
-export interface StandbyOptions {
-  now?: () => number;
-  /** Ends early (without error) when `signal` aborts. */
-  sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
+export interface StandbyOptions extends LeaseClock {
+  /** Ends the wait early (without error). */
   signal?: AbortSignal;
   /** Gets a line when another run is found holding the Lease, once per holder. */
   write?: (line: string) => void;
@@ -131,7 +145,7 @@ export async function waitForLease(
   let announced = "";
   while (!standby.signal?.aborted) {
     try {
-      return await acquireLease(cluster, namespace, holder, durationS, standby.now);
+      return await acquireLease(cluster, namespace, holder, durationS, standby);
     } catch (e) {
       if (!(e instanceof LeaseHeldError)) throw e;
       if (e.holder !== announced) {
@@ -142,7 +156,7 @@ export async function waitForLease(
       }
       announced = e.holder;
     }
-    await standby.sleep((durationS * 1000) / 3, standby.signal);
+    await sleep(standby.timers ?? realTimers, (durationS * 1000) / 3, standby.signal);
   }
   return undefined;
 }

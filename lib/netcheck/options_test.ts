@@ -9,6 +9,7 @@ Deno.test("validateNetcheckOptions() accepts the defaults", () => {
 Deno.test("validateNetcheckOptions() refuses a value no flag sets, naming it", () => {
   assert.throws(
     () => validateNetcheckOptions({ ...defaultNetcheckOptions(), bandwidthRetries: -1 }),
-    (e: Error) => e instanceof OptionsError && /bandwidthRetries must not be negative/.test(e.message),
+    (e: Error) =>
+      e instanceof OptionsError && /bandwidthRetries must not be negative/.test(e.message),
   );
 });

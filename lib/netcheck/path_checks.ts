@@ -1,12 +1,15 @@
 /**
- * The checks of one path that run inside its source pod (cluster.exec):
- * latency, MTU, bandwidth and isolation between networks. Each turns the
- * pod's output, parsed as input from a possible attacker by the pure modules
- * beside it, into one PathResult; run.ts schedules them over the pairs.
+ * The checks of one path, each run inside its source pod (cluster.exec):
+ * TCP and UDP connect, latency, MTU, bandwidth and isolation between
+ * networks. Each turns the pod's output, parsed as input from a possible
+ * attacker by the pure modules beside it, into one PathResult; run.ts
+ * schedules them over the pairs.
  */
 import { getLogger } from "@logtape/logtape";
 import { joinHostPort } from "../net/host_port.ts";
+import { sleep, type Timers } from "../time/timers.ts";
 import type { Endpoint, ExecOptions, ExecResult, NetcheckCluster } from "./cluster.ts";
+import { classifyConnect } from "./connect_result.ts";
 import { formatMs, latencyCommand, parseLatency, worstP99 } from "./latency.ts";
 import {
   fullUdpPayload,
@@ -28,16 +31,31 @@ import type { ProbeNetwork } from "./manifest.ts";
 import { isolationVerdict, type NetworkEndpoint, type ProbePodNetworks } from "./isolation.ts";
 import { CONNECT_PORT, IPERF_PORT, type NetcheckOptions } from "./options.ts";
 import type { Pair } from "./pairs.ts";
-import { abortableSleep } from "./readiness.ts";
 import { formatBps } from "./report.ts";
 import type { PathResult } from "./summary.ts";
 
 const log = getLogger(["lace", "netcheck"]);
 
+/** What every check of a path runs with. */
+export interface CheckContext {
+  cluster: NetcheckCluster;
+  options: NetcheckOptions;
+  /** Aborts the exec; the check then gives no result. */
+  signal?: AbortSignal;
+  /** Times each path and the pause before a retry (fake time in tests). */
+  timers: Timers;
+  /** Pause before retrying a busy iperf3 server; a second per attempt by default. */
+  retryDelayMs?: number;
+}
+
+/** Whole milliseconds since `started` on `timers` (a path's durationMs, a round's length). */
+export function elapsedMs(timers: Timers, started: number): number {
+  return Math.round(timers.now() - started);
+}
+
 /** Runs `command` in `container` of the path's source pod. */
 function execInSource(
-  cluster: NetcheckCluster,
-  options: NetcheckOptions,
+  { cluster, options }: CheckContext,
   pair: Pair<Endpoint>,
   container: string,
   command: string[],
@@ -53,23 +71,62 @@ function execInSource(
 }
 
 /**
+ * Connects from the pair's source pod to the target's `port` with `/agnhost
+ * connect` (`args` adds e.g. `--protocol=udp`), classified by
+ * connect_result.ts; undefined when `signal` aborted the exec.
+ */
+export async function checkConnect(
+  ctx: CheckContext,
+  pair: Pair<NetworkEndpoint>,
+  check: { phase: "connect" | "udp"; args: string[]; port: number; network: string | undefined },
+): Promise<PathResult | undefined> {
+  const { options, signal, timers } = ctx;
+  const started = timers.now();
+  const result = await execInSource(
+    ctx,
+    pair,
+    "connect",
+    [
+      "/agnhost",
+      "connect",
+      ...check.args,
+      `--timeout=${options.connectTimeoutMs}ms`,
+      joinHostPort(pair.to.address, check.port),
+    ],
+    { timeoutMs: options.connectTimeoutMs + 30_000, signal },
+  );
+  if (signal?.aborted) return undefined;
+  const outcome = classifyConnect(result);
+  return {
+    phase: check.phase,
+    ...(check.network === undefined ? {} : { network: check.network }),
+    from: pair.from.node,
+    to: pair.to.node,
+    fromPod: pair.from.pod,
+    toPod: pair.to.pod,
+    ok: outcome.ok,
+    ...(outcome.ok ? {} : { errorClass: outcome.errorClass, message: outcome.message }),
+    attempts: 1,
+    durationMs: elapsedMs(timers, started),
+  };
+}
+
+/**
  * One path's latency: `latencySamples` requests from the source pod to the
  * target's /hostname, each on a new connection, timed inside the pod. The
  * answer must come from the pod meant (WRONG_POD otherwise: another pod
  * holds the address), and the worse p99 must stay within --max-latency.
  */
 export async function measureLatency(
-  cluster: NetcheckCluster,
-  options: NetcheckOptions,
+  ctx: CheckContext,
   pair: Pair<Endpoint>,
-  signal: AbortSignal | undefined,
 ): Promise<PathResult | undefined> {
-  const started = Date.now();
+  const { options, signal, timers } = ctx;
+  const started = timers.now();
   const url = `http://${joinHostPort(pair.to.address, CONNECT_PORT)}/hostname`;
   const samples = options.latencySamples;
   const result = await execInSource(
-    cluster,
-    options,
+    ctx,
     pair,
     "connect",
     latencyCommand(url, samples, options.connectTimeoutMs),
@@ -84,7 +141,7 @@ export async function measureLatency(
     fromPod: pair.from.pod,
     toPod: pair.to.pod,
     attempts: 1,
-    durationMs: Date.now() - started,
+    durationMs: elapsedMs(timers, started),
   };
   if (!parsed.ok) {
     return { ...base, ok: false, errorClass: parsed.errorClass, message: parsed.message };
@@ -124,16 +181,14 @@ export async function measureLatency(
  * locks: an iperf3 server takes one client at a time).
  */
 export async function checkMtu(
-  cluster: NetcheckCluster,
-  options: NetcheckOptions,
+  ctx: CheckContext,
   pair: Pair<Endpoint>,
-  signal: AbortSignal | undefined,
 ): Promise<PathResult | undefined> {
-  const started = Date.now();
+  const { options, signal, timers } = ctx;
+  const started = timers.now();
   const timeoutMs = Math.min(options.connectTimeoutMs, 3000);
   const result = await execInSource(
-    cluster,
-    options,
+    ctx,
     pair,
     "connect",
     mtuCommand(`http://${joinHostPort(pair.to.address, CONNECT_PORT)}`, timeoutMs),
@@ -141,8 +196,7 @@ export async function checkMtu(
   );
   if (signal?.aborted) return undefined;
   const transfer = await execInSource(
-    cluster,
-    options,
+    ctx,
     pair,
     "bandwidth",
     mssCommand(pair.to.address, IPERF_PORT, timeoutMs),
@@ -155,8 +209,7 @@ export async function checkMtu(
   // Full-size UDP datagrams; the small ones only when those were lost (a healthy path costs one run).
   const udpRun = async (size: number) => {
     const out = await execInSource(
-      cluster,
-      options,
+      ctx,
       pair,
       "bandwidth",
       udpCommand(pair.to.address, IPERF_PORT, size, timeoutMs),
@@ -186,18 +239,17 @@ export async function checkMtu(
     ...(udpThrough === undefined ? {} : { udpDatagram: udpThrough }),
     ...(udp.full.passed === undefined ? {} : { udpFullSize: udp.full.passed }),
     attempts: 1,
-    durationMs: Date.now() - started,
+    durationMs: elapsedMs(timers, started),
   };
 }
 
 /** One path's bandwidth with short retries for a busy server or a reset connection. */
 export async function measureBandwidth(
-  cluster: NetcheckCluster,
-  options: NetcheckOptions,
+  ctx: CheckContext,
   pair: Pair<Endpoint>,
-  env: { signal?: AbortSignal; retryDelayMs?: number },
 ): Promise<PathResult | undefined> {
-  const started = Date.now();
+  const { options, signal, timers } = ctx;
+  const started = timers.now();
   const base = {
     phase: "bandwidth" as const,
     from: pair.from.node,
@@ -207,8 +259,7 @@ export async function measureBandwidth(
   };
   for (let attempt = 1;; attempt++) {
     const result = await execInSource(
-      cluster,
-      options,
+      ctx,
       pair,
       "bandwidth",
       [
@@ -223,11 +274,11 @@ export async function measureBandwidth(
         String(options.connectTimeoutMs),
         "-J",
       ],
-      { timeoutMs: (options.bandwidthTimeS + 30) * 1000, signal: env.signal },
+      { timeoutMs: (options.bandwidthTimeS + 30) * 1000, signal },
     );
-    if (env.signal?.aborted) return undefined;
+    if (signal?.aborted) return undefined;
     const parsed = parseIperf(result);
-    const durationMs = Date.now() - started;
+    const durationMs = elapsedMs(timers, started);
     if (parsed.ok) {
       const bps = parsed.bitsPerSecond;
       const slow = options.minBandwidthBps > 0 && bps < options.minBandwidthBps;
@@ -258,7 +309,7 @@ export async function measureBandwidth(
       };
     }
     log.debug("Retrying {from} → {to}: {message}", { ...base, message: parsed.message });
-    await abortableSleep(env.retryDelayMs ?? 1000 * attempt, env.signal);
+    await sleep(timers, ctx.retryDelayMs ?? 1000 * attempt, signal);
   }
 }
 
@@ -269,18 +320,16 @@ export async function measureBandwidth(
  * networks (isolation.ts; `probes` are the round's probe pods).
  */
 export async function checkIsolation(
-  cluster: NetcheckCluster,
-  options: NetcheckOptions,
+  ctx: CheckContext,
   pair: Pair<NetworkEndpoint>,
   networks: ProbeNetwork[],
   probes: ProbePodNetworks,
-  signal: AbortSignal | undefined,
 ): Promise<PathResult | undefined> {
-  const started = Date.now();
+  const { options, signal, timers } = ctx;
+  const started = timers.now();
   const url = `http://${joinHostPort(pair.to.address, CONNECT_PORT)}/hostname`;
   const result = await execInSource(
-    cluster,
-    options,
+    ctx,
     pair,
     "connect",
     latencyCommand(url, 1, options.isolationTimeoutMs),
@@ -297,7 +346,7 @@ export async function checkIsolation(
     fromPod: pair.from.pod,
     toPod: pair.to.pod,
     attempts: 1,
-    durationMs: Date.now() - started,
+    durationMs: elapsedMs(timers, started),
   };
   if (verdict.isolated) return { ...base, ok: true, message: verdict.detail };
   const cause = verdict.errorClass === "LEAK"

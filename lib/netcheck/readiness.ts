@@ -7,6 +7,7 @@
  * deadline.
  */
 import type { NetcheckCluster, ProbePod } from "./cluster.ts";
+import { realTimers, sleep, type Timers } from "../time/timers.ts";
 
 const FATAL_REASONS: ReadonlySet<string> = new Set([
   "ErrImagePull",
@@ -52,25 +53,11 @@ export interface WaitOptions {
   daemonSet: string;
   selector: string;
   timeoutMs: number;
-  /** Pause between polls; injectable for tests. */
+  /** Pause between polls; a second by default. */
   pollMs?: number;
   signal?: AbortSignal;
-  now?: () => number;
-  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
-}
-
-/** Sleeps `ms`, ending early (without error) when `signal` aborts. */
-export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    }
-    signal?.addEventListener("abort", done, { once: true });
-  });
+  /** The deadline's clock and the pause between polls (fake time in tests). */
+  timers?: Timers;
 }
 
 /** Polls the probe pods until all are ready or skipped; throws SetupError otherwise. */
@@ -78,9 +65,8 @@ export async function waitForProbePods(
   cluster: NetcheckCluster,
   options: WaitOptions,
 ): Promise<ReadyPods> {
-  const now = options.now ?? Date.now;
-  const sleep = options.sleep ?? abortableSleep;
-  const deadline = now() + options.timeoutMs;
+  const timers = options.timers ?? realTimers;
+  const deadline = timers.now() + options.timeoutMs;
   for (;;) {
     const desired = await cluster.daemonSetDesired(options.namespace, options.daemonSet);
     if (desired === null) {
@@ -104,7 +90,7 @@ export async function waitForProbePods(
     }
     if (desired > 0 && pods.length >= desired && starting.length === 0) return { ready, skipped };
     if (options.signal?.aborted) throw new SetupError("Interrupted while waiting for probe pods");
-    if (now() >= deadline) {
+    if (timers.now() >= deadline) {
       const waiting = starting.map((p) => `${p.name} on ${p.nodeName || "(unscheduled)"}`);
       const missing = Math.max(0, desired - pods.length);
       throw new SetupError(
@@ -116,6 +102,6 @@ export async function waitForProbePods(
           "; raise --ready-timeout or check the nodes",
       );
     }
-    await sleep(options.pollMs ?? 1000, options.signal);
+    await sleep(timers, options.pollMs ?? 1000, options.signal);
   }
 }

@@ -2,6 +2,8 @@ import assert from "node:assert/strict";
 import type { ProbePod } from "./cluster.ts";
 import { podState, SetupError, waitForProbePods } from "./readiness.ts";
 import { fakeNodes, MemoryCluster } from "../../tests/netcheck/memory_cluster.ts";
+import { onFakeTime } from "../../tests/netcheck/run_fixture.ts";
+import { fakeTime } from "../../tests/helpers/fake_time.ts";
 
 const pod = (over: Partial<ProbePod>): ProbePod => ({
   name: "p",
@@ -44,21 +46,20 @@ Deno.test("waitForProbePods() polls until pods are ready, on fake time", async (
   const cluster = new MemoryCluster(fakeNodes(3), { readyAfterLists: 3 });
   await cluster.ensureNamespace("ns");
   await cluster.applyDaemonSet("ns", { metadata: { name: "ds" } });
-  let now = 0, sleeps = 0;
-  const ready = await waitForProbePods(cluster, {
-    namespace: "ns",
-    daemonSet: "ds",
-    selector: "",
-    timeoutMs: 60_000,
-    now: () => now,
-    sleep: (ms) => {
-      sleeps++;
-      now += ms;
-      return Promise.resolve();
-    },
-  });
+  const { clock, timers } = fakeTime();
+  const ready = await onFakeTime(
+    clock,
+    waitForProbePods(cluster, {
+      namespace: "ns",
+      daemonSet: "ds",
+      selector: "",
+      timeoutMs: 60_000,
+      timers,
+    }),
+  );
   assert.equal(ready.ready.length, 3);
-  assert.equal(sleeps, 3);
+  // Three polls a second apart before the fourth list found them ready.
+  assert.equal(clock.now, 3000);
 });
 
 Deno.test("waitForProbePods() gives up at the deadline naming the pods still starting", async () => {
@@ -67,16 +68,18 @@ Deno.test("waitForProbePods() gives up at the deadline naming the pods still sta
   const cluster = new MemoryCluster(nodes);
   await cluster.ensureNamespace("ns");
   await cluster.applyDaemonSet("ns", { metadata: { name: "ds" } });
-  let now = 0;
+  const { clock, timers } = fakeTime();
   await assert.rejects(
-    waitForProbePods(cluster, {
-      namespace: "ns",
-      daemonSet: "ds",
-      selector: "",
-      timeoutMs: 10_000,
-      now: () => now,
-      sleep: (ms) => Promise.resolve(void (now += ms)),
-    }),
+    onFakeTime(
+      clock,
+      waitForProbePods(cluster, {
+        namespace: "ns",
+        daemonSet: "ds",
+        selector: "",
+        timeoutMs: 10_000,
+        timers,
+      }),
+    ),
     (e: Error) => {
       assert.ok(e instanceof SetupError);
       assert.match(e.message, /not ready within 10s: still starting: ds-node-0001 on node-0001/);

@@ -6,9 +6,16 @@
  */
 import { getLogger } from "@logtape/logtape";
 import type { NetcheckCluster } from "./cluster.ts";
-import { checkConnect } from "./connect_check.ts";
 import { describeError } from "./describe_error.ts";
-import { checkIsolation, checkMtu, measureBandwidth, measureLatency } from "./path_checks.ts";
+import {
+  checkConnect,
+  type CheckContext,
+  checkIsolation,
+  checkMtu,
+  elapsedMs,
+  measureBandwidth,
+  measureLatency,
+} from "./path_checks.ts";
 import { acquireLease, type LeaseLock, waitForLease } from "./lease_lock.ts";
 import { type ProbeNetwork, probeNetworks } from "./manifest.ts";
 import { createProbeDaemonSets, removeRunObjects } from "./probe_daemonsets.ts";
@@ -22,7 +29,7 @@ import { CONNECT_PORT, type NetcheckOptions, UDP_PORT } from "./options.ts";
 import { directedPairs, type Pair, pairCount } from "./pairs.ts";
 import { connectivityPeers, roundsToCover, sampledPairCount, sampledPairs } from "./peers.ts";
 import { Progress, type ProgressOutput } from "./progress.ts";
-import { abortableSleep, SetupError } from "./readiness.ts";
+import { SetupError } from "./readiness.ts";
 import { listEndpoints, nodeNames, waitForEndpoints } from "./endpoints.ts";
 import type { PathSink, RunOutcome } from "./report.ts";
 import { schedulePairs } from "./scheduler.ts";
@@ -31,6 +38,7 @@ import { ownedByConfigMap } from "./owner.ts";
 import { type PathResult, Summary } from "./summary.ts";
 import type { NetcheckMetrics } from "./metrics.ts";
 import { HeapGate } from "../os/heap_gate.ts";
+import { realTimers, sleep, type Timers } from "../time/timers.ts";
 
 const log = getLogger(["lace", "netcheck"]);
 
@@ -60,13 +68,14 @@ export interface RunEnvironment {
   pollMs?: number;
   /** Pause before retrying a busy iperf3 server. */
   retryDelayMs?: number;
-  now?: () => number;
+  /** Every wait, retry and duration of the run: polls, rounds, the Lease's renewals (fake time in tests). */
+  timers?: Timers;
+  /** Stamps the Lease (wall time, as every runner reads it). */
+  wallClock?: () => number;
   /** --watch: observes every path and each round's end. */
   metrics?: NetcheckMetrics;
   /** --watch: called after each round with its summary (the caller prints it). */
   onRound?: (summary: Summary, outcome: RunOutcome, round: RoundInfo) => void | Promise<void>;
-  /** --watch: waits between rounds (fake time in tests); ends early when `signal` aborts. */
-  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** Collects the run's garbage as it goes (a gate of NETCHECK_HEAP_STEP by default). */
   heapGate?: HeapGate;
 }
@@ -102,6 +111,7 @@ export function newRunId(): string {
 /** Runs netcheck; returns the exit code, summary and outcome (the caller prints the report). */
 export async function runChecks(options: NetcheckOptions, env: RunEnvironment): Promise<RunResult> {
   const { signal } = env;
+  const timers = env.timers ?? realTimers;
   // Owned (--owner-configmap) once the run has read its owner.
   let cluster = env.cluster;
   const runId = env.runId ?? newRunId();
@@ -124,6 +134,9 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
     progress.tick(result.ok);
   };
 
+  // Its cluster is replaced by the owned one (--owner-configmap) during set-up.
+  const ctx: CheckContext = { cluster, options, signal, timers, retryDelayMs: env.retryDelayMs };
+
   const networks = probeNetworks(options, runId);
   const multi = networks.length > 1;
   const newMatrix = () => multi ? new NetworkMatrix(networks.map((n) => n.name)) : undefined;
@@ -142,7 +155,7 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
   const countOf = (n: number, peers: number) =>
     peers > 0 && peers < n - 1 ? sampledPairCount(n, peers, roundIndex) : pairCount(n);
   const checkNetwork = async (endpoints: NetworkEndpoint[], network: string | undefined) => {
-    const connectStarted = env.now?.() ?? Date.now();
+    const connectStarted = timers.now();
     const bandwidthPeers = bandwidthSampled(endpoints.length) ? options.peers : 0;
     summary.sampling = {
       connectivityPeers: connectPeers,
@@ -168,13 +181,7 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
       args: string[],
       port: number,
     ): Promise<boolean | undefined> => {
-      const result = await checkConnect(
-        cluster,
-        options,
-        pair,
-        { phase, args, port, network },
-        signal,
-      );
+      const result = await checkConnect(ctx, pair, { phase, args, port, network });
       if (!result) return undefined;
       await record(result);
       return result.ok;
@@ -199,7 +206,7 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
         countOf(endpoints.length, connectPeers) - failedConnect.size,
       );
       await schedulePairs(connected(), key, async (pair) => {
-        const result = await measureLatency(cluster, options, pair, signal);
+        const result = await measureLatency(ctx, pair);
         if (result) await record(ofNetwork(result));
       }, { concurrency, exclusive: false, signal });
       progress.end();
@@ -217,13 +224,13 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
     if (options.mtu && !signal?.aborted) {
       progress.start(label("MTU"), countOf(endpoints.length, connectPeers) - failedConnect.size);
       await schedulePairs(connected(), key, async (pair) => {
-        const result = await checkMtu(cluster, options, pair, signal);
+        const result = await checkMtu(ctx, pair);
         if (result) await record(ofNetwork(result));
       }, { concurrency, exclusive: true, signal });
       progress.end();
     }
 
-    if (connectPeers === 0) allPairsMs += (env.now?.() ?? Date.now()) - connectStarted;
+    if (connectPeers === 0) allPairsMs += elapsedMs(timers, connectStarted);
 
     if (!options.skipBandwidth && !signal?.aborted) {
       const connected = function* () {
@@ -241,7 +248,7 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
         Math.max(0, countOf(endpoints.length, bandwidthPeers) - failedConnect.size),
       );
       await schedulePairs(connected(), key, async (pair) => {
-        const result = await measureBandwidth(cluster, options, pair, env);
+        const result = await measureBandwidth(ctx, pair);
         if (result) await record(ofNetwork(result));
       }, { concurrency, exclusive: true, signal });
       progress.end();
@@ -271,7 +278,7 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
       progress.start("Isolation", count);
       const probes = probePodNetworks(perNetwork, networks.map((n) => n.name));
       await schedulePairs(crossNetworkPairs(perNetwork), (e) => e.pod, async (pair) => {
-        const result = await checkIsolation(cluster, options, pair, networks, probes, signal);
+        const result = await checkIsolation(ctx, pair, networks, probes);
         if (!result) return;
         matrix!.record(
           pair.from.network,
@@ -290,7 +297,7 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
     waitForEndpoints(cluster, networks, options, summary.skippedNodes, {
       pollMs: env.pollMs,
       signal,
-      now: env.now,
+      timers,
     });
 
   summary.networks = matrix;
@@ -301,17 +308,20 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
   try {
     await cluster.ensureNamespace(ns);
     if (options.ownerConfigMap) {
-      cluster = await ownedByConfigMap(cluster, ns, options.ownerConfigMap);
+      cluster = ctx.cluster = await ownedByConfigMap(cluster, ns, options.ownerConfigMap);
     }
     const holder = env.holder ?? runId;
     lease = options.watch
       ? await waitForLease(cluster, ns, holder, options.leaseDurationS, {
-        now: env.now,
-        sleep: env.sleep ?? abortableSleep,
+        timers,
+        wallClock: env.wallClock,
         signal,
         write: (line) => env.progress.write(line),
       })
-      : await acquireLease(cluster, ns, holder, options.leaseDurationS, env.now);
+      : await acquireLease(cluster, ns, holder, options.leaseDurationS, {
+        timers,
+        wallClock: env.wallClock,
+      });
     if (!lease) throw new SetupError("Interrupted");
     if (lease.tookOverFrom) {
       await removeStaleRun(cluster, options, lease.tookOverFrom, (l) => env.progress.write(l));
@@ -319,14 +329,14 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
     await createProbeDaemonSets(cluster, options, runId, networks, created);
     const perNetwork = await readyEndpoints();
     summary.nodes = nodeNames(perNetwork);
-    let started = env.now?.() ?? Date.now();
+    let started = timers.now();
     await checkRound(perNetwork);
     if (options.watch) {
       // Rounds run one after another, so they never overlap: a round that takes longer than
       // --interval makes the next one start late (counted as an overrun), never early.
       let round = 1;
       for (;;) {
-        const elapsed = (env.now?.() ?? Date.now()) - started;
+        const elapsed = elapsedMs(timers, started);
         const overran = elapsed > options.intervalMs;
         const roundOutcome = { ...outcome, status: summary.failed ? "failed" : "passed" } as const;
         env.metrics?.endRound(
@@ -340,7 +350,7 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
         );
         await env.onRound?.(summary, roundOutcome, { round, elapsedMs: elapsed, overran });
         if (signal?.aborted) break;
-        await (env.sleep ?? abortableSleep)(Math.max(0, options.intervalMs - elapsed), signal);
+        await sleep(timers, Math.max(0, options.intervalMs - elapsed), signal);
         if (signal?.aborted) break;
         if (lease.lost) {
           throw new SetupError(
@@ -362,7 +372,7 @@ export async function runChecks(options: NetcheckOptions, env: RunEnvironment): 
           }
         }
         allPairsMs = 0;
-        started = env.now?.() ?? Date.now();
+        started = timers.now();
         summary = new Summary(options.asymmetry);
         matrix = newMatrix();
         summary.networks = matrix;

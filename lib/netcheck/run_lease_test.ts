@@ -4,7 +4,14 @@ import { LEASE_NAME } from "./lease_lock.ts";
 import { probeDaemonSet } from "./manifest.ts";
 import type { NetcheckCluster } from "./cluster.ts";
 import { fakeNodes, MemoryCluster } from "../../tests/netcheck/memory_cluster.ts";
-import { assertCleanedUp, options, quiet, run } from "../../tests/netcheck/run_fixture.ts";
+import {
+  assertCleanedUp,
+  onFakeTime,
+  options,
+  quiet,
+  run,
+} from "../../tests/netcheck/run_fixture.ts";
+import { fakeTime } from "../../tests/helpers/fake_time.ts";
 
 /** A MemoryCluster of `nodes` nodes whose Lease `holder` renewed `ageMs` ago (live: 60 s). */
 async function withLease(
@@ -67,34 +74,39 @@ Deno.test("an expired lease of a crashed run is taken over", async () => {
 
 Deno.test("--watch stands by while another run holds the Lease, making nothing, and takes over once it is released", async () => {
   const cluster = await withLease();
+  const { clock, timers } = fakeTime();
   const controller = new AbortController();
   const written: string[] = [];
-  const sleeps: number[] = [];
+  const tries: number[] = [];
+  const create = cluster.createLease.bind(cluster);
+  cluster.createLease = (ns, lease) => {
+    tries.push(clock.now);
+    return create(ns, lease);
+  };
+  // The holder releases it 50 s in; until then the standby makes nothing and runs nothing.
+  clock.setTimeout(() => {
+    assert.equal(cluster.daemonSets.size, 0);
+    assert.equal(cluster.execs, 0);
+    cluster.leases.delete(LEASE_NAME);
+  }, 50_000);
   let rounds = 0;
-  const { exitCode } = await runChecks(
-    options({ watch: true, intervalMs: 60_000, skipBandwidth: true }),
-    {
+  const { exitCode } = await onFakeTime(
+    clock,
+    runChecks(options({ watch: true, intervalMs: 60_000, skipBandwidth: true }), {
       cluster,
       progress: { write: (text) => written.push(text), isTerminal: false },
       sinks: [],
       signal: controller.signal,
       pollMs: 1,
-      sleep: async (ms) => {
-        sleeps.push(ms);
-        if (rounds > 0) return;
-        // On standby: nothing made, nothing run.
-        assert.equal(cluster.daemonSets.size, 0);
-        assert.equal(cluster.execs, 0);
-        if (sleeps.length === 3) await cluster.deleteLease("lace-system", LEASE_NAME);
-      },
+      timers,
       onRound: () => {
         rounds++;
         controller.abort(STOP_REQUESTED);
       },
-    },
+    }),
   );
   // A third of the Lease's duration between tries; one line for the holder, not one per try.
-  assert.deepEqual(sleeps, [20_000, 20_000, 20_000]);
+  assert.deepEqual(tries, [0, 20_000, 40_000, 60_000]);
   const standby = written.filter((line) => line.startsWith("Standing by"));
   assert.equal(standby.length, 1, written.join(""));
   assert.match(
@@ -109,17 +121,19 @@ Deno.test("--watch stands by while another run holds the Lease, making nothing, 
 
 Deno.test("--watch on standby stopped by SIGTERM exits 0, having made nothing and left the holder's Lease", async () => {
   const cluster = await withLease();
+  const { clock, timers } = fakeTime();
   const controller = new AbortController();
-  const { exitCode, outcome } = await runChecks(options({ watch: true, intervalMs: 60_000 }), {
-    cluster,
-    progress: quiet,
-    sinks: [],
-    signal: controller.signal,
-    sleep: () => {
-      controller.abort(STOP_REQUESTED);
-      return Promise.resolve();
-    },
-  });
+  const { exitCode, outcome } = await onFakeTime(
+    clock,
+    runChecks(options({ watch: true, intervalMs: 60_000 }), {
+      cluster,
+      // Stopped as it starts standing by.
+      progress: { write: () => controller.abort(STOP_REQUESTED), isTerminal: false },
+      sinks: [],
+      signal: controller.signal,
+      timers,
+    }),
+  );
   assert.equal(exitCode, EXIT_PASSED, outcome.error ?? "");
   assert.equal(outcome.status, "interrupted");
   assert.equal(cluster.execs, 0);

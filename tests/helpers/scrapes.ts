@@ -57,7 +57,6 @@ export async function scrapeNetcheck(): Promise<string> {
       retryDelayMs: 1,
       metrics,
       onRound: () => controller.abort(),
-      sleep: () => Promise.resolve(),
     },
   );
   const server = new AbortController();
