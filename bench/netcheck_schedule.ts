@@ -158,7 +158,7 @@ export async function netcheckScheduling(
  * the round's tournament matchings in both directions, 2 session times a matching, or the
  * concurrency bound. Memory: peak RSS of the 5000-node run against the 100-node run, and
  * against 100 nodes doing as many sessions as long (rounds of --watch back to back). The
- * rows name the full collections netcheck's heap gate made (lib/netcheck/run.ts,
+ * rows name the full collections netcheck's heap gate made (lib/netcheck/pipeline/run.ts,
  * NETCHECK_HEAP_STEP) and their time: the price of a flat peak.
  */
 async function sampledRounds(
@@ -167,7 +167,7 @@ async function sampledRounds(
   rows: Row[],
   goals: Goal[],
 ) {
-  const { roundMatchings, sampledPairCount } = await import("../lib/netcheck/peers.ts");
+  const { roundMatchings, sampledPairCount } = await import("../lib/netcheck/pairs/peers.ts");
   const peers = 8;
   const sizes = opts.quick ? [100, 1000] : [100, 5000];
   const sessionMs = opts.quick ? 10 : 50;

@@ -12,9 +12,9 @@
  * ROUNDS, that many rounds of --watch back to back (the peers rotate), so a
  * small cluster can run as many sessions, as long, as a large one.
  */
-import type { ExecOptions, ExecResult } from "../lib/netcheck/cluster.ts";
+import type { ExecOptions, ExecResult } from "../lib/netcheck/cluster/netcheck_cluster.ts";
 import { defaultNetcheckOptions } from "../lib/netcheck/options.ts";
-import { NETCHECK_HEAP_STEP, runChecks } from "../lib/netcheck/run.ts";
+import { NETCHECK_HEAP_STEP, runChecks } from "../lib/netcheck/pipeline/run.ts";
 import { HeapGate } from "../lib/os/heap_gate.ts";
 import { fakeNodes, MemoryCluster } from "../tests/netcheck/memory_cluster.ts";
 

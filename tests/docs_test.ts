@@ -13,7 +13,7 @@ import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse } from "yaml";
 import { Metrics } from "../lib/agent/metrics.ts";
-import { NetcheckMetrics } from "../lib/netcheck/metrics.ts";
+import { NetcheckMetrics } from "../lib/netcheck/report/metrics.ts";
 import {
   codeSpans,
   type Fence,
@@ -185,7 +185,7 @@ function isMap(v: unknown): v is Record<string, unknown> {
 
 /** Dotted names that start like a chart key but are something else, and what they are. */
 const NOT_CHART_KEYS: Record<string, string> = {
-  "netcheck.connect": "a JUnit classname of lace netcheck (lib/netcheck/report.ts)",
+  "netcheck.connect": "a JUnit classname of lace netcheck (lib/netcheck/report/formats.ts)",
   "netcheck.latency": "a JUnit classname of lace netcheck",
   "netcheck.bandwidth": "a JUnit classname of lace netcheck",
   "netcheck.isolation": "a JUnit classname of lace netcheck",

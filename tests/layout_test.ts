@@ -329,3 +329,66 @@ Deno.test("only lib/libbpf/mod.ts is imported from outside lib/libbpf/: its one 
   assert(seen > 10, `only ${seen} imports of lib/libbpf/: the scan proves nothing`);
   assert.deepEqual(offenders, []);
 });
+
+/**
+ * lace netcheck's rooms (lib/netcheck/), lowest first: its options; the cluster it talks to and
+ * the pairs it walks; the checks of one path; the report; the pipeline of a run; the command. As
+ * in FLOORS, a file imports its own room and rooms on lower floors only.
+ */
+const NETCHECK_ROOMS: { room: string; paths: string[]; floor: number }[] = [
+  { room: "options", paths: ["lib/netcheck/options.ts"], floor: 0 },
+  { room: "cluster", paths: ["lib/netcheck/cluster/"], floor: 1 },
+  { room: "pairs", paths: ["lib/netcheck/pairs/"], floor: 1 },
+  { room: "checks", paths: ["lib/netcheck/checks/"], floor: 2 },
+  { room: "report", paths: ["lib/netcheck/report/"], floor: 3 },
+  { room: "pipeline", paths: ["lib/netcheck/pipeline/"], floor: 4 },
+  { room: "command", paths: ["lib/netcheck/main.ts", "lib/netcheck/flags.ts"], floor: 5 },
+];
+
+/** The room of a path under lib/netcheck/; undefined for a path no room claims. */
+function netcheckRoom(path: string): { room: string; floor: number } | undefined {
+  return NETCHECK_ROOMS.find(({ paths }) => paths.some((p) => path === p || path.startsWith(p)));
+}
+
+/**
+ * What netcheck, a separate small world (DESIGN.md), takes from the rest of lib/: the toolbox,
+ * logging, the Kubernetes client setup and the flag parser every command shares.
+ */
+const NETCHECK_SHARES = [
+  "lib/time",
+  "lib/os",
+  "lib/net",
+  "lib/text",
+  "lib/log",
+  "lib/kube",
+  "lib/flags",
+];
+
+Deno.test("netcheck's rooms import downhill: cluster and pairs, checks, report, pipeline, command", () => {
+  const unclaimed = [...productFiles(join(ROOT, "lib/netcheck"))]
+    .map((f) => relative(ROOT, f))
+    .filter((f) => !netcheckRoom(f));
+  assert.deepEqual(unclaimed, [], "every netcheck file belongs to a room");
+  const uphill: string[] = [];
+  let across = 0;
+  for (const { from, to } of libArrows()) {
+    const a = netcheckRoom(from), b = netcheckRoom(to);
+    if (!a || !b || a.room === b.room) continue;
+    across++;
+    if (b.floor >= a.floor) uphill.push(`${from} imports ${to}`);
+  }
+  assert(across > 20, `only ${across} imports between netcheck's rooms: the scan proves nothing`);
+  assert.deepEqual(uphill, []);
+});
+
+Deno.test("netcheck takes only the toolbox, logging, the client setup and the flag parser from lib/", () => {
+  const outside = libArrows().filter(({ from, to }) =>
+    from.startsWith("lib/netcheck/") && !to.startsWith("lib/netcheck/")
+  );
+  assert(outside.length > 5, `only ${outside.length} imports from outside netcheck were seen`);
+  assert.deepEqual(
+    outside.filter(({ to }) => !NETCHECK_SHARES.includes(roomOf(to)))
+      .map(({ from, to }) => `${from} imports ${to}`),
+    [],
+  );
+});

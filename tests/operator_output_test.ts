@@ -16,8 +16,8 @@ import { podRows, podTable } from "../lib/doctor/pod.ts";
 import { type ProbeReport, probesTable } from "../lib/doctor/probes.ts";
 import { checksText } from "../lib/doctor/command.ts";
 import { check } from "../lib/doctor/check.ts";
-import { textReport } from "../lib/netcheck/report.ts";
-import { Summary } from "../lib/netcheck/summary.ts";
+import { textReport } from "../lib/netcheck/report/formats.ts";
+import { Summary } from "../lib/netcheck/report/summary.ts";
 import { setupLogging } from "../lib/log/setup.ts";
 import { safeJson } from "../lib/text/safe.ts";
 

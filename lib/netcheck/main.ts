@@ -8,13 +8,19 @@
  */
 import { helpText, UsageError } from "../flags/parser.ts";
 import { setupLogging } from "../log/setup.ts";
-import type { NetcheckCluster } from "./cluster.ts";
+import type { NetcheckCluster } from "./cluster/netcheck_cluster.ts";
 import { netcheckCommand, parseNetcheckArgs } from "./flags.ts";
 import type { NetcheckOptions } from "./options.ts";
-import { NetcheckMetrics } from "./metrics.ts";
-import { serveMetrics } from "./metrics_server.ts";
-import { JsonReport, JunitReport, type PathSink, summaryData, textReport } from "./report.ts";
-import { EXIT_ERROR, EXIT_USAGE, newRunId, runChecks, STOP_REQUESTED } from "./run.ts";
+import { NetcheckMetrics } from "./report/metrics.ts";
+import { serveMetrics } from "./report/metrics_server.ts";
+import {
+  JsonReport,
+  JunitReport,
+  type PathSink,
+  summaryData,
+  textReport,
+} from "./report/formats.ts";
+import { EXIT_ERROR, EXIT_USAGE, newRunId, runChecks, STOP_REQUESTED } from "./pipeline/run.ts";
 import { writeTextSync } from "../os/write_text.ts";
 
 const writeOut = (text: string) => writeTextSync(Deno.stdout, text);
@@ -49,7 +55,7 @@ export async function runNetcheck(args: string[]): Promise<number> {
   setupLogging(options.logLevel, options.logFormat);
   let cluster: NetcheckCluster;
   try {
-    const { connectCluster } = await import("./kube_adapter.ts");
+    const { connectCluster } = await import("./cluster/kube_adapter.ts");
     cluster = await connectCluster(options.kubeconfig);
   } catch (e) {
     writeErr(

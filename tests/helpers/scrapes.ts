@@ -4,9 +4,9 @@
  * in-memory cluster, with series of every kind in both (histograms observed, labelled counters,
  * per-network and failing-path series).
  */
-import { serveMetrics } from "../../lib/netcheck/metrics_server.ts";
-import { NetcheckMetrics } from "../../lib/netcheck/metrics.ts";
-import { runChecks } from "../../lib/netcheck/run.ts";
+import { serveMetrics } from "../../lib/netcheck/report/metrics_server.ts";
+import { NetcheckMetrics } from "../../lib/netcheck/report/metrics.ts";
+import { runChecks } from "../../lib/netcheck/pipeline/run.ts";
 import { fakeNodes, MemoryCluster } from "../netcheck/memory_cluster.ts";
 import { options, quiet } from "../netcheck/run_fixture.ts";
 import { AgentWorld, POD_IPV4 } from "./agent_process.ts";

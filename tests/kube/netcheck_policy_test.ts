@@ -18,7 +18,7 @@ import {
   type V1PodSpec,
 } from "@kubernetes/client-node";
 import { loadKubeConfig } from "../../lib/kube/client.ts";
-import { probeDaemonSet } from "../../lib/netcheck/manifest.ts";
+import { probeDaemonSet } from "../../lib/netcheck/cluster/manifest.ts";
 import { defaultNetcheckOptions } from "../../lib/netcheck/options.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { startControlPlane } from "./fixture.ts";

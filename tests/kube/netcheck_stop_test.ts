@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { AppsV1Api, CoordinationV1Api } from "@kubernetes/client-node";
-import { LEASE_NAME } from "../../lib/netcheck/lease_lock.ts";
+import { LEASE_NAME } from "../../lib/netcheck/cluster/lease.ts";
 import { defaultNetcheckOptions } from "../../lib/netcheck/options.ts";
 import { startControlPlane } from "./fixture.ts";
 import { controlPlaneTestOptions, controlPlaneUnavailableReason } from "./tools.ts";

@@ -21,9 +21,9 @@ import {
   type V1PodStatus,
 } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
-import { ConflictError } from "../../lib/netcheck/cluster.ts";
-import { type ClientNodeCluster, connectCluster } from "../../lib/netcheck/kube_adapter.ts";
-import { acquireLease, LEASE_NAME } from "../../lib/netcheck/lease_lock.ts";
+import { ConflictError } from "../../lib/netcheck/cluster/netcheck_cluster.ts";
+import { type ClientNodeCluster, connectCluster } from "../../lib/netcheck/cluster/kube_adapter.ts";
+import { acquireLease, LEASE_NAME } from "../../lib/netcheck/cluster/lease.ts";
 import {
   APP_LABEL,
   APP_NAME,
@@ -31,10 +31,10 @@ import {
   probeDaemonSet,
   RUN_LABEL,
   runSelector,
-} from "../../lib/netcheck/manifest.ts";
+} from "../../lib/netcheck/cluster/manifest.ts";
 import { defaultNetcheckOptions } from "../../lib/netcheck/options.ts";
-import { podState } from "../../lib/netcheck/readiness.ts";
-import { EXIT_ERROR, runChecks } from "../../lib/netcheck/run.ts";
+import { podState } from "../../lib/netcheck/cluster/readiness.ts";
+import { EXIT_ERROR, runChecks } from "../../lib/netcheck/pipeline/run.ts";
 import { startControlPlane } from "./fixture.ts";
 import { applyObjects } from "./helm.ts";
 import { controlPlaneTestOptions, controlPlaneUnavailableReason } from "./tools.ts";

@@ -74,14 +74,14 @@ export const MODULES: MutationModule[] = [
   {
     name: "netcheck",
     mutate: [
-      "lib/netcheck/scheduler.ts",
-      "lib/netcheck/connect_result.ts",
-      "lib/netcheck/iperf_result.ts",
+      "lib/netcheck/pairs/scheduler.ts",
+      "lib/netcheck/checks/connect_result.ts",
+      "lib/netcheck/checks/iperf_result.ts",
     ],
     tests: [
-      "lib/netcheck/scheduler_test.ts",
-      "lib/netcheck/connect_result_test.ts",
-      "lib/netcheck/iperf_result_test.ts",
+      "lib/netcheck/pairs/scheduler_test.ts",
+      "lib/netcheck/checks/connect_result_test.ts",
+      "lib/netcheck/checks/iperf_result_test.ts",
     ],
   },
   {

@@ -7,12 +7,12 @@
 import assert from "node:assert/strict";
 import * as k8s from "../../lib/kube/k8s.ts";
 import { loadKubeConfig } from "../../lib/kube/client.ts";
-import { EXEC_OUTPUT_LIMIT } from "../../lib/netcheck/exec_output.ts";
-import { ClientNodeCluster } from "../../lib/netcheck/kube_adapter.ts";
-import { acquireLease } from "../../lib/netcheck/lease_lock.ts";
-import { probeDaemonSet, runSelector } from "../../lib/netcheck/manifest.ts";
+import { EXEC_OUTPUT_LIMIT } from "../../lib/netcheck/cluster/exec_output.ts";
+import { ClientNodeCluster } from "../../lib/netcheck/cluster/kube_adapter.ts";
+import { acquireLease } from "../../lib/netcheck/cluster/lease.ts";
+import { probeDaemonSet, runSelector } from "../../lib/netcheck/cluster/manifest.ts";
 import { defaultNetcheckOptions } from "../../lib/netcheck/options.ts";
-import { EXIT_PASSED, runChecks } from "../../lib/netcheck/run.ts";
+import { EXIT_PASSED, runChecks } from "../../lib/netcheck/pipeline/run.ts";
 import { type ExecRunner, installExec } from "../api_server/exec.ts";
 import { type KubeObject, TestApiServer } from "../api_server/mod.ts";
 

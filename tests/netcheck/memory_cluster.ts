@@ -9,9 +9,9 @@ import type {
   ExecResult,
   NetcheckCluster,
   ProbePod,
-} from "../../lib/netcheck/cluster.ts";
+} from "../../lib/netcheck/cluster/netcheck_cluster.ts";
 import { MemoryLeases } from "./memory_leases.ts";
-import { NETWORK_LABEL } from "../../lib/netcheck/manifest.ts";
+import { NETWORK_LABEL } from "../../lib/netcheck/cluster/manifest.ts";
 import {
   connectAnswer,
   curlAnswer,

@@ -4,7 +4,7 @@
  * MTU payloads, iperf3's full-size transfer and UDP datagrams. The bandwidth
  * test's answer stays in MemoryCluster, which counts a busy server's retries.
  */
-import type { ExecResult } from "../../lib/netcheck/cluster.ts";
+import type { ExecResult } from "../../lib/netcheck/cluster/netcheck_cluster.ts";
 import type { FakeNode } from "./memory_cluster.ts";
 
 /** iperf3's answer when the server cannot be reached. */

@@ -3,7 +3,7 @@
  * optimistic concurrency (a stale resourceVersion is a conflict). Both
  * simulated clusters hold their run lock this way; tests read `leases`.
  */
-import { ConflictError, type LeaseRecord } from "../../lib/netcheck/cluster.ts";
+import { ConflictError, type LeaseRecord } from "../../lib/netcheck/cluster/netcheck_cluster.ts";
 
 export class MemoryLeases {
   /** The stored leases by name. */

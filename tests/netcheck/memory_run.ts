@@ -6,7 +6,7 @@
  * the number of paths.
  */
 import { defaultNetcheckOptions } from "../../lib/netcheck/options.ts";
-import { runChecks } from "../../lib/netcheck/run.ts";
+import { runChecks } from "../../lib/netcheck/pipeline/run.ts";
 import { fakeNodes, MemoryCluster } from "./memory_cluster.ts";
 
 const n = Number(Deno.args[0] ?? 200);

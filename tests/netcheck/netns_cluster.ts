@@ -21,12 +21,12 @@ import type {
   ExecResult,
   NetcheckCluster,
   ProbePod,
-} from "../../lib/netcheck/cluster.ts";
+} from "../../lib/netcheck/cluster/netcheck_cluster.ts";
 import { MemoryLeases } from "./memory_leases.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { addHub, addNode, addPlainNode, linkHubs, run, type SimNode } from "./netns_topology.ts";
-import { NETWORK_LABEL } from "../../lib/netcheck/manifest.ts";
-import { ExecOutput, tooLongError } from "../../lib/netcheck/exec_output.ts";
+import { NETWORK_LABEL } from "../../lib/netcheck/cluster/manifest.ts";
+import { ExecOutput, tooLongError } from "../../lib/netcheck/cluster/exec_output.ts";
 
 export type { SimNode };
 

@@ -11,11 +11,11 @@ import {
   EXIT_INTERRUPTED,
   EXIT_PASSED,
   runChecks,
-} from "../../lib/netcheck/run.ts";
+} from "../../lib/netcheck/pipeline/run.ts";
 import { NetnsCluster, type SimNode } from "./netns_cluster.ts";
 import { needsRoot, skipIf } from "../helpers/skip.ts";
-import { textReport } from "../../lib/netcheck/report.ts";
-import type { PathResult } from "../../lib/netcheck/summary.ts";
+import { textReport } from "../../lib/netcheck/report/formats.ts";
+import type { PathResult } from "../../lib/netcheck/checks/path_result.ts";
 
 const ignore = skipIf(needsRoot("network namespaces"));
 const quiet = { write: () => {}, isTerminal: false };

@@ -1,5 +1,5 @@
 /**
- * The shared setup of runChecks() unit tests in lib/netcheck/run*_test.ts:
+ * The shared setup of runChecks() unit tests in lib/netcheck/pipeline/run*_test.ts:
  * options with a small concurrency, a run over the in-memory cluster with
  * fast polling, a run on fake time, and the check that a run left nothing
  * behind.
@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import type { fakeTime } from "../helpers/fake_time.ts";
 import { defaultNetcheckOptions, type NetcheckOptions } from "../../lib/netcheck/options.ts";
-import { runChecks, type RunEnvironment } from "../../lib/netcheck/run.ts";
+import { runChecks, type RunEnvironment } from "../../lib/netcheck/pipeline/run.ts";
 import { type FakeNode, MemoryCluster, type MemoryClusterOptions } from "./memory_cluster.ts";
 
 /** A progress sink that prints nothing, off a terminal. */

@@ -18,7 +18,7 @@ import { NETWORKS } from "./network.ts";
 import { startNode } from "./node.ts";
 import { joinSecondNode } from "./second_node.ts";
 import { DEPLOYMENT_NAMESPACES, netcheckDeploymentSteps } from "./netcheck_deployment.ts";
-import type { PathResult } from "../../lib/netcheck/summary.ts";
+import type { PathResult } from "../../lib/netcheck/checks/path_result.ts";
 import { skipIf } from "../helpers/skip.ts";
 
 const reason = await nodeUnavailableReason();
