@@ -1,11 +1,10 @@
 /**
- * What a netcheck run makes in the cluster and removes at its end: one probe
- * DaemonSet per network, and the Lease that keeps other runs out.
+ * The probe DaemonSets a netcheck run makes in the cluster, one per network,
+ * and removes at its end.
  */
 import { getLogger } from "@logtape/logtape";
 import type { NetcheckCluster } from "./netcheck_cluster.ts";
 import { describeError, SetupError } from "./errors.ts";
-import type { LeaseLock } from "./lease.ts";
 import { probeDaemonSet, type ProbeNetwork } from "./manifest.ts";
 import type { NetcheckOptions } from "../options.ts";
 
@@ -45,17 +44,14 @@ export async function createProbeDaemonSets(
 }
 
 /**
- * Deletes the DaemonSets a run created and releases its Lease, on every end of
- * the run. A DaemonSet left behind is added to `outcome.error`; returns whether
- * anything was left (a --watch stopped by SIGTERM then exits with an error).
+ * Deletes the DaemonSets a run created, at every end of the run; returns a
+ * note for each one left behind, saying what to delete by hand.
  */
-export async function removeRunObjects(
+export async function deleteProbeDaemonSets(
   cluster: NetcheckCluster,
   created: ProbeNetwork[],
-  lease: LeaseLock | undefined,
-  outcome: { error?: string },
-): Promise<boolean> {
-  let leftOver = false;
+): Promise<string[]> {
+  const left: string[] = [];
   for (const { namespace, daemonSet: name } of created) {
     await cluster.deleteDaemonSet(namespace, name).then(
       () => log.info("Deleted DaemonSet {namespace}/{name}", { namespace, name }),
@@ -65,16 +61,9 @@ export async function removeRunObjects(
           name,
           error: (e as Error).message,
         });
-        leftOver = true;
-        const note = `Could not delete DaemonSet "${namespace}/${name}": delete it by hand`;
-        outcome.error = outcome.error ? `${outcome.error}; ${note}` : note;
+        left.push(`Could not delete DaemonSet "${namespace}/${name}": delete it by hand`);
       },
     );
   }
-  await lease?.release().catch((e) => {
-    // It expires after its duration (leaseDurationS, 60 s); a stop that left it is not a clean one.
-    leftOver = true;
-    log.warn("Could not release the Lease: {error}", { error: (e as Error).message });
-  });
-  return leftOver;
+  return left;
 }
