@@ -54,7 +54,7 @@ export interface NetcheckOptions extends LogSettings {
    * with --watch as many as fit half the interval once all pairs no longer do.
    */
   connectivityPeers: number;
-  /** Check every path for an MTU black hole (TCP payloads to 16000 B, MSS, 1 MiB; full-size UDP). */
+  /** Check every path for an MTU black hole (growing TCP payloads, the MSS, full-size UDP). */
   mtu: boolean;
   /** Test UDP reachability per path (agnhost connect --protocol=udp to netexec's UDP server). */
   udp: boolean;

@@ -125,8 +125,8 @@ export function parseLatency(result: ExecResult, samples: number): LatencyOutcom
     };
   }
   // The samples go to two arrays kept for every call (parsing is synchronous): two arrays per
-  // path, living as long as a burst of paths took to parse, were kept alive by V8's allocation
-  // site pretenuring at 5000 nodes (old-generation garbage, 7 MB over one latency phase).
+  // path, living as long as a burst of paths takes to parse, are pretenured by V8 in large
+  // clusters and become old-generation garbage.
   const connect = connectScratch, request = requestScratch;
   connect.length = 0;
   request.length = 0;

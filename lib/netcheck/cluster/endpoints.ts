@@ -58,7 +58,7 @@ export async function listEndpoints(
 /**
  * Waits for each network's probe pods and keeps only their endpoints: the
  * listed pods (a few hundred bytes each with their status) are dropped here,
- * not held by the run for its whole length (1.2 MiB at 5000 nodes). Pods
+ * not held by the run for its whole length. Pods
  * left out are added to `skippedNodes`; fewer than two ready in a network
  * fails the setup.
  */

@@ -1,8 +1,8 @@
 /**
  * NetcheckCluster over @kubernetes/client-node. The client (lib/kube/k8s.ts)
- * is loaded lazily (it costs about a third of a second and tens of MB), so
- * only a run that talks to a cluster pays for it. Every call maps to one RBAC verb listed in
- * docs/netcheck.md.
+ * is loaded lazily (its load is slow and large, DESIGN.md), so only a run
+ * that talks to a cluster pays for it. Every call maps to one RBAC verb listed
+ * in docs/netcheck.md.
  */
 import type * as k8s from "@kubernetes/client-node";
 import type { ClientNode } from "../../kube/k8s.ts";
@@ -291,8 +291,8 @@ export class ClientNodeCluster implements NetcheckCluster {
 /**
  * Connects to the cluster of `kubeconfig` through the shared loader
  * (--kubeconfig, then KUBECONFIG, then in-cluster). An operator's machine
- * often has none of those but ~/.kube/config, so that is tried last. Imports
- * client-node only now.
+ * often has none of those but ~/.kube/config, so that is tried last.
+ * Imports client-node only when called.
  */
 export async function connectCluster(kubeconfig: string): Promise<ClientNodeCluster> {
   const { loadKubeConfig } = await import("../../kube/client.ts");

@@ -43,8 +43,8 @@ export function* matchingPairs<T>(
   const slots = n % 2 === 0 ? n : n + 1;
   const rounds = slots - 1;
   // The matching's partners are computed again for its second direction rather than kept in an
-  // array: N/2 index pairs per matching outlived many young-generation collections and were
-  // promoted, 70 KB of old-generation garbage per matching at 5000 nodes.
+  // array: N/2 index pairs per matching would outlive many young-generation collections and be
+  // promoted, old-generation garbage in a large cluster.
   for (let r = first; r < Math.min(end, rounds); r++) {
     for (let reverse = 0; reverse < 2; reverse++) {
       for (let i = 0; i < slots / 2; i++) {

@@ -11,8 +11,8 @@
  * starts once it is the first waiting pair of both its endpoints and both are
  * free. A greedy "oldest pair whose endpoints are free" start lets the first
  * node of a round to finish grab a later pair while its next partner is about
- * to finish; that partner then idles, and the slip compounds (1.12–1.16× the
- * bound with equal sessions). In order, equal sessions run in exactly the
+ * to finish; that partner then idles, and the slip compounds well past the
+ * bound with equal sessions. In order, equal sessions run in exactly the
  * 2(N−1) rounds the locks allow. An endpoint whose next partner is still
  * behind (busy with earlier pairs) is not left idle: it may take a later pair
  * with another endpoint nobody waits for.
@@ -160,10 +160,9 @@ export async function schedulePairs<T>(
 
   // Reused on every turn: the schedule runs one turn per finished pair. Endpoints are marked
   // with the number of the turn that saw them, not kept in sets cleared each turn: a cleared
-  // Set shrinks and grows its table again, kilobytes of garbage per finished pair (at 100
-  // nodes, netcheck's peak RSS grew with it). The marks are typed arrays indexed by endpoint
-  // slot: maps of names, cleared once they outgrew the window, were rebuilt every couple of
-  // hundred sessions at 5000 nodes (19.5 of the 85 MB the run left as old-generation garbage).
+  // Set shrinks and grows its table again, kilobytes of garbage per finished pair. The marks
+  // are typed arrays indexed by endpoint slot: maps of names, cleared once they outgrow the
+  // window, are rebuilt every few hundred sessions in a large cluster, old-generation garbage.
   let turn = 0;
   let seenIn = new Int32Array(64);
   let awaitedIn = new Int32Array(64);

@@ -76,8 +76,9 @@ class PendingFigure {
  * Pairs up A→B and B→A figures and flags those differing by more than
  * `factor`. A waiting figure is filed under the lesser of its two node names
  * (strings the run already holds), in a short chain per node: a key string
- * made per pair ("a\0b") was most of what the check allocated, and it lived
- * until the reverse direction came, long enough to reach the old generation.
+ * made per pair ("a\0b") would be most of what the check allocates, and it
+ * would live until the reverse direction comes, long enough to reach the old
+ * generation.
  */
 export class AsymmetryCheck {
   #pending = new Map<string, PendingFigure>();
