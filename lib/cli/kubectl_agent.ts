@@ -188,17 +188,19 @@ export async function execInAgent(
     );
   } catch (e) {
     const message = apiErrorText(e);
+    // A refused upgrade rejects with a ws ErrorEvent, which says no more than its message.
+    const cause = e instanceof Error ? { cause: e } : undefined;
     if (/\b403\b/.test(message)) {
       throw new Error(
         `exec into ${where} was refused (403): RBAC must let you create pods/exec there ` +
           `(kubectl auth can-i create pods/exec -n ${pod.namespace})`,
-        { cause: e },
+        cause,
       );
     }
     throw new Error(
       `exec into ${where} failed: ${message}: check the API server reaches the node's kubelet ` +
         `(kubectl logs -n ${pod.namespace} ${pod.name} -c ${AGENT_CONTAINER} goes the same way)`,
-      { cause: e },
+      cause,
     );
   }
   await new Promise<void>((resolve) => {
