@@ -43,6 +43,7 @@ function podsText(pods: V1Pod[]): string {
   ).join(", ");
 }
 import { skipIf } from "../helpers/skip.ts";
+import { kubectlLace, readOnlyKubeconfig } from "./kubectl_plugin.ts";
 
 const reason = await nodeUnavailableReason();
 Deno.test({
@@ -53,7 +54,8 @@ Deno.test({
   sanitizeResources: false,
 }, async (t) => {
   const start = performance.now();
-  await using node = await startNode({ laceVariant: true, podsReachNode: true });
+  // kubeletApi: the API server reaches the kubelet, for kubectl lace's exec.
+  await using node = await startNode({ laceVariant: true, podsReachNode: true, kubeletApi: true });
   console.log(
     `node up in ${Math.round(performance.now() - start)} ms: ${JSON.stringify(node.timings)}`,
   );
@@ -175,6 +177,51 @@ Deno.test({
         const list = await core.listNamespacedPod({ namespace: "lace-system" });
         return !list.items.some((p) => p.metadata?.name === "lace-test");
       }, { timeout: 30_000, interval: 250, message: "the passed test's pod to be deleted" });
+    },
+  );
+
+  await t.step(
+    "kubectl lace finds the node's agent pod through the API and runs targets and doctor pod there",
+    async () => {
+      const admin = node.controlPlane.kubeconfigPath;
+      const began = performance.now();
+      const targets = await kubectlLace(node, admin, [
+        "lace",
+        "targets",
+        "--node",
+        node.name,
+        "-o",
+        "json",
+      ]);
+      console.log(`kubectl lace targets took ${Math.round(performance.now() - began)} ms`);
+      assert.equal(targets.code, 0, targets.stderr);
+      const viaPlugin = JSON.parse(targets.stdout) as TargetView[];
+      const onNode = await agentTargets(node);
+      // The map's keys and marks: pods are named only when the agent answers its socket within
+      // the second lace targets waits, else it reads the pinned map (no pods), which a loaded
+      // machine sees.
+      const key = (t: TargetView) => `${t.family} ${t.address} ${t.port} ${t.mark}`;
+      assert.deepEqual(viaPlugin.map(key).sort(), onNode.map(key).sort());
+      assert.ok(viaPlugin.length > 0);
+
+      // doctor pod without --node: the plugin reads the pod's node from the API.
+      const pod = `${PROBE_NAMESPACE}/lace-${NETWORKS[0].name}`;
+      const doctor = await kubectlLace(node, admin, ["lace", "doctor", "pod", pod]);
+      // Each of its targets probed now from the kubelet's cgroup, by the agent in its pod.
+      assert.equal(doctor.code, 0, `${doctor.stdout}${doctor.stderr}`);
+      assert.match(doctor.stdout, new RegExp(`Pod ${pod}: `));
+      assert.match(doctor.stdout, /reached/);
+      assert.doesNotMatch(doctor.stdout, /TIMEOUT|REFUSED|NO_ROUTE/);
+
+      const nowhere = await kubectlLace(node, admin, ["lace", "targets", "--node", "no-such-node"]);
+      assert.equal(nowhere.code, 1);
+      assert.match(nowhere.stderr, /no Lace agent pod on node "no-such-node"/);
+
+      // Read-only access: the pod is found, the exec is refused, and the error names the verb.
+      const reader = await readOnlyKubeconfig(node, "lace-system");
+      const refused = await kubectlLace(node, reader, ["lace", "targets", "--node", node.name]);
+      assert.equal(refused.code, 1, refused.stdout);
+      assert.match(refused.stderr, /RBAC must let you create pods\/exec/);
     },
   );
 
