@@ -70,6 +70,8 @@ export interface Config {
   cniChainFiles: ChainTarget[];
   /** Where the agent keeps what it needs to restore chained files (on the host, root-only). */
   cniStateDir: string;
+  /** The runtime's CNI bin directory, where the `lace` plugin must be before it is chained. */
+  cniBinDir: string;
   /**
    * Whose rule picks the file the runtime uses (containerd: the first file or none; CRI-O:
    * the first it can load); auto: the Node's status.nodeInfo.containerRuntimeVersion.
@@ -135,6 +137,7 @@ export function defaultConfig(): Config {
     cniConfDir: "/etc/cni/net.d",
     cniChainFiles: [],
     cniStateDir: "/var/lib/lace/cni",
+    cniBinDir: "/opt/cni/bin",
     containerRuntime: "auto",
     daemonSet: "",
     addressConflict: "fail-closed",
@@ -250,6 +253,7 @@ export type NodeSettings = Pick<
   | "agentSocket"
   | "cniConfDir"
   | "cniStateDir"
+  | "cniBinDir"
   | "podsDir"
 >;
 
@@ -354,10 +358,11 @@ export function configProblems(config: Config): string[] {
     );
   }
   for (
-    const [what, dir] of [["CNI conf dir", config.cniConfDir], [
-      "CNI state dir",
-      config.cniStateDir,
-    ]]
+    const [what, dir] of [
+      ["CNI conf dir", config.cniConfDir],
+      ["CNI state dir", config.cniStateDir],
+      ["CNI bin dir", config.cniBinDir],
+    ]
   ) {
     if (!dir.startsWith("/")) problems.push(`${what} must be an absolute path: "${dir}"`);
   }

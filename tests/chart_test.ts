@@ -243,6 +243,11 @@ helmTest(
     assert.equal(volume.hostPath.path, "/var/lib/cni/bin");
     assert.match(init.args[0], new RegExp(`mv -f ${init.volumeMounts[0].mountPath}/\\.lace\\.new`));
     assert.deepEqual(init.securityContext.capabilities.drop, ["ALL"]);
+    // The agent sees that directory read-only at the host's path, and checks the plugin there.
+    const manifests = await render(h, ["node.cni.binDir=/var/lib/cni/bin"]);
+    const seen = agent(manifests).volumeMounts.find((m: Manifest) => m.name === volume.name);
+    assert.deepEqual([seen?.mountPath, seen?.readOnly], ["/var/lib/cni/bin", true]);
+    assert.equal(envOf(agent(manifests), "LACE_CNI_BIN_DIR"), "/var/lib/cni/bin");
 
     const off = podSpec(await render(h, ["node.cni.enabled=false"]));
     assert.equal(off.initContainers, undefined);

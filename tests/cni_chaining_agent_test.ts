@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { callAgent } from "../lib/cni/client.ts";
 import { PROTOCOL_VERSION } from "../lib/cni/protocol.ts";
 import { CALICO, deeplyNested } from "../lib/cni/chaining/_fixtures.ts";
+import { pluginDir } from "../lib/cni/chaining/_world.ts";
 import type { ChainingView } from "../lib/agent_api/views.ts";
 import { agentTestOptions, AgentWorld, POD_A, POD_IPV4 } from "./helpers/agent_process.ts";
 import { explainFailure, waitFor } from "./helpers/wait.ts";
@@ -40,6 +41,7 @@ Deno.test({
           `--cni-socket=${socket}`,
           `--cni-conf-dir=${confDir}`,
           `--cni-state-dir=${join(root, "state")}`,
+          `--cni-bin-dir=${pluginDir(root)}`,
           "--cni-chain-files=10-deep.conflist,20-theirs.conflist",
         ],
         w.cgroups.kubelet,

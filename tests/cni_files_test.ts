@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { FLANNEL } from "../lib/cni/chaining/_fixtures.ts";
+import { pluginDir } from "../lib/cni/chaining/_world.ts";
 import { Chainer, type FileReport } from "../lib/cni/chaining/chainer.ts";
 import { startChaining } from "../lib/agent/chaining.ts";
 import { Metrics } from "../lib/agent/metrics.ts";
@@ -124,6 +125,7 @@ privileged(
         cniChaining: "auto",
         cniConfDir: n.confDir,
         cniStateDir: n.stateDir,
+        cniBinDir: pluginDir(n.root),
         cniSocket: "/run/lace/cni.sock",
         cniChainFiles: [],
       },
@@ -146,6 +148,44 @@ privileged(
       /^Warning CniFileUnsafe Not chaining "10-flannel\.conflist": it is owned by uid 65534, not root/,
     );
     assert.match(await metrics.text(), /lace_cni_chaining_total\{outcome="unsafe"\} 1/);
+  },
+);
+
+privileged(
+  "a lace plugin another user owns is never chained: a CniPluginMissing Warning Event and the no-plugin metric",
+  async () => {
+    await using n = await node();
+    const binDir = pluginDir(n.root);
+    await Deno.chown(join(binDir, "lace"), NOBODY, NOBODY);
+    const events: string[] = [];
+    const metrics = new Metrics(() => undefined);
+    const running = startChaining(
+      {
+        cniChaining: "auto",
+        cniConfDir: n.confDir,
+        cniStateDir: n.stateDir,
+        cniBinDir: binDir,
+        cniSocket: "/run/lace/cni.sock",
+        cniChainFiles: [],
+      },
+      {
+        metrics,
+        events: {
+          warn: (_o, reason, message) => events.push(`Warning ${reason} ${message}`),
+          normal: (_o, reason, message) => events.push(`Normal ${reason} ${message}`),
+        },
+        node: nodeObjectRef("n1"),
+        uninstalling: () => Promise.resolve(false),
+      },
+    );
+    await running.stop();
+    assert.equal(n.conf(), FLANNEL);
+    assert.equal(events.length, 1);
+    assert.match(
+      events[0],
+      /^Warning CniPluginMissing The lace plugin ".*\/bin\/lace" is owned by uid 65534, not root, and the runtime runs it as root/,
+    );
+    assert.match(await metrics.text(), /lace_cni_chaining_total\{outcome="no-plugin"\} 1/);
   },
 );
 

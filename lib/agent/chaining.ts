@@ -15,6 +15,7 @@ import { realTimers, type Timers, within } from "../time/timers.ts";
 import { NodeRuntime } from "./container_runtime.ts";
 import type { ChainingView } from "../agent_api/views.ts";
 import { DEFAULT_PIN_PATH } from "../cni/protocol.ts";
+import { pluginProblem } from "../cni/chaining/plugin.ts";
 import type { EventSink, ObjectRef } from "../kube/event_sink.ts";
 import type { Metrics } from "./metrics.ts";
 
@@ -56,12 +57,16 @@ const EVENT_REASONS: Record<FileReport["reason"], string> = {
   "bad-record": "CniStateRecordRefused",
   raced: "CniChainRaced",
   "no-runtime-file": "CniNoRuntimeConfig",
+  "no-plugin": "CniPluginMissing",
 };
 
 /** Starts chaining as `config.cniChaining` says; see the module comment. */
 export function startChaining(
   config:
-    & Pick<Config, "cniChaining" | "cniConfDir" | "cniStateDir" | "cniSocket" | "cniChainFiles">
+    & Pick<
+      Config,
+      "cniChaining" | "cniConfDir" | "cniStateDir" | "cniSocket" | "cniChainFiles" | "cniBinDir"
+    >
     & Partial<Pick<Config, "containerRuntime" | "pinPath">>,
   parts: ChainingParts,
 ): RunningChaining {
@@ -100,6 +105,7 @@ export function startChaining(
       ? { pinPath: config.pinPath }
       : {}),
     targets: config.cniChainFiles,
+    pluginProblem: () => pluginProblem(config.cniBinDir),
     onReport: (r) => {
       parts.metrics?.cniChaining.inc({ outcome: r.reason });
       const reason = EVENT_REASONS[r.reason];

@@ -6,16 +6,19 @@ import { waitFor } from "../../tests/helpers/wait.ts";
 import { type ChainingParts, startChaining } from "./chaining.ts";
 import type { Config } from "../config.ts";
 import { nodeObjectRef } from "../kube/event_sink.ts";
+import { pluginDir } from "../cni/chaining/_world.ts";
 
 async function world() {
   const root = await Deno.makeTempDir({ prefix: "lace-agent-chain-" });
   const confDir = join(root, "net.d");
   await Deno.mkdir(confDir);
   await Deno.writeTextFile(join(confDir, "10-flannel.conflist"), FLANNEL);
+  const binDir = pluginDir(root);
   const config = (mode: Config["cniChaining"]) => ({
     cniChaining: mode,
     cniConfDir: confDir,
     cniStateDir: join(root, "state"),
+    cniBinDir: binDir,
     cniSocket: "/run/lace/cni.sock",
     cniChainFiles: [],
     containerRuntime: "auto" as const,
@@ -42,6 +45,7 @@ async function world() {
   return {
     root,
     confDir,
+    binDir,
     config,
     parts,
     events,
@@ -282,4 +286,30 @@ Deno.test("startChaining names the agent's pin path in its lace entry only where
   assert.equal(laceOf().pinPath, undefined);
   await startChaining({ ...w.config("auto"), pinPath: "/sys/fs/bpf/lace-2" }, w.parts()).stop();
   assert.equal(laceOf().pinPath, "/sys/fs/bpf/lace-2");
+});
+
+Deno.test("Without the lace plugin in --cni-bin-dir the agent chains nothing, warns with CniPluginMissing and chains at the next pass once it is installed", async () => {
+  await using w = await world();
+  await Deno.remove(join(w.binDir, "lace"));
+  const { clock, timers } = fakeTime();
+  const running = startChaining(
+    { ...w.config("auto"), containerRuntime: "containerd" },
+    w.parts(undefined, { timers }),
+  );
+  try {
+    assert.deepStrictEqual(w.outcomes, ["no-plugin"]);
+    assert.match(
+      w.events[0],
+      /^Warning CniPluginMissing: The lace plugin ".*\/bin\/lace" is missing: install it .*Nothing is chained until it is/,
+    );
+    assert.equal(running.view().problems[0]?.reason, "no-plugin");
+    assert.equal(w.file(), FLANNEL, "not chained without its plugin");
+    Deno.writeTextFileSync(join(w.binDir, "lace"), "#!/bin/sh\n", { mode: 0o755 });
+    Deno.chmodSync(join(w.binDir, "lace"), 0o755);
+    clock.tick(10_000);
+    assert.deepStrictEqual(w.outcomes, ["no-plugin", "chained"]);
+    assert.match(w.file(), /"lace"/);
+  } finally {
+    await running.stop();
+  }
 });

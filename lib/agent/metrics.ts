@@ -44,6 +44,7 @@ const CNI_CHAINING_OUTCOMES: Record<FileReport["reason"], true> = {
   "bad-record": true,
   raced: true,
   "no-runtime-file": true,
+  "no-plugin": true,
 };
 
 export type ConnectCounters = Pick<

@@ -88,6 +88,8 @@ export interface NodeSnapshot {
   cgroupPathOf: (id: bigint) => string | null;
   /** What the runtime's CNI configuration says about the lace plugin; absent: not checked. */
   cniChaining?: ChainStatus;
+  /** The runtime's CNI bin directory and why the lace plugin there is unusable (plugin.ts). */
+  cniPlugin?: { dir: string; problem: string | undefined };
   /** The pods directory and why the agent refuses it (pods/dir_trust.ts); absent: not checked. */
   podsDir?: { dir: string; problem: string | undefined };
 }

@@ -12,7 +12,30 @@ import { type Check, check, type NodeSnapshot } from "./check.ts";
  * as the agent says (a write that failed, a file it left alone); none for what it did not see.
  */
 export function cniChecks(s: NodeSnapshot): Check[] {
-  return [...configCheck(s), ...agentChainingCheck(s)];
+  return [...configCheck(s), ...pluginCheck(s), ...agentChainingCheck(s)];
+}
+
+/**
+ * The plugin a chained configuration names must be there for the runtime: an error while a
+ * configuration names it (every new pod's network setup fails), a warning before.
+ */
+function pluginCheck(s: NodeSnapshot): Check[] {
+  const p = s.cniPlugin;
+  if (!p) return [];
+  const naming = s.cniChaining?.naming ?? [];
+  return [check(
+    "cni-plugin",
+    p.problem === undefined,
+    p.problem === undefined
+      ? `The lace plugin is in ${p.dir}, root's and executable`
+      : naming.length > 0
+      ? `${p.problem}; ${
+        naming.join(", ")
+      } name it, so every new pod's network setup on this node fails`
+      : `${p.problem}; the agent chains nothing until it is there`,
+    "restart the agent's pod (its install-cni init container installs the plugin) or install it by hand; docs/troubleshooting.md, CniPluginMissing",
+    naming.length > 0 ? "error" : "warning",
+  )];
 }
 
 function agentChainingCheck(s: NodeSnapshot): Check[] {

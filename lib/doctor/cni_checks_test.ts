@@ -80,3 +80,26 @@ Deno.test("cniChecks passes the agent's chaining when its last pass found nothin
   } as unknown as NodeSnapshot;
   assert.deepStrictEqual(cniChecks(s).map((c) => [c.name, c.ok]), [["cni-chaining-agent", true]]);
 });
+
+Deno.test("cniChecks fails cni-plugin as an error while a configuration names the missing plugin, a warning before", () => {
+  const problem = 'The lace plugin "/opt/cni/bin/lace" is missing: install it';
+  const plugin = (naming: string[], p: string | undefined) => {
+    const s = snap(naming.length ? "chained" : "not-chained");
+    return cniChecks({
+      ...s,
+      cniChaining: { ...s.cniChaining!, naming },
+      cniPlugin: { dir: "/opt/cni/bin", problem: p },
+    }).find((c) => c.name === "cni-plugin")!;
+  };
+  const chained = plugin(["10-flannel.conflist"], problem);
+  assert.deepStrictEqual([chained.ok, chained.severity], [false, "error"]);
+  assert.match(
+    chained.message,
+    /is missing: install it; 10-flannel\.conflist name it, so every new pod's network setup on this node fails$/,
+  );
+  assert.match(chained.fix, /install-cni init container/);
+  const before = plugin([], problem);
+  assert.deepStrictEqual([before.ok, before.severity], [false, "warning"]);
+  assert.match(before.message, /the agent chains nothing until it is there$/);
+  assert.equal(plugin(["10-flannel.conflist"], undefined).ok, true);
+});

@@ -71,6 +71,7 @@ export const doctorCommand: CommandSpec<DoctorOptions> = {
     nodeFlags.agentSocket,
     nodeFlags.cniConfDir,
     nodeFlags.cniStateDir,
+    nodeFlags.cniBinDir,
     nodeFlags.podsDir,
     {
       name: "timeout",
@@ -97,6 +98,7 @@ export const doctorCommand: CommandSpec<DoctorOptions> = {
       agentSocket: c.agentSocket,
       cniConfDir: c.cniConfDir,
       cniStateDir: c.cniStateDir,
+      cniBinDir: c.cniBinDir,
       podsDir: c.podsDir,
       output: "text",
       timeoutMs: 2000,

@@ -26,6 +26,7 @@ import { judgeKubelets } from "../cgroup/kubelet_trust.ts";
 import { bpffsMountPoints, type Mount, mountOf, readMountInfo } from "../os/mountinfo.ts";
 import { errorText } from "../text/error.ts";
 import { chainStatus } from "../cni/chaining/status.ts";
+import { pluginProblem } from "../cni/chaining/plugin.ts";
 import { rootDirProblem } from "../os/root_dir.ts";
 import { podsDirProblem } from "../pods/dir_trust.ts";
 import { DirLock } from "../datapath/dir_lock.ts";
@@ -40,6 +41,8 @@ export interface DoctorOptions {
   cniConfDir?: string;
   /** The agent's chaining state directory, checked with it for who may write it. */
   cniStateDir?: string;
+  /** The runtime's CNI bin directory, checked with it for the lace plugin; empty: not. */
+  cniBinDir?: string;
   /** The agent's --pods-dir, checked for who may write it; empty: not. */
   podsDir?: string;
   /** For tests: a fixture /proc and mount table. */
@@ -141,6 +144,9 @@ export async function gatherSnapshot(o: DoctorOptions): Promise<NodeSnapshot> {
           agent.chaining?.runtime.runtime,
         ),
       }
+      : {}),
+    ...(o.cniConfDir && o.cniBinDir
+      ? { cniPlugin: { dir: o.cniBinDir, problem: pluginProblem(o.cniBinDir) } }
       : {}),
     ...(o.podsDir
       ? { podsDir: { dir: o.podsDir, problem: podsDirProblem(o.podsDir, undefined, mounts) } }

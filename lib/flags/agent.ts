@@ -138,6 +138,15 @@ export const nodeFlags = {
     help:
       "Root-only host directory where the agent keeps the files' bytes from before chaining (for a byte-exact restore) and its chaining lock",
   },
+  cniBinDir: {
+    name: "cni-bin-dir",
+    key: "cniBinDir",
+    value: text,
+    env: ["LACE_CNI_BIN_DIR"],
+    metavar: "DIR",
+    help:
+      "The container runtime's CNI bin directory (as the agent sees it): the lace plugin must be there, root's and executable, before the agent chains it",
+  },
 } as const satisfies { [K in keyof NodeSettings]: Flag<NodeSettings, K> };
 
 export const agentFlags: readonly FlagSpec<Config>[] = [
@@ -251,6 +260,7 @@ export const agentFlags: readonly FlagSpec<Config>[] = [
   },
   nodeFlags.cniConfDir,
   nodeFlags.cniStateDir,
+  nodeFlags.cniBinDir,
   {
     name: "container-runtime",
     key: "containerRuntime",

@@ -21,6 +21,7 @@ import {
   type V1DaemonSet,
 } from "@kubernetes/client-node";
 import { FLANNEL } from "../../lib/cni/chaining/_fixtures.ts";
+import { pluginDir } from "../../lib/cni/chaining/_world.ts";
 import { pinnedLayouts, pinnedLinkStatus, PROGRAM_NAMES } from "../../lib/datapath/pins.ts";
 import { loadKubeConfig } from "../../lib/kube/client.ts";
 import { apiStatus } from "../../lib/kube/api_error.ts";
@@ -73,6 +74,7 @@ Deno.test({
   await Deno.mkdir(confDir);
   const conflist = join(confDir, "10-flannel.conflist");
   await Deno.writeTextFile(conflist, FLANNEL);
+  const binDir = pluginDir(root);
   const startAgent = async () => {
     const agent = w.startAgent([
       `--kubeconfig=${kubeconfig}`,
@@ -80,6 +82,7 @@ Deno.test({
       "--cni-chaining=auto",
       `--cni-conf-dir=${confDir}`,
       `--cni-state-dir=${join(root, "state")}`,
+      `--cni-bin-dir=${binDir}`,
       `--daemonset=${SYSTEM}/${NAME}`,
     ]);
     await agent.ready(60_000);

@@ -32,6 +32,7 @@ export interface ListenerInputs {
     | "cniSocket"
     | "cniChaining"
     | "cniConfDir"
+    | "cniBinDir"
     | "cniStateDir"
     | "cniChainFiles"
     | "containerRuntime"

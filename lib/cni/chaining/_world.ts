@@ -48,3 +48,13 @@ export function rewrite(dir: string, name: string, text: string) {
   Deno.writeTextFileSync(join(dir, `.${name}.new`), text);
   Deno.renameSync(join(dir, `.${name}.new`), join(dir, name));
 }
+
+/** A CNI bin directory under `root` holding an executable `lace`, as the init container leaves it. */
+export function pluginDir(root: string): string {
+  const bin = join(root, "bin");
+  Deno.mkdirSync(bin, { mode: 0o755 });
+  Deno.chmodSync(bin, 0o755);
+  Deno.writeTextFileSync(join(bin, "lace"), "#!/bin/sh\n", { mode: 0o755 });
+  Deno.chmodSync(join(bin, "lace"), 0o755);
+  return bin;
+}

@@ -30,6 +30,7 @@ import { type ChainRecord, type Plan, planChain, planRestore, type Report } from
 import { type ChainTarget, type Selected, selectFiles } from "./select.ts";
 import { unchainConfig } from "./conflist.ts";
 import { runtimeFileIn } from "./runtime_file.ts";
+import { PLUGIN_NAME } from "./plugin.ts";
 import { type ContainerRuntime, runtimeName } from "./runtimes.ts";
 
 const log = getLogger(["lace", "cni", "chaining"]);
@@ -57,6 +58,11 @@ export interface ChainerOptions {
   pinPath?: string;
   /** Files to chain; empty: the one the runtime uses. */
   targets: ChainTarget[];
+  /**
+   * Why the runtime could not run the lace plugin (plugin.ts), asked at every pass: while it
+   * says so, nothing is chained (a chained file would fail every new pod's network setup).
+   */
+  pluginProblem?: () => string | undefined;
   /** The container runtime whose rule picks its file (runtime_file.ts); undefined: unknown. */
   runtime?: () => ContainerRuntime | undefined;
   /** Every report of a pass (for the log, Events and metrics). */
@@ -175,7 +181,11 @@ export class Chainer {
       this.#dropUncommitted(dir, records);
       const done = new Set<string>();
       const names = listNames(dir);
-      const selection = targets.length
+      const noPlugin = this.#pluginReport(records);
+      if (noPlugin) reports.push(noPlugin);
+      const selection = noPlugin
+        ? []
+        : targets.length
         ? selectFiles(names, targets)
         : this.#runtimeFile(dir, reports);
       for (const selected of selection) {
@@ -201,6 +211,31 @@ export class Chainer {
       this.#forgetGone(dir, names);
       return this.#done(reports, [...records.keys()]);
     });
+  }
+
+  /**
+   * The report that stops a pass from chaining: the plugin the runtime would run is missing
+   * or not root's alone. Files chained already stay chained (docs/cni.md says why), named.
+   */
+  #pluginReport(records: Map<string, ChainRecord>): FileReport | undefined {
+    let problem: string | undefined;
+    try {
+      problem = this.#o.pluginProblem?.();
+    } catch (e) {
+      problem = `The lace plugin cannot be checked: ${(e as Error)?.message ?? e}`;
+    }
+    if (!problem) return undefined;
+    const chained = [...records.keys()].map((n) => `"${n}"`).join(", ");
+    return {
+      file: PLUGIN_NAME,
+      level: "warning",
+      reason: "no-plugin",
+      message: `${problem}. ` +
+        (chained
+          ? `${chained} still name the lace plugin: every new pod's network setup on this node ` +
+            `fails until it is back (the agent leaves the chain as it is)`
+          : `Nothing is chained until it is; the agent checks again at every pass`),
+    };
   }
 
   /**

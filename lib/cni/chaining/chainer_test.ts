@@ -343,3 +343,38 @@ Deno.test("A record left by a chainer killed before its write claims no file ano
   const [conflict] = w.reports.filter((r) => r.reason === "conflict");
   assert.match(conflict.message, /would become "10-bridge\.conflist", which another writer owns/);
 });
+
+Deno.test("Chainer chains nothing while the lace plugin is unusable, says so once, and chains at the first pass after it is there", async () => {
+  await using w = await world({ "10-flannel.conflist": FLANNEL });
+  let problem: string | undefined = 'The lace plugin "/opt/cni/bin/lace" is missing: install it';
+  const chainer = w.make({ pluginProblem: () => problem });
+  assert.deepStrictEqual(chainer.chainOnce().chained, []);
+  assert.deepStrictEqual(chainer.chainOnce().chained, []);
+  assert.equal(w.read("10-flannel.conflist"), FLANNEL);
+  assert.deepStrictEqual(w.reports.map((r) => [r.reason, r.level]), [["no-plugin", "warning"]]);
+  assert.match(
+    w.reports[0].message,
+    /^The lace plugin "\/opt\/cni\/bin\/lace" is missing: install it\. Nothing is chained until it is; the agent checks again at every pass$/,
+  );
+  problem = undefined;
+  assert.deepStrictEqual(chainer.chainOnce().chained, ["10-flannel.conflist"]);
+  assert.equal(w.laces("10-flannel.conflist"), 1);
+});
+
+Deno.test("Chainer leaves a chained file chained when the lace plugin goes, and names it in its warning", async () => {
+  await using w = await world({ "10-flannel.conflist": FLANNEL });
+  const plugin: { problem?: string } = {};
+  const chainer = w.make({ pluginProblem: () => plugin.problem });
+  chainer.chainOnce();
+  const chained = w.read("10-flannel.conflist");
+  plugin.problem = 'The lace plugin "/opt/cni/bin/lace" is missing: install it';
+  assert.deepStrictEqual(chainer.chainOnce().chained, ["10-flannel.conflist"]);
+  assert.equal(w.read("10-flannel.conflist"), chained);
+  const [missing] = w.reports.filter((r) => r.reason === "no-plugin");
+  assert.match(
+    missing.message,
+    /is missing: install it\. "10-flannel\.conflist" still name the lace plugin: every new pod's network setup on this node fails until it is back/,
+  );
+  chainer.restoreAll();
+  assert.equal(w.read("10-flannel.conflist"), FLANNEL, "restoring needs no plugin");
+});

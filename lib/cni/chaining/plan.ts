@@ -40,7 +40,9 @@ export interface Report {
     /** Another writer changed the file between every read and write of a pass. */
     | "raced"
     /** The runtime uses no file of the directory (none it can load): nothing to chain. */
-    | "no-runtime-file";
+    | "no-runtime-file"
+    /** The lace plugin is missing from the runtime's CNI bin directory, or not root's alone. */
+    | "no-plugin";
   message: string;
 }
 
