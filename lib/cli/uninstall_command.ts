@@ -86,7 +86,15 @@ export async function runUninstallCommand(args: string[]): Promise<number> {
         Deno.removeSync(binary);
         console.log(`Removed ${binary}`);
       } catch (e) {
-        if (!(e instanceof Deno.errors.NotFound)) throw e;
+        // A read-only mount (the chart's agent container, whose LACE_CNI_BIN_DIR this inherits).
+        if (!(e instanceof Deno.errors.NotFound)) {
+          console.error(
+            `lace uninstall: kept ${binary}: ${
+              (e as Error).message
+            }; remove it on the host, or pass --cni-bin-dir= to leave it`,
+          );
+          code = 1;
+        }
       }
     }
   }

@@ -51,3 +51,23 @@ Deno.test("lace uninstall keeps the binary while a configuration still names lac
   assert.equal(Deno.statSync(join(n.root, "bin", "lace")).isFile, true);
   assert.equal(Deno.readTextFileSync(join(n.root, "net.d", "10-x.conf")), BRIDGE);
 });
+
+Deno.test("lace uninstall keeps a binary it cannot remove, says why and exits 1, the files restored", async () => {
+  await using n = await node();
+  // Not removable without -r: as a read-only mount refuses the unlink, whoever runs it.
+  await Deno.remove(join(n.root, "bin", "lace"));
+  await Deno.mkdir(join(n.root, "bin", "lace", "sub"), { recursive: true });
+  const errors: string[] = [];
+  const { log, error } = console;
+  console.log = () => {};
+  console.error = (m: string) => errors.push(m);
+  const code = await runUninstallCommand(n.args).finally(() => {
+    Object.assign(console, { log, error });
+  });
+  assert.equal(code, 1);
+  assert.match(
+    errors.join("\n"),
+    /^lace uninstall: kept .*\/bin\/lace: .*; remove it on the host/m,
+  );
+  assert.equal(Deno.readTextFileSync(join(n.root, "net.d", "10-x.conf")), BRIDGE);
+});
