@@ -14,6 +14,7 @@ import { mountOf, parseMountInfo } from "../lib/os/mountinfo.ts";
 import { getFromAgent } from "../lib/agent_api/client.ts";
 import { type KubeletConnect, parseConnects } from "./helpers/kubelet_loop.ts";
 import { NspawnMachine, nspawnUnavailableReason } from "./helpers/nspawn.ts";
+import { LACE_IMAGE_HOME, laceLauncher } from "./node/images.ts";
 import { POD_A, POD_IPV4 } from "./helpers/agent_process.ts";
 import { skipIf, skipName } from "./helpers/skip.ts";
 import { explainFailure, waitFor } from "./helpers/wait.ts";
@@ -97,6 +98,8 @@ Deno.test({
       "/etc/systemd/system/kubelet.service": KUBELET_UNIT,
       "/etc/lace/lace-agent.env": { text: await envFile(), mode: 0o600 },
       "/etc/lace/pods/a.json": JSON.stringify(POD_A),
+      // The plugin, as the unit's header installs it: the agent chains nothing without it.
+      "/opt/cni/bin/lace": { text: laceLauncher(LACE_IMAGE_HOME), mode: 0o755 },
     });
     const connectsFile = machine.path("/run/kubelet/connects.jsonl");
     const connects = (): KubeletConnect[] => {
