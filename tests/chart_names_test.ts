@@ -24,9 +24,16 @@ const FIXED_NAMESPACES = ["default", "kube-public", "lace-netcheck"];
 helmTest(
   "fullnameOverride and namespaceOverride name and place every object, and every binding's subject",
   async (h) => {
+    // Every optional object too: netcheck's, the monitoring's.
+    const optional = [
+      "netcheck.enabled=true",
+      "metrics.serviceMonitor.enabled=true",
+      "metrics.prometheusRule.enabled=true",
+      "metrics.dashboard.enabled=true",
+    ];
     const text = await renderText(
       h,
-      ["fullnameOverride=fx", "namespaceOverride=agents", "netcheck.enabled=true"],
+      ["fullnameOverride=fx", "namespaceOverride=agents", ...optional],
       { name: "rel", namespace: "release-ns" },
     );
     // Neither the release's namespace nor the default full name is left anywhere.

@@ -430,22 +430,19 @@ Deno.test({
   await t.step(
     "helm test fails naming the node and why when its agent is not attached",
     async () => {
-      const old = await readyAgentPod(core, node);
       // A kubelet cgroup that does not exist: the new agent runs but attaches nowhere.
-      await upgrade(
-        "--set",
-        "node.kubeletCgroupPath=/sys/fs/cgroup/lace-test-no-kubelet",
-        "--set",
-        "tests.wait=5s",
-      );
+      const missing = "/sys/fs/cgroup/lace-test-no-kubelet";
+      await upgrade("--set", `node.kubeletCgroupPath=${missing}`, "--set", "tests.wait=5s");
       await waitFor(async () => {
         const list = await core.listNamespacedPod({ namespace: "lace-system" });
         return list.items.some((p) =>
-          p.spec?.nodeName === node.name && p.metadata?.uid !== old.metadata?.uid &&
-          p.metadata?.name !== "lace-test" &&
+          p.spec?.nodeName === node.name && !p.metadata?.deletionTimestamp &&
+          p.spec.containers[0].env?.some((e) =>
+            e.name === "LACE_KUBELET_CGROUP" && e.value === missing
+          ) &&
           p.status?.containerStatuses?.[0]?.state?.running !== undefined
         );
-      }, { timeout: 120_000, interval: 250, message: "the new agent pod to run" });
+      }, { timeout: 120_000, interval: 250, message: "the agent told that cgroup to run" });
       const run = await helmTest(node);
       try {
         assert.equal(run.success, false, run.text);
