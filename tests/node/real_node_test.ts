@@ -67,13 +67,17 @@ Deno.test({
   // Three networks give their pods the same addresses on this one node, which the default
   // (one network per address, node.addressSharing=exclusive) refuses: the opt-in runs here
   // (tests/node/isolation_node_test.ts shows both).
-  // helm test's pod joins network red (the node's network plugin attaches pods by this label).
+  // helm test's pod joins network red (the node's network plugin attaches pods by this label) at
+  // its last host number, from which the network's round-robin wraps to where it was: the later
+  // pods get the addresses they got without it.
   const values = [
     ...HAND_CHAINED,
     "--set",
     "node.addressSharing=shared",
     "--set-string",
     "tests.podLabels.lace-test\\.io/network=red",
+    "--set-string",
+    "tests.podLabels.lace-test\\.io/host-index=250",
   ];
   const upgrade = (...extra: string[]) => upgradeLace(node, ...values, ...extra);
 
