@@ -67,7 +67,7 @@ export function startChaining(
       Config,
       "cniChaining" | "cniConfDir" | "cniStateDir" | "cniSocket" | "cniChainFiles" | "cniBinDir"
     >
-    & Partial<Pick<Config, "containerRuntime" | "pinPath">>,
+    & Partial<Pick<Config, "containerRuntime" | "pinPath" | "addressSharing">>,
   parts: ChainingParts,
 ): RunningChaining {
   const timers = parts.timers ?? realTimers;
@@ -104,6 +104,7 @@ export function startChaining(
     ...(config.pinPath !== undefined && config.pinPath !== DEFAULT_PIN_PATH
       ? { pinPath: config.pinPath }
       : {}),
+    ...(config.addressSharing === "shared" ? { addressSharing: "shared" as const } : {}),
     targets: config.cniChainFiles,
     pluginProblem: () => pluginProblem(config.cniBinDir),
     onReport: (r) => {

@@ -192,7 +192,11 @@ async function add(
     );
   }
   if (reply && !reply.ok) log.push(`${what}: the agent refused the targets: ${reply.error}`);
-  if (!reply) await purgeStaleTargets(conf, ips, purge, log, what);
+  if (!reply && conf.addressSharing === "shared") {
+    // Every network may hold entries at a shared address: removing them would fail the probes of
+    // pods that are there by the operator's choice, and close no gap between networks.
+    log.push(`${what}: addresses are shared between networks; the probe targets there are kept`);
+  } else if (!reply) await purgeStaleTargets(conf, ips, purge, log, what);
   if (!reply || !reply.ok) {
     log.push(`${what}: the pod's network is set up anyway; the pod watch registers its targets`);
   }

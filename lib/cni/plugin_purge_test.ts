@@ -100,3 +100,35 @@ Deno.test("ADD with no agent and no entry at the pod's addresses says the map ha
   assert.equal(out.code, 0);
   assert.match(out.log.join("\n"), /no probe target at 10\.70\.0\.5 in \/p\/abi2\/probe_targets/);
 });
+
+Deno.test("ADD the agent does not answer under shared address sharing keeps every network's entries at the address, and the pod starts", async () => {
+  const { calls, purge } = recordingPurge();
+  const out = await cniPlugin(
+    env("ADD"),
+    stdin("/run/x.sock", { addressSharing: "shared", prevResult: dualStack }),
+    failing("unreachable"),
+    purge,
+  );
+  assert.equal(out.code, 0, out.stdout);
+  assert.deepEqual(calls, []);
+  assert.match(
+    out.log.join("\n"),
+    /addresses are shared between networks; the probe targets there are kept/,
+  );
+});
+
+Deno.test("a lace entry whose addressSharing is neither exclusive nor shared is refused at ADD, saying so", async () => {
+  const { calls, purge } = recordingPurge();
+  const out = await cniPlugin(
+    env("ADD"),
+    stdin("/run/x.sock", { addressSharing: "open" }),
+    failing("unreachable"),
+    purge,
+  );
+  assert.notEqual(out.code, 0);
+  assert.equal(
+    JSON.parse(out.stdout).msg,
+    `"addressSharing" must be "exclusive" or "shared": "open"`,
+  );
+  assert.deepEqual(calls, []);
+});

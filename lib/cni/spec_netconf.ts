@@ -32,6 +32,11 @@ export interface NetConf {
   timeoutMs: number;
   /** The agent's pin path: an ADD the agent does not answer removes the entries there itself. */
   pinPath: string;
+  /**
+   * The agent's --address-sharing: under "shared" the networks at an address trust each other, so
+   * an ADD no agent answers removes none of their entries there.
+   */
+  addressSharing: "exclusive" | "shared";
 }
 
 const DEFAULT_TIMEOUT_MS = 1000;
@@ -118,6 +123,7 @@ export function parseNetConf(stdin: string, command: Command): NetConf {
     socket: DEFAULT_CNI_SOCKET,
     timeoutMs: DEFAULT_TIMEOUT_MS,
     pinPath: DEFAULT_PIN_PATH,
+    addressSharing: "exclusive",
   };
   if (raw.prevResult !== undefined && raw.prevResult !== null) {
     if (!isObject(raw.prevResult)) throw invalid(`"prevResult" must be an object`);
@@ -144,6 +150,14 @@ export function parseNetConf(stdin: string, command: Command): NetConf {
       throw invalid(`"pinPath" must be an absolute path: ${jsonText(raw.pinPath)}`);
     }
     conf.pinPath = raw.pinPath;
+  }
+  if (raw.addressSharing !== undefined) {
+    if (raw.addressSharing !== "exclusive" && raw.addressSharing !== "shared") {
+      throw invalid(
+        `"addressSharing" must be "exclusive" or "shared": ${jsonText(raw.addressSharing)}`,
+      );
+    }
+    conf.addressSharing = raw.addressSharing;
   }
   if (raw.timeout !== undefined) {
     const ms = timeoutOf(raw.timeout);

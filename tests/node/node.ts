@@ -76,6 +76,11 @@ export interface NodeOptions {
   /** Also import LACE_VARIANT_IMAGE (images.ts), for a chart upgrade to another BPF object. */
   laceVariant?: boolean;
   /**
+   * The hand-chained `lace` entry says the agent runs with node.addressSharing=shared, as the
+   * agent's own chaining writes it: an ADD no agent answers then keeps the entries there.
+   */
+  sharedAddresses?: boolean;
+  /**
    * Each namespace's pods join a network of its own, made on the namespace's first pod
    * (namespace_networks.ts); the network label still picks another (scripts/dev node).
    */
@@ -247,6 +252,7 @@ export async function startNode(options: NodeOptions = {}): Promise<Node & Async
       }),
       ...(options.cluster && { namespaceNetworks: options.cluster.namespaceNetworks }),
       ...(options.chainLace === false && { noAgent: true }),
+      ...(options.sharedAddresses && { sharedAddresses: true }),
       maxPods: options.maxPods,
       mark,
     });

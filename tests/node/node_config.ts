@@ -141,6 +141,8 @@ export interface ConflistSettings {
   tokenFile: string;
   /** The agent's CNI socket; absent on a node without the agent: no `lace` plugin is chained. */
   laceSocket?: string;
+  /** The `lace` entry's addressSharing, as the agent's chaining writes it under shared. */
+  laceAddressSharing?: "shared";
   /**
    * Network of a pod without the network label, by its namespace (netcheck's pods on a
    * multi-node cluster); pods elsewhere still need the label.
@@ -188,7 +190,14 @@ export function conflist(s: ConflistSettings): string {
           ...(s.ipv6Only ? { ipv6Only: true } : {}),
           ...(s.uniqueAddresses ? { uniqueAddresses: true } : {}),
         },
-        ...(s.laceSocket ? [{ type: "lace", socket: s.laceSocket, timeout: "2s" }] : []),
+        ...(s.laceSocket
+          ? [{
+            type: "lace",
+            socket: s.laceSocket,
+            timeout: "2s",
+            ...(s.laceAddressSharing ? { addressSharing: s.laceAddressSharing } : {}),
+          }]
+          : []),
       ],
     },
     null,

@@ -51,6 +51,8 @@ export interface NodeRuntimeOptions {
   networksFile?: string;
   /** No agent runs on this node: no `lace` plugin is chained after ours. */
   noAgent?: boolean;
+  /** The `lace` entry names addressSharing "shared" (NodeOptions.sharedAddresses). */
+  sharedAddresses?: boolean;
   /** The kubelet's pod limit (default 50). */
   maxPods?: number;
   /** Records a start-up phase's duration. */
@@ -84,6 +86,7 @@ export async function startNodeRuntime(o: NodeRuntimeOptions): Promise<NodeRunti
     tokenFile: o.tokenFile,
     overrides: {
       ...(o.noAgent ? { laceSocket: undefined } : {}),
+      ...(o.sharedAddresses ? { laceAddressSharing: "shared" as const } : {}),
       ...(o.subnets ? { subnet4: o.subnets.v4, subnet6: o.subnets.v6 } : {}),
       ...(o.namespaceNetworks ? { namespaceNetworks: o.namespaceNetworks } : {}),
       ...(o.networkPerNamespace ? { networkPerNamespace: true } : {}),

@@ -55,7 +55,12 @@ Deno.test({
 }, async (t) => {
   const start = performance.now();
   // kubeletApi: the API server reaches the kubelet, for kubectl lace's exec.
-  await using node = await startNode({ laceVariant: true, podsReachNode: true, kubeletApi: true });
+  await using node = await startNode({
+    laceVariant: true,
+    podsReachNode: true,
+    kubeletApi: true,
+    sharedAddresses: true,
+  });
   console.log(
     `node up in ${Math.round(performance.now() - start)} ms: ${JSON.stringify(node.timings)}`,
   );

@@ -56,6 +56,8 @@ export interface ChainerOptions {
   socket: string;
   /** The agent's pin path, named in every `lace` entry when given (not the plugin's default). */
   pinPath?: string;
+  /** "shared" when the agent runs with --address-sharing=shared, named in every `lace` entry. */
+  addressSharing?: "shared";
   /** Files to chain; empty: the one the runtime uses. */
   targets: ChainTarget[];
   /**
@@ -297,10 +299,11 @@ export class Chainer {
     records: Map<string, ChainRecord>,
     reports: FileReport[],
   ): string | undefined {
-    const { socket, pinPath } = this.#o;
+    const { socket, pinPath, addressSharing } = this.#o;
     const entry = {
       socket,
       ...(pinPath !== undefined ? { pinPath } : {}),
+      ...(addressSharing !== undefined ? { addressSharing } : {}),
       ...(selected.network !== undefined
         ? { network: selected.network, networkId: selected.networkId }
         : {}),

@@ -41,6 +41,8 @@ export interface LaceEntry {
   network?: string;
   networkId?: number;
   pinPath?: string;
+  /** The agent's --address-sharing where it is not the default (exclusive). */
+  addressSharing?: "shared";
 }
 
 /** A file the runtime could load, seen as a list of plugins. */
@@ -140,6 +142,7 @@ export function laceEntry(entry: LaceEntry): Record<string, unknown> {
     ...(entry.network !== undefined ? { network: entry.network, networkId: entry.networkId } : {}),
     socket: entry.socket,
     ...(entry.pinPath !== undefined ? { pinPath: entry.pinPath } : {}),
+    ...(entry.addressSharing !== undefined ? { addressSharing: entry.addressSharing } : {}),
     [CHAINED_BY_KEY]: CHAINED_BY,
   };
 }

@@ -77,6 +77,13 @@ Deno.test("chainConfig writes the configured network into the lace entry", () =>
   assert.deepStrictEqual(w.json.plugins.at(-1).networkId, 7);
 });
 
+Deno.test("chainConfig names shared address sharing in the lace entry, and nothing under the default", () => {
+  const shared = written("10-flannel.conflist", FLANNEL, { ...ENTRY, addressSharing: "shared" });
+  assert.equal(shared.json.plugins.at(-1).addressSharing, "shared");
+  const plain = written("10-flannel.conflist", FLANNEL, ENTRY);
+  assert.equal("addressSharing" in plain.json.plugins.at(-1), false);
+});
+
 Deno.test("chainConfig leaves a hand-chained lace as it is, wherever it sits", () => {
   const hand = JSON.parse(FLANNEL);
   hand.plugins.splice(1, 0, { type: "lace", socket: "/elsewhere.sock" });
