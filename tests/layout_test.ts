@@ -204,7 +204,7 @@ export const FLOORS: Readonly<Record<string, number>> = {
   "lib/pods": 4,
   "lib/cni": 4,
   "lib/cgroup": 4,
-  // Pure: pod -> targets, conflicts.
+  // Pure: pod -> targets, conflicts, the node's desired map, the address-sharing policy.
   "lib/rules": 5,
   "lib/config.ts": 6,
   // What the agent's local socket answers, its client and its text: the agent writes it, the

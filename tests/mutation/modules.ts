@@ -34,8 +34,17 @@ export const MODULES: MutationModule[] = [
     name: "desired-state",
     // The whole node's computation over the rules: placement at shared addresses, caps, shares.
     mutate: ["lib/rules/desired_state.ts", "lib/rules/address_placement.ts"],
-    // Its own tests, and the refusal at attach that places pods by the same rule and memo.
-    tests: ["lib/rules/desired_state_test.ts", "lib/agent/admission/clashes_test.ts"],
+    // Its own tests, the refusal at attach that places pods by the same rule and memo, and the
+    // core's, which run it over a pod cache and the CNI path's attachments (fake time, no root).
+    tests: [
+      "lib/rules/desired_state_test.ts",
+      "lib/agent/admission/clashes_test.ts",
+      "lib/agent/core_test.ts",
+      "lib/agent/core_addresses_test.ts",
+      "lib/agent/core_capacity_test.ts",
+      "lib/agent/core_conflicts_test.ts",
+      "lib/agent/core_node_network_test.ts",
+    ],
   },
   {
     name: "reconcile-diff",
