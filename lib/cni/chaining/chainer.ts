@@ -15,17 +15,15 @@ import {
   type ConfigFile,
   exists,
   listNames,
-  loadRecords,
   oversized,
   putFile,
   type ReadCache,
   readConfig,
   realDir,
   removeFile,
-  saveRecords,
   UnsafeFileError,
-  withLock,
 } from "./files.ts";
+import { loadRecords, saveRecords, withLock } from "./state.ts";
 import { type ChainRecord, type Plan, planChain, planRestore, type Report } from "./plan.ts";
 import { type ChainTarget, type Selected, selectFiles } from "./select.ts";
 import { unchainConfig } from "./conflist.ts";

@@ -5,7 +5,7 @@ import { waitFor } from "../../../tests/helpers/wait.ts";
 import { fakeTime } from "../../../tests/helpers/fake_time.ts";
 import { BRIDGE_CONF, CALICO, FLANNEL } from "./_fixtures.ts";
 import { rewrite, SOCKET, world } from "./_world.ts";
-import { loadRecords } from "./files.ts";
+import { loadRecords } from "./state.ts";
 import { originalBytes } from "./plan.ts";
 
 const dec = (b: Uint8Array) => new TextDecoder().decode(b);

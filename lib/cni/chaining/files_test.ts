@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { BRIDGE_CONF, CALICO, FLANNEL } from "./_fixtures.ts";
 import { rewrite, world } from "./_world.ts";
 import { MAX_ATTEMPTS } from "./chainer.ts";
-import { isPlainConfigName, putFile, readConfig, recordProblem } from "./files.ts";
+import { isPlainConfigName, putFile, readConfig } from "./files.ts";
+import { recordProblem } from "./state.ts";
 import { sha256 } from "./plan.ts";
 
 const SECRET = "root's own, not a CNI file\n";

@@ -6,14 +6,8 @@
  */
 import { join } from "node:path";
 import { CHAINED_BY, CHAINED_BY_KEY, LACE_TYPE, parseConfig } from "./conflist.ts";
-import {
-  confDirProblem,
-  listNames,
-  oversized,
-  readConfig,
-  realDir,
-  stateProblems,
-} from "./files.ts";
+import { confDirProblem, listNames, oversized, readConfig, realDir } from "./files.ts";
+import { stateProblems } from "./state.ts";
 import { selectFiles } from "./select.ts";
 import { type RuntimeChoice, runtimeFileIn } from "./runtime_file.ts";
 import { type ContainerRuntime, runtimeName } from "./runtimes.ts";
