@@ -105,10 +105,7 @@ export async function checkConnect(
   return {
     phase: check.phase,
     ...(check.network === undefined ? {} : { network: check.network }),
-    from: pair.from.node,
-    to: pair.to.node,
-    fromPod: pair.from.pod,
-    toPod: pair.to.pod,
+    ...pathEnds(pair),
     ok: outcome.ok,
     ...(outcome.ok ? {} : { errorClass: outcome.errorClass, message: outcome.message }),
     attempts: 1,
@@ -141,10 +138,7 @@ export async function measureLatency(
   const parsed = parseLatency(result, samples);
   const base = {
     phase: "latency" as const,
-    from: pair.from.node,
-    to: pair.to.node,
-    fromPod: pair.from.pod,
-    toPod: pair.to.pod,
+    ...pathEnds(pair),
     attempts: 1,
     durationMs: elapsedMs(timers, started),
   };
@@ -232,10 +226,7 @@ export async function checkMtu(
   const udpThrough = udpLargest(udp);
   return {
     phase: "mtu",
-    from: pair.from.node,
-    to: pair.to.node,
-    fromPod: pair.from.pod,
-    toPod: pair.to.pod,
+    ...pathEnds(pair),
     ok: parsed.ok,
     ...(parsed.ok ? {} : { errorClass: parsed.errorClass, message: parsed.message }),
     largestPayload: parsed.largest,
@@ -257,10 +248,7 @@ export async function measureBandwidth(
   const started = timers.now();
   const base = {
     phase: "bandwidth" as const,
-    from: pair.from.node,
-    to: pair.to.node,
-    fromPod: pair.from.pod,
-    toPod: pair.to.pod,
+    ...pathEnds(pair),
   };
   for (let attempt = 1;; attempt++) {
     const result = await execInSource(
@@ -346,10 +334,7 @@ export async function checkIsolation(
   const base = {
     phase: "isolation" as const,
     network: `${fromNet} → ${toNet}`,
-    from: pair.from.node,
-    to: pair.to.node,
-    fromPod: pair.from.pod,
-    toPod: pair.to.pod,
+    ...pathEnds(pair),
     attempts: 1,
     durationMs: elapsedMs(timers, started),
   };
@@ -365,4 +350,14 @@ export async function checkIsolation(
       `${pair.to.address} of pod "${pair.to.pod}" (network ${toNet}, node ${pair.to.node}): ` +
       verdict.detail + cause,
   };
+}
+
+/** The nodes and pods at a path's two ends, as every result of it names them. */
+function pathEnds(pair: { from: PathEnd; to: PathEnd }) {
+  return { from: pair.from.node, to: pair.to.node, fromPod: pair.from.pod, toPod: pair.to.pod };
+}
+
+interface PathEnd {
+  node: string;
+  pod: string;
 }
