@@ -16,6 +16,8 @@
 #   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/promtool-<version>/promtool     (checks the metrics'
 #     names on a real scrape and unit-tests the chart's alerts: tests/metrics_lint_test.ts,
 #     tests/chart_monitoring_test.ts)
+#   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/krew-<version>/krew             (installs `kubectl lace`
+#     from a release's archive and manifest: tests/krew_release_test.ts)
 #   ${LACE_TOOLS_CACHE:-$HOME/.cache/lace/tools}/prometheus-operator-crds-<version>/*.yaml (the
 #     ServiceMonitor, PodMonitor and PrometheusRule CRDs from the Prometheus Operator's module, for
 #     tests/chart_monitoring_apply_test.ts)
@@ -28,7 +30,7 @@
 # on which machine: docs/testing.md). Safe to run concurrently and repeatedly.
 #
 # Usage: scripts/build_k8s_tools.sh [kube-apiserver|etcd|helm|kubelet|kubectl|agnhost|pause|containerd
-#        |promtool|prometheus-operator-crds|e2e.test ...]   (default: all of them; scripts/setup.sh --tests runs it so)
+#        |promtool|krew|prometheus-operator-crds|e2e.test ...]   (default: all of them; scripts/setup.sh --tests runs it so)
 set -euo pipefail
 
 HELM_VERSION=v3.22.0
@@ -164,6 +166,15 @@ build_promtool() {
     -o "$out/promtool" github.com/prometheus/prometheus/cmd/promtool)
 }
 
+# krew from its own module, pinned in tests/krew/go.mod, stamped with its release as krew's
+# build does.
+build_krew() {
+  local version=$1
+  (cd "$repo/tests/krew" && GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0 \
+    go build -trimpath -ldflags="-s -w -X sigs.k8s.io/krew/internal/version.gitTag=$version" \
+    -o "$out/krew" sigs.k8s.io/krew/cmd/krew)
+}
+
 # The CRDs of the kinds the chart renders, as the Prometheus Operator's release ships them, from
 # its module (no build: cached like a built tool, moved into place whole).
 fetch_prometheus_operator_crds() {
@@ -194,7 +205,7 @@ build_etcd() {
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(etcd helm kube-apiserver pause containerd kubelet kube-controller-manager kube-scheduler
-    agnhost kubectl promtool prometheus-operator-crds e2e.test)
+    agnhost kubectl promtool krew prometheus-operator-crds e2e.test)
 fi
 total=$SECONDS
 for target in "${targets[@]}"; do
@@ -234,6 +245,10 @@ for target in "${targets[@]}"; do
       v=$(cd "$repo/tests/promtool" && GOFLAGS=-mod=mod go list -m -f '{{.Version}}' \
         github.com/prometheus/prometheus)
       build promtool "$v" build_promtool "$v"
+      ;;
+    krew)
+      v=$(cd "$repo/tests/krew" && GOFLAGS=-mod=mod go list -m -f '{{.Version}}' sigs.k8s.io/krew)
+      build krew "$v" build_krew "$v"
       ;;
     prometheus-operator-crds)
       fetch_prometheus_operator_crds "$PROMETHEUS_OPERATOR_VERSION"

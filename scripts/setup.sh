@@ -4,7 +4,8 @@
 #   scripts/setup.sh          runtime + build needs (the demo)
 #   scripts/setup.sh --tests  also the test tools (helm, kube-apiserver, etcd, the real node:
 #                             kubelet, containerd, runc, the controller manager and scheduler,
-#                             promtool for the monitoring tests, upstream's e2e.test with ginkgo
+#                             promtool for the monitoring tests, krew for the kubectl plugin's
+#                             release, upstream's e2e.test with ginkgo
 #                             for tests/node/conformance_test.ts, and systemd-nspawn for the
 #                             systemd unit's test)
 set -euo pipefail

@@ -77,6 +77,7 @@ const FOREIGN_FLAGS: Record<string, string> = {
   "--cached-only": "deno",
   "--v8-flags": "deno run",
   "--dont-fragment": "iperf3",
+  "--archive": "kubectl krew install",
 };
 
 /** Programs of this repository whose flags a page may name, and the file that parses them. */
@@ -85,6 +86,7 @@ const OWN_PROGRAMS = [
   "tests/node/conformance.ts", // deno task conformance
   "bench/main.ts", // deno task bench
   "scripts/compile.ts", // deno task compile
+  "scripts/release.ts", // deno task release
   "scripts/setup.sh",
   "scripts/mutate.ts",
 ];

@@ -95,6 +95,12 @@ export async function kubeToolPath(name: "kubectl" | "e2e.test"): Promise<string
   return `${toolsCache()}/${name}-${kube}/${name}`;
 }
 
+/** Path of krew as scripts/build_k8s_tools.sh caches it for the version tests/krew/go.mod pins. */
+export async function krewPath(): Promise<string> {
+  const goMod = await Deno.readTextFile(`${repoRoot}tests/krew/go.mod`);
+  return `${toolsCache()}/krew-${pinnedVersion(goMod, "sigs.k8s.io/krew")}/krew`;
+}
+
 /**
  * Why the control plane cannot start here, or undefined when it can. Tests pass this to
  * controlPlaneTestOptions(), so a machine without the built binaries skips them with a stated
