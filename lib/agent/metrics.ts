@@ -26,7 +26,7 @@ import { addressSharingPolicy } from "../rules/address_sharing.ts";
 import type { AgentSnapshot } from "./core.ts";
 import type { ReconcileReport } from "./reconcile.ts";
 import type { NetworkConnects } from "./unmatched_watch.ts";
-import { VERSION } from "../version.ts";
+import { type BuildInfo, VERSION } from "../version.ts";
 import { EVENT_DROP_REASONS } from "../kube/event_drops.ts";
 import { registerProcessMetrics } from "../os/process_metrics.ts";
 import type { FileReport } from "../cni/chaining/chainer.ts";
@@ -91,6 +91,8 @@ export class Metrics {
     /** The map layout of the object the agent runs (LACE_BPF_OBJECT may pick another). */
     bpfAbi = ABI_VERSION,
     readNetworks: () => NetworkConnects[] | undefined = () => undefined,
+    /** The commit and build date `lace version` shows, so a rollout's mix of builds is visible. */
+    build: Pick<BuildInfo, "commit" | "buildDate"> = { commit: "unknown", buildDate: "" },
   ) {
     const registers = [this.registry];
     this.probeTargets = new GaugeClass({
@@ -330,10 +332,15 @@ export class Metrics {
     );
     new GaugeClass({
       name: "lace_build_info",
-      help: "Version of the agent and of its BPF map layout",
-      labelNames: ["version", "bpf_abi"],
+      help: "Version, commit and build date of the agent, and its BPF map layout",
+      labelNames: ["version", "commit", "build_date", "bpf_abi"],
       registers,
-    }).set({ version: VERSION, bpf_abi: String(bpfAbi) }, 1);
+    }).set({
+      version: VERSION,
+      commit: build.commit,
+      build_date: build.buildDate,
+      bpf_abi: String(bpfAbi),
+    }, 1);
     // process_start_time_seconds and the rest, for restart, memory and CPU alerts.
     registerProcessMetrics(this.registry);
   }

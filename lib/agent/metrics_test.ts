@@ -4,6 +4,7 @@ import { Metrics } from "./metrics.ts";
 import type { ReconcileReport } from "./reconcile.ts";
 import { EventRecorder } from "../kube/events.ts";
 import { fakeTime } from "../../tests/helpers/fake_time.ts";
+import { VERSION } from "../version.ts";
 
 const pod = { namespace: "ns", name: "p", uid: "u" };
 
@@ -161,4 +162,22 @@ Deno.test("lace_cni_chaining_total starts every outcome at zero, so an alert's i
   }
   metrics.cniChaining.inc({ outcome: "unsafe" });
   assert.equal(await sample(metrics, 'lace_cni_chaining_total{outcome="unsafe"}'), 1);
+});
+
+Deno.test("lace_build_info names the version, commit, build date and BPF layout it runs", async () => {
+  const commit = "0123456789abcdef0123456789abcdef01234567";
+  const metrics = new Metrics(() => undefined, undefined, 7, undefined, {
+    commit,
+    buildDate: "2026-12-06T07:00:00Z",
+  });
+  assert.equal(
+    await sample(
+      metrics,
+      `lace_build_info{version="${VERSION}",commit="${commit}",` +
+        `build_date="2026-12-06T07:00:00Z",bpf_abi="7"}`,
+    ),
+    1,
+  );
+  // Without the build's facts (a test, a build info that could not be read): said as unknown.
+  assert.match(await new Metrics(() => undefined).text(), /lace_build_info\{[^}]*commit="unknown"/);
 });

@@ -30,6 +30,7 @@ import { nodeObjectRef } from "../kube/event_sink.ts";
 import { problemEvents } from "./problem_events.ts";
 import { installLogLimiter, LogLimiter } from "../log/limiter.ts";
 import { realTimers } from "../time/timers.ts";
+import { buildInfo } from "../version.ts";
 
 const log = getLogger(["lace", "agent"]);
 
@@ -84,6 +85,7 @@ async function startParts(config: Config, parts: CleanupStack): Promise<RunningA
     ),
     datapath.abi,
     orWarn("the per-network connect counts", () => unmatched?.networkConnects()),
+    buildInfo(),
   );
 
   const { sources, events, uninstalling, podLookup, apiServerSources, readRuntimeVersion } =
