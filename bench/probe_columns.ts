@@ -225,13 +225,15 @@ export interface ColumnMeasured {
   ready: number;
   cpu: CpuParts;
   probes: ProbeCounts;
-  /** Failed probes from creation until all were Ready (startup probes before the server listens). */
   /** Single probes' durations sampled after the hold (singleProbeDurations), in seconds. */
   durations: { samples: number; p50: number; p99: number };
+  /** Failed probes from creation until all were Ready (startup probes before the server listens). */
   failedBeforeReady: number;
   /** Every probe until all were Ready, by type and result. */
   failedBeforeReadyByType?: Record<string, number>;
   restarts: number;
+  /** Seconds waited before the column for the runtime to settle from the previous one. */
+  settledSeconds?: number;
 }
 
 /** The node's CPU (kubelet, runtime, agent) in ms per 1,000 probes of the hold. */

@@ -1,11 +1,13 @@
 /**
  * Figure 10, probes on the real kubelet (opt-in: `--only probes`, since it needs the real node's
  * tools of scripts/setup.sh): one real node of tests/node/ (kubelet, containerd, runc in node
- * namespaces), and the same probed pods in three columns, one after the other on that node:
+ * namespaces), and the same probed pods in three columns, one after the other on that node (each
+ * once the runtime has settled from the one before; flat, Lace, then exec):
  * - flat: every pod in one network the node's main table routes to (what a single-network
  *   cluster pays), no agent;
- * - exec: every pod in an isolated network of its own, no agent, each probe an exec probe doing
- *   the same check inside the container;
+ * - exec: every pod in an isolated network of its own, each probe an exec probe doing the same
+ *   check inside the container (the agent is installed by then but has nothing to mark, and its
+ *   CPU is not counted);
  * - Lace: the same isolated networks, the chart's agent marking the kubelet's probes.
  * For each column and pod count: all pods Ready, then a hold during which the kubelet's
  * /metrics/probes and the cgroups' cpu.stat are read at both ends. The node (its cgroups,
@@ -101,6 +103,8 @@ export async function probesFigure(o: BenchOptions, c: CleanupStack): Promise<Fi
       );
     }
   };
+  // Flat and Lace first, side by side; exec last, since its pods, which may never be all
+  // Ready, leave the runtime busiest (their cleanup would otherwise land in the next column).
   for (const pods of sizes) {
     // The node's main table routes to the flat network only while that column runs.
     const flat = NETWORKS[0];
@@ -111,12 +115,14 @@ export async function probesFigure(o: BenchOptions, c: CleanupStack): Promise<Fi
     } finally {
       await node.exec(["ip", "route", "del", ...route]);
     }
-    await run("exec", pods);
   }
   console.error("  installing the chart…");
   await installLace(node);
   cgroups.agent = containerCgroups(await agentPods(core));
   for (const pods of sizes) await run("lace", pods);
+  // The agent stays (it has nothing to mark: exec probes connect nowhere); its CPU is Lace's.
+  cgroups.agent = [];
+  for (const pods of sizes) await run("exec", pods);
 
   const rows: Row[] = [];
   const goals: Goal[] = [];
@@ -247,6 +253,8 @@ async function runColumn(
   holdSeconds: number,
 ): Promise<{ measured: ColumnMeasured; loads: number[] }> {
   const namespace = `bench-${column}-${pods}`;
+  const settledSeconds = await settleRuntime(cg.runtime);
+  console.error(`  the runtime settled in ${settledSeconds.toFixed(0)} s`);
   await core.createNamespace({ body: { metadata: { name: namespace } } });
   const specs: V1Pod[] = [];
   for (let i = 0; i < pods; i++) {
@@ -304,10 +312,31 @@ async function runColumn(
     failedBeforeReady: failedOf(probesBefore),
     failedBeforeReadyByType: probesBefore.byTypeAndResult,
     restarts: restarted,
+    settledSeconds,
   };
 
   await removePods(core, namespace);
   return { measured, loads };
+}
+
+/** A runtime below this share of one CPU over SETTLE_WINDOW_MS has finished the last cleanup. */
+const SETTLE_SHARE = 0.05;
+const SETTLE_WINDOW_MS = 5000;
+const SETTLE_MAX_MS = 180_000;
+
+/**
+ * Waits until containerd, its shims and runc are nearly idle (the previous column's pods' removal
+ * and garbage collection done), or SETTLE_MAX_MS; returns the seconds waited.
+ */
+async function settleRuntime(runtime: string): Promise<number> {
+  const t0 = performance.now();
+  const usage = async () => cpuUsageUsec(await Deno.readTextFile(join(runtime, "cpu.stat")));
+  while (performance.now() - t0 < SETTLE_MAX_MS) {
+    const before = await usage();
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_WINDOW_MS));
+    if ((await usage()) - before < SETTLE_SHARE * SETTLE_WINDOW_MS * 1000) break;
+  }
+  return (performance.now() - t0) / 1000;
 }
 
 /** Deletes a column's pods and waits until they are gone (their networks' addresses freed). */
