@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { BRIDGE_CONF, CALICO, FLANNEL } from "./_fixtures.ts";
 import { rewrite, world } from "./_world.ts";
-import { MAX_ATTEMPTS } from "./chainer.ts";
+import { MAX_ATTEMPTS } from "./apply.ts";
 import { isPlainConfigName, putFile, readConfig } from "./files.ts";
 import { recordProblem } from "./state.ts";
 import { sha256 } from "./plan.ts";

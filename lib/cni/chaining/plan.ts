@@ -46,6 +46,11 @@ export interface Report {
   message: string;
 }
 
+/** A report about one file of the directory. */
+export interface FileReport extends Report {
+  file: string;
+}
+
 /** The steps of a plan, in order: write, then remove, then keep the record. */
 export interface Plan {
   write?: { name: string; bytes: Uint8Array };
