@@ -74,72 +74,74 @@ function install(env: Record<string, string>, manifest: string, archive: string)
   ], env);
 }
 
-Deno.test({
-  name: skipName("krew installs a release's archive and kubectl lace runs the lace in it", MISSING),
-  ignore: skipIf(MISSING),
-  async fn() {
-    const dir = await Deno.makeTempDir({ prefix: "lace-krew-release-" });
-    try {
-      const out = await release(dir);
-
-      const env = krewEnv(dir);
-      // An empty local index, as an offline machine keeps it, so krew list and uninstall run.
-      const index = join(env.KREW_ROOT, "index/default");
-      await Deno.mkdir(index, { recursive: true });
-      assert.equal((await run("git", ["init", "--quiet", index], env)).code, 0);
-      const installed = await install(env, join(out, "lace.yaml"), join(out, ARCHIVE));
-      assert.equal(installed.code, 0, installed.out);
-      assert.match(installed.out, /Installed plugin: lace/);
-      // krew's receipt of the install: from no index, the manifest given.
-      const receipt = parse(await Deno.readTextFile(join(env.KREW_ROOT, "receipts/lace.yaml")));
-      assert.equal(receipt.spec.version, "v0.1.0");
-      assert.equal(receipt.status.source.name, "detached");
-      const listed = await run(KREW, ["list"], env);
-      assert.match(listed.out, /^detached\/lace$/m, listed.out);
-
-      const plugin = await run(KUBECTL, ["lace", "targets", "--node", "node-a"], env);
-      assert.equal(plugin.code, 0, plugin.out);
-      assert.equal(plugin.out, "stand-in kubectl targets --node node-a\n");
-
-      const removed = await run(KREW, ["uninstall", "lace"], env);
-      assert.equal(removed.code, 0, removed.out);
-      const gone = await run(KUBECTL, ["lace", "targets"], env);
-      assert.notEqual(gone.code, 0);
-      assert.match(gone.out, /unknown command "lace"/);
-    } finally {
-      await Deno.remove(dir, { recursive: true });
-    }
-  },
-});
-
-Deno.test({
-  name: skipName("krew refuses an archive the manifest's sha256 does not name", MISSING),
-  ignore: skipIf(MISSING),
-  async fn() {
-    const dir = await Deno.makeTempDir({ prefix: "lace-krew-release-" });
-    try {
-      const out = await release(dir);
-      const env = krewEnv(dir);
-      // An archive changed after the release (one byte of its gzip trailer).
-      const tampered = join(dir, "tampered.tar.gz");
-      const bytes = await Deno.readFile(join(out, ARCHIVE));
-      bytes[bytes.length - 5] ^= 0xff;
-      await Deno.writeFile(tampered, bytes);
-      // The checked-in template, whose sha256 names no archive.
-      for (
-        const [manifest, archive] of [
-          [join(out, "lace.yaml"), tampered],
-          [join(repo, "deploy/krew/lace.yaml"), join(out, ARCHIVE)],
-        ]
-      ) {
-        const refused = await install(env, manifest, archive);
-        assert.notEqual(refused.code, 0, refused.out);
-        assert.match(refused.out, /checksum does not match|sha256/i, refused.out);
-        const kubectl = await run(KUBECTL, ["lace", "targets"], env);
-        assert.match(kubectl.out, /unknown command "lace"/);
+/** A test given a fresh release of a stand-in lace (`out`) and a krew of its own (`env`). */
+function releaseTest(
+  name: string,
+  fn: (out: string, env: Record<string, string>, dir: string) => Promise<void>,
+) {
+  Deno.test({
+    name: skipName(name, MISSING),
+    ignore: skipIf(MISSING),
+    async fn() {
+      const dir = await Deno.makeTempDir({ prefix: "lace-krew-release-" });
+      try {
+        await fn(await release(dir), krewEnv(dir), dir);
+      } finally {
+        await Deno.remove(dir, { recursive: true });
       }
-    } finally {
-      await Deno.remove(dir, { recursive: true });
+    },
+  });
+}
+
+releaseTest(
+  "krew installs a release's archive and kubectl lace runs the lace in it",
+  async (out, env) => {
+    // An empty local index, as an offline machine keeps it, so krew list and uninstall run.
+    const index = join(env.KREW_ROOT, "index/default");
+    await Deno.mkdir(index, { recursive: true });
+    assert.equal((await run("git", ["init", "--quiet", index], env)).code, 0);
+    const installed = await install(env, join(out, "lace.yaml"), join(out, ARCHIVE));
+    assert.equal(installed.code, 0, installed.out);
+    assert.match(installed.out, /Installed plugin: lace/);
+    // krew's receipt of the install: from no index, the manifest given.
+    const receipt = parse(await Deno.readTextFile(join(env.KREW_ROOT, "receipts/lace.yaml")));
+    assert.equal(receipt.spec.version, "v0.1.0");
+    assert.equal(receipt.status.source.name, "detached");
+    const listed = await run(KREW, ["list"], env);
+    assert.match(listed.out, /^detached\/lace$/m, listed.out);
+
+    const plugin = await run(KUBECTL, ["lace", "targets", "--node", "node-a"], env);
+    assert.equal(plugin.code, 0, plugin.out);
+    assert.equal(plugin.out, "stand-in kubectl targets --node node-a\n");
+
+    const removed = await run(KREW, ["uninstall", "lace"], env);
+    assert.equal(removed.code, 0, removed.out);
+    const gone = await run(KUBECTL, ["lace", "targets"], env);
+    assert.notEqual(gone.code, 0);
+    assert.match(gone.out, /unknown command "lace"/);
+  },
+);
+
+releaseTest(
+  "krew refuses an archive the manifest's sha256 does not name",
+  async (out, env, dir) => {
+    // An archive changed after the release (one byte of its gzip trailer).
+    const tampered = join(dir, "tampered.tar.gz");
+    const bytes = await Deno.readFile(join(out, ARCHIVE));
+    bytes[bytes.length - 5] ^= 0xff;
+    await Deno.writeFile(tampered, bytes);
+    // The checked-in template, whose sha256 names no archive.
+    for (
+      const [manifest, archive] of [
+        [join(out, "lace.yaml"), tampered],
+        [join(repo, "deploy/krew/lace.yaml"), join(out, ARCHIVE)],
+      ]
+    ) {
+      const refused = await install(env, manifest, archive);
+      assert.notEqual(refused.code, 0, refused.out);
+      assert.match(refused.out, /checksum does not match, want: [0-9a-f]{64}, got [0-9a-f]{64}/, refused.out);
+      const kubectl = await run(KUBECTL, ["lace", "targets"], env);
+      assert.match(kubectl.out, /unknown command "lace"/);
     }
   },
-});
+);
