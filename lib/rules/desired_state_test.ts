@@ -45,6 +45,8 @@ function compute(
     config?: Partial<DesiredStateConfig>;
     memo?: RulesMemo;
     hostAddresses?: ReadonlySet<string>;
+    /** The cache's identity of a pod (default: namespace ns, name p-<uid>). */
+    identity?: (uid: string) => { namespace: string; name: string; uid: string } | undefined;
   } = {},
 ) {
   const byUid = new Map(
@@ -54,7 +56,7 @@ function compute(
     uids: [...byUid.keys()],
     pods: {
       ...podLookups(byUid),
-      identity: (uid) => ({ namespace: "ns", name: `p-${uid}`, uid }),
+      identity: opts.identity ?? ((uid) => ({ namespace: "ns", name: `p-${uid}`, uid })),
     },
     nodeNetworks: opts.nodeNetworks ?? new Map(),
     config: { ...CONFIG, ...opts.config },
@@ -371,4 +373,106 @@ Deno.test("desiredState() holds the node's addresses against a pod whose network
   });
   assert.equal(state.desired.size, 0);
   assert.deepEqual(state.hostHeld.map((h) => h.pod.uid).sort(), ["b", "plain"]);
+});
+
+Deno.test("desiredState() keeps the views of a pod the node attached while neither changes", () => {
+  const memo: RulesMemo = new WeakMap();
+  const a = pod("a", "10.0.0.1", 1, [8080, 9000]);
+  const nodeNetworks = new Map([["a", { network: "net2", networkId: 2 }]]);
+  const first = compute([a], { memo, nodeNetworks });
+  const again = compute([a], { memo, nodeNetworks });
+  assert.deepEqual(again.views.map((v) => v.entry.value.networkId), [2, 2]);
+  again.views.forEach((v, i) => assert.equal(v, first.views[i]));
+});
+
+Deno.test("desiredState() under exclusive counts the probes of a pod whose rules throw as unknown: the holder of its address loses its targets there", () => {
+  const holder = pod("h", "10.0.0.5", 1, [8080], "2026-01-01T00:00:00Z");
+  const elsewhere = pod("e", "10.0.0.6", 1, [8080], "2026-01-01T00:00:00Z");
+  const later = pod("x", "10.0.0.5", 2, [9090], "2026-01-02T00:00:00Z");
+  // Stands for any shape the rules choke on that the cache does not refuse (its views merged).
+  Object.defineProperty(later.spec, "containers", {
+    get() {
+      throw new RangeError("Maximum call stack size exceeded");
+    },
+  });
+  const state = compute([later, holder, elsewhere]);
+  assert.deepEqual([...state.desired.keys()], ["10.0.0.6:8080"]);
+  assert.deepEqual(state.withdraw.map(keyId), ["10.0.0.5:8080"]);
+  assert.equal(state.sharedAddresses[0].holderWithdrawn, true);
+  assert.deepEqual(state.skips.map((s) => [s.pod.uid, s.reason]), [["x", "malformed"]]);
+  assert.match(state.skips[0].message, /Maximum call stack size exceeded/);
+});
+
+Deno.test("desiredState() keeps a trimmed pod's first targets in its spec order, not in key order", () => {
+  const flood = Array.from({ length: 30 }, (_, i) => 20029 - i);
+  const state = compute(
+    [pod("flood", "10.0.0.9", 3, flood), pod("a", "10.0.0.1", 1, [80, 81])],
+    { capacity: 10 },
+  );
+  assert.deepEqual(
+    [...state.desired.keys()].filter((k) => k.startsWith("10.0.0.9:")).sort(),
+    flood.slice(0, 8).map((port) => `10.0.0.9:${port}`).sort(),
+  );
+  assert.deepEqual(state.unwritten.map((u) => [u.pod.uid, u.count]), [["flood", 22]]);
+});
+
+Deno.test("desiredState() names a pod it cannot evaluate by its uid alone when the cache knows nothing else of it", () => {
+  const state = compute([["gone", new Error("no view left")], pod("a", "10.0.0.1", 1)], {
+    identity: (uid) => uid === "gone" ? undefined : { namespace: "ns", name: `p-${uid}`, uid },
+  });
+  assert.deepEqual(state.skips.map((s) => s.pod), [{ namespace: "", name: "", uid: "gone" }]);
+  assert.deepEqual([...state.desired.keys()], ["10.0.0.1:8080"]);
+});
+
+for (const addressSharing of ["exclusive", "shared"] as const) {
+  Deno.test(`desiredState() under older-wins and ${addressSharing} writes the older pod's entry for a key two networks claim, and withdraws nothing`, () => {
+    const older = pod("a", "10.0.0.5", 1, [8080], "2026-01-01T00:00:00Z");
+    const newer = pod("b", "10.0.0.5", 2, [8080], "2026-01-02T00:00:00Z");
+    const state = compute([newer, older], {
+      config: { addressConflict: "older-wins", addressSharing },
+    });
+    assert.deepEqual(
+      [...state.desired.values()].map((e) => [keyId(e.key), e.value.networkId]),
+      [["10.0.0.5:8080", 1]],
+    );
+    assert.deepEqual(
+      state.conflicts.map((c) => [c.kept?.pod.uid, c.dropped.map((d) => d.pod.uid)]),
+      [["a", ["b"]]],
+    );
+    assert.deepEqual(state.withdraw, [], "the kept entry must not leave the map");
+  });
+}
+
+Deno.test("desiredState() holds no address for the host when it knows none of the node's addresses", () => {
+  const state = compute([pod("a", "10.0.0.5", 1)]);
+  assert.deepEqual(state.hostHeld, []);
+  assert.deepEqual([...state.desired.keys()], ["10.0.0.5:8080"]);
+  assert.deepEqual(state.skips, []);
+});
+
+Deno.test("targetViews() keeps a target's probe period, and gives a target without one none", () => {
+  const target = {
+    key: { family: "ipv4", address: "10.0.0.9", port: 80 },
+    networkId: 4,
+    network: "net4",
+    pod: { namespace: "ns", name: "p", uid: "u" },
+    container: "c",
+    probe: "liveness",
+  } as const;
+  const entry = { key: target.key, value: { networkId: 4, mark: markFor(CONFIG, 4) } };
+  const { key: _, networkId: __, ...fields } = target;
+  const tcp = { ...target, handler: "tcpSocket", periodSeconds: 7 } as const;
+  assert.deepEqual(targetViews([tcp], CONFIG), [{
+    entry,
+    ...fields,
+    handler: "tcpSocket",
+    periodSeconds: 7,
+  }]);
+  const http = { ...target, handler: "httpGet", http: { path: "/", scheme: "HTTP" } } as const;
+  assert.deepEqual(targetViews([http], CONFIG), [{
+    entry,
+    ...fields,
+    handler: "httpGet",
+    http: { path: "/", scheme: "HTTP" },
+  }]);
 });

@@ -38,6 +38,7 @@ export const MODULES: MutationModule[] = [
     // core's, which run it over a pod cache and the CNI path's attachments (fake time, no root).
     tests: [
       "lib/rules/desired_state_test.ts",
+      "lib/rules/address_placement_test.ts",
       "lib/agent/admission/clashes_test.ts",
       "lib/agent/core_test.ts",
       "lib/agent/core_addresses_test.ts",
