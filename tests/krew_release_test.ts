@@ -139,7 +139,11 @@ releaseTest(
     ) {
       const refused = await install(env, manifest, archive);
       assert.notEqual(refused.code, 0, refused.out);
-      assert.match(refused.out, /checksum does not match, want: [0-9a-f]{64}, got [0-9a-f]{64}/, refused.out);
+      assert.match(
+        refused.out,
+        /checksum does not match, want: [0-9a-f]{64}, got [0-9a-f]{64}/,
+        refused.out,
+      );
       const kubectl = await run(KUBECTL, ["lace", "targets"], env);
       assert.match(kubectl.out, /unknown command "lace"/);
     }
