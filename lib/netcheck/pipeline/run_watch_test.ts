@@ -225,3 +225,21 @@ Deno.test("--watch samples connectivity too once all pairs no longer fit half th
     roundsToCover: 1,
   });
 });
+
+Deno.test("--watch sizes its connectivity sample on the nodes of the round just run, not the first", async () => {
+  // 3 nodes at first; 9 more join after round 1, so round 2 runs all 132 pairs, 1 s each.
+  const nodes = fakeNodes(12);
+  for (const node of nodes.slice(3)) node.cordoned = true;
+  const { events } = await watch(nodes, { latencySamples: 0, peers: 1, intervalMs: 60_000 }, {
+    stopAfter: 3,
+    execMs: 1000,
+    onRound: (round) => {
+      if (round === 1) { for (const node of nodes) node.cordoned = false; }
+    },
+  });
+  assert.ok(events.some((e) => /^end 1 \w+ 6 /.test(e)), events.join());
+  assert.ok(events.some((e) => /^end 2 \w+ 132 /.test(e)), events.join());
+  // Round 3: the 132 s of round 2 fit 2 peers per node in half the interval (⌊11 × 30 / 132⌋),
+  // tested both ways: 12 × 2 directed paths. Sized on round 1's 3 nodes it would be 1 peer.
+  assert.ok(events.some((e) => /^end 3 \w+ 24 /.test(e)), events.join());
+});

@@ -57,6 +57,8 @@ export async function runRounds(
   const { options, signal, timers } = w;
   rounds.summary.nodes = nodeNames(first);
   let started = timers.now();
+  // The probe pods of the round just run: the next round's sample is sized on them.
+  let last = first;
   await rounds.check(first);
   if (!options.watch) return;
   for (let round = 1;; round++) {
@@ -79,10 +81,10 @@ export async function runRounds(
           "took over; stopping this one",
       );
     }
-    rounds.next(first);
+    rounds.next(last);
     started = timers.now();
-    const current = await w.relist();
-    rounds.summary.nodes = nodeNames(current);
-    await rounds.check(current);
+    last = await w.relist();
+    rounds.summary.nodes = nodeNames(last);
+    await rounds.check(last);
   }
 }
