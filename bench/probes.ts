@@ -28,7 +28,6 @@ import type { BenchOptions } from "./main.ts";
 import {
   type Column,
   type ColumnMeasured,
-  COLUMNS,
   cpuUsageUsec,
   parseSamples,
   type ProbeCounts,
@@ -84,8 +83,11 @@ export async function probesFigure(o: BenchOptions, c: CleanupStack): Promise<Fi
   const loads: Record<string, number[]> = {};
   const failed: string[] = [];
   // A column that fails is reported and its pods removed; the next columns still run.
+  /** The columns in the order they ran, as `column-pods`. */
+  const ran: string[] = [];
   const run = async (column: Column, pods: number) => {
     console.error(`  ${column}, ${pods} pods…`);
+    ran.push(`${column}-${pods}`);
     try {
       const m = await runColumn(core, node.name, cgroups, column, pods, hold);
       loads[`${column}-${pods}`] = m.loads;
@@ -159,7 +161,7 @@ export async function probesFigure(o: BenchOptions, c: CleanupStack): Promise<Fi
     data: {
       sizes,
       holdSeconds: hold,
-      order: COLUMNS,
+      order: ran,
       loads,
       failed,
       columns: measured,
