@@ -1,7 +1,11 @@
 /**
  * `deno task mutate [MODULE...] [--concurrency N]`: mutation testing of the
  * pure core with StrykerJS, one module at a time (mutate one module, run only
- * its unit tests), then `docs/mutation.md` from every module's latest report.
+ * its unit tests), then `docs/mutation.md` with the modules just run from their
+ * reports and every other module's row and survivors kept from the committed
+ * file. `--summary-only [MODULE...]` runs nothing and rewrites the named
+ * modules' rows (default: every module with a report here) from their reports,
+ * as after an edit of `equivalent.json`.
  *
  * StrykerJS is installed by npm into `tests/mutation/` (its own package.json
  * and lock) and run by Deno, because Debian's Node 20 is too old for it. Its
@@ -149,40 +153,47 @@ async function mutateModule(
   );
 }
 
+const USAGE = "deno task mutate [MODULE...] [--concurrency N] | --summary-only [MODULE...]";
+
 async function main(args: string[]): Promise<void> {
   let concurrency = 1;
+  let summaryOnly = false;
   const names: string[] = [];
   for (let i = 0; i < args.length; i++) {
     if (args[i] === "--concurrency") concurrency = Number(args[++i]);
-    else if (args[i] === "--summary-only") names.push("");
-    else names.push(args[i]);
+    else if (args[i] === "--summary-only") summaryOnly = true;
+    else if (args[i] === "--help" || args[i] === "-h") {
+      console.log(`${USAGE}\nmodules: ${MODULES.map((m) => m.name).join(", ")}`);
+      return;
+    } else names.push(args[i]);
   }
   if (!Number.isInteger(concurrency) || concurrency < 1) {
     throw new RangeError(
       `--concurrency must be a whole number of at least 1: ${concurrency}`,
     );
   }
-  const unknown = names.filter((n) => n !== "" && !MODULES.some((m) => m.name === n));
+  const unknown = names.filter((n) => !MODULES.some((m) => m.name === n));
   if (unknown.length > 0) {
     throw new Error(
       `Unknown module ${unknown.join(", ")}: choose from ${MODULES.map((m) => m.name).join(", ")}`,
     );
   }
-  const chosen = names.length === 0 ? MODULES : MODULES.filter((m) => names.includes(m.name));
+  const named = names.length === 0 ? MODULES : MODULES.filter((m) => names.includes(m.name));
+  const measured = summaryOnly ? [] : named;
   await Deno.mkdir(reportDir, { recursive: true });
-  if (chosen.length > 0 && !(await exists(stryker))) {
+  if (measured.length > 0 && !(await exists(stryker))) {
     await run(
       ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
       toolDir,
     );
   }
-  for (const m of chosen) await mutateModule(m, concurrency);
+  for (const m of measured) await mutateModule(m, concurrency);
 
   const equivalents: EquivalentMutant[] = JSON.parse(
     await Deno.readTextFile(`${toolDir}/equivalent.json`),
   );
   const results: ModuleResult[] = [];
-  for (const m of MODULES) {
+  for (const m of named) {
     if (!(await exists(`${reportDir}/${m.name}.json`))) continue;
     const report: StrykerReport = JSON.parse(
       await Deno.readTextFile(`${reportDir}/${m.name}.json`),
@@ -192,10 +203,17 @@ async function main(args: string[]): Promise<void> {
     );
     results.push({ module: m, meta, ...summarize(report, equivalents) });
   }
-  await Deno.writeTextFile(`${root}/docs/mutation.md`, summaryMarkdown(results));
+  const docPath = `${root}/docs/mutation.md`;
+  const previous = (await exists(docPath)) ? await Deno.readTextFile(docPath) : "";
+  await Deno.writeTextFile(
+    docPath,
+    summaryMarkdown(MODULES.map((m) => m.name), results, previous),
+  );
   const unexplained = results.flatMap((r) => r.survivors.filter((s) => !s.why));
   console.log(
-    `docs/mutation.md written: ${results.length} modules, ${unexplained.length} unexplained survivors`,
+    `docs/mutation.md written: ${results.length} modules from reports (${
+      results.map((r) => r.module.name).join(", ") || "none"
+    }), the others as they were; ${unexplained.length} unexplained survivors among them`,
   );
 }
 

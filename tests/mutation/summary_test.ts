@@ -1,5 +1,11 @@
 import assert from "node:assert/strict";
-import { type StrykerReport, summarize, summaryMarkdown } from "./summary.ts";
+import {
+  committedModules,
+  type ModuleResult,
+  type StrykerReport,
+  summarize,
+  summaryMarkdown,
+} from "./summary.ts";
 
 const source = "const a = x > 1;\nif (a &&\n  b) go();\n";
 
@@ -82,7 +88,7 @@ Deno.test("summarize() explains a survivor only by file, mutator, original text 
 
 Deno.test("summaryMarkdown() marks an unexplained survivor and shows the commit a score came from", () => {
   const { counts, score, survivors } = summarize(report, []);
-  const text = summaryMarkdown([{
+  const text = summaryMarkdown(["a"], [{
     module: { name: "a", mutate: ["lib/a.ts"], tests: ["lib/a_test.ts"] },
     meta: {
       commit: "abc1234",
@@ -103,4 +109,110 @@ Deno.test("summaryMarkdown() marks an unexplained survivor and shows the commit 
     text,
     /lib\/a\.ts:1 EqualityOperator `x > 1` → `x <= 1`: \*\*unexplained/,
   );
+});
+
+function result(
+  name: string,
+  seconds: number,
+  commit: string,
+  why?: string,
+): ModuleResult {
+  const { counts, score, survivors } = summarize(
+    report,
+    why
+      ? [{
+        file: "lib/a.ts",
+        mutator: "EqualityOperator",
+        original: "x > 1",
+        replacement: "x <= 1",
+        why,
+      }]
+      : [],
+  );
+  return {
+    module: {
+      name,
+      mutate: [`lib/${name}.ts`],
+      tests: [`lib/${name}_test.ts`],
+    },
+    meta: {
+      commit,
+      dirty: false,
+      date: "2026-12-01 07:00 UTC",
+      seconds,
+      concurrency: 1,
+    },
+    counts,
+    score,
+    survivors,
+  };
+}
+
+/** The lines of `text` from its row of `name` and from its survivors section of `name`. */
+function moduleLines(
+  text: string,
+  name: string,
+): { row?: string; survivors: string[] } {
+  const lines = text.split("\n");
+  const start = lines.indexOf(`## Survivors: ${name}`);
+  const end = lines.findIndex((l, i) => i > start && l.startsWith("## "));
+  return {
+    row: lines.find((l) => l.startsWith(`| ${name} |`)),
+    survivors: start < 0 ? [] : lines.slice(start + 2, end < 0 ? undefined : end).filter((l) => l),
+  };
+}
+
+Deno.test("summaryMarkdown() keeps the committed row and survivors of every module this run did not measure", () => {
+  const before = summaryMarkdown(["a", "b", "c"], [
+    result("a", 10, "aaaaaaa"),
+    result("b", 20, "bbbbbbb"),
+    result("c", 30, "ccccccc", "x is never 1 here"),
+  ]);
+  const after = summaryMarkdown(
+    ["a", "b", "c"],
+    [result("b", 25, "ddddddd")],
+    before,
+  );
+  for (const kept of ["a", "c"]) {
+    assert.deepEqual(moduleLines(after, kept), moduleLines(before, kept), kept);
+  }
+  assert.match(
+    moduleLines(after, "b").row!,
+    /\| 25 s \(concurrency 1\) \| ddddddd \|/,
+  );
+  assert.equal(moduleLines(after, "b").survivors.length, 3);
+  assert.match(after, /All modules together: 65 s\./);
+  const rows = after.split("\n").filter((l) => /^\| [abc] \|/.test(l));
+  assert.deepEqual(rows.map((l) => l[2]), ["a", "b", "c"]);
+  // Run again over its own output, the summary stays the same.
+  assert.equal(summaryMarkdown(["a", "b", "c"], [], after), after);
+});
+
+Deno.test("summaryMarkdown() leaves out a committed module that is no longer in the list", () => {
+  const before = summaryMarkdown(["a", "old"], [
+    result("a", 10, "aaaaaaa"),
+    result("old", 5, "eeeeeee"),
+  ]);
+  const after = summaryMarkdown(["a"], [], before);
+  assert.deepEqual(moduleLines(after, "old"), {
+    row: undefined,
+    survivors: [],
+  });
+  assert.match(after, /All modules together: 10 s\./);
+});
+
+Deno.test("committedModules() reads each module's row, time and survivor lines", () => {
+  const text = summaryMarkdown(["a", "c"], [
+    result("a", 10, "aaaaaaa"),
+    result("c", 30, "ccccccc", "x is never 1 here"),
+  ]);
+  const modules = committedModules(text);
+  assert.deepEqual([...modules.keys()], ["a", "c"]);
+  assert.equal(modules.get("c")!.seconds, 30);
+  assert.equal(modules.get("c")!.row, moduleLines(text, "c").row);
+  assert.deepEqual(
+    modules.get("c")!.survivors,
+    moduleLines(text, "c").survivors,
+  );
+  assert.match(modules.get("c")!.survivors[0], /x <= 1`: x is never 1 here$/);
 });
