@@ -11,11 +11,12 @@ function conf(extra: Record<string, unknown> = {}, version = "1.0.0"): string {
   return JSON.stringify({ cniVersion: version, name: "blue", type: "lace", ...extra });
 }
 
-Deno.test("parseNetConf() applies the defaults for socket, timeout and pin path", () => {
+Deno.test("parseNetConf() applies the defaults for socket, timeout, pin path and address sharing", () => {
   const c = parseNetConf(conf(), "ADD");
   assert.equal(c.socket, "/run/lace/cni.sock");
   assert.equal(c.timeoutMs, 1000);
   assert.equal(c.pinPath, "/sys/fs/bpf/lace");
+  assert.equal(c.addressSharing, "exclusive");
   assert.equal(c.network, undefined);
 });
 
@@ -35,6 +36,12 @@ Deno.test("parseNetConf() reads Lace's keys", () => {
   assert.equal(c.socket, "/tmp/x.sock");
   assert.equal(c.timeoutMs, 250);
   assert.equal(c.pinPath, "/sys/fs/bpf/l2");
+});
+
+Deno.test("parseNetConf() reads addressSharing as exclusive or shared", () => {
+  for (const addressSharing of ["exclusive", "shared"]) {
+    assert.equal(parseNetConf(conf({ addressSharing }), "ADD").addressSharing, addressSharing);
+  }
 });
 
 Deno.test("parseNetConf() accepts a decimal string network id", () => {
@@ -123,6 +130,9 @@ Deno.test("parseNetConf() rejects malformed Lace keys with code 7", () => {
     [{ prevResult: [1] }, /^"prevResult" must be an object$/],
     [{ pinPath: "sys/fs/bpf/lace" }, /^"pinPath" must be an absolute path: "sys\/fs\/bpf\/lace"$/],
     [{ pinPath: true }, /^"pinPath" must be an absolute path: true$/],
+    [{ addressSharing: "open" }, /^"addressSharing" must be "exclusive" or "shared": "open"$/],
+    [{ addressSharing: "" }, /^"addressSharing" must be "exclusive" or "shared": ""$/],
+    [{ addressSharing: null }, /^"addressSharing" must be "exclusive" or "shared": null$/],
   ];
   for (const [extra, why] of bad) {
     assert.equal(codeOf(() => parseNetConf(conf(extra), "ADD"), why), 7, JSON.stringify(extra));

@@ -121,6 +121,14 @@ Deno.test("resultAddresses() keeps an address whose interface index names no int
   );
 });
 
+Deno.test("resultAddresses() reads only a number as an interface index, so a string names no interface", () => {
+  const interfaces = [{ name: "veth0" }, { name: "eth0", sandbox: "/var/run/netns/p" }];
+  assert.deepEqual(
+    resultAddresses({ interfaces, ips: [{ address: "10.0.0.1/24", interface: "0" }] }),
+    ["10.0.0.1"],
+  );
+});
+
 Deno.test("passThrough() takes a prevResult without a version as already in the configuration's", () => {
   const ips = [{ address: "10.0.0.1/24", version: "4" }];
   assert.deepEqual(passThrough({ ips }, "1.0.0"), { cniVersion: "1.0.0", ips });

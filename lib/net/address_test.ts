@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { canonicalAddress, parseAddress } from "./address.ts";
+import { addressFromBytes, canonicalAddress, parseAddress } from "./address.ts";
 
 Deno.test("parseAddress() drops an IPv6 zone and rejects garbage", () => {
   assert.deepEqual(canonicalAddress("fe80::1%eth0"), { family: "ipv6", address: "fe80::1" });
@@ -36,4 +36,17 @@ Deno.test("canonicalAddress() compresses the first longest run of two or more ze
     ["1:1:1:1:1:1:0:0", "1:1:1:1:1:1::"],
   ];
   for (const [text, canonical] of cases) assert.equal(canonicalAddress(text).address, canonical);
+});
+
+Deno.test("addressFromBytes() gives the canonical text of the bytes it is given", () => {
+  // An IPv4 address's 4 bytes at the start of a 16-byte field, as the maps hold it.
+  const v4 = new Uint8Array(16);
+  v4.set([10, 244, 1, 7]);
+  assert.equal(addressFromBytes("ipv4", v4), "10.244.1.7");
+  const v6 = parseAddress("2001:db8:0:0:1:0:0:ab").bytes;
+  assert.equal(addressFromBytes("ipv6", v6), "2001:db8::1:0:0:ab");
+  // Read as canonicalAddress() reads text: the IPv4-mapped form comes out as the IPv4 address.
+  const mapped = new Uint8Array(16);
+  mapped.set([0xff, 0xff, 10, 0, 0, 7], 10);
+  assert.equal(addressFromBytes("ipv6", mapped), "10.0.0.7");
 });
