@@ -28,6 +28,19 @@ Deno.test("classifyConnect() keeps agnhost's error class and detail from stderr"
   );
 });
 
+Deno.test("classifyConnect() strips only the spaces after a class, not the detail's first word", () => {
+  assert.deepEqual(run(1, "TIMEOUT:dial tcp 10.0.0.1:80: i/o timeout\n"), {
+    ok: false,
+    errorClass: "TIMEOUT",
+    message: "dial tcp 10.0.0.1:80: i/o timeout",
+  });
+  assert.deepEqual(run(1, "REFUSED\nsecond line"), {
+    ok: false,
+    errorClass: "REFUSED",
+    message: "REFUSED",
+  });
+});
+
 Deno.test("classifyConnect() files unrecognised output and exec failures under UNKNOWN", () => {
   assert.deepEqual(run(127, "exec: /agnhost: not found\n"), {
     ok: false,

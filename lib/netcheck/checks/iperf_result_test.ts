@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import { POD_TEXT_LIMIT, tooLongError } from "../cluster/exec_output.ts";
-import { firstJsonObject, formatBps, parseIperf } from "./iperf_result.ts";
+import {
+  firstJsonObject,
+  formatBps,
+  iperfDocument,
+  MAX_BITS_PER_SECOND,
+  parseIperf,
+} from "./iperf_result.ts";
 
 const ok = JSON.stringify({ start: { x: "{" }, end: { sum_received: { bits_per_second: 9.1e9 } } });
 
@@ -133,11 +139,32 @@ Deno.test("parseIperf() fails a negative, huge or non-numeric bandwidth as BAD_A
     const r = answer(bps);
     assert.equal(r.ok, false, `${bps} accepted`);
     assert.equal((r as { errorClass?: string }).errorClass, "BAD_ANSWER");
-    assert.match((r as { message: string }).message, /outside 0 to/);
+    assert.deepEqual(r, {
+      ok: false,
+      errorClass: "BAD_ANSWER",
+      message: `iperf3 reported ${bps} bits/s, outside 0 to 100000000000000: not a figure to trust`,
+      retryable: false,
+    });
   }
   // JSON has no NaN or Infinity: 1e999 parses as Infinity, a string is not a number.
   for (const bps of ["1e999", '"NaN"', "null"]) assert.equal(answer(bps).ok, false);
   assert.deepEqual(answer(0), { ok: true, bitsPerSecond: 0 });
+  assert.deepEqual(answer(MAX_BITS_PER_SECOND), { ok: true, bitsPerSecond: MAX_BITS_PER_SECOND });
+});
+
+Deno.test("iperfDocument() returns the JSON object after any warnings, else why there is none", () => {
+  const doc = { end: { sum_received: { bits_per_second: 9.1e9 } } };
+  const exec = (stdout: string, stderr = "", error?: string) =>
+    iperfDocument({ exitCode: error ? -1 : 0, stdout, stderr, ...(error ? { error } : {}) });
+  assert.deepEqual(exec(`warning: ignoring --udp\n${JSON.stringify(doc)}\n`), doc);
+  assert.equal(exec(JSON.stringify(doc), "", "pod gone\nsecond line"), "exec failed: pod gone");
+  assert.equal(
+    exec("", "iperf3: error - unable to connect\nmore"),
+    "no iperf3 JSON: iperf3: error - unable to connect",
+  );
+  assert.equal(exec("garbage {oops}\n"), "no iperf3 JSON: garbage {oops}");
+  assert.equal(exec("out", "err"), "no iperf3 JSON: err");
+  assert.equal(exec(""), "no iperf3 JSON: no output");
 });
 
 Deno.test("parseIperf() fails an exec cut at the output limit as TOO_LONG, without retrying", () => {
@@ -147,6 +174,13 @@ Deno.test("parseIperf() fails an exec cut at the output limit as TOO_LONG, witho
     errorClass: "TOO_LONG",
     message: error,
     retryable: false,
+  });
+});
+
+Deno.test("parseIperf() reads the figure of an exec flagged too long that still ended without an error", () => {
+  assert.deepEqual(parseIperf({ exitCode: 0, stdout: ok, stderr: "", tooLong: true }), {
+    ok: true,
+    bitsPerSecond: 9.1e9,
   });
 });
 
@@ -161,4 +195,11 @@ Deno.test("formatBps() scales to the right unit", () => {
   assert.equal(formatBps(9.41e9), "9.41 Gbit/s");
   assert.equal(formatBps(123e6), "123 Mbit/s");
   assert.equal(formatBps(500), "500 bit/s");
+  assert.equal(formatBps(1000), "1.00 kbit/s");
+  assert.equal(formatBps(100), "100 bit/s");
+  assert.equal(formatBps(10), "10.0 bit/s");
+  assert.equal(formatBps(45.67e3), "45.7 kbit/s");
+  assert.equal(formatBps(2.5e12), "2.50 Tbit/s");
+  // Past the last unit the figure grows instead.
+  assert.equal(formatBps(1e16), "10000 Tbit/s");
 });

@@ -187,6 +187,48 @@ Deno.test("EndpointLocks takes both locks or none", () => {
   assert.equal(locks.size, 4);
 });
 
+Deno.test("EndpointLocks keeps what it holds when its table grows, at 64 and at 128", () => {
+  const locks = new EndpointLocks();
+  assert.equal(locks.tryAcquire(0, 1), true);
+  assert.equal(locks.tryAcquire(2, 64), true);
+  assert.equal(locks.isHeld(64), true);
+  assert.equal(locks.tryAcquire(1, 5), false, "endpoint 1 is still held");
+  assert.deepEqual([0, 1, 2].map((e) => locks.isHeld(e)), [true, true, true]);
+  assert.equal(locks.size, 4);
+  // From 64 straight to 128: the table grows past it, not to it.
+  const fresh = new EndpointLocks();
+  assert.equal(fresh.tryAcquire(3, 128), true);
+  assert.equal(fresh.isHeld(128), true);
+});
+
+Deno.test("EndpointLocks releasing endpoints it does not hold changes nothing", () => {
+  const locks = new EndpointLocks();
+  assert.equal(locks.tryAcquire(0, 1), true);
+  locks.release(2, 3);
+  locks.release(500, 600);
+  assert.equal(locks.size, 2);
+  assert.equal(locks.isHeld(0), true);
+});
+
+Deno.test("schedulePairs() keeps an endpoint's pairs in order past the first 64 endpoints", async () => {
+  // 32 disjoint pairs give e0..e63 the first 64 slots; e0's lasts 10 ms, the others 1 ms. Then
+  // b, the 65th endpoint, waits for e0 (its first pair) before it runs e2→b.
+  const e = names(64);
+  const pairs: Pair<string>[] = [];
+  for (let k = 0; k < 64; k += 2) pairs.push({ from: e[k], to: e[k + 1] });
+  pairs.push({ from: e[0], to: "b" }, { from: e[2], to: "b" });
+  const clock = FakeTimers.createClock(0, 100);
+  const started = new Map<string, number>();
+  const done = schedulePairs(pairs, (x) => x, async ({ from, to }) => {
+    started.set(`${from}>${to}`, clock.now);
+    await new Promise((r) => clock.setTimeout(r, from === e[0] && to === e[1] ? 10 : 1));
+  }, { concurrency: 32, exclusive: true });
+  await clock.runAllAsync();
+  await done;
+  assert.equal(started.get(`${e[0]}>b`), 10);
+  assert.equal(started.get(`${e[2]}>b`), 11);
+});
+
 const slowPath = (slow: string) => (p: Pair<string>) => `${p.from}>${p.to}` === slow ? 5000 : 1000;
 
 Deno.test("schedulePairs() lets a node whose next partner is busy take a later pair instead of idling", async () => {
