@@ -62,6 +62,16 @@ Deno.test("validateConfig() names the bad value", () => {
       { addressSharing: "sometimes" as "shared" },
       /Address sharing must be one of exclusive, shared: "sometimes"/,
     ],
+    [{ cniChaining: "always" as "auto" }, /^CNI chaining must be one of auto, manual: "always"$/],
+    [
+      { cniConfDir: "etc/cni/net.d" },
+      /^CNI conf dir must be an absolute path: "etc\/cni\/net\.d"$/,
+    ],
+    [{ cniStateDir: "lace" }, /^CNI state dir must be an absolute path: "lace"$/],
+    [{ cniBinDir: "" }, /^CNI bin dir must be an absolute path: ""$/],
+    [{ healthAddr: "9809" }, /^Health address must be host:port: "9809"$/],
+    [{ healthAddr: "1127.0.0.1:9809" }, /^Health address must be on loopback/],
+    [{ healthAddr: "127.0.0.1.5:9809" }, /^Health address must be on loopback/],
   ];
   for (const [patch, re] of bad) {
     assert.throws(() => validateConfig({ ...base, ...patch }), (e: Error) => {
@@ -73,7 +83,24 @@ Deno.test("validateConfig() names the bad value", () => {
   validateConfig({ ...base, kubeletCgroup: "auto", metricsAddr: "[::1]:9808" });
   validateConfig({ ...base, healthAddr: "127.0.0.1:9809" });
   validateConfig({ ...base, healthAddr: "[::1]:9809" });
+  validateConfig({ ...base, healthAddr: "127.10.200.30:9809" });
   validateConfig({ ...base, metricsAddr: "", cniSocket: "", hostCgroupRoot: "/host" });
+});
+
+Deno.test("validateConfig() takes a DaemonSet as NAMESPACE/NAME of lowercase DNS labels only", () => {
+  const base = { ...defaultConfig(), nodeName: "n1" };
+  for (const daemonSet of ["", "lace-system/lace", "kube-system/lace.agent-2"]) {
+    validateConfig({ ...base, daemonSet });
+  }
+  for (
+    const daemonSet of ["lace", "-ns/lace", "ns/-lace", "Lace/lace", "ns/lace/x", "ns/", "/lace"]
+  ) {
+    assert.throws(() => validateConfig({ ...base, daemonSet }), (e: Error) => {
+      assert.ok(e instanceof ConfigError);
+      assert.deepEqual(e.problems, [`DaemonSet must be NAMESPACE/NAME: "${daemonSet}"`]);
+      return true;
+    }, daemonSet);
+  }
 });
 
 Deno.test("validateConfig() reports every bad value at once", () => {
@@ -255,6 +282,14 @@ Deno.test("defaultConfig() uses the API with in-cluster credentials, no pods dir
   assert.deepEqual(
     [c.useApi, c.kubeconfig, c.podsDir, c.metricsAddr, c.logLevel, c.logFormat],
     [true, "", "", "127.0.0.1:9808", "info", "auto"],
+  );
+});
+
+Deno.test("defaultConfig() chains automatically into the runtime's own file, naming no files", () => {
+  const c = defaultConfig();
+  assert.deepEqual(
+    [c.cniChaining, c.cniChainFiles, c.cniConfDir, c.cniStateDir, c.cniBinDir],
+    ["auto", [], "/etc/cni/net.d", "/var/lib/lace/cni", "/opt/cni/bin"],
   );
 });
 

@@ -27,6 +27,21 @@ Deno.test("parseFlags() prefers a flag over the environment over the config's de
   assert.equal(parse([]).pinPath, defaultConfig().pinPath);
 });
 
+Deno.test("parseFlags() reads no variable whose flag is given, so a bad one is not reported", () => {
+  assert.equal(parse(["--mark-shift", "12"], { LACE_MARK_SHIFT: "twelve" }).markShift, 12);
+});
+
+Deno.test("parseFlags() passes on parseArgs's own words for a value that starts with a dash", () => {
+  assert.throws(
+    () => parse(["--pin-path", "-x"]),
+    (e: Error) => {
+      assert.ok(e instanceof UsageError);
+      assert.equal(e.message.split("\n")[0], "Option '--pin-path' argument is ambiguous.");
+      return true;
+    },
+  );
+});
+
 Deno.test("parseFlags() with no flags and no environment gives exactly the default Config", () => {
   assert.deepEqual(parse([]), defaultConfig());
 });

@@ -97,6 +97,6 @@ export const MODULES: MutationModule[] = [
   {
     name: "flags-config",
     mutate: ["lib/flags/parser.ts", "lib/flags/agent.ts", "lib/config.ts"],
-    tests: ["lib/flags/parser_test.ts", "lib/config_test.ts"],
+    tests: ["lib/flags/parser_test.ts", "lib/flags/agent_test.ts", "lib/config_test.ts"],
   },
 ];
