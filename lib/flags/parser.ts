@@ -246,7 +246,11 @@ function parseArgsProblem(e: Error & { code?: string }): string {
   if (name && e.code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") return `unknown flag ${name}`;
   if (name && /argument missing/.test(e.message)) return `flag ${name} needs a value`;
   if (name && /does not take an argument/.test(e.message)) return `flag ${name} takes no value`;
-  return e.message.replace(/\. To specify.*$/s, "").replace(/\.$/, "");
+  if (name && /argument is ambiguous/.test(e.message)) {
+    return `flag ${name} needs a value (one that starts with a dash is given as ${name}=-VALUE)`;
+  }
+  // Any other message in node's words, its first line (its advice follows on further lines).
+  return e.message.split("\n")[0].replace(/\.$/, "");
 }
 
 /**
