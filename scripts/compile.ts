@@ -79,6 +79,19 @@ export function compileCommandArgs(options: CompileOptions): string[] {
 }
 
 /**
+ * SOURCE_DATE_EPOCH (reproducible builds' variable) as a Date, or undefined when it is unset.
+ * Throws a TypeError naming a value that is not whole seconds.
+ */
+export function sourceDateEpoch(env: Record<string, string | undefined>): Date | undefined {
+  const epoch = env.SOURCE_DATE_EPOCH;
+  if (!epoch) return undefined;
+  if (!/^\d+$/.test(epoch)) {
+    throw new TypeError(`SOURCE_DATE_EPOCH must be whole seconds since 1970: "${epoch}"`);
+  }
+  return new Date(Number(epoch) * 1000);
+}
+
+/**
  * The facts `lace version` shows of this build: the commit from LACE_BUILD_COMMIT (a build
  * without the checkout's .git, as the image's: deploy/Dockerfile passes REVISION) or else git,
  * and the build date from SOURCE_DATE_EPOCH (reproducible builds' variable) or else `now`.
@@ -89,12 +102,7 @@ export function buildInfoFor(
   fromGit: () => BuildInfo,
   now: Date,
 ): BuildInfo {
-  const epoch = env.SOURCE_DATE_EPOCH;
-  if (epoch && !/^\d+$/.test(epoch)) {
-    throw new TypeError(`SOURCE_DATE_EPOCH must be whole seconds since 1970: "${epoch}"`);
-  }
-  const buildDate = (epoch ? new Date(Number(epoch) * 1000) : now).toISOString()
-    .replace(/\.\d{3}Z$/, "Z");
+  const buildDate = (sourceDateEpoch(env) ?? now).toISOString().replace(/\.\d{3}Z$/, "Z");
   const commit = env.LACE_BUILD_COMMIT;
   if (commit) return { commit, treeState: "", commitDate: "", buildDate };
   return { ...fromGit(), buildDate };

@@ -14,9 +14,12 @@
  */
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { createHash } from "node:crypto";
 import { gzipSync } from "node:zlib";
 import { parse, stringify } from "yaml";
 import denoJson from "../deno.json" with { type: "json" };
+import { gitBuildInfo } from "../lib/version.ts";
+import { sourceDateEpoch } from "./compile.ts";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 export const KREW_TEMPLATE = join(ROOT, "deploy/krew/lace.yaml");
@@ -154,25 +157,16 @@ export function releaseManifest(
 }
 
 /** The seconds every archived file's mtime is set to: SOURCE_DATE_EPOCH, else the commit's. */
-async function archiveEpoch(): Promise<string> {
-  const epoch = Deno.env.get("SOURCE_DATE_EPOCH");
-  if (epoch) {
-    if (!/^\d+$/.test(epoch)) {
-      throw new TypeError(`SOURCE_DATE_EPOCH must be whole seconds since 1970: "${epoch}"`);
-    }
-    return epoch;
-  }
-  const out = await new Deno.Command("git", { args: ["log", "-1", "--format=%ct"], cwd: ROOT })
-    .output();
-  const seconds = new TextDecoder().decode(out.stdout).trim();
-  if (!out.success || !/^\d+$/.test(seconds)) {
+function archiveEpoch(): number {
+  const date = sourceDateEpoch(Deno.env.toObject()) ?? new Date(gitBuildInfo().commitDate);
+  if (Number.isNaN(date.getTime())) {
     throw new Error("cannot read the commit's time from git: set SOURCE_DATE_EPOCH");
   }
-  return seconds;
+  return Math.floor(date.getTime() / 1000);
 }
 
 /** Packs `lace` and kubectl-lace into one reproducible .tar.gz; returns its bytes. */
-async function packArchive(binary: string, epoch: string): Promise<Uint8Array<ArrayBuffer>> {
+async function packArchive(binary: string, epoch: number): Promise<Uint8Array> {
   const stage = await Deno.makeTempDir({ prefix: "lace-release-" });
   try {
     await Deno.copyFile(binary, join(stage, "lace"));
@@ -198,15 +192,10 @@ async function packArchive(binary: string, epoch: string): Promise<Uint8Array<Ar
     }).output();
     if (!tar.success) throw new Error(`tar failed: ${new TextDecoder().decode(tar.stderr)}`);
     // node's gzip writes no name and a zero mtime in its header, so the bytes depend on tar's only.
-    return new Uint8Array(gzipSync(tar.stdout, { level: 9 }));
+    return gzipSync(tar.stdout, { level: 9 });
   } finally {
     await Deno.remove(stage, { recursive: true });
   }
-}
-
-async function sha256Hex(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", bytes);
-  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 async function readHead(path: string): Promise<Uint8Array> {
@@ -221,11 +210,11 @@ async function main(args: string[]): Promise<number> {
   try {
     options = parseReleaseArgs(args);
   } catch (error) {
-    console.error(`lace release: ${(error as Error).message}`);
+    console.error(`release: ${(error as Error).message}`);
     return 2;
   }
   try {
-    const epoch = await archiveEpoch();
+    const epoch = archiveEpoch();
     const sums: Partial<Record<Arch, string>> = {};
     const binaries = Object.entries(options.binaries) as [Arch, string][];
     // Every binary checked before anything is written: no half release.
@@ -236,7 +225,7 @@ async function main(args: string[]): Promise<number> {
     await Deno.mkdir(options.out, { recursive: true });
     for (const [arch, binary] of binaries) {
       const archive = await packArchive(binary, epoch);
-      sums[arch] = await sha256Hex(archive);
+      sums[arch] = createHash("sha256").update(archive).digest("hex");
       await Deno.writeFile(join(options.out, archiveName(arch)), archive);
     }
     const manifest = releaseManifest(
@@ -250,12 +239,12 @@ async function main(args: string[]): Promise<number> {
     await Deno.writeTextFile(join(options.out, "SHA256SUMS"), lines.join("\n") + "\n");
     for (const line of lines) console.log(line);
     console.log(
-      `lace release: wrote ${join(options.out, "lace.yaml")}; publish the archives ` +
+      `release: wrote ${join(options.out, "lace.yaml")}; publish the archives ` +
         `under ${options.baseUrl}/`,
     );
     return 0;
   } catch (error) {
-    console.error(`lace release: ${(error as Error).message}`);
+    console.error(`release: ${(error as Error).message}`);
     return 1;
   }
 }

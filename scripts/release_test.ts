@@ -201,7 +201,7 @@ Deno.test("deno task release refuses a script or another arch's binary by its re
         `--out=${out}`,
       ]);
       assert.equal(run.code, 1);
-      assert.match(run.stderr, /^lace release: --binary /);
+      assert.match(run.stderr, /^release: --binary /);
       assert.match(run.stderr, reason);
       const written = await Array.fromAsync(Deno.readDir(out)).catch(() => []);
       assert.deepEqual(written, []);
