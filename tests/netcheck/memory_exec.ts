@@ -1,11 +1,60 @@
 /**
  * What a probe pod's exec prints on the in-memory cluster, from the two nodes
  * of its path and their faults: agnhost's connect, curl's latency samples and
- * MTU payloads, iperf3's full-size transfer and UDP datagrams. The bandwidth
- * test's answer stays in MemoryCluster, which counts a busy server's retries.
+ * MTU payloads, iperf3's full-size transfer and UDP datagrams, and its bandwidth test
+ * (IperfServers, which counts a busy server's retries).
  */
 import type { ExecResult } from "../../lib/netcheck/cluster/netcheck_cluster.ts";
-import type { FakeNode } from "./memory_cluster.ts";
+import type { FakeNode } from "./fake_nodes.ts";
+
+const DEFAULT_BPS = 9.4e9;
+
+/** The address an exec's command reaches: iperf3's -c, curl's URL host or agnhost's host:port. */
+export function execTarget(container: string, command: string[]): string {
+  if (container === "bandwidth") return command[command.indexOf("-c") + 1];
+  if (command[0] === "curl") return command.at(-1)!.replace(/^http:\/\/\[?(.*?)\]?:\d+\/.*$/, "$1");
+  return command.at(-1)!.replace(/^\[?(.*?)\]?:\d+$/, "$1");
+}
+
+/** The iperf3 servers of every node: each answers "busy" its node's busyTimes first. */
+export class IperfServers {
+  #busyLeft = new Map<string, number>();
+
+  constructor(
+    nodes: FakeNode[],
+    /** Rewrites the output of a test that ran (undefined: keep it). */
+    readonly output?: (json: string, from: string, to: string) => ExecResult | undefined,
+  ) {
+    // Only the nodes that answer busy: a map of every node is O(N) of the figure's memory.
+    for (const n of nodes) if (n.busyTimes) this.#busyLeft.set(n.name, n.busyTimes);
+  }
+
+  /** iperf3 -c's answer for a bandwidth test from `from` to `to`. */
+  answer(from: FakeNode, to: FakeNode | undefined): ExecResult {
+    if (!to || from.unreachable || to.unreachable) return unreachableIperf();
+    const busy = this.#busyLeft.get(to.name) ?? 0;
+    if (busy > 0) {
+      this.#busyLeft.set(to.name, busy - 1);
+      return {
+        exitCode: 1,
+        stdout: JSON.stringify({
+          start: {},
+          end: {},
+          error: "error - the server is busy running a test. try again later",
+        }),
+        stderr: "",
+      };
+    }
+    const bps = from.egressBps ?? DEFAULT_BPS;
+    const json = JSON.stringify({
+      start: {},
+      intervals: [],
+      end: { sum_received: { bits_per_second: bps } },
+    });
+    return this.output?.(json, from.name, to.name) ??
+      { exitCode: 0, stdout: json + "\n", stderr: "" };
+  }
+}
 
 /** iperf3's answer when the server cannot be reached. */
 export function unreachableIperf(): ExecResult {
