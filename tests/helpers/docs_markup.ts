@@ -1,6 +1,7 @@
 /**
- * The parts of the README and docs/ that tests/docs_test.ts holds to the code: code spans, fenced
- * blocks, tables, links and heading anchors, read with the few CommonMark rules the pages use.
+ * The parts of the README and docs/ that the tests/docs_*_test.ts files hold to the code: code
+ * spans, fenced blocks, tables, links and heading anchors, read with the few CommonMark rules the
+ * pages use.
  * Pure: text in, parts out.
  */
 
