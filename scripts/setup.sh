@@ -100,7 +100,7 @@ ensure_go() {
 if $want_tests; then
   # The real node's runtime (tests/node/): Debian's runc under containerd; socat relays the
   # node namespace's API server to the test process. zsh and fish run the completion scripts
-  # `lace completion` writes (tests/cli_test.ts).
+  # `lace completion` writes (tests/cli_completion_test.ts).
   install_missing runc socat zsh fish
   # systemd-nspawn boots a machine with systemd as PID 1 for the unit's test
   # (tests/systemd_unit_test.ts).

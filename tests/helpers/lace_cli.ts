@@ -1,0 +1,34 @@
+/**
+ * `lace` run from source as an operator runs it, for the tests of the command line: the process
+ * and its exit code, stdout and stderr, without colour, and the commands `lace --help` lists.
+ */
+import { fileURLToPath } from "node:url";
+
+/** main.ts, which `lace` runs. */
+export const MAIN = fileURLToPath(new URL("../../main.ts", import.meta.url));
+
+/** Runs `lace ARGS` with NO_COLOR and `env`, stdin closed; returns its code and output. */
+export async function lace(args: string[], env: Record<string, string> = {}) {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", MAIN, ...args],
+    env: { NO_COLOR: "1", ...env },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const dec = new TextDecoder();
+  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+}
+
+/** The commands `lace --help` lists. */
+export const COMMANDS = [
+  "agent",
+  "targets",
+  "doctor",
+  "netcheck",
+  "uninstall",
+  "version",
+  "demo",
+  "completion",
+  "kubectl",
+];
