@@ -11,6 +11,7 @@ import { resolveConflicts } from "./conflicts.ts";
 import { capTargets } from "./share.ts";
 import { isHookKind, kindLabel } from "./kinds.ts";
 import { probeTargetsForPod, type Target } from "./targets.ts";
+import { target } from "./_pod_fixture.ts";
 
 const OPTS = { networkAnnotation: "lace.io/network", networkIdAnnotation: "lace.io/network-id" };
 const OFF = { ...OPTS, lifecycleHooks: false };
@@ -215,16 +216,12 @@ Deno.test("a hook target carries its handler, path and scheme, and no period", (
     }),
     OPTS,
   );
-  assert.deepEqual(targets, [{
+  assert.deepEqual(targets, [target({
     key: { family: "ipv4", address: "10.1.0.5", port: 9090 },
-    networkId: 7,
-    network: "blue",
     pod: { namespace: "shop", name: "web-u1", uid: "u1" },
-    container: "app",
     probe: "preStop",
-    handler: "httpGet",
     http: { path: "/drain", scheme: "HTTPS" },
-  }]);
+  })]);
 });
 
 Deno.test("a skipped hook names its container and hook", () => {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { keyId } from "../probe/key.ts";
 import type { Pod } from "../pods/pod.ts";
-import { OPTS, pod } from "./_pod_fixture.ts";
+import { OPTS, pod, target } from "./_pod_fixture.ts";
 import { probeTargetsForPod, type Target } from "./targets.ts";
 import type { Skip } from "./skip.ts";
 
@@ -240,16 +240,7 @@ for (const c of CASES) {
 
 Deno.test("probeTargetsForPod() describes a target with its network, pod and probe", () => {
   const { targets } = probeTargetsForPod(pod({}), OPTS);
-  assert.deepEqual(targets, [{
-    key: { family: "ipv4", address: "10.1.0.5", port: 8080 },
-    networkId: 7,
-    network: "blue",
-    pod: { namespace: "shop", name: "web", uid: "u1", creationTimestamp: "2026-01-01T00:00:00Z" },
-    container: "app",
-    probe: "readiness",
-    handler: "httpGet",
-    http: { path: "/ready", scheme: "HTTP" },
-  }]);
+  assert.deepEqual(targets, [target()]);
 });
 
 Deno.test("probeTargetsForPod() names the pod, container and probe of a skip", () => {

@@ -38,6 +38,11 @@ export const MODULES: MutationModule[] = [
     // core's, which run it over a pod cache and the CNI path's attachments (fake time, no root).
     tests: [
       "lib/rules/desired_state_test.ts",
+      "lib/rules/desired_state_capacity_test.ts",
+      "lib/rules/desired_state_host_test.ts",
+      "lib/rules/desired_state_memo_test.ts",
+      "lib/rules/desired_state_sharing_test.ts",
+      "lib/rules/desired_state_views_test.ts",
       "lib/rules/address_placement_test.ts",
       "lib/agent/admission/clashes_test.ts",
       "lib/agent/core_test.ts",
