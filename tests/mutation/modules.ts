@@ -102,6 +102,13 @@ export const MODULES: MutationModule[] = [
   {
     name: "flags-config",
     mutate: ["lib/flags/parser.ts", "lib/flags/agent.ts", "lib/config.ts"],
-    tests: ["lib/flags/parser_test.ts", "lib/flags/agent_test.ts", "lib/config_test.ts"],
+    tests: [
+      "lib/flags/parser_test.ts",
+      "lib/flags/parser_env_test.ts",
+      "lib/flags/parser_help_test.ts",
+      "lib/flags/parser_values_test.ts",
+      "lib/flags/agent_test.ts",
+      "lib/config_test.ts",
+    ],
   },
 ];
