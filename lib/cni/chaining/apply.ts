@@ -7,15 +7,8 @@
  * to MAX_ATTEMPTS times, and its change is never lost.
  */
 import { join } from "node:path";
-import {
-  type ConfigFile,
-  exists,
-  oversized,
-  putFile,
-  type ReadCache,
-  readConfig,
-  removeFile,
-} from "./files.ts";
+import { type ConfigFile, exists, oversized, type ReadCache, readConfig } from "./file_read.ts";
+import { putFile, removeFile } from "./file_write.ts";
 import { saveRecords } from "./state.ts";
 import { type ChainRecord, type FileReport, type Plan, planChain, planRestore } from "./plan.ts";
 import type { Selected } from "./select.ts";

@@ -10,7 +10,7 @@
 import { getLogger } from "@logtape/logtape";
 import { type Backoff, backoffDelay } from "../../time/backoff.ts";
 import { realTimers, type Timers } from "../../time/timers.ts";
-import { realDir } from "./files.ts";
+import { realDir } from "./file_read.ts";
 import type { FileReport } from "./plan.ts";
 import { Pass, type PassOptions, type PassResult } from "./pass.ts";
 

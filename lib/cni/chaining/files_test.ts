@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { BRIDGE_CONF, CALICO, FLANNEL } from "./_fixtures.ts";
 import { rewrite, world } from "./_world.ts";
 import { MAX_ATTEMPTS } from "./apply.ts";
-import { isPlainConfigName, putFile, readConfig } from "./files.ts";
+import { isPlainConfigName, readConfig } from "./file_read.ts";
+import { putFile } from "./file_write.ts";
 import { recordProblem } from "./state.ts";
 import { sha256 } from "./plan.ts";
 

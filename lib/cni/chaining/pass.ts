@@ -7,15 +7,8 @@
  * often passes run, and how their reports are told, is chainer.ts's.
  */
 import { join } from "node:path";
-import {
-  confDirProblem,
-  listNames,
-  oversized,
-  type ReadCache,
-  readConfig,
-  realDir,
-  UnsafeFileError,
-} from "./files.ts";
+import { listNames, oversized, type ReadCache, readConfig, realDir } from "./file_read.ts";
+import { confDirProblem, UnsafeFileError } from "./file_write.ts";
 import { loadRecords, saveRecords, withLock } from "./state.ts";
 import type { ChainRecord, FileReport } from "./plan.ts";
 import { type ChainTarget, type Selected, selectFiles } from "./select.ts";

@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { byteOrder } from "./select.ts";
 import { isLibcniConfName, type LibcniLoad, libcniLoad, type PluginFile } from "./libcni.ts";
 import { MAX_CONFIG_BYTES } from "./conflist.ts";
-import { type ReadCache, readConfig } from "./files.ts";
+import { type ReadCache, readConfig } from "./file_read.ts";
 import { type ContainerRuntime, runtimeName } from "./runtimes.ts";
 
 /** A name of the directory and how to load it (called only for the names a rule looks at). */
@@ -112,7 +112,7 @@ function pluginFiles(dir: string, network: string, cache?: ReadCache): PluginFil
 
 /**
  * The runtime's file in the directory `dir` (already resolved), read now; `cache` spares reading
- * again what an earlier pass read (files.ts).
+ * again what an earlier pass read (file_read.ts).
  */
 export function runtimeFileIn(
   dir: string,

@@ -2,7 +2,7 @@
  * The chaining state on the node: the records that let the agent restore
  * files byte for byte are data, checked on load, never paths to follow; the
  * lock keeps two installers on one node (an old and a new agent,
- * `lace uninstall`) from interleaving. Written through files.ts's rules.
+ * `lace uninstall`) from interleaving. Written through file_write.ts's rules.
  */
 import { closeSync, constants, fsyncSync, openSync } from "node:fs";
 import { join } from "node:path";
@@ -12,11 +12,10 @@ import {
   type ConfigFile,
   equalBytes,
   isPlainConfigName,
-  putFile,
   readAt,
   type ReadCache,
-  UnsafeFileError,
-} from "./files.ts";
+} from "./file_read.ts";
+import { putFile, UnsafeFileError } from "./file_write.ts";
 import { chainedName, MAX_CONFIG_BYTES } from "./conflist.ts";
 import type { ChainRecord } from "./plan.ts";
 

@@ -6,7 +6,8 @@
  */
 import { join } from "node:path";
 import { CHAINED_BY, CHAINED_BY_KEY, LACE_TYPE, parseConfig } from "./conflist.ts";
-import { confDirProblem, listNames, oversized, readConfig, realDir } from "./files.ts";
+import { listNames, oversized, readConfig, realDir } from "./file_read.ts";
+import { confDirProblem } from "./file_write.ts";
 import { stateProblems } from "./state.ts";
 import { selectFiles } from "./select.ts";
 import { type RuntimeChoice, runtimeFileIn } from "./runtime_file.ts";
