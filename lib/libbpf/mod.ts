@@ -18,14 +18,13 @@ export { lastErrno, type Libbpf, libbpfSymbols, type Libc, libcSymbols } from ".
 export { closeFd, openDirectory } from "./fd.ts";
 export { monotonicNowNs } from "./clock.ts";
 export { BpfLink, type LinkInfo } from "./link.ts";
+export { BpfMap, type MapInfo } from "./map.ts";
 export {
   type BatchLookup,
-  BpfMap,
   kernelBatchLookup,
-  type MapInfo,
   type RawEntries,
   type ReadMode,
-} from "./map.ts";
+} from "./map_entries.ts";
 export { BpfObject, type BpfProgram, type MapDefinition } from "./object.ts";
 export { programMapIds } from "./program.ts";
 export { RingBufferReader } from "./ring_buffer.ts";
