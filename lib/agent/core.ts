@@ -2,20 +2,18 @@
  * The agent's core, without I/O of its own: pod sources feed the pod cache,
  * each reconcile derives the targets (rules, then conflicts), turns them into
  * map entries and lets the runner apply the difference to the probe store.
- * It keeps a snapshot of what it decided for the HTTP endpoint and the CLI.
+ * It keeps a snapshot of what it decided (snapshot.ts) for the HTTP endpoint
+ * and the CLI.
  */
 import { getLogger } from "@logtape/logtape";
 import type { Config } from "../config.ts";
 import type { Attachment, AttachmentRef } from "../cni/protocol.ts";
 import { CniAttachments } from "./admission/attachments.ts";
-import type { Conflict } from "../rules/conflicts.ts";
 import { PodCache } from "../pods/cache.ts";
 import type { PodLookup, PodSource } from "../pods/source.ts";
 import { keyId, MAX_TARGETS, type ProbeStore } from "../probe/key.ts";
-import type { Skip } from "../rules/skip.ts";
 import { canonicalAddress } from "../net/address.ts";
-import type { NetworkMismatch } from "../rules/pod_network.ts";
-import { failedWrites, type Unwritten } from "../rules/share.ts";
+import type { Unwritten } from "../rules/share.ts";
 import { callHook, type ProblemHooks, ProblemReporter } from "./problems.ts";
 import type { NodeNetworkStore } from "./admission/node_networks.ts";
 import type { Backoff } from "../time/backoff.ts";
@@ -27,15 +25,14 @@ import {
   type ReconcileObserver,
   type ReconcileReport,
 } from "./reconcile.ts";
-import { desiredState, type HostHeldAddress } from "../rules/desired_state.ts";
-import type { DesiredTarget } from "../rules/desired_target.ts";
+import { desiredState } from "../rules/desired_state.ts";
 import type { RulesMemo } from "../rules/address_placement.ts";
 import { parseCidr, PodRangeSet } from "../net/cidr.ts";
 import { type AdmissionHooks, admitAttachment } from "./admission/admit.ts";
 import { Scheduler } from "./scheduler.ts";
 import { HostAddressWatch } from "./host/address_watch.ts";
-import { type AddressSharing, addressSharingPolicy } from "../rules/address_sharing.ts";
-import type { SharedAddress } from "../rules/address_holders.ts";
+import { addressSharingPolicy } from "../rules/address_sharing.ts";
+import { type AgentSnapshot, emptySnapshot, recordReport, snapshotOfState } from "./snapshot.ts";
 
 const log = getLogger(["lace", "agent"]);
 
@@ -86,58 +83,13 @@ export interface AgentCoreOptions extends ProblemHooks, AdmissionHooks {
   backoff?: Backoff;
 }
 
-export interface AgentSnapshot {
-  targets: DesiredTarget[];
-  conflicts: Conflict[];
-  skips: Skip[];
-  /** Pods whose annotations disagree with the network the node attached them to. */
-  mismatches: NetworkMismatch[];
-  /**
-   * Addresses live pods of two or more networks hold on this node: under
-   * `exclusive` clashes (the later pods get no targets there), under `shared`
-   * the addresses shared.
-   */
-  sharedAddresses: SharedAddress[];
-  /** Pods at the node's own addresses: they get no targets there. */
-  hostHeld: HostHeldAddress[];
-  /** Pods at addresses outside the operator's pod ranges (--pod-cidrs): no targets there. */
-  outsidePodRanges: HostHeldAddress[];
-  /** The policy in force (--address-sharing). */
-  addressSharing: AddressSharing;
-  /**
-   * Pods some of whose targets are not in the map: over the per-pod cap or
-   * beyond their fair share of a full map (from the computation), or whose
-   * writes failed in the last apply.
-   */
-  unwritten: Unwritten[];
-  /** Every pod source has delivered its first full list. */
-  synced: boolean;
-  /** A reconcile with deletes allowed has completed without errors. */
-  firstFullListApplied: boolean;
-  counts: { pods: number; targets: number; conflicts: number; skips: number; mismatches: number };
-  lastReconcile?: ReconcileReport;
-}
-
 /** Wires sources, cache, rules and runner; see the module comment. */
 export class AgentCore {
   readonly cache: PodCache;
   /** Decides when to reconcile: gathered triggers, periodic resync, retries. */
   readonly runner: Scheduler<ReconcileReport>;
   readonly #opts: AgentCoreOptions;
-  #snapshot: AgentSnapshot = {
-    targets: [],
-    conflicts: [],
-    skips: [],
-    mismatches: [],
-    sharedAddresses: [],
-    hostHeld: [],
-    outsidePodRanges: [],
-    addressSharing: "exclusive",
-    unwritten: [],
-    synced: false,
-    firstFullListApplied: false,
-    counts: { pods: 0, targets: 0, conflicts: 0, skips: 0, mismatches: 0 },
-  };
+  #snapshot: AgentSnapshot;
   readonly #reporter: ProblemReporter;
   /** The computation's unwritten targets; the apply step adds its write failures to them. */
   #unwrittenByRules: Unwritten[] = [];
@@ -160,7 +112,7 @@ export class AgentCore {
 
   constructor(opts: AgentCoreOptions) {
     this.#opts = opts;
-    this.#snapshot.addressSharing = opts.config.addressSharing;
+    this.#snapshot = emptySnapshot(opts.config.addressSharing);
     this.#reporter = new ProblemReporter(opts);
     this.#podRanges = new PodRangeSet((opts.config.podCidrs ?? []).map((c) => parseCidr(c)));
     this.cache = new PodCache({
@@ -339,28 +291,10 @@ export class AgentCore {
       hostAddresses,
       podRanges: this.#podRanges,
     });
-    const { desired, views, conflicts, skips, mismatches, unwritten, withdraw } = state;
+    const { desired, conflicts, skips, mismatches, unwritten, withdraw } = state;
     const synced = this.cache.synced;
     if (synced) this.#attachments.forgetGonePods(uids);
-    this.#snapshot = {
-      ...this.#snapshot,
-      targets: views,
-      conflicts,
-      skips,
-      mismatches,
-      sharedAddresses: state.sharedAddresses,
-      hostHeld: state.hostHeld,
-      outsidePodRanges: state.outsidePodRanges,
-      unwritten,
-      synced,
-      counts: {
-        pods: uids.length,
-        targets: views.length,
-        conflicts: conflicts.length,
-        skips: skips.length,
-        mismatches: mismatches.length,
-      },
-    };
+    this.#snapshot = snapshotOfState(this.#snapshot, state, uids.length, synced);
     this.#unwrittenByRules = unwritten;
     this.#reporter.report({
       skips,
@@ -399,20 +333,13 @@ export class AgentCore {
   }
 
   #observe(report: ReconcileReport): void {
-    const clean = !report.error && report.ops.every((o) => o.ok);
-    if (report.allowDelete && clean && !this.#snapshot.firstFullListApplied) {
-      log.info("First full pod list applied to the probe map");
-      this.#snapshot.firstFullListApplied = true;
-    }
-    this.#snapshot.lastReconcile = report;
-    if (!report.error) {
-      const failures = failedWrites(
-        report.ops.filter((o) => o.op === "put" && !o.ok),
-        this.#snapshot.targets.map((t) => ({ key: t.entry.key, pod: t.pod })),
-      );
-      this.#snapshot.unwritten = [...this.#unwrittenByRules, ...failures];
-      this.#reporter.reportWriteFailures(failures);
-    }
+    const { firstFullList, failures } = recordReport(
+      this.#snapshot,
+      report,
+      this.#unwrittenByRules,
+    );
+    if (firstFullList) log.info("First full pod list applied to the probe map");
+    if (failures) this.#reporter.reportWriteFailures(failures);
     callHook(() => this.#opts.observer?.onReconcile?.(report));
   }
 }

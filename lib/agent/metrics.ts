@@ -23,7 +23,7 @@ import type { Counters } from "../datapath/pins.ts";
 import { ABI_VERSION } from "../datapath/probe_map.ts";
 import { keyId } from "../probe/key.ts";
 import { addressSharingPolicy } from "../rules/address_sharing.ts";
-import type { AgentSnapshot } from "./core.ts";
+import type { AgentSnapshot } from "./snapshot.ts";
 import type { ReconcileReport } from "./reconcile.ts";
 import type { NetworkConnects } from "./unmatched_watch.ts";
 import { type BuildInfo, VERSION } from "../version.ts";

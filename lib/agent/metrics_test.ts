@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { AgentSnapshot } from "./core.ts";
+import type { AgentSnapshot } from "./snapshot.ts";
 import { Metrics } from "./metrics.ts";
 import type { ReconcileReport } from "./reconcile.ts";
 import { EventRecorder } from "../kube/events.ts";

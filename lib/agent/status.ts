@@ -10,7 +10,8 @@ import { monotonicNowNs } from "../libbpf/mod.ts";
 import type { Datapath } from "../datapath/loader.ts";
 import type { ProbeKey } from "../probe/key.ts";
 import { runInSlices, TimeSlice } from "../time/timers.ts";
-import type { AgentCore, AgentSnapshot } from "./core.ts";
+import type { AgentCore } from "./core.ts";
+import type { AgentSnapshot } from "./snapshot.ts";
 import type {
   AddressesView,
   ChainingView,

@@ -13,7 +13,7 @@ import { type PodRange, rangeId } from "../net/cidr.ts";
 import { type EventSink, podObjectRef } from "../kube/event_sink.ts";
 import { realTimers } from "../time/timers.ts";
 import { aboutPod, limitedLog } from "../log/limiter.ts";
-import type { AgentSnapshot } from "./core.ts";
+import type { AgentSnapshot } from "./snapshot.ts";
 import { type AddressOwner, desiredRanges, ownersByAddress, UnmatchedLedger } from "./unmatched.ts";
 import type { UnmatchedView } from "../agent_api/views.ts";
 

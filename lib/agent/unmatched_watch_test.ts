@@ -4,7 +4,7 @@ import type { PodRange } from "../net/cidr.ts";
 import type { UnmatchedReport } from "../datapath/pod_ranges.ts";
 import { setupLogging } from "../log/setup.ts";
 import { noopEventSink } from "../kube/event_sink.ts";
-import type { AgentSnapshot } from "./core.ts";
+import type { AgentSnapshot } from "./snapshot.ts";
 import type { DesiredTarget } from "../rules/desired_target.ts";
 import { UnmatchedWatch } from "./unmatched_watch.ts";
 
