@@ -1,7 +1,7 @@
 /** Colour in lace's text log: on a terminal only, and never with NO_COLOR. */
 import assert from "node:assert/strict";
 import { uninstall } from "../lib/datapath/pins.ts";
-import { lace, MAIN } from "./helpers/lace_cli.ts";
+import { agentFailingOnPodsDir, lace, MAIN } from "./helpers/lace_cli.ts";
 import { testPinPath } from "./helpers/sim_world.ts";
 import { needsRoot, skipIf } from "./helpers/skip.ts";
 
@@ -28,15 +28,7 @@ Deno.test({
   ignore: skipIf(needsRoot("bpffs pins")),
   async fn() {
     const pinPath = testPinPath();
-    const args = [
-      "agent",
-      "--no-kube-api",
-      "--pods-dir=/nonexistent/pods",
-      `--pin-path=${pinPath}`,
-      "--kubelet-cgroup=/sys/fs/cgroup/lace-cli-test-absent",
-      "--metrics-addr=",
-      "--log-format=text",
-    ];
+    const args = agentFailingOnPodsDir(pinPath);
     const logged = /INF.*lace·datapath:.*Loaded BPF object/;
     try {
       const piped = await lace(args, { NO_COLOR: "" });

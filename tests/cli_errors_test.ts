@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { uninstall } from "../lib/datapath/pins.ts";
-import { COMMANDS, lace } from "./helpers/lace_cli.ts";
+import { agentFailingOnPodsDir, COMMANDS, lace } from "./helpers/lace_cli.ts";
 import { testPinPath } from "./helpers/sim_world.ts";
 import { needsRoot, skipIf } from "./helpers/skip.ts";
 
@@ -58,15 +58,7 @@ Deno.test({
   async fn() {
     const pinPath = testPinPath();
     try {
-      const r = await lace([
-        "agent",
-        "--no-kube-api",
-        "--pods-dir=/nonexistent/pods",
-        `--pin-path=${pinPath}`,
-        "--kubelet-cgroup=/sys/fs/cgroup/lace-cli-test-absent",
-        "--metrics-addr=",
-        "--log-format=text",
-      ]);
+      const r = await lace(agentFailingOnPodsDir(pinPath));
       assert.equal(r.code, 1, r.stderr);
       assert.match(r.stderr, /^lace agent: Agent could not start$/m);
       assert.match(r.stderr, /^caused by: Pod source "dir" failed to start$/m);

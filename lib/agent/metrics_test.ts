@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { AgentSnapshot } from "./snapshot.ts";
+import { type AgentSnapshot, emptySnapshot } from "./snapshot.ts";
 import { Metrics } from "./metrics.ts";
 import type { ReconcileReport } from "./reconcile.ts";
 import { EventRecorder } from "../kube/events.ts";
@@ -23,14 +23,8 @@ function view(address: string, networkId: number) {
 }
 
 const snapshot: AgentSnapshot = {
+  ...emptySnapshot("exclusive"),
   targets: [view("10.0.0.1", 1), view("10.0.0.2", 1), view("10.0.0.3", 2)],
-  conflicts: [],
-  skips: [],
-  mismatches: [],
-  sharedAddresses: [],
-  hostHeld: [],
-  outsidePodRanges: [],
-  addressSharing: "exclusive",
   unwritten: [{ pod, reason: "map-full", count: 1, wanted: 3, message: "full" }],
   synced: true,
   firstFullListApplied: true,

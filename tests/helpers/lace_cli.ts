@@ -20,6 +20,22 @@ export async function lace(args: string[], env: Record<string, string> = {}) {
   return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
 }
 
+/**
+ * `lace agent` arguments that start the datapath under `pinPath` (pins under bpffs: root) and
+ * then fail on a pods directory that does not exist, logging as text.
+ */
+export function agentFailingOnPodsDir(pinPath: string): string[] {
+  return [
+    "agent",
+    "--no-kube-api",
+    "--pods-dir=/nonexistent/pods",
+    `--pin-path=${pinPath}`,
+    "--kubelet-cgroup=/sys/fs/cgroup/lace-cli-test-absent",
+    "--metrics-addr=",
+    "--log-format=text",
+  ];
+}
+
 /** The commands `lace --help` lists. */
 export const COMMANDS = [
   "agent",
