@@ -7,7 +7,8 @@
  * call would wait its turn on a busy node's event loop between a file's rename
  * and its pods' targets (bench figure 2).
  */
-import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
+import { closeSync, constants, fstatSync, openSync } from "node:fs";
+import { readUpTo } from "../os/read_fd.ts";
 
 /** Largest manifest file read; a Pod manifest is a few KiB, a list of hundreds well under this. */
 export const MAX_MANIFEST_BYTES = 1024 * 1024;
@@ -68,17 +69,11 @@ export function readManifestFile(
       throw new UnusableManifestError(`it is ${info.size} bytes, more than ${maxBytes}`);
     }
     // One byte more than stat said, to notice a file still being written.
-    const buf = new Uint8Array(info.size + 1);
-    let length = 0;
-    while (length < buf.length) {
-      const bytesRead = readSync(fd, buf, length, buf.length - length, null);
-      if (bytesRead === 0) break;
-      length += bytesRead;
-    }
-    if (length > info.size) {
+    const bytes = readUpTo(fd, info.size + 1);
+    if (bytes.length > info.size) {
       throw new Error("it grew while being read (it is being written; the watch reads it again)");
     }
-    return new TextDecoder().decode(buf.subarray(0, length));
+    return new TextDecoder().decode(bytes);
   } finally {
     closeSync(fd);
   }

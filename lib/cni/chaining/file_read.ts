@@ -6,8 +6,9 @@
  * (owner, mode, `unsafe`) and to notice another writer later (its stamp).
  * Writing and removal are file_write.ts's; the records and the lock state.ts's.
  */
-import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
+import { closeSync, constants, fstatSync, openSync } from "node:fs";
 import { join } from "node:path";
+import { readUpTo } from "../../os/read_fd.ts";
 import { judgeRootFile } from "../../os/root_dir.ts";
 import { isConfigName, MAX_CONFIG_BYTES } from "./conflist.ts";
 
@@ -161,15 +162,8 @@ export function readAt(
     const cached = cache?.get(path);
     if (cached && sameStamp(cached.stamp, stamp)) return { ...file, bytes: cached.bytes };
     // One byte more than stat said, to notice a file still being written.
-    const buf = new Uint8Array(info.size + 1);
-    let length = 0;
-    while (length < buf.length) {
-      const n = readSync(fd, buf, length, buf.length - length, null);
-      if (n === 0) break;
-      length += n;
-    }
-    const bytes = buf.subarray(0, length);
-    if (cache && length === info.size && Date.now() - info.mtimeMs > SETTLED_MS) {
+    const bytes = readUpTo(fd, info.size + 1);
+    if (cache && bytes.length === info.size && Date.now() - info.mtimeMs > SETTLED_MS) {
       cache.set(path, { stamp, bytes });
     }
     return { ...file, bytes };
