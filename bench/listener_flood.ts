@@ -26,16 +26,61 @@ export interface ListenerFloodOptions {
 
 /** `n` kubelet-style probes of `path` at `addr`, `gapMs` apart: each one's latency (ms) and status. */
 async function probeSeries(addr: string, path: string, n: number, gapMs = 5) {
-  const ms: number[] = [];
-  let failed = 0;
+  const [series] = await probeSide(addr, undefined, path, n, gapMs);
+  return series;
+}
+
+/**
+ * `n` kubelet-style probes of `path` at `addr` and at the control's `other` (when given), one
+ * each turn, which first alternating, `gapMs` apart: each side's latencies (ms) and failures.
+ */
+async function probeSide(
+  addr: string,
+  other: string | undefined,
+  path: string,
+  n: number,
+  gapMs = 5,
+) {
+  const sides = [addr, ...(other ? [other] : [])].map((a) => ({
+    a,
+    ms: [] as number[],
+    failed: 0,
+  }));
   for (let i = 0; i < n; i++) {
-    const t0 = performance.now();
-    const status = await probeOnce(addr, path, 2000).catch(() => 0);
-    ms.push(performance.now() - t0);
-    if (status !== 200) failed++;
+    for (const side of i % 2 ? [...sides].reverse() : sides) {
+      const t0 = performance.now();
+      const status = await probeOnce(side.a, path, 2000).catch(() => 0);
+      side.ms.push(performance.now() - t0);
+      if (status !== 200) side.failed++;
+    }
     await sleep(gapMs);
   }
-  return { ms, failed };
+  return sides.map(({ ms, failed }) => ({ ms, failed }));
+}
+
+/** The control's health server in a process of its own; see bench/health_control.ts. */
+async function startControl(cleanups: CleanupStack): Promise<string> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL("./health_control.ts", import.meta.url).pathname],
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  cleanups.push(async () => {
+    try {
+      child.kill("SIGTERM");
+    } catch { /* exited */ }
+    await child.status;
+  });
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  while (!text.includes("\n")) {
+    const r = await reader.read();
+    if (r.done) throw new Error("The health control exited before it printed its address");
+    text += r.value;
+  }
+  reader.releaseLock();
+  child.stdout.cancel().catch(() => {});
+  return JSON.parse(text.slice(0, text.indexOf("\n"))).addr;
 }
 
 export async function listenerFlood(
@@ -54,7 +99,8 @@ export async function listenerFlood(
   await agent.waitReady(120_000);
   await sleep(2000);
 
-  const idle = await probeSeries(healthAddr, "/healthz", probes);
+  const controlAddr = await startControl(cleanups);
+  const [idle, controlIdle] = await probeSide(healthAddr, controlAddr, "/healthz", probes);
 
   const [host, port] = agent.metricsAddr.split(":");
   const child = new Deno.Command(Deno.execPath(), {
@@ -85,7 +131,7 @@ export async function listenerFlood(
     await sleep(50);
   }
   const cpuBefore = sampleProcess(agent.pid).cpuSeconds, t0 = performance.now();
-  const during = await probeSeries(healthAddr, "/healthz", probes);
+  const [during, controlDuring] = await probeSide(healthAddr, controlAddr, "/healthz", probes);
   // Ten a second: one address's rate on the node listener.
   const nodeListener = await probeSeries(agent.metricsAddr, "/healthz", opts.quick ? 20 : 50, 100);
   const cpu = (sampleProcess(agent.pid).cpuSeconds - cpuBefore) / ((performance.now() - t0) / 1000);
@@ -101,6 +147,9 @@ export async function listenerFlood(
 
   const p99Idle = percentile(idle.ms, 99), p99During = percentile(during.ms, 99);
   const ratio = round(p99During / p99Idle, 2);
+  const controlP99Idle = percentile(controlIdle.ms, 99);
+  const controlP99During = percentile(controlDuring.ms, 99);
+  const controlRatio = round(controlP99During / controlP99Idle, 2);
   const rows: Row[] = [
     {
       measurement:
@@ -110,6 +159,13 @@ export async function listenerFlood(
       } / ${fmt(round(median(during.ms), 2))} ms; failed ${idle.failed} / ${during.failed})`,
     },
     { measurement: "p99 during the flood ÷ p99 idle", value: `${fmt(ratio)}×`, goal: "≤ 2×" },
+    {
+      measurement: "control: the same health server alone in another process, probed in turn " +
+        "with the agent, p99 idle / during the flood",
+      value: `${fmt(round(controlP99Idle, 2))} / ${fmt(round(controlP99During, 2))} ms (${
+        fmt(controlRatio)
+      }×: what the machine adds, not the agent; failed ${controlIdle.failed} / ${controlDuring.failed})`,
+    },
     {
       measurement: "/healthz on the node listener during the flood, from another address, 10/s",
       value: `p99 ${
@@ -137,7 +193,7 @@ export async function listenerFlood(
     ...(ratio <= 2 && during.failed === 0 ? {} : {
       reason: during.failed
         ? `${during.failed} health probes failed during the flood`
-        : "measured above the goal",
+        : `measured above the goal; the control alone measured ${fmt(controlRatio)}×`,
     }),
   }];
   return {
@@ -150,6 +206,13 @@ export async function listenerFlood(
       healthIdleMs: { p50: round(median(idle.ms), 3), p99: round(p99Idle, 3) },
       healthDuringMs: { p50: round(median(during.ms), 3), p99: round(p99During, 3) },
       ratio,
+      control: {
+        idleMs: { p50: round(median(controlIdle.ms), 3), p99: round(controlP99Idle, 3) },
+        duringMs: { p50: round(median(controlDuring.ms), 3), p99: round(controlP99During, 3) },
+        ratio: controlRatio,
+        failedIdle: controlIdle.failed,
+        failedDuring: controlDuring.failed,
+      },
       failedIdle: idle.failed,
       failedDuring: during.failed,
       nodeListenerDuring: {

@@ -1,7 +1,8 @@
 /**
  * The benchmark runs end to end on this machine and writes its JSON document:
- * `bench/main.ts --quick --only reconcile` (a few seconds), checked for shape
- * only. Timings are never asserted here: they belong in bench/RESULTS.md.
+ * `bench/main.ts --quick --only reconcile` and `--only flood` (a few seconds
+ * each), checked for shape only. Timings are never asserted here: they belong
+ * in bench/RESULTS.md.
  */
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
@@ -43,6 +44,39 @@ Deno.test({
         assert.equal(typeof goal.target, "string");
         assert.equal(typeof goal.measured, "string");
         if (!goal.met) assert.equal(typeof goal.reason, "string");
+      }
+    } finally {
+      await Deno.remove(json);
+    }
+  },
+});
+
+Deno.test({
+  name: "bench --quick --only flood probes the agent and its control in turn, both answered",
+  ignore: skipIf(needsRoot("bpffs pins and BPF maps")),
+  async fn() {
+    const json = await Deno.makeTempFile({ prefix: "lace-bench-", suffix: ".json" });
+    try {
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: ["run", "--allow-all", MAIN, "--quick", "--only", "flood", "--json", json],
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const stderr = new TextDecoder().decode(out.stderr);
+      assert.ok([0, 1].includes(out.code), `exit ${out.code}: ${stderr}`);
+      const doc = JSON.parse(await Deno.readTextFile(json));
+      assert.deepEqual(doc.failures, []);
+      const { control, failedIdle, failedDuring, attacker } = doc.figures.flood;
+      // Every probe of both sides answered 200: a control that never served would fail them all.
+      assert.deepEqual([failedIdle, failedDuring], [0, 0]);
+      assert.deepEqual([control.failedIdle, control.failedDuring], [0, 0]);
+      for (const side of [control.idleMs, control.duringMs]) {
+        assert.ok(side.p50 > 0 && side.p99 >= side.p50, JSON.stringify(side));
+      }
+      assert.ok(attacker.answered >= 128, `the flood was answered ${attacker.answered} times`);
+      const goal = doc.goals.find((g: { figure: string }) => g.figure === "flood");
+      if (!goal.met && !failedDuring) {
+        assert.match(goal.reason, /the control alone measured \d/);
       }
     } finally {
       await Deno.remove(json);
