@@ -30,6 +30,7 @@ import { sweepAbandoned } from "../lib/demo/leftovers.ts";
 import { bpfObjectLocation } from "../lib/datapath/bpf_object.ts";
 import { errorChain } from "../lib/text/error_chain.ts";
 import { CleanupStack } from "../lib/os/cleanup_stack.ts";
+import { type Column, COLUMNS } from "./probe_columns.ts";
 
 export interface BenchOptions {
   quick: boolean;
@@ -40,6 +41,10 @@ export interface BenchOptions {
   probePods: number[];
   /** Seconds each column holds its pods Ready while measured. */
   probeHoldSeconds: number;
+  /** Rounds of flat and Lace, alternating, at each pod count (judged on their medians). */
+  probeRounds: number;
+  /** The probes figure's columns run. */
+  probeColumns: Column[];
 }
 
 /** The line of a failed build's output that says why: its first error, else its last line. */
@@ -140,7 +145,8 @@ const FIGURES: {
 ];
 
 const USAGE = `Usage: deno task bench [--quick] [--only NAMES] [--json FILE] [--idle-seconds N]
-                       [--probe-pods N,M] [--probe-hold SECONDS]
+                       [--probe-pods N,M] [--probe-hold SECONDS] [--probe-rounds N]
+                       [--probe-columns flat,lace,exec]
 
   --quick           small sizes, for a smoke run
   --only NAMES      comma-separated figures: ${FIGURES.map((f) => f.name).join(",")}
@@ -149,6 +155,9 @@ const USAGE = `Usage: deno task bench [--quick] [--only NAMES] [--json FILE] [--
   --idle-seconds N  idle window of the footprint figure (default 60, 5 with --quick)
   --probe-pods N,M  pod counts of the probes figure (default 50,110; 5 with --quick)
   --probe-hold S    seconds each probes column is held Ready and measured (default 120, 15 with --quick)
+  --probe-rounds N  flat and Lace columns, alternating, N times at each pod count; the goals are
+                    judged on their medians (default 1)
+  --probe-columns C the probes figure's columns (default flat,lace,exec)
 
 Runs as root: it builds network namespaces, cgroups and bpffs pins, and removes them.`;
 
@@ -160,6 +169,8 @@ export function parseArgs(args: string[]): BenchOptions {
     idleSeconds: NaN,
     probePods: [],
     probeHoldSeconds: NaN,
+    probeRounds: 1,
+    probeColumns: [],
   };
   for (let i = 0; i < args.length; i++) {
     const [flag, inline] = args[i].split(/=(.*)/s, 2);
@@ -174,7 +185,15 @@ export function parseArgs(args: string[]): BenchOptions {
     else if (flag === "--idle-seconds") opts.idleSeconds = Number(value());
     else if (flag === "--probe-pods") opts.probePods.push(...value().split(",").map(Number));
     else if (flag === "--probe-hold") opts.probeHoldSeconds = Number(value());
-    else throw new TypeError(`Unknown argument "${args[i]}"`);
+    else if (flag === "--probe-rounds") opts.probeRounds = Number(value());
+    else if (flag === "--probe-columns") {
+      for (const c of value().split(",").filter(Boolean)) {
+        if (!(COLUMNS as readonly string[]).includes(c)) {
+          throw new TypeError(`Unknown column "${c}" in --probe-columns: choose from ${COLUMNS}`);
+        }
+        opts.probeColumns.push(c as Column);
+      }
+    } else throw new TypeError(`Unknown argument "${args[i]}"`);
   }
   for (const name of opts.only) {
     if (!FIGURES.some((f) => f.name === name)) {
@@ -195,6 +214,10 @@ export function parseArgs(args: string[]): BenchOptions {
   if (!(opts.probeHoldSeconds > 0)) {
     throw new TypeError(`--probe-hold must be a positive number: "${opts.probeHoldSeconds}"`);
   }
+  if (!(Number.isInteger(opts.probeRounds) && opts.probeRounds > 0)) {
+    throw new TypeError(`--probe-rounds takes a positive whole number: "${opts.probeRounds}"`);
+  }
+  if (!opts.probeColumns.length) opts.probeColumns = [...COLUMNS];
   return opts;
 }
 

@@ -15,7 +15,7 @@
  */
 import { CoreV1Api, type V1Pod } from "@kubernetes/client-node";
 import { dirname, join } from "node:path";
-import { installLace } from "../tests/node/chart.ts";
+import { installLace, removeLace } from "../tests/node/chart.ts";
 import { CGROUP_V1, cgroupPids } from "../tests/node/cgroups.ts";
 import { IMAGES } from "../tests/node/images.ts";
 import { bridgeAddress4, NETWORKS, POD_SUBNET4 } from "../tests/node/network.ts";
@@ -85,12 +85,15 @@ export async function probesFigure(o: BenchOptions, c: CleanupStack): Promise<Fi
   // A column that fails is reported and its pods removed; the next columns still run.
   /** The columns in the order they ran, as `column-pods`. */
   const ran: string[] = [];
-  const run = async (column: Column, pods: number) => {
-    console.error(`  ${column}, ${pods} pods…`);
-    ran.push(`${column}-${pods}`);
+  const run = async (column: Column, pods: number, round?: number) => {
+    // A column's name, and its namespace's: `lace-110`, or `lace-110-r2` in rounds.
+    const name = `${column}-${pods}${round ? `-r${round}` : ""}`;
+    console.error(`  ${name}…`);
+    ran.push(name);
     try {
-      const m = await runColumn(core, node.name, cgroups, column, pods, hold);
-      loads[`${column}-${pods}`] = m.loads;
+      const m = await runColumn(core, node.name, cgroups, column, pods, hold, `bench-${name}`);
+      if (round) m.measured.round = round;
+      loads[name] = m.loads;
       measured.push(m.measured);
       // Each column as it ends, so a run cut short still says what it measured.
       console.error(
@@ -100,31 +103,65 @@ export async function probesFigure(o: BenchOptions, c: CleanupStack): Promise<Fi
       const why = `${column} at ${pods} pods: ${errorChain(e)}`;
       console.error(`  failed: ${why}`);
       failed.push(why);
-      await removePods(core, `bench-${column}-${pods}`).catch((e) =>
+      await removePods(core, `bench-${name}`).catch((e) =>
         failed.push(`${column} at ${pods} pods, removing its pods: ${errorChain(e)}`)
       );
     }
   };
-  // Flat and Lace first, side by side; exec last, since its pods, which may never be all
-  // Ready, leave the runtime busiest (their cleanup would otherwise land in the next column).
-  for (const pods of sizes) {
+  // The agent is on the node for the Lace columns only: a flat column measures a node without it
+  // (no hook on the kubelet's cgroup), so the chart is removed again after each Lace column.
+  let installed = false;
+  const agentOnNode = async (want: boolean) => {
+    if (want === installed) return;
+    console.error(want ? "  installing the chart…" : "  removing the chart and its pins…");
+    if (want) {
+      await installLace(node);
+      cgroups.agent = containerCgroups(await agentPods(core));
+    } else {
+      await removeLace(node);
+      cgroups.agent = [];
+    }
+    installed = want;
+  };
+  const runFlat = async (pods: number, round?: number) => {
+    await agentOnNode(false);
     // The node's main table routes to the flat network only while that column runs.
     const flat = NETWORKS[0];
     const route = [POD_SUBNET4, "dev", flat.bridge, "src", bridgeAddress4(flat)];
     await node.exec(["ip", "route", "add", ...route]);
     try {
-      await run("flat", pods);
+      await run("flat", pods, round);
     } finally {
       await node.exec(["ip", "route", "del", ...route]);
     }
+  };
+  const runLace = async (pods: number, round?: number) => {
+    await agentOnNode(true);
+    await run("lace", pods, round);
+  };
+  // Flat and Lace side by side at each count, in rounds whose order alternates (flat first, then
+  // Lace first) so a drift of the node over the run lands on both; exec last, since its pods,
+  // which may never be all Ready, leave the runtime busiest.
+  const columns = new Set(o.probeColumns);
+  for (const pods of sizes) {
+    for (let round = 0; round < o.probeRounds; round++) {
+      const flatThenLace: [Column, (pods: number, round?: number) => Promise<void>][] = [
+        ["flat", runFlat],
+        ["lace", runLace],
+      ];
+      const order = round % 2 ? flatThenLace.reverse() : flatThenLace;
+      for (const [column, step] of order) {
+        if (columns.has(column)) await step(pods, o.probeRounds > 1 ? round + 1 : undefined);
+      }
+    }
   }
-  console.error("  installing the chart…");
-  await installLace(node);
-  cgroups.agent = containerCgroups(await agentPods(core));
-  for (const pods of sizes) await run("lace", pods);
-  // The agent stays (it has nothing to mark: exec probes connect nowhere); its CPU is Lace's.
-  cgroups.agent = [];
-  for (const pods of sizes) await run("exec", pods);
+  if (columns.has("exec")) {
+    // The agent stays (it has nothing to mark: exec probes connect nowhere); its CPU is not
+    // counted.
+    await agentOnNode(true);
+    cgroups.agent = [];
+    for (const pods of sizes) await run("exec", pods);
+  }
 
   const rows: Row[] = [];
   const goals: Goal[] = [];
@@ -253,8 +290,8 @@ async function runColumn(
   column: Column,
   pods: number,
   holdSeconds: number,
+  namespace: string,
 ): Promise<{ measured: ColumnMeasured; loads: number[] }> {
-  const namespace = `bench-${column}-${pods}`;
   const settledSeconds = await settleRuntime(cg.runtime);
   console.error(`  the runtime settled in ${settledSeconds.toFixed(0)} s`);
   await core.createNamespace({ body: { metadata: { name: namespace } } });

@@ -183,3 +183,46 @@ Deno.test("the probes figure runs only when named, with its pod counts and hold"
   assert.throws(() => parseArgs(["--probe-pods", "0"]), /positive whole numbers/);
   assert.throws(() => parseArgs(["--probe-hold", "-1"]), /positive number/);
 });
+
+Deno.test("columns in rounds are judged on their medians, and each round's ratio is shown", () => {
+  const round = (m: ColumnMeasured, r: number): ColumnMeasured => ({ ...m, round: r });
+  // Lace's rounds at 4.2, 4.4 and an outlier of 12 kubelet seconds; flat's at 4, 3.8 and 4.
+  const r = probeRowsAndGoals([
+    round(column("flat", 110, 4, 0, false), 1),
+    round(column("lace", 110, 4.2, 0, false), 1),
+    round(column("lace", 110, 12, 0, true), 2),
+    round(column("flat", 110, 3.8, 0, false), 2),
+    round(column("flat", 110, 4, 0, false), 3),
+    round(column("lace", 110, 4.4, 0, false), 3),
+  ], { judge: true, judgeFailuresAt: 110 });
+  const cpu = r.goals.find((g) => g.name.includes("CPU per probe"))!;
+  // Medians: Lace (4.4 + 1) s against flat (4 + 1) s per 10,000 probes; one slow round is not it.
+  assert.equal(cpu.met, true);
+  assert.equal(cpu.measured, "1.08× (540 vs 500 ms per 1,000, medians of 3 and 3 columns)");
+  const p99 = r.goals.find((g) => g.name.includes("p99"))!;
+  assert.equal(p99.met, true);
+  assert.match(p99.measured, /^1\.00× \(9 ms vs 9 ms, medians of 3 and 3 columns\)$/);
+  const byRound = r.rows.find((row) => row.measurement.includes("Lace / flat by round"))!;
+  assert.equal(byRound.value, "1.04× and 1.00×; 2.71× and 2.22×; 1.08× and 1.00×");
+  assert.ok(
+    r.rows.some((row) =>
+      row.measurement.includes("Lace (isolated networks, the chart's agent), round 2")
+    ),
+  );
+});
+
+Deno.test("the probes figure's rounds and columns are parsed, a bad one refused by its reason", () => {
+  assert.equal(parseArgs([]).probeRounds, 1);
+  assert.deepEqual(parseArgs([]).probeColumns, ["flat", "exec", "lace"]);
+  const o = parseArgs(["--probe-rounds", "3", "--probe-columns=flat,lace"]);
+  assert.deepEqual([o.probeRounds, o.probeColumns], [3, ["flat", "lace"]]);
+  assert.throws(
+    () => parseArgs(["--probe-rounds", "0"]),
+    /--probe-rounds takes a positive whole number: "0"/,
+  );
+  assert.throws(() => parseArgs(["--probe-rounds", "1.5"]), /positive whole number/);
+  assert.throws(
+    () => parseArgs(["--probe-columns", "flat,host"]),
+    /Unknown column "host" in --probe-columns: choose from flat,exec,lace/,
+  );
+});
