@@ -2,9 +2,10 @@
  * Figure 10, probes on the real kubelet (opt-in: `--only probes`, since it needs the real node's
  * tools of scripts/setup.sh): one real node of tests/node/ (kubelet, containerd, runc in node
  * namespaces), and the same probed pods in three columns, one after the other on that node (each
- * once the runtime has settled from the one before; flat, Lace, then exec):
+ * once the runtime has settled from the one before; at each pod count flat and Lace, in rounds
+ * with `--probe-rounds`, then exec):
  * - flat: every pod in one network the node's main table routes to (what a single-network
- *   cluster pays), no agent;
+ *   cluster pays), no agent on the node;
  * - exec: every pod in an isolated network of its own, each probe an exec probe doing the same
  *   check inside the container (the agent is installed by then but has nothing to mark, and its
  *   CPU is not counted);
