@@ -76,6 +76,8 @@ export class KubeletNetnsAddresses {
   #status: HostAddressSource = { source: "fallback", pid: null, otherNetns: null };
   #warnedNetns = false;
   #reported = false;
+  /** The fallback's last read of the agent's own addresses, and when. */
+  #own: { addresses: ReadonlySet<string>; readAt: number } | null = null;
 
   constructor(o: KubeletNetnsOptions) {
     this.#o = o;
@@ -92,11 +94,15 @@ export class KubeletNetnsAddresses {
    */
   read(o: { fresh?: boolean } = {}): Set<string> {
     const proc = this.#o.procRoot ?? "/proc";
+    const now = this.#o.now ? this.#o.now() : performance.now();
+    let hidden = 0;
     try {
       const dir = this.#o.cgroupPath();
       if (dir === null) throw new Error("the kubelet cgroup is not known yet");
-      const listed = new Set(this.#procsOf(dir));
-      const now = this.#o.now ? this.#o.now() : performance.now();
+      const all = this.#procsOf(dir);
+      // The kernel lists a process outside the reader's pid namespace as 0: never a pid to read.
+      const listed = new Set(all.filter((p) => p > 0));
+      hidden = all.length - listed.size;
       const kubelet = this.#o.kubelet?.() ?? null;
       const preferred = kubelet !== null && this.#stillKubelet(kubelet, dir, listed)
         ? kubelet.pid
@@ -113,6 +119,11 @@ export class KubeletNetnsAddresses {
       const order = [...new Set([preferred, this.#pid, ...listed])]
         .filter((p): p is number => verified(p));
       if (order.length === 0) {
+        if (hidden > 0 && listed.size === 0) {
+          throw new Error(
+            `the kubelet cgroup's ${hidden} process(es) are in another pid namespace than this agent's (cgroup.procs lists them as 0): run the agent in the host's pid namespace (hostPID: true, as the chart does)`,
+          );
+        }
         throw new Error(
           kubelet === null
             ? "no process in the kubelet cgroup itself and the kubelet's own not found yet (the processes of the cgroups below it are never read: a pod's may be there)"
@@ -152,9 +163,21 @@ export class KubeletNetnsAddresses {
       const error = `cannot read the kubelet's network namespace: ${errorText(e)}`;
       this.#set({ source: "fallback", pid: this.#pid, error, otherNetns: this.#status.otherNetns });
       const out = new Set(this.#lastKnown);
-      for (const a of this.#o.ownAddresses()) out.add(a);
+      for (const a of this.#ownAddresses(now, o.fresh === true)) out.add(a);
       return out;
     }
+  }
+
+  /**
+   * The agent's own namespace's addresses, read again after `ttlMs` or when `fresh`, as a read
+   * of the kubelet's is: getifaddrs(3) dumps every interface with its statistics, a cost that
+   * grows with the node's pods, and the fallback is asked at every reconcile and CNI ADD.
+   */
+  #ownAddresses(now: number, fresh: boolean): ReadonlySet<string> {
+    const own = this.#own;
+    if (!fresh && own !== null && now - own.readAt < (this.#o.ttlMs ?? 1000)) return own.addresses;
+    this.#own = { addresses: this.#o.ownAddresses(), readAt: now };
+    return this.#own.addresses;
   }
 
   #procsOf(dir: string): number[] {

@@ -309,3 +309,47 @@ Deno.test("KubeletNetnsAddresses reads the kubelet's own process in a cgroup bel
   assert.ok(!n.reads.slice(reads).some((p) => p.startsWith("/proc/30/net")), n.reads.join(" "));
   assert.ok(!n.reads.some((p) => p.startsWith("/proc/20/")), n.reads.join(" "));
 });
+
+Deno.test("KubeletNetnsAddresses never reads /proc/0: a kubelet cgroup whose processes are all in another pid namespace is named as that", () => {
+  using n = fakeNode({ 10: fib("10.99.1.1") });
+  // What cgroup.procs shows an agent outside the kubelet's pid namespace: a 0 per process. A
+  // /proc/0 that could be read (here the kubelet's own files) must not be.
+  n.addPid(0, fib("10.66.6.6"));
+  n.setProcs(0, 0);
+  const got = n.reader.read();
+  assert.equal(got.has("10.66.6.6"), false);
+  assert.deepEqual([...got].sort(), ["10.0.0.99"]);
+  const s = n.reader.status();
+  assert.equal(s.source, "fallback");
+  assert.match(
+    s.error ?? "",
+    /the kubelet cgroup's 2 process\(es\) are in another pid namespace than this agent's \(cgroup\.procs lists them as 0\): run the agent in the host's pid namespace \(hostPID: true/,
+  );
+  // A visible process beside the hidden ones is read as ever.
+  n.setProcs(0, 10);
+  assert.deepEqual([...n.reader.read()].sort(), ["10.99.1.1", "fd99::1"]);
+  assert.equal(n.reader.status().pid, 10);
+});
+
+Deno.test("KubeletNetnsAddresses's fallback reads the agent's own addresses once per TTL, or when asked fresh", () => {
+  const clock = { ms: 0 };
+  let reads = 0;
+  const reader = new KubeletNetnsAddresses({
+    cgroupPath: () => null,
+    ownAddresses: () => {
+      reads++;
+      return new Set([`10.0.0.${reads}`]);
+    },
+    now: () => clock.ms,
+    ttlMs: 1000,
+  });
+  assert.deepEqual([...reader.read()], ["10.0.0.1"]);
+  clock.ms = 999;
+  assert.deepEqual([...reader.read()], ["10.0.0.1"]);
+  assert.equal(reads, 1);
+  // The periodic check asks for a fresh read: an address the node gained counts at once.
+  assert.deepEqual([...reader.read({ fresh: true })], ["10.0.0.2"]);
+  clock.ms = 2000;
+  assert.deepEqual([...reader.read()], ["10.0.0.3"]);
+  assert.equal(reader.status().source, "fallback");
+});
