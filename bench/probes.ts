@@ -20,7 +20,7 @@ import { installLace, removeLace } from "../tests/node/chart.ts";
 import { CGROUP_V1, cgroupPids } from "../tests/node/cgroups.ts";
 import { IMAGES } from "../tests/node/images.ts";
 import { bridgeAddress4, NETWORKS, POD_SUBNET4 } from "../tests/node/network.ts";
-import { startNode } from "../tests/node/node.ts";
+import { type Node, startNode } from "../tests/node/node.ts";
 import { isReady, restarts } from "../tests/node/pod_checks.ts";
 import { waitFor } from "../tests/helpers/wait.ts";
 import type { CleanupStack } from "../lib/os/cleanup_stack.ts";
@@ -92,7 +92,7 @@ export async function probesFigure(o: BenchOptions, c: CleanupStack): Promise<Fi
     console.error(`  ${name}…`);
     ran.push(name);
     try {
-      const m = await runColumn(core, node.name, cgroups, column, pods, hold, `bench-${name}`);
+      const m = await runColumn(core, node, cgroups, column, pods, hold, `bench-${name}`);
       if (round) m.measured.round = round;
       loads[name] = m.loads;
       measured.push(m.measured);
@@ -286,15 +286,21 @@ async function sampleDurations(core: CoreV1Api, node: string, namespace: string,
 /** One column at one pod count: create, wait for Ready, hold and measure, delete. */
 async function runColumn(
   core: CoreV1Api,
-  node: string,
+  nodeRef: Node,
   cg: Cgroups,
   column: Column,
   pods: number,
   holdSeconds: number,
   namespace: string,
 ): Promise<{ measured: ColumnMeasured; loads: number[] }> {
-  const settledSeconds = await settleRuntime(cg.runtime);
-  console.error(`  the runtime settled in ${settledSeconds.toFixed(0)} s`);
+  const node = nodeRef.name;
+  const sandboxesSeconds = await sandboxesRemoved(core, nodeRef);
+  const settledSeconds = sandboxesSeconds + await settleRuntime(cg.runtime);
+  console.error(
+    `  the runtime settled in ${settledSeconds.toFixed(0)} s (${
+      sandboxesSeconds.toFixed(0)
+    } s until the earlier pods' sandboxes were removed)`,
+  );
   await core.createNamespace({ body: { metadata: { name: namespace } } });
   const specs: V1Pod[] = [];
   for (let i = 0; i < pods; i++) {
@@ -357,6 +363,33 @@ async function runColumn(
 
   await removePods(core, namespace);
   return { measured, loads };
+}
+
+/** How long the kubelet may take to remove the sandboxes of pods deleted before a column. */
+const SANDBOXES_MAX_MS = 180_000;
+
+/**
+ * Waits until containerd holds no more pod sandboxes than the node has pods, or SANDBOXES_MAX_MS;
+ * returns the seconds waited. The pods of the column before are gone from the API when it ends,
+ * but the kubelet removes their sandboxes (a CNI DEL each, every plugin of the chain run again)
+ * only at its next garbage collection, up to a minute later: in the next column's hold.
+ */
+async function sandboxesRemoved(core: CoreV1Api, node: Node): Promise<number> {
+  const t0 = performance.now();
+  const dir = join(node.dir, "containerd", "root", "io.containerd.grpc.v1.cri", "sandboxes");
+  const sandboxes = async () => {
+    let n = 0;
+    for await (const _ of Deno.readDir(dir)) n++;
+    return n;
+  };
+  while (performance.now() - t0 < SANDBOXES_MAX_MS) {
+    const onNode = await core.listPodForAllNamespaces({
+      fieldSelector: `spec.nodeName=${node.name}`,
+    });
+    if (await sandboxes() <= onNode.items.length) break;
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+  }
+  return (performance.now() - t0) / 1000;
 }
 
 /** A runtime below this share of one CPU over SETTLE_WINDOW_MS has finished the last cleanup. */
