@@ -379,7 +379,11 @@ async function sandboxesRemoved(core: CoreV1Api, node: Node): Promise<number> {
   const dir = join(node.dir, "containerd", "root", "io.containerd.grpc.v1.cri", "sandboxes");
   const sandboxes = async () => {
     let n = 0;
-    for await (const _ of Deno.readDir(dir)) n++;
+    try {
+      for await (const _ of Deno.readDir(dir)) n++;
+    } catch (e) {
+      if (!(e instanceof Deno.errors.NotFound)) throw e; // no sandbox made yet
+    }
     return n;
   };
   while (performance.now() - t0 < SANDBOXES_MAX_MS) {
