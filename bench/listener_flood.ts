@@ -58,19 +58,25 @@ async function probeSide(
   return sides.map(({ ms, failed }) => ({ ms, failed }));
 }
 
-/** The control's health server in a process of its own; see bench/health_control.ts. */
-async function startControl(cleanups: CleanupStack): Promise<string> {
+/** `deno run -A` of a script beside this one, its stdout piped, killed by the run's cleanup. */
+function spawnChild(script: string, args: string[], cleanups: CleanupStack): Deno.ChildProcess {
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", new URL("./health_control.ts", import.meta.url).pathname],
+    args: ["run", "-A", new URL(script, import.meta.url).pathname, ...args],
     stdout: "piped",
     stderr: "inherit",
   }).spawn();
   cleanups.push(async () => {
     try {
-      child.kill("SIGTERM");
+      child.kill("SIGKILL");
     } catch { /* exited */ }
     await child.status;
   });
+  return child;
+}
+
+/** The control's health server in a process of its own; see bench/health_control.ts. */
+async function startControl(cleanups: CleanupStack): Promise<string> {
+  const child = spawnChild("./health_control.ts", [], cleanups);
   const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
   let text = "";
   while (!text.includes("\n")) {
@@ -103,11 +109,7 @@ export async function listenerFlood(
   const [idle, controlIdle] = await probeSide(healthAddr, controlAddr, "/healthz", probes);
 
   const [host, port] = agent.metricsAddr.split(":");
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", new URL("./flood_child.ts", import.meta.url).pathname, host, port],
-    stdout: "piped",
-    stderr: "inherit",
-  }).spawn();
+  const child = spawnChild("./flood_child.ts", [host, port], cleanups);
   const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
   let buffered = "";
   let last: Record<string, unknown> = {};
@@ -119,12 +121,6 @@ export async function listenerFlood(
       for (const p of parts) if (p) last = JSON.parse(p);
     }
   })();
-  cleanups.push(async () => {
-    try {
-      child.kill("SIGKILL");
-    } catch { /* exited */ }
-    await child.status;
-  });
   const deadline = performance.now() + 30_000;
   while (Number(last.answered ?? 0) < 128) {
     if (performance.now() > deadline) throw new Error("The flood got no answers within 30 s");
