@@ -3,7 +3,7 @@
  * subcommands, flags and their values (scripts/setup.sh --tests installs zsh and fish).
  */
 import assert from "node:assert/strict";
-import { lace } from "./helpers/lace_cli.ts";
+import { lace, runCaptured } from "./helpers/lace_cli.ts";
 
 /** Whether `shell` is installed (scripts/setup.sh --tests installs zsh and fish). */
 function hasShell(shell: string): boolean {
@@ -23,15 +23,9 @@ async function inShell(shell: string, script: string) {
   try {
     const file = `${dir}/lace.${shell}`;
     await Deno.writeTextFile(file, completion.stdout);
-    const out = await new Deno.Command(shell, {
-      args: shell === "zsh" ? ["-f", "-c", script] : ["-c", script],
-      env: { LACE_COMPLETION: file },
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const dec = new TextDecoder();
-    return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+    return await runCaptured(shell, shell === "zsh" ? ["-f", "-c", script] : ["-c", script], {
+      LACE_COMPLETION: file,
+    });
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -7,17 +7,22 @@ import { fileURLToPath } from "node:url";
 /** main.ts, which `lace` runs. */
 export const MAIN = fileURLToPath(new URL("../../main.ts", import.meta.url));
 
-/** Runs `lace ARGS` with NO_COLOR and `env`, stdin closed; returns its code and output. */
-export async function lace(args: string[], env: Record<string, string> = {}) {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", MAIN, ...args],
-    env: { NO_COLOR: "1", ...env },
+/** Runs `command ARGS` with `env` added, stdin closed; returns its code and its output as text. */
+export async function runCaptured(command: string, args: string[], env: Record<string, string>) {
+  const out = await new Deno.Command(command, {
+    args,
+    env,
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
   }).output();
   const dec = new TextDecoder();
   return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+}
+
+/** Runs `lace ARGS` with NO_COLOR and `env`, stdin closed; returns its code and output. */
+export function lace(args: string[], env: Record<string, string> = {}) {
+  return runCaptured(Deno.execPath(), ["run", "-A", MAIN, ...args], { NO_COLOR: "1", ...env });
 }
 
 /**
