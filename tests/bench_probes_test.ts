@@ -18,6 +18,7 @@ import {
   totalProbes,
 } from "../bench/probe_columns.ts";
 import { parseArgs } from "../bench/main.ts";
+import { probeSamples, readProbes } from "../bench/probe_node.ts";
 
 const METRICS =
   `# HELP prober_probe_total [ALPHA] Cumulative number of a liveness, readiness or startup probe for a container by result.
@@ -224,5 +225,31 @@ Deno.test("the probes figure's rounds and columns are parsed, a bad one refused 
   assert.throws(
     () => parseArgs(["--probe-columns", "flat,host"]),
     /Unknown column "host" in --probe-columns: choose from flat,exec,lace/,
+  );
+});
+
+Deno.test("a read of the kubelet's probe metrics that fails is tried again, and the last failure names every try", async () => {
+  let calls = 0;
+  const flaky = {
+    connectGetNodeProxyWithPath: (param: { name: string; path: string }) => {
+      calls++;
+      assert.deepEqual(param, { name: "n1", path: "metrics/probes" });
+      if (calls < 3) return Promise.reject(new Error(`timeout ${calls}`));
+      return Promise.resolve(METRICS);
+    },
+  };
+  const quick = { tries: 3, pauseMs: 1 };
+  const counts = await readProbes(flaky, "n1", "bench-flat-5", quick);
+  assert.equal(calls, 3);
+  assert.deepEqual(counts.byResult, { successful: 190, failed: 2 });
+
+  calls = -10;
+  await assert.rejects(
+    () => probeSamples(flaky, "n1", quick),
+    (e: Error) => {
+      assert.match(e.message, /metrics\/probes on node n1 .* failed 3 times, 1 ms apart/);
+      assert.match(e.message, /timeout -9; timeout -8; timeout -7$/);
+      return true;
+    },
   );
 });
