@@ -72,6 +72,36 @@ async function startBaseline(args: string[]): Promise<Baseline> {
   return { pid: child.pid, startupMs, stop };
 }
 
+interface Measured {
+  name: string;
+  label: string;
+  rssMiB: number;
+  rssAnonMiB: number;
+  rssFileMiB: number;
+}
+
+/**
+ * The stretch goal of the API agent's RSS, 80 MB, judged beside the 100 MB one. A miss says what
+ * the RSS is made of: the process's own anonymous pages, and the runtime's file-backed code and
+ * data, set against the client's bundle and a bare deno, where the same split applies.
+ */
+export function rssStretchGoal(agent: Measured, all: Measured[], seconds: number): Goal {
+  const of = (name: string) => all.find((x) => x.name === name);
+  const split = (m?: Measured) =>
+    m ? `${fmt(m.rssAnonMiB)} anonymous + ${fmt(m.rssFileMiB)} file-backed MiB` : "not measured";
+  return atMost(
+    "footprint",
+    `${agent.label}: RSS after ${fmt(seconds)} s idle, stretch`,
+    round((agent.rssMiB * MiB) / 1e6, 1),
+    80,
+    "MB",
+    `the agent ${split(agent)}; the client's bundle in a bare deno ${
+      split(of("denoLaceClient"))
+    }; an empty script ${split(of("bareDeno"))}: the file-backed pages are the runtime's own ` +
+      `code and data, shared by every process of the binary`,
+  );
+}
+
 export async function footprint(
   opts: FootprintOptions,
   cleanups: CleanupStack,
@@ -167,6 +197,8 @@ export async function footprint(
       label: s.label,
       startupMs: round(s.startupMs, 1),
       rssMiB: round(b.rssBytes / MiB, 1),
+      rssAnonMiB: round(b.rssAnonBytes / MiB, 1),
+      rssFileMiB: round(b.rssFileBytes / MiB, 1),
       peakRssMiB: round(b.peakRssBytes / MiB, 1),
       idleCpuPercent: round(((b.cpuSeconds - a.cpuSeconds) / seconds) * 100, 3),
       wakeupsPerSecond: round(
@@ -189,7 +221,8 @@ export async function footprint(
   });
   const rows: Row[] = measured.map((m) => ({
     measurement: m.label,
-    value: `ready ${fmt(m.startupMs)} ms, RSS ${fmt(m.rssMiB)} MiB (peak ${fmt(m.peakRssMiB)}), ` +
+    value: `ready ${fmt(m.startupMs)} ms, RSS ${fmt(m.rssMiB)} MiB (peak ${fmt(m.peakRssMiB)}; ` +
+      `${fmt(m.rssAnonMiB)} anonymous, ${fmt(m.rssFileMiB)} file-backed), ` +
       `idle CPU ${fmt(m.idleCpuPercent)}%, wake-ups/s ${fmt(m.mainThreadWakeupsPerSecond)} ` +
       `main thread (${fmt(m.mainThreadSwitchesPerSecond)} with preemptions), ` +
       `${fmt(m.wakeupsPerSecond)} switches/s all threads`,
@@ -231,6 +264,7 @@ export async function footprint(
         } MB before anything for the API (see their rows)`
         : undefined,
     ));
+    if (m.name === "agentApi") goals.push(rssStretchGoal(m, measured, seconds));
     // A loop that wakes once a second is allowed: compare with deno running just such a timer
     // (one timer costs the event loop more than one context switch).
     const extra = round(m.mainThreadWakeupsPerSecond - tickRow.mainThreadWakeupsPerSecond, 2);

@@ -56,6 +56,13 @@ export interface ProcSample {
   /** utime + stime, seconds. */
   cpuSeconds: number;
   rssBytes: number;
+  /** Of rssBytes: anonymous pages (the V8 heap, the C heap, thread stacks: the process's own). */
+  rssAnonBytes: number;
+  /**
+   * Of rssBytes: pages of mapped files, almost all the runtime binary's own code and data, which
+   * every process of the same binary shares and the kernel can drop and read again.
+   */
+  rssFileBytes: number;
   /** Peak RSS (VmHWM). */
   peakRssBytes: number;
   /** Voluntary + involuntary context switches summed over all threads: wake-ups. */
@@ -105,6 +112,8 @@ export function sampleProcess(pid: number): ProcSample {
   return {
     cpuSeconds,
     rssBytes: kb("VmRSS") * 1024,
+    rssAnonBytes: kb("RssAnon") * 1024,
+    rssFileBytes: kb("RssFile") * 1024,
     peakRssBytes: kb("VmHWM") * 1024,
     contextSwitches,
     mainThreadSwitches,
