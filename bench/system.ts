@@ -75,19 +75,24 @@ export interface ProcSample {
    * preemptions, which count how busy the machine is, not the process.
    */
   mainThreadWakeups: number;
-  /** Context switches and name (comm) by thread id, for finding who wakes up. */
-  byThread: Record<string, { name: string; switches: number }>;
+  /** Context switches, CPU seconds and name (comm) by thread id: who wakes up, who spends. */
+  byThread: Record<string, { name: string; switches: number; cpuSeconds: number }>;
   threads: number;
 }
 
 const CLOCK_TICKS = 100; // USER_HZ on Linux
 
 /** Samples a live process; throws when it has exited. */
-export function sampleProcess(pid: number): ProcSample {
-  const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+/** utime + stime of /proc/<path>/stat (a process, or one of its threads), in seconds. */
+function statCpuSeconds(path: string): number {
+  const stat = Deno.readTextFileSync(`/proc/${path}/stat`);
   // Fields after the command name, which may hold spaces: state is field 3.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  const cpuSeconds = (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
+export function sampleProcess(pid: number): ProcSample {
+  const cpuSeconds = statCpuSeconds(String(pid));
   const status = Deno.readTextFileSync(`/proc/${pid}/status`);
   const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? 0);
   let contextSwitches = 0, mainThreadSwitches = 0, mainThreadWakeups = 0, threads = 0;
@@ -97,8 +102,13 @@ export function sampleProcess(pid: number): ProcSample {
       const t = Deno.readTextFileSync(`/proc/${pid}/task/${task.name}/status`);
       let n = 0;
       for (const m of t.matchAll(/^(?:non)?voluntary_ctxt_switches:\s+(\d+)/gm)) n += Number(m[1]);
-      const name = /^Name:\s+(.*)$/m.exec(t)?.[1] ?? "?";
-      byThread[task.name] = { name, switches: n };
+      // Other threads may share the main thread's comm (deno): it is named apart.
+      const name = task.name === String(pid) ? "main" : /^Name:\s+(.*)$/m.exec(t)?.[1] ?? "?";
+      byThread[task.name] = {
+        name,
+        switches: n,
+        cpuSeconds: statCpuSeconds(`${pid}/task/${task.name}`),
+      };
       contextSwitches += n;
       if (task.name === String(pid)) {
         mainThreadSwitches = n;
@@ -169,9 +179,24 @@ export function sleep(ms: number): Promise<void> {
  * in between are left out, threads that started count from zero.
  */
 export function switchesBetween(before: ProcSample, after: ProcSample): Record<string, number> {
+  return byThreadName(before, after, "switches");
+}
+
+/**
+ * CPU seconds between two samples, per thread name (the main thread's is `main`); threads that exited in between are left out, threads that started count from zero.
+ */
+export function cpuBetween(before: ProcSample, after: ProcSample): Record<string, number> {
+  return byThreadName(before, after, "cpuSeconds");
+}
+
+function byThreadName(
+  before: ProcSample,
+  after: ProcSample,
+  key: "switches" | "cpuSeconds",
+): Record<string, number> {
   const out: Record<string, number> = {};
   for (const [tid, t] of Object.entries(after.byThread)) {
-    out[t.name] = (out[t.name] ?? 0) + t.switches - (before.byThread[tid]?.switches ?? 0);
+    out[t.name] = (out[t.name] ?? 0) + t[key] - (before.byThread[tid]?.[key] ?? 0);
   }
   return out;
 }
