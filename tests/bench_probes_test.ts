@@ -161,6 +161,17 @@ Deno.test("Lace is judged against flat in CPU per probe and p99, failures at 110
   assert.equal(byName(over.goals, "CPU per probe").met, false);
   assert.match(byName(over.goals, "CPU per probe").measured, /^1\.20×/);
   assert.equal(byName(over.goals, "p99").met, false);
+  // A miss on one column of each says it is a single draw, and how to judge on rounds.
+  for (const part of ["CPU per probe", "p99"]) {
+    assert.match(byName(over.goals, part).reason!, /^one column of each, .*--probe-rounds 3/);
+  }
+  const overInRounds = probeRowsAndGoals([
+    { ...flat, round: 1 },
+    { ...column("lace", 110, 5, 0, true), round: 1 },
+    { ...column("lace", 110, 5, 0, true), round: 2 },
+    { ...flat, round: 2 },
+  ], { judge: true, judgeFailuresAt: 110 });
+  assert.equal(byName(overInRounds.goals, "CPU per probe").reason, "measured above the goal");
 
   const small = probeRowsAndGoals([column("exec", 50, 9, 4, true)], {
     judge: true,
