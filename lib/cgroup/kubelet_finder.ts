@@ -226,6 +226,8 @@ export function listCgroupProcesses(
     for (const line of procs.split("\n")) {
       if (!/^\d+$/.test(line.trim())) continue;
       const pid = Number(line.trim());
+      // A process of another pid namespace is listed as 0: no /proc entry here is its.
+      if (pid === 0) continue;
       out.push({ pid, comm: readComm(pid, procRoot), cgroupDir: d });
     }
     if (!recursive) return;

@@ -166,10 +166,12 @@ Deno.test("extraProcesses() lists the non-kubelet processes of a cgroup and its 
     10: { comm: "k3s-server", argv: ["k3s", "server"], cgroup: "/k3s.service" },
     11: { comm: "containerd", argv: ["containerd"], cgroup: "/k3s.service" },
     12: { comm: "containerd-shim", argv: ["containerd-shim-runc-v2"], cgroup: "/k3s.service/x" },
+    // Never read: cgroup.procs's 0 is a process of another pid namespace, not this entry.
+    0: { comm: "tenant", argv: ["tenant"], cgroup: "/k3s.service" },
   });
   const cg = Deno.makeTempDirSync({ prefix: "lace-cg-" });
   try {
-    Deno.writeTextFileSync(`${cg}/cgroup.procs`, "10\n11\n");
+    Deno.writeTextFileSync(`${cg}/cgroup.procs`, "0\n10\n11\n");
     Deno.mkdirSync(`${cg}/x`);
     Deno.writeTextFileSync(`${cg}/x/cgroup.procs`, "12\n");
     assert.equal(listCgroupProcesses(cg, { procRoot: proc }).length, 3);
