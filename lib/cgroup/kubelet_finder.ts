@@ -212,6 +212,22 @@ export function findKubelets(
 }
 
 /**
+ * The pids of a cgroup.procs text, and how many lines were 0: the kernel lists a process of
+ * another pid namespace than the reader's as 0, which is no pid to read /proc for.
+ */
+export function parseCgroupProcs(text: string): { pids: number[]; hidden: number } {
+  const pids: number[] = [];
+  let hidden = 0;
+  for (const line of text.split("\n")) {
+    if (!/^\d+$/.test(line.trim())) continue;
+    const pid = Number(line.trim());
+    if (pid === 0) hidden++;
+    else pids.push(pid);
+  }
+  return { pids, hidden };
+}
+
+/**
  * Lists the processes in a cgroup directory and, with `recursive`, in every
  * cgroup below it. Reads `cgroup.procs`; a cgroup removed mid-walk is skipped.
  */
@@ -223,11 +239,7 @@ export function listCgroupProcesses(
   const walk = (d: string) => {
     const procs = readOrNull(`${d}/cgroup.procs`);
     if (procs === null) return;
-    for (const line of procs.split("\n")) {
-      if (!/^\d+$/.test(line.trim())) continue;
-      const pid = Number(line.trim());
-      // A process of another pid namespace is listed as 0: no /proc entry here is its.
-      if (pid === 0) continue;
+    for (const pid of parseCgroupProcs(procs).pids) {
       out.push({ pid, comm: readComm(pid, procRoot), cgroupDir: d });
     }
     if (!recursive) return;

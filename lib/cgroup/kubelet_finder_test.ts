@@ -6,6 +6,7 @@ import {
   extraProcesses,
   findKubelets,
   listCgroupProcesses,
+  parseCgroupProcs,
   parseCmdline,
   parseMountIds,
   parseProcCgroup,
@@ -225,4 +226,9 @@ Deno.test("apiServerProcesses() lists the API servers of a cgroup tree, the kube
     Deno.removeSync(proc, { recursive: true });
     Deno.removeSync(cg, { recursive: true });
   }
+});
+
+Deno.test("parseCgroupProcs() counts the 0s of another pid namespace apart from the pids", () => {
+  assert.deepEqual(parseCgroupProcs("12\n0\n 7 \nx\n0\n\n"), { pids: [12, 7], hidden: 2 });
+  assert.deepEqual(parseCgroupProcs(""), { pids: [], hidden: 0 });
 });

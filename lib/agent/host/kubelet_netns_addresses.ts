@@ -26,7 +26,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { errorText } from "../../text/error.ts";
-import { parseProcCgroup } from "../../cgroup/kubelet_finder.ts";
+import { parseCgroupProcs, parseProcCgroup } from "../../cgroup/kubelet_finder.ts";
 import type { HostAddressSource } from "../../agent_api/views.ts";
 import { HOST_PROC_FILES, type ProcFiles, readPidNetns } from "./pid_netns_read.ts";
 
@@ -99,10 +99,9 @@ export class KubeletNetnsAddresses {
     try {
       const dir = this.#o.cgroupPath();
       if (dir === null) throw new Error("the kubelet cgroup is not known yet");
-      const all = this.#procsOf(dir);
-      // The kernel lists a process outside the reader's pid namespace as 0: never a pid to read.
-      const listed = new Set(all.filter((p) => p > 0));
-      hidden = all.length - listed.size;
+      const procs = this.#procsOf(dir);
+      const listed = new Set(procs.pids);
+      hidden = procs.hidden;
       const kubelet = this.#o.kubelet?.() ?? null;
       const preferred = kubelet !== null && this.#stillKubelet(kubelet, dir, listed)
         ? kubelet.pid
@@ -137,7 +136,7 @@ export class KubeletNetnsAddresses {
             listed: () =>
               pid === preferred
                 ? this.#stillKubelet(kubelet!, dir)
-                : this.#procsOf(dir).includes(pid),
+                : this.#procsOf(dir).pids.includes(pid),
             netns: this.#kubeletNetns,
           });
           if (pid === preferred) this.#kubeletNetns = read.netns;
@@ -180,9 +179,8 @@ export class KubeletNetnsAddresses {
     return this.#own.addresses;
   }
 
-  #procsOf(dir: string): number[] {
-    return this.#files.readText(`${dir}/cgroup.procs`).split("\n")
-      .map((l) => l.trim()).filter((l) => /^\d+$/.test(l)).map(Number);
+  #procsOf(dir: string): { pids: number[]; hidden: number } {
+    return parseCgroupProcs(this.#files.readText(`${dir}/cgroup.procs`));
   }
 
   /**
@@ -190,7 +188,7 @@ export class KubeletNetnsAddresses {
    * it was just read), or it shows the cgroup the follower found the kubelet in.
    */
   #stillKubelet(k: KubeletProcessRef, dir: string, listed?: Set<number>): boolean {
-    if ((listed ?? new Set(this.#procsOf(dir))).has(k.pid)) return true;
+    if ((listed ?? new Set(this.#procsOf(dir).pids)).has(k.pid)) return true;
     if (k.cgroup === null) return false;
     try {
       const proc = this.#o.procRoot ?? "/proc";
