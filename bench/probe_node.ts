@@ -9,7 +9,6 @@ import { join } from "node:path";
 import { CGROUP_V1 } from "../tests/node/cgroups.ts";
 import type { Node } from "../tests/node/node.ts";
 import { waitFor } from "../tests/helpers/wait.ts";
-import { errorChain } from "../lib/text/error_chain.ts";
 import {
   cpuUsageUsec,
   parseSamples,
@@ -67,36 +66,30 @@ export async function readCpu(cg: Cgroups, pods: string[]) {
   };
 }
 
-/** How often a read of the kubelet's metrics is tried, and the pause between two tries. */
-export const KUBELET_READ = { tries: 3, pauseMs: 5000 };
+/** How long a read of the kubelet's metrics is tried again, and the pause between two tries. */
+export const KUBELET_READ = { timeoutMs: 30_000, intervalMs: 5000 };
 
 /**
  * The kubelet's /metrics/probes, through the API server. On a node that exec probes load to 200
- * and more, one such read can time out while the kubelet is starved; it is tried again rather
- * than losing the column's measurement, and the last failure names every try.
+ * and more, one such read can time out while the kubelet is starved; it is tried again (waitFor)
+ * rather than losing the column's measurement.
  */
 export async function probeSamples(
   core: Pick<CoreV1Api, "connectGetNodeProxyWithPath">,
   node: string,
   retry = KUBELET_READ,
 ): Promise<Sample[]> {
-  const errors: string[] = [];
-  for (let attempt = 1;; attempt++) {
-    try {
-      const text = await core.connectGetNodeProxyWithPath({ name: node, path: "metrics/probes" });
-      return parseSamples(String(text));
-    } catch (e) {
-      errors.push(errorChain(e));
-      if (attempt >= retry.tries) {
-        throw new Error(
-          `Reading the kubelet's metrics/probes on node ${node} through the API server failed ` +
-            `${attempt} times, ${retry.pauseMs} ms apart: ${errors.join("; ")}`,
-        );
-      }
-      console.error(`  reading the kubelet's probe metrics failed (${errors.at(-1)}); again…`);
-      await new Promise((resolve) => setTimeout(resolve, retry.pauseMs));
-    }
-  }
+  const { text } = await waitFor(
+    async () => ({
+      text: String(await core.connectGetNodeProxyWithPath({ name: node, path: "metrics/probes" })),
+    }),
+    {
+      timeout: retry.timeoutMs,
+      interval: retry.intervalMs,
+      message: `the kubelet's metrics/probes on node ${node}, through the API server`,
+    },
+  );
+  return parseSamples(text);
 }
 
 export async function readProbes(
