@@ -13,6 +13,7 @@
 import { uninstall } from "../lib/datapath/pins.ts";
 import { SimCgroups } from "../lib/demo/cgroup.ts";
 import type { CleanupStack } from "../lib/os/cleanup_stack.ts";
+import { lines } from "../lib/os/process.ts";
 import { probeOnce } from "../tests/helpers/http_flood.ts";
 import { AgentProcess } from "./agent_process.ts";
 import { benchPodsDir } from "./pods.ts";
@@ -24,28 +25,12 @@ export interface ListenerFloodOptions {
   quick: boolean;
 }
 
-/** `n` kubelet-style probes of `path` at `addr`, `gapMs` apart: each one's latency (ms) and status. */
-async function probeSeries(addr: string, path: string, n: number, gapMs = 5) {
-  const [series] = await probeSide(addr, undefined, path, n, gapMs);
-  return series;
-}
-
 /**
- * `n` kubelet-style probes of `path` at `addr` and at the control's `other` (when given), one
- * each turn, which first alternating, `gapMs` apart: each side's latencies (ms) and failures.
+ * `n` rounds of kubelet-style probes of `path`, one at each of `addrs` per round (which first
+ * alternating), `gapMs` apart: each address's latencies (ms) and failures, in the same order.
  */
-async function probeSide(
-  addr: string,
-  other: string | undefined,
-  path: string,
-  n: number,
-  gapMs = 5,
-) {
-  const sides = [addr, ...(other ? [other] : [])].map((a) => ({
-    a,
-    ms: [] as number[],
-    failed: 0,
-  }));
+async function probeInTurn(addrs: string[], path: string, n: number, gapMs = 5) {
+  const sides = addrs.map((a) => ({ a, ms: [] as number[], failed: 0 }));
   for (let i = 0; i < n; i++) {
     for (const side of i % 2 ? [...sides].reverse() : sides) {
       const t0 = performance.now();
@@ -76,17 +61,9 @@ function spawnChild(script: string, args: string[], cleanups: CleanupStack): Den
 
 /** The control's health server in a process of its own; see bench/health_control.ts. */
 async function startControl(cleanups: CleanupStack): Promise<string> {
-  const child = spawnChild("./health_control.ts", [], cleanups);
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let text = "";
-  while (!text.includes("\n")) {
-    const r = await reader.read();
-    if (r.done) throw new Error("The health control exited before it printed its address");
-    text += r.value;
-  }
-  reader.releaseLock();
-  child.stdout.cancel().catch(() => {});
-  return JSON.parse(text.slice(0, text.indexOf("\n"))).addr;
+  const first = await lines(spawnChild("./health_control.ts", [], cleanups).stdout).next();
+  if (first.done) throw new Error("The health control exited before it printed its address");
+  return JSON.parse(first.value).addr;
 }
 
 export async function listenerFlood(
@@ -106,20 +83,13 @@ export async function listenerFlood(
   await sleep(2000);
 
   const controlAddr = await startControl(cleanups);
-  const [idle, controlIdle] = await probeSide(healthAddr, controlAddr, "/healthz", probes);
+  const [idle, controlIdle] = await probeInTurn([healthAddr, controlAddr], "/healthz", probes);
 
   const [host, port] = agent.metricsAddr.split(":");
   const child = spawnChild("./flood_child.ts", [host, port], cleanups);
-  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let buffered = "";
   let last: Record<string, unknown> = {};
   const readLines = (async () => {
-    for (let r = await lines.read(); !r.done; r = await lines.read()) {
-      buffered += r.value;
-      const parts = buffered.split("\n");
-      buffered = parts.pop()!;
-      for (const p of parts) if (p) last = JSON.parse(p);
-    }
+    for await (const line of lines(child.stdout)) if (line) last = JSON.parse(line);
   })();
   const deadline = performance.now() + 30_000;
   while (Number(last.answered ?? 0) < 128) {
@@ -127,9 +97,14 @@ export async function listenerFlood(
     await sleep(50);
   }
   const cpuBefore = sampleProcess(agent.pid).cpuSeconds, t0 = performance.now();
-  const [during, controlDuring] = await probeSide(healthAddr, controlAddr, "/healthz", probes);
+  const [during, controlDuring] = await probeInTurn([healthAddr, controlAddr], "/healthz", probes);
   // Ten a second: one address's rate on the node listener.
-  const nodeListener = await probeSeries(agent.metricsAddr, "/healthz", opts.quick ? 20 : 50, 100);
+  const [nodeListener] = await probeInTurn(
+    [agent.metricsAddr],
+    "/healthz",
+    opts.quick ? 20 : 50,
+    100,
+  );
   const cpu = (sampleProcess(agent.pid).cpuSeconds - cpuBefore) / ((performance.now() - t0) / 1000);
   child.kill("SIGTERM");
   await child.status;
