@@ -79,7 +79,27 @@ async function startBaseline(args: string[]): Promise<Baseline> {
   return { pid: child.pid, startupMs, stop };
 }
 
-/** The three largest of a per-thread figure (sorted largest first), as `main 0.2%, …`. */
+/** Per-thread counts over `seconds` as rates (times `scale`), the non-zero ones, largest first. */
+function ratesByThread(
+  counts: Record<string, number>,
+  seconds: number,
+  scale: number,
+  digits: number,
+): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(counts)
+      .map(([name, n]) => [name, round((n / seconds) * scale, digits)] as const)
+      .filter(([, rate]) => rate > 0)
+      .sort((x, y) => y[1] - x[1]),
+  );
+}
+
+/** MiB as the goals' decimal megabytes, to a tenth. */
+function mb(mib: number): number {
+  return round((mib * MiB) / 1e6, 1);
+}
+
+/** The three largest of a per-thread figure, as `main 0.2%, …`. */
 export function byThreadText(byThread: Record<string, number>, unit: string): string {
   const top = Object.entries(byThread).sort((x, y) => y[1] - x[1]).slice(0, 3);
   return top.length ? top.map(([name, v]) => `${name} ${fmt(v)}${unit}`).join(", ") : "none";
@@ -105,7 +125,7 @@ export function rssStretchGoal(agent: Measured, all: Measured[], seconds: number
   return atMost(
     "footprint",
     `${agent.label}: RSS after ${fmt(seconds)} s idle, stretch`,
-    round((agent.rssMiB * MiB) / 1e6, 1),
+    mb(agent.rssMiB),
     80,
     "MB",
     `the agent ${split(agent)}; the client's bundle in a bare deno ${
@@ -223,18 +243,8 @@ export async function footprint(
         2,
       ),
       mainThreadWakeupsPerSecond: round((b.mainThreadWakeups - a.mainThreadWakeups) / seconds, 2),
-      wakeupsPerSecondByThread: Object.fromEntries(
-        Object.entries(byThread)
-          .map(([name, n]) => [name, round(n / seconds, 2)] as const)
-          .filter(([, rate]) => rate > 0)
-          .sort((x, y) => y[1] - x[1]),
-      ),
-      idleCpuPercentByThread: Object.fromEntries(
-        Object.entries(cpuBetween(a, b))
-          .map(([name, s]) => [name, round((s / seconds) * 100, 3)] as const)
-          .filter(([, percent]) => percent > 0)
-          .sort((x, y) => y[1] - x[1]),
-      ),
+      wakeupsPerSecondByThread: ratesByThread(byThread, seconds, 1, 2),
+      idleCpuPercentByThread: ratesByThread(cpuBetween(a, b), seconds, 100, 3),
       threads: b.threads,
     };
   });
@@ -259,7 +269,7 @@ export async function footprint(
     measurement: "the client's bundle + the agent's own share (pods-directory agent − empty)",
     value: `${fmt(rssOf("denoLaceClient"))} + (${fmt(rssOf("agentDir"))} − ${
       fmt(rssOf("bareDeno"))
-    }) = ${fmt(sumMiB)} MiB = ${fmt(round((sumMiB * MiB) / 1e6, 1))} MB`,
+    }) = ${fmt(sumMiB)} MiB = ${fmt(mb(sumMiB))} MB`,
   });
   rows.push({ measurement: "idle window", value: `${fmt(seconds)} s, after all were ready` });
   rows.push({ measurement: "V8 flags of every process", value: V8_FLAGS.join(" ") });
@@ -270,7 +280,7 @@ export async function footprint(
     goals.push(atMost(
       "footprint",
       `${m.label}: RSS after ${fmt(seconds)} s idle`,
-      round((m.rssMiB * MiB) / 1e6, 1),
+      mb(m.rssMiB),
       100,
       "MB",
       m.name === "agentApi"
@@ -281,7 +291,7 @@ export async function footprint(
         } MiB, the agent's bundle of it ${
           fmt(rssOf("denoLaceClient"))
         } MiB, and with the agent's own share (pods-directory agent − empty script) ${
-          fmt(round((sumMiB * MiB) / 1e6, 1))
+          fmt(mb(sumMiB))
         } MB before anything for the API (see their rows)`
         : undefined,
     ));

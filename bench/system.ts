@@ -82,7 +82,6 @@ export interface ProcSample {
 
 const CLOCK_TICKS = 100; // USER_HZ on Linux
 
-/** Samples a live process; throws when it has exited. */
 /** utime + stime of /proc/<path>/stat (a process, or one of its threads), in seconds. */
 function statCpuSeconds(path: string): number {
   const stat = Deno.readTextFileSync(`/proc/${path}/stat`);
@@ -91,6 +90,7 @@ function statCpuSeconds(path: string): number {
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
 
+/** Samples a live process; throws when it has exited. */
 export function sampleProcess(pid: number): ProcSample {
   const cpuSeconds = statCpuSeconds(String(pid));
   const status = Deno.readTextFileSync(`/proc/${pid}/status`);
@@ -183,7 +183,8 @@ export function switchesBetween(before: ProcSample, after: ProcSample): Record<s
 }
 
 /**
- * CPU seconds between two samples, per thread name (the main thread's is `main`); threads that exited in between are left out, threads that started count from zero.
+ * CPU seconds between two samples, per thread name (the main thread's is `main`): threads that
+ * exited in between are left out, threads that started count from zero.
  */
 export function cpuBetween(before: ProcSample, after: ProcSample): Record<string, number> {
   return byThreadName(before, after, "cpuSeconds");
