@@ -239,6 +239,11 @@ export interface ColumnMeasured {
   round?: number;
 }
 
+/** Probes that did not succeed: failed, or ended with an unknown result. */
+export function failedOf(c: ProbeCounts): number {
+  return (c.byResult.failed ?? 0) + (c.byResult.unknown ?? 0);
+}
+
 /** The node's CPU (kubelet, runtime, agent) in ms per 1,000 probes of the hold. */
 export function nodeCpuPerThousand(m: ColumnMeasured): number {
   const probes = totalProbes(m.probes);
@@ -277,7 +282,7 @@ export function probeRowsAndGoals(
   const goals: Goal[] = [];
   for (const m of measured) {
     const probes = totalProbes(m.probes);
-    const failed = (m.probes.byResult.failed ?? 0) + (m.probes.byResult.unknown ?? 0);
+    const failed = failedOf(m.probes);
     const { p50, p99, samples } = m.durations;
     const mean = m.probes.durationSum / m.probes.durationCount;
     const at = `${m.pods} pods, ${COLUMN_LABEL[m.column]}${m.round ? `, round ${m.round}` : ""}`;

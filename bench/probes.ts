@@ -28,7 +28,7 @@ import type { BenchOptions } from "./main.ts";
 import {
   type Column,
   type ColumnMeasured,
-  type ProbeCounts,
+  failedOf,
   probeDelta,
   probedPod,
   probeRowsAndGoals,
@@ -288,8 +288,4 @@ async function runColumn(
 
   await removePods(core, namespace);
   return { measured, loads };
-}
-
-function failedOf(c: ProbeCounts): number {
-  return (c.byResult.failed ?? 0) + (c.byResult.unknown ?? 0);
 }
